@@ -1,0 +1,23 @@
+import { describe, expect, it } from 'vitest';
+import { GraphBuilder } from '../../../kernels/onnx/graph-builder.js';
+import { floatTensor } from '../../../kernels/onnx/dtypes.js';
+import { SeededRandom } from '../../../kernels/onnx/random.js';
+import { refTensor } from '../../../kernels/reference/tensor.js';
+import { rmsNorm, rmsNormReference } from '../../../kernels/rms-norm.js';
+import { createSession, relativeError, runAsFloat64 } from '../../support/onnx.js';
+
+describe('rmsNorm', () => {
+  it('matches the float64 reference on fresh random inputs', async () => {
+    const random = new SeededRandom(Date.now());
+    const [rows, width, epsilon] = [5, 48, 1e-6];
+    const weights = random.uniformWithStd(width, 1);
+    const g = new GraphBuilder('rms_norm');
+    const x = g.input('x', 'float32', ['rows', width]);
+    g.output(rmsNorm(g, x, g.weight('weight', [width], weights), epsilon), 'y', 'float32', ['rows', width]);
+    const input = random.uniformWithStd(rows * width, 2);
+
+    const { y } = await runAsFloat64(await createSession(g), { x: floatTensor('float32', [rows, width], input) });
+    const expected = rmsNormReference(refTensor([rows, width], input), Float64Array.from(weights), epsilon);
+    expect(relativeError(y!.data, expected.data)).toBeLessThan(1e-5);
+  });
+});

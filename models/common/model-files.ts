@@ -1,0 +1,43 @@
+// Writing built models to disk. The ONNX bytes stream out chunk by chunk (weights are never
+// copied into one big buffer) and are hashed on the way, so callers get the sha256 for free.
+
+import { createHash } from 'node:crypto';
+import { mkdir, open, rename } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import type { EncodedMessage } from '../../kernels/onnx/protobuf-writer.js';
+import type { Precision } from '../../kernels/linear.js';
+
+export type ModelSize = 'tiny' | 'bench';
+
+/** transformers.js / Optimum file names per variant (dtype → suffix). */
+export const VARIANT_FILE: Record<Precision, string> = {
+  fp32: 'model.onnx',
+  fp16: 'model_fp16.onnx',
+  int8: 'model_quantized.onnx',
+};
+
+export const PRECISIONS: readonly Precision[] = ['fp32', 'fp16', 'int8'];
+
+/** Writes the model atomically (temp file + rename) and returns its sha256 in hex. */
+export async function writeModel(path: string, model: EncodedMessage): Promise<string> {
+  await mkdir(dirname(path), { recursive: true });
+  const temp = `${path}.partial`;
+  const hash = createHash('sha256');
+  const file = await open(temp, 'w');
+  try {
+    for (const chunk of model.chunks) {
+      hash.update(chunk);
+      await file.write(chunk);
+    }
+  } finally {
+    await file.close();
+  }
+  await rename(temp, path);
+  return hash.digest('hex');
+}
+
+export function sha256Of(model: EncodedMessage): string {
+  const hash = createHash('sha256');
+  for (const chunk of model.chunks) hash.update(chunk);
+  return hash.digest('hex');
+}

@@ -1,0 +1,33 @@
+// The decoder's tied input embedding / lm_head. One copy of E [vocab, hidden] serves the lookup
+// (Gather) and the logits (h · Eᵀ as a Gemm with transB, which ORT pre-packs at load).
+// Ids past the tokenizer get a large negative logit bias so they can never be sampled.
+
+import type { Precision } from '../../kernels/linear.js';
+import { floatTensor } from '../../kernels/onnx/dtypes.js';
+import type { GraphBuilder } from '../../kernels/onnx/graph-builder.js';
+import type { DecoderConfig } from './config.js';
+
+export interface TiedEmbedding {
+  /** ids [B, S] int64 → [B, S, hidden]. */
+  lookup(ids: string): string;
+  /** hidden [B, S', hidden] → logits [B, S', vocab]. */
+  lmHead(hidden: string): string;
+}
+
+/** Far below any real logit, and still finite in fp16. */
+const UNUSED_ID_LOGIT = -1e4;
+
+export function tiedEmbedding(g: GraphBuilder, name: string, embedding: Float32Array, c: DecoderConfig, _precision: Precision): TiedEmbedding {
+  const table = g.weight(`${name}.weight`, [c.vocabSize, c.hiddenSize], embedding);
+  const bias = new Float32Array(c.vocabSize).fill(UNUSED_ID_LOGIT, c.tokenizerVocabSize);
+  const logitBias = g.initializer('lm_head.unused_id_bias', floatTensor(g.floatType, [c.vocabSize], bias));
+  return {
+    lookup: (ids) => g.op1('Gather', [table, ids], { axis: 0 }),
+    lmHead: (hidden) => {
+      const rows = g.op1('Reshape', [hidden, g.ints([-1, c.hiddenSize])]);
+      const logits = g.op1('Gemm', [rows, table, logitBias], { transB: 1 });
+      const leading = g.op1('Slice', [g.op1('Shape', [hidden]), g.ints([0]), g.ints([2])]);
+      return g.op1('Reshape', [logits, g.op1('Concat', [leading, g.ints([c.vocabSize])], { axis: 0 })]);
+    },
+  };
+}

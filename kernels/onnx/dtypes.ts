@@ -43,7 +43,10 @@ const u32 = new Uint32Array(f32.buffer);
 /** IEEE 754 binary32 → binary16 bits, round to nearest even (what numpy's astype does). */
 export function float32ToFloat16Bits(value: number): number {
   f32[0] = value;
-  const x = u32[0]!;
+  return float32BitsToFloat16Bits(u32[0]!);
+}
+
+function float32BitsToFloat16Bits(x: number): number {
   const sign = (x >>> 16) & 0x8000;
   const exponent = (x >>> 23) & 0xff;
   let mantissa = x & 0x7fffff;
@@ -77,6 +80,12 @@ export function float16BitsToFloat32(bits: number): number {
 
 export function toFloat16Array(values: ArrayLike<number>): Uint16Array {
   const out = new Uint16Array(values.length);
+  if (values instanceof Float32Array) {
+    // Read the float32 bits directly: no per-element round trip through a scratch array.
+    const bits = new Uint32Array(values.buffer, values.byteOffset, values.length);
+    for (let i = 0; i < bits.length; i++) out[i] = float32BitsToFloat16Bits(bits[i]!);
+    return out;
+  }
   for (let i = 0; i < values.length; i++) out[i] = float32ToFloat16Bits(values[i]!);
   return out;
 }
@@ -90,8 +99,15 @@ export function fromFloat16Array(bits: Uint16Array): Float32Array {
 /** Stores float values in the given float type (fp16 as bit patterns). */
 export function floatTensor(dtype: 'float32' | 'float16' | 'float64', dims: readonly number[], values: ArrayLike<number>): TensorValue {
   if (values.length !== elementCount(dims)) throw new Error(`floatTensor: ${values.length} values for dims [${dims}]`);
+  // A Float32Array is used as is (weights are large and never mutated after init).
   const data =
-    dtype === 'float16' ? toFloat16Array(values) : dtype === 'float64' ? Float64Array.from(values) : Float32Array.from(values);
+    dtype === 'float16'
+      ? toFloat16Array(values)
+      : dtype === 'float64'
+        ? Float64Array.from(values)
+        : values instanceof Float32Array
+          ? values
+          : Float32Array.from(values);
   return { dtype, dims: [...dims], data };
 }
 

@@ -18,6 +18,8 @@ export const VARIANT_FILE: Record<Precision, string> = {
 
 export const PRECISIONS: readonly Precision[] = ['fp32', 'fp16', 'int8'];
 
+const WRITE_BATCH_BYTES = 1 << 20;
+
 /** Writes the model atomically (temp file + rename) and returns its sha256 in hex. */
 export async function writeModel(path: string, model: EncodedMessage): Promise<string> {
   await mkdir(dirname(path), { recursive: true });
@@ -25,10 +27,26 @@ export async function writeModel(path: string, model: EncodedMessage): Promise<s
   const hash = createHash('sha256');
   const file = await open(temp, 'w');
   try {
+    // Small chunks (graph structure) are gathered into one write; weights go out as they are.
+    let pending: Uint8Array[] = [];
+    let pendingBytes = 0;
+    const flush = async (): Promise<void> => {
+      if (pendingBytes > 0) await file.write(Buffer.concat(pending, pendingBytes));
+      pending = [];
+      pendingBytes = 0;
+    };
     for (const chunk of model.chunks) {
       hash.update(chunk);
-      await file.write(chunk);
+      if (chunk.byteLength >= WRITE_BATCH_BYTES) {
+        await flush();
+        await file.write(chunk);
+      } else {
+        pending.push(chunk);
+        pendingBytes += chunk.byteLength;
+        if (pendingBytes >= WRITE_BATCH_BYTES) await flush();
+      }
     }
+    await flush();
   } finally {
     await file.close();
   }

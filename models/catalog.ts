@@ -10,6 +10,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { Precision } from '../kernels/linear.js';
 import { VARIANT_FILE, type ModelSize } from './common/model-files.js';
+import { writeBertModel } from './bert/write.js';
 import { writeQwen3Directory } from './qwen3/write.js';
 
 export type ModelFamily = 'qwen3' | 'bert' | 'resnet';
@@ -31,7 +32,8 @@ interface Builder {
 
 const BUILDERS: Record<ModelFamily, Builder> = {
   qwen3: { onnxDir: 'onnx', write: writeQwen3Directory },
-  bert: { onnxDir: '.', write: notYet('bert') },
+  // Triton's layout: the ONNX files sit in the version directory itself (1/model.onnx).
+  bert: { onnxDir: '.', write: writeBertModel },
   resnet: { onnxDir: '.', write: notYet('resnet') },
 };
 

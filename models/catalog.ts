@@ -12,6 +12,7 @@ import type { Precision } from '../kernels/linear.js';
 import { VARIANT_FILE, type ModelSize } from './common/model-files.js';
 import { writeBertModel } from './bert/write.js';
 import { writeQwen3Directory } from './qwen3/write.js';
+import { writeResnetModel } from './resnet/resnet.js';
 
 export type ModelFamily = 'qwen3' | 'bert' | 'resnet';
 
@@ -34,7 +35,7 @@ const BUILDERS: Record<ModelFamily, Builder> = {
   qwen3: { onnxDir: 'onnx', write: writeQwen3Directory },
   // Triton's layout: the ONNX files sit in the version directory itself (1/model.onnx).
   bert: { onnxDir: '.', write: writeBertModel },
-  resnet: { onnxDir: '.', write: notYet('resnet') },
+  resnet: { onnxDir: '.', write: writeResnetModel },
 };
 
 function notYet(family: string): Builder['write'] {

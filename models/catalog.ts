@@ -38,12 +38,6 @@ const BUILDERS: Record<ModelFamily, Builder> = {
   resnet: { onnxDir: '.', write: writeResnetModel },
 };
 
-function notYet(family: string): Builder['write'] {
-  return async () => {
-    throw new Error(`the ${family} builder is not available yet`);
-  };
-}
-
 export const MODELS_ROOT = dirname(fileURLToPath(import.meta.url));
 const MANIFEST = 'conveyor-build.json';
 

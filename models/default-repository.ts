@@ -2,6 +2,8 @@
 // committed; the weights in each version directory are built here on first use, never
 // downloaded, never committed.
 
+import { copyFile } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { MODELS_ROOT, ensureBuilt, type BuiltModel, type ModelFamily } from './catalog.js';
 
@@ -21,6 +23,9 @@ export async function ensureDefaultRepository(
   const built: Record<string, BuiltModel> = {};
   for (const { name, family } of DEFAULT_MODELS) {
     built[name] = await ensureBuilt(family, 'tiny', { dir: join(root, name, '1'), ...(log ? { log } : {}) });
+    // Triton resolves label_filename against the model directory, not the version directory.
+    const labels = join(built[name].dir, 'labels.txt');
+    if (existsSync(labels)) await copyFile(labels, join(root, name, 'labels.txt'));
   }
   return built;
 }

@@ -1,0 +1,85 @@
+// What the front ends ask of the server core. Every method throws ConveyorError (src/errors.ts)
+// with a catalog code; each front end maps that code to its protocol's error shape.
+
+import type { InferRequest, InferResponse } from './infer.js';
+import type { ModelConfig } from './model-config.js';
+import type { DataType } from './tensors.js';
+
+export interface ServerMetadata {
+  readonly name: string;
+  readonly version: string;
+  readonly extensions: readonly string[];
+}
+
+export interface TensorMetadata {
+  readonly name: string;
+  readonly datatype: DataType;
+  /** Including the batch dimension (-1) when the model batches. */
+  readonly shape: readonly number[];
+}
+
+export interface ModelMetadata {
+  readonly name: string;
+  readonly versions: readonly string[];
+  readonly platform: string;
+  readonly inputs: readonly TensorMetadata[];
+  readonly outputs: readonly TensorMetadata[];
+}
+
+/** A cumulative {count, ns} pair, Triton's StatisticDuration. */
+export interface StatisticDuration {
+  count: number;
+  ns: number;
+}
+
+export interface ModelStatistics {
+  readonly name: string;
+  readonly version: string;
+  /** Milliseconds since the epoch; 0 before the first inference. */
+  readonly last_inference: number;
+  readonly inference_count: number;
+  readonly execution_count: number;
+  readonly inference_stats: Record<
+    'success' | 'fail' | 'queue' | 'compute_input' | 'compute_infer' | 'compute_output' | 'cache_hit' | 'cache_miss',
+    StatisticDuration
+  >;
+  readonly batch_stats: readonly {
+    batch_size: number;
+    compute_input: StatisticDuration;
+    compute_infer: StatisticDuration;
+    compute_output: StatisticDuration;
+  }[];
+  readonly memory_usage: readonly { type: string; id: number; byte_size: number }[];
+}
+
+export type ModelState = 'UNKNOWN' | 'READY' | 'UNAVAILABLE' | 'LOADING' | 'UNLOADING';
+
+export interface RepositoryIndexEntry {
+  readonly name: string;
+  readonly version: string;
+  readonly state: ModelState;
+  readonly reason: string;
+}
+
+export interface LoadOverride {
+  /** ModelConfig as a JSON string (Triton's `config` parameter). */
+  readonly config?: string;
+  /** `file:<version>/<path>` contents, keyed by `<version>/<path>`. */
+  readonly files?: Readonly<Record<string, Uint8Array>>;
+}
+
+export interface InferenceService {
+  serverMetadata(): ServerMetadata;
+  isLive(): boolean;
+  isReady(): boolean;
+  modelReady(name: string, version?: string): boolean;
+  modelMetadata(name: string, version?: string): ModelMetadata;
+  modelConfig(name: string, version?: string): ModelConfig;
+  /** No name: every loaded model. */
+  modelStatistics(name?: string, version?: string): ModelStatistics[];
+  /** `signal` aborts a queued request (client went away). */
+  infer(request: InferRequest, signal?: AbortSignal): Promise<InferResponse>;
+  repositoryIndex(readyOnly: boolean): RepositoryIndexEntry[];
+  loadModel(name: string, override?: LoadOverride): Promise<void>;
+  unloadModel(name: string, options?: { unloadDependents?: boolean }): Promise<void>;
+}

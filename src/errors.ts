@@ -1,0 +1,69 @@
+// The error catalog: every error the server raises has one code, and each code maps once to an
+// HTTP status, a gRPC status and an OpenAI error type. Front ends never invent statuses.
+
+export type ErrorCode =
+  | 'INVALID_ARG'
+  | 'NOT_FOUND'
+  | 'UNAVAILABLE'
+  | 'INTERNAL'
+  | 'UNSUPPORTED'
+  | 'ALREADY_EXISTS'
+  | 'CANCELLED'
+  | 'UNAUTHENTICATED'
+  | 'CONTEXT_LENGTH_EXCEEDED';
+
+interface CatalogEntry {
+  readonly http: number;
+  /** @grpc/grpc-js `status` numbers (kept as numbers so this file needs no gRPC import). */
+  readonly grpc: number;
+  readonly openaiType: string;
+  /** OpenAI's string `code`, where it has one. */
+  readonly openaiCode: string | null;
+}
+
+// gRPC status codes (grpc/status.h).
+const GRPC = { CANCELLED: 1, UNKNOWN: 2, INVALID_ARGUMENT: 3, NOT_FOUND: 5, ALREADY_EXISTS: 6, UNIMPLEMENTED: 12, INTERNAL: 13, UNAVAILABLE: 14, UNAUTHENTICATED: 16 } as const;
+
+export const ERROR_CATALOG: Readonly<Record<ErrorCode, CatalogEntry>> = {
+  // Triton answers 400 for an unknown model too; NOT_FOUND is for missing versions/resources.
+  INVALID_ARG: { http: 400, grpc: GRPC.INVALID_ARGUMENT, openaiType: 'invalid_request_error', openaiCode: null },
+  NOT_FOUND: { http: 404, grpc: GRPC.NOT_FOUND, openaiType: 'invalid_request_error', openaiCode: 'model_not_found' },
+  UNAVAILABLE: { http: 503, grpc: GRPC.UNAVAILABLE, openaiType: 'server_error', openaiCode: 'service_unavailable' },
+  INTERNAL: { http: 500, grpc: GRPC.INTERNAL, openaiType: 'server_error', openaiCode: null },
+  UNSUPPORTED: { http: 501, grpc: GRPC.UNIMPLEMENTED, openaiType: 'invalid_request_error', openaiCode: 'unsupported' },
+  ALREADY_EXISTS: { http: 400, grpc: GRPC.ALREADY_EXISTS, openaiType: 'invalid_request_error', openaiCode: null },
+  CANCELLED: { http: 400, grpc: GRPC.CANCELLED, openaiType: 'invalid_request_error', openaiCode: 'cancelled' },
+  UNAUTHENTICATED: { http: 401, grpc: GRPC.UNAUTHENTICATED, openaiType: 'authentication_error', openaiCode: 'invalid_api_key' },
+  CONTEXT_LENGTH_EXCEEDED: { http: 400, grpc: GRPC.INVALID_ARGUMENT, openaiType: 'invalid_request_error', openaiCode: 'context_length_exceeded' },
+};
+
+export class ConveyorError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    /** The request field at fault (OpenAI's `param`). */
+    readonly param?: string,
+  ) {
+    super(message);
+    this.name = 'ConveyorError';
+  }
+
+  get httpStatus(): number {
+    return ERROR_CATALOG[this.code].http;
+  }
+
+  get grpcStatus(): number {
+    return ERROR_CATALOG[this.code].grpc;
+  }
+}
+
+/** Any thrown value as a ConveyorError (unknown failures become INTERNAL). */
+export function asConveyorError(error: unknown): ConveyorError {
+  if (error instanceof ConveyorError) return error;
+  const message = error instanceof Error ? error.message : String(error);
+  return new ConveyorError('INTERNAL', message);
+}
+
+export const invalidArg = (message: string, param?: string): ConveyorError => new ConveyorError('INVALID_ARG', message, param);
+export const notFound = (message: string): ConveyorError => new ConveyorError('NOT_FOUND', message);
+export const unavailable = (message: string): ConveyorError => new ConveyorError('UNAVAILABLE', message);

@@ -1,0 +1,44 @@
+// Messages between the main thread and a model instance worker. Tensor data travels in
+// transferred ArrayBuffers (zero-copy); everything else is small plain data.
+
+import type { ExecutionTimings } from './execution.js';
+import type { Tensor } from './tensors.js';
+
+/** ONNX Runtime's element type names (onnxruntime-common Tensor.Type). */
+export type OrtElementType =
+  | 'float32' | 'float16' | 'float64' | 'bfloat16'
+  | 'int8' | 'int16' | 'int32' | 'int64'
+  | 'uint8' | 'uint16' | 'uint32' | 'uint64'
+  | 'bool' | 'string';
+
+export interface TensorInfo {
+  readonly name: string;
+  readonly type: OrtElementType;
+  /** Numbers are fixed sizes; strings are symbolic dimensions (e.g. 'batch_size'). */
+  readonly shape: readonly (number | string)[];
+}
+
+export interface SessionMetadata {
+  readonly inputs: readonly TensorInfo[];
+  readonly outputs: readonly TensorInfo[];
+}
+
+export type Device = 'cpu' | 'cuda';
+
+/** workerData of an instance worker. */
+export interface InstanceWorkerData {
+  readonly modelPath: string;
+  readonly device: Device;
+  readonly intraOpNumThreads: number;
+  readonly label: string;
+}
+
+export type ToInstanceWorker =
+  | { readonly type: 'run'; readonly id: number; readonly inputs: readonly Tensor[]; readonly outputNames: readonly string[] }
+  | { readonly type: 'close' };
+
+export type FromInstanceWorker =
+  | { readonly type: 'ready'; readonly metadata: SessionMetadata; readonly device: Device; readonly note?: string }
+  | { readonly type: 'result'; readonly id: number; readonly outputs: readonly Tensor[]; readonly timings: ExecutionTimings }
+  | { readonly type: 'error'; readonly id: number; readonly message: string }
+  | { readonly type: 'fatal'; readonly message: string };

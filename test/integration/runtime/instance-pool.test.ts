@@ -1,0 +1,88 @@
+// Model instances are worker threads with one real onnxruntime session each.
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { DEFAULT_REPOSITORY } from '../../../models/default-repository.js';
+import { InstancePool } from '../../../src/runtime/instance-pool.js';
+import type { Tensor } from '../../../src/contracts/tensors.js';
+
+const RESNET = join(DEFAULT_REPOSITORY, 'resnet-tiny', '1', 'model.onnx');
+const BERT = join(DEFAULT_REPOSITORY, 'bert-tiny', '1', 'model.onnx');
+const logs: string[] = [];
+const options = (modelPath: string, count = 1) => ({ modelPath, count, device: 'cpu' as const, intraOpNumThreads: 1, label: 'test', log: (l: string) => logs.push(l) });
+
+function images(batch: number): Tensor {
+  const data = new Float32Array(batch * 3 * 224 * 224).map((_, i) => Math.sin(i * 0.001));
+  return { name: 'input', datatype: 'FP32', shape: [batch, 3, 224, 224], data };
+}
+
+describe('InstancePool', () => {
+  const pools: InstancePool[] = [];
+  afterAll(async () => Promise.all(pools.map((p) => p.close())));
+
+  it('loads a model in a worker and reports its metadata', async () => {
+    const pool = await InstancePool.start(options(BERT));
+    pools.push(pool);
+    expect(pool.metadata.inputs.map((i) => i.name)).toEqual(['input_ids', 'attention_mask', 'token_type_ids']);
+    expect(pool.metadata.outputs[1]).toEqual({ name: 'sentence_embedding', type: 'float32', shape: ['batch_size', 32] });
+    expect(pool.device).toBe('cpu');
+  });
+
+  it('runs batches on free instances, in parallel across instances, with timings', async () => {
+    const pool = await InstancePool.start(options(RESNET, 2));
+    pools.push(pool);
+    expect(pool.freeInstances).toBe(2);
+    const freed: number[] = [];
+    pool.onInstanceFree(() => freed.push(pool.freeInstances));
+    const [a, b] = [pool.execute([images(2)], ['logits']), pool.execute([images(1)], ['logits'])];
+    expect(pool.freeInstances).toBe(0);
+    await expect(pool.execute([images(1)], ['logits'])).rejects.toMatchObject({ code: 'UNAVAILABLE' });
+    const [ra, rb] = await Promise.all([a, b]);
+    expect(ra.outputs[0]!.shape).toEqual([2, 1000]);
+    expect(rb.outputs[0]!.shape).toEqual([1, 1000]);
+    // Same image → same logits whichever instance ran it.
+    expect(Array.from((ra.outputs[0]!.data as Float32Array).subarray(0, 1000))).toEqual(Array.from(rb.outputs[0]!.data as Float32Array));
+    expect(ra.timings.computeInferNs).toBeGreaterThan(0);
+    expect(freed).toHaveLength(2);
+    expect(pool.freeInstances).toBe(2);
+  });
+
+  it('keeps the main thread responsive while a model runs', async () => {
+    const pool = await InstancePool.start(options(RESNET));
+    pools.push(pool);
+    const lags: number[] = [];
+    let last = performance.now();
+    const timer = setInterval(() => {
+      const now = performance.now();
+      lags.push(now - last - 5);
+      last = now;
+    }, 5);
+    for (let i = 0; i < 3; i++) await pool.execute([images(8)], ['logits']);
+    clearInterval(timer);
+    expect(lags.length).toBeGreaterThan(3);
+    expect(Math.max(...lags)).toBeLessThan(100);
+  });
+
+  it('turns a bad input into an error and keeps serving', async () => {
+    const pool = await InstancePool.start(options(RESNET));
+    pools.push(pool);
+    const wrong: Tensor = { name: 'input', datatype: 'FP32', shape: [1, 3, 10, 10], data: new Float32Array(300) };
+    await expect(pool.execute([wrong], ['logits'])).rejects.toMatchObject({ code: 'INTERNAL' });
+    expect((await pool.execute([images(1)], ['logits'])).outputs[0]!.shape).toEqual([1, 1000]);
+  });
+
+  it('fails to start on a missing model, with the reason', async () => {
+    await expect(InstancePool.start(options('/nonexistent/model.onnx'))).rejects.toThrow(/failed to load model/);
+  });
+
+  it('does not grow memory over repeated load and close', async () => {
+    const cycle = async () => {
+      const pool = await InstancePool.start(options(BERT));
+      await pool.close();
+    };
+    for (let i = 0; i < 3; i++) await cycle();
+    const before = process.memoryUsage().rss;
+    for (let i = 0; i < 8; i++) await cycle();
+    const grownMb = (process.memoryUsage().rss - before) / 2 ** 20;
+    expect(grownMb).toBeLessThan(64);
+  });
+});

@@ -1,0 +1,48 @@
+// Reads a Triton model repository's layout: one directory per model, numeric version
+// directories inside. Non-numeric names and names starting with 0 are not versions (Triton).
+
+import { readdir, stat } from 'node:fs/promises';
+import { join } from 'node:path';
+
+export interface ModelDirectory {
+  readonly name: string;
+  readonly path: string;
+  /** Numeric version directories, ascending. */
+  readonly versions: readonly number[];
+}
+
+export async function listModelNames(root: string): Promise<string[]> {
+  const entries = await readdir(root, { withFileTypes: true });
+  return entries.filter((e) => e.isDirectory() && !e.name.startsWith('.')).map((e) => e.name).sort();
+}
+
+export async function scanModel(root: string, name: string): Promise<ModelDirectory> {
+  const path = join(root, name);
+  const entries = await readdir(path, { withFileTypes: true });
+  const versions = entries
+    .filter((e) => e.isDirectory() && /^[1-9][0-9]*$/.test(e.name))
+    .map((e) => Number(e.name))
+    .sort((a, b) => a - b);
+  return { name, path, versions };
+}
+
+/**
+ * A cheap fingerprint of what poll mode watches: the config, label files and every file's
+ * size and mtime under the version directories. Two equal fingerprints mean "nothing changed".
+ */
+export async function fingerprintModel(path: string): Promise<string> {
+  const parts: string[] = [];
+  const walk = async (dir: string, depth: number): Promise<void> => {
+    for (const entry of (await readdir(dir, { withFileTypes: true })).sort((a, b) => a.name.localeCompare(b.name))) {
+      const full = join(dir, entry.name);
+      if (entry.isDirectory()) {
+        if (depth < 4) await walk(full, depth + 1);
+      } else {
+        const s = await stat(full);
+        parts.push(`${full}:${s.size}:${s.mtimeMs}`);
+      }
+    }
+  };
+  await walk(path, 0);
+  return parts.join('|');
+}

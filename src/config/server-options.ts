@@ -1,0 +1,103 @@
+// Command-line configuration, with Triton's flag names and defaults, validated up front.
+
+import { parseArgs } from 'node:util';
+import { resolve } from 'node:path';
+
+export type ModelControlMode = 'none' | 'poll' | 'explicit';
+
+export interface ServerOptions {
+  readonly modelRepository: string;
+  readonly host: string;
+  readonly httpPort: number;
+  readonly grpcPort: number;
+  readonly metricsPort: number;
+  readonly modelControlMode: ModelControlMode;
+  readonly repositoryPollSecs: number;
+  /** Models to load at startup in explicit mode; ['*'] = all. */
+  readonly loadModels: readonly string[];
+  /** Triton's --strict-readiness: ready only when every model is. */
+  readonly strictReadiness: boolean;
+  /** Seconds to wait for in-flight requests on shutdown (Triton's --exit-timeout-secs). */
+  readonly exitTimeoutSecs: number;
+  readonly logLevel: 'debug' | 'info' | 'warn' | 'error';
+}
+
+export const DEFAULT_REPOSITORY_PATH = 'models/repository';
+
+export const USAGE = `conveyor serve [options]
+  --model-repository DIR       model repository (default ${DEFAULT_REPOSITORY_PATH})
+  --host ADDRESS               address to bind (default 0.0.0.0)
+  --http-port N                KServe v2 / OpenAI HTTP port (default 8000; 0 picks a free port)
+  --grpc-port N                KServe v2 gRPC port (default 8001; 0 picks a free port)
+  --metrics-port N             Prometheus metrics port (default 8002; 0 picks a free port)
+  --model-control-mode MODE    none | poll | explicit (default none)
+  --repository-poll-secs N     poll interval in poll mode (default 15)
+  --load-model NAME            model to load at startup in explicit mode (repeatable; * = all)
+  --strict-readiness BOOL      ready only when every model is ready (default true)
+  --exit-timeout-secs N        wait for in-flight requests on shutdown (default 30)
+  --log-level LEVEL            debug | info | warn | error (default info)`;
+
+export class OptionsError extends Error {}
+
+function port(value: string | undefined, flag: string, fallback: number): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new OptionsError(`${flag} must be a port number (0-65535), got '${value}'`);
+  return n;
+}
+
+function oneOf<T extends string>(value: string | undefined, flag: string, allowed: readonly T[], fallback: T): T {
+  if (value === undefined) return fallback;
+  if (!allowed.includes(value as T)) throw new OptionsError(`${flag} must be one of ${allowed.join(', ')}, got '${value}'`);
+  return value as T;
+}
+
+function positive(value: string | undefined, flag: string, fallback: number): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!Number.isFinite(n) || n <= 0) throw new OptionsError(`${flag} must be a positive number, got '${value}'`);
+  return n;
+}
+
+export function parseServerOptions(argv: readonly string[]): ServerOptions {
+  let parsed;
+  try {
+    parsed = parseArgs({
+      args: [...argv],
+      allowPositionals: false,
+      options: {
+        'model-repository': { type: 'string' },
+        host: { type: 'string' },
+        'http-port': { type: 'string' },
+        'grpc-port': { type: 'string' },
+        'metrics-port': { type: 'string' },
+        'model-control-mode': { type: 'string' },
+        'repository-poll-secs': { type: 'string' },
+        'load-model': { type: 'string', multiple: true },
+        'strict-readiness': { type: 'string' },
+        'exit-timeout-secs': { type: 'string' },
+        'log-level': { type: 'string' },
+      },
+    });
+  } catch (error) {
+    throw new OptionsError((error as Error).message);
+  }
+  const v = parsed.values;
+  const mode = oneOf(v['model-control-mode'], '--model-control-mode', ['none', 'poll', 'explicit'] as const, 'none');
+  const loadModels = v['load-model'] ?? [];
+  if (loadModels.length > 0 && mode !== 'explicit') throw new OptionsError('--load-model needs --model-control-mode explicit');
+  if (loadModels.includes('*') && loadModels.length > 1) throw new OptionsError("--load-model '*' must be the only --load-model");
+  return {
+    modelRepository: resolve(v['model-repository'] ?? DEFAULT_REPOSITORY_PATH),
+    host: v.host ?? '0.0.0.0',
+    httpPort: port(v['http-port'], '--http-port', 8000),
+    grpcPort: port(v['grpc-port'], '--grpc-port', 8001),
+    metricsPort: port(v['metrics-port'], '--metrics-port', 8002),
+    modelControlMode: mode,
+    repositoryPollSecs: positive(v['repository-poll-secs'], '--repository-poll-secs', 15),
+    loadModels,
+    strictReadiness: oneOf(v['strict-readiness'], '--strict-readiness', ['true', 'false'] as const, 'true') === 'true',
+    exitTimeoutSecs: positive(v['exit-timeout-secs'], '--exit-timeout-secs', 30),
+    logLevel: oneOf(v['log-level'], '--log-level', ['debug', 'info', 'warn', 'error'] as const, 'info'),
+  };
+}

@@ -1,0 +1,26 @@
+import { describe, expect, it } from 'vitest';
+import { parseServerOptions } from '../../../src/config/server-options.js';
+
+describe('parseServerOptions', () => {
+  it("uses Triton's defaults", () => {
+    const o = parseServerOptions([]);
+    expect(o).toMatchObject({ httpPort: 8000, grpcPort: 8001, metricsPort: 8002, modelControlMode: 'none', strictReadiness: true, exitTimeoutSecs: 30 });
+    expect(o.modelRepository.endsWith('models/repository')).toBe(true);
+  });
+
+  it("reads Triton's flag names", () => {
+    const o = parseServerOptions(['--model-repository', '/tmp/r', '--http-port', '0', '--model-control-mode', 'explicit', '--load-model', 'a', '--load-model', 'b']);
+    expect(o).toMatchObject({ modelRepository: '/tmp/r', httpPort: 0, modelControlMode: 'explicit', loadModels: ['a', 'b'] });
+  });
+
+  it.each([
+    [['--http-port', '70000'], /--http-port must be a port number/],
+    [['--model-control-mode', 'sometimes'], /must be one of none, poll, explicit/],
+    [['--load-model', 'a'], /needs --model-control-mode explicit/],
+    [['--model-control-mode', 'explicit', '--load-model', '*', '--load-model', 'a'], /must be the only/],
+    [['--repository-poll-secs', '-1'], /must be a positive number/],
+    [['--bogus'], /Unknown option '--bogus'/],
+  ])('rejects %j', (argv, message) => {
+    expect(() => parseServerOptions(argv)).toThrow(message);
+  });
+});

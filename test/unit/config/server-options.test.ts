@@ -18,7 +18,7 @@ describe('parseServerOptions', () => {
     [['--model-control-mode', 'sometimes'], /must be one of none, poll, explicit/],
     [['--load-model', 'a'], /needs --model-control-mode explicit/],
     [['--model-control-mode', 'explicit', '--load-model', '*', '--load-model', 'a'], /must be the only/],
-    [['--repository-poll-secs', '-1'], /must be a positive number/],
+    [['--repository-poll-secs', '0'], /must be a positive number/],
     [['--bogus'], /Unknown option '--bogus'/],
   ])('rejects %j', (argv, message) => {
     expect(() => parseServerOptions(argv)).toThrow(message);

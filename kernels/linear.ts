@@ -1,5 +1,5 @@
 // A linear layer in the precision of the variant being built: fp32 or fp16 weights (the graph's
-// float type) or int8 weights with per-column scales. Every model builder goes through here, so
+// float type) or 8-bit block-quantized weights (kernels/quantized-matmul.ts). Every model builder goes through here, so
 // a variant is one argument, not a second builder.
 
 import type { GraphBuilder } from './onnx/graph-builder.js';

@@ -1,8 +1,10 @@
 // The decoder's tied input embedding / lm_head. One copy of E [vocab, hidden] serves the lookup
-// (Gather) and the logits (h · Eᵀ as a Gemm with transB, which ORT pre-packs at load).
+// (Gather) and the logits (h · Eᵀ as a Gemm with transB, which ORT pre-packs at load); the INT8
+// variant stores E once as 8-bit blocks (MatMulNBits takes [vocab, hidden] as it is).
 // Ids past the tokenizer get a large negative logit bias so they can never be sampled.
 
 import type { Precision } from '../../kernels/linear.js';
+import { quantizedTiedEmbedding } from '../../kernels/quantized-matmul.js';
 import { floatTensor } from '../../kernels/onnx/dtypes.js';
 import type { GraphBuilder } from '../../kernels/onnx/graph-builder.js';
 import type { DecoderConfig } from './config.js';
@@ -17,10 +19,14 @@ export interface TiedEmbedding {
 /** Far below any real logit, and still finite in fp16. */
 const UNUSED_ID_LOGIT = -1e4;
 
-export function tiedEmbedding(g: GraphBuilder, name: string, embedding: Float32Array, c: DecoderConfig, _precision: Precision): TiedEmbedding {
-  const table = g.weight(`${name}.weight`, [c.vocabSize, c.hiddenSize], embedding);
+export function tiedEmbedding(g: GraphBuilder, name: string, embedding: Float32Array, c: DecoderConfig, precision: Precision): TiedEmbedding {
   const bias = new Float32Array(c.vocabSize).fill(UNUSED_ID_LOGIT, c.tokenizerVocabSize);
   const logitBias = g.initializer('lm_head.unused_id_bias', floatTensor(g.floatType, [c.vocabSize], bias));
+  if (precision === 'int8') {
+    const quantized = quantizedTiedEmbedding(g, name, embedding, c.vocabSize, c.hiddenSize);
+    return { lookup: quantized.lookup, lmHead: (hidden) => g.op1('Add', [quantized.lmHead(hidden), logitBias]) };
+  }
+  const table = g.weight(`${name}.weight`, [c.vocabSize, c.hiddenSize], embedding);
   return {
     lookup: (ids) => g.op1('Gather', [table, ids], { axis: 0 }),
     lmHead: (hidden) => {

@@ -15,6 +15,8 @@ const prompts = [
   [9707, 11, 1879, 0, 358, 1079, 264],
   [151644, 872, 198, 3838, 374],
   [785, 3974, 13876, 38835, 34208, 916, 279, 15678, 5562, 13],
+  [40, 1079, 264, 5458, 13],
+  [3838, 374, 279, 6722, 315, 9625, 30],
 ];
 let sessions: Record<'fp32' | 'fp16' | 'int8', ort.InferenceSession>;
 
@@ -29,7 +31,7 @@ describe('Qwen3-style decoder (tiny)', () => {
     const weights = initDecoderWeights(tiny);
     const first = sha256Of(buildDecoderGraph(tiny, weights, 'fp32'));
     expect(sha256Of(buildDecoderGraph(tiny, initDecoderWeights(tiny), 'fp32'))).toBe(first);
-    expect(first).toBe('d7349ef03a53ef383a2c52c53a295f7e3659341b9004be3f3b67e6f24fb52d68');
+    expect(first).toBe('bf311d5cb23fa4b634b0a48b620fd4c14305b03629795702010a91299c19278d');
   });
 
   it('has the Optimum I/O contract', () => {
@@ -108,7 +110,7 @@ describe('Qwen3-style decoder (tiny)', () => {
     let agree = 0;
     let total = 0;
     for (const prompt of prompts) {
-      const reference = await greedy(sessions.fp32, ort, prompt, 24);
+      const reference = await greedy(sessions.fp32, ort, prompt, 32);
       // Teacher-forced: feed fp32's tokens so one early disagreement does not count 24 times.
       const ids = [...prompt, ...reference.slice(0, -1)];
       const out = await forward(sessions[variant], emptyCache(decoderShape(sessions[variant]), 1, ort), [ids], [ids.map(() => 1)], reference.length);
@@ -119,6 +121,7 @@ describe('Qwen3-style decoder (tiny)', () => {
     }
     const rate = agree / total;
     console.log(`[qwen3-tiny] ${variant} greedy top-1 agreement with fp32: ${(rate * 100).toFixed(1)}% of ${total} positions`);
+    // Measured: fp16 100%, int8 ≈94-97% (random weights give flat logits, so near-ties flip).
     expect(rate).toBeGreaterThanOrEqual(variant === 'fp16' ? 0.97 : 0.9);
   });
 });

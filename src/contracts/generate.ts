@@ -1,0 +1,202 @@
+// The LLM engine's plain-data contract: what the input processor hands the engine
+// (GenerateRequest), what the scheduler hands the runner each step (StepPlan), what the runner
+// hands back (StepResult), and the one message per step the engine sends to the main thread
+// (StepOutput). Everything here survives structured clone between threads, so no classes, Maps
+// or functions. The engine sees token ids only; text lives in the input/output processors.
+
+/**
+ * Per-request sampling knobs, already validated and defaulted by the input processor.
+ * `n` / `best_of` are handled above the engine: n choices are n GenerateRequests sharing a
+ * prompt (and, through prefix caching, its KV blocks).
+ */
+export interface SamplingParams {
+  /** 0 means greedy; otherwise logits are divided by it. */
+  readonly temperature: number;
+  /** Keep the k most likely tokens; 0 disables. */
+  readonly topK: number;
+  /** Nucleus mass in (0, 1]; 1 disables. */
+  readonly topP: number;
+  /** Drop tokens whose probability is below minP × the top probability; 0 disables. */
+  readonly minP: number;
+  /** Multiplicative penalty on logits of tokens seen in prompt or output (HF convention); 1 disables. */
+  readonly repetitionPenalty: number;
+  /** Subtracted once per occurrence of a token in the output (OpenAI convention); 0 disables. */
+  readonly frequencyPenalty: number;
+  /** Subtracted once if a token occurs in the output at all (OpenAI convention); 0 disables. */
+  readonly presencePenalty: number;
+  /** Added to the logit of each token id (OpenAI range −100..100); null when none. */
+  readonly logitBias: Readonly<Record<number, number>> | null;
+  /** Return the sampled token's log-probability (after penalties, before temperature). */
+  readonly logprobs: boolean;
+  /** Alternatives returned with each sampled token, 0..20; needs `logprobs`. */
+  readonly topLogprobs: number;
+  /** Per-request RNG seed: the same seed gives the same tokens whatever shares the batch; null: unseeded. */
+  readonly seed: number | null;
+}
+
+/** Stops the engine checks itself; stop strings are matched by the output processor, which then aborts. */
+export interface StopConditions {
+  /** Most output tokens to generate, ≥ 1. The context length caps it further. */
+  readonly maxTokens: number;
+  /** EOS and stop tokens are ignored until this many output tokens exist; 0 disables. */
+  readonly minTokens: number;
+  /** End-of-sequence ids from generation_config.json (a model may have several). */
+  readonly eosTokenIds: readonly number[];
+  /** Benchmarks: keep generating through EOS (stop_token_ids still stop). */
+  readonly ignoreEos: boolean;
+  /** Extra ids that finish the request with reason "stop". */
+  readonly stopTokenIds: readonly number[];
+}
+
+export interface GenerateRequest {
+  /** Unique among the engine's live requests. */
+  readonly id: string;
+  /** The tokenized prompt (chat template applied), ≥ 1 id. */
+  readonly promptTokenIds: readonly number[];
+  readonly sampling: SamplingParams;
+  readonly stop: StopConditions;
+  /** Lower runs first under the priority policy (vLLM's convention); ignored under FCFS. */
+  readonly priority: number;
+  /** When the front end received the request, ms on the engine's clock (TTFT starts here). */
+  readonly arrivalTimeMs: number;
+  /**
+   * Separates prefix-cache namespaces: a LoRA adapter or model variant whose KV differs for the
+   * same tokens, or a tenant's cache salt. Null shares the default namespace.
+   */
+  readonly cacheSalt: string | null;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Scheduler → runner
+
+/** One request's slice of a step. */
+export interface ScheduledRequest {
+  readonly requestId: string;
+  /** The tokens to feed this step (a prefill chunk, or the last sampled token); length ≥ 1. */
+  readonly tokenIds: readonly number[];
+  /** Tokens whose KV is already in the cache: the position of tokenIds[0]. */
+  readonly numComputedTokens: number;
+  /**
+   * Block ids covering positions [0, numComputedTokens + tokenIds.length): position p lives in
+   * block blockTable[floor(p / blockSize)] at slot p % blockSize. Blocks below numComputedTokens
+   * are read (they may be shared with other requests); the rest are written.
+   */
+  readonly blockTable: readonly number[];
+  /**
+   * True when this chunk reaches the end of the known tokens, so the last position's logits are
+   * sampled. False for a prefill chunk that leaves tokens for later steps: no logits needed.
+   */
+  readonly sample: boolean;
+  /** True the first time the request is scheduled since admission or a preemption: runners drop stale per-request state. */
+  readonly isNew: boolean;
+}
+
+export interface StepPlan {
+  /** Increments by one per plan; the StepResult echoes it. */
+  readonly stepId: number;
+  /** In the scheduler's order; no request appears twice. */
+  readonly scheduled: readonly ScheduledRequest[];
+  /** Sum of tokenIds lengths, ≤ max_num_batched_tokens. */
+  readonly numScheduledTokens: number;
+  /** Requests finished, aborted or preempted since the previous plan: runners release per-request state. */
+  readonly releasedRequestIds: readonly string[];
+  /**
+   * [source, destination] block pairs to copy before the step (copy-on-write of a shared partial
+   * block). Always empty while parallel sampling is done by separate requests; kept so the
+   * runner contract does not change when it is not.
+   */
+  readonly blocksToCopy: readonly (readonly [number, number])[];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Runner → scheduler
+
+export interface TopLogprob {
+  readonly tokenId: number;
+  /** Natural log. */
+  readonly logprob: number;
+}
+
+export interface TokenLogprob {
+  readonly tokenId: number;
+  readonly logprob: number;
+  /** The most likely alternatives, best first, SamplingParams.topLogprobs long. */
+  readonly top: readonly TopLogprob[];
+}
+
+/** The tokens sampled for one request whose ScheduledRequest had `sample: true`. */
+export interface SampledTokens {
+  readonly requestId: string;
+  /** Usually one id; more with speculative decoding. */
+  readonly tokenIds: readonly number[];
+  /** Aligned with tokenIds; null when the request did not ask for logprobs. */
+  readonly logprobs: readonly TokenLogprob[] | null;
+}
+
+export interface StepResult {
+  readonly stepId: number;
+  /** One entry per sampled request of the plan, any order. */
+  readonly sampled: readonly SampledTokens[];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Engine → main thread (one message per step)
+
+/** OpenAI's finish reasons that the engine produces ("stop" covers EOS, stop tokens and stop strings). */
+export type FinishReason = 'stop' | 'length' | 'abort';
+
+/** One request's news in a step. Requests with nothing new (mid-prefill) get no update. */
+export interface SequenceUpdate {
+  readonly requestId: string;
+  /** Tokens appended this step, including an EOS/stop token that finished the request. */
+  readonly newTokenIds: readonly number[];
+  /** Aligned with newTokenIds; null when not requested. */
+  readonly logprobs: readonly TokenLogprob[] | null;
+  /** Null while the request continues. */
+  readonly finishReason: FinishReason | null;
+  /** The EOS or stop_token_ids id that finished the request (output processors hide it); null otherwise. */
+  readonly stopTokenId: number | null;
+  readonly numPromptTokens: number;
+  /** Output tokens so far, including newTokenIds. */
+  readonly numOutputTokens: number;
+  /** Prompt tokens served from the prefix cache at first admission (usage.prompt_tokens_details.cached_tokens). */
+  readonly numCachedTokens: number;
+  /** Times the request was preempted (and recomputed) so far. */
+  readonly numPreemptions: number;
+  /** First time the request was scheduled, ms on the engine clock; null if it never was (aborted while waiting). */
+  readonly scheduledTimeMs: number | null;
+  /** When its first output token was applied, ms; null before that. */
+  readonly firstTokenTimeMs: number | null;
+}
+
+/** A request the engine refused after accepting it from the queue (e.g. it can never fit in the KV cache). */
+export interface RequestRejection {
+  readonly requestId: string;
+  /** A code of src/errors.ts's catalog (kept as a string: contracts import nothing outside contracts/). */
+  readonly code: string;
+  readonly message: string;
+}
+
+/** Point-in-time engine counters for metrics; counters are cumulative since start. */
+export interface EngineStats {
+  readonly numRunning: number;
+  readonly numWaiting: number;
+  /** Blocks in use / total, 0..1 (vllm:kv_cache_usage_perc); evictable cached blocks count as free. */
+  readonly kvCacheUsage: number;
+  readonly numTotalBlocks: number;
+  readonly numFreeBlocks: number;
+  /** Prompt tokens looked up in the prefix cache at admission (vllm:prefix_cache_queries). */
+  readonly prefixCacheQueries: number;
+  /** Of those, tokens found cached (vllm:prefix_cache_hits). */
+  readonly prefixCacheHits: number;
+  readonly numPreemptions: number;
+}
+
+export interface StepOutput {
+  readonly stepId: number;
+  /** When the step's tokens were applied, ms on the engine clock: every token's timestamp. */
+  readonly timeMs: number;
+  readonly updates: readonly SequenceUpdate[];
+  readonly rejections: readonly RequestRejection[];
+  readonly stats: EngineStats;
+}

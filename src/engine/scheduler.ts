@@ -1,0 +1,319 @@
+// The token-level scheduler. There is no prefill phase and no decode phase (vLLM v1's design):
+// every request has a numComputedTokens that chases its token count, and each step hands out a
+// token budget — running requests first, in policy order, then waiting ones. A long prompt thus
+// prefills in budget-sized chunks while other requests keep decoding in the same steps; a prefix
+// hit just starts numComputedTokens higher; a preempted request restarts it at zero.
+//
+// Pure policy: it owns queues and request records, asks KvCacheManager for blocks, reads time
+// only from the injected clock, and returns plain data. The loop is schedule → execute → apply.
+
+import type { EngineStats, GenerateRequest, ScheduledRequest, SequenceUpdate, StepOutput, StepPlan, StepResult } from '../contracts/generate.js';
+import { ConveyorError, invalidArg } from '../errors.js';
+import type { KvCacheManager } from '../kv-cache/kv-cache-manager.js';
+import { RequestState, checkStop, type StopDecision } from './request-state.js';
+import { type RequestOrder, type SchedulingPolicy, type WaitingQueue, createWaitingQueue, insertOrdered, requestOrder } from './scheduler-queue.js';
+
+export interface SchedulerConfig {
+  /** Most requests running at once (each step schedules at most this many). */
+  readonly maxNumSeqs: number;
+  /** Most tokens fed to the model in one step, summed over requests. */
+  readonly maxNumBatchedTokens: number;
+  /** The model's context length: prompt + output never exceeds it. */
+  readonly maxModelLen: number;
+  /** 'fcfs' by default. */
+  readonly policy?: SchedulingPolicy;
+}
+
+export interface PreemptionEvent {
+  readonly kind: 'preempted';
+  readonly requestId: string;
+  /** Computed positions thrown away, to be recomputed. */
+  readonly numLostTokens: number;
+  /** Times this request has been preempted, including this one. */
+  readonly numPreemptions: number;
+  /** Preemptions since the scheduler started. */
+  readonly totalPreemptions: number;
+  readonly message: string;
+}
+
+export interface SchedulerOptions {
+  /** The clock, in ms. Injected so tests and benchmarks control time. */
+  readonly now: () => number;
+  /** Called on each preemption (visible preemption: a log line per request). */
+  readonly log?: (event: PreemptionEvent) => void;
+}
+
+interface Pending {
+  readonly plan: StepPlan;
+  /** The record behind each plan entry, so results for a request aborted mid-step are dropped. */
+  readonly states: readonly RequestState[];
+}
+
+interface Chunk {
+  readonly state: RequestState;
+  readonly numNew: number;
+}
+
+export class Scheduler {
+  private readonly requests = new Map<string, RequestState>();
+  private readonly waiting: WaitingQueue;
+  /** Kept in policy order; the last element is the preemption victim. */
+  private readonly running: RequestState[] = [];
+  private readonly order: RequestOrder;
+  private readonly now: () => number;
+  private readonly log: ((event: PreemptionEvent) => void) | undefined;
+  private pending: Pending | null = null;
+  private released: string[] = [];
+  private nextStepId = 0;
+  private nextSequence = 0;
+  private totalPreemptions = 0;
+
+  constructor(
+    private readonly config: SchedulerConfig,
+    private readonly kv: KvCacheManager,
+    options: SchedulerOptions,
+  ) {
+    for (const key of ['maxNumSeqs', 'maxNumBatchedTokens', 'maxModelLen'] as const) {
+      if (!Number.isInteger(config[key]) || config[key] < 1) throw invalidArg(`${key} must be a positive integer, got ${config[key]}`, key);
+    }
+    const policy = config.policy ?? 'fcfs';
+    this.waiting = createWaitingQueue(policy);
+    this.order = requestOrder(policy);
+    this.now = options.now;
+    this.log = options.log;
+  }
+
+  get numRunning(): number {
+    return this.running.length;
+  }
+
+  get numWaiting(): number {
+    return this.waiting.length;
+  }
+
+  /** True while any request is waiting or running. */
+  hasUnfinished(): boolean {
+    return this.requests.size > 0;
+  }
+
+  /** The live record of a request (read-only use: tests, metrics, debugging). */
+  get(requestId: string): Readonly<RequestState> | undefined {
+    return this.requests.get(requestId);
+  }
+
+  /**
+   * Queues a request. Throws a ConveyorError, changing nothing, when the request is malformed,
+   * its id is live, or it could never fit: its longest possible sequence needs more KV blocks
+   * than the whole cache has, so waiting would be forever.
+   */
+  add(request: GenerateRequest): void {
+    this.validate(request);
+    const state = new RequestState(request, this.nextSequence++);
+    this.requests.set(request.id, state);
+    this.waiting.add(state);
+  }
+
+  /**
+   * Ends a request now, freeing its blocks; if a step is in flight its results for the request
+   * are dropped. (The blocks it was writing this step are never hashed ones, so reusing them after
+   * the step cannot corrupt the prefix cache.) Returns the abort update, or null if unknown.
+   */
+  abort(requestId: string): SequenceUpdate | null {
+    const state = this.requests.get(requestId);
+    if (!state) return null;
+    if (state.status === 'waiting') this.waiting.remove(state);
+    this.finish(state);
+    return state.toUpdate([], null, { reason: 'abort', stopTokenId: null });
+  }
+
+  /** Decides the next step. Call apply() with its result before scheduling again. */
+  schedule(): StepPlan {
+    if (this.pending) throw new Error('Scheduler.schedule() called again before apply()');
+    const budget = { tokens: this.config.maxNumBatchedTokens };
+    const chunks: Chunk[] = [];
+    const preempted = this.scheduleRunning(budget, chunks);
+    // After a preemption the pool is known to be short: admitting new work would only thrash.
+    if (!preempted) this.scheduleWaiting(budget, chunks);
+    const plan = this.buildPlan(chunks);
+    this.pending = { plan, states: chunks.map((c) => c.state) };
+    return plan;
+  }
+
+  /**
+   * Applies a step's sampled tokens: advances numComputedTokens, publishes newly full blocks to
+   * the prefix cache, appends tokens, checks stops and frees finished requests. Returns the
+   * step's message: one update per request that got tokens.
+   */
+  apply(result: StepResult): StepOutput {
+    const pending = this.pending;
+    if (!pending) throw new Error('Scheduler.apply() without a scheduled step');
+    if (result.stepId !== pending.plan.stepId) throw new Error(`StepResult for step ${result.stepId}, expected ${pending.plan.stepId}`);
+    this.pending = null;
+    const timeMs = this.now();
+    const sampled = new Map(result.sampled.map((s) => [s.requestId, s]));
+    const updates: SequenceUpdate[] = [];
+    pending.plan.scheduled.forEach((entry, i) => {
+      const state = pending.states[i]!;
+      const out = sampled.get(entry.requestId);
+      sampled.delete(entry.requestId);
+      if (entry.sample !== (out !== undefined)) throw new Error(`StepResult ${out ? 'samples' : 'lacks'} request ${entry.requestId}`);
+      if (this.requests.get(state.id) !== state) return; // aborted while the step ran
+      state.numComputedTokens += entry.tokenIds.length;
+      this.kv.commitComputed(state.id, state.tokenIds, state.numComputedTokens);
+      if (out) updates.push(this.appendTokens(state, out.tokenIds, out.logprobs, timeMs));
+    });
+    if (sampled.size > 0) throw new Error(`StepResult samples unscheduled requests: ${[...sampled.keys()].join(', ')}`);
+    return { stepId: pending.plan.stepId, timeMs, updates, rejections: [], stats: this.stats() };
+  }
+
+  stats(): EngineStats {
+    const kv = this.kv.stats();
+    return {
+      numRunning: this.running.length,
+      numWaiting: this.waiting.length,
+      kvCacheUsage: kv.usage,
+      numTotalBlocks: kv.numTotalBlocks,
+      numFreeBlocks: kv.numFreeBlocks,
+      prefixCacheQueries: kv.prefixCacheQueries,
+      prefixCacheHits: kv.prefixCacheHits,
+      numPreemptions: this.totalPreemptions,
+    };
+  }
+
+  private validate(request: GenerateRequest): void {
+    const { maxModelLen } = this.config;
+    const numPrompt = request.promptTokenIds.length;
+    if (this.requests.has(request.id)) throw new ConveyorError('ALREADY_EXISTS', `request id ${request.id} is already in the engine`);
+    if (numPrompt < 1) throw invalidArg('the prompt has no tokens', 'prompt');
+    if (!Number.isInteger(request.stop.maxTokens) || request.stop.maxTokens < 1) throw invalidArg(`max_tokens must be at least 1, got ${request.stop.maxTokens}`, 'max_tokens');
+    if (numPrompt >= maxModelLen) {
+      throw new ConveyorError('CONTEXT_LENGTH_EXCEEDED', `This model's maximum context length is ${maxModelLen} tokens; the prompt has ${numPrompt}, leaving no room for output.`, 'prompt');
+    }
+    // The last sampled token is never fed back, so the KV holds at most (final length − 1) positions.
+    const maxPositions = Math.min(numPrompt + request.stop.maxTokens, maxModelLen) - 1;
+    const needed = this.kv.blocksFor(maxPositions);
+    if (needed > this.kv.numTotalBlocks) {
+      throw new ConveyorError(
+        'CONTEXT_LENGTH_EXCEEDED',
+        `The request can never fit in the KV cache: ${numPrompt} prompt tokens + max_tokens ${request.stop.maxTokens} need ${needed} blocks of ${this.kv.blockSize} tokens, the cache has ${this.kv.numTotalBlocks}. Shorten the prompt or max_tokens.`,
+        'max_tokens',
+      );
+    }
+  }
+
+  /** Gives each running request its next tokens, preempting from the back when blocks run out. */
+  private scheduleRunning(budget: { tokens: number }, chunks: Chunk[]): boolean {
+    let preempted = false;
+    for (let i = 0; i < this.running.length && budget.tokens > 0; i++) {
+      const state = this.running[i]!;
+      const numNew = Math.min(state.numTokens - state.numComputedTokens, budget.tokens);
+      const outcome = this.allocateOrPreempt(state, state.numComputedTokens + numNew);
+      preempted ||= outcome !== 'allocated';
+      if (outcome === 'self-preempted') break;
+      chunks.push({ state, numNew });
+      budget.tokens -= numNew;
+    }
+    return preempted;
+  }
+
+  /**
+   * Preempts from the back of the running list until `state` gets its blocks or is itself the
+   * victim. The victim ranks last, so it is `state` or a request not yet scheduled this step.
+   */
+  private allocateOrPreempt(state: RequestState, numTokens: number): 'allocated' | 'allocated-after-preemption' | 'self-preempted' {
+    let preempted = false;
+    while (!this.kv.allocate(state.id, numTokens)) {
+      const victim = this.running[this.running.length - 1]!;
+      this.preempt(victim);
+      if (victim === state) return 'self-preempted';
+      preempted = true;
+    }
+    return preempted ? 'allocated-after-preemption' : 'allocated';
+  }
+
+  /** Admits waiting requests in order while seats, budget and blocks last; the head blocks the rest. */
+  private scheduleWaiting(budget: { tokens: number }, chunks: Chunk[]): void {
+    while (budget.tokens > 0 && this.running.length < this.config.maxNumSeqs) {
+      const state = this.waiting.peek();
+      if (!state) return;
+      const prefix = this.kv.lookupPrefix(state.tokenIds, state.request.cacheSalt);
+      const numNew = Math.min(state.numTokens - prefix.numTokens, budget.tokens);
+      if (!this.kv.allocate(state.id, prefix.numTokens + numNew, prefix)) return;
+      this.waiting.shift();
+      if (state.numPreemptions === 0) state.numCachedTokens = prefix.numTokens;
+      state.numComputedTokens = prefix.numTokens;
+      state.status = 'running';
+      insertOrdered(this.running, state, this.order);
+      chunks.push({ state, numNew });
+      budget.tokens -= numNew;
+    }
+  }
+
+  private buildPlan(chunks: readonly Chunk[]): StepPlan {
+    const now = this.now();
+    let numScheduledTokens = 0;
+    const scheduled = chunks.map(({ state, numNew }): ScheduledRequest => {
+      const start = state.numComputedTokens;
+      const entry: ScheduledRequest = {
+        requestId: state.id,
+        tokenIds: state.tokenIds.slice(start, start + numNew),
+        numComputedTokens: start,
+        blockTable: [...this.kv.blockTable(state.id)],
+        sample: start + numNew === state.numTokens,
+        isNew: state.isNew,
+      };
+      state.isNew = false;
+      state.scheduledTimeMs ??= now;
+      numScheduledTokens += numNew;
+      return entry;
+    });
+    const releasedRequestIds = this.released;
+    this.released = [];
+    return { stepId: this.nextStepId++, scheduled, numScheduledTokens, releasedRequestIds, blocksToCopy: [] };
+  }
+
+  private appendTokens(state: RequestState, tokenIds: readonly number[], logprobs: SequenceUpdate['logprobs'], timeMs: number): SequenceUpdate {
+    if (tokenIds.length === 0) throw new Error(`StepResult has no token for request ${state.id}`);
+    let stop: StopDecision | null = null;
+    let numAccepted = 0;
+    // Tokens after a stop (speculative decoding) are dropped.
+    while (numAccepted < tokenIds.length && !stop) {
+      state.tokenIds.push(tokenIds[numAccepted++]!);
+      stop = checkStop(state, this.config.maxModelLen);
+    }
+    state.firstTokenTimeMs ??= timeMs;
+    if (stop) this.finish(state);
+    return state.toUpdate(tokenIds.slice(0, numAccepted), logprobs ? logprobs.slice(0, numAccepted) : null, stop);
+  }
+
+  private preempt(victim: RequestState): void {
+    const numLostTokens = victim.numComputedTokens;
+    this.kv.free(victim.id);
+    this.running.splice(this.running.indexOf(victim), 1);
+    victim.status = 'waiting';
+    victim.numComputedTokens = 0;
+    victim.isNew = true;
+    victim.numPreemptions++;
+    this.totalPreemptions++;
+    this.waiting.requeuePreempted(victim);
+    this.released.push(victim.id);
+    this.log?.({
+      kind: 'preempted',
+      requestId: victim.id,
+      numLostTokens,
+      numPreemptions: victim.numPreemptions,
+      totalPreemptions: this.totalPreemptions,
+      message: `preempted request ${victim.id} (recompute ${numLostTokens} tokens; preemption ${victim.numPreemptions} of this request, ${this.totalPreemptions} in all): KV cache full`,
+    });
+  }
+
+  /** Frees a finished or aborted request's blocks and forgets it. */
+  private finish(state: RequestState): void {
+    this.kv.free(state.id);
+    const index = this.running.indexOf(state);
+    if (index >= 0) this.running.splice(index, 1);
+    state.status = 'finished';
+    this.requests.delete(state.id);
+    this.released.push(state.id);
+  }
+}

@@ -1,0 +1,175 @@
+// A deterministic stand-in for a model and its runner, pure JS. The "model" maps a context to
+// its next token id. The runner keeps a fake KV store (the token id written at each slot), reads
+// every past position through the plan's block table and writes the fed tokens back, so a wrong
+// block table, a reused block that was still needed, or a prefix hit on the wrong content
+// changes the generated tokens and fails the comparison with a run that never shares or evicts.
+
+import { expect } from 'vitest';
+import type { GenerateRequest, SampledTokens, StepPlan, StepResult } from '../../../src/contracts/generate.js';
+import { type PreemptionEvent, Scheduler, type SchedulerConfig } from '../../../src/engine/scheduler.js';
+import { KvCacheManager, type KvCacheOptions } from '../../../src/kv-cache/kv-cache-manager.js';
+
+export const VOCAB = 1000;
+export const EOS = 999;
+
+/** The fake model: the next token depends on every token of the context, in order. */
+export function nextToken(context: readonly number[]): number {
+  let h = 0x811c9dc5;
+  for (const t of context) h = Math.imul(h ^ t, 0x01000193);
+  h = Math.imul(h ^ (h >>> 15), 0x2c1b3c6d) >>> 0;
+  return h % VOCAB;
+}
+
+const EMPTY = -1;
+
+export class FakeRunner {
+  private readonly slots: Int32Array;
+  private readonly positions: Int32Array;
+  numCalls = 0;
+
+  constructor(
+    numBlocks: number,
+    private readonly blockSize: number,
+  ) {
+    this.slots = new Int32Array(numBlocks * blockSize).fill(EMPTY);
+    this.positions = new Int32Array(numBlocks * blockSize).fill(EMPTY);
+  }
+
+  execute(plan: StepPlan): StepResult {
+    this.numCalls++;
+    // Read every request's context before writing anything, as a forward pass gathers past KV first.
+    const contexts = plan.scheduled.map((s) => this.readPast(s.blockTable, s.numComputedTokens));
+    const sampled: SampledTokens[] = [];
+    plan.scheduled.forEach((s, i) => {
+      expect(s.tokenIds.length).toBeGreaterThan(0);
+      expect(s.blockTable.length * this.blockSize).toBeGreaterThanOrEqual(s.numComputedTokens + s.tokenIds.length);
+      s.tokenIds.forEach((t, k) => this.write(s.blockTable, s.numComputedTokens + k, t));
+      if (s.sample) sampled.push({ requestId: s.requestId, tokenIds: [nextToken([...contexts[i]!, ...s.tokenIds])], logprobs: null });
+    });
+    return { stepId: plan.stepId, sampled };
+  }
+
+  private readPast(table: readonly number[], count: number): number[] {
+    const out: number[] = [];
+    for (let p = 0; p < count; p++) {
+      const slot = table[Math.floor(p / this.blockSize)]! * this.blockSize + (p % this.blockSize);
+      // A slot never written, or written for another position, means the plan points at bad KV.
+      expect(this.positions[slot], `position ${p} read from slot ${slot}`).toBe(p);
+      out.push(this.slots[slot]!);
+    }
+    return out;
+  }
+
+  private write(table: readonly number[], p: number, token: number): void {
+    const slot = table[Math.floor(p / this.blockSize)]! * this.blockSize + (p % this.blockSize);
+    this.slots[slot] = token;
+    this.positions[slot] = p;
+  }
+}
+
+export function makeRequest(id: string, prompt: readonly number[], over: Partial<GenerateRequest['stop']> & { priority?: number; arrivalTimeMs?: number; cacheSalt?: string | null } = {}): GenerateRequest {
+  const { priority = 0, arrivalTimeMs = 0, cacheSalt = null, ...stop } = over;
+  return {
+    id,
+    promptTokenIds: prompt,
+    sampling: { temperature: 0, topK: 0, topP: 1, minP: 0, repetitionPenalty: 1, frequencyPenalty: 0, presencePenalty: 0, logitBias: null, logprobs: false, topLogprobs: 0, seed: null },
+    stop: { maxTokens: 16, minTokens: 0, eosTokenIds: [EOS], ignoreEos: false, stopTokenIds: [], ...stop },
+    priority,
+    arrivalTimeMs,
+    cacheSalt,
+  };
+}
+
+/** Deterministic pseudo-random integers (mulberry32). */
+export function rng(seed: number): (n: number) => number {
+  let a = seed >>> 0;
+  return (n) => {
+    a = (a + 0x6d2b79f5) | 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return (((t ^ (t >>> 14)) >>> 0) / 4294967296) * n | 0;
+  };
+}
+
+export function randomTokens(next: (n: number) => number, length: number): number[] {
+  return Array.from({ length }, () => next(VOCAB - 1));
+}
+
+/** Managers created by tests; the test files check every one after each test. */
+const tracked: KvCacheManager[] = [];
+
+export function trackedKv(options: KvCacheOptions): KvCacheManager {
+  const kv = new KvCacheManager(options);
+  tracked.push(kv);
+  return kv;
+}
+
+export function checkTrackedIntegrity(): void {
+  for (const kv of tracked.splice(0)) kv.checkIntegrity();
+}
+
+export interface Harness {
+  readonly kv: KvCacheManager;
+  readonly scheduler: Scheduler;
+  readonly runner: FakeRunner;
+  readonly clock: { ms: number };
+}
+
+export function harness(config: Partial<SchedulerConfig> & { numBlocks: number; blockSize?: number; enablePrefixCaching?: boolean; log?: (event: PreemptionEvent) => void }): Harness {
+  const { numBlocks, blockSize = 4, enablePrefixCaching = true, log, ...rest } = config;
+  const kv = trackedKv({ numBlocks, blockSize, enablePrefixCaching });
+  const clock = { ms: 0 };
+  const scheduler = new Scheduler({ maxNumSeqs: 8, maxNumBatchedTokens: 64, maxModelLen: 1024, ...rest }, kv, { now: () => clock.ms, log });
+  return { kv, scheduler, runner: new FakeRunner(numBlocks, blockSize), clock };
+}
+
+export interface RunRecord {
+  readonly outputs: Map<string, number[]>;
+  readonly finish: Map<string, string>;
+  readonly cached: Map<string, number>;
+  readonly plans: StepPlan[];
+}
+
+/**
+ * Drives schedule → execute → apply until nothing is left, submitting each request at its
+ * arrival step. Checks the budgets and the pool's integrity after every step.
+ */
+export function runToCompletion(h: Harness, arrivals: readonly { step: number; request: GenerateRequest }[], config: { maxNumSeqs: number; maxNumBatchedTokens: number }, maxSteps = 10_000): RunRecord {
+  const record: RunRecord = { outputs: new Map(), finish: new Map(), cached: new Map(), plans: [] };
+  const queue = [...arrivals].sort((a, b) => a.step - b.step);
+  for (let step = 0; step < maxSteps && (queue.length > 0 || h.scheduler.hasUnfinished()); step++) {
+    while (queue[0] && queue[0].step <= step) h.scheduler.add(queue.shift()!.request);
+    h.clock.ms = step;
+    const plan = h.scheduler.schedule();
+    record.plans.push(plan);
+    expect(plan.scheduled.length).toBeLessThanOrEqual(config.maxNumSeqs);
+    expect(plan.numScheduledTokens).toBeLessThanOrEqual(config.maxNumBatchedTokens);
+    expect(plan.numScheduledTokens).toBe(plan.scheduled.reduce((n, s) => n + s.tokenIds.length, 0));
+    const output = h.scheduler.apply(h.runner.execute(plan));
+    for (const u of output.updates) {
+      const out = record.outputs.get(u.requestId) ?? [];
+      out.push(...u.newTokenIds);
+      record.outputs.set(u.requestId, out);
+      record.cached.set(u.requestId, u.numCachedTokens);
+      if (u.finishReason) record.finish.set(u.requestId, u.finishReason);
+    }
+    h.kv.checkIntegrity();
+  }
+  expect(h.scheduler.hasUnfinished()).toBe(false);
+  expect(h.kv.numFreeBlocks).toBe(h.kv.numTotalBlocks);
+  return record;
+}
+
+/** What the fake model generates for one request run alone, with the engine's stop rules. */
+export function referenceOutput(request: GenerateRequest, maxModelLen: number): number[] {
+  const context = [...request.promptTokenIds];
+  const out: number[] = [];
+  const { stop } = request;
+  while (true) {
+    const t = nextToken(context);
+    context.push(t);
+    out.push(t);
+    const tokenStop = out.length >= stop.minTokens && ((!stop.ignoreEos && stop.eosTokenIds.includes(t)) || stop.stopTokenIds.includes(t));
+    if (tokenStop || out.length >= stop.maxTokens || context.length >= maxModelLen) return out;
+  }
+}

@@ -79,7 +79,8 @@ export interface InferenceService {
   modelStatistics(name?: string, version?: string): ModelStatistics[];
   /** `signal` aborts a queued request (client went away). */
   infer(request: InferRequest, signal?: AbortSignal): Promise<InferResponse>;
-  repositoryIndex(readyOnly: boolean): RepositoryIndexEntry[];
+  /** Lists the repository directory, hence asynchronous. */
+  repositoryIndex(readyOnly: boolean): Promise<RepositoryIndexEntry[]>;
   loadModel(name: string, override?: LoadOverride): Promise<void>;
   unloadModel(name: string, options?: { unloadDependents?: boolean }): Promise<void>;
 }

@@ -4,26 +4,18 @@
 import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 
-export interface ModelDirectory {
-  readonly name: string;
-  readonly path: string;
-  /** Numeric version directories, ascending. */
-  readonly versions: readonly number[];
-}
-
 export async function listModelNames(root: string): Promise<string[]> {
   const entries = await readdir(root, { withFileTypes: true });
   return entries.filter((e) => e.isDirectory() && !e.name.startsWith('.')).map((e) => e.name).sort();
 }
 
-export async function scanModel(root: string, name: string): Promise<ModelDirectory> {
-  const path = join(root, name);
-  const entries = await readdir(path, { withFileTypes: true });
-  const versions = entries
+/** Numeric version directories of a model directory, ascending. */
+export async function versionDirectories(modelDir: string): Promise<number[]> {
+  const entries = await readdir(modelDir, { withFileTypes: true });
+  return entries
     .filter((e) => e.isDirectory() && /^[1-9][0-9]*$/.test(e.name))
     .map((e) => Number(e.name))
     .sort((a, b) => a - b);
-  return { name, path, versions };
 }
 
 /**

@@ -1,0 +1,40 @@
+// `conveyor serve [options]` (npm start): builds the default repository's weights on first use,
+// then serves the repository until SIGINT/SIGTERM.
+
+import { ensureDefaultRepository, DEFAULT_REPOSITORY } from '../models/default-repository.js';
+import { OptionsError, USAGE, parseServerOptions } from './config/server-options.js';
+import { startServer } from './server/create-server.js';
+import { resolve } from 'node:path';
+
+const log = (line: string): void => {
+  process.stdout.write(`${JSON.stringify({ time: new Date().toISOString(), msg: line })}\n`);
+};
+
+async function serve(argv: string[]): Promise<void> {
+  if (argv.includes('--help') || argv.includes('-h')) {
+    console.log(USAGE);
+    return;
+  }
+  const options = parseServerOptions(argv);
+  // The bundled repository's weights are generated, never downloaded: build them if missing.
+  if (resolve(options.modelRepository) === resolve(DEFAULT_REPOSITORY)) await ensureDefaultRepository(DEFAULT_REPOSITORY, log);
+  const server = await startServer(options, { log });
+  const shutdown = (signal: string): void => {
+    log(`${signal}: shutting down`);
+    void server.stop().then(() => process.exit(0));
+  };
+  process.once('SIGINT', () => shutdown('SIGINT'));
+  process.once('SIGTERM', () => shutdown('SIGTERM'));
+}
+
+async function main(): Promise<void> {
+  const [command = 'serve', ...rest] = process.argv.slice(2);
+  if (command === 'serve') return serve(rest);
+  if (command.startsWith('--')) return serve([command, ...rest]);
+  throw new OptionsError(`unknown command '${command}'\n${USAGE}`);
+}
+
+main().catch((error: unknown) => {
+  process.stderr.write(`${error instanceof OptionsError ? error.message : (error as Error).stack ?? String(error)}\n`);
+  process.exit(error instanceof OptionsError ? 2 : 1);
+});

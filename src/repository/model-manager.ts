@@ -1,0 +1,231 @@
+// The model repository's lifecycle: which models and versions are loaded, their states, the
+// control modes (none / poll / explicit), load with overrides, unload, and routing a request to
+// a READY version. In-flight requests finish on unload or reload; new ones get a clear error.
+
+import { existsSync } from 'node:fs';
+import { mkdtemp, mkdir, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { dirname, join, normalize } from 'node:path';
+import type { LoadOverride, ModelState, RepositoryIndexEntry } from '../contracts/inference-service.js';
+import type { ModelConfig } from '../contracts/model-config.js';
+import { ConveyorError, invalidArg, notFound, unavailable } from '../errors.js';
+import type { ModelControlMode } from '../config/server-options.js';
+import type { BackendLoader, ServedModel } from '../serving/served-model.js';
+import { loadModelConfig, modelConfigFromJson } from './config/index.js';
+import { fingerprintModel, listModelNames, versionDirectories } from './scan.js';
+import { selectVersions } from './version-policy.js';
+
+interface VersionEntry {
+  state: ModelState;
+  reason: string;
+  served?: ServedModel;
+}
+
+interface ModelEntry {
+  config?: ModelConfig;
+  versions: Map<number, VersionEntry>;
+  fingerprint?: string;
+  /** Serializes loads and unloads of this model. */
+  busy: Promise<void>;
+  /** Set while the model is loaded (not after unload). */
+  loaded: boolean;
+  /** Load-level failure (bad config, no versions). */
+  error?: string;
+}
+
+export interface ModelManagerOptions {
+  readonly root: string;
+  readonly mode: ModelControlMode;
+  readonly loaders: Readonly<Record<string, BackendLoader>>;
+  readonly log: (line: string) => void;
+}
+
+export class ModelManager {
+  private readonly models = new Map<string, ModelEntry>();
+  private pollTimer?: NodeJS.Timeout;
+
+  constructor(private readonly options: ModelManagerOptions) {}
+
+  /** Startup per control mode: none/poll load everything, explicit only `names` ('*' = all). */
+  async start(names: readonly string[] = []): Promise<void> {
+    const all = await listModelNames(this.options.root);
+    const wanted = this.options.mode === 'explicit' && !names.includes('*') ? names : all;
+    await Promise.all(wanted.map((name) => this.load(name).catch((e: Error) => this.options.log(`${name}: ${e.message}`))));
+  }
+
+  startPolling(intervalSecs: number): void {
+    const tick = async (): Promise<void> => {
+      await this.poll().catch((e: Error) => this.options.log(`repository poll failed: ${e.message}`));
+      this.pollTimer = setTimeout(() => void tick(), intervalSecs * 1000);
+      this.pollTimer.unref();
+    };
+    this.pollTimer = setTimeout(() => void tick(), intervalSecs * 1000);
+    this.pollTimer.unref();
+  }
+
+  /** Poll mode: load new models, reload changed ones, unload removed ones. */
+  async poll(): Promise<void> {
+    const present = new Set(await listModelNames(this.options.root));
+    for (const [name, entry] of this.models) {
+      if (entry.loaded && !present.has(name)) await this.unload(name);
+    }
+    for (const name of present) {
+      const entry = this.models.get(name);
+      const fingerprint = await fingerprintModel(join(this.options.root, name));
+      if (!entry?.loaded || entry.fingerprint !== fingerprint) await this.load(name).catch(() => undefined);
+    }
+  }
+
+  load(name: string, override?: LoadOverride): Promise<void> {
+    const entry = this.entry(name);
+    const run = entry.busy.then(() => this.loadNow(name, entry, override));
+    entry.busy = run.catch(() => undefined);
+    return run;
+  }
+
+  unload(name: string): Promise<void> {
+    const entry = this.models.get(name);
+    if (!entry) return Promise.reject(invalidArg(`failed to unload '${name}', no version is available`));
+    const run = entry.busy.then(() => this.unloadNow(name, entry));
+    entry.busy = run.catch(() => undefined);
+    return run;
+  }
+
+  async stop(): Promise<void> {
+    if (this.pollTimer) clearTimeout(this.pollTimer);
+    await Promise.all([...this.models.keys()].filter((n) => this.models.get(n)!.loaded).map((n) => this.unload(n)));
+  }
+
+  /** The version a request goes to: the given one if READY, else the highest READY one. */
+  resolve(name: string, version?: string): ServedModel {
+    const entry = this.models.get(name);
+    if (!entry || (!entry.loaded && entry.versions.size === 0)) throw invalidArg(`Request for unknown model: '${name}' is not found`);
+    if (version) {
+      const wanted = entry.versions.get(Number(version));
+      if (!/^[1-9][0-9]*$/.test(version) || !wanted) throw notFound(`Request for unknown model: '${name}' version ${version} is not found`);
+      if (wanted.state !== 'READY' || !wanted.served) throw unavailable(`Request for unknown model: '${name}' version ${version} is not at ready state`);
+      return wanted.served;
+    }
+    const ready = [...entry.versions.entries()].filter(([, v]) => v.state === 'READY' && v.served).sort((a, b) => b[0] - a[0]);
+    if (ready.length === 0) throw unavailable(`Request for unknown model: '${name}' has no available versions`);
+    return ready[0]![1].served!;
+  }
+
+  /** Every served version of every model, for statistics. */
+  servedModels(): ServedModel[] {
+    return [...this.models.values()].flatMap((e) => [...e.versions.values()].flatMap((v) => (v.served && v.state === 'READY' ? [v.served] : [])));
+  }
+
+  /** True when every model that should be loaded is READY (Triton's strict readiness). */
+  allReady(): boolean {
+    return [...this.models.values()].every((e) => !e.loaded || (!e.error && [...e.versions.values()].every((v) => v.state === 'READY')));
+  }
+
+  async index(readyOnly: boolean): Promise<RepositoryIndexEntry[]> {
+    const names = new Set([...(await listModelNames(this.options.root).catch(() => [])), ...this.models.keys()]);
+    const rows: RepositoryIndexEntry[] = [];
+    for (const name of [...names].sort()) {
+      const entry = this.models.get(name);
+      if (!entry || entry.versions.size === 0) {
+        if (!readyOnly) rows.push({ name, version: '', state: entry?.error ? 'UNAVAILABLE' : 'UNAVAILABLE', reason: entry?.error ?? 'unloaded' });
+        continue;
+      }
+      for (const [version, v] of [...entry.versions.entries()].sort((a, b) => a[0] - b[0])) {
+        if (!readyOnly || v.state === 'READY') rows.push({ name, version: String(version), state: v.state, reason: v.reason });
+      }
+    }
+    return rows;
+  }
+
+  private entry(name: string): ModelEntry {
+    if (!/^[A-Za-z0-9_.-]+$/.test(name) || name === '.' || name === '..') throw invalidArg(`invalid model name '${name}'`);
+    let entry = this.models.get(name);
+    if (!entry) {
+      entry = { versions: new Map(), busy: Promise.resolve(), loaded: false };
+      this.models.set(name, entry);
+    }
+    return entry;
+  }
+
+  private async loadNow(name: string, entry: ModelEntry, override?: LoadOverride): Promise<void> {
+    const modelDir = override?.files ? await materializeOverride(name, override) : join(this.options.root, name);
+    if (!existsSync(modelDir)) throw invalidArg(`failed to load '${name}', model directory not found in the repository`);
+    let config: ModelConfig;
+    try {
+      config = override?.config
+        ? modelConfigFromJson(override.config, name)
+        : await loadModelConfig(join(modelDir, 'config.pbtxt'), name);
+    } catch (error) {
+      const reason = (error as Error).message;
+      if (!entry.loaded) entry.error = reason;
+      this.options.log(`${name}: failed to load: ${reason}`);
+      throw invalidArg(`failed to load '${name}': ${reason}`);
+    }
+    const loader = this.options.loaders[config.backend];
+    if (!loader) throw invalidArg(`failed to load '${name}': backend '${config.backend}' is not supported`);
+    const fingerprint = await fingerprintModel(modelDir).catch(() => undefined);
+    const versions = await versionDirectories(modelDir);
+    const wanted = selectVersions(config.version_policy, versions);
+    if (wanted.length === 0) {
+      const reason = `at least one version must be available under the version policy of model '${name}'`;
+      if (!entry.loaded) entry.error = reason;
+      throw invalidArg(`failed to load '${name}': ${reason}`);
+    }
+    await this.replaceVersions(name, entry, config, modelDir, wanted, loader);
+    entry.config = config;
+    entry.fingerprint = fingerprint;
+    entry.loaded = true;
+    entry.error = undefined;
+  }
+
+  /** Loads the wanted versions next to the old ones, then swaps, so serving never pauses. */
+  private async replaceVersions(name: string, entry: ModelEntry, config: ModelConfig, modelDir: string, wanted: number[], loader: BackendLoader): Promise<void> {
+    const fresh = new Map<number, VersionEntry>();
+    for (const version of wanted) {
+      if (!entry.versions.has(version)) entry.versions.set(version, { state: 'LOADING', reason: '' });
+      try {
+        const served = await loader({ name, version, modelDir, versionDir: join(modelDir, String(version)), config, log: this.options.log });
+        fresh.set(version, { state: 'READY', reason: '', served });
+        this.options.log(`${name}: version ${version} READY`);
+      } catch (error) {
+        const reason = error instanceof ConveyorError ? error.message : String((error as Error).message ?? error);
+        fresh.set(version, { state: 'UNAVAILABLE', reason });
+        this.options.log(`${name}: version ${version} failed to load: ${reason}`);
+      }
+    }
+    const old = entry.versions;
+    // A reload that failed keeps the old, working version serving (Triton's behaviour).
+    const keepOld = [...fresh.values()].every((v) => v.state !== 'READY') && [...old.values()].some((v) => v.state === 'READY');
+    if (keepOld) {
+      for (const v of fresh.values()) await v.served?.close();
+      throw unavailable(`failed to load '${name}': ${[...fresh.values()].map((v) => v.reason).join('; ')}`);
+    }
+    entry.versions = fresh;
+    await Promise.all([...old.values()].map((v) => v.served?.close()));
+    if ([...fresh.values()].some((v) => v.state !== 'READY')) {
+      throw unavailable(`failed to load '${name}': ${[...fresh.values()].filter((v) => v.state !== 'READY').map((v) => v.reason).join('; ')}`);
+    }
+  }
+
+  private async unloadNow(name: string, entry: ModelEntry): Promise<void> {
+    for (const v of entry.versions.values()) v.state = 'UNLOADING';
+    await Promise.all([...entry.versions.values()].map((v) => v.served?.close()));
+    entry.versions = new Map();
+    entry.loaded = false;
+    entry.error = undefined;
+    this.options.log(`${name}: unloaded`);
+  }
+}
+
+/** Triton's `file:<version>/<path>` load parameters become a temporary model directory. */
+async function materializeOverride(name: string, override: LoadOverride): Promise<string> {
+  if (!override.config) throw invalidArg(`failed to load '${name}': file: parameters require a 'config' parameter`);
+  const dir = await mkdtemp(join(tmpdir(), `conveyor-${name}-`));
+  for (const [path, bytes] of Object.entries(override.files ?? {})) {
+    const target = normalize(join(dir, path));
+    if (!target.startsWith(dir + '/')) throw invalidArg(`failed to load '${name}': file path '${path}' leaves the model directory`);
+    await mkdir(dirname(target), { recursive: true });
+    await writeFile(target, bytes);
+  }
+  return dir;
+}

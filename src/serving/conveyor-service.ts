@@ -1,0 +1,119 @@
+// The InferenceService every front end talks to: routing to loaded versions, health, metadata,
+// statistics and the repository API, on top of the ModelManager.
+
+import type { InferRequest, InferResponse } from '../contracts/infer.js';
+import type {
+  InferenceService, LoadOverride, ModelMetadata, ModelStatistics, RepositoryIndexEntry, ServerMetadata,
+} from '../contracts/inference-service.js';
+import type { ModelConfig } from '../contracts/model-config.js';
+import type { ModelControlMode } from '../config/server-options.js';
+import { ConveyorError, invalidArg } from '../errors.js';
+import type { ModelManager } from '../repository/model-manager.js';
+import { wireDataType, wireShape } from './validate-infer.js';
+
+export const SERVER_NAME = 'conveyor';
+export const SERVER_VERSION = '0.1.0';
+
+/** The KServe / Triton extensions this server implements (perf_analyzer looks for statistics). */
+export const EXTENSIONS = [
+  'classification', 'model_repository', 'model_repository(unload_dependents)', 'schedule_policy',
+  'model_configuration', 'binary_tensor_data', 'parameters', 'statistics',
+] as const;
+
+export interface ServiceOptions {
+  readonly mode: ModelControlMode;
+  readonly strictReadiness: boolean;
+}
+
+export class ConveyorService implements InferenceService {
+  private shuttingDown = false;
+
+  constructor(
+    private readonly manager: ModelManager,
+    private readonly options: ServiceOptions,
+  ) {}
+
+  /** Health turns false first, so load balancers stop sending before the server stops. */
+  beginShutdown(): void {
+    this.shuttingDown = true;
+  }
+
+  serverMetadata(): ServerMetadata {
+    return { name: SERVER_NAME, version: SERVER_VERSION, extensions: EXTENSIONS };
+  }
+
+  isLive(): boolean {
+    return !this.shuttingDown;
+  }
+
+  isReady(): boolean {
+    return !this.shuttingDown && (!this.options.strictReadiness || this.manager.allReady());
+  }
+
+  modelReady(name: string, version?: string): boolean {
+    try {
+      this.manager.resolve(name, version);
+      return true;
+    } catch {
+      return false;
+    }
+  }
+
+  modelMetadata(name: string, version?: string): ModelMetadata {
+    const served = this.manager.resolve(name, version);
+    const { config } = served;
+    const describe = (t: ModelConfig['input'][number]) => ({ name: t.name, datatype: wireDataType(t.data_type), shape: wireShape(config, t) });
+    const versions = version
+      ? [version]
+      : this.manager.servedModels().filter((m) => m.name === name).map((m) => String(m.version)).sort((a, b) => Number(a) - Number(b));
+    return {
+      name,
+      versions,
+      platform: config.platform || config.backend,
+      inputs: config.input.map(describe),
+      outputs: config.output.map(describe),
+    };
+  }
+
+  modelConfig(name: string, version?: string): ModelConfig {
+    return this.manager.resolve(name, version).config;
+  }
+
+  modelStatistics(name?: string, version?: string): ModelStatistics[] {
+    if (name !== undefined) this.manager.resolve(name, version); // unknown model / version → error
+    return this.manager
+      .servedModels()
+      .filter((m) => (name === undefined || m.name === name) && (!version || String(m.version) === version))
+      .sort((a, b) => a.name.localeCompare(b.name) || a.version - b.version)
+      .map((m) => m.statistics());
+  }
+
+  infer(request: InferRequest, signal?: AbortSignal): Promise<InferResponse> {
+    try {
+      return this.manager.resolve(request.model, request.version).infer(request, signal);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+  }
+
+  repositoryIndex(readyOnly: boolean): Promise<RepositoryIndexEntry[]> {
+    return this.manager.index(readyOnly);
+  }
+
+  async loadModel(name: string, override?: LoadOverride): Promise<void> {
+    this.requireExplicitMode('load');
+    await this.manager.load(name, override);
+  }
+
+  async unloadModel(name: string): Promise<void> {
+    this.requireExplicitMode('unload');
+    await this.manager.unload(name);
+  }
+
+  private requireExplicitMode(action: string): void {
+    if (this.options.mode === 'poll') throw invalidArg(`explicit model ${action} is not allowed if polling is enabled`);
+    if (this.options.mode === 'none') {
+      throw new ConveyorError('UNSUPPORTED', `explicit model ${action} is not allowed when the model control mode is 'none'`);
+    }
+  }
+}

@@ -1,0 +1,118 @@
+// The "onnxruntime" backend: a model version served by N instance workers behind Triton's
+// dynamic batcher. Requests are validated against the config before they are queued.
+
+import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { availableParallelism } from 'node:os';
+import { join } from 'node:path';
+import type { InferRequest, InferResponse } from '../contracts/infer.js';
+import type { ModelConfig } from '../contracts/model-config.js';
+import type { Tensor } from '../contracts/tensors.js';
+import type { Device } from '../contracts/worker-messages.js';
+import { DynamicBatcher } from '../batcher/dynamic-batcher.js';
+import { asConveyorError, invalidArg } from '../errors.js';
+import { completeFromModelMetadata } from '../repository/config/index.js';
+import { InstancePool } from '../runtime/instance-pool.js';
+import { classify } from './classification.js';
+import type { BackendLoadRequest, ServedModel } from './served-model.js';
+import { validateInferRequest } from './validate-infer.js';
+
+/** The `precision` parameter picks one of the variants a version directory holds. */
+const PRECISION_FILES: Record<string, string> = { fp32: 'model.onnx', fp16: 'model_fp16.onnx', int8: 'model_quantized.onnx' };
+
+export function modelFileFor(config: ModelConfig): string {
+  const precision = config.parameters.precision?.string_value;
+  if (precision === undefined) return config.default_model_filename || 'model.onnx';
+  const file = PRECISION_FILES[precision];
+  if (!file) throw invalidArg(`parameter precision must be one of ${Object.keys(PRECISION_FILES).join(', ')}, got '${precision}'`);
+  return file;
+}
+
+function instancePlan(config: ModelConfig): { count: number; device: Device; threads: number } {
+  const count = Math.max(1, config.instance_group.reduce((sum, g) => sum + g.count, 0));
+  const device: Device = config.instance_group.some((g) => g.kind === 'KIND_GPU') ? 'cuda' : 'cpu';
+  const configured = Number(config.parameters.intra_op_thread_count?.string_value ?? NaN);
+  // Instances share the cores: more instances, fewer threads each.
+  const threads = Number.isInteger(configured) && configured > 0 ? configured : Math.max(1, Math.floor(availableParallelism() / count));
+  return { count, device, threads };
+}
+
+async function readLabels(modelDir: string, config: ModelConfig): Promise<Map<string, string[]>> {
+  const labels = new Map<string, string[]>();
+  for (const output of config.output) {
+    if (!output.label_filename) continue;
+    const path = join(modelDir, output.label_filename);
+    if (!existsSync(path)) throw invalidArg(`label file '${output.label_filename}' of output '${output.name}' not found`);
+    labels.set(output.name, (await readFile(path, 'utf8')).split('\n').filter((line, i, all) => line !== '' || i < all.length - 1));
+  }
+  return labels;
+}
+
+export async function loadOnnxModel(request: BackendLoadRequest): Promise<ServedModel> {
+  const modelPath = join(request.versionDir, modelFileFor(request.config));
+  if (!existsSync(modelPath)) throw invalidArg(`model file ${modelPath} not found`);
+  const plan = instancePlan(request.config);
+  const pool = await InstancePool.start({
+    modelPath, count: plan.count, device: plan.device, intraOpNumThreads: plan.threads,
+    label: `${request.name}:${request.version}`, log: request.log,
+  });
+  try {
+    const config = completeFromModelMetadata(request.config, pool.metadata);
+    const labels = await readLabels(request.modelDir, config);
+    return new OnnxModel(request.name, request.version, config, pool, labels);
+  } catch (error) {
+    await pool.close();
+    throw error;
+  }
+}
+
+class OnnxModel implements ServedModel {
+  private readonly batcher: DynamicBatcher;
+
+  constructor(
+    readonly name: string,
+    readonly version: number,
+    readonly config: ModelConfig,
+    private readonly pool: InstancePool,
+    private readonly labels: Map<string, string[]>,
+  ) {
+    this.batcher = new DynamicBatcher({ config, version: String(version), executor: pool });
+  }
+
+  async infer(request: InferRequest, signal?: AbortSignal): Promise<InferResponse> {
+    const started = performance.now();
+    let validated;
+    try {
+      validated = validateInferRequest(this.config, request);
+    } catch (error) {
+      this.batcher.stats.recordFailure(Math.round((performance.now() - started) * 1e6), 'OTHER');
+      throw asConveyorError(error);
+    }
+    const { outputs } = await this.batcher.enqueue({ ...request, inputs: validated.inputs, outputs: validated.outputs }, signal);
+    return {
+      model: this.name,
+      version: String(this.version),
+      ...(request.id ? { id: request.id } : {}),
+      outputs: outputs.map((tensor, i) => this.present(tensor, validated.outputs[i]!.parameters.classification)),
+    };
+  }
+
+  /** Undo the config's reshape (the client sees dims) and apply classification if asked. */
+  private present(tensor: Tensor, classification: unknown): Tensor {
+    const declared = this.config.output.find((o) => o.name === tensor.name);
+    const batched = this.config.max_batch_size > 0;
+    let shaped = tensor;
+    if (declared?.reshape) shaped = { ...tensor, shape: [...(batched ? [tensor.shape[0]!] : []), ...declared.dims] };
+    if (classification === undefined) return shaped;
+    return classify(shaped, Number(classification), this.labels.get(tensor.name), batched);
+  }
+
+  statistics() {
+    return this.batcher.stats.snapshot();
+  }
+
+  async close(): Promise<void> {
+    await this.batcher.close();
+    await this.pool.close();
+  }
+}

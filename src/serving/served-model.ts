@@ -1,0 +1,29 @@
+// One loaded model version as the rest of the server sees it, whatever its backend.
+
+import type { InferRequest, InferResponse } from '../contracts/infer.js';
+import type { ModelStatistics } from '../contracts/inference-service.js';
+import type { ModelConfig } from '../contracts/model-config.js';
+
+export interface ServedModel {
+  readonly name: string;
+  readonly version: number;
+  /** The effective config (normalized and completed from the model's metadata). */
+  readonly config: ModelConfig;
+  infer(request: InferRequest, signal?: AbortSignal): Promise<InferResponse>;
+  statistics(): ModelStatistics;
+  /** Stops taking requests (UNAVAILABLE), lets queued and running ones finish, frees the instances. */
+  close(): Promise<void>;
+}
+
+export interface BackendLoadRequest {
+  readonly name: string;
+  readonly version: number;
+  /** The model directory (config.pbtxt, labels) and the version directory inside it. */
+  readonly modelDir: string;
+  readonly versionDir: string;
+  readonly config: ModelConfig;
+  readonly log: (line: string) => void;
+}
+
+/** Loads one version for one backend ("onnxruntime", "llm"). */
+export type BackendLoader = (request: BackendLoadRequest) => Promise<ServedModel>;

@@ -48,11 +48,6 @@ export class RequestState {
     return this.tokenIds.length - this.numPromptTokens;
   }
 
-  /** Output length at which generation ends: max_tokens or the context, whichever comes first. */
-  maxOutputTokens(maxModelLen: number): number {
-    return Math.min(this.request.stop.maxTokens, maxModelLen - this.numPromptTokens);
-  }
-
   /** The update reporting `newTokenIds` (already appended) and an optional finish. */
   toUpdate(newTokenIds: readonly number[], logprobs: readonly TokenLogprob[] | null, stop: StopDecision | null): SequenceUpdate {
     return {

@@ -7,7 +7,7 @@
 // Pure policy: it owns queues and request records, asks KvCacheManager for blocks, reads time
 // only from the injected clock, and returns plain data. The loop is schedule → execute → apply.
 
-import type { EngineStats, GenerateRequest, ScheduledRequest, SequenceUpdate, StepOutput, StepPlan, StepResult } from '../contracts/generate.js';
+import type { EngineStats, GenerateRequest, SampledTokens, ScheduledRequest, SequenceUpdate, StepOutput, StepPlan, StepResult } from '../contracts/generate.js';
 import { ConveyorError, invalidArg } from '../errors.js';
 import type { KvCacheManager } from '../kv-cache/kv-cache-manager.js';
 import { RequestState, checkStop, type StopDecision } from './request-state.js';
@@ -148,21 +148,18 @@ export class Scheduler {
     const pending = this.pending;
     if (!pending) throw new Error('Scheduler.apply() without a scheduled step');
     if (result.stepId !== pending.plan.stepId) throw new Error(`StepResult for step ${result.stepId}, expected ${pending.plan.stepId}`);
+    const sampled = matchSamples(pending.plan, result);
     this.pending = null;
     const timeMs = this.now();
-    const sampled = new Map(result.sampled.map((s) => [s.requestId, s]));
     const updates: SequenceUpdate[] = [];
     pending.plan.scheduled.forEach((entry, i) => {
       const state = pending.states[i]!;
-      const out = sampled.get(entry.requestId);
-      sampled.delete(entry.requestId);
-      if (entry.sample !== (out !== undefined)) throw new Error(`StepResult ${out ? 'samples' : 'lacks'} request ${entry.requestId}`);
       if (this.requests.get(state.id) !== state) return; // aborted while the step ran
       state.numComputedTokens += entry.tokenIds.length;
       this.kv.commitComputed(state.id, state.tokenIds, state.numComputedTokens);
+      const out = sampled[i];
       if (out) updates.push(this.appendTokens(state, out.tokenIds, out.logprobs, timeMs));
     });
-    if (sampled.size > 0) throw new Error(`StepResult samples unscheduled requests: ${[...sampled.keys()].join(', ')}`);
     return { stepId: pending.plan.stepId, timeMs, updates, rejections: [], stats: this.stats() };
   }
 
@@ -273,7 +270,6 @@ export class Scheduler {
   }
 
   private appendTokens(state: RequestState, tokenIds: readonly number[], logprobs: SequenceUpdate['logprobs'], timeMs: number): SequenceUpdate {
-    if (tokenIds.length === 0) throw new Error(`StepResult has no token for request ${state.id}`);
     let stop: StopDecision | null = null;
     let numAccepted = 0;
     // Tokens after a stop (speculative decoding) are dropped.
@@ -316,4 +312,21 @@ export class Scheduler {
     this.requests.delete(state.id);
     this.released.push(state.id);
   }
+}
+
+/**
+ * The result's samples aligned with the plan's entries, checked before anything changes: a
+ * runner that samples a mid-prefill request or skips a sampled one has broken the contract.
+ */
+function matchSamples(plan: StepPlan, result: StepResult): (SampledTokens | undefined)[] {
+  const byId = new Map(result.sampled.map((s) => [s.requestId, s]));
+  const aligned = plan.scheduled.map((entry) => {
+    const out = byId.get(entry.requestId);
+    byId.delete(entry.requestId);
+    if (entry.sample !== (out !== undefined)) throw new Error(`StepResult ${out ? 'samples' : 'lacks'} request ${entry.requestId}`);
+    if (out && out.tokenIds.length === 0) throw new Error(`StepResult has no token for request ${entry.requestId}`);
+    return out;
+  });
+  if (byId.size > 0) throw new Error(`StepResult samples unscheduled requests: ${[...byId.keys()].join(', ')}`);
+  return aligned;
 }

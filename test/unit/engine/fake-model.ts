@@ -41,8 +41,9 @@ export class FakeRunner {
     const contexts = plan.scheduled.map((s) => this.readPast(s.blockTable, s.numComputedTokens));
     const sampled: SampledTokens[] = [];
     plan.scheduled.forEach((s, i) => {
-      expect(s.tokenIds.length).toBeGreaterThan(0);
-      expect(s.blockTable.length * this.blockSize).toBeGreaterThanOrEqual(s.numComputedTokens + s.tokenIds.length);
+      if (s.tokenIds.length === 0 || s.blockTable.length * this.blockSize < s.numComputedTokens + s.tokenIds.length) {
+        throw new Error(`bad plan entry for ${s.requestId}: ${s.tokenIds.length} tokens at ${s.numComputedTokens}, ${s.blockTable.length} blocks`);
+      }
       s.tokenIds.forEach((t, k) => this.write(s.blockTable, s.numComputedTokens + k, t));
       if (s.sample) sampled.push({ requestId: s.requestId, tokenIds: [nextToken([...contexts[i]!, ...s.tokenIds])], logprobs: null });
     });
@@ -54,7 +55,7 @@ export class FakeRunner {
     for (let p = 0; p < count; p++) {
       const slot = table[Math.floor(p / this.blockSize)]! * this.blockSize + (p % this.blockSize);
       // A slot never written, or written for another position, means the plan points at bad KV.
-      expect(this.positions[slot], `position ${p} read from slot ${slot}`).toBe(p);
+      if (this.positions[slot] !== p) throw new Error(`position ${p} read from slot ${slot}, which holds position ${this.positions[slot]}`);
       out.push(this.slots[slot]!);
     }
     return out;
@@ -145,6 +146,7 @@ export function runToCompletion(h: Harness, arrivals: readonly { step: number; r
     expect(plan.scheduled.length).toBeLessThanOrEqual(config.maxNumSeqs);
     expect(plan.numScheduledTokens).toBeLessThanOrEqual(config.maxNumBatchedTokens);
     expect(plan.numScheduledTokens).toBe(plan.scheduled.reduce((n, s) => n + s.tokenIds.length, 0));
+    expectNoSharedWrites(h, plan);
     const output = h.scheduler.apply(h.runner.execute(plan));
     for (const u of output.updates) {
       const out = record.outputs.get(u.requestId) ?? [];
@@ -158,6 +160,16 @@ export function runToCompletion(h: Harness, arrivals: readonly { step: number; r
   expect(h.scheduler.hasUnfinished()).toBe(false);
   expect(h.kv.numFreeBlocks).toBe(h.kv.numTotalBlocks);
   return record;
+}
+
+/** Blocks a step writes (from the one holding numComputedTokens on) must belong to that request alone. */
+function expectNoSharedWrites(h: Harness, plan: StepPlan): void {
+  const bs = h.kv.blockSize;
+  for (const s of plan.scheduled) {
+    for (const b of s.blockTable.slice(Math.floor(s.numComputedTokens / bs))) {
+      if (h.kv.refCount(b) !== 1) throw new Error(`request ${s.requestId} writes block ${b}, which has ref count ${h.kv.refCount(b)}`);
+    }
+  }
 }
 
 /** What the fake model generates for one request run alone, with the engine's stop rules. */

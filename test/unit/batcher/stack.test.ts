@@ -25,8 +25,16 @@ function values(datatype: DataType, count: number, seed: number): TensorData {
       return Float32Array.from(ints, (v) => v / 8 - 3);
     case 'FP64':
       return Float64Array.from(ints, (v) => v / 3);
+    case 'UINT16':
+      return Uint16Array.from(ints);
+    case 'UINT32':
+      return Uint32Array.from(ints, (v) => v + 2 ** 31);
+    case 'INT16':
+      return Int16Array.from(ints, (v) => -v);
+    case 'INT32':
+      return Int32Array.from(ints, (v) => v - 2 ** 30);
     default:
-      return new STORAGE[datatype](count).map((_, i) => ints[i]!) as TensorData;
+      return Uint8Array.from(ints);
   }
 }
 

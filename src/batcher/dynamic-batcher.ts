@@ -1,0 +1,309 @@
+// The dynamic batcher's shell around decide(): it owns the queue, one timer and the promises of
+// waiting requests, asks decide() what to do whenever something changes (an arrival, a free
+// instance, the timer, an abort), stacks and dispatches batches, and splits the outputs back.
+// Clock and timer functions are injected so tests drive time by hand.
+
+import type { ExecutionResult, ExecutionTimings, ModelExecutor } from '../contracts/execution.js';
+import type { InferRequest } from '../contracts/infer.js';
+import type { ModelConfig } from '../contracts/model-config.js';
+import type { Tensor } from '../contracts/tensors.js';
+import { ConveyorError, asConveyorError, invalidArg, unavailable } from '../errors.js';
+import { batchPolicy, decide, type BatchPolicy } from './decide.js';
+import { RequestQueue, type QueueEntry } from './queue.js';
+import { itemSignature, splitOutputs, stackInputs } from './stack.js';
+import { ModelStatsRecorder, type FailureReason } from './stats.js';
+
+export interface Clock {
+  /** Monotonic milliseconds (fractions allowed). */
+  now(): number;
+  /** Wall-clock milliseconds since the epoch (last_inference). */
+  epochMs(): number;
+}
+
+export interface Timers {
+  set(callback: () => void, delayMs: number): unknown;
+  clear(handle: unknown): void;
+}
+
+export const systemClock: Clock = { now: () => performance.now(), epochMs: () => Date.now() };
+export const systemTimers: Timers = {
+  // Rounded up: a timer that fires a fraction early would only find the delay unexpired.
+  set: (callback, delayMs) => setTimeout(callback, Math.ceil(delayMs)),
+  clear: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout>),
+};
+
+/** What one request went through, in ns; compute durations are those of its whole batch. */
+export interface RequestStats extends ExecutionTimings {
+  readonly queueNs: number;
+  /** Items in the execution the request was part of. */
+  readonly batchSize: number;
+}
+
+export interface BatchedResult {
+  /** The requested outputs (all the model's when none were named), this request's rows only. */
+  readonly outputs: Tensor[];
+  readonly stats: RequestStats;
+}
+
+export interface DynamicBatcherOptions {
+  /** Reads name, max_batch_size, input[].is_shape_tensor, output[].name, dynamic_batching. */
+  readonly config: ModelConfig;
+  readonly version: string;
+  /**
+   * The version's instances. Assumed to take an instance synchronously: `freeInstances` drops
+   * before `execute()` returns, so one pass can fill every free instance.
+   */
+  readonly executor: ModelExecutor;
+  readonly stats?: ModelStatsRecorder;
+  readonly clock?: Clock;
+  readonly timers?: Timers;
+}
+
+interface Job {
+  readonly request: InferRequest;
+  readonly arrivedAt: number;
+  /** First dimension of the request; 0 for a model that does not batch. */
+  readonly rows: number;
+  readonly outputNames: readonly string[];
+  readonly resolve: (result: BatchedResult) => void;
+  readonly reject: (error: ConveyorError) => void;
+  detach?: () => void;
+}
+
+type Outcome = { ok: true; outputs: Tensor[][]; timings: ExecutionTimings } | { ok: false; error: ConveyorError };
+
+const msToNs = (ms: number): number => Math.max(0, Math.round(ms * 1e6));
+
+export class DynamicBatcher {
+  readonly stats: ModelStatsRecorder;
+  private readonly config: ModelConfig;
+  private readonly executor: ModelExecutor;
+  private readonly clock: Clock;
+  private readonly timers: Timers;
+  private readonly policy: BatchPolicy;
+  private readonly queue: RequestQueue<Job>;
+  private readonly shapeTensors: ReadonlySet<string>;
+  private readonly modelOutputs: readonly string[];
+  private readonly preserveOrdering: boolean;
+  private accepting = true;
+  private closed = false;
+  private inFlight = 0;
+  private pumping = false;
+  private pumpAgain = false;
+  private timer: unknown = undefined;
+  private timerDue: number | undefined = undefined;
+  /** Settles when the latest dispatched batch has delivered (preserve_ordering). */
+  private lastDelivery: Promise<void> = Promise.resolve();
+  private drained: { promise: Promise<void>; resolve: () => void } | undefined;
+
+  constructor(options: DynamicBatcherOptions) {
+    this.config = options.config;
+    this.executor = options.executor;
+    this.clock = options.clock ?? systemClock;
+    this.timers = options.timers ?? systemTimers;
+    this.stats = options.stats ?? new ModelStatsRecorder(options.config.name, options.version);
+    this.policy = batchPolicy(options.config);
+    this.queue = new RequestQueue(options.config.dynamic_batching);
+    this.shapeTensors = new Set(options.config.input.filter((i) => i.is_shape_tensor).map((i) => i.name));
+    this.modelOutputs = options.config.output.map((o) => o.name);
+    this.preserveOrdering = options.config.dynamic_batching?.preserve_ordering ?? false;
+    this.executor.onInstanceFree(() => this.pump());
+  }
+
+  /** Requests waiting in the queue (nv_inference_pending_request_count). */
+  get numQueued(): number {
+    return this.queue.size;
+  }
+
+  /** Requests whose batch is executing. */
+  get numInFlight(): number {
+    return this.inFlight;
+  }
+
+  /**
+   * Queues a request; settles when its batch has run. Rejects with UNAVAILABLE when the queue is
+   * full, the queue timeout expires or the batcher is draining, CANCELLED when `signal` aborts
+   * while the request still waits (once dispatched, its batch runs to the end).
+   */
+  enqueue(request: InferRequest, signal?: AbortSignal): Promise<BatchedResult> {
+    return new Promise<BatchedResult>((resolve, reject) => {
+      const job: Job = { request, arrivedAt: this.clock.now(), rows: this.rowsOf(request), outputNames: this.outputNamesOf(request), resolve, reject };
+      try {
+        this.admit(job, signal);
+      } catch (error) {
+        const e = asConveyorError(error);
+        this.fail(job, e, e.code === 'UNAVAILABLE' && this.accepting ? 'REJECTED' : e.code === 'CANCELLED' ? 'CANCELED' : 'OTHER');
+      }
+    });
+  }
+
+  /** Stops accepting (UNAVAILABLE); resolves once queued and executing requests have finished. */
+  drain(): Promise<void> {
+    this.accepting = false;
+    this.drained ??= (() => {
+      let resolve!: () => void;
+      const promise = new Promise<void>((r) => (resolve = r));
+      return { promise, resolve };
+    })();
+    // Queued requests no longer wait for a fuller batch: none is coming.
+    this.pump();
+    this.checkDrained();
+    return this.drained.promise;
+  }
+
+  /** drain(), then let go of the timer and ignore the executor from then on. */
+  async close(): Promise<void> {
+    await this.drain();
+    this.closed = true;
+    this.setTimer(undefined);
+  }
+
+  private rowsOf(request: InferRequest): number {
+    return this.config.max_batch_size > 0 ? (request.inputs[0]?.shape[0] ?? 0) : 0;
+  }
+
+  private outputNamesOf(request: InferRequest): readonly string[] {
+    return request.outputs === undefined || request.outputs.length === 0 ? this.modelOutputs : request.outputs.map((o) => o.name);
+  }
+
+  private admit(job: Job, signal: AbortSignal | undefined): void {
+    if (!this.accepting) throw unavailable(`model '${this.config.name}' is unloading and accepts no new requests`);
+    if (signal?.aborted) throw new ConveyorError('CANCELLED', 'request cancelled');
+    const max = this.config.max_batch_size;
+    if (max > 0 && job.rows > max) {
+      throw invalidArg(`inference request batch-size must be <= ${max} for '${this.config.name}'`);
+    }
+    const signature = this.policy.batching ? itemSignature(job.request.inputs, this.shapeTensors) : '';
+    const entry = this.queue.add({ payload: job, batchSize: job.rows, signature, parameters: job.request.parameters }, job.arrivedAt);
+    if (signal !== undefined) {
+      const onAbort = (): void => this.abort(entry);
+      signal.addEventListener('abort', onAbort, { once: true });
+      job.detach = () => signal.removeEventListener('abort', onAbort);
+    }
+    this.pump();
+  }
+
+  private abort(entry: QueueEntry<Job>): void {
+    if (!this.queue.removeOne(entry)) return;
+    this.fail(entry.payload, new ConveyorError('CANCELLED', 'request cancelled'), 'CANCELED');
+    this.pump();
+  }
+
+  private fail(job: Job, error: ConveyorError, reason: FailureReason): void {
+    job.detach?.();
+    this.stats.recordFailure(msToNs(this.clock.now() - job.arrivedAt), reason);
+    job.reject(error);
+    this.checkDrained();
+  }
+
+  /** Runs decide() until it has nothing more to send now, then arms the timer it asks for. */
+  private pump(): void {
+    if (this.closed) return;
+    // A dispatch may call back into pump (an executor freeing an instance synchronously).
+    if (this.pumping) {
+      this.pumpAgain = true;
+      return;
+    }
+    this.pumping = true;
+    try {
+      for (;;) {
+        this.pumpAgain = false;
+        const policy = this.accepting ? this.policy : { ...this.policy, maxQueueDelayMs: 0 };
+        const decision = decide({ levels: this.queue.view, policy, freeInstances: this.executor.freeInstances, now: this.clock.now() });
+        if (decision.rejected.length > 0) {
+          this.queue.remove(decision.rejected);
+          for (const entry of decision.rejected) this.fail(entry.payload, unavailable('Request timeout expired'), 'REJECTED');
+        }
+        if (decision.kind === 'dispatch') {
+          this.queue.remove(decision.batch);
+          void this.run(decision.batch.map((entry) => entry.payload), decision.batchSize);
+          continue;
+        }
+        this.setTimer(decision.kind === 'wait' ? decision.until : undefined);
+        if (!this.pumpAgain) return;
+      }
+    } finally {
+      this.pumping = false;
+    }
+  }
+
+  private setTimer(until: number | undefined): void {
+    if (until === this.timerDue) return;
+    if (this.timer !== undefined) this.timers.clear(this.timer);
+    this.timer = undefined;
+    this.timerDue = until;
+    if (until === undefined) return;
+    this.timer = this.timers.set(() => {
+      this.timer = undefined;
+      this.timerDue = undefined;
+      this.pump();
+    }, Math.max(0, until - this.clock.now()));
+  }
+
+  /** Executes one batch and settles its requests. Never rejects. */
+  private async run(jobs: Job[], batchSize: number): Promise<void> {
+    for (const job of jobs) job.detach?.();
+    this.inFlight += jobs.length;
+    const startedAt = this.clock.now();
+    const previous = this.lastDelivery;
+    let delivered!: () => void;
+    if (this.preserveOrdering) this.lastDelivery = new Promise<void>((r) => (delivered = r));
+    let outcome: Outcome;
+    try {
+      // Everything before the first await runs inside pump(), so the instance is taken before
+      // the next decision.
+      const result = await this.execute(jobs);
+      outcome = { ok: true, outputs: this.split(jobs, result), timings: result.timings };
+    } catch (error) {
+      outcome = { ok: false, error: asConveyorError(error) };
+    }
+    if (this.preserveOrdering) await previous;
+    this.deliver(jobs, batchSize, startedAt, outcome);
+    if (this.preserveOrdering) delivered();
+    this.inFlight -= jobs.length;
+    this.checkDrained();
+  }
+
+  private execute(jobs: readonly Job[]): Promise<ExecutionResult> {
+    const wanted = new Set(jobs.flatMap((job) => job.outputNames));
+    // Model order first, then any name the model lacks so the executor reports it.
+    const names = [...this.modelOutputs.filter((n) => wanted.has(n)), ...[...wanted].filter((n) => !this.modelOutputs.includes(n))];
+    const only = jobs.length === 1 ? jobs[0] : undefined;
+    const inputs = only !== undefined ? only.request.inputs : stackInputs(jobs.map((job) => job.request.inputs));
+    return this.executor.execute(inputs, names);
+  }
+
+  /** Each job's requested outputs, in the order it asked for them. */
+  private split(jobs: readonly Job[], result: ExecutionResult): Tensor[][] {
+    const perJob = jobs.length === 1 ? [[...result.outputs]] : splitOutputs(result.outputs, jobs.map((job) => job.rows));
+    return jobs.map((job, i) =>
+      job.outputNames.map((name) => {
+        const output = perJob[i]!.find((t) => t.name === name);
+        if (output === undefined) throw new ConveyorError('INTERNAL', `execution returned no output '${name}'`);
+        return output;
+      }),
+    );
+  }
+
+  private deliver(jobs: readonly Job[], batchSize: number, startedAt: number, outcome: Outcome): void {
+    if (!outcome.ok) {
+      for (const job of jobs) this.fail(job, outcome.error, 'BACKEND');
+      return;
+    }
+    const now = this.clock.now();
+    const epochMs = this.clock.epochMs();
+    const t = outcome.timings;
+    this.stats.recordExecution(batchSize, t, epochMs);
+    jobs.forEach((job, i) => {
+      const queueNs = msToNs(startedAt - job.arrivedAt);
+      this.stats.recordSuccess({ requestNs: msToNs(now - job.arrivedAt), queueNs, ...t }, epochMs);
+      job.resolve({ outputs: outcome.outputs[i]!, stats: { queueNs, ...t, batchSize } });
+    });
+  }
+
+  private checkDrained(): void {
+    if (this.drained === undefined || this.queue.size > 0 || this.inFlight > 0) return;
+    this.setTimer(undefined);
+    this.drained.resolve();
+  }
+}

@@ -1,0 +1,88 @@
+// The KServe v2 / Triton gRPC front end: GRPCInferenceService and grpc.health.v1.Health on one
+// grpc-js server, protos loaded at startup with @grpc/proto-loader.
+
+import { fileURLToPath } from 'node:url';
+import { Server, ServerCredentials, type ChannelOptions, type ServiceDefinition } from '@grpc/grpc-js';
+import { loadSync, type Options as LoaderOptions } from '@grpc/proto-loader';
+import type { InferenceService } from '../../contracts/inference-service.js';
+import { inferenceHandlers } from './handlers.js';
+import { createHealthService } from './health.js';
+import type { DecoupledInfer } from './stream-infer.js';
+
+export const DEFAULT_PROTO_DIR = fileURLToPath(new URL('../../../protos/', import.meta.url));
+
+/** The object shapes wire-types.ts describes follow from these options. */
+export const PROTO_LOADER_OPTIONS: LoaderOptions = { keepCase: true, longs: String, enums: String, defaults: true, oneofs: true };
+
+/** Triton's limit (INT32_MAX), which tritonclient also sets; grpc-js receives only 4 MiB by default. */
+export const MAX_MESSAGE_BYTES = 2 ** 31 - 1;
+
+export interface GrpcServerOptions {
+  /** Streams decoupled (LLM) models over ModelStreamInfer; supplied by the streaming generation issue. */
+  readonly decoupled?: DecoupledInfer;
+  /** Directory holding grpc_service.proto, model_config.proto and health.proto. */
+  readonly protoDir?: string;
+  /** grpc-js server options, applied over the message-size defaults. */
+  readonly channelOptions?: ChannelOptions;
+  /** How long stop() lets in-flight calls finish before cancelling them. Default 5000 ms. */
+  readonly shutdownGraceMs?: number;
+  /** How often Health.Watch re-checks readiness. Default 1000 ms. */
+  readonly healthWatchIntervalMs?: number;
+}
+
+export interface GrpcServer {
+  readonly server: Server;
+  /** Binds and serves; resolves with the bound port (useful with port 0). */
+  start(host: string, port: number): Promise<number>;
+  /** Stops accepting calls, waits up to the grace period for in-flight ones, then cancels the rest. */
+  stop(): Promise<void>;
+}
+
+export function loadServiceDefinitions(protoDir: string = DEFAULT_PROTO_DIR): { inference: ServiceDefinition; health: ServiceDefinition } {
+  const definition = loadSync(['grpc_service.proto', 'health.proto'], { ...PROTO_LOADER_OPTIONS, includeDirs: [protoDir] });
+  return {
+    inference: definition['inference.GRPCInferenceService'] as ServiceDefinition,
+    health: definition['grpc.health.v1.Health'] as ServiceDefinition,
+  };
+}
+
+export function createGrpcServer(service: InferenceService, options: GrpcServerOptions = {}): GrpcServer {
+  const definitions = loadServiceDefinitions(options.protoDir);
+  const server = new Server({
+    'grpc.max_receive_message_length': MAX_MESSAGE_BYTES,
+    'grpc.max_send_message_length': MAX_MESSAGE_BYTES,
+    ...options.channelOptions,
+  });
+  const health = createHealthService(service, options.healthWatchIntervalMs ?? 1000);
+  server.addService(definitions.inference, inferenceHandlers(service, options.decoupled));
+  server.addService(definitions.health, health.implementation);
+
+  return {
+    server,
+    start: (host, port) => bind(server, host, port),
+    stop: () => {
+      health.close();
+      return shutdown(server, options.shutdownGraceMs ?? 5000);
+    },
+  };
+}
+
+function bind(server: Server, host: string, port: number): Promise<number> {
+  const address = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
+  return new Promise((resolve, reject) => {
+    server.bindAsync(address, ServerCredentials.createInsecure(), (error, boundPort) => (error ? reject(error) : resolve(boundPort)));
+  });
+}
+
+function shutdown(server: Server, graceMs: number): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => {
+      server.forceShutdown();
+      resolve();
+    }, graceMs);
+    server.tryShutdown(() => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+}

@@ -1,0 +1,112 @@
+// ModelStreamInfer: one bidirectional stream carrying many requests. Requests run concurrently
+// and each answer goes out when ready (clients match them by id); a failed request becomes an
+// error_message on the stream, which stays open. Cancelling the call aborts every request still
+// running on it (ARCHITECTURE.md principle 5).
+
+import type { ServerDuplexStream } from '@grpc/grpc-js';
+import type { InferRequest, InferResponse } from '../../contracts/infer.js';
+import type { InferenceService } from '../../contracts/inference-service.js';
+import { asConveyorError, ConveyorError } from '../../errors.js';
+import { inferRequestFromWire, inferResponseToWire } from './infer-codec.js';
+import { cancelledError } from './status.js';
+import type { WireInferRequest, WireInferResponse, WireStreamInferResponse } from './wire-types.js';
+
+/** One response of a decoupled model; `response` is absent on a flags-only final. */
+export interface DecoupledEvent {
+  readonly response?: InferResponse;
+  /** True on the request's last event. */
+  readonly final: boolean;
+}
+
+/**
+ * The hook for decoupled (LLM) models: runs one request and yields its responses as they are
+ * produced, ending after the event with `final: true`. `signal` aborts when the client cancels.
+ * The streaming generation issue supplies it through GrpcServerOptions.decoupled; until then a
+ * decoupled model on ModelStreamInfer answers UNSUPPORTED as an error_message.
+ */
+export type DecoupledInfer = (request: InferRequest, signal: AbortSignal) => AsyncIterable<DecoupledEvent>;
+
+type StreamCall = ServerDuplexStream<WireInferRequest, WireStreamInferResponse>;
+
+/**
+ * Whether the model declares model_transaction_policy { decoupled: true }. An unknown model is
+ * reported as not decoupled so that infer() raises the catalog's error for it.
+ */
+export function isDecoupled(service: InferenceService, model: string, version?: string): boolean {
+  try {
+    return service.modelConfig(model, version).model_transaction_policy?.decoupled === true;
+  } catch {
+    return false;
+  }
+}
+
+export function handleModelStreamInfer(service: InferenceService, decoupled?: DecoupledInfer): (call: StreamCall) => void {
+  return (call) => {
+    const controller = new AbortController();
+    const pending = new Set<Promise<void>>();
+    let clientDone = false;
+    const finishIfIdle = () => {
+      if (clientDone && pending.size === 0 && !controller.signal.aborted) call.end();
+    };
+    const write = (message: WireStreamInferResponse) => {
+      if (!controller.signal.aborted) call.write(message);
+    };
+
+    call.on('cancelled', () => controller.abort(cancelledError()));
+    call.on('data', (wire: WireInferRequest) => {
+      const task = runRequest(wire, { service, decoupled, signal: controller.signal, write }).finally(() => {
+        pending.delete(task);
+        finishIfIdle();
+      });
+      pending.add(task);
+    });
+    call.on('end', () => {
+      clientDone = true;
+      finishIfIdle();
+    });
+    // A transport error ends the call; treat it like a cancellation of the work in flight.
+    call.on('error', () => controller.abort(cancelledError()));
+  };
+}
+
+interface RequestContext {
+  readonly service: InferenceService;
+  readonly decoupled: DecoupledInfer | undefined;
+  readonly signal: AbortSignal;
+  readonly write: (message: WireStreamInferResponse) => void;
+}
+
+const answer = (infer_response: WireInferResponse): WireStreamInferResponse => ({ error_message: '', infer_response });
+
+async function runRequest(wire: WireInferRequest, context: RequestContext): Promise<void> {
+  const { service, signal, write } = context;
+  try {
+    const request = inferRequestFromWire(wire);
+    if (isDecoupled(service, request.model, request.version)) {
+      await streamDecoupled(request, context);
+      return;
+    }
+    const response = await service.infer(request, signal);
+    write(answer(inferResponseToWire(response, { triton_final_response: true })));
+  } catch (error) {
+    write({ error_message: asConveyorError(error).message, infer_response: null });
+  }
+}
+
+async function streamDecoupled(request: InferRequest, context: RequestContext): Promise<void> {
+  if (!context.decoupled) {
+    throw new ConveyorError('UNSUPPORTED', `model '${request.model}' is decoupled and streaming generation over ModelStreamInfer is not available yet`);
+  }
+  // Triton stays silent on a flags-only final unless the request opts in to an empty response.
+  const emptyFinal = request.parameters['triton_enable_empty_final_response'] === true;
+  for await (const event of context.decoupled(request, context.signal)) {
+    const flags = { triton_final_response: event.final };
+    if (event.response) {
+      context.write(answer(inferResponseToWire(event.response, flags)));
+    } else if (event.final && emptyFinal) {
+      const empty: InferResponse = { model: request.model, version: request.version ?? '', outputs: [], ...(request.id ? { id: request.id } : {}) };
+      context.write(answer(inferResponseToWire(empty, flags)));
+    }
+    if (event.final) return;
+  }
+}

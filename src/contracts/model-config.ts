@@ -17,6 +17,8 @@ export interface ModelTensorConfig {
   allow_ragged_batch?: boolean;
   optional?: boolean;
   label_filename?: string;
+  /** TensorRT-only in Triton; parsed and echoed. */
+  is_non_linear_format_io?: boolean;
 }
 
 export interface QueuePolicy {
@@ -41,6 +43,73 @@ export interface InstanceGroupConfig {
   count: number;
   kind: 'KIND_AUTO' | 'KIND_GPU' | 'KIND_CPU' | 'KIND_MODEL';
   gpus: number[];
+  // Parsed and echoed; Conveyor does not act on these yet.
+  rate_limiter?: { resources: { name: string; global: boolean; count: number }[]; priority: number };
+  secondary_devices?: { kind: 'KIND_NVDLA'; device_id: number }[];
+  profile?: string[];
+  passive?: boolean;
+  host_policy?: string;
+}
+
+/** Shape of one input in a CUDA graph spec (without the batch dimension). */
+export interface CudaGraphShape { dim: number[] }
+
+export interface ExecutionAccelerator {
+  name: string;
+  parameters: Record<string, string>;
+}
+
+/** ModelOptimizationPolicy: parsed and echoed; the session factory may read graph/accelerators. */
+export interface ModelOptimizationPolicy {
+  /** -1 = disabled (basic only for ORT), 0 = framework default, 1+ = that level. */
+  graph?: { level: number };
+  priority: 'PRIORITY_DEFAULT' | 'PRIORITY_MAX' | 'PRIORITY_MIN';
+  cuda?: {
+    graphs: boolean;
+    busy_wait_events: boolean;
+    graph_spec: {
+      batch_size: number;
+      input: Record<string, CudaGraphShape>;
+      graph_lower_bound?: { batch_size: number; input: Record<string, CudaGraphShape> };
+    }[];
+    output_copy_stream: boolean;
+  };
+  execution_accelerators?: {
+    gpu_execution_accelerator: ExecutionAccelerator[];
+    cpu_execution_accelerator: ExecutionAccelerator[];
+  };
+  input_pinned_memory?: { enable: boolean };
+  output_pinned_memory?: { enable: boolean };
+  gather_kernel_buffer_threshold: number;
+  eager_batching: boolean;
+}
+
+/** One warmup input; exactly one of zero_data / random_data / input_data_file is set. */
+export interface WarmupInput {
+  data_type: ConfigDataType;
+  /** Without the batch dimension. */
+  dims: number[];
+  zero_data?: boolean;
+  random_data?: boolean;
+  /** Relative to the model's warmup/ directory. */
+  input_data_file?: string;
+}
+
+export interface ModelWarmup {
+  name: string;
+  /** ≥ 1; 1 for models with max_batch_size 0. */
+  batch_size: number;
+  inputs: Record<string, WarmupInput>;
+  /** Extra executions of this sample; 0 = once. */
+  count: number;
+}
+
+/** ModelMetrics: per-model histogram bucket overrides (seconds or as the metric family defines). */
+export interface ModelMetricsConfig {
+  metric_control: {
+    metric_identifier?: { family: string };
+    histogram_options?: { buckets: number[] };
+  }[];
 }
 
 export type VersionPolicy =
@@ -61,4 +130,15 @@ export interface ModelConfig {
   dynamic_batching?: DynamicBatchingConfig;
   parameters: Record<string, { string_value: string }>;
   model_transaction_policy: { decoupled: boolean };
+  // Fields below are parsed from config.pbtxt and echoed by the config endpoint.
+  /** Backend library file name (Triton `runtime`); empty = the backend's default. */
+  runtime?: string;
+  optimization?: ModelOptimizationPolicy;
+  /** CUDA compute capability → model file name in the version directory. */
+  cc_model_filenames?: Record<string, string>;
+  /** Extra labels for this model's metrics. */
+  metric_tags?: Record<string, string>;
+  model_warmup?: ModelWarmup[];
+  response_cache?: { enable: boolean };
+  model_metrics?: ModelMetricsConfig;
 }

@@ -1,0 +1,91 @@
+// The model repository's config layer: config.pbtxt (protobuf text format) or a JSON override →
+// a validated, normalized ModelConfig. Errors are ConveyorError INVALID_ARG (UNSUPPORTED for
+// features Conveyor does not serve) with `file:line:column:` in the message.
+import { existsSync } from 'node:fs';
+import { readdir, readFile, stat } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import type { ModelConfig } from '../../contracts/model-config.js';
+import { decodeTree, fillDefaults, type DecodeResult } from './decode.js';
+import { parseJsonConfig } from './json-parser.js';
+import { configError, Locator } from './locate.js';
+import { normalizeModelConfig, type NormalizeOptions } from './normalize.js';
+import { MODEL_CONFIG, UNSUPPORTED_FIELDS } from './schema.js';
+import { parseTextFormat } from './text-parser.js';
+import { checkSupported, validateModelConfig } from './validate.js';
+
+export { completeFromModelMetadata, checkModelMetadata, DEFAULT_MAX_BATCH_SIZE, ORT_TO_CONFIG_TYPE } from './autocomplete.js';
+export type { CompleteOptions, ModelIoMetadata, TensorMetadata } from './autocomplete.js';
+export { modelConfigToJson, modelConfigToJsonValue } from './json.js';
+export { DEFAULT_CPU_INSTANCE_COUNT, DEFAULT_MODEL_FILENAME, normalizeModelConfig } from './normalize.js';
+export type { NormalizeOptions } from './normalize.js';
+
+export type ConfigOptions = NormalizeOptions;
+
+/** Parses config.pbtxt text; `fileLabel` prefixes error positions, `dirName` is the model's directory. */
+export function parseModelConfig(text: string, fileLabel: string, dirName: string, options: ConfigOptions = {}): ModelConfig {
+  return finishConfig(decodeTree(parseTextFormat(text, fileLabel), MODEL_CONFIG, fileLabel), fileLabel, dirName, options);
+}
+
+/**
+ * The repository load API's `config` parameter: a ModelConfig as JSON (proto field names or
+ * their camelCase JSON names), validated and normalized like a config.pbtxt. Errors are
+ * labelled `config:line:column:`.
+ */
+export function modelConfigFromJson(text: string, dirName: string, options: ConfigOptions = {}): ModelConfig {
+  const label = 'config';
+  return finishConfig(decodeTree(parseJsonConfig(text, label), MODEL_CONFIG, label), label, dirName, options);
+}
+
+/**
+ * Reads and parses `path` (a model's config.pbtxt; errors are labelled with this path). As in
+ * Triton, a config may be missing or leave backend and platform unset when a version directory
+ * holds the ONNX model file; such a model gets backend "onnxruntime". Output label files must
+ * exist beside the config.
+ */
+export async function loadModelConfig(path: string, dirName: string, options: ConfigOptions = {}): Promise<ModelConfig> {
+  const text = await readConfigText(path);
+  const decoded = decodeTree(parseTextFormat(text ?? '', path), MODEL_CONFIG, path);
+  const raw = decoded.value;
+  if (!raw.backend && !raw.platform && (await holdsOnnxModel(dirname(path), (raw.default_model_filename as string | undefined) || 'model.onnx'))) {
+    raw.backend = 'onnxruntime';
+  } else if (text === undefined) {
+    throw configError(path, undefined, 'no such file, and no version directory holds an ONNX model to derive a config from');
+  }
+  const config = finishConfig(decoded, path, dirName, options);
+  await checkLabelFiles(config, dirname(path), new Locator(path, decoded.positions));
+  return config;
+}
+
+function finishConfig(decoded: DecodeResult, label: string, dirName: string, options: ConfigOptions): ModelConfig {
+  const loc = new Locator(label, decoded.positions);
+  const raw = fillDefaults(decoded.value, MODEL_CONFIG, UNSUPPORTED_FIELDS);
+  checkSupported(raw, loc, dirName);
+  const config = normalizeModelConfig(raw as unknown as ModelConfig, dirName, options);
+  validateModelConfig(config, loc);
+  return config;
+}
+
+async function readConfigText(path: string): Promise<string | undefined> {
+  try {
+    return await readFile(path, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
+    throw configError(path, undefined, `cannot read the config: ${(error as Error).message}`);
+  }
+}
+
+/** True when a numeric version directory of `modelDir` holds `file` (Triton skips names starting with 0). */
+async function holdsOnnxModel(modelDir: string, file: string): Promise<boolean> {
+  if (!file.endsWith('.onnx')) return false;
+  const entries = await readdir(modelDir).catch(() => [] as string[]);
+  return entries.some((entry) => /^[1-9]\d*$/.test(entry) && existsSync(join(modelDir, entry, file)));
+}
+
+async function checkLabelFiles(config: ModelConfig, modelDir: string, loc: Locator): Promise<void> {
+  for (const output of config.output) {
+    if (!output.label_filename) continue;
+    const file = join(modelDir, output.label_filename);
+    const isFile = await stat(file).then((s) => s.isFile(), () => false);
+    if (!isFile) loc.fail(output, 'label_filename', `output '${output.name}' label_filename '${output.label_filename}' does not exist in ${modelDir}`);
+  }
+}

@@ -1,0 +1,83 @@
+// Triton's config rules (core ValidateModelConfig and the ONNX Runtime backend's checks), with
+// messages that point at the offending field. `checkSupported` runs on the config as written,
+// before normalization fills anything in; `validateModelConfig` runs on the normalized config.
+import type { InstanceGroupConfig, ModelConfig } from '../../contracts/model-config.js';
+import type { Locator } from './locate.js';
+import { UNSUPPORTED_FIELDS } from './schema.js';
+import { validateDynamicBatching, validateWarmup } from './validate-batching.js';
+import { validateTensors } from './validate-tensors.js';
+
+/** Backends Conveyor serves, and the platform name Triton pairs with each (if any). */
+export const SUPPORTED_BACKENDS: Readonly<Record<string, string>> = { onnxruntime: 'onnxruntime_onnx', llm: '' };
+
+/** Refuses what Conveyor cannot serve: scheduling kinds, platforms, backends; checks the name. */
+export function checkSupported(config: Record<string, unknown>, loc: Locator, dirName: string): void {
+  for (const field of UNSUPPORTED_FIELDS) {
+    if (config[field] !== undefined) loc.fail(config, field, `${field} is not supported yet`, 'UNSUPPORTED');
+  }
+  const name = config.name as string;
+  if (name !== '' && name !== dirName) loc.fail(config, 'name', `model name '${name}' does not match its directory name '${dirName}'`);
+  const backend = config.backend as string;
+  const platform = config.platform as string;
+  if (platform === 'ensemble') loc.fail(config, 'platform', `platform 'ensemble' is not supported yet`, 'UNSUPPORTED');
+  if (backend !== '' && !(backend in SUPPORTED_BACKENDS)) {
+    loc.fail(config, 'backend', `backend '${backend}' is not supported (Conveyor serves backends ${Object.keys(SUPPORTED_BACKENDS).map((b) => `'${b}'`).join(' and ')})`, 'UNSUPPORTED');
+  }
+  const platforms = Object.values(SUPPORTED_BACKENDS).filter((p) => p !== '');
+  if (platform !== '' && !platforms.includes(platform)) {
+    loc.fail(config, 'platform', `platform '${platform}' is not supported (Conveyor serves platform ${platforms.map((p) => `'${p}'`).join(', ')})`, 'UNSUPPORTED');
+  }
+  if (backend !== '' && platform !== '' && SUPPORTED_BACKENDS[backend] !== platform) {
+    loc.fail(config, 'platform', `platform '${platform}' does not match backend '${backend}'`);
+  }
+  if (backend === '' && platform === '') {
+    loc.fail(config, '', `the config sets neither 'backend' nor 'platform' (use backend: "onnxruntime" or backend: "llm")`);
+  }
+}
+
+/** Validates a normalized config; throws ConveyorError('INVALID_ARG') naming the field. */
+export function validateModelConfig(config: ModelConfig, loc: Locator): void {
+  if (config.max_batch_size < 0) loc.fail(config, 'max_batch_size', `max_batch_size must be >= 0, got ${config.max_batch_size}`);
+  validateVersionPolicy(config, loc);
+  validateTensors(config, loc);
+  for (const group of config.instance_group) validateInstanceGroup(group, config, loc);
+  validateDynamicBatching(config, loc);
+  validateWarmup(config, loc);
+  validateTransactionPolicy(config, loc);
+}
+
+function validateVersionPolicy(config: ModelConfig, loc: Locator): void {
+  const policy = config.version_policy;
+  if ('latest' in policy && policy.latest.num_versions < 1) {
+    loc.failAt(loc.posOr(policy.latest, 'num_versions', [policy, 'latest']), 'version_policy latest.num_versions must be >= 1');
+  }
+  if ('specific' in policy) {
+    const versions = policy.specific.versions;
+    if (versions.length === 0) loc.fail(policy, 'specific', 'version_policy specific lists no versions');
+    versions.forEach((v, i) => {
+      if (v < 1) loc.failAt(loc.posOr(policy.specific, `versions.${i}`), `version_policy specific version ${v} is not a valid version (versions start at 1)`);
+    });
+  }
+}
+
+function validateInstanceGroup(group: InstanceGroupConfig, config: ModelConfig, loc: Locator): void {
+  if (group.count < 0) loc.fail(group, 'count', `instance group '${group.name}' count must be >= 0 (0 means the default), got ${group.count}`);
+  if ((group.kind === 'KIND_CPU' || group.kind === 'KIND_MODEL') && group.gpus.length > 0) {
+    loc.fail(group, 'gpus', `instance group '${group.name}' has kind ${group.kind} but lists gpus [${group.gpus.join(', ')}]`);
+  }
+  group.gpus.forEach((gpu, i) => {
+    if (gpu < 0) loc.failAt(loc.posOr(group, `gpus.${i}`), `instance group '${group.name}' lists gpu ${gpu}; gpu ids are >= 0`);
+  });
+  const seen = config.instance_group.find((other) => other.name === group.name);
+  if (seen !== group) loc.fail(group, 'name', `instance group name '${group.name}' is used by more than one group`);
+}
+
+function validateTransactionPolicy(config: ModelConfig, loc: Locator): void {
+  const policy = config.model_transaction_policy;
+  if (policy.decoupled && config.backend !== 'llm') {
+    loc.failAt(loc.posOr(policy, 'decoupled', [config, 'model_transaction_policy']), `model_transaction_policy decoupled is only supported for backend 'llm', not '${config.backend}'`);
+  }
+  if (config.response_cache?.enable && policy.decoupled) {
+    loc.failAt(loc.posOr(config.response_cache, 'enable', [config, 'response_cache']), 'response_cache cannot be enabled for a decoupled model');
+  }
+}

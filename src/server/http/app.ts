@@ -1,0 +1,73 @@
+// The KServe v2 / Triton HTTP front end as a fastify app. The KServe routes live in their own
+// encapsulated plugin: their raw-body parser, error shape and response compression must not
+// leak into routes other front ends (OpenAI, WebSocket) register on the same app.
+
+import Fastify from 'fastify';
+import type { FastifyInstance, FastifyPluginAsync, FastifyServerOptions } from 'fastify';
+import type { InferenceService } from '../../contracts/inference-service.js';
+import { sendFailure } from './errors.js';
+import { registerInferRoutes } from './routes/infer.js';
+import type { LabelLookup } from './routes/infer.js';
+import { registerModelRoutes } from './routes/models.js';
+import { registerRepositoryRoutes } from './routes/repository.js';
+import { registerServerRoutes } from './routes/server.js';
+import { chooseResponseCoding, compress, decodeContentEncoding } from './transport.js';
+
+/** Image batches as binary tensors are large; Triton itself has no fixed limit. */
+export const DEFAULT_BODY_LIMIT = 256 * 1024 * 1024;
+
+export interface HttpAppOptions {
+  /** fastify's `logger` option. */
+  logger?: boolean | object;
+  /** Largest request body in bytes, after decompression. */
+  bodyLimit?: number;
+  /** Class labels for the classification extension when the service leaves it to HTTP. */
+  labels?: LabelLookup;
+}
+
+export function createHttpApp(service: InferenceService, options: HttpAppOptions = {}): FastifyInstance {
+  const bodyLimit = options.bodyLimit ?? DEFAULT_BODY_LIMIT;
+  const app = Fastify({ logger: (options.logger ?? false) as FastifyServerOptions['logger'], bodyLimit });
+  app.register(kserveRoutes(service, { bodyLimit, labels: options.labels }));
+  app.setNotFoundHandler((request, reply) =>
+    reply.code(404).send({ error: `no route for ${request.method} ${request.url}` }),
+  );
+  return app;
+}
+
+/** The KServe v2 routes as a plugin, for composing into an app built elsewhere. */
+export function kserveRoutes(
+  service: InferenceService,
+  options: { bodyLimit: number; labels?: LabelLookup | undefined },
+): FastifyPluginAsync {
+  return async (app) => {
+    installRawBodyParser(app, options.bodyLimit);
+    app.setErrorHandler((error, request, reply) => sendFailure(error, request, reply));
+    app.addHook('onSend', async (request, reply, payload) => {
+      if (reply.statusCode !== 200 || !(typeof payload === 'string' || Buffer.isBuffer(payload)) || payload.length === 0) {
+        return payload;
+      }
+      const coding = chooseResponseCoding(request.headers['accept-encoding']);
+      if (coding === undefined) return payload;
+      reply.header('content-encoding', coding).header('vary', 'accept-encoding');
+      return compress(payload, coding);
+    });
+    registerServerRoutes(app, service);
+    registerModelRoutes(app, service);
+    registerRepositoryRoutes(app, service);
+    registerInferRoutes(app, service, { labels: options.labels });
+  };
+}
+
+// tritonclient sends no Content-Type, other clients send anything; KServe bodies are always
+// read as raw bytes, so every content type (and none) goes to one Buffer parser.
+function installRawBodyParser(app: FastifyInstance, bodyLimit: number): void {
+  app.addHook('onRequest', async (request) => {
+    // A malformed Content-Type would otherwise be refused (415) before the parser runs.
+    if (request.headers['content-type'] !== undefined) request.raw.headers['content-type'] = 'application/octet-stream';
+  });
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit }, async (request: { headers: Record<string, unknown> }, body: Buffer) =>
+    decodeContentEncoding(body, request.headers['content-encoding'] as string | undefined, bodyLimit),
+  );
+}

@@ -100,6 +100,8 @@ async function streamDecoupled(request: InferRequest, context: RequestContext): 
   // Triton stays silent on a flags-only final unless the request opts in to an empty response.
   const emptyFinal = request.parameters['triton_enable_empty_final_response'] === true;
   for await (const event of context.decoupled(request, context.signal)) {
+    // Leaving the loop calls the iterator's return(), so the producer can release its request.
+    if (context.signal.aborted) return;
     const flags = { triton_final_response: event.final };
     if (event.response) {
       context.write(answer(inferResponseToWire(event.response, flags)));

@@ -172,6 +172,18 @@ describe('gRPC GRPCInferenceService (real server)', () => {
     expect(replies.filter((r) => r['error_message']).map((r) => r['error_message'])).toEqual([expect.stringMatching(/missing/)]);
   });
 
+  it('survives a stream cancelled with requests in flight', async () => {
+    const call = (inference['ModelStreamInfer'] as () => grpc.ClientDuplexStream<object, Reply>)();
+    const closed = new Promise<number>((resolve) => call.on('error', (error: grpc.ServiceError) => resolve(error.code)));
+    call.on('data', () => {});
+    for (let i = 0; i < 6; i++) call.write(inferRequest(4, `c${i}`));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    call.cancel();
+    expect(await closed).toBe(grpc.status.CANCELLED);
+    const after = await unary(inference, 'ModelInfer', inferRequest(1, 'after'));
+    expect(after['id']).toBe('after');
+  });
+
   it('counts inferences in ModelStatistics and lists the repository', async () => {
     const stats = (await unary(inference, 'ModelStatistics', { name: 'resnet' }))['model_stats'] as Reply[];
     expect(stats).toHaveLength(1);

@@ -70,6 +70,8 @@ describe('scheduler loop: preemption', () => {
       const constrained = runToCompletion(tight, arrivals, config);
       expect(constrained.outputs).toEqual(unconstrained.outputs);
       expect(constrained.finish).toEqual(unconstrained.finish);
+      // Resumed requests hit their own freed blocks, but usage reports first-admission hits only.
+      expect(constrained.cached).toEqual(unconstrained.cached);
       expectReferenceOutputs(arrivals, constrained.outputs);
       expect(tight.scheduler.stats().numPreemptions).toBeGreaterThan(0);
       expect(events).toHaveLength(tight.scheduler.stats().numPreemptions);

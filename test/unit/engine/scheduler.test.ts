@@ -101,6 +101,37 @@ describe('Scheduler: preemption by recompute', () => {
     runToCompletion(h, [], { maxNumSeqs: 8, maxNumBatchedTokens: 64 });
   });
 
+  it('admits no waiting request in a step that had to preempt, and resumes the victim first', () => {
+    // A budget of 2 makes the victim's recompute chunk 1 token (one block): it would fit right
+    // after its own preemption, which is exactly the thrashing the rule avoids.
+    // c waits for a seat the whole time; b, once preempted, goes back in front of it.
+    const h = harness({ numBlocks: 4, maxNumSeqs: 2, maxNumBatchedTokens: 2, enablePrefixCaching: false });
+    h.scheduler.add(makeRequest('a', seq(2), { maxTokens: 12, ignoreEos: true, arrivalTimeMs: 0 }));
+    h.scheduler.add(makeRequest('b', seq(2, 50), { maxTokens: 12, ignoreEos: true, arrivalTimeMs: 1 }));
+    h.scheduler.add(makeRequest('c', [7], { maxTokens: 1, arrivalTimeMs: 2 }));
+    let preempting: StepPlan | undefined;
+    for (let i = 0; i < 20 && !preempting; i++) {
+      const { plan } = step(h);
+      if (plan.releasedRequestIds.includes('b')) preempting = plan;
+    }
+    expect(preempting?.scheduled.map((s) => s.requestId)).toEqual(['a']);
+    expect(h.kv.numFreeBlocks).toBeGreaterThan(0);
+    expect(step(h).plan.scheduled.map((s) => s.requestId)).toEqual(['a', 'b']);
+    runToCompletion(h, [], { maxNumSeqs: 8, maxNumBatchedTokens: 2 });
+  });
+
+  it('under the priority policy, preempts the least important request even if it came first', () => {
+    const events: PreemptionEvent[] = [];
+    const h = harness({ numBlocks: 4, policy: 'priority', log: (e) => events.push(e) });
+    h.scheduler.add(makeRequest('background', seq(4), { priority: 9, arrivalTimeMs: 0, maxTokens: 9, ignoreEos: true }));
+    h.scheduler.add(makeRequest('urgent', seq(4, 50), { priority: 0, arrivalTimeMs: 1, maxTokens: 9, ignoreEos: true }));
+    expect(step(h).plan.scheduled.map((s) => s.requestId)).toEqual(['urgent', 'background']);
+    expect(step(h).plan.scheduled.map((s) => s.requestId)).toEqual(['urgent', 'background']);
+    while (events.length === 0) step(h);
+    expect(events[0]!.requestId).toBe('background');
+    runToCompletion(h, [], { maxNumSeqs: 8, maxNumBatchedTokens: 64 });
+  });
+
   it('produces the same tokens as a run that never preempts', () => {
     const requests = ['a', 'b', 'c'].map((id, i) => makeRequest(id, seq(6, i * 10), { maxTokens: 12, ignoreEos: true, arrivalTimeMs: i }));
     const tight = harness({ numBlocks: 7 });

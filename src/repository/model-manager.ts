@@ -116,9 +116,9 @@ export class ModelManager {
     return [...this.models.values()].flatMap((e) => [...e.versions.values()].flatMap((v) => (v.served && v.state === 'READY' ? [v.served] : [])));
   }
 
-  /** True when every model that should be loaded is READY (Triton's strict readiness). */
+  /** True when no model failed to load and every loaded version is READY (Triton's strict readiness). */
   allReady(): boolean {
-    return [...this.models.values()].every((e) => !e.loaded || (!e.error && [...e.versions.values()].every((v) => v.state === 'READY')));
+    return [...this.models.values()].every((e) => !e.error && [...e.versions.values()].every((v) => v.state === 'READY'));
   }
 
   async index(readyOnly: boolean): Promise<RepositoryIndexEntry[]> {
@@ -127,7 +127,7 @@ export class ModelManager {
     for (const name of [...names].sort()) {
       const entry = this.models.get(name);
       if (!entry || entry.versions.size === 0) {
-        if (!readyOnly) rows.push({ name, version: '', state: entry?.error ? 'UNAVAILABLE' : 'UNAVAILABLE', reason: entry?.error ?? 'unloaded' });
+        if (!readyOnly) rows.push({ name, version: '', state: 'UNAVAILABLE', reason: entry?.error ?? 'unloaded' });
         continue;
       }
       for (const [version, v] of [...entry.versions.entries()].sort((a, b) => a[0] - b[0])) {

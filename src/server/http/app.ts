@@ -3,11 +3,10 @@
 // leak into routes other front ends (OpenAI, WebSocket) register on the same app.
 
 import Fastify from 'fastify';
-import type { FastifyInstance, FastifyPluginAsync, FastifyServerOptions } from 'fastify';
+import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify';
 import type { InferenceService } from '../../contracts/inference-service.js';
 import { sendFailure } from './errors.js';
 import { registerInferRoutes } from './routes/infer.js';
-import type { LabelLookup } from './routes/infer.js';
 import { registerModelRoutes } from './routes/models.js';
 import { registerRepositoryRoutes } from './routes/repository.js';
 import { registerServerRoutes } from './routes/server.js';
@@ -21,14 +20,12 @@ export interface HttpAppOptions {
   logger?: boolean | object;
   /** Largest request body in bytes, after decompression. */
   bodyLimit?: number;
-  /** Class labels for the classification extension when the service leaves it to HTTP. */
-  labels?: LabelLookup;
 }
 
 export function createHttpApp(service: InferenceService, options: HttpAppOptions = {}): FastifyInstance {
   const bodyLimit = options.bodyLimit ?? DEFAULT_BODY_LIMIT;
   const app = Fastify({ logger: (options.logger ?? false) as FastifyServerOptions['logger'], bodyLimit });
-  app.register(kserveRoutes(service, { bodyLimit, labels: options.labels }));
+  app.register(kserveRoutes(service, { bodyLimit }));
   app.setNotFoundHandler((request, reply) =>
     reply.code(404).send({ error: `no route for ${request.method} ${request.url}` }),
   );
@@ -38,25 +35,28 @@ export function createHttpApp(service: InferenceService, options: HttpAppOptions
 /** The KServe v2 routes as a plugin, for composing into an app built elsewhere. */
 export function kserveRoutes(
   service: InferenceService,
-  options: { bodyLimit: number; labels?: LabelLookup | undefined },
+  options: { bodyLimit: number },
 ): FastifyPluginAsync {
   return async (app) => {
     installRawBodyParser(app, options.bodyLimit);
     app.setErrorHandler((error, request, reply) => sendFailure(error, request, reply));
-    app.addHook('onSend', async (request, reply, payload) => {
-      if (reply.statusCode !== 200 || !(typeof payload === 'string' || Buffer.isBuffer(payload)) || payload.length === 0) {
-        return payload;
-      }
-      const coding = chooseResponseCoding(request.headers['accept-encoding']);
-      if (coding === undefined) return payload;
-      reply.header('content-encoding', coding).header('vary', 'accept-encoding');
-      return compress(payload, coding);
-    });
+    app.addHook('onSend', compressResponse);
     registerServerRoutes(app, service);
     registerModelRoutes(app, service);
     registerRepositoryRoutes(app, service);
-    registerInferRoutes(app, service, { labels: options.labels });
+    registerInferRoutes(app, service);
   };
+}
+
+// Only successful bodies: tritonclient reads error bodies without decompressing them.
+async function compressResponse(request: FastifyRequest, reply: FastifyReply, payload: unknown): Promise<unknown> {
+  if (reply.statusCode !== 200 || !(typeof payload === 'string' || Buffer.isBuffer(payload)) || payload.length === 0) {
+    return payload;
+  }
+  const coding = chooseResponseCoding(request.headers['accept-encoding']);
+  if (coding === undefined) return payload;
+  reply.header('content-encoding', coding).header('vary', 'accept-encoding');
+  return compress(payload, coding);
 }
 
 // tritonclient sends no Content-Type, other clients send anything; KServe bodies are always

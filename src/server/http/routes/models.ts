@@ -4,7 +4,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { InferenceService, ModelStatistics } from '../../../contracts/inference-service.js';
 import { ConveyorError } from '../../../errors.js';
-import { modelConfigJson } from '../model-config-json.js';
+import { modelConfigToJsonValue } from '../../../repository/config/json.js';
 
 export interface ModelParams {
   model: string;
@@ -39,7 +39,7 @@ export function registerModelRoutes(app: FastifyInstance, service: InferenceServ
   }
   for (const path of modelPaths('/config')) {
     app.get<{ Params: ModelParams }>(path, async (request) =>
-      modelConfigJson(service.modelConfig(request.params.model, versionOf(request.params))),
+      modelConfigToJsonValue(service.modelConfig(request.params.model, versionOf(request.params))),
     );
   }
   for (const path of ['/v2/models/stats', ...modelPaths('/stats')]) {

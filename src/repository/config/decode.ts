@@ -190,8 +190,8 @@ class Decoder {
     if (value === undefined) return this.fail(node.pos, `field '${spec.name}' needs an integer, found ${describeValue(node)}`);
     const [min, max] = INT_RANGES[type];
     if (value < min || value > max) {
-      const why = min === 0n && value < 0n ? 'needs a non-negative integer' : `is ${type} and cannot hold`;
-      this.fail(node.pos, `field '${spec.name}' ${why} ${value}`);
+      const why = min === 0n && value < 0n ? `needs a non-negative integer, found ${value}` : `is ${type} and cannot hold ${value}`;
+      this.fail(node.pos, `field '${spec.name}' ${why}`);
     }
     if (value > BigInt(Number.MAX_SAFE_INTEGER) || value < BigInt(Number.MIN_SAFE_INTEGER)) {
       this.fail(node.pos, `integer ${value} for field '${spec.name}' is beyond what Conveyor represents exactly (±${Number.MAX_SAFE_INTEGER})`);

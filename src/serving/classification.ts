@@ -22,7 +22,9 @@ export function classify(output: Tensor, topK: number, labels: readonly string[]
     for (const index of order.slice(0, k)) {
       const label = labels?.[index];
       const value = values[r * width + index]!;
-      elements.push(encoder.encode(label !== undefined ? `${value}:${index}:${label}` : `${value}:${index}`));
+      // Triton prints the value with std::to_string (six decimals).
+      const text = value.toFixed(6);
+      elements.push(encoder.encode(label !== undefined ? `${text}:${index}:${label}` : `${text}:${index}`));
     }
   }
   return { name: output.name, datatype: 'BYTES', shape: batched ? [rows, k] : [k], data: elements };

@@ -50,10 +50,10 @@ describe('classify', () => {
     const logits: Tensor = { name: 'out', datatype: 'FP32', shape: [2, 3], data: Float32Array.of(0.5, 2, 1, 3, -1, 0) };
     const result = classify(logits, 2, ['cat', 'dog', 'eel'], true);
     expect(result.shape).toEqual([2, 2]);
-    expect((result.data as Uint8Array[]).map((b) => new TextDecoder().decode(b))).toEqual(['2:1:dog', '1:2:eel', '3:0:cat', '0:2:eel']);
+    expect((result.data as Uint8Array[]).map((b) => new TextDecoder().decode(b))).toEqual(['2.000000:1:dog', '1.000000:2:eel', '3.000000:0:cat', '0.000000:2:eel']);
   });
   it('omits the label when there is no labels file', () => {
     const logits: Tensor = { name: 'out', datatype: 'FP32', shape: [3], data: Float32Array.of(0.5, 2, 1) };
-    expect(new TextDecoder().decode((classify(logits, 1, undefined, false).data as Uint8Array[])[0])).toBe('2:1');
+    expect(new TextDecoder().decode((classify(logits, 1, undefined, false).data as Uint8Array[])[0])).toBe('2.000000:1');
   });
 });

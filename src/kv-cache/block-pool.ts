@@ -13,8 +13,11 @@ export class BlockPool {
   private readonly refCounts: Int32Array;
   /** NO_HASH, or the hash the block is registered under in `byHash`. */
   private readonly hashes: Float64Array;
-  /** The token ids of each hashed block, compared on every hit so a hash collision can never serve wrong KV. */
-  private readonly contents: (Int32Array | null)[];
+  /**
+   * The token ids of each hashed block ([numBlocks, blockSize]), compared on every hit so a hash
+   * collision can never serve wrong KV. One preallocated array: publishing a block allocates nothing.
+   */
+  private readonly contents: Int32Array;
   /** A stack: the most recently freed block is reused first. */
   private readonly free: number[] = [];
   /** Insertion order is release order, so the first element is the least recently used. */
@@ -29,7 +32,7 @@ export class BlockPool {
     if (!Number.isInteger(blockSize) || blockSize < 1) throw new RangeError(`blockSize must be a positive integer, got ${blockSize}`);
     this.refCounts = new Int32Array(numBlocks);
     this.hashes = new Float64Array(numBlocks).fill(NO_HASH);
-    this.contents = new Array<Int32Array | null>(numBlocks).fill(null);
+    this.contents = new Int32Array(numBlocks * blockSize);
     for (let b = numBlocks - 1; b >= 0; b--) this.free.push(b);
   }
 
@@ -55,8 +58,8 @@ export class BlockPool {
   lookup(hash: BlockHash, tokenIds: readonly number[], start: number): number | undefined {
     const block = this.byHash.get(hash);
     if (block === undefined) return undefined;
-    const stored = this.contents[block]!;
-    for (let i = 0; i < stored.length; i++) if (stored[i] !== tokenIds[start + i]) return undefined;
+    const base = block * this.blockSize;
+    for (let i = 0; i < this.blockSize; i++) if (this.contents[base + i] !== tokenIds[start + i]) return undefined;
     return block;
   }
 
@@ -102,7 +105,8 @@ export class BlockPool {
     if (this.refCounts[block]! < 1) throw new Error(`register(${block}): block is not in use`);
     if (this.hashes[block] !== NO_HASH || this.byHash.has(hash)) return false;
     this.hashes[block] = hash;
-    this.contents[block] = Int32Array.from(tokenIds.slice(start, start + this.blockSize));
+    const base = block * this.blockSize;
+    for (let i = 0; i < this.blockSize; i++) this.contents[base + i] = tokenIds[start + i]!;
     this.byHash.set(hash, block);
     return true;
   }
@@ -148,7 +152,6 @@ export class BlockPool {
     this.evictable.delete(block);
     this.byHash.delete(this.hashes[block]!);
     this.hashes[block] = NO_HASH;
-    this.contents[block] = null;
     return block;
   }
 }

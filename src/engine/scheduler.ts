@@ -7,7 +7,7 @@
 // Pure policy: it owns queues and request records, asks KvCacheManager for blocks, reads time
 // only from the injected clock, and returns plain data. The loop is schedule → execute → apply.
 
-import type { EngineStats, GenerateRequest, SampledTokens, ScheduledRequest, SequenceUpdate, StepOutput, StepPlan, StepResult } from '../contracts/generate.js';
+import type { EngineStats, FinishReason, GenerateRequest, SampledTokens, ScheduledRequest, SequenceUpdate, StepOutput, StepPlan, StepResult } from '../contracts/generate.js';
 import { ConveyorError, invalidArg } from '../errors.js';
 import type { KvCacheManager } from '../kv-cache/kv-cache-manager.js';
 import { RequestState, checkStop, type StopDecision } from './request-state.js';
@@ -116,14 +116,15 @@ export class Scheduler {
   /**
    * Ends a request now, freeing its blocks; if a step is in flight its results for the request
    * are dropped. (The blocks it was writing this step are never hashed ones, so reusing them after
-   * the step cannot corrupt the prefix cache.) Returns the abort update, or null if unknown.
+   * the step cannot corrupt the prefix cache.) Returns the final update, or null if unknown.
+   * `reason` is 'stop' when the output processor ends a request on a stop string.
    */
-  abort(requestId: string): SequenceUpdate | null {
+  abort(requestId: string, reason: FinishReason = 'abort'): SequenceUpdate | null {
     const state = this.requests.get(requestId);
     if (!state) return null;
     if (state.status === 'waiting') this.waiting.remove(state);
     this.finish(state);
-    return state.toUpdate([], null, { reason: 'abort', stopTokenId: null });
+    return state.toUpdate([], null, { reason, stopTokenId: null });
   }
 
   /** Decides the next step. Call apply() with its result before scheduling again. */

@@ -210,7 +210,9 @@ describe('Scheduler: abort', () => {
     expect(h.kv.numFreeBlocks).toBe(16);
     expect(h.scheduler.hasUnfinished()).toBe(false);
     expect(h.scheduler.abort('a')).toBeNull();
-    expect(h.scheduler.schedule().releasedRequestIds).toEqual(['a']);
+    h.scheduler.add(makeRequest('s', seq(3)));
+    expect(h.scheduler.abort('s', 'stop')).toMatchObject({ finishReason: 'stop', stopTokenId: null }); // a stop string matched downstream
+    expect(h.scheduler.schedule().releasedRequestIds).toEqual(['a', 's']);
     h.scheduler.apply({ stepId: 1, sampled: [] });
   });
 

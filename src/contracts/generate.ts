@@ -34,7 +34,7 @@ export interface SamplingParams {
   readonly seed: number | null;
 }
 
-/** Stops the engine checks itself; stop strings are matched by the output processor, which then aborts. */
+/** Stops the engine checks itself. Stop strings are matched by the output processor, which ends the request with abort(id, 'stop'). */
 export interface StopConditions {
   /** Most output tokens to generate, ≥ 1. The context length caps it further. */
   readonly maxTokens: number;

@@ -60,6 +60,7 @@ function finishConfig(decoded: DecodeResult, label: string, dirName: string, opt
   const loc = new Locator(label, decoded.positions);
   const raw = fillDefaults(decoded.value, MODEL_CONFIG, UNSUPPORTED_FIELDS);
   checkSupported(raw, loc, dirName);
+  for (const field of UNSUPPORTED_FIELDS) delete raw[field];
   const config = normalizeModelConfig(raw as unknown as ModelConfig, dirName, options);
   validateModelConfig(config, loc);
   return config;

@@ -13,7 +13,10 @@ export const SUPPORTED_BACKENDS: Readonly<Record<string, string>> = { onnxruntim
 /** Refuses what Conveyor cannot serve: scheduling kinds, platforms, backends; checks the name. */
 export function checkSupported(config: Record<string, unknown>, loc: Locator, dirName: string): void {
   for (const field of UNSUPPORTED_FIELDS) {
-    if (config[field] !== undefined) loc.fail(config, field, `${field} is not supported yet`, 'UNSUPPORTED');
+    const value = config[field];
+    // Triton's own config JSON prints `"batch_input": []`; an empty list asks for nothing.
+    const empty = Array.isArray(value) && value.length === 0;
+    if (value !== undefined && !empty) loc.fail(config, field, `${field} is not supported yet`, 'UNSUPPORTED');
   }
   const name = config.name as string;
   if (name !== '' && name !== dirName) loc.fail(config, 'name', `model name '${name}' does not match its directory name '${dirName}'`);

@@ -195,6 +195,10 @@ describe('features Conveyor does not serve', () => {
     expectError(() => parse('backend: "onnxruntime"\nbatch_output { kind: BATCH_SCATTER_WITH_INPUT_SHAPE }'), 'config.pbtxt:2:1: batch_output is not supported yet', 'UNSUPPORTED');
     expectError(() => parse('backend: "onnxruntime"\nmodel_operations { op_library_filename: "x.so" }'), 'config.pbtxt:2:1: model_operations is not supported yet', 'UNSUPPORTED');
     expectError(() => parse('backend: "onnxruntime"\nmodel_repository_agents { agents { name: "checksum" } }'), 'config.pbtxt:2:1: model_repository_agents is not supported yet', 'UNSUPPORTED');
+    // Empty lists ask for nothing (Triton's own config JSON prints them).
+    const config = parse('backend: "onnxruntime"\nbatch_input: []\nbatch_output []');
+    expect(config).not.toHaveProperty('batch_input');
+    expect(config).not.toHaveProperty('batch_output');
   });
 
   it('refuses other backends and platforms', () => {

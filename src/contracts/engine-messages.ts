@@ -1,0 +1,43 @@
+// Messages between the main thread and an LLM engine worker. Token output crosses as one
+// message per engine step (StepOutput), never one per token.
+
+import type { GenerateRequest, StepOutput } from './generate.js';
+import type { Device } from './worker-messages.js';
+
+/** workerData of an engine worker (mirrors EngineConfig; plain data). */
+export interface EngineWorkerData {
+  readonly modelPath: string;
+  readonly device: Device;
+  readonly intraOpNumThreads: number;
+  readonly maxNumSeqs: number;
+  readonly maxNumBatchedTokens: number;
+  readonly maxModelLen: number;
+  readonly blockSize: number;
+  readonly kvCacheBytes: number;
+  readonly enablePrefixCaching: boolean;
+  readonly sampleableVocabSize?: number;
+}
+
+export interface EngineReadyInfo {
+  readonly numLayers: number;
+  readonly numKvHeads: number;
+  readonly headDim: number;
+  readonly vocabSize: number;
+  readonly kvType: 'float32' | 'float16';
+  readonly numBlocks: number;
+  readonly blockSize: number;
+  readonly device: Device;
+  readonly note?: string;
+}
+
+export type ToEngine =
+  | { readonly type: 'add'; readonly request: GenerateRequest }
+  | { readonly type: 'abort'; readonly requestId: string; readonly reason: 'abort' | 'stop' }
+  | { readonly type: 'close' };
+
+export type FromEngine =
+  | { readonly type: 'ready'; readonly info: EngineReadyInfo }
+  | { readonly type: 'fatal'; readonly message: string }
+  | { readonly type: 'log'; readonly line: string }
+  | { readonly type: 'step'; readonly output: StepOutput }
+  | { readonly type: 'closed' };

@@ -1,0 +1,75 @@
+// The engine in its worker thread, driven through the main-thread facade.
+import * as ort from 'onnxruntime-node';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { GenerateRequest } from '../../../src/contracts/generate.js';
+import { EngineClient } from '../../../src/engine/engine-client.js';
+import { DEFAULT_REPOSITORY } from '../../../models/default-repository.js';
+import { greedy } from '../../support/decoder.js';
+
+const MODEL = join(DEFAULT_REPOSITORY, 'qwen3-tiny', '1', 'onnx', 'model.onnx');
+const request = (id: string, prompt: number[], maxTokens: number): GenerateRequest => ({
+  id, promptTokenIds: prompt, priority: 0, arrivalTimeMs: Date.now(), cacheSalt: null,
+  sampling: { temperature: 0, topK: 0, topP: 1, minP: 0, repetitionPenalty: 1, frequencyPenalty: 0, presencePenalty: 0, logitBias: null, logprobs: false, topLogprobs: 0, seed: null },
+  stop: { maxTokens, minTokens: 0, eosTokenIds: [], ignoreEos: true, stopTokenIds: [] },
+});
+let engine: EngineClient;
+
+beforeAll(async () => {
+  engine = await EngineClient.start({
+    modelPath: MODEL, device: 'cpu', intraOpNumThreads: 1, maxNumSeqs: 16, maxNumBatchedTokens: 64, maxModelLen: 1024,
+    blockSize: 16, kvCacheBytes: 8 << 20, enablePrefixCaching: true, sampleableVocabSize: 151_669,
+  }, () => {});
+});
+afterAll(async () => engine?.close());
+
+async function collect(stream: AsyncIterable<{ update: { newTokenIds: readonly number[]; finishReason: string | null } }>) {
+  const tokens: number[] = [];
+  let reason: string | null = null;
+  for await (const { update } of stream) {
+    tokens.push(...update.newTokenIds);
+    reason = update.finishReason;
+  }
+  return { tokens, reason };
+}
+
+describe('EngineClient', () => {
+  it('streams concurrent requests from the worker with the tokens each gets alone', async () => {
+    const session = await ort.InferenceSession.create(MODEL, { intraOpNumThreads: 1 });
+    const prompts = [[1, 2, 3, 4, 5], [100, 200, 300], [5000, 6000, 7000, 8000, 9000, 10000, 11000]];
+    const results = await Promise.all(prompts.map((p, i) => collect(engine.submit(request(`r${i}`, p, 10 + i)))));
+    for (const [i, p] of prompts.entries()) {
+      expect(results[i]!.tokens).toEqual(await greedy(session, ort, p, 10 + i));
+      expect(results[i]!.reason).toBe('length');
+    }
+  });
+
+  it('a consumer that stops early aborts the request and its blocks return', async () => {
+    const stream = engine.submit(request('early', [42, 43, 44], 400));
+    let seen = 0;
+    for await (const { update } of stream) {
+      seen += update.newTokenIds.length;
+      if (seen >= 3) break;
+    }
+    await new Promise((r) => setTimeout(r, 200));
+    expect(engine.numActive).toBe(0);
+    expect(engine.stats!.kvCacheUsage).toBe(0); // cached blocks of earlier requests stay evictable
+  });
+
+  it('surfaces a rejection as an error on the stream', async () => {
+    await expect(collect(engine.submit(request('long', Array.from({ length: 1100 }, (_, i) => i + 1), 5)))).rejects.toMatchObject({ code: 'CONTEXT_LENGTH_EXCEEDED' });
+  });
+
+  it('keeps the main thread responsive while generating', async () => {
+    const lags: number[] = [];
+    let last = performance.now();
+    const timer = setInterval(() => {
+      const now = performance.now();
+      lags.push(now - last - 2);
+      last = now;
+    }, 2);
+    await Promise.all(Array.from({ length: 8 }, (_, i) => collect(engine.submit(request(`lag${i}`, [i + 1, i + 2], 40)))));
+    clearInterval(timer);
+    expect(Math.max(...lags)).toBeLessThan(50);
+  });
+});

@@ -3,6 +3,7 @@
 // lives here or below; the main thread only sees StepOutputs.
 
 import type { GenerateRequest, RequestRejection, SampledTokens, SequenceUpdate, StepOutput } from '../contracts/generate.js';
+import type { EngineWorkerData } from '../contracts/engine-messages.js';
 import type { Device } from '../contracts/worker-messages.js';
 import { asConveyorError } from '../errors.js';
 import { numBlocksForBudget } from '../kv-cache/budget.js';
@@ -14,21 +15,8 @@ import { ModelSession } from '../runtime/model-session.js';
 import { Sampler } from './sampler.js';
 import { Scheduler, type PreemptionEvent } from './scheduler.js';
 
-export interface EngineConfig {
-  readonly modelPath: string;
-  readonly device: Device;
-  /** Threads for the session; 0 = one per core. */
-  readonly intraOpNumThreads: number;
-  readonly maxNumSeqs: number;
-  readonly maxNumBatchedTokens: number;
-  /** Context length: config.json max_position_embeddings, or less. */
-  readonly maxModelLen: number;
-  readonly blockSize: number;
-  readonly kvCacheBytes: number;
-  readonly enablePrefixCaching: boolean;
-  /** Ids at or above this are never sampled (embedding rows past the tokenizer). */
-  readonly sampleableVocabSize?: number;
-}
+/** The engine's settings travel to its worker as plain data, so the contract type is the config. */
+export type EngineConfig = EngineWorkerData;
 
 export interface EngineInfo {
   readonly layout: DecoderLayout;

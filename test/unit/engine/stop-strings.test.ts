@@ -1,0 +1,82 @@
+import { describe, expect, it } from 'vitest';
+import { StopStringMatcher } from '../../../src/engine/stop-strings.js';
+
+/** Feeds `deltas` and returns the released text, the stop that matched, and what a final flush adds. */
+function run(stops: string[], deltas: string[], include = false): { text: string; stopped: string | null; released: string[] } {
+  const matcher = new StopStringMatcher(stops, include);
+  const released: string[] = [];
+  let stopped: string | null = null;
+  for (const delta of deltas) {
+    const out = matcher.push(delta);
+    released.push(out.text);
+    if (out.stopped) {
+      stopped = out.stopped;
+      break;
+    }
+  }
+  if (!stopped) released.push(matcher.flush());
+  return { text: released.join(''), stopped, released };
+}
+
+/** Every way of cutting `text` into consecutive non-empty pieces. */
+function splits(text: string): string[][] {
+  if (text.length <= 1) return [[text]];
+  const out: string[][] = [];
+  for (const rest of splits(text.slice(1))) {
+    out.push([text[0]!, ...rest]);
+    out.push([text[0]! + rest[0]!, ...rest.slice(1)]);
+  }
+  return out;
+}
+
+describe('StopStringMatcher', () => {
+  it('stops on a string split across deltas and never emits it', () => {
+    const r = run(['STOP'], ['Hel', 'lo ST', 'OP and more']);
+    expect(r).toEqual({ text: 'Hello ', stopped: 'STOP', released: ['Hel', 'lo ', ''] });
+  });
+
+  it('holds back text only while it could still start a stop string', () => {
+    const matcher = new StopStringMatcher(['STOP']);
+    expect(matcher.push('abc S')).toEqual({ text: 'abc ', stopped: null });
+    expect(matcher.push('T')).toEqual({ text: '', stopped: null });
+    expect(matcher.push('x')).toEqual({ text: 'STx', stopped: null });
+    expect(matcher.push('SS')).toEqual({ text: 'S', stopped: null });
+    expect(matcher.push('TOP!')).toEqual({ text: '', stopped: 'STOP' });
+    expect(matcher.stopped).toBe(true);
+    expect(matcher.push('later')).toEqual({ text: '', stopped: null });
+  });
+
+  it('releases held text when generation ends for another reason', () => {
+    expect(run(['</answer>'], ['42 </ans'])).toEqual({ text: '42 </ans', stopped: null, released: ['42 ', '</ans'] });
+  });
+
+  it('with include_stop_str_in_output emits through the stop string and holds nothing back', () => {
+    expect(run(['STOP'], ['Hel', 'lo ST', 'OP and more'], true)).toEqual({ text: 'Hello STOP', stopped: 'STOP', released: ['Hel', 'lo ST', 'OP'] });
+    expect(run(['\n\n'], ['a\n', '\nb'], true).text).toBe('a\n\n');
+  });
+
+  it('picks the stop that ends first, the same for every way the text is cut', () => {
+    const stops = ['xyz', 'y', 'zc'];
+    for (const pieces of splits('abxyzc')) {
+      expect(run(stops, pieces)).toMatchObject({ text: 'abx', stopped: 'y' });
+      expect(run(stops, pieces, true)).toMatchObject({ text: 'abxy', stopped: 'y' });
+    }
+    for (const pieces of splits('aabab')) expect(run(['abab', 'ba'], pieces)).toMatchObject({ text: 'aa', stopped: 'ba' });
+    // Same end: the longer (earlier-starting) one.
+    expect(run(['bc', 'abc'], ['xab', 'cd'])).toMatchObject({ text: 'x', stopped: 'abc' });
+  });
+
+  it('handles a stop string at the very start and multi-character overlaps', () => {
+    expect(run(['<|'], ['<|im_end|>'])).toMatchObject({ text: '', stopped: '<|' });
+    for (const pieces of splits('aaab')) expect(run(['aab'], pieces)).toMatchObject({ text: 'a', stopped: 'aab' });
+  });
+
+  it('matches non-ASCII stop strings', () => {
+    expect(run(['。', '🛑'], ['你好', '世界。再见'])).toMatchObject({ text: '你好世界', stopped: '。' });
+    expect(run(['🛑'], ['go ', '🛑', ' no'])).toMatchObject({ text: 'go ', stopped: '🛑' });
+  });
+
+  it('passes text straight through without stop strings', () => {
+    expect(run([], ['a', '', 'b'])).toEqual({ text: 'ab', stopped: null, released: ['a', '', 'b', ''] });
+  });
+});

@@ -44,7 +44,8 @@ export function resultsTable(cases: readonly CaseResult[], baseline: string): st
   return markdownTable(headers, rows, align);
 }
 
-export function summaryMarkdown(report: BenchReport, charts: readonly { file: string; title: string }[] = []): string {
+/** `results`: the scenario's own Markdown in place of the generic table (see PreparedScenario.conclude). */
+export function summaryMarkdown(report: BenchReport, charts: readonly { file: string; title: string }[] = [], results?: string): string {
   const m = report.machine;
   const commit = `${m.gitCommit.slice(0, 12)}${m.gitDirty ? ' (uncommitted changes)' : ''}`;
   const settings = Object.entries(report.settings)
@@ -66,6 +67,7 @@ export function summaryMarkdown(report: BenchReport, charts: readonly { file: st
     for (const s of report.skipped) lines.push(`- ${s.group} ${s.variant}${s.point ? ` ${s.point}` : ''}: ${s.reason}`);
   }
   if (charts.length > 0) lines.push('', '## Charts', '', ...charts.map((c) => `![${c.title}](${c.file})`));
-  lines.push('', '## Results', '', report.cases.length > 0 ? resultsTable(report.cases, report.baseline) : '_No case produced a measurement._');
+  const table = report.cases.length > 0 ? resultsTable(report.cases, report.baseline) : '_No case produced a measurement._';
+  lines.push('', '## Results', '', results ?? table);
   return `${lines.join('\n')}\n`;
 }

@@ -22,9 +22,9 @@ export interface WrittenFiles {
   readonly summary: string;
 }
 
-export async function writeResults(dir: string, report: BenchReport, charts: readonly ChartRequest[]): Promise<WrittenFiles> {
+export async function writeResults(dir: string, report: BenchReport, charts: readonly ChartRequest[], results?: string): Promise<WrittenFiles> {
   await mkdir(dir, { recursive: true });
-  const summary = summaryMarkdown(report, charts);
+  const summary = summaryMarkdown(report, charts, results);
   const files: [string, string][] = [
     ['results.json', `${JSON.stringify(report, null, 2)}\n`],
     ['summary.md', summary],

@@ -27,6 +27,8 @@ export async function runScenario(scenario: Scenario, options: RunScenarioOption
     progress.log(`${prepared.cases.length} cases × (${common.warmup} warm-up + ${common.reps} measured), interleaved`);
     progress.restartClock();
     const outcome = await runInterleaved(prepared.cases, { reps: common.reps, warmup: common.warmup, progress });
+    const measured = buildResults(prepared.cases, outcome.samplesMs, common.baseline);
+    const conclusion = prepared.conclude?.(measured) ?? {};
     const report: BenchReport = {
       scenario: scenario.name,
       startedAt: startedAt.toISOString(),
@@ -34,11 +36,14 @@ export async function runScenario(scenario: Scenario, options: RunScenarioOption
       settings: { reps: common.reps, warmup: common.warmup, quick: common.quick, ...prepared.settings },
       baseline: common.baseline,
       machine: machineInfo(),
-      notes: prepared.notes,
-      cases: buildResults(prepared.cases, outcome.samplesMs, common.baseline),
+      notes: [...prepared.notes, ...(conclusion.notes ?? [])],
+      cases: measured.map((c) => {
+        const metrics = conclusion.metrics?.get(c.id);
+        return metrics ? { ...c, metrics } : c;
+      }),
       skipped: [...prepared.skipped, ...outcome.failed],
     };
-    const written = await writeResults(common.out ?? defaultResultsDir(scenario.name, startedAt), report, prepared.charts);
+    const written = await writeResults(common.out ?? defaultResultsDir(scenario.name, startedAt), report, prepared.charts, conclusion.results);
     return { ...written, report };
   } finally {
     await prepared.dispose();

@@ -38,7 +38,7 @@ export async function runInterleaved(cases: readonly BenchCase[], options: RunOp
     });
     const start = now();
     try {
-      await benchCase.run();
+      await benchCase.run({ warmup: slot.warmup, rep: slot.rep });
     } catch (error) {
       dead.add(slot.caseIndex);
       samples.delete(slot.caseIndex);

@@ -2,7 +2,7 @@
 // model loaded and every input built), what it had to skip and why, and the charts to draw.
 
 import type { ChartRequest } from './charts.js';
-import type { BenchCase, SkippedCase } from './types.js';
+import type { BenchCase, CaseResult, SkippedCase } from './types.js';
 
 export interface FlagSpec {
   readonly type: 'string' | 'boolean';
@@ -27,7 +27,20 @@ export interface PreparedScenario {
   readonly notes: readonly string[];
   /** Scenario settings recorded in results.json and the summary (shapes, threads, …). */
   readonly settings: Readonly<Record<string, unknown>>;
+  /**
+   * For scenarios whose numbers are not run times (a load test measures inside each run): called
+   * once every run is done, before anything is written.
+   */
+  conclude?(cases: readonly CaseResult[]): ScenarioConclusion;
   dispose(): Promise<void>;
+}
+
+export interface ScenarioConclusion {
+  /** By case id; stored on the case in results.json as `metrics`, and there for the charts. */
+  readonly metrics?: ReadonlyMap<string, Readonly<Record<string, unknown>>>;
+  readonly notes?: readonly string[];
+  /** Markdown that takes the place of the generic results table at the end of summary.md. */
+  readonly results?: string;
 }
 
 export interface RunDefaults {

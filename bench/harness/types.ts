@@ -19,9 +19,15 @@ export interface CaseInfo {
   readonly work?: { readonly count: number; readonly unit: string };
 }
 
+/** Which turn a run is; a case that measures inside run() (a load window) keeps warm-up apart by it. */
+export interface RunSlot {
+  readonly warmup: boolean;
+  readonly rep: number;
+}
+
 export interface BenchCase extends CaseInfo {
   /** One timed repetition. Anything it needs is built before the run starts. */
-  run(): unknown;
+  run(slot?: RunSlot): unknown;
 }
 
 export interface SkippedCase {
@@ -41,6 +47,8 @@ export interface CaseResult extends CaseInfo {
   readonly throughput?: { readonly perSecond: number; readonly unit: string };
   /** median / median of the baseline variant at the same group and point. */
   readonly ratio?: number;
+  /** Numbers the scenario measured itself (see PreparedScenario.conclude), e.g. a load window's latencies. */
+  readonly metrics?: Readonly<Record<string, unknown>>;
 }
 
 export interface MachineInfo {

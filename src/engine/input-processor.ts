@@ -1,0 +1,153 @@
+// The input processor (main thread): turns a chat, text or token-id prompt plus raw sampling
+// values into a GenerateRequest of token ids, rejecting anything the engine could not serve —
+// invalid sampling values, unknown token ids, prompts that fill the context, max_tokens beyond
+// it — before anything is scheduled. Text lives here and in the output processor only.
+
+import type { GenerateRequest } from '../contracts/generate.js';
+import { ConveyorError, invalidArg } from '../errors.js';
+import { CONTEXT_TOKENS, IncrementalDetokenizer } from './detokenizer.js';
+import { ChatTemplate, selectChatTemplate, type ChatMessage, type ChatTemplateOptions } from './input-processor-chat.js';
+import { createTokenizer, modelInfo, readModelFiles, type ModelFiles, type ModelInfo, type TextTokenizer } from './input-processor-files.js';
+import { validateSamplingParams, validateTokenIds, type OutputOptions, type RawSamplingParams, type SamplingDefaults, type ValidatedSampling } from './sampling-params.js';
+
+export type PromptInput =
+  | ({ readonly kind: 'chat'; readonly messages: readonly ChatMessage[] } & ChatTemplateOptions)
+  /** Completions: special tokens (a BOS where the tokenizer's post-processor adds one) by default. */
+  | { readonly kind: 'text'; readonly text: string; readonly addSpecialTokens?: boolean }
+  | { readonly kind: 'tokens'; readonly tokenIds: readonly number[] };
+
+export interface ProcessInput {
+  readonly id: string;
+  readonly prompt: PromptInput;
+  readonly sampling?: RawSamplingParams;
+  /** ms on the engine's clock. */
+  readonly arrivalTimeMs: number;
+  readonly priority?: number;
+  readonly cacheSalt?: string | null;
+}
+
+export interface ProcessedRequest {
+  readonly request: GenerateRequest;
+  /** Stop strings and detokenization options for the output processor. */
+  readonly output: OutputOptions;
+  /** The rendered chat or text prompt; null for a token-id prompt. */
+  readonly promptText: string | null;
+}
+
+export interface InputProcessorOptions {
+  /** Caps the context below the model's own limit (vLLM's --max-model-len). */
+  readonly maxModelLen?: number;
+  /** Most logprob alternatives a request may ask for (default 20). */
+  readonly maxLogprobs?: number;
+}
+
+export class InputProcessor {
+  readonly info: ModelInfo;
+  private readonly templates = new Map<string, ChatTemplate>();
+
+  private constructor(
+    readonly tokenizer: TextTokenizer,
+    private readonly files: ModelFiles,
+    private readonly options: InputProcessorOptions,
+  ) {
+    this.info = modelInfo(files, tokenizer, options.maxModelLen === undefined ? {} : { maxModelLen: options.maxModelLen });
+  }
+
+  /** Loads a Hugging Face model directory (tokenizer.json, tokenizer_config.json, generation_config.json, config.json). */
+  static async load(dir: string, options: InputProcessorOptions = {}): Promise<InputProcessor> {
+    return InputProcessor.fromFiles(await readModelFiles(dir), options);
+  }
+
+  /** `tokenizer` reuses one already built from the same tokenizer files (building one takes seconds). */
+  static fromFiles(files: ModelFiles, options: InputProcessorOptions = {}, tokenizer: TextTokenizer = createTokenizer(files)): InputProcessor {
+    return new InputProcessor(tokenizer, files, options);
+  }
+
+  /** The chat prompt as text, exactly as the model's template renders it. */
+  applyChatTemplate(messages: readonly ChatMessage[], options: ChatTemplateOptions = {}): string {
+    const withTools = Array.isArray(options.tools) && options.tools.length > 0;
+    const source = selectChatTemplate(this.files, withTools);
+    if (source === null) throw invalidArg('this model has no chat template; send a text prompt to the completions API instead', 'messages');
+    let template = this.templates.get(source);
+    if (!template) {
+      template = new ChatTemplate(source, this.info.specialTokens);
+      this.templates.set(source, template);
+    }
+    return template.render(messages, options);
+  }
+
+  /** The prompt's token ids (and text, unless it came as ids), validated against the vocabulary. */
+  tokenize(prompt: PromptInput): { tokenIds: number[]; text: string | null } {
+    switch (prompt.kind) {
+      case 'chat': {
+        // The template already wrote every special token the model expects; adding more would double the BOS.
+        const text = this.applyChatTemplate(prompt.messages, prompt);
+        return { tokenIds: this.tokenizer.encode(text, { add_special_tokens: false }).ids, text };
+      }
+      case 'text': {
+        if (typeof prompt.text !== 'string') throw invalidArg('prompt must be a string or an array of token ids', 'prompt');
+        const tokenIds = this.tokenizer.encode(prompt.text, { add_special_tokens: prompt.addSpecialTokens ?? true }).ids;
+        return { tokenIds, text: prompt.text };
+      }
+      case 'tokens':
+        return { tokenIds: validateTokenIds(prompt.tokenIds, 'prompt', this.info.vocabSize), text: null };
+    }
+  }
+
+  /** Validates and tokenizes a request into what the engine runs and what the output processor needs. */
+  process(input: ProcessInput): ProcessedRequest {
+    if (typeof input.id !== 'string' || input.id.length === 0) throw invalidArg('request id must be a non-empty string', 'id');
+    const validated = validateSamplingParams(input.sampling ?? {}, { vocabSize: this.info.vocabSize, maxLogprobs: this.options.maxLogprobs ?? 20 }, this.info.samplingDefaults);
+    const { tokenIds, text } = this.tokenize(input.prompt);
+    const promptParam = input.prompt.kind === 'chat' ? 'messages' : 'prompt';
+    if (tokenIds.length === 0) throw invalidArg('the prompt must not be empty', promptParam);
+    const maxTokens = resolveMaxTokens(tokenIds.length, this.info.contextLength, validated, this.info.samplingDefaults, promptParam);
+    const request: GenerateRequest = {
+      id: input.id,
+      promptTokenIds: tokenIds,
+      sampling: validated.sampling,
+      stop: {
+        maxTokens,
+        minTokens: validated.minTokens,
+        eosTokenIds: this.info.eosTokenIds,
+        ignoreEos: validated.ignoreEos,
+        stopTokenIds: validated.stopTokenIds,
+      },
+      priority: input.priority ?? 0,
+      arrivalTimeMs: input.arrivalTimeMs,
+      cacheSalt: input.cacheSalt ?? null,
+    };
+    return { request, output: validated.output, promptText: text };
+  }
+
+  /** A detokenizer for one request's output, with the prompt's tail as decoding context. */
+  createDetokenizer(output: Pick<OutputOptions, 'skipSpecialTokens'>, promptTokenIds: readonly number[]): IncrementalDetokenizer {
+    return new IncrementalDetokenizer(this.tokenizer, { skipSpecialTokens: output.skipSpecialTokens, contextTokenIds: promptTokenIds.slice(-CONTEXT_TOKENS) });
+  }
+}
+
+/**
+ * The output budget. A prompt that leaves no room is CONTEXT_LENGTH_EXCEEDED; so is an explicit
+ * max_tokens beyond the remaining context (OpenAI and vLLM reject rather than clamp). Without
+ * one, the remaining context, capped by generation_config's max_new_tokens.
+ */
+export function resolveMaxTokens(numPromptTokens: number, contextLength: number, validated: Pick<ValidatedSampling, 'maxTokens' | 'maxTokensParam' | 'minTokens'>, defaults: SamplingDefaults, promptParam: string): number {
+  if (numPromptTokens >= contextLength) {
+    throw new ConveyorError(
+      'CONTEXT_LENGTH_EXCEEDED',
+      `This model's maximum context length is ${contextLength} tokens. However, your prompt has ${numPromptTokens} tokens, which leaves no room for output. Please shorten the prompt.`,
+      promptParam,
+    );
+  }
+  const room = contextLength - numPromptTokens;
+  const { maxTokens, maxTokensParam, minTokens } = validated;
+  if (maxTokens !== null && maxTokens > room) {
+    throw new ConveyorError(
+      'CONTEXT_LENGTH_EXCEEDED',
+      `${maxTokensParam} is too large: ${maxTokens}. This model's maximum context length is ${contextLength} tokens and your prompt has ${numPromptTokens} tokens (${maxTokens} > ${contextLength} - ${numPromptTokens}).`,
+      maxTokensParam,
+    );
+  }
+  if (minTokens > room) throw new ConveyorError('CONTEXT_LENGTH_EXCEEDED', `min_tokens (${minTokens}) exceeds the ${room} tokens left in the context after the prompt`, 'min_tokens');
+  return maxTokens ?? Math.max(minTokens, Math.min(room, defaults.maxTokens ?? room));
+}

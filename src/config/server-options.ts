@@ -11,6 +11,8 @@ export interface ServerOptions {
   readonly httpPort: number;
   readonly grpcPort: number;
   readonly metricsPort: number;
+  /** Also export the LLM metrics under vLLM's `vllm:` names (dashboards and autoscalers built for vLLM). */
+  readonly vllmMetricNames: boolean;
   readonly modelControlMode: ModelControlMode;
   readonly repositoryPollSecs: number;
   /** Models to load at startup in explicit mode; ['*'] = all. */
@@ -30,6 +32,7 @@ export const USAGE = `conveyor serve [options]
   --http-port N                KServe v2 / OpenAI HTTP port (default 8000; 0 picks a free port)
   --grpc-port N                KServe v2 gRPC port (default 8001; 0 picks a free port)
   --metrics-port N             Prometheus metrics port (default 8002; 0 picks a free port)
+  --vllm-metric-names BOOL     also export LLM metrics under vllm: names (default false)
   --model-control-mode MODE    none | poll | explicit (default none)
   --repository-poll-secs N     poll interval in poll mode (default 15)
   --load-model NAME            model to load at startup in explicit mode (repeatable; * = all)
@@ -71,6 +74,7 @@ export function parseServerOptions(argv: readonly string[]): ServerOptions {
         'http-port': { type: 'string' },
         'grpc-port': { type: 'string' },
         'metrics-port': { type: 'string' },
+        'vllm-metric-names': { type: 'string' },
         'model-control-mode': { type: 'string' },
         'repository-poll-secs': { type: 'string' },
         'load-model': { type: 'string', multiple: true },
@@ -93,6 +97,7 @@ export function parseServerOptions(argv: readonly string[]): ServerOptions {
     httpPort: port(v['http-port'], '--http-port', 8000),
     grpcPort: port(v['grpc-port'], '--grpc-port', 8001),
     metricsPort: port(v['metrics-port'], '--metrics-port', 8002),
+    vllmMetricNames: oneOf(v['vllm-metric-names'], '--vllm-metric-names', ['true', 'false'] as const, 'false') === 'true',
     modelControlMode: mode,
     repositoryPollSecs: positive(v['repository-poll-secs'], '--repository-poll-secs', 15),
     loadModels,

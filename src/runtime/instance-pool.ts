@@ -63,6 +63,11 @@ export class InstancePool implements ModelExecutor {
     }
   }
 
+  /** Per instance, whether its worker still runs (the metrics' liveness gauge). */
+  get workersAlive(): boolean[] {
+    return this.instances.map((i) => i.alive);
+  }
+
   get freeInstances(): number {
     return this.instances.filter((i) => i.alive && !i.busy).length;
   }

@@ -1,7 +1,8 @@
 // Builds and starts the whole server from options: repository → model manager → service →
-// HTTP and gRPC front ends. Used by the CLI and by the integration tests.
+// HTTP and gRPC front ends, and the metrics port. Used by the CLI and by the integration tests.
 
 import type { ServerOptions } from '../config/server-options.js';
+import { createMetrics, startMetricsServer, type ConveyorMetrics } from '../metrics/index.js';
 import { ModelManager } from '../repository/model-manager.js';
 import { ConveyorService } from '../serving/conveyor-service.js';
 import { loadOnnxModel } from '../serving/onnx-backend.js';
@@ -12,6 +13,8 @@ import { createHttpApp } from './http/app.js';
 export interface RunningServer {
   readonly httpPort: number;
   readonly grpcPort: number;
+  readonly metricsPort: number;
+  readonly metrics: ConveyorMetrics;
   readonly service: ConveyorService;
   readonly manager: ModelManager;
   /** Health goes false, front ends stop, in-flight requests finish (up to the exit timeout), models unload. */
@@ -26,10 +29,12 @@ export interface StartOptions {
 
 export async function startServer(options: ServerOptions, start: StartOptions): Promise<RunningServer> {
   const { log } = start;
+  // Read at scrape time only, by which point the manager exists.
+  const metrics = createMetrics({ models: () => manager.servedModels(), vllmNames: options.vllmMetricNames });
   const manager = new ModelManager({
     root: options.modelRepository,
     mode: options.modelControlMode,
-    loaders: { onnxruntime: loadOnnxModel, ...start.loaders },
+    loaders: withLlmMetrics({ onnxruntime: loadOnnxModel, ...start.loaders }, metrics),
     log,
   });
   await manager.start(options.loadModels);
@@ -43,6 +48,8 @@ export async function startServer(options: ServerOptions, start: StartOptions): 
   const grpcPort = await grpc.start(options.host, options.grpcPort);
   log(`HTTP (KServe v2) listening on ${options.host}:${httpPort}`);
   log(`gRPC (KServe v2) listening on ${options.host}:${grpcPort}`);
+  const metricsServer = await startMetricsServer({ host: options.host, port: options.metricsPort, registry: metrics.registry });
+  log(`Metrics listening on ${options.host}:${metricsServer.port}`);
 
   let stopping: Promise<void> | undefined;
   const stop = (): Promise<void> =>
@@ -51,6 +58,13 @@ export async function startServer(options: ServerOptions, start: StartOptions): 
       const deadline = new Promise<void>((resolve) => setTimeout(resolve, options.exitTimeoutSecs * 1000).unref());
       await Promise.race([Promise.all([http.close(), grpc.stop()]), deadline]);
       await manager.stop();
+      // Last, so a scrape during the drain still sees the final counts.
+      await metricsServer.close();
     })());
-  return { httpPort, grpcPort, service, manager, stop };
+  return { httpPort, grpcPort, metricsPort: metricsServer.port, metrics, service, manager, stop };
+}
+
+/** Every backend gets the LLM metrics observer in its load request (non-LLM backends ignore it). */
+function withLlmMetrics(loaders: Readonly<Record<string, BackendLoader>>, metrics: ConveyorMetrics): Record<string, BackendLoader> {
+  return Object.fromEntries(Object.entries(loaders).map(([backend, load]) => [backend, (request) => load({ ...request, llmMetrics: metrics.llm })]));
 }

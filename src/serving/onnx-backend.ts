@@ -111,6 +111,18 @@ class OnnxModel implements ServedModel {
     return this.batcher.stats.snapshot();
   }
 
+  failures() {
+    return this.batcher.stats.failures();
+  }
+
+  pendingRequests(): number {
+    return this.batcher.numQueued;
+  }
+
+  workersAlive(): readonly boolean[] {
+    return this.pool.workersAlive;
+  }
+
   async close(): Promise<void> {
     await this.batcher.close();
     await this.pool.close();

@@ -3,6 +3,8 @@
 import type { InferRequest, InferResponse } from '../contracts/infer.js';
 import type { ModelStatistics } from '../contracts/inference-service.js';
 import type { ModelConfig } from '../contracts/model-config.js';
+import type { FailureReason } from '../batcher/stats.js';
+import type { LlmMetricsObserver } from '../metrics/index.js';
 
 export interface ServedModel {
   readonly name: string;
@@ -11,6 +13,12 @@ export interface ServedModel {
   readonly config: ModelConfig;
   infer(request: InferRequest, signal?: AbortSignal): Promise<InferResponse>;
   statistics(): ModelStatistics;
+  /** Failed requests by nv_inference_request_failure reason (read by the metrics at scrape time). */
+  failures?(): Readonly<Record<FailureReason, number>>;
+  /** Requests queued and not yet executing (nv_inference_pending_request_count). */
+  pendingRequests?(): number;
+  /** One entry per worker thread (instance or engine): true while it runs. */
+  workersAlive?(): readonly boolean[];
   /** Stops taking requests (UNAVAILABLE), lets queued and running ones finish, frees the instances. */
   close(): Promise<void>;
 }
@@ -23,6 +31,8 @@ export interface BackendLoadRequest {
   readonly versionDir: string;
   readonly config: ModelConfig;
   readonly log: (line: string) => void;
+  /** Where an LLM backend reports engine steps and finished requests; absent in tests that need none. */
+  readonly llmMetrics?: LlmMetricsObserver;
 }
 
 /** Loads one version for one backend ("onnxruntime", "llm"). */

@@ -4,7 +4,7 @@ import { parseServerOptions } from '../../../src/config/server-options.js';
 describe('parseServerOptions', () => {
   it("uses Triton's defaults", () => {
     const o = parseServerOptions([]);
-    expect(o).toMatchObject({ httpPort: 8000, grpcPort: 8001, metricsPort: 8002, modelControlMode: 'none', strictReadiness: true, exitTimeoutSecs: 30 });
+    expect(o).toMatchObject({ httpPort: 8000, grpcPort: 8001, metricsPort: 8002, vllmMetricNames: false, modelControlMode: 'none', strictReadiness: true, exitTimeoutSecs: 30 });
     expect(o.modelRepository.endsWith('models/repository')).toBe(true);
   });
 
@@ -13,8 +13,14 @@ describe('parseServerOptions', () => {
     expect(o).toMatchObject({ modelRepository: '/tmp/r', httpPort: 0, modelControlMode: 'explicit', loadModels: ['a', 'b'] });
   });
 
+  it('turns on the vllm: metric names', () => {
+    expect(parseServerOptions(['--vllm-metric-names', 'true']).vllmMetricNames).toBe(true);
+    expect(parseServerOptions(['--vllm-metric-names', 'false']).vllmMetricNames).toBe(false);
+  });
+
   it.each([
     [['--http-port', '70000'], /--http-port must be a port number/],
+    [['--vllm-metric-names', 'yes'], /--vllm-metric-names must be one of true, false/],
     [['--model-control-mode', 'sometimes'], /must be one of none, poll, explicit/],
     [['--load-model', 'a'], /needs --model-control-mode explicit/],
     [['--model-control-mode', 'explicit', '--load-model', '*', '--load-model', 'a'], /must be the only/],

@@ -1,0 +1,6 @@
+// The metrics module's surface: the only place outside src/metrics/ that needs anything of it.
+
+export { createMetrics, type ConveyorMetrics, type MetricsOptions, type MetricsRegistry } from './registry.js';
+export { startMetricsServer, type MetricsServer, type MetricsServerOptions } from './metrics-server.js';
+export { finishedRequest, NO_LLM_METRICS, type FinishedRequest, type LlmMetricsObserver } from './llm-observer.js';
+export type { ModelSnapshotSource } from './triton-collector.js';

@@ -1,0 +1,120 @@
+// Every metric Conveyor exports: name, help, labels and buckets, in this one file (ARCHITECTURE.md
+// principle 8). Triton's names are kept exactly so Triton dashboards and perf_analyzer's server
+// stats work unchanged (reference/triton-protocol.md §5). LLM metrics carry vLLM's meanings and
+// bucket boundaries (reference/llm-serving.md §1g) under the `conveyor:` prefix, and optionally
+// the same series again under `vllm:`. Process metrics (process_*, nodejs_*, including
+// nodejs_eventloop_lag_seconds) are prom-client's default set, named by prom-client.
+
+export type MetricKind = 'counter' | 'gauge' | 'histogram';
+
+export interface MetricDefinition {
+  readonly name: string;
+  readonly help: string;
+  readonly kind: MetricKind;
+  readonly labels: readonly string[];
+  /** Histograms only: upper bounds, ascending (+Inf is implicit). */
+  readonly buckets?: readonly number[];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Triton (per model version; computed at scrape time from the statistics snapshot)
+
+/** Triton's per-model labels; `version` is a string as in Triton. */
+export const TRITON_LABELS = ['model', 'version'] as const;
+
+/** The `reason` values of nv_inference_request_failure (Triton's core constants). */
+export const FAILURE_REASONS = ['REJECTED', 'CANCELED', 'BACKEND', 'OTHER'] as const;
+
+/** Batch sizes are powers of two in practice (preferred_batch_size, max_batch_size). */
+const BATCH_SIZE_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024];
+
+export const TRITON_METRICS = {
+  requestSuccess: { name: 'nv_inference_request_success', kind: 'counter', labels: TRITON_LABELS, help: 'Requests answered successfully (a batched request counts once)' },
+  requestFailure: { name: 'nv_inference_request_failure', kind: 'counter', labels: [...TRITON_LABELS, 'reason'], help: 'Requests that failed, by reason' },
+  inferenceCount: { name: 'nv_inference_count', kind: 'counter', labels: TRITON_LABELS, help: 'Inferences run: a request of batch n adds n' },
+  execCount: { name: 'nv_inference_exec_count', kind: 'counter', labels: TRITON_LABELS, help: 'Model executions (batches) run' },
+  pendingRequests: { name: 'nv_inference_pending_request_count', kind: 'gauge', labels: TRITON_LABELS, help: 'Requests queued and not yet executing' },
+  requestDuration: { name: 'nv_inference_request_duration_us', kind: 'counter', labels: TRITON_LABELS, help: 'Total time of successful requests from arrival to response, microseconds' },
+  queueDuration: { name: 'nv_inference_queue_duration_us', kind: 'counter', labels: TRITON_LABELS, help: 'Total time successful requests waited in the queue, microseconds' },
+  computeInputDuration: { name: 'nv_inference_compute_input_duration_us', kind: 'counter', labels: TRITON_LABELS, help: 'Total input preparation time of successful requests, microseconds' },
+  computeInferDuration: { name: 'nv_inference_compute_infer_duration_us', kind: 'counter', labels: TRITON_LABELS, help: 'Total model run time of successful requests, microseconds' },
+  computeOutputDuration: { name: 'nv_inference_compute_output_duration_us', kind: 'counter', labels: TRITON_LABELS, help: 'Total output extraction time of successful requests, microseconds' },
+  // Not a Triton metric (Triton has none): the dynamic batcher's batch sizes, one observation per execution.
+  batchSize: { name: 'conveyor_inference_batch_size', kind: 'histogram', labels: TRITON_LABELS, buckets: BATCH_SIZE_BUCKETS, help: 'Items per model execution formed by the dynamic batcher' },
+} as const satisfies Record<string, MetricDefinition>;
+
+// ---------------------------------------------------------------------------------------------
+// LLM engines (per model; recorded by the LlmMetricsObserver from engine step messages)
+
+export const LLM_PREFIX = 'conveyor:';
+/** Under this prefix too when --vllm-metric-names is on. */
+export const VLLM_PREFIX = 'vllm:';
+export const LLM_LABELS = ['model_name'] as const;
+
+/** vLLM's TTFT buckets, seconds. */
+const TTFT_BUCKETS = [0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0, 160.0, 640.0, 2560.0];
+/** vLLM's per-token latency buckets (inter-token latency and per-request TPOT), seconds. */
+const TOKEN_LATENCY_BUCKETS = [0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 7.5, 10.0, 20.0, 40.0, 80.0];
+/** vLLM's request-phase buckets (e2e, queue, inference, prefill, decode), seconds. */
+const REQUEST_LATENCY_BUCKETS = [0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0, 240.0, 480.0, 960.0, 1920.0, 7680.0];
+/** vLLM's tokens-per-step buckets. */
+const ITERATION_TOKEN_BUCKETS = [1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384];
+/** 1-2-5 steps, as vLLM builds them for token counts (it stops at max_model_len; a fixed ceiling here). */
+const TOKEN_COUNT_BUCKETS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000, 20000, 50000, 100000];
+
+/** LLM definitions carry the name after the prefix. */
+export const LLM_HISTOGRAMS = {
+  timeToFirstToken: { name: 'time_to_first_token_seconds', kind: 'histogram', labels: LLM_LABELS, buckets: TTFT_BUCKETS, help: 'Seconds from arrival at the front end to the first output token' },
+  interTokenLatency: { name: 'inter_token_latency_seconds', kind: 'histogram', labels: LLM_LABELS, buckets: TOKEN_LATENCY_BUCKETS, help: 'Seconds between consecutive token-bearing steps of a request' },
+  timePerOutputToken: { name: 'request_time_per_output_token_seconds', kind: 'histogram', labels: LLM_LABELS, buckets: TOKEN_LATENCY_BUCKETS, help: 'Per request: decode seconds divided by (output tokens - 1)' },
+  e2eLatency: { name: 'e2e_request_latency_seconds', kind: 'histogram', labels: LLM_LABELS, buckets: REQUEST_LATENCY_BUCKETS, help: 'Seconds from arrival to the last output token' },
+  queueTime: { name: 'request_queue_time_seconds', kind: 'histogram', labels: LLM_LABELS, buckets: REQUEST_LATENCY_BUCKETS, help: 'Seconds from arrival until first scheduled' },
+  inferenceTime: { name: 'request_inference_time_seconds', kind: 'histogram', labels: LLM_LABELS, buckets: REQUEST_LATENCY_BUCKETS, help: 'Seconds from first scheduled to the last output token' },
+  prefillTime: { name: 'request_prefill_time_seconds', kind: 'histogram', labels: LLM_LABELS, buckets: REQUEST_LATENCY_BUCKETS, help: 'Seconds from first scheduled to the first output token' },
+  decodeTime: { name: 'request_decode_time_seconds', kind: 'histogram', labels: LLM_LABELS, buckets: REQUEST_LATENCY_BUCKETS, help: 'Seconds from the first to the last output token' },
+  requestPromptTokens: { name: 'request_prompt_tokens', kind: 'histogram', labels: LLM_LABELS, buckets: TOKEN_COUNT_BUCKETS, help: 'Prompt length of each finished request, tokens' },
+  requestGenerationTokens: { name: 'request_generation_tokens', kind: 'histogram', labels: LLM_LABELS, buckets: TOKEN_COUNT_BUCKETS, help: 'Output length of each finished request, tokens' },
+  iterationTokens: { name: 'iteration_tokens_total', kind: 'histogram', labels: LLM_LABELS, buckets: ITERATION_TOKEN_BUCKETS, help: 'Tokens per engine step: prompts completing their prefill plus tokens generated' },
+} as const satisfies Record<string, MetricDefinition>;
+
+// Counter names include `_total` because that is the sample name vLLM's exporter writes and
+// dashboards query (its Python client appends the suffix; prom-client does not).
+export const LLM_COUNTERS = {
+  promptTokens: { name: 'prompt_tokens_total', kind: 'counter', labels: LLM_LABELS, help: 'Prompt tokens of requests that produced their first token' },
+  promptTokensCached: { name: 'prompt_tokens_cached_total', kind: 'counter', labels: LLM_LABELS, help: 'Of those prompt tokens, the ones found in the prefix cache' },
+  generationTokens: { name: 'generation_tokens_total', kind: 'counter', labels: LLM_LABELS, help: 'Output tokens generated' },
+  prefixCacheQueries: { name: 'prefix_cache_queries_total', kind: 'counter', labels: LLM_LABELS, help: 'Prompt tokens looked up in the prefix cache' },
+  prefixCacheHits: { name: 'prefix_cache_hits_total', kind: 'counter', labels: LLM_LABELS, help: 'Prompt tokens the prefix cache lookups found' },
+  preemptions: { name: 'num_preemptions_total', kind: 'counter', labels: LLM_LABELS, help: 'Requests preempted (their KV freed, to be recomputed)' },
+  requestSuccess: { name: 'request_success_total', kind: 'counter', labels: [...LLM_LABELS, 'finished_reason'], help: 'Requests finished, by finish reason (stop, length, abort)' },
+} as const satisfies Record<string, MetricDefinition>;
+
+export const LLM_GAUGES = {
+  numRunning: { name: 'num_requests_running', kind: 'gauge', labels: LLM_LABELS, help: 'Requests in the running batch of the engine' },
+  numWaiting: { name: 'num_requests_waiting', kind: 'gauge', labels: LLM_LABELS, help: 'Requests waiting for the engine to admit them' },
+  kvCacheUsage: { name: 'kv_cache_usage_perc', kind: 'gauge', labels: LLM_LABELS, help: 'Fraction of KV cache blocks in use, 0 to 1' },
+} as const satisfies Record<string, MetricDefinition>;
+
+/** The finish reasons request_success_total is labelled with (vLLM's). */
+export const FINISHED_REASONS = ['stop', 'length', 'abort'] as const;
+
+// ---------------------------------------------------------------------------------------------
+// Process (prom-client's default metrics, plus worker liveness read at scrape time)
+
+/** Sampling resolution of nodejs_eventloop_lag_* in ms: fine enough to see a 100 ms stall. */
+export const EVENT_LOOP_MONITORING_PRECISION_MS = 10;
+
+export const PROCESS_METRICS = {
+  workerAlive: { name: 'conveyor_worker_alive', kind: 'gauge', labels: [...TRITON_LABELS, 'worker'], help: 'Whether each worker thread (model instance or LLM engine) is running: 1 alive, 0 dead' },
+} as const satisfies Record<string, MetricDefinition>;
+
+/** Every definition with its full exported name(s), for documentation and tests. */
+export function allMetricNames(vllmNames: boolean): string[] {
+  const llm = [LLM_HISTOGRAMS, LLM_COUNTERS, LLM_GAUGES].flatMap((group) => Object.values(group).map((d) => d.name));
+  const prefixes = vllmNames ? [LLM_PREFIX, VLLM_PREFIX] : [LLM_PREFIX];
+  return [
+    ...Object.values(TRITON_METRICS).map((d) => d.name),
+    ...prefixes.flatMap((p) => llm.map((n) => `${p}${n}`)),
+    ...Object.values(PROCESS_METRICS).map((d) => d.name),
+  ];
+}

@@ -1,0 +1,39 @@
+// The server's metrics, assembled: one registry holding Triton's per-model families (read from
+// the served models at scrape time), the LLM families the observer records into, worker liveness
+// and the process metrics. The composition root creates one and hands the observer to backends.
+
+import { Registry, collectDefaultMetrics } from 'prom-client';
+import { EVENT_LOOP_MONITORING_PRECISION_MS, LLM_PREFIX, VLLM_PREFIX } from './metric-definitions.js';
+import { PromLlmMetrics, type LlmMetricsObserver } from './llm-observer.js';
+import { registerTritonMetrics, type ModelSnapshotSource } from './triton-collector.js';
+
+/** What the metrics server needs of a registry. */
+export interface MetricsRegistry {
+  /** Prometheus text exposition of every family. */
+  metrics(): Promise<string>;
+  readonly contentType: string;
+}
+
+export interface MetricsOptions {
+  /** The served model versions at this instant (ModelManager.servedModels). */
+  readonly models: () => readonly ModelSnapshotSource[];
+  /** Also export every LLM series under vLLM's `vllm:` names. */
+  readonly vllmNames: boolean;
+  /** prom-client's process_* and nodejs_* metrics (default true; tests may turn them off). */
+  readonly processMetrics?: boolean;
+}
+
+export interface ConveyorMetrics {
+  readonly registry: MetricsRegistry;
+  /** For the LLM backend: call it per engine step message and per finished request. */
+  readonly llm: LlmMetricsObserver;
+}
+
+export function createMetrics(options: MetricsOptions): ConveyorMetrics {
+  // A registry per server, never prom-client's global one: tests run several servers per process.
+  const registry = new Registry();
+  registerTritonMetrics(registry, options.models);
+  const llm = new PromLlmMetrics(registry, options.vllmNames ? [LLM_PREFIX, VLLM_PREFIX] : [LLM_PREFIX]);
+  if (options.processMetrics ?? true) collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: EVENT_LOOP_MONITORING_PRECISION_MS });
+  return { registry, llm };
+}

@@ -1,0 +1,82 @@
+// Triton's per-model metrics, computed at scrape time from each served model version's
+// statistics snapshot: the same numbers /v2/models/{m}/stats reports, by construction. Nothing
+// here is called on the request path, and nothing here changes what the server does.
+
+import type { Registry } from 'prom-client';
+import type { FailureReason } from '../batcher/stats.js';
+import type { ModelStatistics, StatisticDuration } from '../contracts/inference-service.js';
+import { FAILURE_REASONS, PROCESS_METRICS, TRITON_METRICS, type MetricDefinition } from './metric-definitions.js';
+import { SnapshotFamily, histogramSamples, type Labels, type Sample } from './snapshot-family.js';
+
+/** What the collectors read of a served model version (ServedModel satisfies it). */
+export interface ModelSnapshotSource {
+  statistics(): ModelStatistics;
+  /** Failed requests by reason; without it every failure counts as OTHER. */
+  failures?(): Readonly<Record<FailureReason, number>>;
+  /** Requests queued, not yet executing; without it the gauge is not exported for the model. */
+  pendingRequests?(): number;
+  /** One entry per worker thread (instance or engine), true while it runs. */
+  workersAlive?(): readonly boolean[];
+}
+
+/** One model version as read at one instant. */
+export interface ModelReading {
+  readonly statistics: ModelStatistics;
+  readonly failures: Readonly<Record<FailureReason, number>>;
+  readonly pending: number | undefined;
+  readonly workersAlive: readonly boolean[];
+}
+
+export function readModel(source: ModelSnapshotSource): ModelReading {
+  const statistics = source.statistics();
+  const failures = source.failures?.() ?? { REJECTED: 0, CANCELED: 0, BACKEND: 0, OTHER: statistics.inference_stats.fail.count };
+  return { statistics, failures, pending: source.pendingRequests?.(), workersAlive: source.workersAlive?.() ?? [] };
+}
+
+const labelsOf = (s: ModelStatistics): Labels => ({ model: s.name, version: s.version });
+/** Triton's duration counters are whole microseconds. */
+const micros = (d: StatisticDuration): number => Math.floor(d.ns / 1000);
+
+type TritonKey = keyof typeof TRITON_METRICS;
+
+/** Every Triton sample of one model version, by metric. */
+export function tritonSamples(reading: ModelReading): Record<TritonKey, Sample[]> {
+  const s = reading.statistics;
+  const labels = labelsOf(s);
+  const one = (value: number): Sample[] => [{ labels, value }];
+  // batch_stats counts executions per batch size; compute_infer is recorded once per execution.
+  const batchCounts = new Map(s.batch_stats.map((b) => [b.batch_size, b.compute_infer.count]));
+  return {
+    requestSuccess: one(s.inference_stats.success.count),
+    requestFailure: FAILURE_REASONS.map((reason) => ({ labels: { ...labels, reason }, value: reading.failures[reason] })),
+    inferenceCount: one(s.inference_count),
+    execCount: one(s.execution_count),
+    pendingRequests: reading.pending === undefined ? [] : one(reading.pending),
+    requestDuration: one(micros(s.inference_stats.success)),
+    queueDuration: one(micros(s.inference_stats.queue)),
+    computeInputDuration: one(micros(s.inference_stats.compute_input)),
+    computeInferDuration: one(micros(s.inference_stats.compute_infer)),
+    computeOutputDuration: one(micros(s.inference_stats.compute_output)),
+    batchSize: histogramSamples(labels, TRITON_METRICS.batchSize.buckets, batchCounts),
+  };
+}
+
+export function workerSamples(reading: ModelReading): Sample[] {
+  const labels = labelsOf(reading.statistics);
+  return reading.workersAlive.map((alive, i) => ({ labels: { ...labels, worker: String(i) }, value: alive ? 1 : 0 }));
+}
+
+/**
+ * Registers the Triton families and worker liveness on `registry`; `models` lists the served
+ * versions at scrape time (the model manager's READY versions).
+ */
+export function registerTritonMetrics(registry: Registry, models: () => readonly ModelSnapshotSource[]): void {
+  // Every family of one scrape is rendered in the same synchronous pass, so reading the
+  // snapshots once per family still gives a consistent picture; a cache is not worth its state.
+  const readings = (): ModelReading[] => models().map(readModel);
+  for (const key of Object.keys(TRITON_METRICS) as TritonKey[]) {
+    const definition: MetricDefinition = TRITON_METRICS[key];
+    new SnapshotFamily(definition, () => readings().flatMap((r) => tritonSamples(r)[key])).register(registry);
+  }
+  new SnapshotFamily(PROCESS_METRICS.workerAlive, () => readings().flatMap(workerSamples)).register(registry);
+}

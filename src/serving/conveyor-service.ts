@@ -9,6 +9,7 @@ import type { ModelConfig } from '../contracts/model-config.js';
 import type { ModelControlMode } from '../config/server-options.js';
 import { ConveyorError, invalidArg } from '../errors.js';
 import type { ModelManager } from '../repository/model-manager.js';
+import { LlmModel } from './llm-backend.js';
 import { wireDataType, wireShape } from './validate-infer.js';
 
 export const SERVER_NAME = 'conveyor';
@@ -94,6 +95,18 @@ export class ConveyorService implements InferenceService {
     } catch (error) {
       return Promise.reject(error);
     }
+  }
+
+  /** The LLM a generation request names (OpenAI model id, Triton model name); INVALID_ARG if it is not one. */
+  llmModel(name: string, version?: string): LlmModel {
+    const served = this.manager.resolve(name, version);
+    if (!(served instanceof LlmModel)) throw invalidArg(`model '${name}' is not a generative (llm) model`);
+    return served;
+  }
+
+  /** Every READY LLM version (the OpenAI model list). */
+  llmModels(): LlmModel[] {
+    return this.manager.servedModels().filter((m): m is LlmModel => m instanceof LlmModel);
   }
 
   repositoryIndex(readyOnly: boolean): Promise<RepositoryIndexEntry[]> {

@@ -5,6 +5,7 @@ import type { ServerOptions } from '../config/server-options.js';
 import { createMetrics, startMetricsServer, type ConveyorMetrics } from '../metrics/index.js';
 import { ModelManager } from '../repository/model-manager.js';
 import { ConveyorService } from '../serving/conveyor-service.js';
+import { loadLlmModel } from '../serving/llm-backend.js';
 import { loadOnnxModel } from '../serving/onnx-backend.js';
 import type { BackendLoader } from '../serving/served-model.js';
 import { createGrpcServer } from './grpc/index.js';
@@ -34,7 +35,7 @@ export async function startServer(options: ServerOptions, start: StartOptions): 
   const manager = new ModelManager({
     root: options.modelRepository,
     mode: options.modelControlMode,
-    loaders: withLlmMetrics({ onnxruntime: loadOnnxModel, ...start.loaders }, metrics),
+    loaders: withLlmMetrics({ onnxruntime: loadOnnxModel, llm: loadLlmModel, ...start.loaders }, metrics),
     log,
   });
   await manager.start(options.loadModels);

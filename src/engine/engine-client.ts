@@ -3,7 +3,7 @@
 
 import type { Worker } from 'node:worker_threads';
 import type { EngineReadyInfo, EngineWorkerData, FromEngine, ToEngine } from '../contracts/engine-messages.js';
-import type { EngineStats, GenerateRequest, SequenceUpdate } from '../contracts/generate.js';
+import type { EngineStats, GenerateRequest, SequenceUpdate, StepOutput } from '../contracts/generate.js';
 import { ConveyorError, unavailable, type ErrorCode } from '../errors.js';
 import { spawnWorker } from '../runtime/spawn-worker.js';
 
@@ -25,8 +25,9 @@ interface Channel {
 
 export class EngineClient {
   private readonly channels = new Map<string, Channel>();
+  private readonly stepListeners: ((output: StepOutput) => void)[] = [];
   private latestStats: EngineStats | undefined;
-  private alive = true;
+  private running = true;
 
   private constructor(
     private readonly worker: Worker,
@@ -63,13 +64,23 @@ export class EngineClient {
     return this.latestStats;
   }
 
+  /** False once the worker stopped (closed or crashed). */
+  get alive(): boolean {
+    return this.running;
+  }
+
+  /** Called with every step message, before its updates reach the request streams (metrics). */
+  onStep(listener: (output: StepOutput) => void): void {
+    this.stepListeners.push(listener);
+  }
+
   get numActive(): number {
     return this.channels.size;
   }
 
   /** Queues a request on the engine; iterate the result for its updates (ends after the final one). */
   submit(request: GenerateRequest): AsyncIterable<EngineUpdate> {
-    if (!this.alive) throw unavailable('the engine is not running');
+    if (!this.running) throw unavailable('the engine is not running');
     if (this.channels.has(request.id)) throw new ConveyorError('ALREADY_EXISTS', `request id '${request.id}' is already running`);
     const channel: Channel = { queue: [], done: false };
     this.channels.set(request.id, channel);
@@ -79,14 +90,14 @@ export class EngineClient {
 
   /** Ends a request: its blocks are freed at the next step boundary; the stream ends with reason `reason`. */
   abort(requestId: string, reason: 'abort' | 'stop' = 'abort'): void {
-    if (this.channels.has(requestId) && this.alive) this.post({ type: 'abort', requestId, reason });
+    if (this.channels.has(requestId) && this.running) this.post({ type: 'abort', requestId, reason });
   }
 
   async close(): Promise<void> {
-    if (!this.alive) return;
+    if (!this.running) return;
     const closed = new Promise<void>((resolve) => this.worker.once('exit', () => resolve()));
     this.post({ type: 'close' });
-    this.alive = false;
+    this.running = false;
     await Promise.race([closed, new Promise((r) => setTimeout(r, 5000).unref())]);
     await this.worker.terminate();
   }
@@ -113,7 +124,7 @@ export class EngineClient {
       if (this.channels.get(requestId) === channel) {
         const finished = channel.done || channel.error;
         this.channels.delete(requestId);
-        if (!finished && this.alive) this.post({ type: 'abort', requestId, reason: 'abort' });
+        if (!finished && this.running) this.post({ type: 'abort', requestId, reason: 'abort' });
       }
     }
   }
@@ -123,6 +134,7 @@ export class EngineClient {
     if (message.type !== 'step') return;
     const { output } = message;
     this.latestStats = output.stats;
+    for (const listener of this.stepListeners) listener(output);
     for (const update of output.updates) {
       const channel = this.channels.get(update.requestId);
       if (!channel) continue;
@@ -139,8 +151,8 @@ export class EngineClient {
   }
 
   private fail(reason: string): void {
-    if (!this.alive) return;
-    this.alive = false;
+    if (!this.running) return;
+    this.running = false;
     this.log(reason);
     for (const channel of this.channels.values()) {
       channel.error = new ConveyorError('INTERNAL', reason);

@@ -14,6 +14,8 @@ import { EngineClient } from '../engine/engine-client.js';
 import { InputProcessor, type ProcessInput, type ProcessedRequest } from '../engine/input-processor.js';
 import { OutputProcessor, type GenerationEvent } from '../engine/output-processor.js';
 import { ConveyorError, invalidArg, unavailable } from '../errors.js';
+import { finishedRequest, NO_LLM_METRICS, type LlmMetricsObserver } from '../metrics/index.js';
+import type { SequenceUpdate } from '../contracts/generate.js';
 import type { BackendLoadRequest, ServedModel } from './served-model.js';
 
 const VARIANT_FILES: Record<string, string> = { fp32: 'model.onnx', fp16: 'model_fp16.onnx', int8: 'model_quantized.onnx' };
@@ -57,7 +59,9 @@ export async function loadLlmModel(request: BackendLoadRequest): Promise<LlmMode
     },
     (line) => request.log(`${request.name}:${request.version}: ${line}`),
   );
-  return new LlmModel(request.name, request.version, config, processor, engine);
+  const metrics = request.llmMetrics ?? NO_LLM_METRICS;
+  engine.onStep((output) => metrics.observeStep(request.name, output));
+  return new LlmModel(request.name, request.version, config, processor, engine, metrics);
 }
 
 export class LlmModel implements ServedModel {
@@ -72,6 +76,7 @@ export class LlmModel implements ServedModel {
     readonly config: ModelConfig,
     readonly processor: InputProcessor,
     readonly engine: EngineClient,
+    private readonly metrics: LlmMetricsObserver = NO_LLM_METRICS,
   ) {
     this.stats = new ModelStatsRecorder(name, String(version));
   }
@@ -92,19 +97,24 @@ export class LlmModel implements ServedModel {
     signal?.addEventListener('abort', onAbort, { once: true });
     this.active += 1;
     let finished: GenerationEvent | undefined;
+    let last: { update: SequenceUpdate; timeMs: number } | undefined;
     try {
       for await (const { update, timeMs } of stream) {
+        last = { update, timeMs };
         const event = output.process(update, timeMs);
         if (output.stoppedByString) this.engine.abort(request.id, 'stop');
+        if (event.finishReason !== null) finished = event;
         yield event;
-        if (event.finishReason !== null) {
-          finished = event;
-          return;
-        }
+        if (finished) return;
       }
     } finally {
       signal?.removeEventListener('abort', onAbort);
       this.record(finished);
+      if (last) {
+        // A stop string or a consumer that went away ends the request before the engine says so.
+        const final = { ...last.update, finishReason: finished?.finishReason ?? 'abort' };
+        this.metrics.observeRequestFinished(finishedRequest(this.name, request.arrivalTimeMs, final, last.timeMs));
+      }
       this.active -= 1;
       if (this.active === 0) this.idle?.();
     }
@@ -120,10 +130,24 @@ export class LlmModel implements ServedModel {
     return this.stats.snapshot();
   }
 
+  failures() {
+    return this.stats.failures();
+  }
+
+  /** Requests waiting for their first step (nv_inference_pending_request_count). */
+  pendingRequests(): number {
+    return this.engine.stats?.numWaiting ?? 0;
+  }
+
+  workersAlive(): boolean[] {
+    return [this.engine.alive];
+  }
+
   async close(): Promise<void> {
     this.accepting = false;
     if (this.active > 0) await new Promise<void>((resolve) => (this.idle = resolve));
     await this.engine.close();
+    this.metrics.forgetModel(this.name);
   }
 
   /** Triton-style statistics for a finished generation: one inference, its queue and total time. */

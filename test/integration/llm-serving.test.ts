@@ -86,6 +86,16 @@ describe('LLM serving (qwen3-tiny)', () => {
     expect(model.engine.numActive).toBe(0);
   });
 
+  it('exports vLLM-style metrics for the generations it served', async () => {
+    await run({ prompt: chat('metrics'), sampling: { max_tokens: 8, ignore_eos: true, temperature: 0 } });
+    const text = await (await fetch(`http://127.0.0.1:${server.metricsPort}/metrics`)).text();
+    const value = (pattern: RegExp) => Number(pattern.exec(text)?.[1] ?? NaN);
+    expect(value(/^conveyor:generation_tokens_total\{model_name="qwen3"\} (\d+)/m)).toBeGreaterThanOrEqual(8);
+    expect(value(/^conveyor:time_to_first_token_seconds_count\{model_name="qwen3"\} (\d+)/m)).toBeGreaterThanOrEqual(1);
+    expect(value(/^conveyor:request_success_total\{[^}]*finished_reason="length"[^}]*\} (\d+)/m)).toBeGreaterThanOrEqual(1);
+    expect(text).toMatch(/^conveyor:kv_cache_usage_perc\{model_name="qwen3"\} /m);
+  });
+
   it.each([
     ['a negative temperature', { temperature: -1 }, /temperature/],
     ['top_p outside (0, 1]', { top_p: 1.5 }, /top_p/],

@@ -26,13 +26,16 @@ export class KvStorage {
 
   /**
    * Copies positions [0, length) of a request into `past` ([rows, heads, pastLen, D]) at row `row`,
-   * right-aligned (left padding) so every row's newest past token sits at pastLen - 1.
+   * right-aligned (left padding) so every row's newest past token sits at pastLen - 1. The padding
+   * is zeroed: `past` may be a reused buffer, and a masked position must still hold a finite value.
    */
   gather(layer: number, kind: 'key' | 'value', blockTable: readonly number[], length: number, past: KvArray, row: number, pastLen: number): void {
     const source = kind === 'key' ? this.keys[layer]! : this.values[layer]!;
     const { numKvHeads: heads, headDim } = this.layout;
     for (let h = 0; h < heads; h++) {
-      const destBase = ((row * heads + h) * pastLen + (pastLen - length)) * headDim;
+      const rowStart = (row * heads + h) * pastLen * headDim;
+      const destBase = rowStart + (pastLen - length) * headDim;
+      if (destBase > rowStart) past.fill(0, rowStart, destBase);
       for (let j = 0, start = 0; start < length; j++, start += this.blockSize) {
         const n = Math.min(this.blockSize, length - start);
         const src = (blockTable[j]! * heads + h) * this.headStride;

@@ -1,6 +1,7 @@
 // PastKeyValuesRunner: runs a StepPlan on any Optimum-contract decoder. Per step it gathers each
 // request's past K/V from the block pool into padded past tensors, runs the model, and writes
-// the new positions of present.* back into the request's blocks.
+// the new positions of present.* back into the request's blocks. While the same requests keep
+// decoding, the previous call's present.* already is the next past, so the gather is skipped.
 //
 // Rows are left-padded (past and new tokens both), so every row's last real token is the last
 // position and `num_logits_to_keep = 1` yields exactly the logits to sample. Decode rows (one
@@ -19,12 +20,26 @@ export interface RunnerStats {
   lastStepCalls: number;
   /** Time spent gathering and scattering KV in the last step, ms. */
   lastStepCopyMs: number;
+  /** Decode calls whose past was the previous call's present (no gather), since start. */
+  reusedPastCalls: number;
 }
 
 const PAD_TOKEN = 0n;
 
+/** The decode call just run: if the next decode call has the same rows, its past is this present. */
+interface LastDecode {
+  readonly requestIds: readonly string[];
+  readonly numComputed: readonly number[];
+  readonly total: number;
+  /** present.{layer}.{key,value}, in feed order. */
+  readonly present: readonly KvArray[];
+}
+
 export class PastKeyValuesRunner {
-  readonly stats: RunnerStats = { lastStepCalls: 0, lastStepCopyMs: 0 };
+  readonly stats: RunnerStats = { lastStepCalls: 0, lastStepCopyMs: 0, reusedPastCalls: 0 };
+  private lastDecode: LastDecode | null = null;
+  /** Gather targets, reused across steps (one per layer and kind), grown as pasts get longer. */
+  private readonly pastBuffers: ArrayBuffer[] = [];
 
   constructor(
     private readonly session: ModelSession,
@@ -34,50 +49,45 @@ export class PastKeyValuesRunner {
 
   async execute(plan: StepPlan): Promise<StepLogits> {
     for (const [source, destination] of plan.blocksToCopy) this.kv.copyBlock(source, destination);
+    if (plan.blocksToCopy.length > 0) this.lastDecode = null;
     const decode = plan.scheduled.filter((r) => r.tokenIds.length === 1);
     const prefill = plan.scheduled.filter((r) => r.tokenIds.length > 1);
     const logits: StepLogits = new Map();
     this.stats.lastStepCalls = 0;
     this.stats.lastStepCopyMs = 0;
-    for (const group of [decode, prefill]) {
-      if (group.length > 0) await this.runGroup(group, logits);
-    }
+    if (decode.length > 0) await this.runGroup(decode, logits, true);
+    else this.lastDecode = null;
+    if (prefill.length > 0) await this.runGroup(prefill, logits, false);
     return logits;
   }
 
-  private async runGroup(rows: readonly ScheduledRequest[], logits: StepLogits): Promise<void> {
-    const { numLayers, numKvHeads, headDim, vocabSize } = this.layout;
-    const batch = rows.length;
+  private async runGroup(rows: readonly ScheduledRequest[], logits: StepLogits, isDecode: boolean): Promise<void> {
+    const { numLayers, vocabSize } = this.layout;
     const newLen = Math.max(...rows.map((r) => r.tokenIds.length));
     const pastLen = Math.max(...rows.map((r) => r.numComputedTokens));
     const total = pastLen + newLen;
     const copyStart = performance.now();
-    const feeds: Record<string, RawTensor> = { ...this.tokenFeeds(rows, newLen, pastLen) };
-    const pastSize = batch * numKvHeads * pastLen * headDim;
-    for (let layer = 0; layer < numLayers; layer++) {
-      for (const kind of ['key', 'value'] as const) {
-        const past = this.allocate(pastSize);
-        rows.forEach((r, row) => this.kv.gather(layer, kind, r.blockTable, r.numComputedTokens, past, row, pastLen));
-        feeds[`past_key_values.${layer}.${kind}`] = { type: this.layout.kvType, dims: [batch, numKvHeads, pastLen, headDim], data: past };
-      }
-    }
+    const feeds: Record<string, RawTensor> = { ...this.tokenFeeds(rows, newLen, pastLen), ...this.pastFeeds(rows, pastLen, isDecode) };
     let copyMs = performance.now() - copyStart;
 
     const outputs = await this.session.run(feeds);
     this.stats.lastStepCalls += 1;
 
     const scatterStart = performance.now();
+    const present: KvArray[] = [];
     for (let layer = 0; layer < numLayers; layer++) {
       for (const kind of ['key', 'value'] as const) {
-        const present = outputs[`present.${layer}.${kind}`]!.data as KvArray;
+        const data = outputs[`present.${layer}.${kind}`]!.data as KvArray;
+        present.push(data);
         rows.forEach((r, row) => {
           const count = r.tokenIds.length;
-          this.kv.scatter(layer, kind, r.blockTable, r.numComputedTokens, count, present, row, total, total - count);
+          this.kv.scatter(layer, kind, r.blockTable, r.numComputedTokens, count, data, row, total, total - count);
         });
       }
     }
     copyMs += performance.now() - scatterStart;
     this.stats.lastStepCopyMs += copyMs;
+    if (isDecode) this.lastDecode = { requestIds: rows.map((r) => r.requestId), numComputed: rows.map((r) => r.numComputedTokens), total, present };
 
     const logitsTensor = outputs.logits!;
     const kept = logitsTensor.dims[1]!;
@@ -86,6 +96,52 @@ export class PastKeyValuesRunner {
       const offset = (row * kept + kept - 1) * vocabSize;
       logits.set(r.requestId, toFloat32(logitsTensor, offset, vocabSize));
     });
+  }
+
+  /**
+   * past_key_values.* for the rows. When a decode call has exactly the previous decode call's
+   * rows, each one token further, the previous present.* is this call's past bit for bit (same
+   * left padding, pads still zero), so it is fed as is: steady decoding gathers nothing.
+   * Otherwise each request's positions are gathered from its blocks into reused buffers.
+   */
+  private pastFeeds(rows: readonly ScheduledRequest[], pastLen: number, isDecode: boolean): Record<string, RawTensor> {
+    const { numLayers, numKvHeads, headDim, kvType } = this.layout;
+    const dims = [rows.length, numKvHeads, pastLen, headDim];
+    const feeds: Record<string, RawTensor> = {};
+    const reusable = isDecode && this.continuesLastDecode(rows, pastLen) ? this.lastDecode!.present : null;
+    if (reusable) this.stats.reusedPastCalls += 1;
+    const pastSize = rows.length * numKvHeads * pastLen * headDim;
+    let index = 0;
+    for (let layer = 0; layer < numLayers; layer++) {
+      for (const kind of ['key', 'value'] as const) {
+        let past = reusable?.[index];
+        if (!past) {
+          past = this.pastBuffer(index, pastSize);
+          rows.forEach((r, row) => this.kv.gather(layer, kind, r.blockTable, r.numComputedTokens, past!, row, pastLen));
+        }
+        feeds[`past_key_values.${layer}.${kind}`] = { type: kvType, dims, data: past };
+        index++;
+      }
+    }
+    return feeds;
+  }
+
+  private continuesLastDecode(rows: readonly ScheduledRequest[], pastLen: number): boolean {
+    const last = this.lastDecode;
+    if (!last || last.total !== pastLen || last.requestIds.length !== rows.length) return false;
+    return rows.every((r, i) => !r.isNew && r.requestId === last.requestIds[i] && r.numComputedTokens === last.numComputed[i]! + 1);
+  }
+
+  /** A view of `size` elements on the reused buffer `index`; gather() writes every element of it. */
+  private pastBuffer(index: number, size: number): KvArray {
+    const bytes = this.layout.kvType === 'float16' ? 2 : 4;
+    let buffer = this.pastBuffers[index];
+    if (!buffer || buffer.byteLength < size * bytes) {
+      // Grow with headroom so a past that lengthens by one token per step does not reallocate each step.
+      buffer = new ArrayBuffer(Math.ceil(size * 1.25) * bytes);
+      this.pastBuffers[index] = buffer;
+    }
+    return this.layout.kvType === 'float16' ? new Uint16Array(buffer, 0, size) : new Float32Array(buffer, 0, size);
   }
 
   /** input_ids, attention_mask, position_ids (and num_logits_to_keep) for left-padded rows. */
@@ -113,16 +169,14 @@ export class PastKeyValuesRunner {
     if (this.layout.hasLogitsToKeep) feeds.num_logits_to_keep = { type: 'int64', dims: [], data: BigInt64Array.of(1n) };
     return feeds;
   }
-
-  private allocate(size: number): KvArray {
-    return this.layout.kvType === 'float16' ? new Uint16Array(size) : new Float32Array(size);
-  }
 }
 
-
-/** A logits row as float32 (fp16 models return float16 logits). */
+/**
+ * A logits row as float32 (fp16 models return float16 logits). A float32 row is a view: the
+ * logits array is fresh from each call and nothing else reads it, so the sampler may overwrite it.
+ */
 function toFloat32(tensor: RawTensor, offset: number, length: number): Float32Array {
-  if (tensor.type === 'float32') return (tensor.data as Float32Array).slice(offset, offset + length);
+  if (tensor.type === 'float32') return (tensor.data as Float32Array).subarray(offset, offset + length);
   const bits = tensor.data as Uint16Array;
   const out = new Float32Array(length);
   for (let i = 0; i < length; i++) out[i] = halfToFloat(bits[offset + i]!);

@@ -1,0 +1,97 @@
+// Settings of `npm run bench -- engine`: the workload shapes, the engines' configuration, and the
+// flags that change them. Full mode runs the bench decoder; --quick the tiny one with small shapes.
+
+import { availableParallelism } from 'node:os';
+import type { EngineWorkerData } from '../../../src/contracts/engine-messages.js';
+import type { ModelSize } from '../../../models/common/model-files.js';
+import { intList, positiveInt, stringList } from '../../harness/args.js';
+import type { FlagSpec, FlagValues } from '../../harness/scenario.js';
+
+export interface EngineBenchConfig {
+  readonly size: ModelSize;
+  readonly threads: number;
+  /** Concurrent requests of the throughput points; the batched engine's maxNumSeqs is the largest. */
+  readonly concurrency: readonly number[];
+  readonly promptTokens: number;
+  readonly outputTokens: number;
+  /** Forward-floor decode steps timed per run (one run is one harness sample). */
+  readonly floorSteps: number;
+  /** TTFT: the prefix shared with earlier requests, the fresh suffix, and requests per run. */
+  readonly prefixTokens: number;
+  readonly suffixTokens: number;
+  readonly ttftRequests: number;
+  /** KV waste: requests of the mixed workload and their length ranges [min, max]. */
+  readonly mixedRequests: number;
+  readonly mixedPrompt: readonly [number, number];
+  readonly mixedOutput: readonly [number, number];
+  readonly maxModelLen: number;
+  readonly maxNumBatchedTokens: number;
+  readonly blockSize: number;
+  readonly kvCacheBytes: number;
+  /** Time the engine step in-process (copy ms, ORT calls, ORT ms) before the interleaved runs. */
+  readonly profile: boolean;
+}
+
+export const ENGINE_FLAGS: Readonly<Record<string, FlagSpec>> = {
+  size: { type: 'string', usage: '--size tiny|bench', description: 'decoder to run (default bench; quick tiny)' },
+  threads: { type: 'string', usage: '--threads N', description: 'intraOpNumThreads of every session (default: number of cores)' },
+  concurrency: { type: 'string', usage: '--concurrency 1,8,32', description: 'concurrent requests per throughput point (quick 1,4,8)' },
+  prompt: { type: 'string', usage: '--prompt N', description: 'prompt tokens per throughput request (default 128; quick 16)' },
+  output: { type: 'string', usage: '--output N', description: 'output tokens per throughput request (default 128; quick 8)' },
+  prefix: { type: 'string', usage: '--prefix N', description: 'TTFT shared prefix tokens (default 1000; quick 64)' },
+  mixed: { type: 'string', usage: '--mixed N', description: 'requests of the mixed KV-waste workload (default 32; quick 8)' },
+  'no-profile': { type: 'boolean', usage: '--no-profile', description: 'skip the in-process step profile' },
+};
+
+const SIZES: readonly ModelSize[] = ['tiny', 'bench'];
+
+export function engineBenchConfig(flags: FlagValues, quick: boolean): EngineBenchConfig {
+  const size = stringList(flags['size'], SIZES, [quick ? 'tiny' : 'bench'], '--size');
+  if (size.length !== 1) throw new Error('--size takes one size');
+  const concurrency = intList(flags['concurrency'], quick ? [1, 4, 8] : [1, 8, 32], '--concurrency');
+  const promptTokens = positiveInt(flags['prompt'], quick ? 16 : 128, '--prompt', 1);
+  const outputTokens = positiveInt(flags['output'], quick ? 8 : 128, '--output', 2);
+  const prefixTokens = positiveInt(flags['prefix'], quick ? 64 : 1000, '--prefix', 16);
+  const mixedRequests = positiveInt(flags['mixed'], quick ? 8 : 32, '--mixed', 1);
+  const mixedPrompt: [number, number] = quick ? [4, 48] : [32, 384];
+  const mixedOutput: [number, number] = quick ? [2, 16] : [16, 256];
+  const longest = Math.max(promptTokens + outputTokens, prefixTokens + 64, mixedPrompt[1] + mixedOutput[1]);
+  return {
+    size: size[0]!,
+    threads: positiveInt(flags['threads'], availableParallelism(), '--threads', 1),
+    concurrency,
+    promptTokens,
+    outputTokens,
+    floorSteps: quick ? 2 : 6,
+    prefixTokens,
+    suffixTokens: quick ? 8 : 24,
+    ttftRequests: quick ? 2 : 3,
+    mixedRequests,
+    mixedPrompt,
+    mixedOutput,
+    // The model's context (max_position_embeddings of both builds): what a contiguous cache reserves.
+    maxModelLen: Math.max(4096, longest),
+    maxNumBatchedTokens: quick ? 256 : 2048,
+    blockSize: 16,
+    // The bench decoder stores 8 KiB of K/V per token: 512 MiB holds 64k tokens, so no run
+    // preempts (the cache is allocated lazily; untouched pages cost nothing).
+    kvCacheBytes: (quick ? 64 : 512) << 20,
+    profile: flags['no-profile'] !== true,
+  };
+}
+
+/** Every engine of the run: the same settings except what a comparison varies. */
+export function engineData(config: EngineBenchConfig, modelPath: string, overrides: Partial<EngineWorkerData>): EngineWorkerData {
+  return {
+    modelPath,
+    device: 'cpu',
+    intraOpNumThreads: config.threads,
+    maxNumSeqs: Math.max(...config.concurrency, config.mixedRequests),
+    maxNumBatchedTokens: config.maxNumBatchedTokens,
+    maxModelLen: config.maxModelLen,
+    blockSize: config.blockSize,
+    kvCacheBytes: config.kvCacheBytes,
+    enablePrefixCaching: true,
+    ...overrides,
+  };
+}

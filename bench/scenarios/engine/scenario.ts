@@ -1,0 +1,126 @@
+// `npm run bench -- engine`: the LLM engine on the bench decoder, in one interleaved run —
+// aggregate output tokens/s at several concurrencies, batched vs the same engine with
+// max_num_seqs 1; the bare forward pass at the same decode shapes (the floor); time to first
+// token behind a shared prefix with prefix caching on vs off; KV blocks wasted on a mixed
+// workload. Engines run in their worker threads exactly as the server runs them.
+
+import { loadavg } from 'node:os';
+import * as ort from 'onnxruntime-node';
+import { SeededRandom } from '../../../kernels/onnx/random.js';
+import { ensureBuilt, type BuiltModel } from '../../../models/catalog.js';
+import { EngineClient } from '../../../src/engine/engine-client.js';
+import type { EngineWorkerData } from '../../../src/contracts/engine-messages.js';
+import { messageOf } from '../../harness/runner.js';
+import type { PreparedScenario, Scenario, ScenarioContext } from '../../harness/scenario.js';
+import type { CaseResult } from '../../harness/types.js';
+import { GROUP, VARIANT, floorCases, kvCase, seedPrefix, throughputCases, ttftCases, type Engines, type Observations } from './cases.js';
+import { ENGINE_FLAGS, engineBenchConfig, engineData, type EngineBenchConfig } from './config.js';
+import { profileSteps, type StepProfile } from './profile.js';
+import { conclude, engineCharts } from './report.js';
+import { benchRequest, randomTokens, runWorkload } from './workload.js';
+
+/** How the scenario gets the decoder; tests may pass another source. */
+export type DecoderSource = (size: EngineBenchConfig['size']) => Promise<Pick<BuiltModel, 'modelPath'>>;
+
+export function engineScenario(source: DecoderSource = (size) => ensureBuilt('qwen3', size)): Scenario {
+  return {
+    name: 'engine',
+    description: 'LLM engine: batched vs max_num_seqs 1 throughput against the forward floor, prefix-cache TTFT, KV waste',
+    flags: ENGINE_FLAGS,
+    // A full run is minutes of CPU per repetition; the engines are warmed in prepare() instead.
+    defaults: { full: { reps: 2, warmup: 0 }, quick: { reps: 1, warmup: 0 }, baseline: VARIANT.serial },
+    prepare: (context) => prepareEngine(source, context),
+  };
+}
+
+async function prepareEngine(source: DecoderSource, context: ScenarioContext): Promise<PreparedScenario> {
+  const config = engineBenchConfig(context.flags, context.quick);
+  const loadAtStart = loadavg();
+  context.log(`building qwen3 ${config.size}…`);
+  const modelPath = (await source(config.size)).modelPath('fp32');
+  const data = (overrides: Partial<EngineWorkerData>) => engineData(config, modelPath, overrides);
+  const engineConfigs = {
+    batched: data({}),
+    serial: data({ maxNumSeqs: 1 }),
+    cacheOn: data({}),
+    cacheOff: data({ enablePrefixCaching: false }),
+  };
+  let profile: StepProfile[] = [];
+  if (config.profile) {
+    context.log('profiling the decode step in-process…');
+    profile = await profileSteps(config, engineConfigs.batched);
+  }
+  context.log('starting 4 engines and the forward-floor session…');
+  const started: EngineClient[] = [];
+  const startEngine = async (worker: EngineWorkerData) => {
+    const engine = await EngineClient.start(worker, (line) => context.log(`[engine] ${line}`));
+    started.push(engine);
+    return engine;
+  };
+  let session: ort.InferenceSession | undefined;
+  try {
+    const [batched, serial, cacheOn, cacheOff] = await Promise.all(Object.values(engineConfigs).map(startEngine));
+    const engines: Engines = { batched: batched!, serial: serial!, cacheOn: cacheOn!, cacheOff: cacheOff! };
+    session = await ort.InferenceSession.create(modelPath, {
+      intraOpNumThreads: config.threads, interOpNumThreads: 1, executionMode: 'sequential', graphOptimizationLevel: 'all', logSeverityLevel: 3,
+    });
+    const observations: Observations = new Map();
+    const cases = [
+      ...throughputCases(config, engines, observations),
+      ...floorCases(config, session),
+      ...ttftCases(config, engines, observations),
+      kvCase(config, engines.batched, observations),
+    ];
+    context.log('warming the engines and seeding the shared prefix…');
+    await warmUp(config, engines);
+    for (const c of cases.filter((c) => c.group === GROUP.forward)) await c.run();
+    const floorSession = session;
+    return {
+      cases,
+      skipped: [],
+      charts: engineCharts(config, `qwen3 ${config.size}`),
+      notes: notesFor(config, engines, loadAtStart),
+      settings: { ...config, modelPath, numBlocks: engines.batched.info.numBlocks, batchedMaxNumSeqs: engineConfigs.batched.maxNumSeqs },
+      conclude: (results: readonly CaseResult[]) => {
+        const conclusion = conclude(results, observations, config, profile, VARIANT.serial);
+        const load = loadavg().map((x) => x.toFixed(2)).join(' / ');
+        const notes = [...conclusion.notes, `load average (1/5/15 min) at the end: ${load} on ${config.threads} threads`];
+        if (config.size !== 'bench') notes.push(`the targets are set for the bench decoder; on the ${config.size} one they only show the pipeline works`);
+        return { ...conclusion, notes };
+      },
+      dispose: async () => {
+        await Promise.all(started.map((e) => e.close()));
+        await floorSession.release();
+      },
+    };
+  } catch (error) {
+    await Promise.all(started.map((e) => e.close().catch(() => {})));
+    await session?.release();
+    throw new Error(`engine benchmark setup failed: ${messageOf(error)}`);
+  }
+}
+
+/** Every engine runs the shapes it will be timed on once, so ORT's arenas and threads are warm. */
+async function warmUp(config: EngineBenchConfig, engines: Engines): Promise<void> {
+  const random = new SeededRandom(7);
+  const batch = (name: string, count: number) =>
+    Array.from({ length: count }, (_, i) => benchRequest(`warm-${name}-${i}`, randomTokens(random, config.promptTokens), 4));
+  await runWorkload(engines.batched, batch('batched', Math.max(...config.concurrency)));
+  await runWorkload(engines.serial, batch('serial', 2));
+  await seedPrefix(config, engines.cacheOn, 'on');
+  await seedPrefix(config, engines.cacheOff, 'off');
+}
+
+function notesFor(config: EngineBenchConfig, engines: Engines, load: readonly number[]): string[] {
+  const { info } = engines.batched;
+  const floorPast = config.promptTokens + Math.floor(config.outputTokens / 2);
+  return [
+    `decoder: ${info.numLayers} layers, ${info.numKvHeads} KV heads × head_dim ${info.headDim}, vocab ${info.vocabSize.toLocaleString('en-US')}, ${info.kvType} KV; ${info.numBlocks} blocks of ${info.blockSize} tokens per engine`,
+    `engines: max_num_seqs ${Math.max(...config.concurrency, config.mixedRequests)} (batched) vs 1, max_num_batched_tokens ${config.maxNumBatchedTokens}, max_model_len ${config.maxModelLen}, ${config.threads} intra-op threads, each in its own worker`,
+    `throughput: every request of a point submitted at once, random prompts of ${config.promptTokens} tokens, ${config.outputTokens} output tokens, greedy, ignore_eos; tok/s = output tokens / wall time of the whole point (prefill included)`,
+    `forward floor: bare session.run (forward scenario feeds) of one decode step at past ${floorPast} (the middle of the engine's decode pasts), ${config.floorSteps} steps per run, and of each point's prefill call (prompts per call as max_num_batched_tokens admits); forward-only = those calls alone for a whole point; engine step = time between consecutive step messages in which every request decoded`,
+    `TTFT: ${config.ttftRequests} requests per run, one at a time, each the same ${config.prefixTokens}-token prefix (seeded by earlier requests in warm-up) + ${config.suffixTokens} fresh tokens, max_tokens 1; client TTFT = submit → first update on the main thread`,
+    `KV waste: engine stats (numTotalBlocks − numFreeBlocks) sampled at every step of the mixed workload (prompts ${config.mixedPrompt.join('–')}, outputs ${config.mixedOutput.join('–')} tokens), against tokens stored = prompt + outputs − 1 per running request from the updates; steps with a request waiting or mid-prefill are skipped`,
+    `load average (1/5/15 min) at the start: ${load.map((x) => x.toFixed(2)).join(' / ')} on ${config.threads} threads`,
+  ];
+}

@@ -1,0 +1,137 @@
+// Requests the engine benchmark sends and what it records while they stream: every update's step
+// time and counters, and the engine's stats as of each step. Measurements come from the updates
+// themselves (engine timestamps), so the harness's wall time and these numbers can be compared.
+
+import type { EngineStats, GenerateRequest, SamplingParams } from '../../../src/contracts/generate.js';
+import type { EngineClient } from '../../../src/engine/engine-client.js';
+import { SeededRandom } from '../../../kernels/onnx/random.js';
+import { summarize } from '../../harness/stats.js';
+
+const GREEDY: SamplingParams = {
+  temperature: 0, topK: 0, topP: 1, minP: 0, repetitionPenalty: 1, frequencyPenalty: 0, presencePenalty: 0,
+  logitBias: null, logprobs: false, topLogprobs: 0, seed: null,
+};
+
+/** Below Qwen3's special tokens (151,643 and up), so a random prompt is ordinary text to the model. */
+const ORDINARY_TOKENS = 151_643;
+
+export const engineNow = (): number => performance.timeOrigin + performance.now();
+
+export function benchRequest(id: string, promptTokenIds: readonly number[], maxTokens: number): GenerateRequest {
+  return {
+    id, promptTokenIds, sampling: GREEDY, priority: 0, arrivalTimeMs: engineNow(), cacheSalt: null,
+    stop: { maxTokens, minTokens: 0, eosTokenIds: [], ignoreEos: true, stopTokenIds: [] },
+  };
+}
+
+export function randomTokens(random: SeededRandom, length: number): number[] {
+  return random.ints(length, ORDINARY_TOKENS);
+}
+
+/** Uniform integer in [min, max]. */
+export function between(random: SeededRandom, [min, max]: readonly [number, number]): number {
+  return min + (random.nextUint32() % (max - min + 1));
+}
+
+/** One update as the benchmark keeps it. */
+export interface UpdatePoint {
+  /** Engine time of the step that produced it. */
+  readonly timeMs: number;
+  readonly numOutputTokens: number;
+  readonly finished: boolean;
+}
+
+export interface RequestTrace {
+  readonly id: string;
+  readonly numPromptTokens: number;
+  readonly maxTokens: number;
+  /** Main-thread time the request was submitted, and when its first update arrived there. */
+  readonly submittedMs: number;
+  firstSeenMs: number | null;
+  readonly points: UpdatePoint[];
+  numCachedTokens: number;
+  /** Engine-stamped: first token applied − arrival (both on the engine's clock). */
+  engineTtftMs: number | null;
+}
+
+export interface WorkloadTrace {
+  readonly requests: RequestTrace[];
+  /** Engine stats by step time, read when the step's first update reached the main thread. */
+  readonly stepStats: Map<number, EngineStats>;
+  /** Steps whose stats object was seen under another step time: the alignment check of stepStats. */
+  misalignedStats: number;
+  wallMs: number;
+}
+
+/** Submits every request at once and waits for all of them to finish. */
+export async function runWorkload(engine: EngineClient, requests: readonly GenerateRequest[]): Promise<WorkloadTrace> {
+  const trace: WorkloadTrace = { requests: [], stepStats: new Map(), misalignedStats: 0, wallMs: 0 };
+  const seenStats = new Set<EngineStats>();
+  const started = performance.now();
+  await Promise.all(requests.map((request) => follow(engine, request, trace, seenStats)));
+  trace.wallMs = performance.now() - started;
+  return trace;
+}
+
+async function follow(engine: EngineClient, request: GenerateRequest, trace: WorkloadTrace, seenStats: Set<EngineStats>): Promise<void> {
+  const record: RequestTrace = {
+    id: request.id, numPromptTokens: request.promptTokenIds.length, maxTokens: request.stop.maxTokens,
+    submittedMs: performance.now(), firstSeenMs: null, points: [], numCachedTokens: 0, engineTtftMs: null,
+  };
+  trace.requests.push(record);
+  for await (const { update, timeMs } of engine.submit(request)) {
+    record.firstSeenMs ??= performance.now();
+    // A step message is handled (stats stored, updates queued) before the next one arrives and
+    // its consumers run in between, so the latest stats are this step's; the check counts misses.
+    if (!trace.stepStats.has(timeMs) && engine.stats) {
+      if (seenStats.has(engine.stats)) trace.misalignedStats++;
+      seenStats.add(engine.stats);
+      trace.stepStats.set(timeMs, engine.stats);
+    }
+    record.points.push({ timeMs, numOutputTokens: update.numOutputTokens, finished: update.finishReason !== null });
+    record.numCachedTokens = update.numCachedTokens;
+    if (update.firstTokenTimeMs !== null && record.engineTtftMs === null) record.engineTtftMs = update.firstTokenTimeMs - request.arrivalTimeMs;
+  }
+}
+
+export function outputTokens(trace: WorkloadTrace): number {
+  return trace.requests.reduce((sum, r) => sum + (r.points.at(-1)?.numOutputTokens ?? 0), 0);
+}
+
+/**
+ * Durations of the steps in which every one of `batch` requests decoded one token (no prefill
+ * in the step, nobody finishing before it): the time since the previous step's message, which
+ * is the step itself plus the loop's own gap. Only pure decode steps compare with a forward pass
+ * of batch `batch`.
+ */
+export function decodeStepMs(trace: WorkloadTrace, batch: number): number[] {
+  const decodesAt = new Map<number, number>();
+  for (const r of trace.requests) {
+    for (const p of r.points) {
+      if (p.numOutputTokens > 1) decodesAt.set(p.timeMs, (decodesAt.get(p.timeMs) ?? 0) + 1);
+    }
+  }
+  const steps = [...trace.stepStats.keys()].sort((a, b) => a - b);
+  const durations: number[] = [];
+  for (let i = 1; i < steps.length; i++) {
+    const previous = steps[i - 1]!;
+    const current = steps[i]!;
+    if (decodesAt.get(current) === batch && decodesAt.get(previous) === batch) durations.push(current - previous);
+  }
+  return durations;
+}
+
+/** One trace of several runs; runs never overlap in time, so step times stay distinct keys. */
+export function mergeTraces(traces: readonly WorkloadTrace[]): WorkloadTrace {
+  return {
+    requests: traces.flatMap((t) => t.requests),
+    stepStats: new Map(traces.flatMap((t) => [...t.stepStats])),
+    misalignedStats: traces.reduce((sum, t) => sum + t.misalignedStats, 0),
+    wallMs: traces.reduce((sum, t) => sum + t.wallMs, 0),
+  };
+}
+
+/** NaN for no values, so a missing measurement shows as missing rather than throwing. */
+export function medianOf(values: readonly number[]): number {
+  return values.length === 0 ? NaN : summarize(values).median;
+}

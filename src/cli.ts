@@ -5,10 +5,7 @@ import { ensureDefaultRepository, DEFAULT_REPOSITORY } from '../models/default-r
 import { OptionsError, USAGE, parseServerOptions } from './config/server-options.js';
 import { startServer } from './server/create-server.js';
 import { resolve } from 'node:path';
-
-const log = (line: string): void => {
-  process.stdout.write(`${JSON.stringify({ time: new Date().toISOString(), msg: line })}\n`);
-};
+import { pino } from 'pino';
 
 async function serve(argv: string[]): Promise<void> {
   if (argv.includes('--help') || argv.includes('-h')) {
@@ -16,11 +13,14 @@ async function serve(argv: string[]): Promise<void> {
     return;
   }
   const options = parseServerOptions(argv);
+  // Structured JSON lines on stdout (pino, fastify's logger); --log-level filters them.
+  const logger = pino({ level: options.logLevel, base: { service: 'conveyor' } });
+  const log = (line: string, fields?: Record<string, unknown>): void => logger.info(fields ?? {}, line);
   // The bundled repository's weights are generated, never downloaded: build them if missing.
   if (resolve(options.modelRepository) === resolve(DEFAULT_REPOSITORY)) await ensureDefaultRepository(DEFAULT_REPOSITORY, log);
   const server = await startServer(options, { log });
   const shutdown = (signal: string): void => {
-    log(`${signal}: shutting down`);
+    log(`${signal}: shutting down`, { signal });
     void server.stop().then(() => process.exit(0));
   };
   process.once('SIGINT', () => shutdown('SIGINT'));

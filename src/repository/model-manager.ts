@@ -37,7 +37,7 @@ export interface ModelManagerOptions {
   readonly root: string;
   readonly mode: ModelControlMode;
   readonly loaders: Readonly<Record<string, BackendLoader>>;
-  readonly log: (line: string) => void;
+  readonly log: (line: string, fields?: Record<string, unknown>) => void;
 }
 
 export class ModelManager {

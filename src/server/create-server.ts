@@ -23,7 +23,7 @@ export interface RunningServer {
 }
 
 export interface StartOptions {
-  readonly log: (line: string) => void;
+  readonly log: (line: string, fields?: Record<string, unknown>) => void;
   /** Backends beyond the built-in ones (the LLM engine registers "llm"). */
   readonly loaders?: Readonly<Record<string, BackendLoader>>;
 }

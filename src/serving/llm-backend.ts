@@ -14,7 +14,7 @@ import { EngineClient } from '../engine/engine-client.js';
 import { InputProcessor, type ProcessInput, type ProcessedRequest } from '../engine/input-processor.js';
 import { OutputProcessor, type GenerationEvent } from '../engine/output-processor.js';
 import { ConveyorError, invalidArg, unavailable } from '../errors.js';
-import { finishedRequest, NO_LLM_METRICS, type LlmMetricsObserver } from '../metrics/index.js';
+import { finishedRequest, NO_LLM_METRICS, type FinishedRequest, type LlmMetricsObserver } from '../metrics/index.js';
 import type { SequenceUpdate } from '../contracts/generate.js';
 import type { BackendLoadRequest, ServedModel } from './served-model.js';
 
@@ -61,7 +61,7 @@ export async function loadLlmModel(request: BackendLoadRequest): Promise<LlmMode
   );
   const metrics = request.llmMetrics ?? NO_LLM_METRICS;
   engine.onStep((output) => metrics.observeStep(request.name, output));
-  return new LlmModel(request.name, request.version, config, processor, engine, metrics);
+  return new LlmModel(request.name, request.version, config, processor, engine, metrics, request.log);
 }
 
 export class LlmModel implements ServedModel {
@@ -77,6 +77,7 @@ export class LlmModel implements ServedModel {
     readonly processor: InputProcessor,
     readonly engine: EngineClient,
     private readonly metrics: LlmMetricsObserver = NO_LLM_METRICS,
+    private readonly log: (line: string, fields?: Record<string, unknown>) => void = () => {},
   ) {
     this.stats = new ModelStatsRecorder(name, String(version));
   }
@@ -113,7 +114,9 @@ export class LlmModel implements ServedModel {
       if (last) {
         // A stop string or a consumer that went away ends the request before the engine says so.
         const final = { ...last.update, finishReason: finished?.finishReason ?? 'abort' };
-        this.metrics.observeRequestFinished(finishedRequest(this.name, request.arrivalTimeMs, final, last.timeMs));
+        const summary = finishedRequest(this.name, request.arrivalTimeMs, final, last.timeMs);
+        this.metrics.observeRequestFinished(summary);
+        this.logFinished(request.id, summary);
       }
       this.active -= 1;
       if (this.active === 0) this.idle?.();
@@ -148,6 +151,15 @@ export class LlmModel implements ServedModel {
     if (this.active > 0) await new Promise<void>((resolve) => (this.idle = resolve));
     await this.engine.close();
     this.metrics.forgetModel(this.name);
+  }
+
+  /** One log line per finished generation, with its timings and token counts. */
+  private logFinished(requestId: string, r: FinishedRequest): void {
+    const ms = (from: number | null, to: number | null) => (from === null || to === null ? null : Math.round((to - from) * 10) / 10);
+    this.log(`generation finished (${r.reason})`, {
+      requestId, model: r.model, finishReason: r.reason, promptTokens: r.promptTokens, outputTokens: r.outputTokens,
+      queueMs: ms(r.arrivalMs, r.scheduledMs), ttftMs: ms(r.arrivalMs, r.firstTokenMs), e2eMs: ms(r.arrivalMs, r.finishedMs),
+    });
   }
 
   /** Triton-style statistics for a finished generation: one inference, its queue and total time. */

@@ -30,7 +30,8 @@ export interface BackendLoadRequest {
   readonly modelDir: string;
   readonly versionDir: string;
   readonly config: ModelConfig;
-  readonly log: (line: string) => void;
+  /** Structured fields go into the JSON log line (request timings, token counts). */
+  readonly log: (line: string, fields?: Record<string, unknown>) => void;
   /** Where an LLM backend reports engine steps and finished requests; absent in tests that need none. */
   readonly llmMetrics?: LlmMetricsObserver;
 }

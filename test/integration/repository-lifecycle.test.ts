@@ -35,7 +35,9 @@ describe('model lifecycle', () => {
     expect((await fetch(`${server.http}/v2/models/slow/ready`)).status).toBe(400);
     expect((await fetch(`${server.http}/v2/repository/models/slow/load`, { method: 'POST' })).status).toBe(200);
     const inFlight = Array.from({ length: 4 }, () => infer(server, 'slow'));
-    await new Promise((r) => setTimeout(r, 1000)); // parsed and queued behind the 3 s batching delay
+    // Wait until all four sit in the queue behind the 3 s batching delay.
+    const slow = server.manager.resolve('slow');
+    await waitFor(async () => slow.pendingRequests?.() === 4);
     const unloaded = await fetch(`${server.http}/v2/repository/models/slow/unload`, { method: 'POST' });
     expect(unloaded.status).toBe(200);
     expect((await Promise.all(inFlight)).map((r) => r.status)).toEqual([200, 200, 200, 200]);

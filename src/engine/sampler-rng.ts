@@ -60,3 +60,8 @@ export function uniformAt(key: StreamKey, counter: number): number {
   const b = mix32(key.k1 ^ mix32(a + c));
   return (a * 2097152 + (b >>> 11)) / 9007199254740992;
 }
+
+/** An independent stream for a second draw at the same position (the sampler's rare redraw). */
+export function redrawKey(key: StreamKey): StreamKey {
+  return { k0: mix32(key.k0 ^ 0x3c6ef372), k1: mix32(key.k1 + 0xa54ff53a) };
+}

@@ -63,9 +63,10 @@ export function argmax(row: Float32Array, n: number): number {
  * running maximum into (idx, val), and returns the count. The running maximum only rises, so the
  * result is a superset of "within `window` of the final maximum"; callers trim it with
  * keepAtLeast once the maximum is known (returned in `out.max`). One pass instead of two matters
- * when each pass is a third of the sampler's time.
+ * when each pass is a third of the sampler's time. Past `limit` entries it gives up early and
+ * returns limit + 1 (`out.max` is then meaningless).
  */
-export function gatherNearMax(row: Float32Array, n: number, window: number, idx: Int32Array, val: Float64Array, out: { max: number }): number {
+export function gatherNearMax(row: Float32Array, n: number, window: number, idx: Int32Array, val: Float64Array, out: { max: number }, limit = n): number {
   let max = -Infinity;
   let floor = -Infinity;
   let count = 0;
@@ -76,6 +77,7 @@ export function gatherNearMax(row: Float32Array, n: number, window: number, idx:
         max = x;
         floor = x - window;
       }
+      if (count === limit) return limit + 1;
       idx[count] = i;
       val[count] = x;
       count++;
@@ -175,13 +177,17 @@ export function keepTopMass(idx: Int32Array, val: Float64Array, lo: number, hi: 
 export function topN(row: Float32Array, rowLen: number, n: number, ids: Int32Array, vals: Float64Array): number {
   if (n <= 0) return 0;
   let size = 0;
+  // The root's value lives in a local so the common case, one comparison, touches no memory.
+  let threshold = -Infinity;
   for (let i = 0; i < rowLen; i++) {
     const x = row[i]!;
     if (size < n) {
       if (x !== x) continue; // NaN never ranks
       heapPush(ids, vals, size++, i, x);
-    } else if (x > vals[0]!) {
+      if (size === n) threshold = vals[0]!;
+    } else if (x > threshold) {
       heapReplaceRoot(ids, vals, size, i, x);
+      threshold = vals[0]!;
     }
   }
   sortHeapOutput(ids, vals, size);
@@ -196,25 +202,29 @@ export function topN(row: Float32Array, rowLen: number, n: number, ids: Int32Arr
 export function kthLargest(row: Float32Array, n: number, k: number, ids: Int32Array, vals: Float64Array, out: { max: number }): number {
   let size = 0;
   let max = -Infinity;
+  let threshold = -Infinity; // the root's value, kept in a local as in topN
   for (let i = 0; i < n; i++) {
     const x = row[i]!;
     if (x > max) max = x;
     if (size < k) {
-      if (x === x) heapPush(ids, vals, size++, i, x);
-    } else if (x > vals[0]!) {
+      if (x !== x) continue;
+      heapPush(ids, vals, size++, i, x);
+      if (size === k) threshold = vals[0]!;
+    } else if (x > threshold) {
       heapReplaceRoot(ids, vals, size, i, x);
+      threshold = vals[0]!;
     }
   }
   out.max = max;
   return size < k ? -Infinity : vals[0]!;
 }
 
-/** Collects every token of row[0, n) with a logit ≥ floor into (idx, val); returns the count. */
-export function gatherAtLeast(row: Float32Array, n: number, floor: number, idx: Int32Array, val: Float64Array): number {
+/** Collects every token of row[0, n) with floor ≤ logit < ceiling into (idx, val); returns the count. */
+export function gatherBetween(row: Float32Array, n: number, floor: number, ceiling: number, idx: Int32Array, val: Float64Array): number {
   let count = 0;
   for (let i = 0; i < n; i++) {
     const x = row[i]!;
-    if (x >= floor) {
+    if (x >= floor && x < ceiling) {
       idx[count] = i;
       val[count] = x;
       count++;

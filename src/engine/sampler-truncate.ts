@@ -86,16 +86,29 @@ export class CandidateTruncation {
 
   /**
    * Drops candidates below `floor` and replaces each remaining logit with its unnormalized
-   * probability exp((logit − max) / T), compacting in place; remembers each one's bucket and the
-   * mass per bucket for topP. Returns the new count; the total mass is left in `total`.
+   * probability exp((logit − max) / T), compacting in place. With `forTopP`, also records each
+   * one's bucket and the mass per bucket. Returns the new count; the total mass is left in `total`.
    */
-  weigh(ids: Int32Array, vals: Float64Array, count: number, max: number, temperature: number, floor: number): number {
+  weigh(ids: Int32Array, vals: Float64Array, count: number, max: number, temperature: number, floor: number, forTopP: boolean): number {
     const scale = PER_NAT / temperature;
+    let total = 0;
+    let w = 0;
+    if (!forTopP) {
+      for (let j = 0; j < count; j++) {
+        const x = vals[j]!;
+        if (x < floor) continue;
+        const y = (max - x) * scale;
+        const p = expScaled(y, Math.min((y + 0.5) | 0, NUM_BUCKETS - 1));
+        ids[w] = ids[j]!;
+        vals[w++] = p;
+        total += p;
+      }
+      this.total = total;
+      return w;
+    }
     const buckets = this.buckets;
     const masses = this.masses;
     masses.fill(0);
-    let total = 0;
-    let w = 0;
     for (let j = 0; j < count; j++) {
       const x = vals[j]!;
       if (x < floor) continue;

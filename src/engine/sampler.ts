@@ -4,11 +4,11 @@
 // penalties → greedy argmax when temperature < 1e-5, otherwise temperature → min_p → top_k →
 // top_p → one draw from the request's own counter-based stream (sampler-rng.ts).
 //
-// Cost model on a 151,936-token row: the penalties touch only seen tokens; sampling makes one
-// compare-only pass that gathers the tokens within 30 nats (after temperature) of the maximum,
-// exponentiates only those, and selects top_k / top_p by partitioning, never by sorting the row.
-// Tokens more than 30 nats below the best have probability < 1e-13 each and < 1.5e-8 together,
-// under float32 logit resolution, so treating them as zero changes no observable distribution.
+// Cost model on a 151,936-token row: the penalties touch only seen tokens; greedy is one compare
+// pass; a random draw is one compare pass that gathers the tokens near the maximum, exponentials
+// for those only, and top_k / top_p by bounded heaps and partitioning, never a sort of the row
+// (sampler-draw.ts). Tokens more than 30 nats below the best have probability < 1e-13 each and
+// < 1.5e-8 together, under float32 logit resolution, so they count as zero.
 //
 // Logprobs are the log-softmax over the sampleable vocabulary of the logits after banned tokens,
 // logit_bias and penalties, before temperature and truncation ("processed", the contract's
@@ -17,15 +17,13 @@
 
 import type { SampledTokens, SamplingParams, TokenLogprob, TopLogprob } from '../contracts/generate.js';
 import { LogitProcessors, hasLogitProcessors, type PenaltyInput } from './sampler-penalties.js';
-import { seededKey, uniformAt, unseededKey, type StreamKey } from './sampler-rng.js';
-import { argmax, gatherAtLeast, gatherNearMax, keepAtLeast, kthLargest, topN } from './sampler-select.js';
-import { CandidateTruncation, NEGLIGIBLE_NATS, logSumExpNear } from './sampler-truncate.js';
+import { seededKey, unseededKey, type StreamKey } from './sampler-rng.js';
+import { Drawer } from './sampler-draw.js';
+import { argmax, topN } from './sampler-select.js';
+import { logSumExpNear } from './sampler-truncate.js';
 
 /** Temperatures below this are greedy (vLLM's _SAMPLING_EPS). */
 export const SAMPLING_EPS = 1e-5;
-
-/** Up to this k, top_k runs as a bounded heap over the row instead of over gathered candidates. */
-const SMALL_TOP_K = 256;
 
 export type LogprobsMode = 'processed' | 'raw';
 
@@ -61,26 +59,16 @@ export class Sampler {
   private readonly sampleable: number;
   private readonly mode: LogprobsMode;
   private readonly processors: LogitProcessors;
-  private readonly truncation: CandidateTruncation;
-  // Candidate scratch: token ids and their logits, then their unnormalized probabilities.
-  private readonly candIds: Int32Array;
-  private readonly candVals: Float64Array;
-  private readonly heapIds = new Int32Array(SMALL_TOP_K);
-  private readonly heapVals = new Float64Array(SMALL_TOP_K);
+  private readonly drawer: Drawer;
   private topIds = new Int32Array(32);
   private topVals = new Float64Array(32);
-  private readonly gathered = { max: -Infinity };
-  /** The logit floor of the current draw (window, min_p, small top_k). */
-  private floor = -Infinity;
 
   constructor(options: SamplerOptions) {
     this.vocabSize = options.vocabSize;
     this.sampleable = Math.min(options.sampleableVocabSize ?? options.vocabSize, options.vocabSize);
     this.mode = options.logprobsMode ?? 'processed';
     this.processors = new LogitProcessors(this.vocabSize);
-    this.truncation = new CandidateTruncation(this.vocabSize);
-    this.candIds = new Int32Array(this.vocabSize);
-    this.candVals = new Float64Array(this.vocabSize);
+    this.drawer = new Drawer(this.vocabSize);
   }
 
   /** Samples one token for one request. The draw depends only on this row, the params and the output length. */
@@ -98,8 +86,8 @@ export class Sampler {
       tokenId = argmax(row, n);
       max = row[tokenId]!;
     } else {
-      tokenId = this.draw(row, n, params, streamKey(input.requestId, params), input.outputTokenIds.length);
-      max = this.gathered.max;
+      tokenId = this.drawer.draw(row, n, params, streamKey(input.requestId, params), input.outputTokenIds.length);
+      max = this.drawer.gathered.max;
     }
     if (!params.logprobs) return { tokenId, logprob: null };
     if (raw) {
@@ -121,55 +109,6 @@ export class Sampler {
       const { tokenId, logprob } = this.sample({ ...row, logits: logits.subarray(i * v, (i + 1) * v) });
       return { requestId: row.requestId, tokenIds: [tokenId], logprobs: logprob ? [logprob] : null };
     });
-  }
-
-  /** Temperature → min_p → top_k → top_p → one draw; `gathered.max` is left as the row's maximum. */
-  private draw(row: Float32Array, n: number, params: SamplingParams, key: StreamKey, counter: number): number {
-    const t = params.temperature;
-    const ids = this.candIds;
-    const vals = this.candVals;
-    let count = this.gatherCandidates(row, n, params);
-    const max = this.gathered.max;
-    // Everything banned, or an infinite logit: no distribution to draw from, only a best token.
-    if (count === 0 || !Number.isFinite(max)) return argmax(row, n);
-    if (params.topK > SMALL_TOP_K) count = this.truncation.topK(ids, vals, count, params.topK, max, t);
-    count = this.truncation.weigh(ids, vals, count, max, t, this.floor);
-    let total = this.truncation.total;
-    if (params.topP < 1 && count > 1) {
-      count = this.truncation.topP(ids, vals, count, params.topP * total);
-      total = 0;
-      for (let j = 0; j < count; j++) total += vals[j]!;
-    }
-    const target = uniformAt(key, counter) * total;
-    let acc = 0;
-    for (let j = 0; j < count; j++) {
-      acc += vals[j]!;
-      if (target < acc) return ids[j]!;
-    }
-    return ids[count - 1]!;
-  }
-
-  /**
-   * Collects the tokens that survive the 30-nat window, min_p and (for a small k) top_k into the
-   * candidate arrays as logits; sets `gathered.max`. A small top_k finds its k-th value with a
-   * bounded heap, so only about k tokens are ever gathered.
-   */
-  private gatherCandidates(row: Float32Array, n: number, params: SamplingParams): number {
-    const t = params.temperature;
-    const smallK = params.topK > 0 && params.topK <= SMALL_TOP_K;
-    let count = 0;
-    let floorK = -Infinity;
-    if (smallK) floorK = kthLargest(row, n, params.topK, this.heapIds, this.heapVals, this.gathered);
-    else count = gatherNearMax(row, n, NEGLIGIBLE_NATS * t, this.candIds, this.candVals, this.gathered);
-    const max = this.gathered.max;
-    if (!Number.isFinite(max)) return 0;
-    // min_p keeps p ≥ min_p · p_max, i.e. logit ≥ max + T·ln(min_p): no exponentials needed.
-    const floorP = params.minP > 0 ? max + t * Math.log(params.minP) : -Infinity;
-    const floor = Math.max(max - NEGLIGIBLE_NATS * t, floorP, floorK);
-    this.floor = floor;
-    if (smallK) return gatherAtLeast(row, n, floor, this.candIds, this.candVals);
-    // A large top_k counts candidates, so the floor must apply first; otherwise weigh() applies it.
-    return params.topK > SMALL_TOP_K ? keepAtLeast(this.candIds, this.candVals, count, floor) : count;
   }
 
   private logprobBasis(row: Float32Array, n: number, max: number, numTop: number): { lse: number; top: TopLogprob[] } {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { SamplingParams } from '../../../src/contracts/generate.js';
 import { Sampler, type SamplerInput } from '../../../src/engine/sampler.js';
+import { Drawer } from '../../../src/engine/sampler-draw.js';
 import { LogitProcessors } from '../../../src/engine/sampler-penalties.js';
 import { seededKey, uniformAt, unseededKey } from '../../../src/engine/sampler-rng.js';
 
@@ -262,5 +263,46 @@ describe('logprobs', () => {
     ]);
     expect(out[0]!.logprobs).toBeNull();
     expect(out[1]!.logprobs![0]!.top).toEqual([]);
+  });
+});
+
+describe('head-and-tail draw (rejection against a bounded tail)', () => {
+  // A 1-nat head makes the tail heavy enough to observe; production uses 18 nats.
+  const logits = [0, -0.4, -0.9, -1.3, -2, -2.6, -3.1, -4, -5, -6.5];
+  const softmax = (xs: number[], t: number): number[] => {
+    const e = xs.map((x) => Math.exp(x / t));
+    const z = e.reduce((a, b) => a + b);
+    return e.map((v) => v / z);
+  };
+
+  function drawFrequencies(p: SamplingParams, draws = 30000): number[] {
+    const drawer = new Drawer(logits.length, 1);
+    const row = Float32Array.from(logits);
+    const counts = new Array<number>(logits.length).fill(0);
+    const key = seededKey(p.seed ?? 0);
+    for (let i = 0; i < draws; i++) counts[drawer.draw(row, row.length, p, key, i)]!++;
+    return counts.map((c) => c / draws);
+  }
+
+  it('matches softmax(logits / T) exactly, tail included', () => {
+    for (const t of [1, 0.7]) {
+      const freq = drawFrequencies(params({ temperature: t, seed: 11 }));
+      softmax(logits, t).forEach((q, i) => expect(Math.abs(freq[i]! - q)).toBeLessThan(0.01));
+    }
+  });
+
+  it('keeps top_p, min_p and top_k exact when the nucleus reaches the tail', () => {
+    const probs = softmax(logits, 1);
+    // top_p 0.9: the smallest prefix reaching 0.9 of the mass.
+    let above = 0;
+    let keep = 0;
+    while (above < 0.9) above += probs[keep++]!;
+    const nucleus = drawFrequencies(params({ topP: 0.9, seed: 12 }));
+    expect(support(nucleus)).toEqual(Array.from({ length: keep }, (_, i) => i));
+    probs.slice(0, keep).forEach((q, i) => expect(Math.abs(nucleus[i]! - q / above)).toBeLessThan(0.01));
+    expect(support(drawFrequencies(params({ topP: 0.3, seed: 13 }), 3000))).toEqual([0]);
+    // min_p 0.1 keeps logits ≥ ln 0.1 ≈ −2.3; top_k 5 keeps five.
+    expect(support(drawFrequencies(params({ minP: 0.1, seed: 14 }), 10000))).toEqual([0, 1, 2, 3, 4]);
+    expect(support(drawFrequencies(params({ topK: 6, seed: 15 }), 10000))).toEqual([0, 1, 2, 3, 4, 5]);
   });
 });

@@ -59,6 +59,13 @@ export class IncrementalDetokenizer {
     this.prefixOffset = 0;
     this.readOffset = this.ids.length;
     this.prefixText = this.decode(0, this.readOffset);
+    // A prompt cut mid-character would let the output's first bytes complete a character whose
+    // start was never released (a lone surrogate at best): decode the output on its own instead.
+    if (this.prefixText.charCodeAt(this.prefixText.length - 1) === REPLACEMENT) {
+      this.ids.length = 0;
+      this.readOffset = 0;
+      this.prefixText = '';
+    }
   }
 
   /** All text released so far. */

@@ -90,6 +90,14 @@ describe('IncrementalDetokenizer with the Qwen3 tokenizer', () => {
     expect(text).toBe(' 你好 👋');
   });
 
+  it('ignores prompt context that ends mid-character', () => {
+    const goose = tokenizer.encode('🪿', { add_special_tokens: false }).ids;
+    const detok = new IncrementalDetokenizer(tokenizer, { contextTokenIds: goose.slice(0, -1) });
+    const out = detok.push(goose.slice(-1)) + detok.push(tokenizer.encode(' ok', { add_special_tokens: false }).ids) + detok.flush();
+    expect(out).not.toMatch(LONE_SURROGATE);
+    expect(out.endsWith(' ok')).toBe(true);
+  });
+
   it('flushes bytes that never complete as U+FFFD at the end', () => {
     const emoji = tokenizer.encode('🪿', { add_special_tokens: false }).ids;
     const detok = new IncrementalDetokenizer(tokenizer);

@@ -39,7 +39,7 @@ export const ENGINE_FLAGS: Readonly<Record<string, FlagSpec>> = {
   prompt: { type: 'string', usage: '--prompt N', description: 'prompt tokens per throughput request (default 128; quick 16)' },
   output: { type: 'string', usage: '--output N', description: 'output tokens per throughput request (default 128; quick 8)' },
   prefix: { type: 'string', usage: '--prefix N', description: 'TTFT shared prefix tokens (default 1000; quick 64)' },
-  mixed: { type: 'string', usage: '--mixed N', description: 'requests of the mixed KV-waste workload (default 32; quick 8)' },
+  mixed: { type: 'string', usage: '--mixed N', description: 'requests of the mixed KV-waste workload (default 16; quick 8)' },
   'no-profile': { type: 'boolean', usage: '--no-profile', description: 'skip the in-process step profile' },
 };
 
@@ -52,9 +52,9 @@ export function engineBenchConfig(flags: FlagValues, quick: boolean): EngineBenc
   const promptTokens = positiveInt(flags['prompt'], quick ? 16 : 128, '--prompt', 1);
   const outputTokens = positiveInt(flags['output'], quick ? 8 : 128, '--output', 2);
   const prefixTokens = positiveInt(flags['prefix'], quick ? 64 : 1000, '--prefix', 16);
-  const mixedRequests = positiveInt(flags['mixed'], quick ? 8 : 32, '--mixed', 1);
+  const mixedRequests = positiveInt(flags['mixed'], quick ? 8 : 16, '--mixed', 1);
   const mixedPrompt: [number, number] = quick ? [4, 48] : [32, 384];
-  const mixedOutput: [number, number] = quick ? [2, 16] : [16, 256];
+  const mixedOutput: [number, number] = quick ? [2, 16] : [16, 160];
   const longest = Math.max(promptTokens + outputTokens, prefixTokens + 64, mixedPrompt[1] + mixedOutput[1]);
   return {
     size: size[0]!,

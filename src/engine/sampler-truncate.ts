@@ -126,8 +126,8 @@ export class CandidateTruncation {
   }
 
   /**
-   * top_p over the candidates of the last weigh(): keeps the most probable tokens while the mass kept
-   * before each is below `target` (= top_p × total). Returns the kept count, [0, count).
+   * top_p over the candidates of the last weigh(): keeps the most probable tokens while the
+   * mass kept before each is below `target` (= top_p × total). Returns the kept count.
    */
   topP(ids: Int32Array, vals: Float64Array, count: number, target: number): number {
     const masses = this.masses;
@@ -141,8 +141,8 @@ export class CandidateTruncation {
 
   /**
    * Moves entries of buckets above `boundary` to the front (in order) and sets the boundary
-   * bucket's entries aside; returns how many were set aside (`front` gets the rest). Copying forward is safe because
-   * every position is read before anything is written to it.
+   * bucket's entries aside; returns how many were set aside (`front` counts the rest). Copying
+   * forward is safe because every position is read before anything is written to it.
    */
   private compact(ids: Int32Array, vals: Float64Array, count: number, boundary: number): number {
     const buckets = this.buckets;

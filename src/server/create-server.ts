@@ -8,7 +8,7 @@ import { ConveyorService } from '../serving/conveyor-service.js';
 import { loadLlmModel } from '../serving/llm-backend.js';
 import { loadOnnxModel } from '../serving/onnx-backend.js';
 import type { BackendLoader } from '../serving/served-model.js';
-import { createGrpcServer } from './grpc/index.js';
+import { createGrpcServer, llmDecoupledInfer } from './grpc/index.js';
 import { createHttpApp } from './http/app.js';
 
 export interface RunningServer {
@@ -42,10 +42,10 @@ export async function startServer(options: ServerOptions, start: StartOptions): 
   if (options.modelControlMode === 'poll') manager.startPolling(options.repositoryPollSecs);
   const service = new ConveyorService(manager, { mode: options.modelControlMode, strictReadiness: options.strictReadiness });
 
-  const http = createHttpApp(service, { logger: false });
+  const http = createHttpApp(service, { logger: false, llm: service });
   await http.listen({ host: options.host, port: options.httpPort });
   const httpPort = (http.server.address() as { port: number }).port;
-  const grpc = createGrpcServer(service);
+  const grpc = createGrpcServer(service, { decoupled: llmDecoupledInfer(service), generation: service });
   const grpcPort = await grpc.start(options.host, options.grpcPort);
   log(`HTTP (KServe v2) listening on ${options.host}:${httpPort}`);
   log(`gRPC (KServe v2) listening on ${options.host}:${grpcPort}`);

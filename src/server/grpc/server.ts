@@ -5,6 +5,8 @@ import { fileURLToPath } from 'node:url';
 import { Server, ServerCredentials, type ChannelOptions, type ServiceDefinition } from '@grpc/grpc-js';
 import { loadSync, type Options as LoaderOptions } from '@grpc/proto-loader';
 import type { InferenceService } from '../../contracts/inference-service.js';
+import type { LlmLookup } from '../generation/lookup.js';
+import { generationHandlers } from './generation-service.js';
 import { inferenceHandlers } from './handlers.js';
 import { createHealthService } from './health.js';
 import type { DecoupledInfer } from './stream-infer.js';
@@ -18,9 +20,11 @@ export const PROTO_LOADER_OPTIONS: LoaderOptions = { keepCase: true, longs: Stri
 export const MAX_MESSAGE_BYTES = 2 ** 31 - 1;
 
 export interface GrpcServerOptions {
-  /** Streams decoupled (LLM) models over ModelStreamInfer; supplied by the streaming generation issue. */
+  /** Streams decoupled (LLM) models over ModelStreamInfer (llmDecoupledInfer). */
   readonly decoupled?: DecoupledInfer;
-  /** Directory holding grpc_service.proto, model_config.proto and health.proto. */
+  /** Serves conveyor.v1.GenerationService (protos/generate.proto) over these LLMs. */
+  readonly generation?: LlmLookup;
+  /** Directory holding grpc_service.proto, model_config.proto, health.proto and generate.proto. */
   readonly protoDir?: string;
   /** grpc-js server options, applied over the message-size defaults. */
   readonly channelOptions?: ChannelOptions;
@@ -38,11 +42,12 @@ export interface GrpcServer {
   stop(): Promise<void>;
 }
 
-export function loadServiceDefinitions(protoDir: string = DEFAULT_PROTO_DIR): { inference: ServiceDefinition; health: ServiceDefinition } {
-  const definition = loadSync(['grpc_service.proto', 'health.proto'], { ...PROTO_LOADER_OPTIONS, includeDirs: [protoDir] });
+export function loadServiceDefinitions(protoDir: string = DEFAULT_PROTO_DIR): { inference: ServiceDefinition; health: ServiceDefinition; generation: ServiceDefinition } {
+  const definition = loadSync(['grpc_service.proto', 'health.proto', 'generate.proto'], { ...PROTO_LOADER_OPTIONS, includeDirs: [protoDir] });
   return {
     inference: definition['inference.GRPCInferenceService'] as ServiceDefinition,
     health: definition['grpc.health.v1.Health'] as ServiceDefinition,
+    generation: definition['conveyor.v1.GenerationService'] as ServiceDefinition,
   };
 }
 
@@ -56,6 +61,7 @@ export function createGrpcServer(service: InferenceService, options: GrpcServerO
   const health = createHealthService(service, options.healthWatchIntervalMs ?? 1000);
   server.addService(definitions.inference, inferenceHandlers(service, options.decoupled));
   server.addService(definitions.health, health.implementation);
+  if (options.generation) server.addService(definitions.generation, generationHandlers(options.generation));
 
   return {
     server,

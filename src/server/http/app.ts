@@ -5,12 +5,15 @@
 import Fastify from 'fastify';
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify';
 import type { InferenceService } from '../../contracts/inference-service.js';
+import type { LlmLookup } from '../generation/lookup.js';
 import { sendFailure } from './errors.js';
+import { registerGenerateRoutes } from './routes/generate.js';
 import { registerInferRoutes } from './routes/infer.js';
 import { registerModelRoutes } from './routes/models.js';
 import { registerRepositoryRoutes } from './routes/repository.js';
 import { registerServerRoutes } from './routes/server.js';
 import { chooseResponseCoding, compress, decodeContentEncoding } from './transport.js';
+import { websocketRoutes } from './websocket/routes.js';
 
 /** Image batches as binary tensors are large; Triton itself has no fixed limit. */
 export const DEFAULT_BODY_LIMIT = 256 * 1024 * 1024;
@@ -20,12 +23,15 @@ export interface HttpAppOptions {
   logger?: boolean | object;
   /** Largest request body in bytes, after decompression. */
   bodyLimit?: number;
+  /** The LLMs behind Triton's generate extension and the /v1/ws WebSocket; without it neither is served. */
+  llm?: LlmLookup;
 }
 
 export function createHttpApp(service: InferenceService, options: HttpAppOptions = {}): FastifyInstance {
   const bodyLimit = options.bodyLimit ?? DEFAULT_BODY_LIMIT;
   const app = Fastify({ logger: (options.logger ?? false) as FastifyServerOptions['logger'], bodyLimit });
-  app.register(kserveRoutes(service, { bodyLimit }));
+  app.register(kserveRoutes(service, { bodyLimit, llm: options.llm }));
+  if (options.llm) app.register(websocketRoutes(options.llm));
   app.setNotFoundHandler((request, reply) =>
     reply.code(404).send({ error: `no route for ${request.method} ${request.url}` }),
   );
@@ -35,7 +41,7 @@ export function createHttpApp(service: InferenceService, options: HttpAppOptions
 /** The KServe v2 routes as a plugin, for composing into an app built elsewhere. */
 export function kserveRoutes(
   service: InferenceService,
-  options: { bodyLimit: number },
+  options: { bodyLimit: number; llm?: LlmLookup | undefined },
 ): FastifyPluginAsync {
   return async (app) => {
     installRawBodyParser(app, options.bodyLimit);
@@ -45,6 +51,7 @@ export function kserveRoutes(
     registerModelRoutes(app, service);
     registerRepositoryRoutes(app, service);
     registerInferRoutes(app, service);
+    if (options.llm) registerGenerateRoutes(app, options.llm);
   };
 }
 

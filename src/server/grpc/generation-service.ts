@@ -1,0 +1,63 @@
+// conveyor.v1.GenerationService/Generate: one server-streaming call per generation. Deltas are
+// written as engine steps produce them, with the call's flow control respected (a slow reader
+// pauses consumption instead of piling messages up in memory); the final message carries the
+// finish reason and usage. Cancelling the call, or its deadline passing, aborts the request,
+// which frees its KV-cache blocks within one engine step (ARCHITECTURE.md principle 5).
+
+import { Metadata, type ServerWritableStream, type UntypedServiceImplementation } from '@grpc/grpc-js';
+import { asConveyorError } from '../../errors.js';
+import type { LlmLookup } from '../generation/lookup.js';
+import { deltaToWire, finalToWire, generateCallFromWire, type WireGenerateRequest, type WireGenerateResponse } from './generation-codec.js';
+import { cancelledError, toGrpcStatus } from './status.js';
+
+type GenerateCall = ServerWritableStream<WireGenerateRequest, WireGenerateResponse>;
+
+export function generationHandlers(lookup: LlmLookup): UntypedServiceImplementation {
+  return { Generate: (call: GenerateCall) => void generate(lookup, call) };
+}
+
+async function generate(lookup: LlmLookup, call: GenerateCall): Promise<void> {
+  const controller = new AbortController();
+  const onCancel = (): void => controller.abort(cancelledError());
+  call.once('cancelled', onCancel);
+  const requestId = call.request.request_id;
+  try {
+    const { model: name, version, input } = generateCallFromWire(call.request);
+    const model = lookup.llmModel(name, version);
+    const prepared = model.prepare(input);
+    for await (const event of model.generate(prepared, controller.signal)) {
+      // Leaving the loop ends the generation (the engine is told to abort if it has not finished).
+      if (call.cancelled) return;
+      if (event.text !== '' || event.tokenIds.length > 0) await write(call, deltaToWire(requestId, event));
+      if (event.finishReason !== null) await write(call, finalToWire(requestId, event));
+    }
+    if (!call.cancelled) call.end();
+  } catch (error) {
+    if (!call.cancelled) call.emit('error', statusOf(error));
+  } finally {
+    call.removeListener('cancelled', onCancel);
+  }
+}
+
+/** Resolves once grpc-js will take more (immediately unless its buffer is full) or the call is gone. */
+function write(call: GenerateCall, message: WireGenerateResponse): Promise<void> {
+  if (call.cancelled || call.write(message)) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = (): void => {
+      call.removeListener('drain', done);
+      call.removeListener('cancelled', done);
+      resolve();
+    };
+    call.once('drain', done);
+    call.once('cancelled', done);
+  });
+}
+
+/** The catalog's status, with the error code and the field at fault as trailing metadata. */
+function statusOf(error: unknown): ReturnType<typeof toGrpcStatus> {
+  const conveyor = asConveyorError(error);
+  const metadata = new Metadata();
+  metadata.set('conveyor-error-code', conveyor.code.toLowerCase());
+  if (conveyor.param) metadata.set('conveyor-error-param', conveyor.param);
+  return Object.assign(toGrpcStatus(conveyor), { metadata });
+}

@@ -1,0 +1,107 @@
+// One /v1/ws connection: many generations multiplexed by client-chosen ids. Each generation runs
+// on its own, so a bad request or a failure answers only its id. A cancel message, or the socket
+// closing, aborts the generations concerned; the engine frees their blocks within one step.
+
+import type { RawData } from 'ws';
+import { ConveyorError, invalidArg } from '../../../errors.js';
+import type { LlmLookup } from '../../generation/lookup.js';
+import { deltaMessage, doneMessage, duplicateId, errorMessage, parseClientMessage, peekId, type ClientMessage } from './messages.js';
+import { Outbox, type SendingSocket } from './outbox.js';
+
+export interface SessionLimits {
+  /** Live generations one socket may hold. */
+  readonly maxGenerations: number;
+  /** Unflushed bytes above which the socket's generations pause. */
+  readonly highWaterBytes: number;
+}
+
+/** The events of a socket the session listens to (a `ws` WebSocket). */
+export interface SessionSocket extends SendingSocket {
+  on(event: 'message', listener: (data: RawData, isBinary: boolean) => void): unknown;
+  on(event: 'close' | 'error', listener: () => void): unknown;
+}
+
+type GenerateMessage = Extract<ClientMessage, { type: 'generate' }>;
+
+export class WebSocketSession {
+  private readonly live = new Map<string, AbortController>();
+  private readonly outbox: Outbox;
+  private closed = false;
+
+  constructor(
+    socket: SessionSocket,
+    private readonly lookup: LlmLookup,
+    private readonly limits: SessionLimits,
+  ) {
+    this.outbox = new Outbox(socket, limits.highWaterBytes);
+    socket.on('message', (data, isBinary) => this.onMessage(data, isBinary));
+    socket.on('close', () => this.close());
+    socket.on('error', () => this.close());
+  }
+
+  /** Ids of the generations still running. */
+  get liveIds(): string[] {
+    return [...this.live.keys()];
+  }
+
+  private onMessage(data: RawData, isBinary: boolean): void {
+    if (this.closed) return;
+    if (isBinary) return this.outbox.send(errorMessage(invalidArg('binary frames are not part of this protocol; send JSON text')));
+    const text = (Array.isArray(data) ? Buffer.concat(data) : Buffer.isBuffer(data) ? data : Buffer.from(data)).toString('utf8');
+    let message: ClientMessage;
+    try {
+      message = parseClientMessage(text);
+    } catch (error) {
+      const id = peekId(text);
+      // A frame reusing a live id is refused as a duplicate first, so no other error names a running generation.
+      return this.outbox.send(errorMessage(id !== undefined && this.live.has(id) ? duplicateId(id) : error, id));
+    }
+    if (message.type === 'cancel') {
+      // A cancel for an id that is not live is ignored: it may have finished a moment ago.
+      this.live.get(message.id)?.abort(new ConveyorError('CANCELLED', 'cancelled by the client'));
+      return;
+    }
+    if (this.live.has(message.id)) return this.outbox.send(errorMessage(duplicateId(message.id), message.id));
+    if (this.live.size >= this.limits.maxGenerations) {
+      return this.outbox.send(errorMessage(new ConveyorError('UNAVAILABLE', `at most ${this.limits.maxGenerations} generations may run on one socket`), message.id));
+    }
+    const controller = new AbortController();
+    this.live.set(message.id, controller);
+    void this.run(message, controller);
+  }
+
+  private async run(message: GenerateMessage, controller: AbortController): Promise<void> {
+    const { id } = message;
+    const release = (): void => {
+      if (this.live.get(id) === controller) this.live.delete(id);
+    };
+    try {
+      const model = this.lookup.llmModel(message.model, message.version);
+      const prepared = model.prepare(message.input);
+      for await (const event of model.generate(prepared, controller.signal)) {
+        await this.outbox.ready();
+        // Leaving the loop ends the generation; the engine aborts it if it was still running.
+        if (this.closed) return;
+        if (event.text !== '' || event.tokenIds.length > 0) this.outbox.send(deltaMessage(id, event));
+        if (event.finishReason !== null) {
+          // Released before done goes out, so the client may reuse the id as soon as it reads it.
+          release();
+          this.outbox.send(doneMessage(id, event));
+        }
+      }
+    } catch (error) {
+      release();
+      this.outbox.send(errorMessage(error, id));
+    } finally {
+      release();
+    }
+  }
+
+  private close(): void {
+    if (this.closed) return;
+    this.closed = true;
+    for (const controller of this.live.values()) controller.abort(new ConveyorError('CANCELLED', 'the WebSocket closed'));
+    this.live.clear();
+    this.outbox.close();
+  }
+}

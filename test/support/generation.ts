@@ -1,0 +1,56 @@
+// Shared by the streaming-transport tests: a server with the tiny LLM, the engine's own output
+// for a request (the reference every transport must reproduce), and the check that an aborted
+// request left the engine idle with its blocks returned.
+import { expect, vi } from 'vitest';
+import type { GenerateInput, LlmModel } from '../../src/serving/llm-backend.js';
+import { configOf, makeRepository, startTestServer, type TestServer } from './server.js';
+
+export const LLM = 'qwen3';
+
+export async function startLlmServer(): Promise<{ server: TestServer; model: LlmModel }> {
+  const repository = await makeRepository([{ name: LLM, from: 'qwen3-tiny', config: configOf('qwen3-tiny', LLM) }]);
+  const server = await startTestServer(repository);
+  return { server, model: server.manager.resolve(LLM) as LlmModel };
+}
+
+export interface EngineOutput {
+  readonly text: string;
+  readonly tokenIds: number[];
+  readonly finishReason: string | null;
+  readonly promptTokens: number;
+}
+
+/** What LlmModel.generate itself produces for `input`. */
+export async function engineOutput(model: LlmModel, input: GenerateInput): Promise<EngineOutput> {
+  let text = '';
+  const tokenIds: number[] = [];
+  let finishReason: string | null = null;
+  let promptTokens = 0;
+  for await (const event of model.generate(model.prepare(input))) {
+    text += event.text;
+    tokenIds.push(...event.tokenIds);
+    finishReason = event.finishReason;
+    promptTokens = event.usage.promptTokens;
+  }
+  return { text, tokenIds, finishReason, promptTokens };
+}
+
+/** Cancelled requests so far (aborts are recorded as CANCELED failures). */
+export const cancelledCount = (model: LlmModel): number => model.failures().CANCELED;
+
+/** The engine runs nothing and every KV block is free again, with `cancelled` more aborts than before. */
+export async function expectAbortedAndIdle(model: LlmModel, cancelledBefore: number, cancelled = 1): Promise<void> {
+  await vi.waitFor(
+    () => {
+      expect(model.engine.numActive).toBe(0);
+      expect(model.engine.stats!.numRunning + model.engine.stats!.numWaiting).toBe(0);
+      expect(model.engine.stats!.kvCacheUsage).toBe(0);
+      expect(cancelledCount(model)).toBe(cancelledBefore + cancelled);
+    },
+    { timeout: 3000, interval: 20 },
+  );
+}
+
+/** Long enough that only an abort ends it within a test's patience. */
+export const LONG = { max_tokens: 1000, ignore_eos: true } as const;
+export const GREEDY = { max_tokens: 12, ignore_eos: true, temperature: 0 } as const;

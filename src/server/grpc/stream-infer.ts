@@ -21,8 +21,8 @@ export interface DecoupledEvent {
 /**
  * The hook for decoupled (LLM) models: runs one request and yields its responses as they are
  * produced, ending after the event with `final: true`. `signal` aborts when the client cancels.
- * The streaming generation issue supplies it through GrpcServerOptions.decoupled; until then a
- * decoupled model on ModelStreamInfer answers UNSUPPORTED as an error_message.
+ * llmDecoupledInfer (decoupled-llm.ts) supplies it for LLM models through
+ * GrpcServerOptions.decoupled; without one, a decoupled model answers UNSUPPORTED as an error_message.
  */
 export type DecoupledInfer = (request: InferRequest, signal: AbortSignal) => AsyncIterable<DecoupledEvent>;
 
@@ -48,9 +48,22 @@ export function handleModelStreamInfer(service: InferenceService, decoupled?: De
     const finishIfIdle = () => {
       if (clientDone && pending.size === 0 && !controller.signal.aborted) call.end();
     };
-    const write = (message: WireStreamInferResponse) => {
-      if (!controller.signal.aborted) call.write(message);
-    };
+    // grpc-js buffers whatever the client has not read yet; a slow reader makes writers wait
+    // (one shared wait per call) instead of growing that buffer.
+    let drained: Promise<void> | undefined;
+    const waitForDrain = () =>
+      (drained ??= new Promise<void>((resolve) => {
+        const done = () => {
+          drained = undefined;
+          call.removeListener('drain', done);
+          controller.signal.removeEventListener('abort', done);
+          resolve();
+        };
+        call.once('drain', done);
+        controller.signal.addEventListener('abort', done, { once: true });
+      }));
+    const write = (message: WireStreamInferResponse): Promise<void> =>
+      controller.signal.aborted || call.write(message) ? Promise.resolve() : waitForDrain();
 
     call.on('cancelled', () => controller.abort(cancelledError()));
     call.on('data', (wire: WireInferRequest) => {
@@ -73,7 +86,8 @@ interface RequestContext {
   readonly service: InferenceService;
   readonly decoupled: DecoupledInfer | undefined;
   readonly signal: AbortSignal;
-  readonly write: (message: WireStreamInferResponse) => void;
+  /** Resolves when the stream can take more. */
+  readonly write: (message: WireStreamInferResponse) => Promise<void>;
 }
 
 const answer = (infer_response: WireInferResponse): WireStreamInferResponse => ({ error_message: '', infer_response });
@@ -87,9 +101,9 @@ async function runRequest(wire: WireInferRequest, context: RequestContext): Prom
       return;
     }
     const response = await service.infer(request, signal);
-    write(answer(inferResponseToWire(response, { triton_final_response: true })));
+    await write(answer(inferResponseToWire(response, { triton_final_response: true })));
   } catch (error) {
-    write({ error_message: asConveyorError(error).message, infer_response: null });
+    await write({ error_message: asConveyorError(error).message, infer_response: null });
   }
 }
 
@@ -104,10 +118,10 @@ async function streamDecoupled(request: InferRequest, context: RequestContext): 
     if (context.signal.aborted) return;
     const flags = { triton_final_response: event.final };
     if (event.response) {
-      context.write(answer(inferResponseToWire(event.response, flags)));
+      await context.write(answer(inferResponseToWire(event.response, flags)));
     } else if (event.final && emptyFinal) {
       const empty: InferResponse = { model: request.model, version: request.version ?? '', outputs: [], ...(request.id ? { id: request.id } : {}) };
-      context.write(answer(inferResponseToWire(empty, flags)));
+      await context.write(answer(inferResponseToWire(empty, flags)));
     }
     if (event.final) return;
   }

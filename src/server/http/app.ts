@@ -13,7 +13,7 @@ import { registerModelRoutes } from './routes/models.js';
 import { registerRepositoryRoutes } from './routes/repository.js';
 import { registerServerRoutes } from './routes/server.js';
 import { chooseResponseCoding, compress, decodeContentEncoding } from './transport.js';
-import { websocketRoutes } from './websocket/routes.js';
+import { websocketRoutes, type WebSocketOptions } from './websocket/routes.js';
 
 /** Image batches as binary tensors are large; Triton itself has no fixed limit. */
 export const DEFAULT_BODY_LIMIT = 256 * 1024 * 1024;
@@ -25,13 +25,15 @@ export interface HttpAppOptions {
   bodyLimit?: number;
   /** The LLMs behind Triton's generate extension and the /v1/ws WebSocket; without it neither is served. */
   llm?: LlmLookup;
+  /** Limits and the upgrade check of /v1/ws. */
+  websocket?: WebSocketOptions;
 }
 
 export function createHttpApp(service: InferenceService, options: HttpAppOptions = {}): FastifyInstance {
   const bodyLimit = options.bodyLimit ?? DEFAULT_BODY_LIMIT;
   const app = Fastify({ logger: (options.logger ?? false) as FastifyServerOptions['logger'], bodyLimit });
   app.register(kserveRoutes(service, { bodyLimit, llm: options.llm }));
-  if (options.llm) app.register(websocketRoutes(options.llm));
+  if (options.llm) app.register(websocketRoutes(options.llm, options.websocket));
   app.setNotFoundHandler((request, reply) =>
     reply.code(404).send({ error: `no route for ${request.method} ${request.url}` }),
   );

@@ -79,3 +79,22 @@ describe('failures after a stream started', () => {
     expect(messages.filter((m) => m['id'] === 'b').map((m) => m['type'])).toEqual(['delta', 'delta', 'done']);
   });
 });
+
+describe('the WebSocket upgrade check', () => {
+  it('refuses the upgrade with the check’s status and lets a good request through', async () => {
+    const unauthorized = Object.assign(new Error('missing API key'), { statusCode: 401 });
+    const guarded = createHttpApp({} as InferenceService, {
+      llm: lookup,
+      websocket: { authorize: async (request) => { if (request.headers.authorization !== 'Bearer k') throw unauthorized; } },
+    });
+    await guarded.listen({ host: '127.0.0.1', port: 0 });
+    const address = `ws://127.0.0.1:${(guarded.server.address() as { port: number }).port}/v1/ws`;
+    const refused = new WebSocket(address);
+    const status = await new Promise<number>((resolve) => refused.on('unexpected-response', (_request, response) => resolve(response.statusCode!)));
+    expect(status).toBe(401);
+    const accepted = new WebSocket(address, { headers: { authorization: 'Bearer k' } });
+    await new Promise((resolve, reject) => accepted.once('open', resolve).once('error', reject));
+    accepted.close();
+    await guarded.close();
+  });
+});

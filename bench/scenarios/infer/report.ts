@@ -21,6 +21,8 @@ export interface ReportSettings {
   readonly queueDelayUs: number;
   readonly targetConcurrency: number;
   readonly targetRatio: number;
+  /** Batch sizes the compute table shows (1, the preferred sizes, max_batch_size). */
+  readonly batchSizes: readonly number[];
 }
 
 export interface MeasuredPoint {
@@ -44,7 +46,9 @@ export function conclude(cases: readonly CaseResult[], measured: ReadonlyMap<str
     metrics.set(c.id, { ...entry.key, variant: entry.variant, ...entry.metrics, ...ratio });
   }
   const keys = pointKeys(settings);
-  const sections = ['### Every point', '', pointTable(keys, find), '', `### Target check (issue 3, concurrency ${settings.targetConcurrency})`, ''];
+  const sections = ['### Every point', '', pointTable(keys, find), ''];
+  sections.push('### Compute by batch size', '', ...computeSection([...measured.values()], settings), '');
+  sections.push(`### Target check (issue 3, concurrency ${settings.targetConcurrency})`, '');
   sections.push(...targetSection(keys, find, settings));
   return { metrics, results: sections.join('\n') };
 }
@@ -81,13 +85,42 @@ function pointTable(keys: readonly PointKey[], find: Find): string {
   return markdownTable(headers, rows, align);
 }
 
+/**
+ * What batching can buy at most when compute is the bottleneck: the server's batch_stats summed
+ * over the whole sweep (both variants: the unbatched model contributes batch 1), as ms per item.
+ */
+function computeSection(points: readonly MeasuredPoint[], settings: ReportSettings): string[] {
+  const largest = settings.batchSizes[settings.batchSizes.length - 1]!;
+  const headers = ['Model', ...settings.batchSizes.map((b) => `batch ${b} ms/item`), `Gain at batch ${largest} vs 1`];
+  const rows = settings.families.map((family) => {
+    const totals = new Map<number, { executions: number; ms: number }>();
+    for (const p of points.filter((p) => p.key.family === family)) {
+      for (const [size, b] of Object.entries(p.metrics.server.byBatch)) {
+        const t = totals.get(Number(size)) ?? { executions: 0, ms: 0 };
+        totals.set(Number(size), { executions: t.executions + b.executions, ms: t.ms + b.executions * b.computeMs });
+      }
+    }
+    const perItem = (size: number): number | undefined => {
+      const t = totals.get(size);
+      return t && t.executions > 0 ? t.ms / t.executions / size : undefined;
+    };
+    const gain = (perItem(1) ?? NaN) / (perItem(largest) ?? NaN);
+    return [family, ...settings.batchSizes.map((b) => num(perItem(b), formatMs)), num(gain, (n) => `${n.toFixed(2)}×`)];
+  });
+  return [
+    '- Mean compute (input + infer + output) per execution ÷ batch size, from the statistics\' batch_stats over every measured window (– where no execution had exactly that size).',
+    '',
+    markdownTable(headers, rows, headers.map((_, i): Align => (i === 0 ? 'left' : 'right'))),
+  ];
+}
+
 function targetSection(keys: readonly PointKey[], find: Find, settings: ReportSettings): string[] {
   const at = keys.filter((k) => k.concurrency === settings.targetConcurrency);
   if (at.length === 0) return [`_Concurrency ${settings.targetConcurrency} was not in the sweep, so the target was not checked._`];
   const delayMs = settings.queueDelayUs / 1000;
   const lines = [
     `- Throughput: batched ≥ ${settings.targetRatio}× unbatched. Latency: batched p99 ≤ queue delay (${formatMs(delayMs)} ms) + 2 × the batched model's mean compute per execution, from the statistics.`,
-    '- Compute gain per item: the unbatched model\'s compute per execution (batch 1) ÷ the batched model\'s compute per item at its average batch, i.e. the most batching could give if compute were all there is. Unbatched busy: the share of the window its instances spent computing.',
+    '- Compute gain per item: the unbatched model\'s compute per execution (batch 1) ÷ the batched model\'s compute per item at its average batch, i.e. the most batching could give if compute were all there is. Unbatched busy: the share of the window its instances spent computing. With the unbatched model near 100% busy the server is compute-bound, and the throughput ratio cannot exceed the compute gain per item.',
     '',
   ];
   const headers = ['Model', 'Protocol', 'Batched infer/s', 'Unbatched infer/s', 'Ratio', `≥ ${settings.targetRatio}×`, 'Batched p99 ms', 'p99 bound ms', 'p99 ok', 'Compute gain per item', 'Unbatched busy'];

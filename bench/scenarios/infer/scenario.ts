@@ -131,7 +131,7 @@ async function prepareInfer(source: ModelSource, context: ScenarioContext): Prom
       notes: [...setupNotes(config, server), ...notes],
       settings: { ...config, batching: JSON.stringify(config.batching), cores: availableParallelism() },
       conclude: (results) => {
-        const conclusion = conclude(results, measured, { ...config, queueDelayUs: config.batching.queueDelayUs, targetConcurrency: TARGET.concurrency, targetRatio: TARGET.ratio });
+        const conclusion = conclude(results, measured, { ...config, queueDelayUs: config.batching.queueDelayUs, targetConcurrency: TARGET.concurrency, targetRatio: TARGET.ratio, batchSizes: batchSizesOf(config.batching) });
         const load = `1-minute load average ${loadAtStart.toFixed(2)} before the sweep, ${loadavg()[0]!.toFixed(2)} after, on ${availableParallelism()} cores (server, load generator and anything else running share them).`;
         return { ...conclusion, notes: [load] };
       },
@@ -165,12 +165,16 @@ async function casesFor(models: readonly RepositoryModel[], config: InferConfig,
   return { cases, notes };
 }
 
+function batchSizesOf(b: BatchingSettings): number[] {
+  return [...new Set([1, ...b.preferred, b.maxBatchSize])].sort((x, y) => x - y);
+}
+
 function setupNotes(config: InferConfig, server: ServerProcess): string[] {
   const b = config.batching;
   return [
     `Server: \`src/cli.ts serve\` as a child process (pid ${server.pid}) over a temporary repository with each model twice: \`<model>-batched\` (dynamic_batching { preferred_batch_size [${b.preferred.join(', ')}], max_queue_delay_microseconds ${b.queueDelayUs} }) and \`<model>-unbatched\` (no dynamic_batching: one request per execution); max_batch_size ${b.maxBatchSize}, ${b.instances} CPU instance(s) each.`,
     'Load: HTTP through autocannon (one keep-alive connection per outstanding request, binary tensor extension with Inference-Header-Content-Length, all outputs binary); gRPC through @grpc/grpc-js unary ModelInfer with raw_input_contents over one channel. Every request is batch 1, so requests/s = infer/s.',
-    `Each point: ${config.rampS} s of load before the window opens, then ${config.windowS} s counted per measured rep (warm-up reps: ${config.warmupS} s). Latency percentiles are over every response completed inside the windows; the server split is the statistics extension diffed across the same windows.`,
+    `Each point: at least ${config.rampS} s of load before the window opens, then at least ${config.windowS} s counted per measured rep (warm-up reps: ${config.warmupS} s); both also wait until as many responses as clients have come back (capped at ${config.rampS} + 2 × and 3 × the window), so a point whose batches take seconds still has its steady state and more than one batch in the window. Latency percentiles are over every response completed inside the windows; the server split is the statistics extension diffed across the same windows.`,
     'In results.json, `samplesMs` and the harness statistics are window wall times (ramp + window + stopping), not request latencies: the point numbers are under `metrics`.',
   ];
 }

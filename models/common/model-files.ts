@@ -1,7 +1,7 @@
 // Writing built models to disk. The ONNX bytes stream out chunk by chunk (weights are never
 // copied into one big buffer) and are hashed on the way, so callers get the sha256 for free.
 
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { mkdir, open, rename } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { EncodedMessage } from '../../kernels/onnx/protobuf-writer.js';
@@ -23,7 +23,8 @@ const WRITE_BATCH_BYTES = 1 << 20;
 /** Writes the model atomically (temp file + rename) and returns its sha256 in hex. */
 export async function writeModel(path: string, model: EncodedMessage): Promise<string> {
   await mkdir(dirname(path), { recursive: true });
-  const temp = `${path}.partial`;
+  // A unique temp name: two processes building the same model must not write into one file.
+  const temp = `${path}.${process.pid}.${randomBytes(4).toString('hex')}.partial`;
   const hash = createHash('sha256');
   const file = await open(temp, 'w');
   try {

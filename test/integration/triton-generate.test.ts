@@ -1,6 +1,7 @@
 // Triton's generate extension on the LLM against the real server, with plain fetch:
 // /generate (one JSON response) and /generate_stream (SSE frames), errors before and after the
 // status line, and a client that disconnects mid-stream.
+import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LlmModel } from '../../src/serving/llm-backend.js';
 import { cancelledCount, engineOutput, expectAbortedAndIdle, GREEDY, LLM, startLlmServer } from '../support/generation.js';
@@ -90,11 +91,14 @@ describe('Triton generate extension', () => {
 
   it('a client that disconnects mid-stream aborts the request and its blocks are returned', async () => {
     const cancelled = cancelledCount(model);
-    const controller = new AbortController();
-    const response = await fetch(url('generate_stream'), { method: 'POST', body: JSON.stringify({ text_input: PROMPT, stream: true, parameters: { max_tokens: 1000, ignore_eos: true } }), signal: controller.signal });
-    const reader = response.body!.getReader();
-    await reader.read();
-    controller.abort();
+    // node:http rather than fetch: undici opens a fresh pooled connection after an abort, which
+    // would hold the server's shutdown open until its exit timeout.
+    const request = httpRequest(url('generate_stream'), { method: 'POST' });
+    request.end(JSON.stringify({ text_input: PROMPT, stream: true, parameters: { max_tokens: 1000, ignore_eos: true } }));
+    const response = await new Promise<IncomingMessage>((resolve) => request.once('response', resolve));
+    expect(response.statusCode).toBe(200);
+    await new Promise((resolve) => response.once('data', resolve));
+    request.on('error', () => {}).destroy();
     await expectAbortedAndIdle(model, cancelled);
   });
 });

@@ -22,6 +22,16 @@ export interface ServerOptions {
   /** Seconds to wait for in-flight requests on shutdown (Triton's --exit-timeout-secs). */
   readonly exitTimeoutSecs: number;
   readonly logLevel: 'debug' | 'info' | 'warn' | 'error';
+  /** OpenAI routes: accepted `Authorization: Bearer` keys; empty means no authentication. */
+  readonly apiKeys: readonly string[];
+  /** OpenAI routes: origins CORS allows ('*' for any); empty means CORS off. */
+  readonly corsAllowOrigins: readonly string[];
+  /** OpenAI routes: generations per model waiting for their first token before 503 + retry-after; 0 = unbounded. */
+  readonly maxQueuedRequests: number;
+  /** `--model DIR`: serve this one Hugging Face ONNX export instead of a repository. */
+  readonly model?: string;
+  /** The OpenAI model id for `--model` (default: the directory's name). */
+  readonly servedModelName?: string;
 }
 
 export const DEFAULT_REPOSITORY_PATH = 'models/repository';
@@ -38,7 +48,13 @@ export const USAGE = `conveyor serve [options]
   --load-model NAME            model to load at startup in explicit mode (repeatable; * = all)
   --strict-readiness BOOL      ready only when every model is ready (default true)
   --exit-timeout-secs N        wait for in-flight requests on shutdown (default 30)
-  --log-level LEVEL            debug | info | warn | error (default info)`;
+  --log-level LEVEL            debug | info | warn | error (default info)
+  --model DIR                  serve one Hugging Face ONNX export (no repository or config needed)
+  --served-model-name NAME     the model id for --model (default: the directory's name)
+  --api-key KEY                require 'Authorization: Bearer KEY' on /v1 (repeatable)
+  --cors-allow-origin ORIGIN   allow CORS from ORIGIN on the OpenAI routes (repeatable; * = any)
+  --max-queued-requests N      per model, generations waiting for a first token before the OpenAI
+                               routes answer 503 with retry-after (default 0 = unbounded)`;
 
 export class OptionsError extends Error {}
 
@@ -62,6 +78,13 @@ function positive(value: string | undefined, flag: string, fallback: number): nu
   return n;
 }
 
+function count(value: string | undefined, flag: string, fallback: number): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!Number.isSafeInteger(n) || n < 0) throw new OptionsError(`${flag} must be a non-negative integer, got '${value}'`);
+  return n;
+}
+
 export function parseServerOptions(argv: readonly string[]): ServerOptions {
   let parsed;
   try {
@@ -81,6 +104,11 @@ export function parseServerOptions(argv: readonly string[]): ServerOptions {
         'strict-readiness': { type: 'string' },
         'exit-timeout-secs': { type: 'string' },
         'log-level': { type: 'string' },
+        model: { type: 'string' },
+        'served-model-name': { type: 'string' },
+        'api-key': { type: 'string', multiple: true },
+        'cors-allow-origin': { type: 'string', multiple: true },
+        'max-queued-requests': { type: 'string' },
       },
     });
   } catch (error) {
@@ -91,6 +119,10 @@ export function parseServerOptions(argv: readonly string[]): ServerOptions {
   const loadModels = v['load-model'] ?? [];
   if (loadModels.length > 0 && mode !== 'explicit') throw new OptionsError('--load-model needs --model-control-mode explicit');
   if (loadModels.includes('*') && loadModels.length > 1) throw new OptionsError("--load-model '*' must be the only --load-model");
+  if (v.model !== undefined && v['model-repository'] !== undefined) throw new OptionsError('--model and --model-repository are alternatives; give one');
+  if (v['served-model-name'] !== undefined && v.model === undefined) throw new OptionsError('--served-model-name needs --model');
+  const apiKeys = v['api-key'] ?? [];
+  if (apiKeys.some((k) => k.length === 0 || /\s/.test(k))) throw new OptionsError('--api-key must be non-empty and without whitespace');
   return {
     modelRepository: resolve(v['model-repository'] ?? DEFAULT_REPOSITORY_PATH),
     host: v.host ?? '0.0.0.0',
@@ -104,5 +136,10 @@ export function parseServerOptions(argv: readonly string[]): ServerOptions {
     strictReadiness: oneOf(v['strict-readiness'], '--strict-readiness', ['true', 'false'] as const, 'true') === 'true',
     exitTimeoutSecs: positive(v['exit-timeout-secs'], '--exit-timeout-secs', 30),
     logLevel: oneOf(v['log-level'], '--log-level', ['debug', 'info', 'warn', 'error'] as const, 'info'),
+    apiKeys,
+    corsAllowOrigins: v['cors-allow-origin'] ?? [],
+    maxQueuedRequests: count(v['max-queued-requests'], '--max-queued-requests', 0),
+    ...(v.model !== undefined ? { model: resolve(v.model) } : {}),
+    ...(v['served-model-name'] !== undefined ? { servedModelName: v['served-model-name'] } : {}),
   };
 }

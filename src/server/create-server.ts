@@ -10,6 +10,8 @@ import { loadOnnxModel } from '../serving/onnx-backend.js';
 import type { BackendLoader } from '../serving/served-model.js';
 import { createGrpcServer, llmDecoupledInfer } from './grpc/index.js';
 import { createHttpApp } from './http/app.js';
+import { openaiRoutes } from '../../openai-compat/index.js';
+import { singleModelRepository } from '../repository/single-model.js';
 
 export interface RunningServer {
   readonly httpPort: number;
@@ -32,8 +34,9 @@ export async function startServer(options: ServerOptions, start: StartOptions): 
   const { log } = start;
   // Read at scrape time only, by which point the manager exists.
   const metrics = createMetrics({ models: () => manager.servedModels(), vllmNames: options.vllmMetricNames });
+  const root = options.model ? (await singleModelRepository(options.model, options.servedModelName)).root : options.modelRepository;
   const manager = new ModelManager({
-    root: options.modelRepository,
+    root,
     mode: options.modelControlMode,
     loaders: withLlmMetrics({ onnxruntime: loadOnnxModel, llm: loadLlmModel, ...start.loaders }, metrics),
     log,
@@ -43,6 +46,8 @@ export async function startServer(options: ServerOptions, start: StartOptions): 
   const service = new ConveyorService(manager, { mode: options.modelControlMode, strictReadiness: options.strictReadiness });
 
   const http = createHttpApp(service, { logger: false, llm: service });
+  const { apiKeys, corsAllowOrigins, maxQueuedRequests } = options;
+  http.register(openaiRoutes(service, { apiKeys, corsAllowOrigins, maxQueuedRequests, modelRepository: root }));
   await http.listen({ host: options.host, port: options.httpPort });
   const httpPort = (http.server.address() as { port: number }).port;
   const grpc = createGrpcServer(service, { decoupled: llmDecoupledInfer(service), generation: service });

@@ -18,7 +18,18 @@ describe('parseServerOptions', () => {
     expect(parseServerOptions(['--vllm-metric-names', 'false']).vllmMetricNames).toBe(false);
   });
 
+  it('reads the OpenAI front end and --model flags', () => {
+    const o = parseServerOptions(['--api-key', 'k1', '--api-key', 'k2', '--cors-allow-origin', 'https://a.example', '--max-queued-requests', '64', '--model', '/tmp/m', '--served-model-name', 'chat']);
+    expect(o).toMatchObject({ apiKeys: ['k1', 'k2'], corsAllowOrigins: ['https://a.example'], maxQueuedRequests: 64, model: '/tmp/m', servedModelName: 'chat' });
+    expect(parseServerOptions([])).toMatchObject({ apiKeys: [], corsAllowOrigins: [], maxQueuedRequests: 0 });
+    expect(parseServerOptions([]).model).toBeUndefined();
+  });
+
   it.each([
+    [['--model', '/m', '--model-repository', '/r'], /--model and --model-repository are alternatives/],
+    [['--served-model-name', 'x'], /--served-model-name needs --model/],
+    [['--api-key', 'a b'], /--api-key must be non-empty/],
+    [['--max-queued-requests', '1.5'], /--max-queued-requests must be a non-negative integer/],
     [['--http-port', '70000'], /--http-port must be a port number/],
     [['--vllm-metric-names', 'yes'], /--vllm-metric-names must be one of true, false/],
     [['--model-control-mode', 'sometimes'], /must be one of none, poll, explicit/],

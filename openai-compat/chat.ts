@@ -1,0 +1,93 @@
+// POST /v1/chat/completions: the request translated into one chat prompt plus sampling values
+// for the input processor, n choices run together, and the answer in OpenAI's
+// chat.completion / chat.completion.chunk shapes (role with the first content delta, logprobs
+// as content[] entries).
+
+import type { FastifyReply } from 'fastify';
+import type { ChatMessage } from '../src/engine/input-processor-chat.js';
+import type { GenerationEvent } from '../src/engine/output-processor.js';
+import { invalidArg } from '../src/errors.js';
+import type { GenerateInput } from '../src/serving/llm-backend.js';
+import type { OpenAIContext } from './context.js';
+import { prepareChoices, runChoices } from './generation.js';
+import { chatLogprobs, type ChatTokenLogprob } from './logprobs.js';
+import {
+  CHAT_FIELDS, checkFields, checkNoOps, choiceCount, optionalFlag, requireModel, requireObject, samplingFields, schedulingExtras, streamSettings, type Body,
+} from './request-fields.js';
+import { collectChoices, streamChoices } from './respond.js';
+import { responseHead, responseMeta, UsageTally } from './wire.js';
+
+export function chatInput(body: Body): GenerateInput {
+  if (body.logprobs !== undefined && body.logprobs !== null && typeof body.logprobs !== 'boolean') throw invalidArg('logprobs must be a boolean (use top_logprobs for the number of alternatives)', 'logprobs');
+  const kwargs = body.chat_template_kwargs;
+  if (kwargs !== undefined && kwargs !== null && (typeof kwargs !== 'object' || Array.isArray(kwargs))) throw invalidArg('chat_template_kwargs must be an object', 'chat_template_kwargs');
+  return {
+    prompt: {
+      kind: 'chat',
+      // The input processor checks roles and content parts, naming `messages` in its errors.
+      messages: body.messages as readonly ChatMessage[],
+      addGenerationPrompt: optionalFlag(body, 'add_generation_prompt', true),
+      chatTemplateKwargs: (kwargs ?? null) as Readonly<Record<string, unknown>> | null,
+    },
+    sampling: samplingFields(body, ['max_completion_tokens', 'top_logprobs']),
+    ...schedulingExtras(body),
+  };
+}
+
+interface ChatChoice {
+  text: string;
+  logprobs: ChatTokenLogprob[];
+  finishReason: string | null;
+}
+
+export async function chatCompletions(ctx: OpenAIContext, rawBody: unknown, reply: FastifyReply, signal: AbortSignal): Promise<unknown> {
+  const body = requireObject(rawBody);
+  checkFields(body, CHAT_FIELDS);
+  checkNoOps(body);
+  const requested = requireModel(body);
+  const model = ctx.llm(requested);
+  const { stream, includeUsage } = streamSettings(body);
+  const n = choiceCount(body);
+  const choices = prepareChoices(model, chatInput(body), n);
+  const wantLogprobs = body.logprobs === true;
+  const tokenText = ctx.tokenText(model);
+  const events = runChoices(model, choices, signal, ctx.admission);
+  const meta = responseMeta('chatcmpl', requested, model);
+  const usage = new UsageTally(n);
+  const logprobsOf = (event: GenerationEvent) => (wantLogprobs && event.logprobs ? chatLogprobs(event.logprobs, tokenText) : []);
+
+  if (stream) {
+    const started = new Set<number>();
+    await streamChoices(reply, events, {
+      meta, object: 'chat.completion.chunk', includeUsage, usage,
+      choice: (index, event) => {
+        const content = logprobsOf(event);
+        const first = !started.has(index);
+        if (event.text === '' && content.length === 0 && event.finishReason === null) return null;
+        started.add(index);
+        const delta = first ? { role: 'assistant', content: event.text } : event.text === '' ? {} : { content: event.text };
+        return { index, delta, logprobs: content.length > 0 ? { content, refusal: null } : null, finish_reason: event.finishReason };
+      },
+    });
+    return reply;
+  }
+
+  const state: ChatChoice[] = choices.map(() => ({ text: '', logprobs: [], finishReason: null }));
+  await collectChoices(events, usage, (index, event) => {
+    const choice = state[index]!;
+    choice.text += event.text;
+    choice.logprobs.push(...logprobsOf(event));
+    choice.finishReason = event.finishReason;
+  });
+  reply.header('x-request-id', meta.id);
+  return {
+    ...responseHead(meta, 'chat.completion'),
+    choices: state.map((c, index) => ({
+      index,
+      message: { role: 'assistant', content: c.text, refusal: null },
+      logprobs: wantLogprobs ? { content: c.logprobs, refusal: null } : null,
+      finish_reason: c.finishReason,
+    })),
+    usage: usage.toWire(),
+  };
+}

@@ -1,0 +1,124 @@
+// POST /v1/completions (the legacy text API): one or more prompts, each as text or token ids,
+// each fanned out n times (choice index = prompt × n + i, as OpenAI numbers them), answered in
+// the text_completion shape for both the body and the stream chunks, with echo and the
+// tokens / token_logprobs / top_logprobs / text_offset logprobs.
+
+import type { FastifyReply } from 'fastify';
+import type { ProcessedRequest, PromptInput } from '../src/engine/input-processor.js';
+import type { GenerationEvent } from '../src/engine/output-processor.js';
+import { invalidArg } from '../src/errors.js';
+import type { LlmModel } from '../src/serving/llm-backend.js';
+import type { OpenAIContext } from './context.js';
+import { unsupportedParameter } from './errors.js';
+import { prepareChoices, runChoices } from './generation.js';
+import { appendCompletionLogprobs, completionLogprobs, type CompletionLogprobs } from './logprobs.js';
+import {
+  checkFields, checkNoOps, choiceCount, COMPLETION_FIELDS, MAX_CHOICES, optionalFlag, requireModel, requireObject, samplingFields, schedulingExtras, streamSettings, type Body,
+} from './request-fields.js';
+import { collectChoices, streamChoices } from './respond.js';
+import { responseHead, responseMeta, UsageTally } from './wire.js';
+
+/** OpenAI's documented default for this API when max_tokens is omitted (an explicit null means "up to the context", as in vLLM). */
+export const DEFAULT_MAX_TOKENS = 16;
+
+const isTokenList = (v: unknown): v is number[] => Array.isArray(v) && v.length > 0 && v.every((t) => typeof t === 'number');
+
+/** `prompt` as a list of prompts: a string, strings, token ids, or lists of token ids. */
+export function completionPrompts(prompt: unknown, addSpecialTokens: boolean): PromptInput[] {
+  const text = (t: string): PromptInput => ({ kind: 'text', text: t, addSpecialTokens });
+  if (typeof prompt === 'string') return [text(prompt)];
+  if (isTokenList(prompt)) return [{ kind: 'tokens', tokenIds: prompt }];
+  if (Array.isArray(prompt) && prompt.length > 0) {
+    if (prompt.every((p) => typeof p === 'string')) return prompt.map(text);
+    if (prompt.every(isTokenList)) return prompt.map((ids) => ({ kind: 'tokens', tokenIds: ids }));
+  }
+  throw invalidArg('prompt must be a string, an array of strings, an array of token ids, or an array of token id arrays (none empty)', 'prompt');
+}
+
+function logprobCount(body: Body): number | null {
+  const value = body.logprobs;
+  if (value === undefined || value === null) return null;
+  if (typeof value !== 'number' || !Number.isInteger(value)) throw invalidArg('logprobs must be an integer (the number of alternatives per token)', 'logprobs');
+  return value;
+}
+
+/** Every prompt prepared n times: all validation (and context checks) happens before anything runs. */
+function prepareAll(model: LlmModel, body: Body, n: number): { choices: ProcessedRequest[]; prompts: PromptInput[] } {
+  const prompts = completionPrompts(body.prompt, optionalFlag(body, 'add_special_tokens', true));
+  if (prompts.length * n > MAX_CHOICES) throw invalidArg(`${prompts.length} prompts × n=${n} exceed the ${MAX_CHOICES} choices one request may have`, 'n');
+  const sampling = { ...samplingFields(body, []), ...(body.max_tokens === undefined ? { max_tokens: DEFAULT_MAX_TOKENS } : {}) };
+  const extras = schedulingExtras(body);
+  const choices = prompts.flatMap((prompt) => prepareChoices(model, { prompt, sampling, ...extras }, n));
+  return { choices, prompts };
+}
+
+interface CompletionChoice {
+  text: string;
+  logprobs: CompletionLogprobs | null;
+  /** Character offset of the next token in the choice's text (text_offset). */
+  offset: number;
+  finishReason: string | null;
+  started: boolean;
+}
+
+export async function completions(ctx: OpenAIContext, rawBody: unknown, reply: FastifyReply, signal: AbortSignal): Promise<unknown> {
+  const body = requireObject(rawBody);
+  checkFields(body, COMPLETION_FIELDS);
+  checkNoOps(body);
+  const requested = requireModel(body);
+  const model = ctx.llm(requested);
+  const { stream, includeUsage } = streamSettings(body);
+  const n = choiceCount(body);
+  const echo = optionalFlag(body, 'echo', false);
+  const topLogprobs = logprobCount(body);
+  // Echoed prompt tokens would need prompt logprobs, which the engine does not compute.
+  if (echo && topLogprobs !== null) throw unsupportedParameter('echo', 'cannot be combined with logprobs (prompt logprobs are not computed)');
+  const { choices } = prepareAll(model, body, n);
+  const tokenText = ctx.tokenText(model);
+  const echoed = choices.map((c) => (echo ? c.promptText ?? model.processor.tokenizer.decode([...c.request.promptTokenIds], { skip_special_tokens: false }) : ''));
+  const state: CompletionChoice[] = echoed.map((e) => ({ text: '', logprobs: topLogprobs === null ? null : emptyLogprobs(), offset: e.length, finishReason: null, started: false }));
+  const events = runChoices(model, choices, signal, ctx.admission);
+  const meta = responseMeta('cmpl', requested, model);
+  const usage = new UsageTally(n);
+  // The echoed prompt leads each choice's text: the whole text, or the first chunk of a stream.
+  const step = (index: number, event: GenerationEvent): { text: string; logprobs: CompletionLogprobs | null } => {
+    const choice = state[index]!;
+    const text = (choice.started ? '' : echoed[index]!) + event.text;
+    choice.started = true;
+    if (topLogprobs === null || !event.logprobs) return { text, logprobs: topLogprobs === null ? null : emptyLogprobs() };
+    const { logprobs, offset } = completionLogprobs(event.logprobs, tokenText, choice.offset);
+    choice.offset = offset;
+    return { text, logprobs };
+  };
+
+  if (stream) {
+    await streamChoices(reply, events, {
+      meta, object: 'text_completion', includeUsage, usage,
+      choice: (index, event) => {
+        const { text, logprobs } = step(index, event);
+        if (text === '' && (logprobs === null || logprobs.tokens.length === 0) && event.finishReason === null) return null;
+        return { index, text, logprobs, finish_reason: event.finishReason };
+      },
+    });
+    return reply;
+  }
+
+  await collectChoices(events, usage, (index, event) => {
+    const { text, logprobs } = step(index, event);
+    const choice = state[index]!;
+    choice.text += text;
+    if (logprobs && choice.logprobs) appendCompletionLogprobs(choice.logprobs, logprobs);
+    choice.finishReason = event.finishReason;
+  });
+  reply.header('x-request-id', meta.id);
+  return {
+    ...responseHead(meta, 'text_completion'),
+    choices: state.map((c, index) => ({ index, text: c.text, logprobs: c.logprobs, finish_reason: c.finishReason })),
+    usage: usage.toWire(),
+  };
+}
+
+function emptyLogprobs(): CompletionLogprobs {
+  return { tokens: [], token_logprobs: [], top_logprobs: [], text_offset: [] };
+}
+

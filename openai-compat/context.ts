@@ -1,0 +1,63 @@
+// What every OpenAI route needs: the service, the front end's options, load shedding, and the
+// model lookups with OpenAI's semantics (an unknown id is 404 model_not_found; a model that
+// exists but serves another purpose is a 400 naming `model`).
+
+import type { ConveyorService } from '../src/serving/conveyor-service.js';
+import type { LlmModel } from '../src/serving/llm-backend.js';
+import { invalidArg } from '../src/errors.js';
+import { Admission } from './admission.js';
+import { EmbeddingModels } from './embedding-models.js';
+import { modelNotFound } from './errors.js';
+import { TokenText } from './logprobs.js';
+
+export interface OpenAIOptions {
+  /** Accepted `Authorization: Bearer` keys on /v1; empty: no authentication. */
+  readonly apiKeys: readonly string[];
+  /** Origins allowed by CORS ('*' for any); empty: no CORS headers at all. */
+  readonly corsAllowOrigins: readonly string[];
+  /** Generations per model waiting for their first token before new ones get 503; 0: unbounded. */
+  readonly maxQueuedRequests: number;
+  /** The model repository root: embedding models' tokenizer.json sits in their version directories. */
+  readonly modelRepository: string;
+}
+
+export class OpenAIContext {
+  readonly admission: Admission;
+  readonly embeddings: EmbeddingModels;
+  /** `created` for the model list: when this front end came up (load times are not tracked). */
+  readonly startedAt = Math.floor(Date.now() / 1000);
+  private readonly tokenTexts = new WeakMap<LlmModel, TokenText>();
+
+  constructor(
+    readonly service: ConveyorService,
+    readonly options: OpenAIOptions,
+  ) {
+    this.admission = new Admission(options.maxQueuedRequests);
+    this.embeddings = new EmbeddingModels(service, options.modelRepository);
+  }
+
+  /** The LLM an OpenAI `model` names (its highest READY version). */
+  llm(name: string): LlmModel {
+    if (this.service.llmModels().some((m) => m.name === name)) return this.service.llmModel(name);
+    if (this.service.modelReady(name)) throw invalidArg(`model '${name}' is not a text generation model; use it with the endpoint that serves it`, 'model');
+    throw modelNotFound(name);
+  }
+
+  /** The LLM named, or the only one served when no name is given (vLLM's /tokenize convention). */
+  llmOrOnly(name: unknown): LlmModel {
+    if (typeof name === 'string' && name.length > 0) return this.llm(name);
+    if (name !== undefined && name !== null) throw invalidArg('model must be a non-empty string', 'model');
+    const names = [...new Set(this.service.llmModels().map((m) => m.name))];
+    if (names.length !== 1) throw invalidArg(`model is required when ${names.length} generation models are served`, 'model');
+    return this.service.llmModel(names[0]!);
+  }
+
+  tokenText(model: LlmModel): TokenText {
+    let text = this.tokenTexts.get(model);
+    if (text === undefined) {
+      text = new TokenText(model.processor.tokenizer);
+      this.tokenTexts.set(model, text);
+    }
+    return text;
+  }
+}

@@ -1,0 +1,124 @@
+// POST /v1/embeddings: inputs (a string, strings, token ids, or lists of token ids) tokenized
+// with the encoder's own tokenizer, grouped by length into batches no larger than the model's
+// max_batch_size and padded within each group, then run through service.infer() — the dynamic
+// batcher may merge groups of equal length from concurrent requests. The `sentence_embedding`
+// rows come back in input order, as floats or as base64 of little-endian float32.
+
+import type { InferRequest } from '../src/contracts/infer.js';
+import type { Tensor } from '../src/contracts/tensors.js';
+import { ConveyorError, invalidArg } from '../src/errors.js';
+import type { OpenAIContext } from './context.js';
+import { EMBEDDING_OUTPUT, type EmbeddingModel, type EncoderTokenizer } from './embedding-models.js';
+import { unknownParameter, unsupportedParameter } from './errors.js';
+import { checkNoOps, optionalFlag, requireModel, requireObject, type Body } from './request-fields.js';
+
+const FIELDS = new Set(['model', 'input', 'encoding_format', 'dimensions', 'user', 'add_special_tokens']);
+/** OpenAI's own limit on inputs per request. */
+export const MAX_INPUTS = 2048;
+
+type Encoding = 'float' | 'base64';
+
+function encodingFormat(body: Body): Encoding {
+  const format = body.encoding_format ?? 'float';
+  if (format !== 'float' && format !== 'base64') throw invalidArg(`encoding_format must be 'float' or 'base64', got ${JSON.stringify(format)}`, 'encoding_format');
+  return format;
+}
+
+const isTokenList = (v: unknown): v is number[] => Array.isArray(v) && v.length > 0 && v.every((t) => typeof t === 'number');
+
+/** The inputs as token id lists, validated against the tokenizer's vocabulary and length. */
+export function tokenizeInputs(input: unknown, encoder: EncoderTokenizer, addSpecialTokens: boolean): number[][] {
+  const items: unknown[] = typeof input === 'string' || isTokenList(input) ? [input] : Array.isArray(input) ? input : [];
+  if (items.length === 0) throw invalidArg('input must be a non-empty string, array of strings, array of token ids, or array of token id arrays', 'input');
+  if (items.length > MAX_INPUTS) throw invalidArg(`input has ${items.length} items; at most ${MAX_INPUTS} are allowed`, 'input');
+  return items.map((item, i) => {
+    let ids: number[];
+    if (typeof item === 'string') {
+      if (item.length === 0) throw invalidArg(`input[${i}] must not be an empty string`, 'input');
+      ids = encoder.tokenizer.encode(item, { add_special_tokens: addSpecialTokens }).ids;
+    } else if (isTokenList(item)) {
+      if (!item.every((t) => Number.isInteger(t) && t >= 0 && t < encoder.vocabSize)) throw invalidArg(`input[${i}] holds a token id outside the vocabulary (0..${encoder.vocabSize - 1})`, 'input');
+      ids = item;
+    } else {
+      throw invalidArg(`input[${i}] must be a string or a non-empty array of token ids`, 'input');
+    }
+    if (ids.length > encoder.maxLength) {
+      throw new ConveyorError('CONTEXT_LENGTH_EXCEEDED', `This model's maximum context length is ${encoder.maxLength} tokens. However, input[${i}] has ${ids.length} tokens. Please shorten the input.`, 'input');
+    }
+    return ids;
+  });
+}
+
+/** Input indices grouped by token count (so padding is rare) into batches of at most `size`. */
+export function groupByLength(lengths: readonly number[], size: number): number[][] {
+  const order = lengths.map((_, i) => i).sort((a, b) => lengths[a]! - lengths[b]! || a - b);
+  const groups: number[][] = [];
+  for (let i = 0; i < order.length; i += size) groups.push(order.slice(i, i + size));
+  return groups;
+}
+
+function inferRequest(model: EmbeddingModel, rows: readonly number[][]): InferRequest {
+  const width = Math.max(...rows.map((r) => r.length));
+  const ids = new BigInt64Array(rows.length * width);
+  const mask = new BigInt64Array(rows.length * width);
+  rows.forEach((row, r) => row.forEach((id, t) => {
+    ids[r * width + t] = BigInt(id);
+    mask[r * width + t] = 1n;
+  }));
+  const shape = [rows.length, width];
+  const available: Record<string, Tensor> = {
+    input_ids: { name: 'input_ids', datatype: 'INT64', shape, data: ids },
+    attention_mask: { name: 'attention_mask', datatype: 'INT64', shape, data: mask },
+    token_type_ids: { name: 'token_type_ids', datatype: 'INT64', shape, data: new BigInt64Array(rows.length * width) },
+  };
+  const inputs = model.config.input.map((i) => available[i.name]);
+  if (inputs.some((t) => t === undefined)) throw new ConveyorError('UNSUPPORTED', `model '${model.name}' takes inputs other than input_ids, attention_mask and token_type_ids`);
+  return { model: model.name, version: model.version, parameters: {}, inputs: inputs as Tensor[], outputs: [{ name: EMBEDDING_OUTPUT, parameters: {} }] };
+}
+
+function encodeBase64(row: Float32Array): string {
+  const bytes = Buffer.alloc(row.length * 4);
+  row.forEach((v, i) => bytes.writeFloatLE(v, i * 4));
+  return bytes.toString('base64');
+}
+
+async function embedAll(ctx: OpenAIContext, model: EmbeddingModel, tokens: number[][], signal: AbortSignal): Promise<Float32Array[]> {
+  const batch = model.config.max_batch_size > 0 ? model.config.max_batch_size : 1;
+  const groups = groupByLength(tokens.map((t) => t.length), batch);
+  const rows: Float32Array[] = new Array(tokens.length);
+  await Promise.all(groups.map(async (group) => {
+    const response = await ctx.service.infer(inferRequest(model, group.map((i) => tokens[i]!)), signal);
+    const output = response.outputs.find((o) => o.name === EMBEDDING_OUTPUT);
+    if (!output || !(output.data instanceof Float32Array)) throw new ConveyorError('INTERNAL', `model '${model.name}' returned no FP32 ${EMBEDDING_OUTPUT}`);
+    const dim = output.data.length / group.length;
+    group.forEach((index, r) => (rows[index] = output.data.slice(r * dim, (r + 1) * dim) as Float32Array));
+  }));
+  return rows;
+}
+
+/** Shortening needs a model trained for it (Matryoshka); only the native size is honest here. */
+function checkDimensions(dimensions: unknown, model: EmbeddingModel): void {
+  if (dimensions === undefined || dimensions === null) return;
+  const native = model.config.output.find((o) => o.name === EMBEDDING_OUTPUT)?.dims.at(-1);
+  if (dimensions !== native) throw unsupportedParameter('dimensions', `must be omitted or equal this model's embedding size (${native})`);
+}
+
+export async function createEmbeddings(ctx: OpenAIContext, rawBody: unknown, signal: AbortSignal): Promise<unknown> {
+  const body = requireObject(rawBody);
+  for (const key of Object.keys(body)) if (!FIELDS.has(key)) throw unknownParameter(key);
+  checkNoOps(body);
+  const requested = requireModel(body);
+  const model = ctx.embeddings.resolve(requested);
+  const format = encodingFormat(body);
+  const encoder = await ctx.embeddings.tokenizer(model);
+  const tokens = tokenizeInputs(body.input, encoder, optionalFlag(body, 'add_special_tokens', true));
+  checkDimensions(body.dimensions, model);
+  const rows = await embedAll(ctx, model, tokens, signal);
+  const promptTokens = tokens.reduce((n, t) => n + t.length, 0);
+  return {
+    object: 'list',
+    data: rows.map((row, index) => ({ object: 'embedding', index, embedding: format === 'base64' ? encodeBase64(row) : Array.from(row) })),
+    model: requested,
+    usage: { prompt_tokens: promptTokens, total_tokens: promptTokens },
+  };
+}

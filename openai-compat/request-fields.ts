@@ -1,0 +1,146 @@
+// The request fields the OpenAI routes accept, refuse and ignore. Every top-level field is one
+// of: translated (sampling, prompt, streaming), an accepted no-op whose absence of effect is
+// correct (`user`, `metadata`: labels this server has no use for), or refused with a 400 that
+// names it, either because it asks for behaviour this server lacks (tools, structured output,
+// audio) or because nobody defines it. Nothing changes output while being silently dropped.
+
+import { invalidArg } from '../src/errors.js';
+import type { RawSamplingParams } from '../src/engine/sampling-params.js';
+import { unknownParameter, unsupportedParameter } from './errors.js';
+
+export type Body = Readonly<Record<string, unknown>>;
+
+/** Most choices (n × prompts) one request may fan out into. */
+export const MAX_CHOICES = 128;
+
+/** Sampling fields both APIs pass to the input processor unchanged (OpenAI names, vLLM extras). */
+const SAMPLING_FIELDS = [
+  'temperature', 'top_p', 'top_k', 'min_p', 'repetition_penalty', 'frequency_penalty', 'presence_penalty',
+  'logit_bias', 'max_tokens', 'min_tokens', 'seed', 'stop', 'stop_token_ids', 'ignore_eos',
+  'include_stop_str_in_output', 'skip_special_tokens',
+] as const;
+
+/** Fields that label a request without changing its output; accepted and deliberately unused. */
+const NO_OP_FIELDS = ['user', 'metadata', 'safety_identifier', 'prompt_cache_key', 'parallel_tool_calls', 'request_id'];
+
+const COMMON_FIELDS = ['model', 'n', 'stream', 'stream_options', 'priority', 'cache_salt', 'logprobs', ...SAMPLING_FIELDS, ...NO_OP_FIELDS];
+
+export const CHAT_FIELDS = new Set([...COMMON_FIELDS, 'messages', 'max_completion_tokens', 'top_logprobs', 'chat_template_kwargs', 'add_generation_prompt']);
+export const COMPLETION_FIELDS = new Set([...COMMON_FIELDS, 'prompt', 'echo', 'add_special_tokens']);
+
+const isEmptyList = (v: unknown): boolean => Array.isArray(v) && v.length === 0;
+
+/**
+ * Defined fields this server refuses, each with the test for a value that would need the
+ * missing feature; null / undefined always pass, as do values that ask for the default.
+ */
+const UNSUPPORTED: Readonly<Record<string, (value: unknown) => boolean>> = {
+  tools: (v) => !isEmptyList(v),
+  functions: (v) => !isEmptyList(v),
+  // Without tools, 'none' and 'auto' both mean plain text.
+  tool_choice: (v) => v !== 'none' && v !== 'auto',
+  function_call: (v) => v !== 'none' && v !== 'auto',
+  response_format: (v) => (v as { type?: unknown }).type !== 'text',
+  audio: () => true,
+  modalities: (v) => !(Array.isArray(v) && v.every((m) => m === 'text')),
+  prediction: () => true,
+  web_search_options: () => true,
+  reasoning_effort: () => true,
+  verbosity: () => true,
+  store: (v) => v !== false,
+  service_tier: (v) => v !== 'auto' && v !== 'default',
+  best_of: () => true,
+  suffix: (v) => v !== '',
+  prompt_logprobs: () => true,
+  continue_final_message: (v) => v !== false,
+  chat_template: () => true,
+  documents: () => true,
+  structured_outputs: () => true,
+  guided_json: () => true,
+  guided_regex: () => true,
+  guided_choice: () => true,
+  guided_grammar: () => true,
+  allowed_token_ids: () => true,
+  bad_words: (v) => !isEmptyList(v),
+  truncate_prompt_tokens: () => true,
+  use_beam_search: (v) => v !== false,
+  return_tokens_as_token_ids: (v) => v !== false,
+  echo: () => true, // chat only: completions list echo as a field of its own
+};
+
+/** Refuses unknown fields and unsupported values, naming the field. `allowed` wins over UNSUPPORTED. */
+export function checkFields(body: Body, allowed: ReadonlySet<string>): void {
+  for (const [key, value] of Object.entries(body)) {
+    if (allowed.has(key)) continue;
+    const refuses = UNSUPPORTED[key];
+    if (refuses === undefined) throw unknownParameter(key);
+    if (value !== undefined && value !== null && refuses(value)) throw unsupportedParameter(key);
+  }
+}
+
+export function requireObject(body: unknown): Body {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw invalidArg('the request body must be a JSON object');
+  return body as Body;
+}
+
+export function requireModel(body: Body): string {
+  const model = body.model;
+  if (typeof model !== 'string' || model.length === 0) throw invalidArg('model must be a non-empty string', 'model');
+  return model;
+}
+
+function optionalBoolean(body: Body, key: string, fallback: boolean): boolean {
+  const value = body[key];
+  if (value === undefined || value === null) return fallback;
+  if (typeof value !== 'boolean') throw invalidArg(`${key} must be a boolean`, key);
+  return value;
+}
+
+export interface StreamSettings {
+  readonly stream: boolean;
+  readonly includeUsage: boolean;
+}
+
+export function streamSettings(body: Body): StreamSettings {
+  const stream = optionalBoolean(body, 'stream', false);
+  const options = body.stream_options;
+  if (options === undefined || options === null) return { stream, includeUsage: false };
+  if (!stream) throw invalidArg('stream_options can only be set when stream is true', 'stream_options');
+  if (typeof options !== 'object' || Array.isArray(options)) throw invalidArg('stream_options must be an object', 'stream_options');
+  for (const key of Object.keys(options)) {
+    // Obfuscation pads chunks against side channels; no padding is what `false` asks for.
+    if (key === 'include_obfuscation' && (options as Body)[key] !== true) continue;
+    if (key !== 'include_usage') throw unsupportedParameter(`stream_options.${key}`);
+  }
+  return { stream, includeUsage: optionalBoolean(options as Body, 'include_usage', false) };
+}
+
+export function choiceCount(body: Body): number {
+  const n = body.n ?? 1;
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < 1 || n > MAX_CHOICES) throw invalidArg(`n must be an integer in [1, ${MAX_CHOICES}], got ${JSON.stringify(n)}`, 'n');
+  return n;
+}
+
+export function optionalFlag(body: Body, key: string, fallback: boolean): boolean {
+  return optionalBoolean(body, key, fallback);
+}
+
+/** The engine-side extras: scheduling priority (lower first) and the prefix-cache namespace. */
+export function schedulingExtras(body: Body): { priority?: number; cacheSalt?: string } {
+  const { priority, cache_salt: salt } = body;
+  if (priority !== undefined && priority !== null && (typeof priority !== 'number' || !Number.isSafeInteger(priority))) throw invalidArg('priority must be an integer', 'priority');
+  if (salt !== undefined && salt !== null && (typeof salt !== 'string' || salt.length === 0)) throw invalidArg('cache_salt must be a non-empty string', 'cache_salt');
+  return { ...(typeof priority === 'number' ? { priority } : {}), ...(typeof salt === 'string' ? { cacheSalt: salt } : {}) };
+}
+
+/** The sampling fields as the input processor validates them; `logprobs` is checked per API first. */
+export function samplingFields(body: Body, extra: readonly string[]): RawSamplingParams {
+  const picked: Record<string, unknown> = {};
+  for (const key of [...SAMPLING_FIELDS, 'logprobs', ...extra]) if (body[key] !== undefined) picked[key] = body[key];
+  return picked as RawSamplingParams;
+}
+
+/** OpenAI's `user` is an end-user label for abuse monitoring: checked, never used. */
+export function checkNoOps(body: Body): void {
+  if (body.user !== undefined && body.user !== null && typeof body.user !== 'string') throw invalidArg('user must be a string', 'user');
+}

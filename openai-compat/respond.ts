@@ -1,0 +1,80 @@
+// Turning a merged choice-event stream into an HTTP answer, the same way for chat and
+// completions: either one JSON body after the last event, or SSE chunks as events arrive. A
+// stream's headers go out with its first chunk, so a request the engine refuses before producing
+// anything still gets a plain HTTP error; after that, errors travel as an `error` event.
+
+import type { FastifyReply } from 'fastify';
+import type { GenerationEvent } from '../src/engine/output-processor.js';
+import { ConveyorError } from '../src/errors.js';
+import { openaiFailure } from './errors.js';
+import type { ChoiceEvent } from './generation.js';
+import { SseWriter } from './sse.js';
+import { responseHead, type ResponseMeta, type UsageTally } from './wire.js';
+
+export interface StreamPlan {
+  readonly meta: ResponseMeta;
+  readonly object: 'chat.completion.chunk' | 'text_completion';
+  readonly includeUsage: boolean;
+  readonly usage: UsageTally;
+  /** The chunk's choice entry for an event, or null when the event carries nothing to send. */
+  readonly choice: (index: number, event: GenerationEvent) => Record<string, unknown> | null;
+}
+
+/** An engine-side abort the client did not ask for (shutdown, engine stopped). */
+function abortedByServer(): ConveyorError {
+  return new ConveyorError('UNAVAILABLE', 'the generation was aborted by the server (shutting down or the engine stopped); retry the request');
+}
+
+/** Calls `onEvent` for every event; resolves once every choice finished. */
+export async function collectChoices(events: AsyncIterable<ChoiceEvent>, usage: UsageTally, onEvent: (index: number, event: GenerationEvent) => void): Promise<void> {
+  for await (const { index, event } of events) {
+    if (event.finishReason === 'abort') throw abortedByServer();
+    if (event.finishReason !== null) usage.record(index, event.usage);
+    onEvent(index, event);
+  }
+}
+
+/** Headers fastify hooks already set on the reply (CORS), for a response written by hand. */
+function hookHeaders(reply: FastifyReply): Record<string, string | number | string[]> {
+  const out: Record<string, string | number | string[]> = {};
+  for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) out[name] = value;
+  return out;
+}
+
+export async function streamChoices(reply: FastifyReply, events: AsyncIterable<ChoiceEvent>, plan: StreamPlan): Promise<void> {
+  reply.hijack();
+  const sse = new SseWriter(reply.raw);
+  let opened = false;
+  const open = (): void => {
+    if (!opened) sse.open({ ...hookHeaders(reply), 'x-request-id': plan.meta.id });
+    opened = true;
+  };
+  const head = responseHead(plan.meta, plan.object);
+  const tail = plan.includeUsage ? { usage: null } : {};
+  try {
+    for await (const { index, event } of events) {
+      // Leaving the loop ends the merged stream, which aborts every generation still running.
+      if (sse.isClosed) return;
+      if (event.finishReason === 'abort') throw abortedByServer();
+      if (event.finishReason !== null) plan.usage.record(index, event.usage);
+      const choice = plan.choice(index, event);
+      if (choice === null) continue;
+      open();
+      await sse.send({ ...head, choices: [choice], ...tail });
+    }
+    if (sse.isClosed) return;
+    open();
+    if (plan.includeUsage) await sse.send({ ...head, choices: [], usage: plan.usage.toWire() });
+    await sse.done();
+  } catch (error) {
+    if (sse.isClosed) return;
+    const failure = openaiFailure(error);
+    if (!opened) {
+      reply.raw.writeHead(failure.status, { ...hookHeaders(reply), ...failure.headers, 'content-type': 'application/json' });
+      reply.raw.end(JSON.stringify(failure.body));
+      return;
+    }
+    await sse.send(failure.body);
+    await sse.done();
+  }
+}

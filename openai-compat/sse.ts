@@ -1,0 +1,61 @@
+// Server-sent events written by hand on the raw response: `data: <json>\n\n` per event, each
+// written (hence flushed; Node sockets default to no Nagle delay) as soon as it exists, and
+// `data: [DONE]\n\n` at the end, as OpenAI's SDKs expect. Writes wait for the socket to drain
+// so a slow reader holds back the event stream instead of growing the socket buffer.
+
+import type { ServerResponse } from 'node:http';
+
+export class SseWriter {
+  private closed = false;
+
+  constructor(private readonly response: ServerResponse) {
+    response.once('close', () => (this.closed = true));
+  }
+
+  /** Sends the status line and headers; `extra` carries CORS and request-id headers. */
+  open(extra: Readonly<Record<string, string | number | string[]>>): void {
+    this.response.writeHead(200, {
+      ...extra,
+      'content-type': 'text/event-stream; charset=utf-8',
+      'cache-control': 'no-cache',
+      connection: 'keep-alive',
+      // Proxies such as nginx buffer responses unless told otherwise.
+      'x-accel-buffering': 'no',
+    });
+    this.response.flushHeaders();
+  }
+
+  /** True once the client went away; further writes are dropped. */
+  get isClosed(): boolean {
+    return this.closed || this.response.destroyed;
+  }
+
+  /** One event carrying `payload` as JSON. */
+  send(payload: unknown): Promise<void> {
+    return this.write(`data: ${JSON.stringify(payload)}\n\n`);
+  }
+
+  /** The terminating event, then the end of the response. */
+  async done(): Promise<void> {
+    await this.write('data: [DONE]\n\n');
+    this.end();
+  }
+
+  end(): void {
+    if (!this.isClosed && !this.response.writableEnded) this.response.end();
+  }
+
+  private write(frame: string): Promise<void> {
+    if (this.isClosed) return Promise.resolve();
+    if (this.response.write(frame)) return Promise.resolve();
+    return new Promise((resolve) => {
+      const settle = (): void => {
+        this.response.off('drain', settle);
+        this.response.off('close', settle);
+        resolve();
+      };
+      this.response.on('drain', settle);
+      this.response.on('close', settle);
+    });
+  }
+}

@@ -1,0 +1,76 @@
+// Load shedding, usage over n choices and several prompts, and logprob formatting.
+import { describe, expect, it } from 'vitest';
+import { Admission } from '../../../openai-compat/admission.js';
+import { openaiFailure } from '../../../openai-compat/errors.js';
+import { completionLogprobs, TokenText } from '../../../openai-compat/logprobs.js';
+import { UsageTally } from '../../../openai-compat/wire.js';
+import type { TextTokenizer } from '../../../src/engine/input-processor-files.js';
+
+describe('Admission', () => {
+  it('sheds past the bound with 503 and retry-after, per model', () => {
+    const admission = new Admission(3);
+    admission.enter('a', 2);
+    admission.enter('b', 3);
+    admission.enter('a', 1);
+    const error = (() => {
+      try {
+        admission.enter('a', 1);
+      } catch (e) {
+        return openaiFailure(e);
+      }
+    })();
+    expect(error).toMatchObject({ status: 503, headers: { 'retry-after': '1' } });
+    admission.leave('a');
+    expect(() => admission.enter('a', 1)).not.toThrow();
+    expect(admission.queuedFor('a')).toBe(3);
+  });
+
+  it('lets a request larger than the bound run when nothing waits; 0 never sheds', () => {
+    expect(() => new Admission(2).enter('a', 5)).not.toThrow();
+    const unbounded = new Admission(0);
+    expect(() => unbounded.enter('a', 10_000)).not.toThrow();
+  });
+});
+
+describe('UsageTally', () => {
+  const usage = (promptTokens: number, completionTokens: number, cachedTokens: number) => ({ promptTokens, completionTokens, cachedTokens });
+
+  it('counts each prompt once, with the cache hits of its first choice, and every completion', () => {
+    const tally = new UsageTally(2);
+    tally.record(1, usage(10, 4, 8));
+    tally.record(0, usage(10, 5, 0));
+    tally.record(2, usage(7, 3, 0));
+    tally.record(3, usage(7, 2, 0));
+    expect(tally.toWire()).toEqual({ prompt_tokens: 17, completion_tokens: 14, total_tokens: 31, prompt_tokens_details: { cached_tokens: 0 } });
+  });
+});
+
+describe('logprobs', () => {
+  // A byte-level vocabulary: 'Ġ' stands for a space; ids 3 and 4 are the two bytes of 'é'.
+  const pieces: Record<number, string> = { 1: 'Ġ', 2: 'Ġhi', 3: 'Ã', 4: '©', 5: '<|end|>' };
+  const texts: Record<number, string> = { 1: ' ', 2: ' hi', 3: '\uFFFD', 4: '\uFFFD', 5: '<|end|>' };
+  const tokenizer = {
+    encode: (text: string) => ({ ids: text === ' ' ? [1] : [] }),
+    id_to_token: (id: number) => pieces[id],
+    decode: (ids: number[]) => ids.map((id) => texts[id]).join(''),
+  } as unknown as TextTokenizer;
+
+  it('gives a token the raw bytes its byte-level piece stands for', () => {
+    const text = new TokenText(tokenizer);
+    expect(text.bytes(2)).toEqual([32, 104, 105]);
+    expect(Buffer.from([...text.bytes(3), ...text.bytes(4)]).toString('utf8')).toBe('é');
+    expect(text.text(3)).toBe('\uFFFD');
+    expect(text.bytes(5)).toEqual([...Buffer.from('<|end|>')]);
+  });
+
+  it('lays completions logprobs out with running text offsets and a floor for -Infinity', () => {
+    const text = new TokenText(tokenizer);
+    const { logprobs, offset } = completionLogprobs(
+      [{ tokenId: 2, logprob: -0.5, top: [{ tokenId: 2, logprob: -0.5 }, { tokenId: 1, logprob: -1 }] }, { tokenId: 1, logprob: -Infinity, top: [] }],
+      text,
+      4,
+    );
+    expect(logprobs).toEqual({ tokens: [' hi', ' '], token_logprobs: [-0.5, -9999], top_logprobs: [{ ' hi': -0.5, ' ': -1 }, {}], text_offset: [4, 7] });
+    expect(offset).toBe(8);
+  });
+});

@@ -40,8 +40,9 @@ interface Queue {
 }
 
 /**
- * Runs every prepared choice and yields their events as they come, indexed from `firstIndex`.
- * The admission slots taken for them are given back as each choice gets its first token.
+ * Runs every prepared choice and yields their events as they come. Admission (503 when
+ * overloaded) happens on the first pull, before anything is submitted; each choice gives its
+ * slot back with its first token.
  */
 export async function* runChoices(
   model: LlmModel,
@@ -49,6 +50,7 @@ export async function* runChoices(
   signal: AbortSignal,
   admission: Admission,
 ): AsyncGenerator<ChoiceEvent> {
+  admission.enter(model.name, choices.length);
   const stop = new AbortController();
   const combined = AbortSignal.any([signal, stop.signal]);
   const queue: Queue = { items: [], open: choices.length };

@@ -5,7 +5,7 @@
 
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { OpenAIRequestError } from './errors.js';
+import { ConveyorError } from '../src/errors.js';
 
 const digest = (key: string): Buffer => createHash('sha256').update(key).digest();
 
@@ -19,13 +19,13 @@ export function apiKeyHook(keys: readonly string[]): ((request: FastifyRequest) 
     const header = request.headers.authorization;
     const match = typeof header === 'string' ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
     if (!match) {
-      throw new OpenAIRequestError('UNAUTHENTICATED', "You didn't provide an API key. Send it as 'Authorization: Bearer <key>'.", undefined, 'missing_api_key');
+      throw new ConveyorError('UNAUTHENTICATED', "You didn't provide an API key. Send it as 'Authorization: Bearer <key>'.");
     }
     const given = digest(match[1]!);
     // Every key is compared, so the time does not depend on which one matched.
     let ok = false;
     for (const d of digests) ok = timingSafeEqual(given, d) || ok;
-    if (!ok) throw new OpenAIRequestError('UNAUTHENTICATED', 'Incorrect API key provided.', undefined, 'invalid_api_key');
+    if (!ok) throw new ConveyorError('UNAUTHENTICATED', 'Incorrect API key provided.');
   };
 }
 

@@ -1,5 +1,5 @@
 // `conveyor serve [options]` (npm start): builds the default repository's weights on first use,
-// then serves the repository until SIGINT/SIGTERM.
+// then serves the repository (or the one --model directory) until SIGINT/SIGTERM.
 
 import { ensureDefaultRepository, DEFAULT_REPOSITORY } from '../models/default-repository.js';
 import { OptionsError, USAGE, parseServerOptions } from './config/server-options.js';
@@ -17,7 +17,7 @@ async function serve(argv: string[]): Promise<void> {
   const logger = pino({ level: options.logLevel, base: { service: 'conveyor' } });
   const log = (line: string, fields?: Record<string, unknown>): void => logger.info(fields ?? {}, line);
   // The bundled repository's weights are generated, never downloaded: build them if missing.
-  if (resolve(options.modelRepository) === resolve(DEFAULT_REPOSITORY)) await ensureDefaultRepository(DEFAULT_REPOSITORY, log);
+  if (options.model === undefined && resolve(options.modelRepository) === resolve(DEFAULT_REPOSITORY)) await ensureDefaultRepository(DEFAULT_REPOSITORY, log);
   const server = await startServer(options, { log });
   const shutdown = (signal: string): void => {
     log(`${signal}: shutting down`, { signal });

@@ -230,6 +230,14 @@ describe('errors', () => {
     expect(await response.json()).toEqual({ error: { message: expect.stringContaining('/v1/does/not/exist'), type: 'invalid_request_error', param: null, code: null } });
   });
 
+  it('sends no CORS headers and answers no preflight unless CORS is configured', async () => {
+    const response = await fetch(`${server.http}/v1/models`, { headers: { origin: 'https://app.example' } });
+    expect(response.headers.get('access-control-allow-origin')).toBeNull();
+    const preflight = await fetch(`${server.http}/v1/chat/completions`, { method: 'OPTIONS', headers: { origin: 'https://app.example', 'access-control-request-method': 'POST' } });
+    expect(preflight.status).toBe(404);
+    expect(preflight.headers.get('access-control-allow-origin')).toBeNull();
+  });
+
   it('answers malformed JSON with a 400 in OpenAI\'s shape', async () => {
     const response = await fetch(`${server.http}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"model": ' });
     expect(response.status).toBe(400);

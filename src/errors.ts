@@ -52,6 +52,11 @@ export class ConveyorError extends Error {
     return ERROR_CATALOG[this.code].http;
   }
 
+  /** Fastify's name for the HTTP status: a ConveyorError thrown in any hook answers correctly. */
+  get statusCode(): number {
+    return this.httpStatus;
+  }
+
   get grpcStatus(): number {
     return ERROR_CATALOG[this.code].grpc;
   }

@@ -11,6 +11,7 @@ import type { BackendLoader } from '../serving/served-model.js';
 import { createGrpcServer, llmDecoupledInfer } from './grpc/index.js';
 import { createHttpApp } from './http/app.js';
 import { openaiRoutes } from '../../openai-compat/index.js';
+import { apiKeyHook } from '../../openai-compat/security.js';
 import { singleModelRepository } from '../repository/single-model.js';
 
 export interface RunningServer {
@@ -45,8 +46,9 @@ export async function startServer(options: ServerOptions, start: StartOptions): 
   if (options.modelControlMode === 'poll') manager.startPolling(options.repositoryPollSecs);
   const service = new ConveyorService(manager, { mode: options.modelControlMode, strictReadiness: options.strictReadiness });
 
-  const http = createHttpApp(service, { logger: false, llm: service });
   const { apiKeys, corsAllowOrigins, maxQueuedRequests } = options;
+  // The WebSocket API is part of /v1: the same keys guard its upgrade.
+  const http = createHttpApp(service, { logger: false, llm: service, websocket: { authorize: apiKeyHook(apiKeys) } });
   http.register(openaiRoutes(service, { apiKeys, corsAllowOrigins, maxQueuedRequests, modelRepository: root }));
   await http.listen({ host: options.host, port: options.httpPort });
   const httpPort = (http.server.address() as { port: number }).port;
@@ -62,8 +64,12 @@ export async function startServer(options: ServerOptions, start: StartOptions): 
     (stopping ??= (async () => {
       service.beginShutdown();
       const deadline = new Promise<void>((resolve) => setTimeout(resolve, options.exitTimeoutSecs * 1000).unref());
-      await Promise.race([Promise.all([http.close(), grpc.stop()]), deadline]);
-      await manager.stop();
+      const frontEndsClosed = Promise.all([http.close(), grpc.stop()]);
+      // Unloading waits for in-flight requests (bounded by the exit timeout); after that, sockets
+      // still open are idle keep-alives or clients that never sent a request: close them.
+      await Promise.race([manager.stop(), deadline]);
+      http.server.closeAllConnections();
+      await Promise.race([frontEndsClosed, deadline]);
       // Last, so a scrape during the drain still sees the final counts.
       await metricsServer.close();
     })());

@@ -42,6 +42,23 @@ describe('--api-key', () => {
     expect((await sdk(KEY).chat.completions.create(chat)).choices).toHaveLength(1);
   });
 
+  it('guards the /v1/ws upgrade with the same keys', async () => {
+    const { WebSocket } = await import('ws');
+    const url = `${server.http.replace('http', 'ws')}/v1/ws`;
+    const refused = await new Promise<number>((resolve) => {
+      const socket = new WebSocket(url);
+      socket.on('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0));
+      socket.on('open', () => resolve(101));
+    });
+    expect(refused).toBe(401);
+    const accepted = await new Promise<boolean>((resolve) => {
+      const socket = new WebSocket(url, { headers: { authorization: `Bearer ${KEY}` } });
+      socket.on('open', () => (socket.close(), resolve(true)));
+      socket.on('unexpected-response', () => resolve(false));
+    });
+    expect(accepted).toBe(true);
+  });
+
   it('leaves health and the KServe routes open', async () => {
     expect((await fetch(`${server.http}/v2/health/ready`)).status).toBe(200);
     expect((await fetch(`${server.http}/v2/models/qwen3/ready`)).status).toBe(200);

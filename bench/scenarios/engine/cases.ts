@@ -21,6 +21,9 @@ type Slot = { readonly warmup?: boolean } | undefined;
 /** Traces of the measured runs, by case id. */
 export type Observations = Map<string, WorkloadTrace[]>;
 
+/** Each measured forward call's time (ms), by floor case id. */
+export type StepTimes = Map<string, number[]>;
+
 export interface Engines {
   readonly batched: EngineClient;
   readonly serial: EngineClient;
@@ -51,18 +54,29 @@ export function throughputCases(config: EngineBenchConfig, engines: Engines, obs
  * at every concurrency, and the prefill calls a point starts with (as many prompts per call as
  * max_num_batched_tokens admits), so a point's forward-only time can be put together.
  */
-export function floorCases(config: EngineBenchConfig, session: ort.InferenceSession): BenchCase[] {
+export function floorCases(config: EngineBenchConfig, session: ort.InferenceSession, stepTimes: StepTimes): BenchCase[] {
   const layout = inspectDecoder(session);
   // The engine's decode steps see past lengths prompt .. prompt + output − 1; the floor takes the middle.
   const past = config.promptTokens + Math.floor(config.outputTokens / 2);
   const timed = (point: string, phase: string, batch: number, shape: { past: number; seq: number }, steps: number): BenchCase => {
     const feeds = decoderFeeds(layout, { batch, ...shape }, new SeededRandom(seedFor(SEED, `floor-${point}`)));
-    return {
+    const info = {
       group: GROUP.forward, variant: VARIANT.floor, point,
       params: { phase, batch, ...shape, stepsPerRun: steps },
       work: { count: batch * shape.seq * steps, unit: 'tok' },
-      run: async () => {
-        for (let i = 0; i < steps; i++) await session.run(feeds);
+    };
+    const times: number[] = [];
+    stepTimes.set(caseId(info), times);
+    return {
+      ...info,
+      // Each call is timed on its own: the median call, like the engine's median step, shrugs off
+      // the bursts of other work that a few-second run on a shared machine catches.
+      run: async (slot?: Slot) => {
+        for (let i = 0; i < steps; i++) {
+          const started = performance.now();
+          await session.run(feeds);
+          if (!slot?.warmup) times.push(performance.now() - started);
+        }
       },
     };
   };

@@ -62,7 +62,7 @@ export function engineBenchConfig(flags: FlagValues, quick: boolean): EngineBenc
     concurrency,
     promptTokens,
     outputTokens,
-    floorSteps: quick ? 2 : 6,
+    floorSteps: quick ? 2 : 10,
     prefixTokens,
     suffixTokens: quick ? 8 : 24,
     ttftRequests: quick ? 2 : 3,

@@ -5,7 +5,7 @@
 import { formatMs, formatRate, markdownTable, resultsTable } from '../../harness/markdown.js';
 import type { ChartRequest } from '../../harness/charts.js';
 import type { CaseResult } from '../../harness/types.js';
-import { GROUP, VARIANT, prefillRowsFor, type Observations } from './cases.js';
+import { GROUP, VARIANT, prefillRowsFor, type Observations, type StepTimes } from './cases.js';
 import type { EngineBenchConfig } from './config.js';
 import { kvWaste, type KvWaste } from './kv-waste.js';
 import type { StepProfile } from './profile.js';
@@ -21,12 +21,17 @@ export interface Conclusion {
   readonly results: string;
 }
 
-export function conclude(results: readonly CaseResult[], observations: Observations, config: EngineBenchConfig, profile: readonly StepProfile[], baseline: string): Conclusion {
+export interface Observed {
+  readonly traces: Observations;
+  readonly stepTimes: StepTimes;
+}
+
+export function conclude(results: readonly CaseResult[], observed: Observed, config: EngineBenchConfig, profile: readonly StepProfile[], baseline: string): Conclusion {
   const metrics = new Map<string, Metrics>();
   const kv = new Map<string, KvWaste>();
   for (const r of results) {
-    const traces = observations.get(r.id) ?? [];
-    const m = metricsOf(r, traces, config);
+    const traces = observed.traces.get(r.id) ?? [];
+    const m = r.group === GROUP.forward ? floorMetrics(r, observed.stepTimes.get(r.id) ?? []) : metricsOf(r, traces);
     if (r.group === GROUP.kv) {
       const waste = kvWaste(mergeTraces(traces), config.blockSize, config.maxModelLen);
       kv.set(r.id, waste);
@@ -34,25 +39,31 @@ export function conclude(results: readonly CaseResult[], observations: Observati
     }
     metrics.set(r.id, m);
   }
-  const find = (group: string, variant: string, point: string) => results.find((r) => r.group === group && r.variant === variant && r.point === point);
+  const look = lookup(results, metrics);
   const top = Math.max(...config.concurrency);
-  const targets = targetRows(config, metrics, find, top, [...kv.values()][0]);
+  const targets = targetRows(config, look, top, [...kv.values()][0]);
   const sections = [
-    '### Throughput and step time', '', throughputTable(config, metrics, find), '',
+    '### Throughput and step time', '', throughputTable(config, look), '',
     '### Time to first token', '', ttftTable(results, metrics), '',
     '### KV cache waste', '', kvTable(kv), '',
   ];
   if (profile.length > 0) sections.push('### Decode step profile (in-process EngineCore)', '', profileTable(profile), '');
   sections.push('### Every case', '', resultsTable(results, baseline), '', '### Targets', '', markdownTable(['Target', 'Aim', 'Measured', 'Met'], targets.map((t) => [t.name, t.aim, t.measured, t.met]), ['left', 'left', 'right', 'left']));
   const notes = targets.map((t) => `${t.name}: ${t.measured} (aim ${t.aim}) — ${t.met}`);
-  const bound = forwardOnlyRate(config, top, find) / (find(GROUP.forward, VARIANT.floor, `decode b${top}`)?.throughput?.perSecond ?? NaN);
+  const bound = forwardOnlyRate(config, top, look) / look.floorRate(`decode b${top}`);
   notes.push(`at c${top} the forward passes alone (prefill calls + decode steps at the floor's medians) reach ${percent(bound)} of the decode floor: the prefill share bounds what the aggregate can reach`);
   return { metrics, notes, results: sections.join('\n') };
 }
 
-function metricsOf(r: CaseResult, traces: readonly WorkloadTrace[], config: EngineBenchConfig): Metrics {
+/** A floor case: the median single call, and the tokens per second it gives. */
+function floorMetrics(r: CaseResult, times: readonly number[]): Metrics {
+  const stepMs = medianOf(times);
+  const tokensPerCall = Number(r.params['batch']) * Number(r.params['seq']);
+  return { calls: times.length, stepMs, tokPerSec: (tokensPerCall * 1000) / stepMs };
+}
+
+function metricsOf(r: CaseResult, traces: readonly WorkloadTrace[]): Metrics {
   const m: Metrics = { runs: traces.length };
-  if (r.group === GROUP.forward) return { stepMs: r.stats.median / Number(r.params['stepsPerRun']) };
   const requests = traces.flatMap((t) => t.requests);
   const ttft = requests.map((q) => (q.firstSeenMs ?? NaN) - q.submittedMs).filter(Number.isFinite);
   const engineTtft = requests.map((q) => q.engineTtftMs ?? NaN).filter(Number.isFinite);
@@ -71,21 +82,38 @@ function metricsOf(r: CaseResult, traces: readonly WorkloadTrace[], config: Engi
   return m;
 }
 
-type Find = (group: string, variant: string, point: string) => CaseResult | undefined;
+interface Lookup {
+  find(group: string, variant: string, point: string): CaseResult | undefined;
+  metric(result: CaseResult | undefined, name: string): number;
+  /** Output tokens/s of a throughput case (the harness's: work at the median run). */
+  rate(variant: string, concurrency: number): number;
+  floorStepMs(point: string): number;
+  floorRate(point: string): number;
+}
 
-function throughputTable(config: EngineBenchConfig, metrics: ReadonlyMap<string, Metrics>, find: Find): string {
+function lookup(results: readonly CaseResult[], metrics: ReadonlyMap<string, Metrics>): Lookup {
+  const find = (group: string, variant: string, point: string) => results.find((r) => r.group === group && r.variant === variant && r.point === point);
+  const metric = (result: CaseResult | undefined, name: string) => (result ? num(metrics.get(result.id)?.[name]) : NaN);
+  return {
+    find,
+    metric,
+    rate: (variant, c) => find(GROUP.throughput, variant, `c${c}`)?.throughput?.perSecond ?? NaN,
+    floorStepMs: (point) => metric(find(GROUP.forward, VARIANT.floor, point), 'stepMs'),
+    floorRate: (point) => metric(find(GROUP.forward, VARIANT.floor, point), 'tokPerSec'),
+  };
+}
+
+function throughputTable(config: EngineBenchConfig, look: Lookup): string {
   const headers = ['Concurrency', 'Batched tok/s', 'max_num_seqs=1 tok/s', 'Batched / max_num_seqs=1', 'Decode floor tok/s', 'Batched / decode floor', 'Forward-only tok/s', 'Batched / forward-only', 'Engine step ms', 'Forward step ms', 'Step overhead'];
   const rows = config.concurrency.map((c) => {
-    const rate = (r: CaseResult | undefined) => r?.throughput?.perSecond ?? NaN;
-    const batched = rate(find(GROUP.throughput, VARIANT.batched, `c${c}`));
-    const serial = rate(find(GROUP.throughput, VARIANT.serial, `c${c}`));
-    const floor = find(GROUP.forward, VARIANT.floor, `decode b${c}`);
-    const batchedCase = find(GROUP.throughput, VARIANT.batched, `c${c}`);
-    const step = batchedCase ? num(metrics.get(batchedCase.id)?.['decodeStepMs']) : NaN;
-    const forward = floor ? num(metrics.get(floor.id)?.['stepMs']) : NaN;
-    const forwardOnly = forwardOnlyRate(config, c, find);
+    const batched = look.rate(VARIANT.batched, c);
+    const serial = look.rate(VARIANT.serial, c);
+    const floor = look.floorRate(`decode b${c}`);
+    const step = look.metric(look.find(GROUP.throughput, VARIANT.batched, `c${c}`), 'decodeStepMs');
+    const forward = look.floorStepMs(`decode b${c}`);
+    const forwardOnly = forwardOnlyRate(config, c, look);
     return [
-      String(c), fmtRate(batched), fmtRate(serial), times(batched / serial), fmtRate(rate(floor)), percent(batched / rate(floor)),
+      String(c), fmtRate(batched), fmtRate(serial), times(batched / serial), fmtRate(floor), percent(batched / floor),
       fmtRate(forwardOnly), percent(batched / forwardOnly), fmt(step), fmt(forward), times(step / forward),
     ];
   });
@@ -94,13 +122,12 @@ function throughputTable(config: EngineBenchConfig, metrics: ReadonlyMap<string,
 
 /**
  * Output tokens/s of a point if the engine cost nothing but its forward passes: its prefill calls
- * plus output − 1 decode steps at batch `c`, each at the floor's median.
+ * plus output − 1 decode steps at batch `c`, each at the floor's median call.
  */
-function forwardOnlyRate(config: EngineBenchConfig, c: number, find: Find): number {
+function forwardOnlyRate(config: EngineBenchConfig, c: number, look: Lookup): number {
   const rows = prefillRowsFor(config, c);
-  const prefill = find(GROUP.forward, VARIANT.floor, `prefill ${rows}×${config.promptTokens}`)?.stats.median ?? NaN;
-  const decode = (find(GROUP.forward, VARIANT.floor, `decode b${c}`)?.stats.median ?? NaN) / config.floorSteps;
-  const ms = Math.ceil(c / rows) * prefill + (config.outputTokens - 1) * decode;
+  const prefill = look.floorStepMs(`prefill ${rows}×${config.promptTokens}`);
+  const ms = Math.ceil(c / rows) * prefill + (config.outputTokens - 1) * look.floorStepMs(`decode b${c}`);
   return (c * config.outputTokens) / (ms / 1000);
 }
 
@@ -134,15 +161,11 @@ interface Target {
   readonly met: string;
 }
 
-function targetRows(config: EngineBenchConfig, metrics: ReadonlyMap<string, Metrics>, find: Find, top: number, waste: KvWaste | undefined): Target[] {
-  const rate = (group: string, variant: string, point: string) => find(group, variant, point)?.throughput?.perSecond ?? NaN;
-  const batched = rate(GROUP.throughput, VARIANT.batched, `c${top}`);
-  const floor = rate(GROUP.forward, VARIANT.floor, `decode b${top}`);
-  const serial = rate(GROUP.throughput, VARIANT.serial, `c${top}`);
-  const ttftOf = (variant: string) => {
-    const r = find(GROUP.ttft, variant, `prefix ${config.prefixTokens}`);
-    return r ? num(metrics.get(r.id)?.['ttftMs']) : NaN;
-  };
+function targetRows(config: EngineBenchConfig, look: Lookup, top: number, waste: KvWaste | undefined): Target[] {
+  const batched = look.rate(VARIANT.batched, top);
+  const floor = look.floorRate(`decode b${top}`);
+  const serial = look.rate(VARIANT.serial, top);
+  const ttftOf = (variant: string) => look.metric(look.find(GROUP.ttft, variant, `prefix ${config.prefixTokens}`), 'ttftMs');
   const ttftGain = ttftOf(VARIANT.cacheOff) / ttftOf(VARIANT.cacheOn);
   const verdict = (ok: boolean, value: number) => (Number.isNaN(value) ? 'no data' : ok ? 'met' : 'missed');
   return [
@@ -161,7 +184,8 @@ export function engineCharts(config: EngineBenchConfig, label: string): ChartReq
       select: (r) => r.group === GROUP.throughput || (r.group === GROUP.forward && r.params['phase'] === 'decode'),
       seriesOf: (r) => r.variant,
       x: (r) => Number(r.params['concurrency'] ?? r.params['batch']),
-      y: (r) => r.throughput?.perSecond ?? NaN,
+      // The floor's rate from its median call (as in the tables); the engine's from its median run.
+      y: (r) => (r.group === GROUP.forward ? num(r.metrics?.['tokPerSec']) : (r.throughput?.perSecond ?? NaN)),
     },
     {
       kind: 'bar', file: 'engine-ttft.svg', title: `${label}: time to first token, ${config.prefixTokens}-token shared prefix (median ms)`,

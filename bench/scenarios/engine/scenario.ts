@@ -13,7 +13,7 @@ import type { EngineWorkerData } from '../../../src/contracts/engine-messages.js
 import { messageOf } from '../../harness/runner.js';
 import type { PreparedScenario, Scenario, ScenarioContext } from '../../harness/scenario.js';
 import type { CaseResult } from '../../harness/types.js';
-import { GROUP, VARIANT, floorCases, kvCase, seedPrefix, throughputCases, ttftCases, type Engines, type Observations } from './cases.js';
+import { GROUP, VARIANT, floorCases, kvCase, seedPrefix, throughputCases, ttftCases, type Engines, type Observations, type StepTimes } from './cases.js';
 import { ENGINE_FLAGS, engineBenchConfig, engineData, type EngineBenchConfig } from './config.js';
 import { profileSteps, type StepProfile } from './profile.js';
 import { conclude, engineCharts } from './report.js';
@@ -65,15 +65,16 @@ async function prepareEngine(source: DecoderSource, context: ScenarioContext): P
       intraOpNumThreads: config.threads, interOpNumThreads: 1, executionMode: 'sequential', graphOptimizationLevel: 'all', logSeverityLevel: 3,
     });
     const observations: Observations = new Map();
+    const stepTimes: StepTimes = new Map();
     const cases = [
       ...throughputCases(config, engines, observations),
-      ...floorCases(config, session),
+      ...floorCases(config, session, stepTimes),
       ...ttftCases(config, engines, observations),
       kvCase(config, engines.batched, observations),
     ];
     context.log('warming the engines and seeding the shared prefix…');
     await warmUp(config, engines);
-    for (const c of cases.filter((c) => c.group === GROUP.forward)) await c.run();
+    for (const c of cases.filter((c) => c.group === GROUP.forward)) await c.run({ warmup: true, rep: 0 });
     const floorSession = session;
     return {
       cases,
@@ -82,7 +83,7 @@ async function prepareEngine(source: DecoderSource, context: ScenarioContext): P
       notes: notesFor(config, engines, loadAtStart),
       settings: { ...config, modelPath, numBlocks: engines.batched.info.numBlocks, batchedMaxNumSeqs: engineConfigs.batched.maxNumSeqs },
       conclude: (results: readonly CaseResult[]) => {
-        const conclusion = conclude(results, observations, config, profile, VARIANT.serial);
+        const conclusion = conclude(results, { traces: observations, stepTimes }, config, profile, VARIANT.serial);
         const load = loadavg().map((x) => x.toFixed(2)).join(' / ');
         const notes = [...conclusion.notes, `load average (1/5/15 min) at the end: ${load} on ${config.threads} threads`];
         if (config.size !== 'bench') notes.push(`the targets are set for the bench decoder; on the ${config.size} one they only show the pipeline works`);
@@ -118,7 +119,7 @@ function notesFor(config: EngineBenchConfig, engines: Engines, load: readonly nu
     `decoder: ${info.numLayers} layers, ${info.numKvHeads} KV heads × head_dim ${info.headDim}, vocab ${info.vocabSize.toLocaleString('en-US')}, ${info.kvType} KV; ${info.numBlocks} blocks of ${info.blockSize} tokens per engine`,
     `engines: max_num_seqs ${Math.max(...config.concurrency, config.mixedRequests)} (batched) vs 1, max_num_batched_tokens ${config.maxNumBatchedTokens}, max_model_len ${config.maxModelLen}, ${config.threads} intra-op threads, each in its own worker`,
     `throughput: every request of a point submitted at once, random prompts of ${config.promptTokens} tokens, ${config.outputTokens} output tokens, greedy, ignore_eos; tok/s = output tokens / wall time of the whole point (prefill included)`,
-    `forward floor: bare session.run (forward scenario feeds) of one decode step at past ${floorPast} (the middle of the engine's decode pasts), ${config.floorSteps} steps per run, and of each point's prefill call (prompts per call as max_num_batched_tokens admits); forward-only = those calls alone for a whole point; engine step = time between consecutive step messages in which every request decoded`,
+    `forward floor: bare session.run (forward scenario feeds) of one decode step at past ${floorPast} (the middle of the engine's decode pasts), ${config.floorSteps} calls per run, and of each point's prefill call (prompts per call as max_num_batched_tokens admits); floor = the median single call; forward-only = those calls alone for a whole point; engine step = median time between consecutive step messages in which every request decoded`,
     `TTFT: ${config.ttftRequests} requests per run, one at a time, each the same ${config.prefixTokens}-token prefix (seeded by earlier requests in warm-up) + ${config.suffixTokens} fresh tokens, max_tokens 1; client TTFT = submit → first update on the main thread`,
     `KV waste: engine stats (numTotalBlocks − numFreeBlocks) sampled at every step of the mixed workload (prompts ${config.mixedPrompt.join('–')}, outputs ${config.mixedOutput.join('–')} tokens), against tokens stored = prompt + outputs − 1 per running request from the updates; steps with a request waiting or mid-prefill are skipped`,
     `load average (1/5/15 min) at the start: ${load.map((x) => x.toFixed(2)).join(' / ')} on ${config.threads} threads`,

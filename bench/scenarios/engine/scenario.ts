@@ -39,65 +39,68 @@ async function prepareEngine(source: DecoderSource, context: ScenarioContext): P
   context.log(`building qwen3 ${config.size}…`);
   const modelPath = (await source(config.size)).modelPath('fp32');
   const data = (overrides: Partial<EngineWorkerData>) => engineData(config, modelPath, overrides);
-  const engineConfigs = {
-    batched: data({}),
-    serial: data({ maxNumSeqs: 1 }),
-    cacheOn: data({}),
-    cacheOff: data({ enablePrefixCaching: false }),
-  };
+  const configs = { batched: data({}), serial: data({ maxNumSeqs: 1 }), cacheOn: data({}), cacheOff: data({ enablePrefixCaching: false }) };
   let profile: StepProfile[] = [];
   if (config.profile) {
     context.log('profiling the decode step in-process…');
-    profile = await profileSteps(config, engineConfigs.batched);
+    profile = await profileSteps(config, configs.batched);
   }
   context.log('starting 4 engines and the forward-floor session…');
-  const started: EngineClient[] = [];
-  const startEngine = async (worker: EngineWorkerData) => {
-    const engine = await EngineClient.start(worker, (line) => context.log(`[engine] ${line}`));
-    started.push(engine);
-    return engine;
-  };
-  let session: ort.InferenceSession | undefined;
+  const { engines, session, dispose } = await startAll(config, modelPath, configs, context.log);
   try {
-    const [batched, serial, cacheOn, cacheOff] = await Promise.all(Object.values(engineConfigs).map(startEngine));
-    const engines: Engines = { batched: batched!, serial: serial!, cacheOn: cacheOn!, cacheOff: cacheOff! };
-    session = await ort.InferenceSession.create(modelPath, {
-      intraOpNumThreads: config.threads, interOpNumThreads: 1, executionMode: 'sequential', graphOptimizationLevel: 'all', logSeverityLevel: 3,
-    });
-    const observations: Observations = new Map();
-    const stepTimes: StepTimes = new Map();
+    const observed = { traces: new Map() as Observations, stepTimes: new Map() as StepTimes };
     const cases = [
-      ...throughputCases(config, engines, observations),
-      ...floorCases(config, session, stepTimes),
-      ...ttftCases(config, engines, observations),
-      kvCase(config, engines.batched, observations),
+      ...throughputCases(config, engines, observed.traces),
+      ...floorCases(config, session, observed.stepTimes),
+      ...ttftCases(config, engines, observed.traces),
+      kvCase(config, engines.batched, observed.traces),
     ];
     context.log('warming the engines and seeding the shared prefix…');
     await warmUp(config, engines);
     for (const c of cases.filter((c) => c.group === GROUP.forward)) await c.run({ warmup: true, rep: 0 });
-    const floorSession = session;
     return {
       cases,
       skipped: [],
       charts: engineCharts(config, `qwen3 ${config.size}`),
       notes: notesFor(config, engines, loadAtStart),
-      settings: { ...config, modelPath, numBlocks: engines.batched.info.numBlocks, batchedMaxNumSeqs: engineConfigs.batched.maxNumSeqs },
+      settings: { ...config, modelPath, numBlocks: engines.batched.info.numBlocks, batchedMaxNumSeqs: configs.batched.maxNumSeqs },
       conclude: (results: readonly CaseResult[]) => {
-        const conclusion = conclude(results, { traces: observations, stepTimes }, config, profile, VARIANT.serial);
+        const conclusion = conclude(results, observed, config, profile, VARIANT.serial);
         const load = loadavg().map((x) => x.toFixed(2)).join(' / ');
         const notes = [...conclusion.notes, `load average (1/5/15 min) at the end: ${load} on ${config.threads} threads`];
         if (config.size !== 'bench') notes.push(`the targets are set for the bench decoder; on the ${config.size} one they only show the pipeline works`);
         return { ...conclusion, notes };
       },
-      dispose: async () => {
-        await Promise.all(started.map((e) => e.close()));
-        await floorSession.release();
-      },
+      dispose,
     };
   } catch (error) {
+    await dispose();
+    throw new Error(`engine benchmark setup failed: ${messageOf(error)}`);
+  }
+}
+
+/** The four engines (each in its worker) and the floor's session; on failure, whatever started is closed. */
+async function startAll(config: EngineBenchConfig, modelPath: string, configs: Record<keyof Engines, EngineWorkerData>, log: (line: string) => void) {
+  const started: EngineClient[] = [];
+  let session: ort.InferenceSession | undefined;
+  const dispose = async (): Promise<void> => {
     await Promise.all(started.map((e) => e.close().catch(() => {})));
     await session?.release();
-    throw new Error(`engine benchmark setup failed: ${messageOf(error)}`);
+  };
+  try {
+    const start = async (key: keyof Engines) => {
+      const engine = await EngineClient.start(configs[key], (line) => log(`[engine] ${line}`));
+      started.push(engine);
+      return [key, engine] as const;
+    };
+    const engines = Object.fromEntries(await Promise.all((['batched', 'serial', 'cacheOn', 'cacheOff'] as const).map(start))) as unknown as Engines;
+    session = await ort.InferenceSession.create(modelPath, {
+      intraOpNumThreads: config.threads, interOpNumThreads: 1, executionMode: 'sequential', graphOptimizationLevel: 'all', logSeverityLevel: 3,
+    });
+    return { engines, session, dispose };
+  } catch (error) {
+    await dispose();
+    throw error;
   }
 }
 

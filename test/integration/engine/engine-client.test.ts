@@ -70,6 +70,8 @@ describe('EngineClient', () => {
     }, 2);
     await Promise.all(Array.from({ length: 8 }, (_, i) => collect(engine.submit(request(`lag${i}`, [i + 1, i + 2], 40)))));
     clearInterval(timer);
-    expect(Math.max(...lags)).toBeLessThan(50);
+    // Median, not max: a loaded machine may delay a single tick; a blocked thread delays them all.
+    lags.sort((a, b) => a - b);
+    expect(lags[Math.floor(lags.length / 2)]!).toBeLessThan(20);
   });
 });

@@ -58,8 +58,11 @@ describe('InstancePool', () => {
     }, 5);
     for (let i = 0; i < 3; i++) await pool.execute([images(8)], ['logits']);
     clearInterval(timer);
+    // Median, not max: on a loaded 2-core machine the OS may delay any single tick, but a
+    // session.run on this thread would block nearly every tick for the whole forward pass.
+    lags.sort((a, b) => a - b);
     expect(lags.length).toBeGreaterThan(3);
-    expect(Math.max(...lags)).toBeLessThan(100);
+    expect(lags[Math.floor(lags.length / 2)]!).toBeLessThan(20);
   });
 
   it('turns a bad input into an error and keeps serving', async () => {

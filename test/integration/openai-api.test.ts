@@ -91,6 +91,17 @@ describe('chat completions', () => {
     expect(first.usage).toMatchObject({ completion_tokens: 30, total_tokens: first.usage!.prompt_tokens + 30 });
   });
 
+  it('submits n choices together so the later ones share the prompt\'s cached blocks', async () => {
+    const hits = () => model.engine.stats!.prefixCacheHits;
+    const before = hits();
+    const long = 'Pack my box with five dozen liquor jugs. '.repeat(10);
+    const completion = await client.chat.completions.create({ model: 'qwen3', messages: user(long), n: 4, max_tokens: 2 }) as OpenAI.ChatCompletion;
+    const fullBlocks = Math.floor(completion.usage!.prompt_tokens / 16) * 16;
+    expect(fullBlocks).toBeGreaterThanOrEqual(64);
+    // Choices 1..3 find every full block of the prompt that choice 0 computes.
+    expect(hits() - before).toBeGreaterThanOrEqual(3 * fullBlocks);
+  });
+
   it('streams n choices, each starting with the role and finishing once', async () => {
     const stream = await client.chat.completions.create({ model: 'qwen3', messages: user('hi'), n: 2, max_tokens: 4, ignore_eos: true, stream: true } as never) as unknown as AsyncIterable<OpenAI.ChatCompletionChunk>;
     const byIndex = new Map<number, OpenAI.ChatCompletionChunk.Choice[]>();

@@ -4,5 +4,6 @@ import type { Scenario } from '../harness/scenario.js';
 import { engineScenario } from './engine/scenario.js';
 import { forwardScenario } from './forward/scenario.js';
 import { inferScenario } from './infer/scenario.js';
+import { serveScenario } from './serve/scenario.js';
 
-export const SCENARIOS: readonly Scenario[] = [forwardScenario(), inferScenario(), engineScenario()];
+export const SCENARIOS: readonly Scenario[] = [forwardScenario(), inferScenario(), engineScenario(), serveScenario()];

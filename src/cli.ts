@@ -18,7 +18,7 @@ async function serve(argv: string[]): Promise<void> {
   const log = (line: string, fields?: Record<string, unknown>): void => logger.info(fields ?? {}, line);
   // The bundled repository's weights are generated, never downloaded: build them if missing.
   if (options.model === undefined && resolve(options.modelRepository) === resolve(DEFAULT_REPOSITORY)) await ensureDefaultRepository(DEFAULT_REPOSITORY, log);
-  const server = await startServer(options, { log });
+  const server = await startServer(options, { log, httpLogger: { level: options.logLevel, base: { service: 'conveyor' } } });
   const shutdown = (signal: string): void => {
     log(`${signal}: shutting down`, { signal });
     void server.stop().then(() => process.exit(0));

@@ -27,6 +27,8 @@ export interface RunningServer {
 
 export interface StartOptions {
   readonly log: (line: string, fields?: Record<string, unknown>) => void;
+  /** pino options for fastify's request logging (one line per request with its id); off when absent. */
+  readonly httpLogger?: object;
   /** Backends beyond the built-in ones (the LLM engine registers "llm"). */
   readonly loaders?: Readonly<Record<string, BackendLoader>>;
 }
@@ -48,7 +50,7 @@ export async function startServer(options: ServerOptions, start: StartOptions): 
 
   const { apiKeys, corsAllowOrigins, maxQueuedRequests } = options;
   // The WebSocket API is part of /v1: the same keys guard its upgrade.
-  const http = createHttpApp(service, { logger: false, llm: service, websocket: { authorize: apiKeyHook(apiKeys) } });
+  const http = createHttpApp(service, { logger: start.httpLogger ?? false, llm: service, websocket: { authorize: apiKeyHook(apiKeys) } });
   http.register(openaiRoutes(service, { apiKeys, corsAllowOrigins, maxQueuedRequests, modelRepository: root }));
   await http.listen({ host: options.host, port: options.httpPort });
   const httpPort = (http.server.address() as { port: number }).port;

@@ -86,9 +86,9 @@ describe('model lifecycle', () => {
     const repository = await makeRepository([{ name: 'cnn', from: 'resnet-tiny', config: configOf('resnet-tiny', 'cnn') }]);
     await writeFile(join(repository, 'README'), 'not a model');
     const child = spawn('npx', ['tsx', 'src/cli.ts', 'serve', '--model-repository', repository, '--host', '127.0.0.1', '--http-port', '0', '--grpc-port', '0', '--metrics-port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
     try {
       const port = await new Promise<number>((resolve, reject) => {
-        let out = '';
         child.stdout.on('data', (chunk: Buffer) => {
           out += chunk.toString();
           const match = /HTTP \(KServe v2\) listening on 127\.0\.0\.1:(\d+)/.exec(out);
@@ -96,7 +96,12 @@ describe('model lifecycle', () => {
         });
         child.once('exit', (code) => reject(new Error(`exited ${code}: ${out}`)));
       });
-      expect((await fetch(`http://127.0.0.1:${port}/v2/health/ready`)).status).toBe(200);
+      expect((await fetch(`http://127.0.0.1:${port}/v2/health/ready`, { headers: { 'x-request-id': 'probe-42' } })).status).toBe(200);
+      // Structured JSON logs: the request's completion line carries the client's request id.
+      const completion = () => out.split('\n').find((l) => l.includes('"reqId":"probe-42"') && l.includes('responseTime'));
+      await waitFor(async () => completion() !== undefined);
+      const line = completion();
+      expect(JSON.parse(line!)).toMatchObject({ level: 30, reqId: 'probe-42', res: { statusCode: 200 } });
     } finally {
       child.kill('SIGTERM');
       await new Promise((r) => child.once('exit', r));

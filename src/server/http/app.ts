@@ -31,7 +31,12 @@ export interface HttpAppOptions {
 
 export function createHttpApp(service: InferenceService, options: HttpAppOptions = {}): FastifyInstance {
   const bodyLimit = options.bodyLimit ?? DEFAULT_BODY_LIMIT;
-  const app = Fastify({ logger: (options.logger ?? false) as FastifyServerOptions['logger'], bodyLimit });
+  const app = Fastify({
+    logger: (options.logger ?? false) as FastifyServerOptions['logger'],
+    bodyLimit,
+    // A client's X-Request-Id becomes the request id in every log line about the request.
+    requestIdHeader: 'x-request-id',
+  });
   app.register(kserveRoutes(service, { bodyLimit, llm: options.llm }));
   if (options.llm) app.register(websocketRoutes(options.llm, options.websocket));
   app.setNotFoundHandler((request, reply) =>

@@ -5,5 +5,6 @@ import { engineScenario } from './engine/scenario.js';
 import { forwardScenario } from './forward/scenario.js';
 import { inferScenario } from './infer/scenario.js';
 import { serveScenario } from './serve/scenario.js';
+import { streamingScenario } from './streaming/scenario.js';
 
-export const SCENARIOS: readonly Scenario[] = [forwardScenario(), inferScenario(), engineScenario(), serveScenario()];
+export const SCENARIOS: readonly Scenario[] = [forwardScenario(), inferScenario(), engineScenario(), serveScenario(), streamingScenario()];

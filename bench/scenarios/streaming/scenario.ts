@@ -1,0 +1,154 @@
+// `npm run bench -- streaming`: what streaming costs. The real server runs as a child process on
+// the decoder; each transport (non-streaming chat, SSE, WebSocket, gRPC Generate) sends the same
+// concurrent greedy chat requests with ignore_eos and a fixed max_tokens, interleaved by the
+// harness round by round. Per transport: output tokens/s, the server's main-thread CPU per token
+// (/proc of the child), and GET /v2/health/ready latency polled while the load runs.
+
+import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
+import { availableParallelism, loadavg, tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { ensureBuilt } from '../../../models/catalog.js';
+import type { ModelSize } from '../../../models/common/model-files.js';
+import { positiveInt, stringList } from '../../harness/args.js';
+import type { FlagSpec, PreparedScenario, Scenario, ScenarioContext } from '../../harness/scenario.js';
+import type { BenchCase, RunSlot } from '../../harness/types.js';
+import { startServerProcess, type ServerProcess } from '../infer/server-process.js';
+import { conveyorConfig, waitForModels } from '../serve/systems.js';
+import { pollHealth, readCpu } from './probes.js';
+import { BASELINE, conclude, streamingCharts, type Recorded } from './report.js';
+import { openClient, TRANSPORTS, type GenerationParams, type Transport, type TransportClient } from './transports.js';
+
+const FLAGS: Readonly<Record<string, FlagSpec>> = {
+  size: { type: 'string', usage: '--size tiny|bench', description: 'decoder the server runs (default bench; --quick: tiny)' },
+  concurrency: { type: 'string', usage: '--concurrency N', description: 'requests in flight per run, all sent at once (default 32; --quick: 8)' },
+  'max-tokens': { type: 'string', usage: '--max-tokens N', description: 'output tokens per request, greedy with ignore_eos (default 32; --quick: 8)' },
+  transports: { type: 'string', usage: '--transports a,b', description: `transports to run (default ${TRANSPORTS.join(',')})` },
+};
+
+export type DecoderDir = (size: ModelSize) => Promise<string>;
+
+export function streamingScenario(decoder: DecoderDir = async (size) => (await ensureBuilt('qwen3', size)).dir): Scenario {
+  return {
+    name: 'streaming',
+    description: 'streaming cost: output tokens/s over SSE, WebSocket and gRPC vs non-streaming chat, main-thread CPU per token, health latency under load',
+    flags: FLAGS,
+    // Every run is a whole load; the transports are warmed in prepare() with a short burst each.
+    defaults: { full: { reps: 3, warmup: 0 }, quick: { reps: 2, warmup: 0 }, baseline: BASELINE },
+    prepare: (context) => prepareStreaming(decoder, context),
+  };
+}
+
+const TOPICS = ['a lighthouse', 'the tides', 'a cat on a train', 'paper boats', 'winter bread', 'an old radio', 'mountain goats', 'a clock tower'];
+
+/** Distinct short chat prompts, the same for every transport. */
+export function promptsFor(count: number): string[] {
+  return Array.from({ length: count }, (_, i) => `Request ${i + 1}: tell me a short story about ${TOPICS[i % TOPICS.length]}, part ${Math.floor(i / TOPICS.length) + 1}.`);
+}
+
+async function prepareStreaming(decoder: DecoderDir, context: ScenarioContext): Promise<PreparedScenario> {
+  const { flags, quick, log } = context;
+  const size = (flags['size'] ?? (quick ? 'tiny' : 'bench')) as ModelSize;
+  if (size !== 'tiny' && size !== 'bench') throw new Error(`--size must be tiny or bench, got ${String(size)}`);
+  const concurrency = positiveInt(flags['concurrency'], quick ? 8 : 32, '--concurrency', 1);
+  const maxTokens = positiveInt(flags['max-tokens'], quick ? 8 : 32, '--max-tokens', 1);
+  const transports = stringList(flags['transports'], TRANSPORTS, TRANSPORTS, '--transports');
+  const loadAtStart = loadavg();
+  log(`building qwen3 ${size}…`);
+  const modelDir = await decoder(size);
+  const model = `qwen3-${size}`;
+  const root = await mkdtemp(join(tmpdir(), 'conveyor-bench-streaming-'));
+  let server: ServerProcess | undefined;
+  const clients: TransportClient[] = [];
+  const dispose = async (): Promise<void> => {
+    for (const client of clients) await client.close().catch(() => undefined);
+    await server?.stop();
+    await rm(root, { recursive: true, force: true });
+  };
+  try {
+    await mkdir(join(root, model));
+    await writeFile(join(root, model, 'config.pbtxt'), conveyorConfig(model, Math.max(32, concurrency)));
+    await symlink(resolve(modelDir), join(root, model, '1'), 'dir');
+    log(`starting the server on ${modelDir}…`);
+    server = await startServerProcess(root);
+    await waitForModels(server.http, [model], 240_000);
+    log(`serving ${model} at ${server.http}, gRPC ${server.grpcAddress} (pid ${server.pid})`);
+    const params: GenerationParams = { model, maxTokens };
+    const prompts = promptsFor(concurrency);
+    for (const transport of transports) {
+      const client = await openClient(transport, { http: server.http, grpcAddress: server.grpcAddress });
+      clients.push(client);
+      log(`warming up ${transport}…`);
+      // Every prompt once (fills the prefix cache alike for all), with few tokens.
+      checkDelivered(transport, await client.run(prompts, { model, maxTokens: Math.min(4, maxTokens) }), Math.min(4, maxTokens));
+    }
+    const recorded: Recorded = new Map();
+    const pid = server.pid;
+    const http = server.http;
+    const cases: BenchCase[] = clients.map((client) => {
+      const info = { group: 'chat', variant: client.transport, point: `${concurrency} streams × ${maxTokens} tokens` };
+      const id = `${info.group} ${info.variant} ${info.point}`;
+      recorded.set(id, { transport: client.transport, runs: [] });
+      return {
+        ...info,
+        params: { concurrency, maxTokens, size },
+        work: { count: concurrency * maxTokens, unit: 'tokens' },
+        run: async (slot?: RunSlot) => {
+          const before = readCpu(pid);
+          const health = pollHealth(http);
+          const outcome = await client.run(prompts, params).then(
+            (delivered) => ({ delivered }),
+            (error: unknown) => ({ error }),
+          );
+          const after = readCpu(pid);
+          const polled = await health.stop();
+          if ('error' in outcome) throw outcome.error;
+          const { delivered } = outcome;
+          checkDelivered(client.transport, delivered, maxTokens);
+          if (slot?.warmup) return;
+          recorded.get(id)!.runs.push({
+            tokens: delivered.reduce((n, d) => n + d.tokens, 0),
+            messages: delivered.reduce((n, d) => n + d.messages, 0),
+            requests: delivered.length,
+            mainCpuMs: before && after ? after.mainMs - before.mainMs : undefined,
+            processCpuMs: before && after ? after.processMs - before.processMs : undefined,
+            healthMs: polled.latenciesMs,
+            healthFailures: polled.failures,
+            texts: delivered.map((d) => d.text),
+          });
+        },
+      };
+    });
+    return {
+      cases,
+      skipped: [],
+      charts: streamingCharts(`${model}, ${concurrency} concurrent chats`),
+      notes: setupNotes(model, concurrency, maxTokens, pid),
+      settings: { size, concurrency, maxTokens, transports, cores: availableParallelism() },
+      conclude: (results) => {
+        const conclusion = conclude(results, recorded);
+        const load = `Machine load: 1/5/15-minute load averages ${fmtLoad(loadAtStart)} before the run and ${fmtLoad(loadavg())} after, on ${availableParallelism()} cores shared by the server, the load generator and whatever else runs there.`;
+        return { ...conclusion, notes: [load] };
+      },
+      dispose,
+    };
+  } catch (error) {
+    await dispose();
+    throw error;
+  }
+}
+
+const fmtLoad = (load: readonly number[]): string => load.map((l) => l.toFixed(2)).join(' / ');
+
+function checkDelivered(transport: Transport, delivered: readonly { tokens: number }[], maxTokens: number): void {
+  const short = delivered.filter((d) => d.tokens !== maxTokens);
+  if (short.length > 0) throw new Error(`${transport}: ${short.length} requests did not deliver ${maxTokens} tokens (ignore_eos), e.g. ${short[0]!.tokens}`);
+}
+
+function setupNotes(model: string, concurrency: number, maxTokens: number, pid: number): string[] {
+  return [
+    `Server: \`src/cli.ts serve\` as a child process (pid ${pid}) on a temporary repository holding \`${model}\` (backend llm, max_num_seqs ${Math.max(32, concurrency)}, other engine settings at their defaults).`,
+    `Each run: ${concurrency} chat requests sent at once (distinct prompts, the same for every transport), temperature 0, ignore_eos, max_tokens ${maxTokens}; the run ends when the last request finishes. non-streaming and sse: POST /v1/chat/completions over fetch (stream false / true with include_usage); websocket: every request multiplexed on one /v1/ws socket; grpc: conveyor.v1.GenerationService/Generate, one call per request on one channel. Transports run interleaved, one run each per round; each was warmed with one short burst of the same prompts (so prompts hit the prefix cache alike).`,
+    'Output tok/s: tokens of a run ÷ the median run time. Main-thread CPU: utime + stime of the server\'s main thread (/proc/<pid>/task/<pid>/stat, 10 ms ticks) over the measured runs ÷ tokens delivered; the engine steps on worker threads, so this is the serving side (HTTP, framing, serialization, detokenized text). Δ main CPU vs non-streaming is the streaming cost per token on the main thread; Δ wall is 1/throughput − 1/throughput(non-streaming) per token (noise-bound on a loaded machine). Process CPU counts every thread, engine included.',
+    'Health: GET /v2/health/ready polled from the bench process about every 50 ms while each measured run was in flight; the latency includes the bench process\'s own event loop, which is also parsing the streams.',
+  ];
+}

@@ -10,6 +10,7 @@ import { join, resolve } from 'node:path';
 import { ensureBuilt } from '../../../models/catalog.js';
 import type { ModelSize } from '../../../models/common/model-files.js';
 import { positiveInt, stringList } from '../../harness/args.js';
+import { percentile } from '../../harness/stats.js';
 import type { FlagSpec, PreparedScenario, Scenario, ScenarioContext } from '../../harness/scenario.js';
 import type { BenchCase, RunSlot } from '../../harness/types.js';
 import { startServerProcess, type ServerProcess } from '../infer/server-process.js';
@@ -21,7 +22,7 @@ import { openClient, TRANSPORTS, type GenerationParams, type Transport, type Tra
 const FLAGS: Readonly<Record<string, FlagSpec>> = {
   size: { type: 'string', usage: '--size tiny|bench', description: 'decoder the server runs (default bench; --quick: tiny)' },
   concurrency: { type: 'string', usage: '--concurrency N', description: 'requests in flight per run, all sent at once (default 32; --quick: 8)' },
-  'max-tokens': { type: 'string', usage: '--max-tokens N', description: 'output tokens per request, greedy with ignore_eos (default 32; --quick: 8)' },
+  'max-tokens': { type: 'string', usage: '--max-tokens N', description: 'output tokens per request, greedy with ignore_eos (default 64; --quick: 8)' },
   transports: { type: 'string', usage: '--transports a,b', description: `transports to run (default ${TRANSPORTS.join(',')})` },
 };
 
@@ -33,7 +34,7 @@ export function streamingScenario(decoder: DecoderDir = async (size) => (await e
     description: 'streaming cost: output tokens/s over SSE, WebSocket and gRPC vs non-streaming chat, main-thread CPU per token, health latency under load',
     flags: FLAGS,
     // Every run is a whole load; the transports are warmed in prepare() with a short burst each.
-    defaults: { full: { reps: 3, warmup: 0 }, quick: { reps: 2, warmup: 0 }, baseline: BASELINE },
+    defaults: { full: { reps: 5, warmup: 0 }, quick: { reps: 2, warmup: 0 }, baseline: BASELINE },
     prepare: (context) => prepareStreaming(decoder, context),
   };
 }
@@ -50,7 +51,7 @@ async function prepareStreaming(decoder: DecoderDir, context: ScenarioContext): 
   const size = (flags['size'] ?? (quick ? 'tiny' : 'bench')) as ModelSize;
   if (size !== 'tiny' && size !== 'bench') throw new Error(`--size must be tiny or bench, got ${String(size)}`);
   const concurrency = positiveInt(flags['concurrency'], quick ? 8 : 32, '--concurrency', 1);
-  const maxTokens = positiveInt(flags['max-tokens'], quick ? 8 : 32, '--max-tokens', 1);
+  const maxTokens = positiveInt(flags['max-tokens'], quick ? 8 : 64, '--max-tokens', 1);
   const transports = stringList(flags['transports'], TRANSPORTS, TRANSPORTS, '--transports');
   const loadAtStart = loadavg();
   log(`building qwen3 ${size}…`);
@@ -81,6 +82,10 @@ async function prepareStreaming(decoder: DecoderDir, context: ScenarioContext): 
       // Every prompt once (fills the prefix cache alike for all), with few tokens.
       checkDelivered(transport, await client.run(prompts, { model, maxTokens: Math.min(4, maxTokens) }), Math.min(4, maxTokens));
     }
+    log('health latency with the server idle…');
+    const idlePoll = pollHealth(server.http);
+    await new Promise((done) => setTimeout(done, quick ? 1000 : 3000));
+    const idle = await idlePoll.stop();
     const recorded: Recorded = new Map();
     const pid = server.pid;
     const http = server.http;
@@ -122,7 +127,7 @@ async function prepareStreaming(decoder: DecoderDir, context: ScenarioContext): 
       cases,
       skipped: [],
       charts: streamingCharts(`${model}, ${concurrency} concurrent chats`),
-      notes: setupNotes(model, concurrency, maxTokens, pid),
+      notes: [...setupNotes(model, concurrency, maxTokens, pid), idleNote(idle.latenciesMs, idle.failures)],
       settings: { size, concurrency, maxTokens, transports, cores: availableParallelism() },
       conclude: (results) => {
         const conclusion = conclude(results, recorded);
@@ -142,6 +147,13 @@ const fmtLoad = (load: readonly number[]): string => load.map((l) => l.toFixed(2
 function checkDelivered(transport: Transport, delivered: readonly { tokens: number }[], maxTokens: number): void {
   const short = delivered.filter((d) => d.tokens !== maxTokens);
   if (short.length > 0) throw new Error(`${transport}: ${short.length} requests did not deliver ${maxTokens} tokens (ignore_eos), e.g. ${short[0]!.tokens}`);
+}
+
+function idleNote(latenciesMs: readonly number[], failures: number): string {
+  const sorted = [...latenciesMs].sort((a, b) => a - b);
+  if (sorted.length === 0) return 'Health with the server idle: no polls answered.';
+  const at = (p: number): string => percentile(sorted, p).toFixed(2);
+  return `Health with the server idle (before the loads, same poller): p50 ${at(50)} / p99 ${at(99)} / max ${sorted.at(-1)!.toFixed(2)} ms over ${sorted.length} polls${failures > 0 ? `, ${failures} failed` : ''}.`;
 }
 
 function setupNotes(model: string, concurrency: number, maxTokens: number, pid: number): string[] {

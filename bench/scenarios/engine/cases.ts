@@ -2,15 +2,14 @@
 // run), so a repeated run never hits the prefix cache by accident; the TTFT cases share their
 // prefix on purpose. What a run observes beyond its wall time is kept in `Observations`.
 
-import type * as ort from 'onnxruntime-node';
 import { SeededRandom, seedFor } from '../../../kernels/onnx/random.js';
 import type { EngineClient } from '../../../src/engine/engine-client.js';
 import { caseId, type BenchCase } from '../../harness/types.js';
-import { decoderFeeds, inspectDecoder } from '../forward/feeds.js';
+import type { BenchWorker, FloorShape } from './bench-worker-client.js';
 import type { EngineBenchConfig } from './config.js';
 import { benchRequest, between, mergeTraces, randomTokens, runWorkload, type WorkloadTrace } from './workload.js';
 
-const SEED = 20_240_917;
+export const SEED = 20_240_917;
 
 export const VARIANT = { batched: 'batched', serial: 'max_num_seqs=1', floor: 'forward floor', cacheOn: 'prefix cache on', cacheOff: 'prefix cache off' } as const;
 export const GROUP = { throughput: 'throughput', forward: 'forward', ttft: 'ttft', kv: 'kv' } as const;
@@ -50,40 +49,37 @@ export function throughputCases(config: EngineBenchConfig, engines: Engines, obs
 }
 
 /**
- * Bare session.run at the shapes the engine runs, from the forward scenario's feeds: decode steps
- * at every concurrency, and the prefill calls a point starts with (as many prompts per call as
+ * Bare session.run at the shapes the engine runs (forward scenario feeds): decode steps at every
+ * concurrency, and the prefill calls a point starts with (as many prompts per call as
  * max_num_batched_tokens admits), so a point's forward-only time can be put together.
  */
-export function floorCases(config: EngineBenchConfig, session: ort.InferenceSession, stepTimes: StepTimes): BenchCase[] {
-  const layout = inspectDecoder(session);
+export function floorShapes(config: EngineBenchConfig): (FloorShape & { phase: string; calls: number })[] {
   // The engine's decode steps see past lengths prompt .. prompt + output − 1; the floor takes the middle.
   const past = config.promptTokens + Math.floor(config.outputTokens / 2);
-  const timed = (point: string, phase: string, batch: number, shape: { past: number; seq: number }, steps: number): BenchCase => {
-    const feeds = decoderFeeds(layout, { batch, ...shape }, new SeededRandom(seedFor(SEED, `floor-${point}`)));
+  const decode = config.concurrency.map((batch) => ({ point: `decode b${batch}`, phase: 'decode', batch, past, seq: 1, calls: config.floorSteps }));
+  const prefillRows = [...new Set(config.concurrency.map((c) => prefillRowsFor(config, c)))];
+  const prefill = prefillRows.map((batch) => ({ point: `prefill ${batch}×${config.promptTokens}`, phase: 'prefill', batch, past: 0, seq: config.promptTokens, calls: 1 }));
+  return [...decode, ...prefill];
+}
+
+/** The floor's cases: each run asks the bench worker for its calls and keeps their times. */
+export function floorCases(config: EngineBenchConfig, worker: BenchWorker, stepTimes: StepTimes): BenchCase[] {
+  return floorShapes(config).map(({ point, phase, batch, past, seq, calls }) => {
     const info = {
       group: GROUP.forward, variant: VARIANT.floor, point,
-      params: { phase, batch, ...shape, stepsPerRun: steps },
-      work: { count: batch * shape.seq * steps, unit: 'tok' },
+      params: { phase, batch, past, seq, stepsPerRun: calls },
+      work: { count: batch * seq * calls, unit: 'tok' },
     };
     const times: number[] = [];
     stepTimes.set(caseId(info), times);
     return {
       ...info,
-      // Each call is timed on its own: the median call, like the engine's median step, shrugs off
-      // the bursts of other work that a few-second run on a shared machine catches.
       run: async (slot?: Slot) => {
-        for (let i = 0; i < steps; i++) {
-          const started = performance.now();
-          await session.run(feeds);
-          if (!slot?.warmup) times.push(performance.now() - started);
-        }
+        const measured = await worker.floor(point, calls);
+        if (!slot?.warmup) times.push(...measured);
       },
     };
-  };
-  const decode = config.concurrency.map((batch) => timed(`decode b${batch}`, 'decode', batch, { past, seq: 1 }, config.floorSteps));
-  const prefillRows = [...new Set(config.concurrency.map((c) => prefillRowsFor(config, c)))];
-  const prefill = prefillRows.map((rows) => timed(`prefill ${rows}×${config.promptTokens}`, 'prefill', rows, { past: 0, seq: config.promptTokens }, 1));
-  return [...decode, ...prefill];
+  });
 }
 
 /** Prompts per prefill call when `concurrency` requests arrive at once: the token budget decides. */

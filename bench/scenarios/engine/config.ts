@@ -28,7 +28,7 @@ export interface EngineBenchConfig {
   readonly maxNumBatchedTokens: number;
   readonly blockSize: number;
   readonly kvCacheBytes: number;
-  /** Time the engine step in-process (copy ms, ORT calls, ORT ms) before the interleaved runs. */
+  /** Profile the engine step (copy ms, ORT calls, ORT ms) on an EngineCore before the interleaved runs. */
   readonly profile: boolean;
 }
 
@@ -40,7 +40,7 @@ export const ENGINE_FLAGS: Readonly<Record<string, FlagSpec>> = {
   output: { type: 'string', usage: '--output N', description: 'output tokens per throughput request (default 128; quick 8)' },
   prefix: { type: 'string', usage: '--prefix N', description: 'TTFT shared prefix tokens (default 1000; quick 64)' },
   mixed: { type: 'string', usage: '--mixed N', description: 'requests of the mixed KV-waste workload (default 16; quick 8)' },
-  'no-profile': { type: 'boolean', usage: '--no-profile', description: 'skip the in-process step profile' },
+  'no-profile': { type: 'boolean', usage: '--no-profile', description: 'skip the decode step profile' },
 };
 
 const SIZES: readonly ModelSize[] = ['tiny', 'bench'];

@@ -1,7 +1,7 @@
-// Where an engine decode step's time goes, measured in-process on an EngineCore (the worker's
-// engine, without the worker): ORT time, the runner's KV gather/scatter copy time and calls (its
-// own stats), and the rest (feeds, logits copy, sampling, scheduling). The sampler is also timed
-// alone on random rows. Runs before the interleaved cases, so it does not disturb them.
+// Where an engine decode step's time goes, measured on an EngineCore driven directly (inside the
+// bench worker, a thread like the engine's own): ORT time, the runner's KV gather/scatter copy
+// time and calls (its own stats), and the rest (feeds, logits copy, sampling, scheduling). The
+// sampler is also timed alone on random rows. Runs before the interleaved cases.
 
 import * as ort from 'onnxruntime-node';
 import { SeededRandom } from '../../../kernels/onnx/random.js';

@@ -47,7 +47,7 @@ export function conclude(results: readonly CaseResult[], observed: Observed, con
     '### Time to first token', '', ttftTable(results, metrics), '',
     '### KV cache waste', '', kvTable(kv), '',
   ];
-  if (profile.length > 0) sections.push('### Decode step profile (in-process EngineCore)', '', profileTable(profile), '');
+  if (profile.length > 0) sections.push('### Decode step profile (EngineCore driven directly, in a worker)', '', profileTable(profile), '');
   sections.push('### Every case', '', resultsTable(results, baseline), '', '### Targets', '', markdownTable(['Target', 'Aim', 'Measured', 'Met'], targets.map((t) => [t.name, t.aim, t.measured, t.met]), ['left', 'left', 'right', 'left']));
   const notes = targets.map((t) => `${t.name}: ${t.measured} (aim ${t.aim}) — ${t.met}`);
   const bound = forwardOnlyRate(config, top, look) / look.floorRate(`decode b${top}`);

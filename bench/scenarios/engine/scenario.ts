@@ -5,7 +5,6 @@
 // workload. Engines run in their worker threads exactly as the server runs them.
 
 import { loadavg } from 'node:os';
-import * as ort from 'onnxruntime-node';
 import { SeededRandom } from '../../../kernels/onnx/random.js';
 import { ensureBuilt, type BuiltModel } from '../../../models/catalog.js';
 import { EngineClient } from '../../../src/engine/engine-client.js';
@@ -13,9 +12,10 @@ import type { EngineWorkerData } from '../../../src/contracts/engine-messages.js
 import { messageOf } from '../../harness/runner.js';
 import type { PreparedScenario, Scenario, ScenarioContext } from '../../harness/scenario.js';
 import type { BenchCase, CaseResult } from '../../harness/types.js';
-import { GROUP, VARIANT, floorCases, kvCase, seedPrefix, throughputCases, ttftCases, type Engines, type Observations, type StepTimes } from './cases.js';
+import { BenchWorker } from './bench-worker-client.js';
+import { GROUP, SEED, VARIANT, floorCases, floorShapes, kvCase, seedPrefix, throughputCases, ttftCases, type Engines, type Observations, type StepTimes } from './cases.js';
 import { ENGINE_FLAGS, engineBenchConfig, engineData, type EngineBenchConfig } from './config.js';
-import { profileSteps, type StepProfile } from './profile.js';
+import type { StepProfile } from './profile.js';
 import { conclude, engineCharts } from './report.js';
 import { benchRequest, randomTokens, runWorkload } from './workload.js';
 
@@ -40,17 +40,18 @@ async function prepareEngine(source: DecoderSource, context: ScenarioContext): P
   const modelPath = (await source(config.size)).modelPath('fp32');
   const data = (overrides: Partial<EngineWorkerData>) => engineData(config, modelPath, overrides);
   const configs = { batched: data({}), serial: data({ maxNumSeqs: 1 }), cacheOn: data({}), cacheOff: data({ enablePrefixCaching: false }) };
-  let profile: StepProfile[] = [];
-  if (config.profile) {
-    context.log('profiling the decode step in-process…');
-    profile = await profileSteps(config, configs.batched);
-  }
-  context.log('starting 4 engines and the forward-floor session…');
-  const { engines, session, dispose } = await startAll(config, modelPath, configs, context.log);
+  context.log('starting 4 engines and the floor worker…');
+  const { engines, worker, dispose } = await startAll(config, modelPath, configs, context.log);
   try {
+    let profile: StepProfile[] = [];
+    if (config.profile) {
+      context.log('profiling the decode step (EngineCore in the floor worker)…');
+      profile = await worker.profile(config, configs.batched);
+    }
+    await worker.prepareFloor(floorShapes(config));
     const observed = { traces: new Map() as Observations, stepTimes: new Map() as StepTimes };
     const cases = [
-      ...byPoint(throughputCases(config, engines, observed.traces), floorCases(config, session, observed.stepTimes)),
+      ...byPoint(throughputCases(config, engines, observed.traces), floorCases(config, worker, observed.stepTimes)),
       ...ttftCases(config, engines, observed.traces),
       kvCase(config, engines.batched, observed.traces),
     ];
@@ -80,13 +81,12 @@ async function prepareEngine(source: DecoderSource, context: ScenarioContext): P
   }
 }
 
-/** The four engines (each in its worker) and the floor's session; on failure, whatever started is closed. */
+/** The four engines and the floor worker, each in its own thread; on failure, whatever started is closed. */
 async function startAll(config: EngineBenchConfig, modelPath: string, configs: Record<keyof Engines, EngineWorkerData>, log: (line: string) => void) {
   const started: EngineClient[] = [];
-  let session: ort.InferenceSession | undefined;
+  const worker = BenchWorker.start({ modelPath, threads: config.threads, seed: SEED });
   const dispose = async (): Promise<void> => {
-    await Promise.all(started.map((e) => e.close().catch(() => {})));
-    await session?.release();
+    await Promise.all([...started.map((e) => e.close().catch(() => {})), worker.close()]);
   };
   try {
     const start = async (key: keyof Engines) => {
@@ -95,10 +95,7 @@ async function startAll(config: EngineBenchConfig, modelPath: string, configs: R
       return [key, engine] as const;
     };
     const engines = Object.fromEntries(await Promise.all((['batched', 'serial', 'cacheOn', 'cacheOff'] as const).map(start))) as unknown as Engines;
-    session = await ort.InferenceSession.create(modelPath, {
-      intraOpNumThreads: config.threads, interOpNumThreads: 1, executionMode: 'sequential', graphOptimizationLevel: 'all', logSeverityLevel: 3,
-    });
-    return { engines, session, dispose };
+    return { engines, worker, dispose };
   } catch (error) {
     await dispose();
     throw error;

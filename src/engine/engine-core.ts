@@ -1,8 +1,13 @@
 // The engine step, on the engine worker: schedule → execute → sample → apply. One step's output
 // is one message carrying every sequence's news. Everything that touches KV blocks or the model
 // lives here or below; the main thread only sees StepOutputs.
+//
+// The step contract (as vLLM's runner output): a step's result is a function of its plan alone.
+// The forward pass awaits, so the worker's message handler can run in the middle of a step; adds
+// and aborts that arrive then are held and applied in order once the step is applied, never to
+// the request records the step is sampling from.
 
-import type { GenerateRequest, RequestRejection, SampledTokens, SequenceUpdate, StepOutput } from '../contracts/generate.js';
+import type { GenerateRequest, RequestRejection, SampledTokens, SequenceUpdate, StepOutput, StepPlan } from '../contracts/generate.js';
 import type { EngineWorkerData } from '../contracts/engine-messages.js';
 import type { Device } from '../contracts/worker-messages.js';
 import { asConveyorError } from '../errors.js';
@@ -12,7 +17,7 @@ import { decoderLayoutFrom, type DecoderLayout } from '../runners/decoder-layout
 import { KvStorage } from '../runners/kv-storage.js';
 import { PastKeyValuesRunner } from '../runners/past-key-values-runner.js';
 import { ModelSession } from '../runtime/model-session.js';
-import { Sampler } from './sampler.js';
+import { Sampler, type SamplerRow } from './sampler.js';
 import { Scheduler, type PreemptionEvent } from './scheduler.js';
 
 /** The engine's settings travel to its worker as plain data, so the contract type is the config. */
@@ -25,9 +30,17 @@ export interface EngineInfo {
   readonly note?: string;
 }
 
+type HeldMessage =
+  | { readonly kind: 'add'; readonly request: GenerateRequest }
+  | { readonly kind: 'abort'; readonly requestId: string; readonly reason: 'abort' | 'stop' };
+
 export class EngineCore {
   private pendingUpdates: SequenceUpdate[] = [];
   private pendingRejections: RequestRejection[] = [];
+  /** True from schedule() until the step's result is applied. */
+  private stepping = false;
+  /** Adds and aborts that arrived during the running step, in arrival order. */
+  private held: HeldMessage[] = [];
 
   private constructor(
     readonly info: EngineInfo,
@@ -58,6 +71,20 @@ export class EngineCore {
 
   /** Queues a request; a refusal (never fits, duplicate id) is reported in the next step message. */
   add(request: GenerateRequest): void {
+    if (this.stepping) this.held.push({ kind: 'add', request });
+    else this.addNow(request);
+  }
+
+  /**
+   * Ends a request: its blocks are freed now, or right after the running step is applied; its
+   * final update goes out with the next message.
+   */
+  abort(requestId: string, reason: 'abort' | 'stop' = 'abort'): void {
+    if (this.stepping) this.held.push({ kind: 'abort', requestId, reason });
+    else this.abortNow(requestId, reason);
+  }
+
+  private addNow(request: GenerateRequest): void {
     try {
       this.scheduler.add(request);
     } catch (error) {
@@ -66,10 +93,11 @@ export class EngineCore {
     }
   }
 
-  /** Frees the request's blocks now; its final update goes out with the next message. */
-  abort(requestId: string, reason: 'abort' | 'stop' = 'abort'): void {
+  /** Returns true when the request was live (its final update is now pending). */
+  private abortNow(requestId: string, reason: 'abort' | 'stop'): boolean {
     const update = this.scheduler.abort(requestId, reason);
     if (update) this.pendingUpdates.push(update);
+    return update !== null;
   }
 
   hasWork(): boolean {
@@ -83,23 +111,48 @@ export class EngineCore {
 
   async step(): Promise<StepOutput> {
     const plan = this.scheduler.schedule();
-    const logits = plan.scheduled.length > 0 ? await this.runner.execute(plan) : new Map<string, Float32Array>();
-    const sampled: SampledTokens[] = [];
-    for (const entry of plan.scheduled) {
-      const row = logits.get(entry.requestId);
-      const state = this.scheduler.get(entry.requestId);
-      if (!row || !state) continue;
-      const { request } = state;
-      const output = state.tokenIds.slice(state.numPromptTokens);
-      const banned = output.length < request.stop.minTokens ? [...request.stop.eosTokenIds, ...request.stop.stopTokenIds] : null;
-      const result = this.sampler.sample({
-        requestId: entry.requestId, logits: row, params: request.sampling,
-        promptTokenIds: request.promptTokenIds, outputTokenIds: output, bannedTokenIds: banned,
+    const contexts = this.samplingContexts(plan);
+    this.stepping = true;
+    let output: StepOutput;
+    try {
+      const logits = plan.scheduled.length > 0 ? await this.runner.execute(plan) : new Map<string, Float32Array>();
+      const sampled = contexts.map((context): SampledTokens => {
+        const row = logits.get(context.requestId);
+        if (!row) throw new Error(`the runner returned no logits for planned request ${context.requestId}`);
+        const result = this.sampler.sample({ ...context, logits: row });
+        return { requestId: context.requestId, tokenIds: [result.tokenId], logprobs: result.logprob ? [result.logprob] : null };
       });
-      sampled.push({ requestId: entry.requestId, tokenIds: [result.tokenId], logprobs: result.logprob ? [result.logprob] : null });
+      output = this.scheduler.apply({ stepId: plan.stepId, sampled });
+    } finally {
+      this.stepping = false;
     }
-    const output = this.scheduler.apply({ stepId: plan.stepId, sampled });
+    const abortedDuringStep = this.applyHeld();
+    if (abortedDuringStep.size > 0) {
+      // The request ended while its row was computed: the row's tokens are not delivered (its
+      // final 'abort' / 'stop' update is), and the counters reflect the blocks just freed.
+      output = { ...output, updates: output.updates.filter((u) => !abortedDuringStep.has(u.requestId)), stats: this.scheduler.stats() };
+    }
     return this.withPending(output);
+  }
+
+  /** Every row the plan samples, with the inputs its sampling reads, fixed before the forward pass. */
+  private samplingContexts(plan: StepPlan): SamplerRow[] {
+    return plan.scheduled.filter((entry) => entry.sample).map((entry) => {
+      const { request, tokenIds, numPromptTokens } = this.scheduler.get(entry.requestId)!;
+      const outputTokenIds = tokenIds.slice(numPromptTokens);
+      const banned = outputTokenIds.length < request.stop.minTokens ? [...request.stop.eosTokenIds, ...request.stop.stopTokenIds] : null;
+      return { requestId: entry.requestId, params: request.sampling, promptTokenIds: request.promptTokenIds, outputTokenIds, bannedTokenIds: banned };
+    });
+  }
+
+  /** Applies the messages held during the step, in order; returns the ids of requests they ended. */
+  private applyHeld(): Set<string> {
+    const ended = new Set<string>();
+    for (const message of this.held.splice(0)) {
+      if (message.kind === 'add') this.addNow(message.request);
+      else if (this.abortNow(message.requestId, message.reason)) ended.add(message.requestId);
+    }
+    return ended;
   }
 
   /** A message with only the aborts and rejections gathered since the last one. */

@@ -149,13 +149,15 @@ export class Scheduler {
     const pending = this.pending;
     if (!pending) throw new Error('Scheduler.apply() without a scheduled step');
     if (result.stepId !== pending.plan.stepId) throw new Error(`StepResult for step ${result.stepId}, expected ${pending.plan.stepId}`);
-    const sampled = matchSamples(pending.plan, result);
+    // A request aborted while the step ran may or may not have been sampled; its results are dropped.
+    const live = pending.states.map((state) => this.requests.get(state.id) === state);
+    const sampled = matchSamples(pending.plan, result, live);
     this.pending = null;
     const timeMs = this.now();
     const updates: SequenceUpdate[] = [];
     pending.plan.scheduled.forEach((entry, i) => {
       const state = pending.states[i]!;
-      if (this.requests.get(state.id) !== state) return; // aborted while the step ran
+      if (!live[i]) return;
       state.numComputedTokens += entry.tokenIds.length;
       this.kv.commitComputed(state.id, state.tokenIds, state.numComputedTokens);
       const out = sampled[i];
@@ -318,12 +320,14 @@ export class Scheduler {
 /**
  * The result's samples aligned with the plan's entries, checked before anything changes: a
  * runner that samples a mid-prefill request or skips a sampled one has broken the contract.
+ * Entries whose request is no longer live are not checked (their results are dropped anyway).
  */
-function matchSamples(plan: StepPlan, result: StepResult): (SampledTokens | undefined)[] {
+function matchSamples(plan: StepPlan, result: StepResult, live: readonly boolean[]): (SampledTokens | undefined)[] {
   const byId = new Map(result.sampled.map((s) => [s.requestId, s]));
-  const aligned = plan.scheduled.map((entry) => {
+  const aligned = plan.scheduled.map((entry, i) => {
     const out = byId.get(entry.requestId);
     byId.delete(entry.requestId);
+    if (!live[i]) return undefined;
     if (entry.sample !== (out !== undefined)) throw new Error(`StepResult ${out ? 'samples' : 'lacks'} request ${entry.requestId}`);
     if (out && out.tokenIds.length === 0) throw new Error(`StepResult has no token for request ${entry.requestId}`);
     return out;

@@ -1,0 +1,196 @@
+// The step contract, driven by fast-check on the real tiny decoder: random arrivals, chunked
+// prefills, prefix hits, preemptions (small KV pools), and aborts / stop-string ends injected at
+// random moments — between steps, right after a step started, or a few event-loop turns into it
+// (between the runner's decode and prefill calls, which is where a client disconnect used to
+// kill the engine). After every step: no exception and exact block accounting. At the end: every
+// request got exactly one final update, no block is held, every request left alone produced the
+// tokens it produces decoded alone, and every ended one produced a prefix of them.
+import * as ort from 'onnxruntime-node';
+import fc from 'fast-check';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { GenerateRequest, SamplingParams, StepOutput } from '../../../src/contracts/generate.js';
+import { EngineCore, type EngineConfig } from '../../../src/engine/engine-core.js';
+import { DEFAULT_REPOSITORY } from '../../../models/default-repository.js';
+import { greedy } from '../../support/decoder.js';
+
+const MODEL = join(DEFAULT_REPOSITORY, 'qwen3-tiny', '1', 'onnx', 'model.onnx');
+/** One KV block of the tiny decoder: 4 layers × (K, V) × 2 KV heads × block 4 × head_dim 16 × fp32. */
+const BYTES_PER_BLOCK = 4 * 2 * 2 * 4 * 16 * 4;
+const MAX_TOKENS = 16;
+const GREEDY: SamplingParams = {
+  temperature: 0, topK: 0, topP: 1, minP: 0, repetitionPenalty: 1, frequencyPenalty: 0, presencePenalty: 0,
+  logitBias: null, logprobs: false, topLogprobs: 0, seed: null,
+};
+
+/** Prompts with the same seed share their leading tokens, so prefix-cache hits happen. */
+const promptTokens = (seed: number, length: number): number[] => Array.from({ length }, (_, i) => (seed * 7919 + i * 104_729) % 150_000);
+
+/** When, relative to a step, the test delivers a message to the engine. */
+type Moment = { readonly kind: 'between' } | { readonly kind: 'at-step-start' } | { readonly kind: 'turns-into-step'; readonly turns: number };
+
+interface RequestCase {
+  readonly promptSeed: number;
+  readonly promptLength: number;
+  readonly maxTokens: number;
+  readonly arrivalStep: number;
+  readonly arrivalMoment: Moment;
+  /** Ended by the client (abort) or the output processor (stop string) once it has this many tokens. */
+  readonly end: { readonly kind: 'abort' | 'stop'; readonly afterTokens: number; readonly moment: Moment } | null;
+}
+
+interface Scenario {
+  readonly requests: readonly RequestCase[];
+  readonly maxNumSeqs: number;
+  readonly maxNumBatchedTokens: number;
+  readonly numBlocks: number;
+}
+
+const momentArb: fc.Arbitrary<Moment> = fc.oneof(
+  fc.constant({ kind: 'between' as const }),
+  fc.constant({ kind: 'at-step-start' as const }),
+  fc.integer({ min: 1, max: 4 }).map((turns) => ({ kind: 'turns-into-step' as const, turns })),
+);
+const requestArb: fc.Arbitrary<RequestCase> = fc.record({
+  promptSeed: fc.integer({ min: 0, max: 3 }),
+  promptLength: fc.integer({ min: 1, max: 40 }),
+  maxTokens: fc.integer({ min: 1, max: MAX_TOKENS }),
+  arrivalStep: fc.integer({ min: 0, max: 25 }),
+  arrivalMoment: momentArb,
+  end: fc.option(fc.record({ kind: fc.constantFrom('abort' as const, 'stop' as const), afterTokens: fc.integer({ min: 0, max: 12 }), moment: momentArb }), { freq: 2 }),
+});
+const scenarioArb: fc.Arbitrary<Scenario> = fc.record({
+  requests: fc.array(requestArb, { minLength: 1, maxLength: 12 }),
+  maxNumSeqs: fc.integer({ min: 1, max: 8 }),
+  maxNumBatchedTokens: fc.integer({ min: 4, max: 32 }),
+  // 16 blocks of 4 fit the longest request (40 + 16 positions) but few at once: preemption.
+  numBlocks: fc.constantFrom(16, 16, 20, 48, 256),
+});
+
+let session: ort.InferenceSession;
+const references = new Map<string, number[]>();
+let totalSteps = 0;
+let totalMidStepMessages = 0;
+let totalPreemptions = 0;
+let totalPrefixHits = 0;
+
+async function reference(seed: number, length: number): Promise<number[]> {
+  const key = `${seed}:${length}`;
+  let tokens = references.get(key);
+  if (!tokens) references.set(key, (tokens = await greedy(session, ort, promptTokens(seed, length), MAX_TOKENS)));
+  return tokens;
+}
+
+const toRequest = (id: string, c: RequestCase): GenerateRequest => ({
+  id, promptTokenIds: promptTokens(c.promptSeed, c.promptLength), sampling: GREEDY, priority: 0, arrivalTimeMs: 0, cacheSalt: null,
+  stop: { maxTokens: c.maxTokens, minTokens: 0, eosTokenIds: [], ignoreEos: true, stopTokenIds: [] },
+});
+
+interface Outcome {
+  readonly tokens: Map<string, number[]>;
+  readonly finish: Map<string, string>;
+  readonly ended: Set<string>;
+}
+
+const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+/** Drives one scenario through a fresh engine, the way the engine worker's loop and message handler do. */
+async function run(scenario: Scenario): Promise<Outcome> {
+  const config: EngineConfig = {
+    modelPath: MODEL, device: 'cpu', intraOpNumThreads: 1, maxNumSeqs: scenario.maxNumSeqs, maxNumBatchedTokens: scenario.maxNumBatchedTokens,
+    maxModelLen: 512, blockSize: 4, kvCacheBytes: scenario.numBlocks * BYTES_PER_BLOCK, enablePrefixCaching: true, sampleableVocabSize: 151_669,
+  };
+  const engine = await EngineCore.create(config, () => {});
+  const outcome: Outcome = { tokens: new Map(), finish: new Map(), ended: new Set() };
+  const collect = (output: StepOutput): void => {
+    expect(output.rejections).toEqual([]);
+    for (const u of output.updates) {
+      expect(outcome.finish.has(u.requestId), `update for ${u.requestId} after its final one`).toBe(false);
+      outcome.tokens.set(u.requestId, [...(outcome.tokens.get(u.requestId) ?? []), ...u.newTokenIds]);
+      if (u.finishReason !== null) outcome.finish.set(u.requestId, u.finishReason);
+    }
+  };
+  try {
+    const lastArrival = Math.max(...scenario.requests.map((r) => r.arrivalStep));
+    for (let step = 0; step < 5000; step++) {
+      const due: { moment: Moment; deliver: () => void }[] = [];
+      scenario.requests.forEach((c, i) => {
+        const id = `r${i}`;
+        if (c.arrivalStep === step) due.push({ moment: c.arrivalMoment, deliver: () => engine.add(toRequest(id, c)) });
+        const endDue = c.end && c.arrivalStep < step && !outcome.ended.has(id) && !outcome.finish.has(id) && (outcome.tokens.get(id)?.length ?? 0) >= c.end.afterTokens;
+        if (endDue && c.end) {
+          const { kind } = c.end;
+          outcome.ended.add(id);
+          due.push({ moment: c.end.moment, deliver: () => engine.abort(id, kind) });
+        }
+      });
+      for (const d of due) if (d.moment.kind === 'between') d.deliver();
+      const midStep = due.filter((d) => d.moment.kind !== 'between');
+      if (!engine.hasWork()) {
+        for (const d of midStep) d.deliver();
+        if (engine.hasNews()) collect(engine.flush());
+        if (step > lastArrival && !engine.hasWork() && !engine.hasNews()) break;
+        continue;
+      }
+      const stepDone = engine.step();
+      totalSteps++;
+      totalMidStepMessages += midStep.length;
+      for (const d of midStep) if (d.moment.kind === 'at-step-start') d.deliver();
+      const later = midStep.map(async (d) => {
+        if (d.moment.kind !== 'turns-into-step') return;
+        for (let t = 0; t < d.moment.turns; t++) await turn();
+        d.deliver();
+      });
+      const [output] = await Promise.all([stepDone, ...later]);
+      collect(output);
+      engine.checkIntegrity();
+    }
+    expect(engine.hasWork()).toBe(false);
+    expect(engine.stats().kvCacheUsage, 'blocks still held after every request ended').toBe(0);
+    engine.checkIntegrity();
+    totalPreemptions += engine.stats().numPreemptions;
+    totalPrefixHits += engine.stats().prefixCacheHits;
+    return outcome;
+  } finally {
+    await engine.release();
+  }
+}
+
+beforeAll(async () => {
+  session = await ort.InferenceSession.create(MODEL, { intraOpNumThreads: 1 });
+});
+
+afterAll(async () => {
+  await session?.release();
+});
+
+describe('engine step contract (property-based, real tiny decoder)', () => {
+  it('survives aborts and stops at any moment of a step; survivors decode as if alone', async () => {
+    await fc.assert(
+      fc.asyncProperty(scenarioArb, async (scenario) => {
+        const outcome = await run(scenario);
+        for (const [i, c] of scenario.requests.entries()) {
+          const id = `r${i}`;
+          const expected = (await reference(c.promptSeed, c.promptLength)).slice(0, c.maxTokens);
+          const got = outcome.tokens.get(id) ?? [];
+          const reason = outcome.finish.get(id);
+          expect(reason, `${id} never finished`).toBeDefined();
+          if (reason === 'length') {
+            expect(got, `${id} output`).toEqual(expected);
+          } else {
+            expect(outcome.ended.has(id), `${id} ended (${reason}) without being ended by the test`).toBe(true);
+            expect(reason).toBe(c.end!.kind);
+            expect(expected.slice(0, got.length), `${id} output before its end`).toEqual(got);
+          }
+        }
+      }),
+      { numRuns: 40 },
+    );
+    // The property really exercised the moments it is about.
+    expect(totalSteps).toBeGreaterThan(1000);
+    expect(totalMidStepMessages).toBeGreaterThan(50);
+    expect(totalPreemptions).toBeGreaterThan(0);
+    expect(totalPrefixHits).toBeGreaterThan(0);
+    console.log(`step contract: ${totalSteps} steps, ${totalMidStepMessages} mid-step messages, ${totalPreemptions} preemptions, ${totalPrefixHits} prefix hits`);
+  }, 600_000);
+});

@@ -2,7 +2,7 @@
 // `group variant` (e.g. 'qwen3 fp32'); bar categories are the workload points.
 
 import { renderBarChart } from './svg/bar-chart.js';
-import { renderLineChart } from './svg/line-chart.js';
+import { renderLineChart, type LineSeries } from './svg/line-chart.js';
 import type { CaseResult } from './types.js';
 
 interface ChartBase {
@@ -28,7 +28,14 @@ export interface LineChartRequest extends ChartBase {
   readonly logX?: boolean;
 }
 
-export type ChartRequest = BarChartRequest | LineChartRequest;
+/** Lines read from the results themselves (e.g. metrics a load test sampled over time), named `series result-series`. */
+export interface TimelineChartRequest extends ChartBase {
+  readonly kind: 'timeline';
+  readonly xLabel: string;
+  readonly lines: (result: CaseResult) => readonly LineSeries[];
+}
+
+export type ChartRequest = BarChartRequest | LineChartRequest | TimelineChartRequest;
 
 export function renderChart(request: ChartRequest, results: readonly CaseResult[]): string {
   const selected = results.filter(request.select);
@@ -44,6 +51,10 @@ export function renderChart(request: ChartRequest, results: readonly CaseResult[
       }),
     }));
     return renderBarChart({ title: request.title, yLabel: request.yLabel, categories, series });
+  }
+  if (request.kind === 'timeline') {
+    const series = selected.flatMap((r) => request.lines(r).map((line) => ({ name: `${seriesOf(r)} ${line.name}`, points: line.points })));
+    return renderLineChart({ title: request.title, xLabel: request.xLabel, yLabel: request.yLabel, series, logX: false });
   }
   const series = names.map((name) => ({
     name,

@@ -5,6 +5,7 @@ import { engineScenario } from './engine/scenario.js';
 import { forwardScenario } from './forward/scenario.js';
 import { inferScenario } from './infer/scenario.js';
 import { serveScenario } from './serve/scenario.js';
+import { soakScenario } from './soak/scenario.js';
 import { streamingScenario } from './streaming/scenario.js';
 
-export const SCENARIOS: readonly Scenario[] = [forwardScenario(), inferScenario(), engineScenario(), serveScenario(), streamingScenario()];
+export const SCENARIOS: readonly Scenario[] = [forwardScenario(), inferScenario(), engineScenario(), serveScenario(), streamingScenario(), soakScenario()];

@@ -7,27 +7,31 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
-const LISTENING = /^(HTTP|gRPC) \(KServe v2\) listening on (\S+):(\d+)$/;
+const LISTENING = /^(HTTP|gRPC|Metrics)(?: \(KServe v2\))? listening on (\S+):(\d+)$/;
 const KEEP_LINES = 40;
 
 export interface ServerProcess {
   readonly http: string;
   readonly grpcAddress: string;
+  readonly metrics: string;
   readonly pid: number;
+  /** True once the process has exited (a crash, when the caller did not stop it). */
+  readonly exited: () => boolean;
   /** SIGTERM, then SIGKILL if it has not exited after `graceMs`. */
   stop(graceMs?: number): Promise<void>;
 }
 
-export async function startServerProcess(repository: string, timeoutMs = 180_000): Promise<ServerProcess> {
+/** `extraArgs` go after the defaults, so they can override them (a later flag wins). */
+export async function startServerProcess(repository: string, timeoutMs = 180_000, extraArgs: readonly string[] = []): Promise<ServerProcess> {
   const args = ['--import', 'tsx', join(ROOT, 'src', 'cli.ts'), 'serve', '--model-repository', repository, '--host', '127.0.0.1'];
-  args.push('--http-port', '0', '--grpc-port', '0', '--metrics-port', '0', '--exit-timeout-secs', '2');
+  args.push('--http-port', '0', '--grpc-port', '0', '--metrics-port', '0', '--exit-timeout-secs', '2', ...extraArgs);
   const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
   // A bench that dies must not leave a server spinning on a shared machine.
   const killOnExit = (): void => void child.kill('SIGKILL');
   process.once('exit', killOnExit);
   const tail: string[] = [];
-  const ports = await new Promise<{ http: string; grpc: string }>((resolvePorts, reject) => {
-    const found: { http?: string; grpc?: string } = {};
+  const ports = await new Promise<{ http: string; grpc: string; metrics: string }>((resolvePorts, reject) => {
+    const found: { http?: string; grpc?: string; metrics?: string } = {};
     const timer = setTimeout(() => fail(`no listening lines after ${timeoutMs / 1000} s`), timeoutMs);
     const fail = (why: string): void => {
       clearTimeout(timer);
@@ -39,17 +43,24 @@ export async function startServerProcess(repository: string, timeoutMs = 180_000
       if (tail.length > KEEP_LINES) tail.shift();
       const match = LISTENING.exec(messageOf(line));
       if (!match) return;
-      found[match[1] === 'HTTP' ? 'http' : 'grpc'] = `${match[2]}:${match[3]}`;
-      if (found.http && found.grpc) {
+      found[match[1] === 'HTTP' ? 'http' : match[1] === 'gRPC' ? 'grpc' : 'metrics'] = `${match[2]}:${match[3]}`;
+      if (found.http && found.grpc && found.metrics) {
         clearTimeout(timer);
-        resolvePorts({ http: found.http, grpc: found.grpc });
+        resolvePorts({ http: found.http, grpc: found.grpc, metrics: found.metrics });
       }
     });
     child.once('exit', (code, signal) => fail(`exited early (code ${code}, signal ${signal})`));
     child.once('error', (error) => fail(error.message));
   });
   child.removeAllListeners('exit');
-  return { http: `http://${ports.http}`, grpcAddress: ports.grpc, pid: child.pid!, stop: (graceMs = 10_000) => stopChild(child, graceMs, killOnExit) };
+  return {
+    http: `http://${ports.http}`,
+    grpcAddress: ports.grpc,
+    metrics: `http://${ports.metrics}`,
+    pid: child.pid!,
+    exited: () => child.exitCode !== null || child.signalCode !== null,
+    stop: (graceMs = 10_000) => stopChild(child, graceMs, killOnExit),
+  };
 }
 
 /** The CLI logs JSON lines ({time, msg}); anything else (a stack trace) is kept as it is. */

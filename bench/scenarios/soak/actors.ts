@@ -1,0 +1,185 @@
+// The clients of a soak, each an async loop that runs until the soak's deadline and records every
+// outcome: streaming chats, completions ended by stop strings (the old engine killer), embeddings,
+// CNN inference, malformed and hostile requests, clients that hang up mid-stream, a WebSocket
+// client that stops reading, and a live precision swap of the LLM.
+
+import WebSocket from 'ws';
+import { checkHttpResponse, type HttpBinaryRequest, type ModelMetadata } from '../infer/payloads.js';
+import { BAD_REQUESTS, type BadRequest } from './bad-requests.js';
+import type { ActorKind, Tally } from './tally.js';
+
+export interface SoakTarget {
+  readonly http: string;
+  readonly llm: string;
+  readonly encoder: string;
+  readonly cnn: string;
+  readonly cnnMetadata: ModelMetadata;
+  readonly cnnRequest: HttpBinaryRequest;
+  /** How long one request may take before it counts as hung. */
+  readonly requestTimeoutMs: number;
+}
+
+export interface ActorContext {
+  readonly target: SoakTarget;
+  readonly tally: Tally;
+  /** True while the soak runs; every loop checks it between requests. */
+  readonly running: () => boolean;
+  /** Resolves when the soak ends or after `ms`, whichever is first (pauses between chaos rounds). */
+  readonly pause: (ms: number) => Promise<void>;
+  /** Deterministic pseudo-random integer below n. */
+  readonly random: (n: number) => number;
+}
+
+export interface Actor {
+  readonly name: string;
+  readonly kind: ActorKind;
+  run(context: ActorContext): Promise<void>;
+}
+
+const json = { 'content-type': 'application/json' };
+const describeError = (error: unknown): string => (error instanceof Error ? (error.name === 'TimeoutError' ? 'timed out' : `${error.name}: ${error.message}`) : String(error));
+
+/** Repeats `once` until the soak ends, recording each outcome; a throw is recorded as a failure. */
+function loop(name: string, kind: ActorKind, once: (context: ActorContext) => Promise<{ label: string; ok: boolean }>): Actor {
+  return {
+    name,
+    kind,
+    async run(context) {
+      while (context.running()) {
+        const { label, ok } = await once(context).catch((error: unknown) => ({ label: describeError(error), ok: false }));
+        context.tally.record(name, kind, label, ok);
+      }
+    },
+  };
+}
+
+/** Reads an SSE body to its end; ok when it ends with [DONE] after content and no error event. */
+async function readStream(response: Response): Promise<{ label: string; ok: boolean }> {
+  if (response.status !== 200) return { label: `HTTP ${response.status}`, ok: false };
+  const text = await response.text();
+  if (/^data: \{"error"/m.test(text)) return { label: 'error event in the stream', ok: false };
+  if (!text.endsWith('data: [DONE]\n\n')) return { label: 'stream ended without [DONE]', ok: false };
+  return { label: 'ok', ok: true };
+}
+
+export const streamingChat = (index: number): Actor =>
+  loop(`streaming chat ${index}`, 'good', async ({ target, random }) => {
+    const body = { model: target.llm, messages: [{ role: 'user', content: `Soak ${index}: tell me about ${random(1000)}` }], max_tokens: 8 + random(40), temperature: 0.7, seed: random(1 << 30), stream: true };
+    const response = await fetch(`${target.http}/v1/chat/completions`, { method: 'POST', headers: json, body: JSON.stringify(body), signal: AbortSignal.timeout(target.requestTimeoutMs) });
+    return readStream(response);
+  });
+
+export const stopStringCompletions = loop('completions with stop strings', 'good', async ({ target, random }) => {
+  const body = { model: target.llm, prompt: `Stop soon ${random(1000)} ${'words '.repeat(random(20))}`, max_tokens: 24, temperature: 0.8, seed: random(1 << 30), stop: ['e', 'a', 'o', ' '] };
+  const response = await fetch(`${target.http}/v1/completions`, { method: 'POST', headers: json, body: JSON.stringify(body), signal: AbortSignal.timeout(target.requestTimeoutMs) });
+  if (response.status !== 200) return { label: `HTTP ${response.status}`, ok: false };
+  const reason = ((await response.json()) as { choices: { finish_reason: string }[] }).choices[0]?.finish_reason;
+  return { label: `finish_reason ${reason}`, ok: reason === 'stop' || reason === 'length' };
+});
+
+export const embeddings = loop('embeddings', 'good', async ({ target, random }) => {
+  const input = Array.from({ length: 1 + random(4) }, (_, i) => `sentence ${i} number ${random(10_000)}`);
+  const response = await fetch(`${target.http}/v1/embeddings`, { method: 'POST', headers: json, body: JSON.stringify({ model: target.encoder, input }), signal: AbortSignal.timeout(target.requestTimeoutMs) });
+  if (response.status !== 200) return { label: `HTTP ${response.status}`, ok: false };
+  const data = ((await response.json()) as { data: unknown[] }).data;
+  return data.length === input.length ? { label: 'ok', ok: true } : { label: `${data.length} embeddings for ${input.length} inputs`, ok: false };
+});
+
+export const cnnInfer = loop('CNN infer (KServe binary)', 'good', async ({ target }) => {
+  const response = await fetch(`${target.http}/v2/models/${target.cnn}/infer`, {
+    method: 'POST', headers: target.cnnRequest.headers, body: target.cnnRequest.body, signal: AbortSignal.timeout(target.requestTimeoutMs),
+  });
+  const body = Buffer.from(await response.arrayBuffer());
+  checkHttpResponse(response.status, body, response.headers.get('inference-header-content-length'), target.cnnMetadata);
+  return { label: 'ok', ok: true };
+});
+
+export const badRequests = (cases: readonly BadRequest[] = BAD_REQUESTS): Actor => {
+  let next = 0;
+  return loop('bad requests', 'bad', async ({ target }) => {
+    const bad = cases[next++ % cases.length]!;
+    const response = await fetch(`${target.http}${bad.path(target)}`, { method: 'POST', headers: bad.headers ?? json, body: bad.body(target), signal: AbortSignal.timeout(target.requestTimeoutMs) });
+    await response.arrayBuffer();
+    return { label: `${bad.name}: ${response.status}`, ok: response.status >= 400 && response.status < 500 };
+  });
+};
+
+export const hangUps = (index: number): Actor =>
+  loop(`hang-up streams ${index}`, 'chaos', async ({ target, random }) => {
+    const controller = new AbortController();
+    const body = { model: target.llm, messages: [{ role: 'user', content: `Hang up ${random(1000)}` }], max_tokens: 64, ignore_eos: true, stream: true };
+    const timeout = setTimeout(() => controller.abort(new Error('timed out')), target.requestTimeoutMs);
+    try {
+      const response = await fetch(`${target.http}/v1/chat/completions`, { method: 'POST', headers: json, body: JSON.stringify(body), signal: controller.signal });
+      if (response.status !== 200) return { label: `HTTP ${response.status}`, ok: false };
+      const reader = response.body!.getReader();
+      const wanted = 1 + random(3);
+      for (let chunks = 0; chunks < wanted; chunks++) if ((await reader.read()).done) return { label: 'stream ended before the hang-up', ok: false };
+      controller.abort();
+      return { label: `hung up after ${wanted} reads`, ok: true };
+    } finally {
+      clearTimeout(timeout);
+    }
+  });
+
+/**
+ * Opens /v1/ws, starts long generations, then stops reading. The server should drop it once its
+ * send buffer or timeout is exceeded; if it has not after `holdMs`, the client closes it itself.
+ */
+export const stalledWebSocket = (holdMs: number): Actor => ({
+  name: 'WebSocket that stops reading',
+  kind: 'chaos',
+  async run(context) {
+    const { target, tally, running, pause } = context;
+    while (running()) {
+      const label = await stallOnce(target, holdMs, pause).catch((error: unknown) => describeError(error));
+      tally.record('WebSocket that stops reading', 'chaos', label, !label.startsWith('Error'));
+      await pause(1000);
+    }
+  },
+});
+
+async function stallOnce(target: SoakTarget, holdMs: number, pause: (ms: number) => Promise<void>): Promise<string> {
+  const socket = new WebSocket(`${target.http.replace(/^http/, 'ws')}/v1/ws`);
+  await new Promise<void>((resolve, reject) => socket.once('open', () => resolve()).once('error', reject));
+  const closed = new Promise<string>((resolve) => socket.once('close', () => resolve('dropped by the server')));
+  for (let i = 0; i < 4; i++) {
+    socket.send(JSON.stringify({ type: 'generate', id: `g${i}`, model: target.llm, prompt: `Never read ${i}`, max_tokens: 256, ignore_eos: true }));
+  }
+  // Also bad frames, whose error replies must be flow-controlled like any other frame.
+  for (let i = 0; i < 50; i++) socket.send('{"type":"generate","id":');
+  (socket as unknown as { _socket: { pause(): void } })._socket.pause();
+  const outcome = await Promise.race([closed, pause(holdMs).then(() => 'still open: closed by the client')]);
+  socket.terminate();
+  return outcome;
+}
+
+/** Every `everyMs`, reloads the LLM with the other precision (fp32 ↔ int8) while traffic runs. */
+export const precisionSwaps = (everyMs: number): Actor => ({
+  name: 'precision swap',
+  kind: 'good',
+  async run(context) {
+    const { target, tally, running, pause } = context;
+    let precision = 'int8';
+    await pause(everyMs / 2);
+    while (running()) {
+      const started = performance.now();
+      const label = await swapTo(target, precision).catch((error: unknown) => describeError(error));
+      tally.record('precision swap', 'good', label === 'ok' ? `to ${precision}: ok` : label, label === 'ok');
+      if (label === 'ok') precision = precision === 'int8' ? 'fp32' : 'int8';
+      await pause(Math.max(0, everyMs - (performance.now() - started)));
+    }
+  },
+});
+
+async function swapTo(target: SoakTarget, precision: string): Promise<string> {
+  const current = await fetch(`${target.http}/v2/models/${target.llm}/config`);
+  if (current.status !== 200) return `config: HTTP ${current.status}`;
+  const config = (await current.json()) as { parameters?: Record<string, { string_value: string }> };
+  config.parameters = { ...config.parameters, precision: { string_value: precision } };
+  const response = await fetch(`${target.http}/v2/repository/models/${target.llm}/load`, {
+    method: 'POST', headers: json, body: JSON.stringify({ parameters: { config: JSON.stringify(config) } }), signal: AbortSignal.timeout(target.requestTimeoutMs * 2),
+  });
+  const text = await response.text();
+  return response.status === 200 ? 'ok' : `load: HTTP ${response.status} ${text.slice(0, 120)}`;
+}

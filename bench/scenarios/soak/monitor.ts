@@ -1,0 +1,120 @@
+// What a soak watches on the server, once a second: resident memory (/proc), event-loop lag and
+// the LLM engine's gauges from its Prometheus endpoint, worker liveness and restarts, and the
+// latency of GET /v2/health/ready.
+
+import { readFileSync } from 'node:fs';
+
+export interface Sample {
+  /** Seconds since the soak started. */
+  readonly t: number;
+  readonly rssMiB: number | null;
+  readonly lagP99Ms: number | null;
+  readonly lagMaxMs: number | null;
+  readonly healthMs: number | null;
+  readonly healthStatus: number | null;
+  readonly kvUsage: number | null;
+  readonly running: number | null;
+  readonly waiting: number | null;
+  /** Lowest conveyor_worker_alive over every worker (0 = some worker is down). */
+  readonly workersAlive: number | null;
+  /** Sum of every *restarts_total counter the server exports (0 where it exports none). */
+  readonly restarts: number;
+}
+
+/** Values of every series of `name` in a Prometheus text exposition. */
+export function metricValues(exposition: string, name: string): number[] {
+  const values: number[] = [];
+  for (const line of exposition.split('\n')) {
+    if (!line.startsWith(name)) continue;
+    const rest = line.slice(name.length);
+    if (rest[0] !== ' ' && rest[0] !== '{') continue;
+    const value = Number(rest.slice(rest.lastIndexOf(' ') + 1));
+    if (Number.isFinite(value)) values.push(value);
+  }
+  return values;
+}
+
+/** Sum of every counter whose name ends in `restarts_total`. */
+export function restartsIn(exposition: string): number {
+  let sum = 0;
+  for (const line of exposition.split('\n')) {
+    const match = /^([a-zA-Z_:][\w:]*restarts_total)(\{[^}]*\})? (\S+)$/.exec(line);
+    if (match) sum += Number(match[3]);
+  }
+  return sum;
+}
+
+export function rssMiB(pid: number): number | null {
+  try {
+    const match = /^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return match ? Number(match[1]) / 1024 : null;
+  } catch {
+    return null;
+  }
+}
+
+const first = (values: readonly number[]): number | null => (values.length > 0 ? values[0]! : null);
+const sumOrNull = (values: readonly number[]): number | null => (values.length > 0 ? values.reduce((a, b) => a + b, 0) : null);
+
+export interface ServerEndpoints {
+  readonly http: string;
+  readonly metrics: string;
+  readonly pid: number;
+}
+
+export async function sample(server: ServerEndpoints, t: number): Promise<Sample> {
+  const healthStarted = performance.now();
+  const health = await fetch(`${server.http}/v2/health/ready`, { signal: AbortSignal.timeout(10_000) }).then(
+    async (r) => (await r.arrayBuffer(), r.status),
+    () => null,
+  );
+  const healthMs = health === null ? null : performance.now() - healthStarted;
+  const exposition = await fetch(`${server.metrics}/metrics`, { signal: AbortSignal.timeout(10_000) }).then((r) => r.text(), () => '');
+  const ms = (seconds: number | null): number | null => (seconds === null ? null : seconds * 1000);
+  const alive = metricValues(exposition, 'conveyor_worker_alive');
+  return {
+    t,
+    rssMiB: rssMiB(server.pid),
+    lagP99Ms: ms(first(metricValues(exposition, 'nodejs_eventloop_lag_p99_seconds'))),
+    lagMaxMs: ms(first(metricValues(exposition, 'nodejs_eventloop_lag_max_seconds'))),
+    healthMs,
+    healthStatus: health,
+    kvUsage: sumOrNull(metricValues(exposition, 'conveyor:kv_cache_usage_perc')),
+    running: sumOrNull(metricValues(exposition, 'conveyor:num_requests_running')),
+    waiting: sumOrNull(metricValues(exposition, 'conveyor:num_requests_waiting')),
+    workersAlive: alive.length > 0 ? Math.min(...alive) : null,
+    restarts: restartsIn(exposition),
+  };
+}
+
+export interface Monitor {
+  readonly samples: Sample[];
+  stop(): Promise<void>;
+}
+
+/** Samples every `intervalMs` (one at a time) until stopped. */
+export function startMonitor(server: ServerEndpoints, intervalMs: number): Monitor {
+  const samples: Sample[] = [];
+  const started = performance.now();
+  let stopped = false;
+  let wake: (() => void) | undefined;
+  const loop = (async () => {
+    while (!stopped) {
+      const begun = performance.now();
+      samples.push(await sample(server, (begun - started) / 1000));
+      if (stopped) break;
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(resolve, Math.max(0, intervalMs - (performance.now() - begun)));
+        wake = () => (clearTimeout(timer), resolve());
+      });
+    }
+  })();
+  return {
+    samples,
+    stop: async () => {
+      stopped = true;
+      wake?.();
+      await loop;
+    },
+  };
+}

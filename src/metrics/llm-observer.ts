@@ -1,9 +1,13 @@
 // LLM metrics with vLLM's meanings. The LLM serving layer calls the observer with what it already
 // receives: every engine step message (observeStep) and every finished request
 // (observeRequestFinished). The observer only records; it never answers anything back.
+//
+// Each engine attaches on its own: during a reload (a precision swap) the old and the new engine
+// of one model run side by side, each with its own running totals, and the old one's detach must
+// not take the new one's gauges with it.
 
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
-import type { FinishReason, SequenceUpdate, StepOutput } from '../contracts/generate.js';
+import type { EngineStats, FinishReason, SequenceUpdate, StepOutput } from '../contracts/generate.js';
 import { FINISHED_REASONS, LLM_COUNTERS, LLM_GAUGES, LLM_HISTOGRAMS } from './metric-definitions.js';
 
 /** A request that ended with a finish reason. Every time is in ms on one clock (the engine's). */
@@ -23,12 +27,18 @@ export interface FinishedRequest {
 }
 
 export interface LlmMetricsObserver {
-  /** Every step message of `model`'s engine, in order (flush messages with stepId -1 included). */
-  observeStep(model: string, step: StepOutput): void;
+  /** An engine starts serving `model`; its step messages go to the handle. */
+  attach(model: string): LlmEngineMetrics;
   /** Once per request that got a final update (stop, length or abort); not for rejected requests. */
   observeRequestFinished(request: FinishedRequest): void;
-  /** The model's engine stopped (unload or crash): drop its gauges and per-request state. */
-  forgetModel(model: string): void;
+}
+
+/** One engine's view of the observer. */
+export interface LlmEngineMetrics {
+  /** Every step message of the engine, in order (flush messages with stepId -1 included). */
+  observeStep(step: StepOutput): void;
+  /** The engine stopped (unload): its share of the gauges goes; the model's go with its last engine. */
+  detach(): void;
 }
 
 /** The FinishedRequest of a request's final update, as EngineClient delivers it. */
@@ -44,7 +54,10 @@ export function finishedRequest(model: string, arrivalMs: number, final: Sequenc
 }
 
 /** Observers for tests and for servers without metrics. */
-export const NO_LLM_METRICS: LlmMetricsObserver = { observeStep: () => undefined, observeRequestFinished: () => undefined, forgetModel: () => undefined };
+export const NO_LLM_METRICS: LlmMetricsObserver = {
+  attach: () => ({ observeStep: () => undefined, detach: () => undefined }),
+  observeRequestFinished: () => undefined,
+};
 
 type HistogramKey = keyof typeof LLM_HISTOGRAMS;
 type CounterKey = keyof typeof LLM_COUNTERS;
@@ -85,26 +98,66 @@ interface StepTally {
 
 const seconds = (ms: number): number => Math.max(0, ms) / 1000;
 
+/** What the observer keeps per attached engine. */
+interface AttachedEngine {
+  readonly model: string;
+  totals: EngineTotals;
+  /** Its latest stats; null before its first step message. */
+  latest: EngineStats | null;
+  /** Per live request: when its latest token was applied (for inter-token latency). */
+  readonly lastTokenMs: Map<string, number>;
+}
+
 export class PromLlmMetrics implements LlmMetricsObserver {
   private readonly sets: LlmMetricSet[];
-  private readonly totals = new Map<string, EngineTotals>();
-  /** Per model, per live request: when its latest token was applied (for inter-token latency). */
-  private readonly lastTokenMs = new Map<string, Map<string, number>>();
+  /** Per model, its attached engines in attach order (the last one gets new work). */
+  private readonly engines = new Map<string, AttachedEngine[]>();
+  private readonly declared = new Set<string>();
 
   constructor(registry: Registry, prefixes: readonly string[]) {
     this.sets = prefixes.map((p) => new LlmMetricSet(registry, p));
   }
 
-  observeStep(model: string, step: StepOutput): void {
+  attach(model: string): LlmEngineMetrics {
+    const engine: AttachedEngine = { model, totals: { prefixCacheQueries: 0, prefixCacheHits: 0, numPreemptions: 0 }, latest: null, lastTokenMs: new Map() };
+    this.engines.set(model, [...(this.engines.get(model) ?? []), engine]);
+    if (!this.declared.has(model)) this.declareModel(model);
+    return { observeStep: (step) => this.observeStep(engine, step), detach: () => this.detach(engine) };
+  }
+
+  private detach(engine: AttachedEngine): void {
+    const remaining = (this.engines.get(engine.model) ?? []).filter((e) => e !== engine);
+    if (remaining.length > 0) {
+      this.engines.set(engine.model, remaining);
+      this.publishGauges(engine.model);
+      return;
+    }
+    this.engines.delete(engine.model);
+    this.declared.delete(engine.model);
+    for (const set of this.sets) for (const gauge of Object.values(set.gauges)) gauge.remove({ model_name: engine.model });
+  }
+
+  /** Requests running and waiting summed over the model's engines; KV usage of the newest one that has stepped. */
+  private publishGauges(model: string): void {
+    const engines = this.engines.get(model) ?? [];
+    const reporting = engines.filter((e) => e.latest !== null).map((e) => e.latest!);
+    if (reporting.length === 0) return;
     const labels = { model_name: model };
-    const { stats } = step;
-    if (!this.totals.has(model)) this.declareModel(model);
-    const delta = this.totalsDelta(model, stats);
-    const tally = this.tally(model, step);
     for (const set of this.sets) {
-      set.gauges.numRunning.set(labels, stats.numRunning);
-      set.gauges.numWaiting.set(labels, stats.numWaiting);
-      set.gauges.kvCacheUsage.set(labels, stats.kvCacheUsage);
+      set.gauges.numRunning.set(labels, reporting.reduce((n, s) => n + s.numRunning, 0));
+      set.gauges.numWaiting.set(labels, reporting.reduce((n, s) => n + s.numWaiting, 0));
+      set.gauges.kvCacheUsage.set(labels, reporting.at(-1)!.kvCacheUsage);
+    }
+  }
+
+  private observeStep(engine: AttachedEngine, step: StepOutput): void {
+    const labels = { model_name: engine.model };
+    const { stats } = step;
+    const delta = this.totalsDelta(engine, stats);
+    const tally = this.tally(engine, step);
+    engine.latest = stats;
+    this.publishGauges(engine.model);
+    for (const set of this.sets) {
       set.counters.prefixCacheQueries.inc(labels, delta.prefixCacheQueries);
       set.counters.prefixCacheHits.inc(labels, delta.prefixCacheHits);
       set.counters.preemptions.inc(labels, delta.numPreemptions);
@@ -137,20 +190,15 @@ export class PromLlmMetrics implements LlmMetricsObserver {
     }
   }
 
-  forgetModel(model: string): void {
-    this.totals.delete(model);
-    this.lastTokenMs.delete(model);
-    for (const set of this.sets) for (const gauge of Object.values(set.gauges)) gauge.remove({ model_name: model });
-  }
-
   /** Zero-valued request_success series for every reason, so rates exist before the first finish. */
   private declareModel(model: string): void {
+    this.declared.add(model);
     for (const set of this.sets) for (const reason of FINISHED_REASONS) set.counters.requestSuccess.inc({ model_name: model, finished_reason: reason }, 0);
   }
 
-  private totalsDelta(model: string, now: EngineTotals): EngineTotals {
-    const before = this.totals.get(model) ?? { prefixCacheQueries: 0, prefixCacheHits: 0, numPreemptions: 0 };
-    this.totals.set(model, { prefixCacheQueries: now.prefixCacheQueries, prefixCacheHits: now.prefixCacheHits, numPreemptions: now.numPreemptions });
+  private totalsDelta(engine: AttachedEngine, now: EngineTotals): EngineTotals {
+    const before = engine.totals;
+    engine.totals = { prefixCacheQueries: now.prefixCacheQueries, prefixCacheHits: now.prefixCacheHits, numPreemptions: now.numPreemptions };
     // A total below the last one means a new engine counting from zero: all of it is new.
     const diff = (a: number, b: number): number => (a >= b ? a - b : a);
     return {
@@ -165,9 +213,8 @@ export class PromLlmMetrics implements LlmMetricsObserver {
    * token (not per prefill chunk), each new token counts as generated, and each token-bearing
    * step after a request's first adds one inter-token gap.
    */
-  private tally(model: string, step: StepOutput): StepTally {
-    let live = this.lastTokenMs.get(model);
-    if (live === undefined) this.lastTokenMs.set(model, (live = new Map()));
+  private tally(engine: AttachedEngine, step: StepOutput): StepTally {
+    const live = engine.lastTokenMs;
     const tally: StepTally = { promptTokens: 0, cachedTokens: 0, generationTokens: 0, interTokenSeconds: [] };
     for (const u of step.updates) {
       const n = u.newTokenIds.length;

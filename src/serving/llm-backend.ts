@@ -14,7 +14,7 @@ import { EngineClient } from '../engine/engine-client.js';
 import { InputProcessor, type ProcessInput, type ProcessedRequest } from '../engine/input-processor.js';
 import { OutputProcessor, type GenerationEvent } from '../engine/output-processor.js';
 import { ConveyorError, invalidArg, unavailable } from '../errors.js';
-import { finishedRequest, NO_LLM_METRICS, type FinishedRequest, type LlmMetricsObserver } from '../metrics/index.js';
+import { finishedRequest, NO_LLM_METRICS, type FinishedRequest, type LlmEngineMetrics, type LlmMetricsObserver } from '../metrics/index.js';
 import type { SequenceUpdate } from '../contracts/generate.js';
 import type { BackendLoadRequest, ServedModel } from './served-model.js';
 
@@ -60,8 +60,9 @@ export async function loadLlmModel(request: BackendLoadRequest): Promise<LlmMode
     (line) => request.log(`${request.name}:${request.version}: ${line}`),
   );
   const metrics = request.llmMetrics ?? NO_LLM_METRICS;
-  engine.onStep((output) => metrics.observeStep(request.name, output));
-  return new LlmModel(request.name, request.version, config, processor, engine, metrics, request.log);
+  const engineMetrics = metrics.attach(request.name);
+  engine.onStep((output) => engineMetrics.observeStep(output));
+  return new LlmModel(request.name, request.version, config, processor, engine, { observer: metrics, engine: engineMetrics }, request.log);
 }
 
 export class LlmModel implements ServedModel {
@@ -76,7 +77,7 @@ export class LlmModel implements ServedModel {
     readonly config: ModelConfig,
     readonly processor: InputProcessor,
     readonly engine: EngineClient,
-    private readonly metrics: LlmMetricsObserver = NO_LLM_METRICS,
+    private readonly metrics: { readonly observer: LlmMetricsObserver; readonly engine: LlmEngineMetrics } = { observer: NO_LLM_METRICS, engine: NO_LLM_METRICS.attach('') },
     private readonly log: (line: string, fields?: Record<string, unknown>) => void = () => {},
   ) {
     this.stats = new ModelStatsRecorder(name, String(version));
@@ -115,7 +116,7 @@ export class LlmModel implements ServedModel {
         // A stop string or a consumer that went away ends the request before the engine says so.
         const final = { ...last.update, finishReason: finished?.finishReason ?? 'abort' };
         const summary = finishedRequest(this.name, request.arrivalTimeMs, final, last.timeMs);
-        this.metrics.observeRequestFinished(summary);
+        this.metrics.observer.observeRequestFinished(summary);
         this.logFinished(request.id, summary);
       }
       this.active -= 1;
@@ -150,7 +151,7 @@ export class LlmModel implements ServedModel {
     this.accepting = false;
     if (this.active > 0) await new Promise<void>((resolve) => (this.idle = resolve));
     await this.engine.close();
-    this.metrics.forgetModel(this.name);
+    this.metrics.engine.detach();
   }
 
   /** One log line per finished generation, with its timings and token counts. */

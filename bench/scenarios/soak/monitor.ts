@@ -3,6 +3,11 @@
 // latency of GET /v2/health/ready.
 
 import { readFileSync } from 'node:fs';
+import { LLM_GAUGES, LLM_PREFIX, PROCESS_METRICS } from '../../../src/metrics/metric-definitions.js';
+
+const KV_USAGE = `${LLM_PREFIX}${LLM_GAUGES.kvCacheUsage.name}`;
+const RUNNING = `${LLM_PREFIX}${LLM_GAUGES.numRunning.name}`;
+const WAITING = `${LLM_PREFIX}${LLM_GAUGES.numWaiting.name}`;
 
 export interface Sample {
   /** Seconds since the soak started. */
@@ -71,7 +76,7 @@ export async function sample(server: ServerEndpoints, t: number): Promise<Sample
   const healthMs = health === null ? null : performance.now() - healthStarted;
   const exposition = await fetch(`${server.metrics}/metrics`, { signal: AbortSignal.timeout(10_000) }).then((r) => r.text(), () => '');
   const ms = (seconds: number | null): number | null => (seconds === null ? null : seconds * 1000);
-  const alive = metricValues(exposition, 'conveyor_worker_alive');
+  const alive = metricValues(exposition, PROCESS_METRICS.workerAlive.name);
   return {
     t,
     rssMiB: rssMiB(server.pid),
@@ -79,9 +84,9 @@ export async function sample(server: ServerEndpoints, t: number): Promise<Sample
     lagMaxMs: ms(first(metricValues(exposition, 'nodejs_eventloop_lag_max_seconds'))),
     healthMs,
     healthStatus: health,
-    kvUsage: sumOrNull(metricValues(exposition, 'conveyor:kv_cache_usage_perc')),
-    running: sumOrNull(metricValues(exposition, 'conveyor:num_requests_running')),
-    waiting: sumOrNull(metricValues(exposition, 'conveyor:num_requests_waiting')),
+    kvUsage: sumOrNull(metricValues(exposition, KV_USAGE)),
+    running: sumOrNull(metricValues(exposition, RUNNING)),
+    waiting: sumOrNull(metricValues(exposition, WAITING)),
     workersAlive: alive.length > 0 ? Math.min(...alive) : null,
     restarts: restartsIn(exposition),
   };

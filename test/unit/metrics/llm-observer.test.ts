@@ -5,7 +5,7 @@ import { Registry } from 'prom-client';
 import { beforeEach, describe, expect, it } from 'vitest';
 import type { EngineStats, SequenceUpdate, StepOutput } from '../../../src/contracts/generate.js';
 import { LLM_PREFIX, VLLM_PREFIX } from '../../../src/metrics/metric-definitions.js';
-import { PromLlmMetrics, finishedRequest } from '../../../src/metrics/llm-observer.js';
+import { PromLlmMetrics, finishedRequest, type LlmEngineMetrics } from '../../../src/metrics/llm-observer.js';
 import { parseExposition } from './exposition.js';
 
 const stats = (over: Partial<EngineStats> = {}): EngineStats => ({
@@ -24,19 +24,29 @@ const M = { model_name: 'qwen' };
 
 let registry: Registry;
 let observer: PromLlmMetrics;
+let engines: Map<string, LlmEngineMetrics>;
+/** The model's one attached engine (attached on first use). */
+const engineOf = (model: string): LlmEngineMetrics => {
+  let engine = engines.get(model);
+  if (!engine) engines.set(model, (engine = observer.attach(model)));
+  return engine;
+};
+const qwen = () => engineOf('qwen');
+const other = () => engineOf('other');
 const scrape = async () => parseExposition(await registry.metrics());
 
 beforeEach(() => {
   registry = new Registry();
   observer = new PromLlmMetrics(registry, [LLM_PREFIX]);
+  engines = new Map();
 });
 
 describe('LlmMetricsObserver.observeStep', () => {
   it("counts a prompt once, at its first token, and every generated token (vLLM's iteration counts)", async () => {
-    observer.observeStep('qwen', step(0, 150, []));
-    observer.observeStep('qwen', step(1, 200, [update('a', { numCachedTokens: 2 })]));
-    observer.observeStep('qwen', step(2, 250, [update('a', { numOutputTokens: 2 }), update('b', { numPromptTokens: 3, firstTokenTimeMs: 250 })]));
-    observer.observeStep('qwen', step(3, 330, [update('a', { numOutputTokens: 3, finishReason: 'length' }), update('b', { numOutputTokens: 2 })]));
+    qwen().observeStep(step(0, 150, []));
+    qwen().observeStep(step(1, 200, [update('a', { numCachedTokens: 2 })]));
+    qwen().observeStep(step(2, 250, [update('a', { numOutputTokens: 2 }), update('b', { numPromptTokens: 3, firstTokenTimeMs: 250 })]));
+    qwen().observeStep(step(3, 330, [update('a', { numOutputTokens: 3, finishReason: 'length' }), update('b', { numOutputTokens: 2 })]));
     const m = await scrape();
     expect(m.value('conveyor:prompt_tokens_total', M)).toBe(8);
     expect(m.value('conveyor:prompt_tokens_cached_total', M)).toBe(2);
@@ -52,20 +62,20 @@ describe('LlmMetricsObserver.observeStep', () => {
   });
 
   it('sets the gauges from the latest stats and forgets them with the model', async () => {
-    observer.observeStep('qwen', step(0, 10, [], stats({ numRunning: 3, numWaiting: 4, kvCacheUsage: 0.5 })));
-    observer.observeStep('qwen', step(1, 20, [], stats({ numRunning: 1, numWaiting: 0, kvCacheUsage: 0.125 })));
+    qwen().observeStep(step(0, 10, [], stats({ numRunning: 3, numWaiting: 4, kvCacheUsage: 0.5 })));
+    qwen().observeStep(step(1, 20, [], stats({ numRunning: 1, numWaiting: 0, kvCacheUsage: 0.125 })));
     let m = await scrape();
     expect([m.value('conveyor:num_requests_running', M), m.value('conveyor:num_requests_waiting', M), m.value('conveyor:kv_cache_usage_perc', M)]).toEqual([1, 0, 0.125]);
-    observer.forgetModel('qwen');
+    qwen().detach();
     m = await scrape();
     expect(m.value('conveyor:num_requests_running', M)).toBeUndefined();
   });
 
   it("turns the engine's running totals into increments, and a restarted engine's totals into new counts", async () => {
-    observer.observeStep('qwen', step(0, 10, [], stats({ prefixCacheQueries: 5, prefixCacheHits: 1 })));
-    observer.observeStep('qwen', step(1, 20, [], stats({ prefixCacheQueries: 8, prefixCacheHits: 4, numPreemptions: 1 })));
-    observer.observeStep('qwen', step(2, 30, [], stats({ prefixCacheQueries: 8, prefixCacheHits: 4, numPreemptions: 1 })));
-    observer.observeStep('qwen', step(0, 40, [], stats({ prefixCacheQueries: 2, prefixCacheHits: 0 })));
+    qwen().observeStep(step(0, 10, [], stats({ prefixCacheQueries: 5, prefixCacheHits: 1 })));
+    qwen().observeStep(step(1, 20, [], stats({ prefixCacheQueries: 8, prefixCacheHits: 4, numPreemptions: 1 })));
+    qwen().observeStep(step(2, 30, [], stats({ prefixCacheQueries: 8, prefixCacheHits: 4, numPreemptions: 1 })));
+    qwen().observeStep(step(0, 40, [], stats({ prefixCacheQueries: 2, prefixCacheHits: 0 })));
     const m = await scrape();
     expect(m.value('conveyor:prefix_cache_queries_total', M)).toBe(10);
     expect(m.value('conveyor:prefix_cache_hits_total', M)).toBe(4);
@@ -73,10 +83,10 @@ describe('LlmMetricsObserver.observeStep', () => {
   });
 
   it('does not count the prompt again when a preempted request resumes, and skips flush messages in the step histogram', async () => {
-    observer.observeStep('qwen', step(0, 10, [update('a')]));
-    observer.observeStep('qwen', step(5, 90, [update('a', { numOutputTokens: 4, numPreemptions: 1 })]));
-    observer.observeStep('qwen', step(-1, 95, [update('a', { newTokenIds: [], numOutputTokens: 4, finishReason: 'abort' })]));
-    observer.observeStep('qwen', step(6, 99, [update('a', { numOutputTokens: 5 })]));
+    qwen().observeStep(step(0, 10, [update('a')]));
+    qwen().observeStep(step(5, 90, [update('a', { numOutputTokens: 4, numPreemptions: 1 })]));
+    qwen().observeStep(step(-1, 95, [update('a', { newTokenIds: [], numOutputTokens: 4, finishReason: 'abort' })]));
+    qwen().observeStep(step(6, 99, [update('a', { numOutputTokens: 5 })]));
     const m = await scrape();
     expect(m.value('conveyor:prompt_tokens_total', M)).toBe(5);
     expect(m.value('conveyor:iteration_tokens_total_count', M)).toBe(3);
@@ -84,10 +94,29 @@ describe('LlmMetricsObserver.observeStep', () => {
     expect(m.value('conveyor:inter_token_latency_seconds_count', M)).toBe(1);
   });
 
+  it('keeps the engines of a reloaded model apart: totals per engine, running summed, gauges kept until the last detaches', async () => {
+    const old = observer.attach('qwen');
+    old.observeStep(step(0, 10, [], stats({ numRunning: 2, numWaiting: 0, kvCacheUsage: 0.5, prefixCacheQueries: 100, prefixCacheHits: 40 })));
+    const fresh = observer.attach('qwen');
+    fresh.observeStep(step(0, 20, [], stats({ numRunning: 3, numWaiting: 1, kvCacheUsage: 0.125, prefixCacheQueries: 10, prefixCacheHits: 5 })));
+    old.observeStep(step(1, 30, [], stats({ numRunning: 1, numWaiting: 0, kvCacheUsage: 0.25, prefixCacheQueries: 104, prefixCacheHits: 41 })));
+    let m = await scrape();
+    expect([m.value('conveyor:num_requests_running', M), m.value('conveyor:num_requests_waiting', M), m.value('conveyor:kv_cache_usage_perc', M)]).toEqual([4, 1, 0.125]);
+    // 100 + 4 from the old engine, 10 from the new: neither engine's totals read as the other's restart.
+    expect(m.value('conveyor:prefix_cache_queries_total', M)).toBe(114);
+    expect(m.value('conveyor:prefix_cache_hits_total', M)).toBe(46);
+    old.detach();
+    m = await scrape();
+    expect([m.value('conveyor:num_requests_running', M), m.value('conveyor:kv_cache_usage_perc', M)]).toEqual([3, 0.125]);
+    fresh.detach();
+    m = await scrape();
+    expect(m.value('conveyor:num_requests_running', M)).toBeUndefined();
+  });
+
   it('keeps models apart', async () => {
-    observer.observeStep('qwen', step(0, 10, [update('a')]));
-    observer.observeStep('other', step(0, 10, [update('a')]));
-    observer.observeStep('other', step(1, 30, [update('a', { numOutputTokens: 2 })]));
+    qwen().observeStep(step(0, 10, [update('a')]));
+    other().observeStep(step(0, 10, [update('a')]));
+    other().observeStep(step(1, 30, [update('a', { numOutputTokens: 2 })]));
     const m = await scrape();
     expect(m.value('conveyor:inter_token_latency_seconds_count', M)).toBeUndefined();
     expect(m.value('conveyor:inter_token_latency_seconds_count', { model_name: 'other' })).toBe(1);
@@ -97,7 +126,7 @@ describe('LlmMetricsObserver.observeStep', () => {
 describe('LlmMetricsObserver.observeRequestFinished', () => {
   it("observes each phase of a finished request with vLLM's definitions", async () => {
     const final = update('a', { numOutputTokens: 3, finishReason: 'length', scheduledTimeMs: 100, firstTokenTimeMs: 200 });
-    observer.observeStep('qwen', step(0, 200, [update('a')]));
+    qwen().observeStep(step(0, 200, [update('a')]));
     observer.observeRequestFinished(finishedRequest('qwen', 0, final, 330));
     const m = await scrape();
     const sum = (name: string) => m.value(`conveyor:${name}_sum`, M);
@@ -131,7 +160,7 @@ describe('LlmMetricsObserver.observeRequestFinished', () => {
 describe('vllm: names', () => {
   it('exports the same series under both prefixes', async () => {
     observer = new PromLlmMetrics((registry = new Registry()), [LLM_PREFIX, VLLM_PREFIX]);
-    observer.observeStep('qwen', step(0, 200, [update('a')], stats({ prefixCacheQueries: 5, prefixCacheHits: 5 })));
+    qwen().observeStep(step(0, 200, [update('a')], stats({ prefixCacheQueries: 5, prefixCacheHits: 5 })));
     observer.observeRequestFinished(finishedRequest('qwen', 0, update('a', { finishReason: 'stop' }), 200));
     const m = await scrape();
     const names = [...new Set(m.samples.map((s) => s.name))];

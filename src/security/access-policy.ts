@@ -17,7 +17,8 @@ import { ConveyorError } from '../errors.js';
  * - `api`: inference, generation, metadata, tokenization; anything not classed otherwise.
  * - `control`: changes what the server serves (repository load and unload, settings).
  */
-export type AccessClass = 'health' | 'metrics' | 'api' | 'control';
+export const ACCESS_CLASSES = ['api', 'control', 'health', 'metrics'] as const;
+export type AccessClass = (typeof ACCESS_CLASSES)[number];
 
 export interface AccessOptions {
   readonly apiKeys: readonly string[];
@@ -51,6 +52,11 @@ export class AccessPolicy {
   /** No keys at all: every class is open (the default server). */
   static open(): AccessPolicy {
     return new AccessPolicy({ apiKeys: [], adminKeys: [], authHealth: false, authMetrics: false });
+  }
+
+  /** Whether any class needs a key (false: checks can be skipped entirely). */
+  guardsAnything(): boolean {
+    return ACCESS_CLASSES.some((access) => this.requirement(access) !== 'none');
   }
 
   requirement(access: AccessClass): Requirement {
@@ -90,9 +96,8 @@ export class AccessPolicy {
 
   /** One log line for startup: what each class needs. */
   describe(): string {
-    const classes: readonly AccessClass[] = ['api', 'control', 'health', 'metrics'];
     const { apiKeys, adminKeys } = this.options;
-    return `access: ${apiKeys.length} API key(s), ${adminKeys.length} admin key(s); ${classes.map((c) => `${c} ${this.requirement(c)}`).join(', ')}`;
+    return `access: ${apiKeys.length} API key(s), ${adminKeys.length} admin key(s); ${ACCESS_CLASSES.map((c) => `${c} ${this.requirement(c)}`).join(', ')}`;
   }
 
   private presented(authorization: string | undefined): Presented {

@@ -61,7 +61,8 @@ export function createGrpcServer(service: InferenceService, options: GrpcServerO
     'grpc.max_receive_message_length': MAX_MESSAGE_BYTES,
     'grpc.max_send_message_length': MAX_MESSAGE_BYTES,
     ...options.channelOptions,
-    interceptors: options.access ? [accessInterceptor(options.access)] : [],
+    // An open server skips the interceptor: no per-call wrapper where nothing is checked.
+    interceptors: options.access?.guardsAnything() ? [accessInterceptor(options.access)] : [],
   });
   const health = createHealthService(service, options.healthWatchIntervalMs ?? 1000);
   server.addService(definitions.inference, inferenceHandlers(service, options.decoupled));

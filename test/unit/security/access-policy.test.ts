@@ -68,6 +68,12 @@ describe('AccessPolicy', () => {
     expect(outcome(policy, 'api', bearer('k'))).toBe('ok');
   });
 
+  it('guards anything once any key is configured', () => {
+    expect(AccessPolicy.open().guardsAnything()).toBe(false);
+    expect(new AccessPolicy(options({ adminKeys: [ADMIN] })).guardsAnything()).toBe(true);
+    expect(new AccessPolicy(options({ apiKeys: [API] })).guardsAnything()).toBe(true);
+  });
+
   it('describes what each class needs for the startup log', () => {
     expect(new AccessPolicy(options({ apiKeys: [API] })).describe()).toBe(
       'access: 1 API key(s), 0 admin key(s); api key, control refused, health none, metrics none',

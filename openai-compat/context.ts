@@ -11,8 +11,6 @@ import { modelNotFound } from './errors.js';
 import { TokenText } from './logprobs.js';
 
 export interface OpenAIOptions {
-  /** Accepted `Authorization: Bearer` keys on /v1; empty: no authentication. */
-  readonly apiKeys: readonly string[];
   /** Origins allowed by CORS ('*' for any); empty: no CORS headers at all. */
   readonly corsAllowOrigins: readonly string[];
   /** Generations per model waiting for their first token before new ones get 503; 0: unbounded. */

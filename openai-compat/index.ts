@@ -1,6 +1,6 @@
 // The OpenAI-compatible front end as a fastify plugin, registered beside the KServe routes on the
-// HTTP port: /v1/* (models, chat/completions, completions, embeddings) behind the API key, and
-// vLLM's /tokenize and /detokenize. Both halves parse every body as JSON whatever its
+// HTTP port: /v1/* (models, chat/completions, completions, embeddings) and vLLM's /tokenize and
+// /detokenize, all behind the API keys (src/server/http/access.ts guards every route on the port). Both halves parse every body as JSON whatever its
 // Content-Type (curl -d sends form encoding), answer every failure in OpenAI's error shape, and
 // add CORS headers only when configured. An unknown /v1 path is a 404 in the same shape.
 
@@ -13,7 +13,7 @@ import { OpenAIContext, type OpenAIOptions } from './context.js';
 import { createEmbeddings } from './embeddings.js';
 import { OpenAIRequestError, sendOpenAIError } from './errors.js';
 import { listModels, retrieveModel } from './models.js';
-import { apiKeyHook, corsHook } from './security.js';
+import { corsHook } from './cors.js';
 import { detokenize, tokenize } from './tokenize.js';
 
 export type { OpenAIOptions } from './context.js';
@@ -34,8 +34,6 @@ const signalOf = (reply: FastifyReply): AbortSignal => abortOnDisconnect(reply.r
 function v1Routes(ctx: OpenAIContext): FastifyPluginAsync {
   return async (app) => {
     installCommon(app, ctx.options);
-    const auth = apiKeyHook(ctx.options.apiKeys);
-    if (auth) app.addHook('onRequest', auth);
     app.get('/models', async () => listModels(ctx));
     app.get<{ Params: { id: string } }>('/models/:id', async (request) => retrieveModel(ctx, request.params.id));
     app.post('/chat/completions', (request, reply) => chatCompletions(ctx, request.body, reply, signalOf(reply)));

@@ -10,6 +10,7 @@ export type ErrorCode =
   | 'ALREADY_EXISTS'
   | 'CANCELLED'
   | 'UNAUTHENTICATED'
+  | 'PERMISSION_DENIED'
   | 'CONTEXT_LENGTH_EXCEEDED';
 
 interface CatalogEntry {
@@ -22,7 +23,7 @@ interface CatalogEntry {
 }
 
 // gRPC status codes (grpc/status.h).
-const GRPC = { CANCELLED: 1, UNKNOWN: 2, INVALID_ARGUMENT: 3, NOT_FOUND: 5, ALREADY_EXISTS: 6, UNIMPLEMENTED: 12, INTERNAL: 13, UNAVAILABLE: 14, UNAUTHENTICATED: 16 } as const;
+const GRPC = { CANCELLED: 1, UNKNOWN: 2, INVALID_ARGUMENT: 3, NOT_FOUND: 5, ALREADY_EXISTS: 6, PERMISSION_DENIED: 7, UNIMPLEMENTED: 12, INTERNAL: 13, UNAVAILABLE: 14, UNAUTHENTICATED: 16 } as const;
 
 export const ERROR_CATALOG: Readonly<Record<ErrorCode, CatalogEntry>> = {
   // Triton answers 400 for an unknown model too; NOT_FOUND is for missing versions/resources.
@@ -34,6 +35,8 @@ export const ERROR_CATALOG: Readonly<Record<ErrorCode, CatalogEntry>> = {
   ALREADY_EXISTS: { http: 400, grpc: GRPC.ALREADY_EXISTS, openaiType: 'invalid_request_error', openaiCode: null },
   CANCELLED: { http: 400, grpc: GRPC.CANCELLED, openaiType: 'invalid_request_error', openaiCode: 'cancelled' },
   UNAUTHENTICATED: { http: 401, grpc: GRPC.UNAUTHENTICATED, openaiType: 'authentication_error', openaiCode: 'invalid_api_key' },
+  // A valid key without the rights the route needs (an API key on a control route).
+  PERMISSION_DENIED: { http: 403, grpc: GRPC.PERMISSION_DENIED, openaiType: 'permission_error', openaiCode: 'permission_denied' },
   CONTEXT_LENGTH_EXCEEDED: { http: 400, grpc: GRPC.INVALID_ARGUMENT, openaiType: 'invalid_request_error', openaiCode: 'context_length_exceeded' },
 };
 

@@ -1,11 +1,14 @@
 // Command-line configuration, with Triton's flag names and defaults, validated up front.
 
+import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { resolve } from 'node:path';
+import type { AccessOptions } from '../security/access-policy.js';
+import { keyProblem, parseKeyFile } from '../security/keys.js';
 
 export type ModelControlMode = 'none' | 'poll' | 'explicit';
 
-export interface ServerOptions {
+export interface ServerOptions extends AccessOptions {
   readonly modelRepository: string;
   readonly host: string;
   readonly httpPort: number;
@@ -22,8 +25,10 @@ export interface ServerOptions {
   /** Seconds to wait for in-flight requests on shutdown (Triton's --exit-timeout-secs). */
   readonly exitTimeoutSecs: number;
   readonly logLevel: 'debug' | 'info' | 'warn' | 'error';
-  /** OpenAI routes: accepted `Authorization: Bearer` keys; empty means no authentication. */
+  /** Every front end: accepted `Authorization: Bearer` keys (--api-key and --api-key-file); empty means serving is open. */
   readonly apiKeys: readonly string[];
+  /** Keys for control routes (repository load/unload); they pass where API keys do (SECURITY.md). */
+  readonly adminKeys: readonly string[];
   /** OpenAI routes: origins CORS allows ('*' for any); empty means CORS off. */
   readonly corsAllowOrigins: readonly string[];
   /** OpenAI routes: generations per model waiting for their first token before 503 + retry-after; 0 = unbounded. */
@@ -51,7 +56,14 @@ export const USAGE = `conveyor serve [options]
   --log-level LEVEL            debug | info | warn | error (default info)
   --model DIR                  serve one Hugging Face ONNX export (no repository or config needed)
   --served-model-name NAME     the model id for --model (default: the directory's name)
-  --api-key KEY                require 'Authorization: Bearer KEY' on /v1 (repeatable)
+  --api-key KEY                require 'Authorization: Bearer KEY' on every front end: HTTP,
+                               WebSocket and gRPC 'authorization' metadata (repeatable)
+  --api-key-file PATH          API keys, one a line; blank lines and # comments skipped (repeatable)
+  --admin-key KEY              the key control routes (repository load/unload) need; also passes
+                               as an API key. With API keys but no admin key, control is refused
+  --admin-key-file PATH        admin keys, one a line, as --api-key-file (repeatable)
+  --auth-health BOOL           health routes and RPCs need a key too (default false)
+  --auth-metrics BOOL          the metrics port needs a key too (default false)
   --cors-allow-origin ORIGIN   allow CORS from ORIGIN on the OpenAI routes (repeatable; * = any)
   --max-queued-requests N      per model, generations waiting for a first token before the OpenAI
                                routes answer 503 with retry-after (default 0 = unbounded)`;
@@ -107,6 +119,11 @@ export function parseServerOptions(argv: readonly string[]): ServerOptions {
         model: { type: 'string' },
         'served-model-name': { type: 'string' },
         'api-key': { type: 'string', multiple: true },
+        'api-key-file': { type: 'string', multiple: true },
+        'admin-key': { type: 'string', multiple: true },
+        'admin-key-file': { type: 'string', multiple: true },
+        'auth-health': { type: 'string' },
+        'auth-metrics': { type: 'string' },
         'cors-allow-origin': { type: 'string', multiple: true },
         'max-queued-requests': { type: 'string' },
       },
@@ -121,8 +138,10 @@ export function parseServerOptions(argv: readonly string[]): ServerOptions {
   if (loadModels.includes('*') && loadModels.length > 1) throw new OptionsError("--load-model '*' must be the only --load-model");
   if (v.model !== undefined && v['model-repository'] !== undefined) throw new OptionsError('--model and --model-repository are alternatives; give one');
   if (v['served-model-name'] !== undefined && v.model === undefined) throw new OptionsError('--served-model-name needs --model');
-  const apiKeys = v['api-key'] ?? [];
-  if (apiKeys.some((k) => k.length === 0 || /\s/.test(k))) throw new OptionsError('--api-key must be non-empty and without whitespace');
+  const access = accessOptions({
+    apiKeys: v['api-key'], apiKeyFiles: v['api-key-file'], adminKeys: v['admin-key'], adminKeyFiles: v['admin-key-file'],
+    authHealth: v['auth-health'], authMetrics: v['auth-metrics'],
+  });
   return {
     modelRepository: resolve(v['model-repository'] ?? DEFAULT_REPOSITORY_PATH),
     host: v.host ?? '0.0.0.0',
@@ -136,10 +155,58 @@ export function parseServerOptions(argv: readonly string[]): ServerOptions {
     strictReadiness: oneOf(v['strict-readiness'], '--strict-readiness', ['true', 'false'] as const, 'true') === 'true',
     exitTimeoutSecs: positive(v['exit-timeout-secs'], '--exit-timeout-secs', 30),
     logLevel: oneOf(v['log-level'], '--log-level', ['debug', 'info', 'warn', 'error'] as const, 'info'),
-    apiKeys,
+    ...access,
     corsAllowOrigins: v['cors-allow-origin'] ?? [],
     maxQueuedRequests: count(v['max-queued-requests'], '--max-queued-requests', 0),
     ...(v.model !== undefined ? { model: resolve(v.model) } : {}),
     ...(v['served-model-name'] !== undefined ? { servedModelName: v['served-model-name'] } : {}),
   };
+}
+
+function bool(value: string | undefined, flag: string): boolean {
+  return oneOf(value, flag, ['true', 'false'] as const, 'false') === 'true';
+}
+
+/** Keys from `--<flag>` values and `--<flag>-file` files, in that order, without duplicates. */
+function keysOf(flag: string, keys: readonly string[] | undefined, files: readonly string[] | undefined): string[] {
+  for (const key of keys ?? []) {
+    const problem = keyProblem(key);
+    if (problem) throw new OptionsError(`--${flag} must be non-empty and without whitespace (it ${problem})`);
+  }
+  const fromFiles = (files ?? []).flatMap((path) => {
+    let text: string;
+    try {
+      text = readFileSync(path, 'utf8');
+    } catch (error) {
+      throw new OptionsError(`--${flag}-file: cannot read '${path}' (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
+    }
+    try {
+      return parseKeyFile(text, `--${flag}-file '${path}'`);
+    } catch (error) {
+      throw new OptionsError((error as Error).message);
+    }
+  });
+  return [...new Set([...(keys ?? []), ...fromFiles])];
+}
+
+interface AccessFlags {
+  readonly apiKeys: readonly string[] | undefined;
+  readonly apiKeyFiles: readonly string[] | undefined;
+  readonly adminKeys: readonly string[] | undefined;
+  readonly adminKeyFiles: readonly string[] | undefined;
+  readonly authHealth: string | undefined;
+  readonly authMetrics: string | undefined;
+}
+
+function accessOptions(flags: AccessFlags): AccessOptions {
+  const apiKeys = keysOf('api-key', flags.apiKeys, flags.apiKeyFiles);
+  const adminKeys = keysOf('admin-key', flags.adminKeys, flags.adminKeyFiles);
+  // One key in both roles would make "which rights does it carry" depend on reading order.
+  if (apiKeys.some((k) => adminKeys.includes(k))) throw new OptionsError('a key cannot be both an API key and an admin key');
+  const authHealth = bool(flags.authHealth, '--auth-health');
+  const authMetrics = bool(flags.authMetrics, '--auth-metrics');
+  const noKeys = apiKeys.length === 0 && adminKeys.length === 0;
+  if (noKeys && authHealth) throw new OptionsError('--auth-health true needs a key to check (--api-key or --admin-key)');
+  if (noKeys && authMetrics) throw new OptionsError('--auth-metrics true needs a key to check (--api-key or --admin-key)');
+  return { apiKeys, adminKeys, authHealth, authMetrics };
 }

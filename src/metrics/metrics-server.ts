@@ -4,6 +4,8 @@
 
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { asConveyorError } from '../errors.js';
+import type { AccessPolicy } from '../security/access-policy.js';
 import type { MetricsRegistry } from './registry.js';
 
 export interface MetricsServerOptions {
@@ -11,6 +13,8 @@ export interface MetricsServerOptions {
   /** 0 picks a free port. */
   readonly port: number;
   readonly registry: MetricsRegistry;
+  /** Who may scrape (the 'metrics' class: open unless --auth-metrics); without it anyone may. */
+  readonly access?: AccessPolicy;
 }
 
 export interface MetricsServer {
@@ -19,7 +23,21 @@ export interface MetricsServer {
   close(): Promise<void>;
 }
 
-async function handle(registry: MetricsRegistry, request: IncomingMessage, response: ServerResponse): Promise<void> {
+/** False (with the refusal sent) when the request may not scrape. */
+function admitted(access: AccessPolicy | undefined, request: IncomingMessage, response: ServerResponse): boolean {
+  try {
+    access?.check('metrics', request.headers.authorization);
+    return true;
+  } catch (error) {
+    const refusal = asConveyorError(error);
+    response.writeHead(refusal.httpStatus, { 'Content-Type': 'text/plain; charset=utf-8', 'WWW-Authenticate': 'Bearer' }).end(`${refusal.message}\n`);
+    return false;
+  }
+}
+
+async function handle(options: MetricsServerOptions, request: IncomingMessage, response: ServerResponse): Promise<void> {
+  if (!admitted(options.access, request, response)) return;
+  const { registry } = options;
   const path = (request.url ?? '/').split('?')[0];
   if (path !== '/metrics') {
     response.writeHead(404, { 'Content-Type': 'text/plain; charset=utf-8' }).end('not found\n');
@@ -39,7 +57,7 @@ async function handle(registry: MetricsRegistry, request: IncomingMessage, respo
 }
 
 export async function startMetricsServer(options: MetricsServerOptions): Promise<MetricsServer> {
-  const server = createServer((request, response) => void handle(options.registry, request, response));
+  const server = createServer((request, response) => void handle(options, request, response));
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(options.port, options.host, () => {

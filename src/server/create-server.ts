@@ -10,8 +10,9 @@ import { loadOnnxModel } from '../serving/onnx-backend.js';
 import type { BackendLoader } from '../serving/served-model.js';
 import { createGrpcServer, llmDecoupledInfer } from './grpc/index.js';
 import { createHttpApp } from './http/app.js';
+import type { HttpRouteAccess } from './http/access.js';
 import { openaiRoutes } from '../../openai-compat/index.js';
-import { apiKeyHook } from '../../openai-compat/security.js';
+import { AccessPolicy } from '../security/access-policy.js';
 import { singleModelRepository } from '../repository/single-model.js';
 
 export interface RunningServer {
@@ -21,6 +22,8 @@ export interface RunningServer {
   readonly metrics: ConveyorMetrics;
   readonly service: ConveyorService;
   readonly manager: ModelManager;
+  /** Every HTTP route with its access class (SECURITY.md's table; tests check it route by route). */
+  readonly httpRoutes: readonly HttpRouteAccess[];
   /** Health goes false, front ends stop, in-flight requests finish (up to the exit timeout), models unload. */
   stop(): Promise<void>;
 }
@@ -48,17 +51,19 @@ export async function startServer(options: ServerOptions, start: StartOptions): 
   if (options.modelControlMode === 'poll') manager.startPolling(options.repositoryPollSecs);
   const service = new ConveyorService(manager, { mode: options.modelControlMode, strictReadiness: options.strictReadiness });
 
-  const { apiKeys, corsAllowOrigins, maxQueuedRequests } = options;
-  // The WebSocket API is part of /v1: the same keys guard its upgrade.
-  const http = createHttpApp(service, { logger: start.httpLogger ?? false, llm: service, websocket: { authorize: apiKeyHook(apiKeys) } });
-  http.register(openaiRoutes(service, { apiKeys, corsAllowOrigins, maxQueuedRequests, modelRepository: root }));
+  const { corsAllowOrigins, maxQueuedRequests } = options;
+  // One policy for every front end: HTTP routes, the WebSocket upgrade, gRPC calls, metrics.
+  const access = new AccessPolicy(options);
+  log(access.describe());
+  const http = createHttpApp(service, { logger: start.httpLogger ?? false, llm: service, access });
+  http.register(openaiRoutes(service, { corsAllowOrigins, maxQueuedRequests, modelRepository: root }));
   await http.listen({ host: options.host, port: options.httpPort });
   const httpPort = (http.server.address() as { port: number }).port;
-  const grpc = createGrpcServer(service, { decoupled: llmDecoupledInfer(service), generation: service });
+  const grpc = createGrpcServer(service, { decoupled: llmDecoupledInfer(service), generation: service, access });
   const grpcPort = await grpc.start(options.host, options.grpcPort);
   log(`HTTP (KServe v2) listening on ${options.host}:${httpPort}`);
   log(`gRPC (KServe v2) listening on ${options.host}:${grpcPort}`);
-  const metricsServer = await startMetricsServer({ host: options.host, port: options.metricsPort, registry: metrics.registry });
+  const metricsServer = await startMetricsServer({ host: options.host, port: options.metricsPort, registry: metrics.registry, access });
   log(`Metrics listening on ${options.host}:${metricsServer.port}`);
 
   let stopping: Promise<void> | undefined;
@@ -75,7 +80,7 @@ export async function startServer(options: ServerOptions, start: StartOptions): 
       // Last, so a scrape during the drain still sees the final counts.
       await metricsServer.close();
     })());
-  return { httpPort, grpcPort, metricsPort: metricsServer.port, metrics, service, manager, stop };
+  return { httpPort, grpcPort, metricsPort: metricsServer.port, metrics, service, manager, httpRoutes: http.routeAccess, stop };
 }
 
 /** Every backend gets the LLM metrics observer in its load request (non-LLM backends ignore it). */

@@ -1,5 +1,5 @@
-// The OpenAI routes' server options on the real server: --api-key (AuthenticationError, health
-// and KServe routes stay open), --cors-allow-origin (preflights, headers on streams), and
+// The OpenAI routes' server options on the real server: --api-key (AuthenticationError; health
+// stays open; test/integration/access-control.test.ts checks every other route), --cors-allow-origin (preflights, headers on streams), and
 // --max-queued-requests (503 with retry-after once the engine's queue holds the bound), plus
 // `serve --model <dir>` serving one Hugging Face export with no repository.
 import { request as httpRequest, type ClientRequest } from 'node:http';
@@ -59,9 +59,14 @@ describe('--api-key', () => {
     expect(accepted).toBe(true);
   });
 
-  it('leaves health and the KServe routes open', async () => {
+  it('leaves health and model readiness open, and guards the KServe and tokenizer routes too', async () => {
     expect((await fetch(`${server.http}/v2/health/ready`)).status).toBe(200);
     expect((await fetch(`${server.http}/v2/models/qwen3/ready`)).status).toBe(200);
+    expect((await fetch(`${server.http}/v2/models/qwen3`)).status).toBe(401);
+    expect((await fetch(`${server.http}/v2/models/qwen3`, { headers: { authorization: `Bearer ${KEY}` } })).status).toBe(200);
+    const tokenize = await fetch(`${server.http}/tokenize`, { method: 'POST', body: JSON.stringify({ model: 'qwen3', prompt: 'hi' }) });
+    expect(tokenize.status).toBe(401);
+    expect(await tokenize.json()).toMatchObject({ error: { type: 'authentication_error', code: 'invalid_api_key' } });
   });
 });
 

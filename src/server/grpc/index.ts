@@ -3,3 +3,4 @@ export { createGrpcServer, loadServiceDefinitions, DEFAULT_PROTO_DIR, MAX_MESSAG
 export type { GrpcServer, GrpcServerOptions } from './server.js';
 export type { DecoupledEvent, DecoupledInfer } from './stream-infer.js';
 export { llmDecoupledInfer } from './decoupled-llm.js';
+export { RPC_ACCESS, rpcAccess } from './access.js';

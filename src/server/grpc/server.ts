@@ -5,7 +5,9 @@ import { fileURLToPath } from 'node:url';
 import { Server, ServerCredentials, type ChannelOptions, type ServiceDefinition } from '@grpc/grpc-js';
 import { loadSync, type Options as LoaderOptions } from '@grpc/proto-loader';
 import type { InferenceService } from '../../contracts/inference-service.js';
+import type { AccessPolicy } from '../../security/access-policy.js';
 import type { LlmLookup } from '../generation/lookup.js';
+import { accessInterceptor } from './access.js';
 import { generationHandlers } from './generation-service.js';
 import { inferenceHandlers } from './handlers.js';
 import { createHealthService } from './health.js';
@@ -32,6 +34,8 @@ export interface GrpcServerOptions {
   readonly shutdownGraceMs?: number;
   /** How often Health.Watch re-checks readiness. Default 1000 ms. */
   readonly healthWatchIntervalMs?: number;
+  /** Who may call which RPC (access.ts); without it every RPC is open. */
+  readonly access?: AccessPolicy;
 }
 
 export interface GrpcServer {
@@ -57,6 +61,8 @@ export function createGrpcServer(service: InferenceService, options: GrpcServerO
     'grpc.max_receive_message_length': MAX_MESSAGE_BYTES,
     'grpc.max_send_message_length': MAX_MESSAGE_BYTES,
     ...options.channelOptions,
+    // An open server skips the interceptor: no per-call wrapper where nothing is checked.
+    interceptors: options.access?.guardsAnything() ? [accessInterceptor(options.access)] : [],
   });
   const health = createHealthService(service, options.healthWatchIntervalMs ?? 1000);
   server.addService(definitions.inference, inferenceHandlers(service, options.decoupled));

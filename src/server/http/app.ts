@@ -5,7 +5,9 @@
 import Fastify from 'fastify';
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify';
 import type { InferenceService } from '../../contracts/inference-service.js';
+import { AccessPolicy } from '../../security/access-policy.js';
 import type { LlmLookup } from '../generation/lookup.js';
+import { installAccessControl } from './access.js';
 import { sendFailure } from './errors.js';
 import { registerGenerateRoutes } from './routes/generate.js';
 import { registerInferRoutes } from './routes/infer.js';
@@ -25,8 +27,10 @@ export interface HttpAppOptions {
   bodyLimit?: number;
   /** The LLMs behind Triton's generate extension and the /v1/ws WebSocket; without it neither is served. */
   llm?: LlmLookup;
-  /** Limits and the upgrade check of /v1/ws. */
+  /** Limits of /v1/ws (its upgrade is guarded like every route: access.ts). */
   websocket?: WebSocketOptions;
+  /** Who may call which route, including routes registered on the app later; default: everyone. */
+  access?: AccessPolicy;
 }
 
 export function createHttpApp(service: InferenceService, options: HttpAppOptions = {}): FastifyInstance {
@@ -37,8 +41,11 @@ export function createHttpApp(service: InferenceService, options: HttpAppOptions
     // A client's X-Request-Id becomes the request id in every log line about the request.
     requestIdHeader: 'x-request-id',
   });
+  installAccessControl(app, options.access ?? AccessPolicy.open());
   app.register(kserveRoutes(service, { bodyLimit, llm: options.llm }));
   if (options.llm) app.register(websocketRoutes(options.llm, options.websocket));
+  // Errors outside the front ends' own plugins (a refused /v1/ws upgrade) in Triton's shape too.
+  app.setErrorHandler((error, request, reply) => sendFailure(error, request, reply));
   app.setNotFoundHandler((request, reply) =>
     reply.code(404).send({ error: `no route for ${request.method} ${request.url}` }),
   );

@@ -1,5 +1,15 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseServerOptions } from '../../../src/config/server-options.js';
+
+/** A key file in a fresh temporary directory. */
+function keyFile(text: string): string {
+  const path = join(mkdtempSync(join(tmpdir(), 'conveyor-keys-')), 'keys.txt');
+  writeFileSync(path, text);
+  return path;
+}
 
 describe('parseServerOptions', () => {
   it("uses Triton's defaults", () => {
@@ -23,6 +33,32 @@ describe('parseServerOptions', () => {
     expect(o).toMatchObject({ apiKeys: ['k1', 'k2'], corsAllowOrigins: ['https://a.example'], maxQueuedRequests: 64, model: '/tmp/m', servedModelName: 'chat' });
     expect(parseServerOptions([])).toMatchObject({ apiKeys: [], corsAllowOrigins: [], maxQueuedRequests: 0 });
     expect(parseServerOptions([]).model).toBeUndefined();
+  });
+
+  it('reads API and admin keys from flags and key files, in order, without duplicates', () => {
+    const apiFile = keyFile('# serving keys\nsk-f1\n\nsk-f2\nk1\n');
+    const adminFile = keyFile('adm-f\n');
+    const o = parseServerOptions(['--api-key', 'k1', '--api-key-file', apiFile, '--admin-key', 'adm', '--admin-key-file', adminFile]);
+    expect(o).toMatchObject({ apiKeys: ['k1', 'sk-f1', 'sk-f2'], adminKeys: ['adm', 'adm-f'], authHealth: false, authMetrics: false });
+    expect(parseServerOptions([])).toMatchObject({ apiKeys: [], adminKeys: [], authHealth: false, authMetrics: false });
+  });
+
+  it('turns on key checks for health and metrics', () => {
+    expect(parseServerOptions(['--api-key', 'k', '--auth-health', 'true'])).toMatchObject({ authHealth: true, authMetrics: false });
+    expect(parseServerOptions(['--admin-key', 'a', '--auth-metrics', 'true'])).toMatchObject({ authHealth: false, authMetrics: true });
+  });
+
+  it.each([
+    [['--api-key-file', '/nonexistent/conveyor-keys'], /--api-key-file: cannot read '\/nonexistent\/conveyor-keys' \(ENOENT\)/],
+    [['--api-key-file', keyFile('# nothing yet\n')], /--api-key-file '.*keys.txt' holds no keys/],
+    [['--admin-key-file', keyFile('ok\nnot ok\n')], /--admin-key-file '.*keys.txt' line 2: the key contains whitespace/],
+    [['--admin-key', ''], /--admin-key must be non-empty and without whitespace/],
+    [['--api-key', 'same', '--admin-key', 'same'], /a key cannot be both an API key and an admin key/],
+    [['--auth-health', 'true'], /--auth-health true needs a key to check/],
+    [['--auth-metrics', 'true'], /--auth-metrics true needs a key to check/],
+    [['--api-key', 'k', '--auth-health', 'yes'], /--auth-health must be one of true, false/],
+  ])('rejects the access flags %j', (argv, message) => {
+    expect(() => parseServerOptions(argv)).toThrow(message);
   });
 
   it.each([

@@ -5,6 +5,7 @@ import type { FastifyInstance } from 'fastify';
 import type { InferenceService, ModelStatistics } from '../../../contracts/inference-service.js';
 import { ConveyorError } from '../../../errors.js';
 import { modelConfigToJsonValue } from '../../../repository/config/json.js';
+import { withAccess } from '../access.js';
 
 export interface ModelParams {
   model: string;
@@ -29,7 +30,8 @@ export function registerModelRoutes(app: FastifyInstance, service: InferenceServ
     });
   }
   for (const path of modelPaths('/ready')) {
-    app.get<{ Params: ModelParams }>(path, async (request, reply) => {
+    // A readiness probe, like /v2/health/ready (Triton's ModelReady).
+    app.get<{ Params: ModelParams }>(path, withAccess('health'), async (request, reply) => {
       const { model } = request.params;
       const version = versionOf(request.params);
       if (service.modelReady(model, version)) return reply.code(200).send();

@@ -6,6 +6,7 @@ import type { InferenceService, LoadOverride } from '../../../contracts/inferenc
 import { invalidArg } from '../../../errors.js';
 import { expectObject, optionalBoolean, parseJson } from '../codec/json-body.js';
 import type { JsonObject } from '../codec/json-body.js';
+import { withAccess } from '../access.js';
 
 const FILE_PREFIX = 'file:';
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;
@@ -22,13 +23,13 @@ export function registerRepositoryRoutes(app: FastifyInstance, service: Inferenc
     const ready = optionalBoolean(body, 'ready', 'the repository index field') ?? false;
     return service.repositoryIndex(ready);
   });
-  app.post<{ Params: { model: string } }>('/v2/repository/models/:model/load', async (request, reply) => {
+  app.post<{ Params: { model: string } }>('/v2/repository/models/:model/load', withAccess('control'), async (request, reply) => {
     const parameters = requestParameters(optionalJsonBody(request.body, 'the load request'), 'load');
     const override = decodeLoadOverride(parameters);
     await service.loadModel(request.params.model, override);
     return reply.code(200).send();
   });
-  app.post<{ Params: { model: string } }>('/v2/repository/models/:model/unload', async (request, reply) => {
+  app.post<{ Params: { model: string } }>('/v2/repository/models/:model/unload', withAccess('control'), async (request, reply) => {
     const parameters = requestParameters(optionalJsonBody(request.body, 'the unload request'), 'unload');
     const unloadDependents = optionalBoolean(parameters, 'unload_dependents', 'the unload parameter') ?? false;
     await service.unloadModel(request.params.model, { unloadDependents });

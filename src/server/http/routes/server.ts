@@ -3,10 +3,11 @@
 
 import type { FastifyInstance } from 'fastify';
 import type { InferenceService } from '../../../contracts/inference-service.js';
+import { withAccess } from '../access.js';
 
 export function registerServerRoutes(app: FastifyInstance, service: InferenceService): void {
-  app.get('/v2/health/live', async (_request, reply) => reply.code(service.isLive() ? 200 : 400).send());
-  app.get('/v2/health/ready', async (_request, reply) => reply.code(service.isReady() ? 200 : 400).send());
+  app.get('/v2/health/live', withAccess('health'), async (_request, reply) => reply.code(service.isLive() ? 200 : 400).send());
+  app.get('/v2/health/ready', withAccess('health'), async (_request, reply) => reply.code(service.isReady() ? 200 : 400).send());
   app.get('/v2', async () => {
     const { name, version, extensions } = service.serverMetadata();
     return { name, version, extensions };

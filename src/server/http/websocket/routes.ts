@@ -2,7 +2,7 @@
 // plugin so @fastify/websocket's upgrade handling and limits stay with this route.
 
 import fastifyWebsocket from '@fastify/websocket';
-import type { FastifyPluginAsync, FastifyRequest } from 'fastify';
+import type { FastifyPluginAsync } from 'fastify';
 import type { LlmLookup } from '../../generation/lookup.js';
 import { WebSocketSession, type SessionLimits } from './session.js';
 
@@ -11,8 +11,6 @@ export const WEBSOCKET_PATH = '/v1/ws';
 export interface WebSocketOptions extends Partial<SessionLimits> {
   /** Largest client frame in bytes. */
   readonly maxPayloadBytes?: number;
-  /** Runs before the upgrade; a throw refuses it with the error's HTTP status (e.g. the API-key check). */
-  readonly authorize?: ((request: FastifyRequest) => Promise<void>) | null;
 }
 
 const DEFAULTS = { maxGenerations: 256, highWaterBytes: 1024 * 1024, maxPayloadBytes: 16 * 1024 * 1024 };
@@ -24,7 +22,6 @@ export function websocketRoutes(lookup: LlmLookup, options: WebSocketOptions = {
   };
   return async (app) => {
     await app.register(fastifyWebsocket, { options: { maxPayload: options.maxPayloadBytes ?? DEFAULTS.maxPayloadBytes } });
-    if (options.authorize) app.addHook('onRequest', options.authorize);
     app.get(WEBSOCKET_PATH, { websocket: true }, (socket) => {
       new WebSocketSession(socket, lookup, limits);
     });

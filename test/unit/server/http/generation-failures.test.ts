@@ -10,6 +10,7 @@ import type { GenerationEvent } from '../../../../src/engine/output-processor.js
 import { ConveyorError } from '../../../../src/errors.js';
 import type { LlmLookup } from '../../../../src/server/generation/lookup.js';
 import { createHttpApp } from '../../../../src/server/http/app.js';
+import { AccessPolicy } from '../../../../src/security/access-policy.js';
 import type { LlmModel } from '../../../../src/serving/llm-backend.js';
 
 function event(text: string, finishReason: GenerationEvent['finishReason'] = null): GenerationEvent {
@@ -81,11 +82,10 @@ describe('failures after a stream started', () => {
 });
 
 describe('the WebSocket upgrade check', () => {
-  it('refuses the upgrade with the check’s status and lets a good request through', async () => {
-    const unauthorized = Object.assign(new Error('missing API key'), { statusCode: 401 });
+  it('refuses the upgrade without a key (401) and lets a keyed request through and lets a good request through', async () => {
     const guarded = createHttpApp({} as InferenceService, {
       llm: lookup,
-      websocket: { authorize: async (request) => { if (request.headers.authorization !== 'Bearer k') throw unauthorized; } },
+      access: new AccessPolicy({ apiKeys: ['k'], adminKeys: [], authHealth: false, authMetrics: false }),
     });
     await guarded.listen({ host: '127.0.0.1', port: 0 });
     const address = `ws://127.0.0.1:${(guarded.server.address() as { port: number }).port}/v1/ws`;

@@ -105,3 +105,14 @@ export async function existingConfinedFile(root: ConfinementRoot, relative: stri
   if (!found.exists) throw invalidArg(`${what} '${found.display}' not found`);
   return found;
 }
+
+/**
+ * `message` with each absolute path replaced by its display name, longest first. Library errors
+ * (onnxruntime's "Load model from <path> failed") quote the paths they were given.
+ */
+export function redactPaths(message: string, names: readonly (readonly [absolute: string, display: string])[]): string {
+  return [...names]
+    .filter(([absolute]) => absolute.length > 1)
+    .sort((a, b) => b[0].length - a[0].length)
+    .reduce((text, [absolute, display]) => text.split(absolute).join(display), message);
+}

@@ -212,7 +212,7 @@ export class DynamicBatcher {
       for (;;) {
         this.pumpAgain = false;
         while (this.retries.length > 0 && this.executor.freeInstances > 0) this.retries.shift()!();
-        // Retries of a refused batch go first: new batches wait for the instances they need.
+        // Queued retries of a refused batch go first: new batches wait for the instances they need.
         if (this.retries.length > 0) return;
         const policy = this.accepting ? this.policy : { ...this.policy, maxQueueDelayMs: 0 };
         const decision = decide({ levels: this.queue.view, policy, freeInstances: this.executor.freeInstances, now: this.clock.now() });

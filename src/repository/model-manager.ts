@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import type { LoadOverride, ModelState, RepositoryIndexEntry } from '../contracts/inference-service.js';
 import type { ModelConfig } from '../contracts/model-config.js';
-import { ConveyorError, invalidArg, notFound, unavailable } from '../errors.js';
+import { asConveyorError, ConveyorError, invalidArg, notFound, unavailable } from '../errors.js';
 import type { ModelControlMode } from '../config/server-options.js';
 import type { BackendLoader, ServedModel } from '../serving/served-model.js';
 import { loadModelConfig, modelConfigFromJson } from './config/index.js';
@@ -20,6 +20,8 @@ interface VersionEntry {
   state: ModelState;
   reason: string;
   served?: ServedModel;
+  /** Why it failed to load, when it did. */
+  error?: ConveyorError;
 }
 
 interface ModelEntry {
@@ -160,10 +162,13 @@ export class ModelManager {
     } finally {
       // The versions now serving decide which override directory must live on (a restarted
       // instance reads its model file again); any other is removed, on success and on failure.
-      const adopted = entry.versions !== serving;
-      const unused = adopted ? entry.overrideDir : overrideDir;
-      if (adopted) entry.overrideDir = overrideDir;
-      if (unused) await rm(unused, { recursive: true, force: true });
+      const replaced = entry.versions !== serving;
+      const servesNew = replaced && [...entry.versions.values()].some((v) => v.state === 'READY');
+      const inUse = replaced ? (servesNew ? overrideDir : undefined) : entry.overrideDir;
+      for (const dir of new Set([entry.overrideDir, overrideDir])) {
+        if (dir !== undefined && dir !== inUse) await rm(dir, { recursive: true, force: true });
+      }
+      entry.overrideDir = inUse;
     }
   }
 
@@ -215,8 +220,9 @@ export class ModelManager {
         fresh.set(version, { state: 'READY', reason: '', served });
         this.options.log(`${name}: version ${version} READY`);
       } catch (error) {
-        const reason = error instanceof ConveyorError ? error.message : String((error as Error).message ?? error);
-        fresh.set(version, { state: 'UNAVAILABLE', reason });
+        const failure = asConveyorError(error);
+        const reason = failure.message;
+        fresh.set(version, { state: 'UNAVAILABLE', reason, error: failure });
         this.options.log(`${name}: version ${version} failed to load: ${reason}`);
       }
     }
@@ -225,13 +231,11 @@ export class ModelManager {
     const keepOld = [...fresh.values()].every((v) => v.state !== 'READY') && [...old.values()].some((v) => v.state === 'READY');
     if (keepOld) {
       for (const v of fresh.values()) await v.served?.close();
-      throw unavailable(`failed to load '${name}': ${[...fresh.values()].map((v) => v.reason).join('; ')}`);
+      throw loadFailure(name, [...fresh.values()]);
     }
     entry.versions = fresh;
     await Promise.all([...old.values()].map((v) => v.served?.close()));
-    if ([...fresh.values()].some((v) => v.state !== 'READY')) {
-      throw unavailable(`failed to load '${name}': ${[...fresh.values()].filter((v) => v.state !== 'READY').map((v) => v.reason).join('; ')}`);
-    }
+    if ([...fresh.values()].some((v) => v.state !== 'READY')) throw loadFailure(name, [...fresh.values()].filter((v) => v.state !== 'READY'));
   }
 
   private async unloadNow(name: string, entry: ModelEntry): Promise<void> {
@@ -244,6 +248,12 @@ export class ModelManager {
     entry.error = undefined;
     this.options.log(`${name}: unloaded`);
   }
+}
+
+/** INVALID_ARG when every failure was the request's or config's fault (a path that leaves its directory), else UNAVAILABLE. */
+function loadFailure(name: string, failed: readonly VersionEntry[]): ConveyorError {
+  const code = failed.every((v) => v.error?.code === 'INVALID_ARG') ? 'INVALID_ARG' : 'UNAVAILABLE';
+  return new ConveyorError(code, `failed to load '${name}': ${failed.map((v) => v.reason).join('; ')}`);
 }
 
 /** Where `file:` overrides are written: `<tmpdir>/conveyor-load-<model>-XXXXXX`. */

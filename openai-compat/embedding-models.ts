@@ -5,7 +5,8 @@
 
 import { join } from 'node:path';
 import type { ModelConfig } from '../src/contracts/model-config.js';
-import { createTokenizer, readModelFiles, type TextTokenizer } from '../src/engine/input-processor-files.js';
+import { createTokenizer, MODEL_FILE_NAMES, readModelFiles, type TextTokenizer } from '../src/engine/input-processor-files.js';
+import { confinedPath, type ConfinementRoot } from '../src/repository/confine.js';
 import { ConveyorError, invalidArg } from '../src/errors.js';
 import type { ConveyorService } from '../src/serving/conveyor-service.js';
 import { modelNotFound } from './errors.js';
@@ -61,7 +62,7 @@ export class EmbeddingModels {
     const key = `${model.name}/${model.version}`;
     let loading = this.tokenizers.get(key);
     if (!loading) {
-      loading = loadTokenizer(join(this.repository, model.name, model.version));
+      loading = loadTokenizer({ dir: join(this.repository, model.name, model.version), display: key });
       // A failed load (files missing) is retried by the next request rather than cached.
       loading.catch(() => this.tokenizers.delete(key));
       this.tokenizers.set(key, loading);
@@ -70,12 +71,14 @@ export class EmbeddingModels {
   }
 }
 
-async function loadTokenizer(dir: string): Promise<EncoderTokenizer> {
+async function loadTokenizer(versionRoot: ConfinementRoot): Promise<EncoderTokenizer> {
   let files;
   try {
-    files = await readModelFiles(dir);
+    // Fixed names, but a link among them must not lead out of the version directory.
+    for (const name of MODEL_FILE_NAMES) await confinedPath(versionRoot, name, 'tokenizer file');
+    files = await readModelFiles(versionRoot.dir);
   } catch (error) {
-    throw new ConveyorError('UNAVAILABLE', `the embedding model's tokenizer is missing from ${dir}: ${(error as Error).message}`);
+    throw new ConveyorError('UNAVAILABLE', `the embedding model's tokenizer is missing from ${versionRoot.display}: ${(error as Error).message}`);
   }
   const tokenizer = createTokenizer(files);
   let maxId = -1;

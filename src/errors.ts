@@ -65,6 +65,17 @@ export class ConveyorError extends Error {
   }
 }
 
+/**
+ * session.run refused the inputs of an execution (the model is loaded and its instance alive):
+ * the content of the batch failed, so the batcher can isolate the request at fault.
+ */
+export class ExecutionRejected extends ConveyorError {
+  constructor(message: string) {
+    super('INTERNAL', message);
+    this.name = 'ExecutionRejected';
+  }
+}
+
 /** Any thrown value as a ConveyorError (unknown failures become INTERNAL). */
 export function asConveyorError(error: unknown): ConveyorError {
   if (error instanceof ConveyorError) return error;

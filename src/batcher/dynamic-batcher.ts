@@ -9,6 +9,7 @@ import type { ModelConfig } from '../contracts/model-config.js';
 import type { Tensor } from '../contracts/tensors.js';
 import { ConveyorError, asConveyorError, invalidArg, unavailable } from '../errors.js';
 import { batchPolicy, decide, type BatchPolicy } from './decide.js';
+import { executeIsolating, type GroupOutcome } from './isolate.js';
 import { RequestQueue, type QueueEntry } from './queue.js';
 import { itemSignature, splitOutputs, stackInputs } from './stack.js';
 import { ModelStatsRecorder, type FailureReason } from './stats.js';
@@ -95,6 +96,8 @@ export class DynamicBatcher {
   /** Settles when the latest dispatched batch has delivered (preserve_ordering). */
   private lastDelivery: Promise<void> = Promise.resolve();
   private drained: { promise: Promise<void>; resolve: () => void } | undefined;
+  /** Retries of a refused batch's parts, each taking an instance synchronously when started. */
+  private readonly retries: (() => void)[] = [];
 
   constructor(options: DynamicBatcherOptions) {
     this.config = options.config;
@@ -208,6 +211,9 @@ export class DynamicBatcher {
     try {
       for (;;) {
         this.pumpAgain = false;
+        while (this.retries.length > 0 && this.executor.freeInstances > 0) this.retries.shift()!();
+        // Queued retries of a refused batch go first: new batches wait for the instances they need.
+        if (this.retries.length > 0) return;
         const policy = this.accepting ? this.policy : { ...this.policy, maxQueueDelayMs: 0 };
         const decision = decide({ levels: this.queue.view, policy, freeInstances: this.executor.freeInstances, now: this.clock.now() });
         if (decision.rejected.length > 0) {
@@ -240,7 +246,10 @@ export class DynamicBatcher {
     }, Math.max(0, until - this.clock.now()));
   }
 
-  /** Executes one batch and settles its requests. Never rejects. */
+  /**
+   * Executes one batch and settles its requests. Never rejects. A batch the runtime refuses is
+   * bisected and retried (isolate.ts), so only the requests at fault fail.
+   */
   private async run(jobs: Job[], batchSize: number): Promise<void> {
     for (const job of jobs) job.detach?.();
     this.inFlight += jobs.length;
@@ -248,20 +257,43 @@ export class DynamicBatcher {
     const previous = this.lastDelivery;
     let delivered!: () => void;
     if (this.preserveOrdering) this.lastDelivery = new Promise<void>((r) => (delivered = r));
-    let outcome: Outcome;
-    try {
-      // Everything before the first await runs inside pump(), so the instance is taken before
-      // the next decision.
-      const result = await this.execute(jobs);
-      outcome = { ok: true, outputs: this.split(jobs, result), timings: result.timings };
-    } catch (error) {
-      outcome = { ok: false, error: asConveyorError(error) };
+    // preserve_ordering delivers after the previous batch, so outcomes wait until then.
+    const held: [readonly Job[], Outcome][] = [];
+    const settle = (group: readonly Job[], outcome: GroupOutcome<Outcome>): void => {
+      const settled: Outcome = outcome.ok ? outcome.value : outcome;
+      if (this.preserveOrdering) held.push([group, settled]);
+      else this.deliver(group, this.sizeOf(group, jobs, batchSize), startedAt, settled);
+    };
+    await executeIsolating(jobs, (group) => this.attempt(group, group === jobs), settle);
+    if (this.preserveOrdering) {
+      await previous;
+      for (const [group, outcome] of held) this.deliver(group, this.sizeOf(group, jobs, batchSize), startedAt, outcome);
+      delivered();
     }
-    if (this.preserveOrdering) await previous;
-    this.deliver(jobs, batchSize, startedAt, outcome);
-    if (this.preserveOrdering) delivered();
     this.inFlight -= jobs.length;
     this.checkDrained();
+  }
+
+  /**
+   * One execution of `group`: the dispatched batch runs on the instance pump() reserved for it;
+   * a retry of part of it waits for a free instance ahead of new batches.
+   */
+  private async attempt(group: readonly Job[], dispatched: boolean): Promise<Outcome> {
+    const result = await (dispatched ? this.execute(group) : this.executeWhenFree(group));
+    return { ok: true, outputs: this.split(group, result), timings: result.timings };
+  }
+
+  /** Items in `group`: the dispatched batch's size, or its rows for a retried part. */
+  private sizeOf(group: readonly Job[], dispatched: readonly Job[], batchSize: number): number {
+    return group === dispatched ? batchSize : group.reduce((n, job) => n + Math.max(1, job.rows), 0);
+  }
+
+  /** A retry: runs when an instance is free, before pump() dispatches anything new. */
+  private executeWhenFree(jobs: readonly Job[]): Promise<ExecutionResult> {
+    return new Promise<ExecutionResult>((resolve, reject) => {
+      this.retries.push(() => this.execute(jobs).then(resolve, reject));
+      this.pump();
+    });
   }
 
   private execute(jobs: readonly Job[]): Promise<ExecutionResult> {

@@ -5,7 +5,7 @@
 
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { Tokenizer } from '@huggingface/tokenizers';
 import type { TokenDecoder } from './detokenizer.js';
 import type { SamplingDefaults } from './sampling-params.js';
@@ -66,11 +66,17 @@ export interface ModelInfo {
   readonly samplingDefaults: SamplingDefaults;
 }
 
+/** Every file readModelFiles() may read from a model directory. */
+export const MODEL_FILE_NAMES = ['tokenizer.json', 'tokenizer_config.json', 'generation_config.json', 'config.json', 'chat_template.jinja'] as const;
+
 async function readJson(path: string): Promise<Record<string, unknown>> {
   try {
     return JSON.parse(await readFile(path, 'utf8')) as Record<string, unknown>;
   } catch (error) {
-    throw new Error(`cannot read ${path}: ${error instanceof Error ? error.message : String(error)}`);
+    // An errno message quotes the absolute path; its code says enough.
+    const code = (error as NodeJS.ErrnoException).code;
+    const reason = code !== undefined ? code : error instanceof Error ? error.message : String(error);
+    throw new Error(`cannot read ${basename(path)}: ${reason}`);
   }
 }
 

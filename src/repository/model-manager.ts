@@ -3,15 +3,16 @@
 // a READY version. In-flight requests finish on unload or reload; new ones get a clear error.
 
 import { existsSync } from 'node:fs';
-import { mkdtemp, mkdir, writeFile } from 'node:fs/promises';
+import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { dirname, join, normalize } from 'node:path';
+import { dirname, join } from 'node:path';
 import type { LoadOverride, ModelState, RepositoryIndexEntry } from '../contracts/inference-service.js';
 import type { ModelConfig } from '../contracts/model-config.js';
-import { ConveyorError, invalidArg, notFound, unavailable } from '../errors.js';
+import { asConveyorError, ConveyorError, invalidArg, notFound, unavailable } from '../errors.js';
 import type { ModelControlMode } from '../config/server-options.js';
 import type { BackendLoader, ServedModel } from '../serving/served-model.js';
 import { loadModelConfig, modelConfigFromJson } from './config/index.js';
+import { lexicalProblem, redactPaths } from './confine.js';
 import { fingerprintModel, listModelNames, versionDirectories } from './scan.js';
 import { selectVersions } from './version-policy.js';
 
@@ -19,6 +20,8 @@ interface VersionEntry {
   state: ModelState;
   reason: string;
   served?: ServedModel;
+  /** Why it failed to load, when it did. */
+  error?: ConveyorError;
 }
 
 interface ModelEntry {
@@ -31,6 +34,8 @@ interface ModelEntry {
   loaded: boolean;
   /** Load-level failure (bad config, no versions). */
   error?: string;
+  /** The temporary directory of `file:` overrides the loaded versions came from; removed when they go. */
+  overrideDir?: string;
 }
 
 export interface ModelManagerOptions {
@@ -148,13 +153,40 @@ export class ModelManager {
   }
 
   private async loadNow(name: string, entry: ModelEntry, override?: LoadOverride): Promise<void> {
-    const modelDir = override?.files ? await materializeOverride(name, override) : join(this.options.root, name);
+    const overrideDir = override?.files ? await materializeOverride(name, override) : undefined;
+    const serving = entry.versions;
+    try {
+      await this.loadFrom(name, entry, overrideDir ?? join(this.options.root, name), override);
+    } catch (error) {
+      throw this.redacted(error, name, overrideDir);
+    } finally {
+      // The versions now serving decide which override directory must live on (a restarted
+      // instance reads its model file again); any other is removed, on success and on failure.
+      const replaced = entry.versions !== serving;
+      const servesNew = replaced && [...entry.versions.values()].some((v) => v.state === 'READY');
+      const inUse = replaced ? (servesNew ? overrideDir : undefined) : entry.overrideDir;
+      for (const dir of new Set([entry.overrideDir, overrideDir])) {
+        if (dir !== undefined && dir !== inUse) await rm(dir, { recursive: true, force: true });
+      }
+      entry.overrideDir = inUse;
+    }
+  }
+
+  /** Errors name paths relative to the repository root (the model directory reads as its name). */
+  private redacted(error: unknown, name: string, overrideDir: string | undefined): unknown {
+    if (!(error instanceof ConveyorError)) return error;
+    const modelDir = overrideDir ?? join(this.options.root, name);
+    const message = redactPaths(error.message, [[modelDir, name], [this.options.root, '<repository>']]);
+    return message === error.message ? error : new ConveyorError(error.code, message, error.param);
+  }
+
+  private async loadFrom(name: string, entry: ModelEntry, modelDir: string, override?: LoadOverride): Promise<void> {
     if (!existsSync(modelDir)) throw invalidArg(`failed to load '${name}', model directory not found in the repository`);
     let config: ModelConfig;
     try {
       config = override?.config
         ? modelConfigFromJson(override.config, name)
-        : await loadModelConfig(join(modelDir, 'config.pbtxt'), name);
+        : await loadModelConfig(join(modelDir, 'config.pbtxt'), name, { label: `${name}/config.pbtxt` });
     } catch (error) {
       const reason = (error as Error).message;
       if (!entry.loaded) entry.error = reason;
@@ -188,8 +220,9 @@ export class ModelManager {
         fresh.set(version, { state: 'READY', reason: '', served });
         this.options.log(`${name}: version ${version} READY`);
       } catch (error) {
-        const reason = error instanceof ConveyorError ? error.message : String((error as Error).message ?? error);
-        fresh.set(version, { state: 'UNAVAILABLE', reason });
+        const failure = asConveyorError(error);
+        const reason = failure.message;
+        fresh.set(version, { state: 'UNAVAILABLE', reason, error: failure });
         this.options.log(`${name}: version ${version} failed to load: ${reason}`);
       }
     }
@@ -198,34 +231,55 @@ export class ModelManager {
     const keepOld = [...fresh.values()].every((v) => v.state !== 'READY') && [...old.values()].some((v) => v.state === 'READY');
     if (keepOld) {
       for (const v of fresh.values()) await v.served?.close();
-      throw unavailable(`failed to load '${name}': ${[...fresh.values()].map((v) => v.reason).join('; ')}`);
+      throw loadFailure(name, [...fresh.values()]);
     }
     entry.versions = fresh;
     await Promise.all([...old.values()].map((v) => v.served?.close()));
-    if ([...fresh.values()].some((v) => v.state !== 'READY')) {
-      throw unavailable(`failed to load '${name}': ${[...fresh.values()].filter((v) => v.state !== 'READY').map((v) => v.reason).join('; ')}`);
-    }
+    if ([...fresh.values()].some((v) => v.state !== 'READY')) throw loadFailure(name, [...fresh.values()].filter((v) => v.state !== 'READY'));
   }
 
   private async unloadNow(name: string, entry: ModelEntry): Promise<void> {
     for (const v of entry.versions.values()) v.state = 'UNLOADING';
     await Promise.all([...entry.versions.values()].map((v) => v.served?.close()));
     entry.versions = new Map();
+    if (entry.overrideDir) await rm(entry.overrideDir, { recursive: true, force: true });
+    entry.overrideDir = undefined;
     entry.loaded = false;
     entry.error = undefined;
     this.options.log(`${name}: unloaded`);
   }
 }
 
-/** Triton's `file:<version>/<path>` load parameters become a temporary model directory. */
+/** INVALID_ARG when every failure was the request's or config's fault (a path that leaves its directory), else UNAVAILABLE. */
+function loadFailure(name: string, failed: readonly VersionEntry[]): ConveyorError {
+  const code = failed.every((v) => v.error?.code === 'INVALID_ARG') ? 'INVALID_ARG' : 'UNAVAILABLE';
+  return new ConveyorError(code, `failed to load '${name}': ${failed.map((v) => v.reason).join('; ')}`);
+}
+
+/** Where `file:` overrides are written: `<tmpdir>/conveyor-load-<model>-XXXXXX`. */
+export const OVERRIDE_DIR_PREFIX = 'conveyor-load-';
+
+/**
+ * Triton's `file:<version>/<path>` load parameters become a temporary model directory. Every
+ * path is checked before anything is written; a failed write removes the directory.
+ */
 async function materializeOverride(name: string, override: LoadOverride): Promise<string> {
   if (!override.config) throw invalidArg(`failed to load '${name}': file: parameters require a 'config' parameter`);
-  const dir = await mkdtemp(join(tmpdir(), `conveyor-${name}-`));
-  for (const [path, bytes] of Object.entries(override.files ?? {})) {
-    const target = normalize(join(dir, path));
-    if (!target.startsWith(dir + '/')) throw invalidArg(`failed to load '${name}': file path '${path}' leaves the model directory`);
-    await mkdir(dirname(target), { recursive: true });
-    await writeFile(target, bytes);
+  const files = Object.entries(override.files ?? {});
+  for (const [path] of files) {
+    const problem = lexicalProblem(path, 'file: load parameter');
+    if (problem !== undefined) throw invalidArg(`failed to load '${name}': ${problem}`);
+  }
+  const dir = await mkdtemp(join(tmpdir(), `${OVERRIDE_DIR_PREFIX}${name}-`));
+  try {
+    for (const [path, bytes] of files) {
+      const target = join(dir, path);
+      await mkdir(dirname(target), { recursive: true });
+      await writeFile(target, bytes);
+    }
+  } catch (error) {
+    await rm(dir, { recursive: true, force: true });
+    throw invalidArg(`failed to load '${name}': cannot write the file: parameters (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
   }
   return dir;
 }

@@ -5,7 +5,7 @@ import type { Worker } from 'node:worker_threads';
 import type { ExecutionResult, ModelExecutor } from '../contracts/execution.js';
 import type { Tensor } from '../contracts/tensors.js';
 import type { Device, FromInstanceWorker, InstanceWorkerData, SessionMetadata, ToInstanceWorker } from '../contracts/worker-messages.js';
-import { ConveyorError, unavailable } from '../errors.js';
+import { ConveyorError, ExecutionRejected, unavailable } from '../errors.js';
 import { detached, transferList } from './ort-tensors.js';
 import { spawnWorker } from './spawn-worker.js';
 
@@ -110,7 +110,7 @@ export class InstancePool implements ModelExecutor {
       instance.pending = undefined;
       instance.busy = false;
       if (message.type === 'result') pending.resolve({ outputs: message.outputs, timings: message.timings });
-      else pending.reject(new ConveyorError('INTERNAL', `onnxruntime: ${message.message}`));
+      else pending.reject(new ExecutionRejected(`onnxruntime: ${message.message}`));
       this.released();
     });
     const fail = (reason: string): void => {

@@ -4,14 +4,14 @@
 // step updates into text events.
 
 import { randomUUID } from 'node:crypto';
-import { existsSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
-import { join } from 'node:path';
 import type { InferRequest, InferResponse } from '../contracts/infer.js';
 import type { ModelConfig } from '../contracts/model-config.js';
 import { ModelStatsRecorder } from '../batcher/stats.js';
 import { EngineClient } from '../engine/engine-client.js';
 import { InputProcessor, type ProcessInput, type ProcessedRequest } from '../engine/input-processor.js';
+import { MODEL_FILE_NAMES } from '../engine/input-processor-files.js';
+import { confinedPath, existingConfinedFile, redactPaths } from '../repository/confine.js';
 import { OutputProcessor, type GenerationEvent } from '../engine/output-processor.js';
 import { ConveyorError, invalidArg, unavailable } from '../errors.js';
 import { finishedRequest, NO_LLM_METRICS, type FinishedRequest, type LlmEngineMetrics, type LlmMetricsObserver } from '../metrics/index.js';
@@ -40,13 +40,17 @@ export async function loadLlmModel(request: BackendLoadRequest): Promise<LlmMode
   const precision = parameter(config, 'precision') ?? 'fp32';
   const file = VARIANT_FILES[precision];
   if (!file) throw invalidArg(`parameter precision must be one of ${Object.keys(VARIANT_FILES).join(', ')}, got '${precision}'`);
-  const modelPath = join(versionDir, 'onnx', file);
-  if (!existsSync(modelPath)) throw invalidArg(`model file ${modelPath} not found`);
+  const versionRoot = { dir: versionDir, display: `${request.name}/${request.version}` };
+  const model = await existingConfinedFile(versionRoot, `onnx/${file}`, 'model file');
+  // The tokenizer and config files have fixed names; a link among them must not lead out either.
+  for (const name of MODEL_FILE_NAMES) await confinedPath(versionRoot, name, 'model file');
   const maxModelLen = parameter(config, 'max_model_len');
-  const processor = await InputProcessor.load(versionDir, maxModelLen ? { maxModelLen: positiveInt(config, 'max_model_len', 1) } : {});
+  const processor = await InputProcessor.load(versionDir, maxModelLen ? { maxModelLen: positiveInt(config, 'max_model_len', 1) } : {}).catch((error: unknown) => {
+    throw new ConveyorError('INVALID_ARG', redactPaths((error as Error).message, [[versionDir, versionRoot.display]]));
+  });
   const engine = await EngineClient.start(
     {
-      modelPath,
+      modelPath: model.path,
       device: config.instance_group.some((g) => g.kind === 'KIND_GPU') || parameter(config, 'device') === 'cuda' ? 'cuda' : 'cpu',
       intraOpNumThreads: positiveInt(config, 'intra_op_thread_count', availableParallelism()),
       maxNumSeqs: positiveInt(config, 'max_num_seqs', 32),

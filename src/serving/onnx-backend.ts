@@ -1,20 +1,20 @@
 // The "onnxruntime" backend: a model version served by N instance workers behind Triton's
 // dynamic batcher. Requests are validated against the config before they are queued.
 
-import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
-import { join } from 'node:path';
 import type { InferRequest, InferResponse } from '../contracts/infer.js';
 import type { ModelConfig } from '../contracts/model-config.js';
 import type { Tensor } from '../contracts/tensors.js';
 import type { Device } from '../contracts/worker-messages.js';
 import { DynamicBatcher } from '../batcher/dynamic-batcher.js';
-import { asConveyorError, invalidArg } from '../errors.js';
+import { asConveyorError, ConveyorError, invalidArg } from '../errors.js';
 import { completeFromModelMetadata } from '../repository/config/index.js';
+import { confinedPath, existingConfinedFile, redactPaths, type ConfinementRoot } from '../repository/confine.js';
 import { InstancePool } from '../runtime/instance-pool.js';
 import { classify } from './classification.js';
 import type { BackendLoadRequest, ServedModel } from './served-model.js';
+import { checkInputRanges, inputRangesFromHfConfig, type InputRanges } from './input-ranges.js';
 import { validateInferRequest } from './validate-infer.js';
 
 /** The `precision` parameter picks one of the variants a version directory holds. */
@@ -37,32 +37,49 @@ function instancePlan(config: ModelConfig): { count: number; device: Device; thr
   return { count, device, threads };
 }
 
-async function readLabels(modelDir: string, config: ModelConfig): Promise<Map<string, string[]>> {
+async function readLabels(request: BackendLoadRequest, config: ModelConfig): Promise<Map<string, string[]>> {
   const labels = new Map<string, string[]>();
+  const modelRoot = { dir: request.modelDir, display: request.name };
   for (const output of config.output) {
     if (!output.label_filename) continue;
-    const path = join(modelDir, output.label_filename);
-    if (!existsSync(path)) throw invalidArg(`label file '${output.label_filename}' of output '${output.name}' not found`);
-    labels.set(output.name, (await readFile(path, 'utf8')).split('\n').filter((line, i, all) => line !== '' || i < all.length - 1));
+    const file = await existingConfinedFile(modelRoot, output.label_filename, `label file of output '${output.name}'`);
+    labels.set(output.name, (await readFile(file.path, 'utf8')).split('\n').filter((line, i, all) => line !== '' || i < all.length - 1));
   }
   return labels;
 }
 
 export async function loadOnnxModel(request: BackendLoadRequest): Promise<ServedModel> {
-  const modelPath = join(request.versionDir, modelFileFor(request.config));
-  if (!existsSync(modelPath)) throw invalidArg(`model file ${modelPath} not found`);
+  const versionRoot = { dir: request.versionDir, display: `${request.name}/${request.version}` };
+  const model = await existingConfinedFile(versionRoot, modelFileFor(request.config), 'model file');
+  const ranges = inputRangesFromHfConfig(await readHfConfig(versionRoot), request.config);
   const plan = instancePlan(request.config);
   const pool = await InstancePool.start({
-    modelPath, count: plan.count, device: plan.device, intraOpNumThreads: plan.threads,
+    modelPath: model.path, count: plan.count, device: plan.device, intraOpNumThreads: plan.threads,
     label: `${request.name}:${request.version}`, log: request.log,
+  }).catch((error: unknown) => {
+    // onnxruntime quotes the path it was given; messages name it relative to the repository.
+    const e = asConveyorError(error);
+    throw new ConveyorError(e.code, redactPaths(e.message, [[model.path, model.display], [request.versionDir, versionRoot.display]]));
   });
   try {
     const config = completeFromModelMetadata(request.config, pool.metadata);
-    const labels = await readLabels(request.modelDir, config);
-    return new OnnxModel(request.name, request.version, config, pool, labels);
+    const labels = await readLabels(request, config);
+    return new OnnxModel(request.name, request.version, config, pool, labels, ranges);
   } catch (error) {
     await pool.close();
     throw error;
+  }
+}
+
+/** The version directory's Hugging Face config.json, when it has one (it sizes the embedding tables). */
+async function readHfConfig(versionRoot: ConfinementRoot): Promise<Record<string, unknown> | null> {
+  const file = await confinedPath(versionRoot, 'config.json', 'config.json');
+  if (!file.exists) return null;
+  try {
+    const parsed: unknown = JSON.parse(await readFile(file.path, 'utf8'));
+    return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : null;
+  } catch {
+    throw invalidArg(`'${file.display}' is not valid JSON`);
   }
 }
 
@@ -75,6 +92,7 @@ class OnnxModel implements ServedModel {
     readonly config: ModelConfig,
     private readonly pool: InstancePool,
     private readonly labels: Map<string, string[]>,
+    private readonly ranges: InputRanges,
   ) {
     this.batcher = new DynamicBatcher({ config, version: String(version), executor: pool });
   }
@@ -84,6 +102,8 @@ class OnnxModel implements ServedModel {
     let validated;
     try {
       validated = validateInferRequest(this.config, request);
+      // Values that index an embedding table fail a whole stacked batch in the runtime: refuse them here.
+      checkInputRanges(this.ranges, validated.inputs);
     } catch (error) {
       this.batcher.stats.recordFailure(Math.round((performance.now() - started) * 1e6), 'OTHER');
       throw asConveyorError(error);

@@ -1,10 +1,10 @@
 // The model repository's config layer: config.pbtxt (protobuf text format) or a JSON override →
 // a validated, normalized ModelConfig. Errors are ConveyorError INVALID_ARG (UNSUPPORTED for
 // features Conveyor does not serve) with `file:line:column:` in the message.
-import { existsSync } from 'node:fs';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { ModelConfig } from '../../contracts/model-config.js';
+import { confinedPath, existingConfinedFile, lexicalProblem, type ConfinementRoot } from '../confine.js';
 import { decodeTree, fillDefaults, type DecodeResult } from './decode.js';
 import { parseJsonConfig } from './json-parser.js';
 import { configError, Locator } from './locate.js';
@@ -36,23 +36,29 @@ export function modelConfigFromJson(text: string, dirName: string, options: Conf
   return finishConfig(decodeTree(parseJsonConfig(text, label), MODEL_CONFIG, label), label, dirName, options);
 }
 
+export interface LoadConfigOptions extends ConfigOptions {
+  /** How messages name the file (default `path`); the repository passes `<model>/config.pbtxt`, never an absolute path. */
+  readonly label?: string;
+}
+
 /**
- * Reads and parses `path` (a model's config.pbtxt; errors are labelled with this path). As in
- * Triton, a config may be missing or leave backend and platform unset when a version directory
- * holds the ONNX model file; such a model gets backend "onnxruntime". Output label files must
- * exist beside the config.
+ * Reads and parses `path` (a model's config.pbtxt; errors are labelled with `options.label`). As
+ * in Triton, a config may be missing or leave backend and platform unset when a version
+ * directory holds the ONNX model file; such a model gets backend "onnxruntime". Output label
+ * files must exist inside the model directory (confine.ts's rule).
  */
-export async function loadModelConfig(path: string, dirName: string, options: ConfigOptions = {}): Promise<ModelConfig> {
-  const text = await readConfigText(path);
-  const decoded = decodeTree(parseTextFormat(text ?? '', path), MODEL_CONFIG, path);
+export async function loadModelConfig(path: string, dirName: string, options: LoadConfigOptions = {}): Promise<ModelConfig> {
+  const label = options.label ?? path;
+  const text = await readConfigText(path, label);
+  const decoded = decodeTree(parseTextFormat(text ?? '', label), MODEL_CONFIG, label);
   const raw = decoded.value;
   if (!raw.backend && !raw.platform && (await holdsOnnxModel(dirname(path), (raw.default_model_filename as string | undefined) || 'model.onnx'))) {
     raw.backend = 'onnxruntime';
   } else if (text === undefined) {
-    throw configError(path, undefined, 'no such file, and no version directory holds an ONNX model to derive a config from');
+    throw configError(label, undefined, 'no such file, and no version directory holds an ONNX model to derive a config from');
   }
-  const config = finishConfig(decoded, path, dirName, options);
-  await checkLabelFiles(config, dirname(path), new Locator(path, decoded.positions));
+  const config = finishConfig(decoded, label, dirName, options);
+  await checkLabelFiles(config, { dir: dirname(path), display: dirname(label) }, new Locator(label, decoded.positions));
   return config;
 }
 
@@ -66,27 +72,39 @@ function finishConfig(decoded: DecodeResult, label: string, dirName: string, opt
   return config;
 }
 
-async function readConfigText(path: string): Promise<string | undefined> {
+async function readConfigText(path: string, label: string): Promise<string | undefined> {
   try {
     return await readFile(path, 'utf8');
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
-    throw configError(path, undefined, `cannot read the config: ${(error as Error).message}`);
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return undefined;
+    // The errno text names the absolute path; the code alone says enough.
+    throw configError(label, undefined, `cannot read the config (${code ?? 'unreadable'})`);
   }
 }
 
 /** True when a numeric version directory of `modelDir` holds `file` (Triton skips names starting with 0). */
 async function holdsOnnxModel(modelDir: string, file: string): Promise<boolean> {
-  if (!file.endsWith('.onnx')) return false;
+  if (!file.endsWith('.onnx') || lexicalProblem(file, 'default_model_filename') !== undefined) return false;
   const entries = await readdir(modelDir).catch(() => [] as string[]);
-  return entries.some((entry) => /^[1-9]\d*$/.test(entry) && existsSync(join(modelDir, entry, file)));
+  for (const entry of entries.filter((e) => /^[1-9]\d*$/.test(e))) {
+    const found = await confinedPath({ dir: join(modelDir, entry), display: entry }, file, 'default_model_filename').catch(() => undefined);
+    if (found?.exists) return true;
+  }
+  return false;
 }
 
-async function checkLabelFiles(config: ModelConfig, modelDir: string, loc: Locator): Promise<void> {
+async function checkLabelFiles(config: ModelConfig, modelDir: ConfinementRoot, loc: Locator): Promise<void> {
   for (const output of config.output) {
     if (!output.label_filename) continue;
-    const file = join(modelDir, output.label_filename);
-    const isFile = await stat(file).then((s) => s.isFile(), () => false);
-    if (!isFile) loc.fail(output, 'label_filename', `output '${output.name}' label_filename '${output.label_filename}' does not exist in ${modelDir}`);
+    const what = `output '${output.name}' label_filename`;
+    let found;
+    try {
+      found = await existingConfinedFile(modelDir, output.label_filename, what);
+    } catch (error) {
+      loc.fail(output, 'label_filename', (error as Error).message);
+    }
+    const isFile = await stat(found.path).then((s) => s.isFile(), () => false);
+    if (!isFile) loc.fail(output, 'label_filename', `${what} '${found.display}' is not a file`);
   }
 }

@@ -1,5 +1,6 @@
 // Rules for input and output tensors: names, data types, dims, reshape and formats.
 import type { ModelConfig, ModelTensorConfig } from '../../contracts/model-config.js';
+import { lexicalProblem } from '../confine.js';
 import { formatPos, type Locator, type Pos } from './locate.js';
 
 type Section = 'input' | 'output';
@@ -69,10 +70,8 @@ export function sameElementCount(dims: readonly number[], shape: readonly number
   return a.length === b.length && a.every((p, i) => p === b[i]);
 }
 
-/** Files a config names live inside the model directory: no absolute paths, no `..`. */
+/** Files a config names live inside the model directory (the rule is confine.ts's). */
 export function checkRelativeFile(owner: object, key: string, file: string, what: string, loc: Locator): void {
-  const parts = file.split(/[\\/]/);
-  if (file.startsWith('/') || /^[A-Za-z]:/.test(file) || parts.includes('..')) {
-    loc.fail(owner, key, `${what} '${file}' must be a path inside the model directory`);
-  }
+  const problem = lexicalProblem(file, what);
+  if (problem !== undefined) loc.fail(owner, key, problem);
 }

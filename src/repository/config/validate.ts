@@ -5,7 +5,7 @@ import type { InstanceGroupConfig, ModelConfig } from '../../contracts/model-con
 import type { Locator } from './locate.js';
 import { UNSUPPORTED_FIELDS } from './schema.js';
 import { validateDynamicBatching, validateWarmup } from './validate-batching.js';
-import { validateTensors } from './validate-tensors.js';
+import { checkRelativeFile, validateTensors } from './validate-tensors.js';
 
 /** Backends Conveyor serves, and the platform name Triton pairs with each (if any). */
 export const SUPPORTED_BACKENDS: Readonly<Record<string, string>> = { onnxruntime: 'onnxruntime_onnx', llm: '' };
@@ -42,6 +42,7 @@ export function checkSupported(config: Record<string, unknown>, loc: Locator, di
 export function validateModelConfig(config: ModelConfig, loc: Locator): void {
   if (config.max_batch_size < 0) loc.fail(config, 'max_batch_size', `max_batch_size must be >= 0, got ${config.max_batch_size}`);
   validateVersionPolicy(config, loc);
+  if (config.default_model_filename) checkRelativeFile(config, 'default_model_filename', config.default_model_filename, 'default_model_filename', loc);
   validateTensors(config, loc);
   for (const group of config.instance_group) validateInstanceGroup(group, config, loc);
   validateDynamicBatching(config, loc);

@@ -1,5 +1,5 @@
 // loadModelConfig on real directories: labels beside the config, and configs derived from files.
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -37,9 +37,23 @@ describe('loadModelConfig', () => {
 
   it('requires output label files to exist beside the config', async () => {
     await writeFile(configPath, OUTPUT_WITH_LABELS);
-    await expectRejection(loadModelConfig(configPath, 'net'), `${configPath}:4:3: output 'logits' label_filename 'labels.txt' does not exist in ${modelDir}`);
+    await expectRejection(loadModelConfig(configPath, 'net', { label: 'net/config.pbtxt' }), "net/config.pbtxt:4:3: output 'logits' label_filename 'net/labels.txt' not found");
     await writeFile(join(modelDir, 'labels.txt'), 'cat\ndog\n');
     expect((await loadModelConfig(configPath, 'net')).output[0]!.label_filename).toBe('labels.txt');
+  });
+
+  it('refuses a label file that is a link out of the model directory, whether or not its target exists', async () => {
+    await writeFile(configPath, OUTPUT_WITH_LABELS);
+    const escape = "net/config.pbtxt:4:3: output 'logits' label_filename 'net/labels.txt' leads outside its directory through a symbolic link";
+    await symlink(join(root, 'absent.txt'), join(modelDir, 'labels.txt'));
+    await expectRejection(loadModelConfig(configPath, 'net', { label: 'net/config.pbtxt' }), escape);
+    await writeFile(join(root, 'absent.txt'), 'secret\n');
+    await expectRejection(loadModelConfig(configPath, 'net', { label: 'net/config.pbtxt' }), escape);
+  });
+
+  it('labels read errors without the absolute path', async () => {
+    await mkdir(configPath);
+    await expectRejection(loadModelConfig(configPath, 'net', { label: 'net/config.pbtxt' }), 'net/config.pbtxt: cannot read the config (EISDIR)');
   });
 
   it('gives a config without backend or platform the onnxruntime backend when a version holds the model file', async () => {

@@ -82,8 +82,8 @@ describe('tensor rules', () => {
   });
 
   it('label files stay inside the model directory', () => {
-    fails(`${ORT}output { name: "a" data_type: TYPE_FP32 dims: [ 1 ] label_filename: "../secret" }`, "2:53: output 'a' label_filename '../secret' must be a path inside the model directory");
-    fails(`${ORT}output { name: "a" data_type: TYPE_FP32 dims: [ 1 ] label_filename: "/etc/passwd" }`, "2:53: output 'a' label_filename '/etc/passwd' must be a path inside the model directory");
+    fails(`${ORT}output { name: "a" data_type: TYPE_FP32 dims: [ 1 ] label_filename: "../secret" }`, "2:53: output 'a' label_filename '../secret' must stay inside the model directory (no '..' segments)");
+    fails(`${ORT}output { name: "a" data_type: TYPE_FP32 dims: [ 1 ] label_filename: "/etc/passwd" }`, "2:53: output 'a' label_filename must be relative to the model directory, not absolute");
     expect(parse(`${ORT}output { name: "a" data_type: TYPE_FP32 dims: [ 1 ] label_filename: "labels/a.txt" }`).output[0]!.label_filename).toBe('labels/a.txt');
   });
 });
@@ -160,7 +160,7 @@ describe('warmup rules', () => {
       "4:47: model_warmup 'w' input 'x' must set zero_data, random_data or input_data_file");
     fails(`${WARM}model_warmup { name: "w" batch_size: 1 inputs { key: "x" value { zero_data: true } } }`, "4:47: model_warmup 'w' input 'x' must set 'data_type'");
     fails(`${WARM}model_warmup { name: "w" batch_size: 1 inputs { key: "x" value { data_type: TYPE_FP32 input_data_file: "../x" } } }`,
-      "4:87: model_warmup 'w' input 'x' input_data_file '../x' must be a path inside the model directory");
+      "4:87: model_warmup 'w' input 'x' input_data_file '../x' must stay inside the model directory (no '..' segments)");
     fails(`${WARM}model_warmup { name: "w" batch_size: 1 }`, "4:14: model_warmup 'w' does not give required input 'x'");
   });
 });

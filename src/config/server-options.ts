@@ -2,6 +2,7 @@
 
 import { parseArgs } from 'node:util';
 import { resolve } from 'node:path';
+import { limitArgOptions, limitsUsage, readLimits, type ResourceLimits } from './limits.js';
 
 export type ModelControlMode = 'none' | 'poll' | 'explicit';
 
@@ -32,6 +33,8 @@ export interface ServerOptions {
   readonly model?: string;
   /** The OpenAI model id for `--model` (default: the directory's name). */
   readonly servedModelName?: string;
+  /** Timeouts, caps and sizes (src/config/limits.ts). */
+  readonly limits: ResourceLimits;
 }
 
 export const DEFAULT_REPOSITORY_PATH = 'models/repository';
@@ -54,7 +57,9 @@ export const USAGE = `conveyor serve [options]
   --api-key KEY                require 'Authorization: Bearer KEY' on /v1 (repeatable)
   --cors-allow-origin ORIGIN   allow CORS from ORIGIN on the OpenAI routes (repeatable; * = any)
   --max-queued-requests N      per model, generations waiting for a first token before the OpenAI
-                               routes answer 503 with retry-after (default 0 = unbounded)`;
+                               routes answer 503 with retry-after (default 0 = unbounded)
+Resource limits:
+${limitsUsage()}`;
 
 export class OptionsError extends Error {}
 
@@ -109,6 +114,7 @@ export function parseServerOptions(argv: readonly string[]): ServerOptions {
         'api-key': { type: 'string', multiple: true },
         'cors-allow-origin': { type: 'string', multiple: true },
         'max-queued-requests': { type: 'string' },
+        ...limitArgOptions(),
       },
     });
   } catch (error) {
@@ -139,6 +145,7 @@ export function parseServerOptions(argv: readonly string[]): ServerOptions {
     apiKeys,
     corsAllowOrigins: v['cors-allow-origin'] ?? [],
     maxQueuedRequests: count(v['max-queued-requests'], '--max-queued-requests', 0),
+    limits: readLimits(v, (message) => new OptionsError(message)),
     ...(v.model !== undefined ? { model: resolve(v.model) } : {}),
     ...(v['served-model-name'] !== undefined ? { servedModelName: v['served-model-name'] } : {}),
   };

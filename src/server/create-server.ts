@@ -10,6 +10,7 @@ import { loadOnnxModel } from '../serving/onnx-backend.js';
 import type { BackendLoader } from '../serving/served-model.js';
 import { createGrpcServer, llmDecoupledInfer } from './grpc/index.js';
 import { createHttpApp } from './http/app.js';
+import { websocketLimits } from './http/websocket/routes.js';
 import { openaiRoutes } from '../../openai-compat/index.js';
 import { apiKeyHook } from '../../openai-compat/security.js';
 import { singleModelRepository } from '../repository/single-model.js';
@@ -48,13 +49,25 @@ export async function startServer(options: ServerOptions, start: StartOptions): 
   if (options.modelControlMode === 'poll') manager.startPolling(options.repositoryPollSecs);
   const service = new ConveyorService(manager, { mode: options.modelControlMode, strictReadiness: options.strictReadiness });
 
-  const { apiKeys, corsAllowOrigins, maxQueuedRequests } = options;
+  const { apiKeys, corsAllowOrigins, maxQueuedRequests, limits } = options;
   // The WebSocket API is part of /v1: the same keys guard its upgrade.
-  const http = createHttpApp(service, { logger: start.httpLogger ?? false, llm: service, websocket: { authorize: apiKeyHook(apiKeys) } });
-  http.register(openaiRoutes(service, { apiKeys, corsAllowOrigins, maxQueuedRequests, modelRepository: root }));
+  const http = createHttpApp(service, {
+    logger: start.httpLogger ?? false,
+    llm: service,
+    websocket: { authorize: apiKeyHook(apiKeys), ...websocketLimits(limits) },
+    connections: limits,
+    bodyLimit: limits.httpMaxBodyBytes,
+    jsonMaxDepth: limits.jsonMaxDepth,
+  });
+  http.register(openaiRoutes(service, { apiKeys, corsAllowOrigins, maxQueuedRequests, modelRepository: root, jsonMaxBodyBytes: limits.jsonMaxBodyBytes, jsonMaxDepth: limits.jsonMaxDepth }));
   await http.listen({ host: options.host, port: options.httpPort });
   const httpPort = (http.server.address() as { port: number }).port;
-  const grpc = createGrpcServer(service, { decoupled: llmDecoupledInfer(service), generation: service });
+  const grpc = createGrpcServer(service, {
+    decoupled: llmDecoupledInfer(service),
+    generation: service,
+    maxMessageBytes: limits.grpcMaxMessageBytes,
+    maxConcurrentStreams: limits.grpcMaxConcurrentStreams,
+  });
   const grpcPort = await grpc.start(options.host, options.grpcPort);
   log(`HTTP (KServe v2) listening on ${options.host}:${httpPort}`);
   log(`gRPC (KServe v2) listening on ${options.host}:${grpcPort}`);

@@ -42,7 +42,7 @@ export async function startServer(options: ServerOptions, start: StartOptions): 
   const manager = new ModelManager({
     root,
     mode: options.modelControlMode,
-    loaders: withLlmMetrics({ onnxruntime: loadOnnxModel, llm: loadLlmModel, ...start.loaders }, metrics),
+    loaders: withLlmMetrics({ onnxruntime: loadOnnxModel, llm: loadLlmModel, ...start.loaders }, metrics, options.limits),
     log,
   });
   await manager.start(options.loadModels);
@@ -91,7 +91,7 @@ export async function startServer(options: ServerOptions, start: StartOptions): 
   return { httpPort, grpcPort, metricsPort: metricsServer.port, metrics, service, manager, stop };
 }
 
-/** Every backend gets the LLM metrics observer in its load request (non-LLM backends ignore it). */
-function withLlmMetrics(loaders: Readonly<Record<string, BackendLoader>>, metrics: ConveyorMetrics): Record<string, BackendLoader> {
-  return Object.fromEntries(Object.entries(loaders).map(([backend, load]) => [backend, (request) => load({ ...request, llmMetrics: metrics.llm })]));
+/** Every backend gets the LLM metrics observer and the prompt/request limits in its load request (non-LLM backends ignore them). */
+function withLlmMetrics(loaders: Readonly<Record<string, BackendLoader>>, metrics: ConveyorMetrics, limits: ServerOptions['limits']): Record<string, BackendLoader> {
+  return Object.fromEntries(Object.entries(loaders).map(([backend, load]) => [backend, (request) => load({ ...request, llmMetrics: metrics.llm, limits })]));
 }

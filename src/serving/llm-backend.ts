@@ -17,6 +17,7 @@ import { ConveyorError, invalidArg, unavailable } from '../errors.js';
 import { finishedRequest, NO_LLM_METRICS, type FinishedRequest, type LlmMetricsObserver } from '../metrics/index.js';
 import type { SequenceUpdate } from '../contracts/generate.js';
 import type { BackendLoadRequest, ServedModel } from './served-model.js';
+import { DEFAULT_LIMITS } from '../config/limits.js';
 
 const VARIANT_FILES: Record<string, string> = { fp32: 'model.onnx', fp16: 'model_fp16.onnx', int8: 'model_quantized.onnx' };
 
@@ -43,7 +44,14 @@ export async function loadLlmModel(request: BackendLoadRequest): Promise<LlmMode
   const modelPath = join(versionDir, 'onnx', file);
   if (!existsSync(modelPath)) throw invalidArg(`model file ${modelPath} not found`);
   const maxModelLen = parameter(config, 'max_model_len');
-  const processor = await InputProcessor.load(versionDir, maxModelLen ? { maxModelLen: positiveInt(config, 'max_model_len', 1) } : {});
+  const chatSpecialTokens = parameter(config, 'chat_special_tokens') ?? 'text';
+  if (chatSpecialTokens !== 'text' && chatSpecialTokens !== 'special') throw invalidArg(`parameter chat_special_tokens must be text or special, got '${chatSpecialTokens}'`);
+  const limits = request.limits ?? DEFAULT_LIMITS;
+  const processor = await InputProcessor.load(versionDir, {
+    ...(maxModelLen ? { maxModelLen: positiveInt(config, 'max_model_len', 1) } : {}),
+    maxPromptChars: limits.maxPromptChars,
+    chatSpecialTokens,
+  });
   const engine = await EngineClient.start(
     {
       modelPath,
@@ -61,7 +69,7 @@ export async function loadLlmModel(request: BackendLoadRequest): Promise<LlmMode
   );
   const metrics = request.llmMetrics ?? NO_LLM_METRICS;
   engine.onStep((output) => metrics.observeStep(request.name, output));
-  return new LlmModel(request.name, request.version, config, processor, engine, metrics, request.log);
+  return new LlmModel(request.name, request.version, config, processor, engine, metrics, request.log, { maxRequestSecs: limits.maxRequestSecs });
 }
 
 export class LlmModel implements ServedModel {
@@ -78,14 +86,16 @@ export class LlmModel implements ServedModel {
     readonly engine: EngineClient,
     private readonly metrics: LlmMetricsObserver = NO_LLM_METRICS,
     private readonly log: (line: string, fields?: Record<string, unknown>) => void = () => {},
+    /** maxRequestSecs: a generation still running this long after arrival is aborted; 0 = no limit. */
+    private readonly limits: { readonly maxRequestSecs: number } = { maxRequestSecs: 0 },
   ) {
     this.stats = new ModelStatsRecorder(name, String(version));
   }
 
-  /** Validates and tokenizes; throws INVALID_ARG / CONTEXT_LENGTH_EXCEEDED before anything is queued. */
-  prepare(input: GenerateInput): ProcessedRequest {
+  /** Validates and tokenizes (long prompts off the main thread); rejects with INVALID_ARG / CONTEXT_LENGTH_EXCEEDED before anything is queued. */
+  async prepare(input: GenerateInput): Promise<ProcessedRequest> {
     if (!this.accepting) throw unavailable(`model '${this.name}' is unloading`);
-    return this.processor.process({ ...input, id: randomUUID(), arrivalTimeMs: Date.now() });
+    return this.processor.processAsync({ ...input, id: randomUUID(), arrivalTimeMs: Date.now() });
   }
 
   /** Streams a prepared request's text events; aborting `signal` (client gone) frees its blocks within a step. */
@@ -96,19 +106,24 @@ export class LlmModel implements ServedModel {
     const stream = this.engine.submit(request);
     const onAbort = (): void => this.engine.abort(request.id);
     signal?.addEventListener('abort', onAbort, { once: true });
+    // The limit aborts in the engine even while the consumer is not pulling (a paused client).
+    const deadline = this.startDeadline(request.id, request.arrivalTimeMs);
     this.active += 1;
     let finished: GenerationEvent | undefined;
     let last: { update: SequenceUpdate; timeMs: number } | undefined;
     try {
       for await (const { update, timeMs } of stream) {
         last = { update, timeMs };
+        if (deadline.expired) throw deadline.error();
         const event = output.process(update, timeMs);
         if (output.stoppedByString) this.engine.abort(request.id, 'stop');
         if (event.finishReason !== null) finished = event;
         yield event;
         if (finished) return;
       }
+      if (deadline.expired) throw deadline.error();
     } finally {
+      deadline.clear();
       signal?.removeEventListener('abort', onAbort);
       this.record(finished);
       if (last) {
@@ -121,6 +136,24 @@ export class LlmModel implements ServedModel {
       this.active -= 1;
       if (this.active === 0) this.idle?.();
     }
+  }
+
+  private startDeadline(requestId: string, arrivalTimeMs: number): { readonly expired: boolean; error(): ConveyorError; clear(): void } {
+    const limitSecs = this.limits.maxRequestSecs;
+    const state = { expired: false };
+    const timer = limitSecs > 0
+      ? setTimeout(() => {
+          state.expired = true;
+          this.engine.abort(requestId);
+        }, Math.max(0, arrivalTimeMs + limitSecs * 1000 - Date.now()))
+      : undefined;
+    return {
+      get expired() {
+        return state.expired;
+      },
+      error: () => new ConveyorError('DEADLINE_EXCEEDED', `the generation ran past the server's ${limitSecs}-second limit (--max-request-secs) and was stopped`),
+      clear: () => clearTimeout(timer),
+    };
   }
 
   infer(_request: InferRequest): Promise<InferResponse> {
@@ -150,6 +183,7 @@ export class LlmModel implements ServedModel {
     this.accepting = false;
     if (this.active > 0) await new Promise<void>((resolve) => (this.idle = resolve));
     await this.engine.close();
+    await this.processor.close();
     this.metrics.forgetModel(this.name);
   }
 

@@ -96,7 +96,7 @@ export class WebSocketSession {
     };
     try {
       const model = this.lookup.llmModel(message.model, message.version);
-      const prepared = model.prepare(message.input);
+      const prepared = await model.prepare(message.input);
       for await (const event of model.generate(prepared, controller.signal)) {
         await this.outbox.ready();
         // Leaving the loop ends the generation; the engine aborts it if it was still running.

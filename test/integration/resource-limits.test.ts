@@ -109,7 +109,7 @@ describe('prompts', () => {
   });
 
   it('keeps health answering while a big allowed prompt is tokenized', async () => {
-    const text = Array.from({ length: 50_000 }, (_, i) => `w${i % 5000}`).join(" "); // ~290K characters
+    const text = Array.from({ length: 50_000 }, (_, i) => `w${i % 5000}`).join(' '); // ~290K characters
     const started = performance.now();
     const tokenized = postJson(server.http, '/tokenize', JSON.stringify({ model: LLM, prompt: text })).then(async (r) => ({ status: r.status, body: (await r.json()) as { count: number } }));
     let done = false;

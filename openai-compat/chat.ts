@@ -48,7 +48,7 @@ export async function chatCompletions(ctx: OpenAIContext, rawBody: unknown, repl
   const model = ctx.llm(requested);
   const { stream, includeUsage } = streamSettings(body);
   const n = choiceCount(body);
-  const choices = prepareChoices(model, chatInput(body), n);
+  const choices = await prepareChoices(model, chatInput(body), n);
   const wantLogprobs = body.logprobs === true;
   const tokenText = ctx.tokenText(model);
   const events = runChoices(model, choices, signal, ctx.admission);

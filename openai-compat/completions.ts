@@ -43,12 +43,12 @@ function logprobCount(body: Body): number | null {
 }
 
 /** Every prompt prepared n times: all validation (and context checks) happens before anything runs. */
-function prepareAll(model: LlmModel, body: Body, n: number): { choices: ProcessedRequest[]; prompts: PromptInput[] } {
+async function prepareAll(model: LlmModel, body: Body, n: number): Promise<{ choices: ProcessedRequest[]; prompts: PromptInput[] }> {
   const prompts = completionPrompts(body.prompt, optionalFlag(body, 'add_special_tokens', true));
   if (prompts.length * n > MAX_CHOICES) throw invalidArg(`${prompts.length} prompts × n=${n} exceed the ${MAX_CHOICES} choices one request may have`, 'n');
   const sampling = { ...samplingFields(body, []), ...(body.max_tokens === undefined ? { max_tokens: DEFAULT_MAX_TOKENS } : {}) };
   const extras = schedulingExtras(body);
-  const choices = prompts.flatMap((prompt) => prepareChoices(model, { prompt, sampling, ...extras }, n));
+  const choices = (await Promise.all(prompts.map((prompt) => prepareChoices(model, { prompt, sampling, ...extras }, n)))).flat();
   return { choices, prompts };
 }
 
@@ -73,7 +73,7 @@ export async function completions(ctx: OpenAIContext, rawBody: unknown, reply: F
   const topLogprobs = logprobCount(body);
   // Echoed prompt tokens would need prompt logprobs, which the engine does not compute.
   if (echo && topLogprobs !== null) throw unsupportedParameter('echo', 'cannot be combined with logprobs (prompt logprobs are not computed)');
-  const { choices } = prepareAll(model, body, n);
+  const { choices } = await prepareAll(model, body, n);
   const tokenText = ctx.tokenText(model);
   const echoed = choices.map((c) => (echo ? c.promptText ?? model.processor.tokenizer.decode([...c.request.promptTokenIds], { skip_special_tokens: false }) : ''));
   const state: CompletionChoice[] = echoed.map((e) => ({ text: '', logprobs: topLogprobs === null ? null : emptyLogprobs(), offset: e.length, finishReason: null, started: false }));

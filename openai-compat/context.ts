@@ -17,6 +17,10 @@ export interface OpenAIOptions {
   readonly maxQueuedRequests: number;
   /** The model repository root: embedding models' tokenizer.json sits in their version directories. */
   readonly modelRepository: string;
+  /** Largest JSON body in bytes (default: the limits table's --json-max-body-bytes). */
+  readonly jsonMaxBodyBytes?: number;
+  /** Deepest JSON nesting (default: the limits table's --json-max-depth). */
+  readonly jsonMaxDepth?: number;
 }
 
 export class OpenAIContext {

@@ -7,6 +7,7 @@
 import type { InferRequest } from '../src/contracts/infer.js';
 import type { Tensor } from '../src/contracts/tensors.js';
 import { ConveyorError, invalidArg } from '../src/errors.js';
+import { promptCharLimit } from '../src/config/limits.js';
 import type { OpenAIContext } from './context.js';
 import { EMBEDDING_OUTPUT, type EmbeddingModel, type EncoderTokenizer } from './embedding-models.js';
 import { unknownParameter, unsupportedParameter } from './errors.js';
@@ -35,6 +36,9 @@ export function tokenizeInputs(input: unknown, encoder: EncoderTokenizer, addSpe
     let ids: number[];
     if (typeof item === 'string') {
       if (item.length === 0) throw invalidArg(`input[${i}] must not be an empty string`, 'input');
+      // An input this long cannot fit the context anyway; refusing it unread costs no tokenizing.
+      const maxChars = promptCharLimit({ maxPromptChars: 0 }, encoder.maxLength);
+      if (item.length > maxChars) throw new ConveyorError('CONTEXT_LENGTH_EXCEEDED', `input[${i}] has ${item.length} characters, more than the ${maxChars} this server accepts for a ${encoder.maxLength}-token model. Please shorten the input.`, 'input');
       ids = encoder.tokenizer.encode(item, { add_special_tokens: addSpecialTokens }).ids;
     } else if (isTokenList(item)) {
       if (!item.every((t) => Number.isInteger(t) && t >= 0 && t < encoder.vocabSize)) throw invalidArg(`input[${i}] holds a token id outside the vocabulary (0..${encoder.vocabSize - 1})`, 'input');

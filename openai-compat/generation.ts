@@ -15,8 +15,8 @@ export interface ChoiceEvent {
 }
 
 /** One prompt's prepared request, repeated n times with distinct ids and, when seeded, seeds. */
-export function prepareChoices(model: LlmModel, input: GenerateInput, n: number): ProcessedRequest[] {
-  const first = model.prepare(input);
+export async function prepareChoices(model: LlmModel, input: GenerateInput, n: number): Promise<ProcessedRequest[]> {
+  const first = await model.prepare(input);
   const choices = [first];
   for (let i = 1; i < n; i++) {
     const { request } = first;

@@ -6,6 +6,8 @@
 
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { ConveyorService } from '../src/serving/conveyor-service.js';
+import { DEFAULT_LIMITS } from '../src/config/limits.js';
+import { jsonDepthError } from '../src/server/http/codec/json-depth.js';
 import { abortOnDisconnect } from '../src/server/http/transport.js';
 import { chatCompletions } from './chat.js';
 import { completions } from './completions.js';
@@ -21,8 +23,16 @@ export type { OpenAIOptions } from './context.js';
 function installCommon(app: FastifyInstance, options: OpenAIOptions): void {
   app.removeAllContentTypeParsers();
   const json = app.getDefaultJsonParser('error', 'error');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, json);
-  app.addContentTypeParser('*', { parseAs: 'string' }, json);
+  const maxDepth = options.jsonMaxDepth ?? DEFAULT_LIMITS.jsonMaxDepth;
+  // Depth is checked on the raw bytes first: validation, templates and serializers all recurse.
+  const parser = (request: FastifyRequest, body: Buffer, done: (error: Error | null, value?: unknown) => void): void => {
+    const tooDeep = jsonDepthError(body, maxDepth);
+    if (tooDeep) return done(tooDeep);
+    json(request, body as unknown as string, done);
+  };
+  const parseOptions = { parseAs: 'buffer' as const, bodyLimit: options.jsonMaxBodyBytes ?? DEFAULT_LIMITS.jsonMaxBodyBytes };
+  app.addContentTypeParser('application/json', parseOptions, parser);
+  app.addContentTypeParser('*', parseOptions, parser);
   app.setErrorHandler((error, request, reply) => sendOpenAIError(error, request, reply));
   const cors = corsHook(options.corsAllowOrigins);
   if (cors) app.addHook('onRequest', cors);

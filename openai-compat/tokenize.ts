@@ -36,11 +36,11 @@ function tokenizePrompt(body: Body): PromptInput {
   return { kind: 'text', text: body.prompt, addSpecialTokens: optionalFlag(body, 'add_special_tokens', true) };
 }
 
-export function tokenize(ctx: OpenAIContext, rawBody: unknown): unknown {
+export async function tokenize(ctx: OpenAIContext, rawBody: unknown): Promise<unknown> {
   const body = requireObject(rawBody);
   onlyFields(body, TOKENIZE_FIELDS);
   const model = ctx.llmOrOnly(body.model);
-  const { tokenIds } = model.processor.tokenize(tokenizePrompt(body));
+  const { tokenIds } = await model.processor.tokenizeAsync(tokenizePrompt(body));
   const tokenizer = model.processor.tokenizer;
   return {
     count: tokenIds.length,

@@ -11,7 +11,8 @@ export type ErrorCode =
   | 'CANCELLED'
   | 'UNAUTHENTICATED'
   | 'PERMISSION_DENIED'
-  | 'CONTEXT_LENGTH_EXCEEDED';
+  | 'CONTEXT_LENGTH_EXCEEDED'
+  | 'DEADLINE_EXCEEDED';
 
 interface CatalogEntry {
   readonly http: number;
@@ -23,7 +24,7 @@ interface CatalogEntry {
 }
 
 // gRPC status codes (grpc/status.h).
-const GRPC = { CANCELLED: 1, UNKNOWN: 2, INVALID_ARGUMENT: 3, NOT_FOUND: 5, ALREADY_EXISTS: 6, PERMISSION_DENIED: 7, UNIMPLEMENTED: 12, INTERNAL: 13, UNAVAILABLE: 14, UNAUTHENTICATED: 16 } as const;
+const GRPC = { CANCELLED: 1, UNKNOWN: 2, INVALID_ARGUMENT: 3, DEADLINE_EXCEEDED: 4, NOT_FOUND: 5, ALREADY_EXISTS: 6, PERMISSION_DENIED: 7, UNIMPLEMENTED: 12, INTERNAL: 13, UNAVAILABLE: 14, UNAUTHENTICATED: 16 } as const;
 
 export const ERROR_CATALOG: Readonly<Record<ErrorCode, CatalogEntry>> = {
   // Triton answers 400 for an unknown model too; NOT_FOUND is for missing versions/resources.
@@ -38,6 +39,8 @@ export const ERROR_CATALOG: Readonly<Record<ErrorCode, CatalogEntry>> = {
   // A valid key without the rights the route needs (an API key on a control route).
   PERMISSION_DENIED: { http: 403, grpc: GRPC.PERMISSION_DENIED, openaiType: 'permission_error', openaiCode: 'permission_denied' },
   CONTEXT_LENGTH_EXCEEDED: { http: 400, grpc: GRPC.INVALID_ARGUMENT, openaiType: 'invalid_request_error', openaiCode: 'context_length_exceeded' },
+  // A request stopped by the server's own time limit (--max-request-secs).
+  DEADLINE_EXCEEDED: { http: 504, grpc: GRPC.DEADLINE_EXCEEDED, openaiType: 'server_error', openaiCode: 'timeout' },
 };
 
 export class ConveyorError extends Error {

@@ -5,6 +5,7 @@ import { parseArgs } from 'node:util';
 import { resolve } from 'node:path';
 import type { AccessOptions } from '../security/access-policy.js';
 import { keyProblem, parseKeyFile } from '../security/keys.js';
+import { limitArgOptions, limitsUsage, readLimits, type ResourceLimits } from './limits.js';
 
 export type ModelControlMode = 'none' | 'poll' | 'explicit';
 
@@ -37,6 +38,8 @@ export interface ServerOptions extends AccessOptions {
   readonly model?: string;
   /** The OpenAI model id for `--model` (default: the directory's name). */
   readonly servedModelName?: string;
+  /** Timeouts, caps and sizes (src/config/limits.ts). */
+  readonly limits: ResourceLimits;
 }
 
 export const DEFAULT_REPOSITORY_PATH = 'models/repository';
@@ -66,7 +69,9 @@ export const USAGE = `conveyor serve [options]
   --auth-metrics BOOL          the metrics port needs a key too (default false)
   --cors-allow-origin ORIGIN   allow CORS from ORIGIN on the OpenAI routes (repeatable; * = any)
   --max-queued-requests N      per model, generations waiting for a first token before the OpenAI
-                               routes answer 503 with retry-after (default 0 = unbounded)`;
+                               routes answer 503 with retry-after (default 0 = unbounded)
+Resource limits:
+${limitsUsage()}`;
 
 export class OptionsError extends Error {}
 
@@ -126,6 +131,7 @@ export function parseServerOptions(argv: readonly string[]): ServerOptions {
         'auth-metrics': { type: 'string' },
         'cors-allow-origin': { type: 'string', multiple: true },
         'max-queued-requests': { type: 'string' },
+        ...limitArgOptions(),
       },
     });
   } catch (error) {
@@ -158,6 +164,7 @@ export function parseServerOptions(argv: readonly string[]): ServerOptions {
     ...access,
     corsAllowOrigins: v['cors-allow-origin'] ?? [],
     maxQueuedRequests: count(v['max-queued-requests'], '--max-queued-requests', 0),
+    limits: readLimits(v, (message) => new OptionsError(message)),
     ...(v.model !== undefined ? { model: resolve(v.model) } : {}),
     ...(v['served-model-name'] !== undefined ? { servedModelName: v['served-model-name'] } : {}),
   };

@@ -53,7 +53,8 @@ export class ChatTemplate {
     this.template = new Template(source);
   }
 
-  render(messages: unknown, options: ChatTemplateOptions = {}): string {
+  /** `escapeUserText`, when given, rewrites every user-supplied string of the messages (contents, reasoning, names) before rendering. */
+  render(messages: unknown, options: ChatTemplateOptions = {}, escapeUserText?: (text: string) => string): string {
     const kwargs = options.chatTemplateKwargs ?? {};
     if (typeof kwargs !== 'object' || Array.isArray(kwargs)) throw invalidArg('chat_template_kwargs must be an object', 'chat_template_kwargs');
     if ('messages' in kwargs) throw invalidArg('chat_template_kwargs cannot set messages', 'chat_template_kwargs');
@@ -66,7 +67,7 @@ export class ChatTemplate {
       tools: tools && tools.length > 0 ? tools : null,
       // As vLLM does, request kwargs may override the defaults above.
       ...kwargs,
-      messages: normalizeMessages(messages),
+      messages: escapeUserText ? normalizeMessages(messages).map((m) => escapeMessage(m, escapeUserText)) : normalizeMessages(messages),
     };
     try {
       return this.template.render(context);
@@ -74,6 +75,31 @@ export class ChatTemplate {
       throw invalidArg(`the chat template rejected the messages: ${error instanceof Error ? error.message : String(error)}`, 'messages');
     }
   }
+}
+
+const USER_TEXT_FIELDS = ['content', 'reasoning_content', 'name'] as const;
+
+function escapeMessage(message: Record<string, unknown>, escape: (text: string) => string): Record<string, unknown> {
+  const out = { ...message };
+  for (const field of USER_TEXT_FIELDS) {
+    const value = out[field];
+    if (typeof value === 'string') out[field] = escape(value);
+  }
+  return out;
+}
+
+/** Total characters of the messages' text (contents and reasoning), counted before any rendering. */
+export function messageChars(messages: unknown): number {
+  if (!Array.isArray(messages)) return 0;
+  let total = 0;
+  for (const message of messages as unknown[]) {
+    if (typeof message !== 'object' || message === null) continue;
+    const { content, reasoning_content: reasoning } = message as Record<string, unknown>;
+    if (typeof reasoning === 'string') total += reasoning.length;
+    if (typeof content === 'string') total += content.length;
+    else if (Array.isArray(content)) for (const part of content as unknown[]) total += typeof (part as ChatContentPart | null)?.text === 'string' ? (part as ChatContentPart).text!.length : 0;
+  }
+  return total;
 }
 
 /** Validates OpenAI-style messages and reduces content to the strings templates index into. */

@@ -6,8 +6,11 @@
 import type { GenerateRequest } from '../contracts/generate.js';
 import { ConveyorError, invalidArg } from '../errors.js';
 import { CONTEXT_TOKENS, IncrementalDetokenizer } from './detokenizer.js';
-import { ChatTemplate, selectChatTemplate, type ChatMessage, type ChatTemplateOptions } from './input-processor-chat.js';
+import { promptCharLimit } from '../config/limits.js';
+import { ChatTemplate, messageChars, selectChatTemplate, type ChatMessage, type ChatTemplateOptions } from './input-processor-chat.js';
 import { createTokenizer, modelInfo, readModelFiles, type ModelFiles, type ModelInfo, type TextTokenizer } from './input-processor-files.js';
+import { OffThreadTokenizer } from './offthread-tokenizer.js';
+import { encodePlain, SpecialTokenEscaper, specialTokenContents, type PromptPiece } from './special-token-escape.js';
 import { validateSamplingParams, validateTokenIds, type OutputOptions, type RawSamplingParams, type SamplingDefaults, type ValidatedSampling } from './sampling-params.js';
 
 export type PromptInput =
@@ -39,11 +42,28 @@ export interface InputProcessorOptions {
   readonly maxModelLen?: number;
   /** Most logprob alternatives a request may ask for (default 20). */
   readonly maxLogprobs?: number;
+  /** Longest prompt text in characters, checked before tokenizing; 0 or absent: 16 × the context length. */
+  readonly maxPromptChars?: number;
+  /**
+   * How special-token text inside chat message contents is tokenized: 'text' (default) as plain
+   * text, so users cannot forge turns; 'special' as the special tokens it spells (vLLM's behaviour).
+   */
+  readonly chatSpecialTokens?: 'text' | 'special';
+}
+
+/** A prompt ready to encode: pieces of text and, for the output side, the prompt as it reads. */
+interface TextPlan {
+  readonly pieces: readonly PromptPiece[];
+  readonly text: string;
+  readonly addSpecialTokens: boolean;
 }
 
 export class InputProcessor {
   readonly info: ModelInfo;
+  readonly maxPromptChars: number;
   private readonly templates = new Map<string, ChatTemplate>();
+  private readonly escaper: SpecialTokenEscaper | null;
+  private readonly offThread: OffThreadTokenizer;
 
   private constructor(
     readonly tokenizer: TextTokenizer,
@@ -51,6 +71,14 @@ export class InputProcessor {
     private readonly options: InputProcessorOptions,
   ) {
     this.info = modelInfo(files, tokenizer, options.maxModelLen === undefined ? {} : { maxModelLen: options.maxModelLen });
+    this.maxPromptChars = promptCharLimit({ maxPromptChars: options.maxPromptChars ?? 0 }, this.info.contextLength);
+    this.escaper = options.chatSpecialTokens === 'special' ? null : new SpecialTokenEscaper(specialTokenContents(files));
+    this.offThread = new OffThreadTokenizer(tokenizer, files);
+  }
+
+  /** Stops the tokenizer worker, if one was started. */
+  close(): Promise<void> {
+    return this.offThread.close();
   }
 
   /** Loads a Hugging Face model directory (tokenizer.json, tokenizer_config.json, generation_config.json, config.json). */
@@ -65,6 +93,10 @@ export class InputProcessor {
 
   /** The chat prompt as text, exactly as the model's template renders it. */
   applyChatTemplate(messages: readonly ChatMessage[], options: ChatTemplateOptions = {}): string {
+    return this.renderChat(messages, options, undefined);
+  }
+
+  private renderChat(messages: readonly ChatMessage[], options: ChatTemplateOptions, escape: ((text: string) => string) | undefined): string {
     const withTools = Array.isArray(options.tools) && options.tools.length > 0;
     const source = selectChatTemplate(this.files, withTools);
     if (source === null) throw invalidArg('this model has no chat template; send a text prompt to the completions API instead', 'messages');
@@ -73,32 +105,71 @@ export class InputProcessor {
       template = new ChatTemplate(source, this.info.specialTokens);
       this.templates.set(source, template);
     }
-    return template.render(messages, options);
+    return template.render(messages, options, escape);
   }
 
-  /** The prompt's token ids (and text, unless it came as ids), validated against the vocabulary. */
+  /** The prompt's token ids (and text, unless it came as ids), validated against the vocabulary; encoded on this thread. */
   tokenize(prompt: PromptInput): { tokenIds: number[]; text: string | null } {
-    switch (prompt.kind) {
-      case 'chat': {
-        // The template already wrote every special token the model expects; adding more would double the BOS.
-        const text = this.applyChatTemplate(prompt.messages, prompt);
-        return { tokenIds: this.tokenizer.encode(text, { add_special_tokens: false }).ids, text };
-      }
-      case 'text': {
-        if (typeof prompt.text !== 'string') throw invalidArg('prompt must be a string or an array of token ids', 'prompt');
-        const tokenIds = this.tokenizer.encode(prompt.text, { add_special_tokens: prompt.addSpecialTokens ?? true }).ids;
-        return { tokenIds, text: prompt.text };
-      }
-      case 'tokens':
-        return { tokenIds: validateTokenIds(prompt.tokenIds, 'prompt', this.info.vocabSize), text: null };
-    }
+    if (prompt.kind === 'tokens') return { tokenIds: validateTokenIds(prompt.tokenIds, 'prompt', this.info.vocabSize), text: null };
+    const plan = this.plan(prompt);
+    const tokenIds = plan.pieces.flatMap((piece) => (piece.kind === 'plain' ? encodePlain(this.tokenizer, piece.text) : this.tokenizer.encode(piece.text, { add_special_tokens: plan.addSpecialTokens }).ids));
+    return { tokenIds, text: plan.text };
   }
 
-  /** Validates and tokenizes a request into what the engine runs and what the output processor needs. */
+  /** As tokenize, but long texts are encoded in the tokenizer worker so the event loop keeps running. */
+  async tokenizeAsync(prompt: PromptInput): Promise<{ tokenIds: number[]; text: string | null }> {
+    if (prompt.kind === 'tokens') return this.tokenize(prompt);
+    const plan = this.plan(prompt);
+    const parts = await Promise.all(
+      plan.pieces.map((piece) => (piece.kind === 'plain' ? encodePlain(this.tokenizer, piece.text) : this.offThread.encode(piece.text, plan.addSpecialTokens))),
+    );
+    return { tokenIds: parts.flat(), text: plan.text };
+  }
+
+  /** Checks the prompt's size, renders a chat, and cuts escaped special-token text out as plain pieces. */
+  private plan(prompt: Exclude<PromptInput, { kind: 'tokens' }>): TextPlan {
+    if (prompt.kind === 'text') {
+      if (typeof prompt.text !== 'string') throw invalidArg('prompt must be a string or an array of token ids', 'prompt');
+      this.checkPromptChars(prompt.text.length, 'prompt');
+      return { pieces: [{ kind: 'text', text: prompt.text }], text: prompt.text, addSpecialTokens: prompt.addSpecialTokens ?? true };
+    }
+    // Counted before rendering so an oversized prompt costs no template work either.
+    this.checkPromptChars(messageChars(prompt.messages), 'messages');
+    const session = this.escaper?.session();
+    const rendered = this.renderChat(prompt.messages, prompt, session ? (text) => session.escape(text) : undefined);
+    this.checkPromptChars(rendered.length, 'messages');
+    // The template already wrote every special token the model expects; adding more would double the BOS.
+    const { pieces, text } = session ? session.split(rendered) : { pieces: [{ kind: 'text' as const, text: rendered }], text: rendered };
+    return { pieces, text, addSpecialTokens: false };
+  }
+
+  private checkPromptChars(chars: number, param: string): void {
+    if (chars <= this.maxPromptChars) return;
+    throw new ConveyorError(
+      'CONTEXT_LENGTH_EXCEEDED',
+      `The prompt has ${chars} characters, more than the ${this.maxPromptChars} this server accepts for a model with a ${this.info.contextLength}-token context (--max-prompt-chars). Please shorten the prompt.`,
+      param,
+    );
+  }
+
+  /** Validates and tokenizes a request into what the engine runs and what the output processor needs (encoded on this thread). */
   process(input: ProcessInput): ProcessedRequest {
+    const validated = this.validate(input);
+    return this.build(input, validated, this.tokenize(input.prompt));
+  }
+
+  /** As process, with long prompts tokenized off the main thread. */
+  async processAsync(input: ProcessInput): Promise<ProcessedRequest> {
+    const validated = this.validate(input);
+    return this.build(input, validated, await this.tokenizeAsync(input.prompt));
+  }
+
+  private validate(input: ProcessInput): ValidatedSampling {
     if (typeof input.id !== 'string' || input.id.length === 0) throw invalidArg('request id must be a non-empty string', 'id');
-    const validated = validateSamplingParams(input.sampling ?? {}, { vocabSize: this.info.vocabSize, maxLogprobs: this.options.maxLogprobs ?? 20 }, this.info.samplingDefaults);
-    const { tokenIds, text } = this.tokenize(input.prompt);
+    return validateSamplingParams(input.sampling ?? {}, { vocabSize: this.info.vocabSize, maxLogprobs: this.options.maxLogprobs ?? 20 }, this.info.samplingDefaults);
+  }
+
+  private build(input: ProcessInput, validated: ValidatedSampling, { tokenIds, text }: { tokenIds: number[]; text: string | null }): ProcessedRequest {
     const promptParam = input.prompt.kind === 'chat' ? 'messages' : 'prompt';
     if (tokenIds.length === 0) throw invalidArg('the prompt must not be empty', promptParam);
     const maxTokens = resolveMaxTokens(tokenIds.length, this.info.contextLength, validated, this.info.samplingDefaults, promptParam);

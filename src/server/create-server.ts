@@ -11,6 +11,7 @@ import type { BackendLoader } from '../serving/served-model.js';
 import { createGrpcServer, llmDecoupledInfer } from './grpc/index.js';
 import { createHttpApp } from './http/app.js';
 import type { HttpRouteAccess } from './http/access.js';
+import { websocketLimits } from './http/websocket/routes.js';
 import { openaiRoutes } from '../../openai-compat/index.js';
 import { AccessPolicy } from '../security/access-policy.js';
 import { singleModelRepository } from '../repository/single-model.js';
@@ -44,22 +45,36 @@ export async function startServer(options: ServerOptions, start: StartOptions): 
   const manager = new ModelManager({
     root,
     mode: options.modelControlMode,
-    loaders: withLlmMetrics({ onnxruntime: loadOnnxModel, llm: loadLlmModel, ...start.loaders }, metrics),
+    loaders: withLlmMetrics({ onnxruntime: loadOnnxModel, llm: loadLlmModel, ...start.loaders }, metrics, options.limits),
     log,
   });
   await manager.start(options.loadModels);
   if (options.modelControlMode === 'poll') manager.startPolling(options.repositoryPollSecs);
   const service = new ConveyorService(manager, { mode: options.modelControlMode, strictReadiness: options.strictReadiness });
 
-  const { corsAllowOrigins, maxQueuedRequests } = options;
+  const { corsAllowOrigins, maxQueuedRequests, limits } = options;
   // One policy for every front end: HTTP routes, the WebSocket upgrade, gRPC calls, metrics.
   const access = new AccessPolicy(options);
   log(access.describe());
-  const http = createHttpApp(service, { logger: start.httpLogger ?? false, llm: service, access });
-  http.register(openaiRoutes(service, { corsAllowOrigins, maxQueuedRequests, modelRepository: root }));
+  const http = createHttpApp(service, {
+    logger: start.httpLogger ?? false,
+    llm: service,
+    access,
+    websocket: websocketLimits(limits),
+    connections: limits,
+    bodyLimit: limits.httpMaxBodyBytes,
+    jsonMaxDepth: limits.jsonMaxDepth,
+  });
+  http.register(openaiRoutes(service, { corsAllowOrigins, maxQueuedRequests, modelRepository: root, jsonMaxBodyBytes: limits.jsonMaxBodyBytes, jsonMaxDepth: limits.jsonMaxDepth }));
   await http.listen({ host: options.host, port: options.httpPort });
   const httpPort = (http.server.address() as { port: number }).port;
-  const grpc = createGrpcServer(service, { decoupled: llmDecoupledInfer(service), generation: service, access });
+  const grpc = createGrpcServer(service, {
+    decoupled: llmDecoupledInfer(service),
+    generation: service,
+    access,
+    maxMessageBytes: limits.grpcMaxMessageBytes,
+    maxConcurrentStreams: limits.grpcMaxConcurrentStreams,
+  });
   const grpcPort = await grpc.start(options.host, options.grpcPort);
   log(`HTTP (KServe v2) listening on ${options.host}:${httpPort}`);
   log(`gRPC (KServe v2) listening on ${options.host}:${grpcPort}`);
@@ -83,7 +98,7 @@ export async function startServer(options: ServerOptions, start: StartOptions): 
   return { httpPort, grpcPort, metricsPort: metricsServer.port, metrics, service, manager, httpRoutes: http.routeAccess, stop };
 }
 
-/** Every backend gets the LLM metrics observer in its load request (non-LLM backends ignore it). */
-function withLlmMetrics(loaders: Readonly<Record<string, BackendLoader>>, metrics: ConveyorMetrics): Record<string, BackendLoader> {
-  return Object.fromEntries(Object.entries(loaders).map(([backend, load]) => [backend, (request) => load({ ...request, llmMetrics: metrics.llm })]));
+/** Every backend gets the LLM metrics observer and the prompt/request limits in its load request (non-LLM backends ignore them). */
+function withLlmMetrics(loaders: Readonly<Record<string, BackendLoader>>, metrics: ConveyorMetrics, limits: ServerOptions['limits']): Record<string, BackendLoader> {
+  return Object.fromEntries(Object.entries(loaders).map(([backend, load]) => [backend, (request) => load({ ...request, llmMetrics: metrics.llm, limits })]));
 }

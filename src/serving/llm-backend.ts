@@ -17,6 +17,7 @@ import { ConveyorError, invalidArg, unavailable } from '../errors.js';
 import { finishedRequest, NO_LLM_METRICS, type FinishedRequest, type LlmEngineMetrics, type LlmMetricsObserver } from '../metrics/index.js';
 import type { SequenceUpdate } from '../contracts/generate.js';
 import type { BackendLoadRequest, ServedModel } from './served-model.js';
+import { DEFAULT_LIMITS } from '../config/limits.js';
 
 const VARIANT_FILES: Record<string, string> = { fp32: 'model.onnx', fp16: 'model_fp16.onnx', int8: 'model_quantized.onnx' };
 
@@ -45,7 +46,14 @@ export async function loadLlmModel(request: BackendLoadRequest): Promise<LlmMode
   // The tokenizer and config files have fixed names; a link among them must not lead out either.
   for (const name of MODEL_FILE_NAMES) await confinedPath(versionRoot, name, 'model file');
   const maxModelLen = parameter(config, 'max_model_len');
-  const processor = await InputProcessor.load(versionDir, maxModelLen ? { maxModelLen: positiveInt(config, 'max_model_len', 1) } : {}).catch((error: unknown) => {
+  const chatSpecialTokens = parameter(config, 'chat_special_tokens') ?? 'text';
+  if (chatSpecialTokens !== 'text' && chatSpecialTokens !== 'special') throw invalidArg(`parameter chat_special_tokens must be text or special, got '${chatSpecialTokens}'`);
+  const limits = request.limits ?? DEFAULT_LIMITS;
+  const processor = await InputProcessor.load(versionDir, {
+    ...(maxModelLen ? { maxModelLen: positiveInt(config, 'max_model_len', 1) } : {}),
+    maxPromptChars: limits.maxPromptChars,
+    chatSpecialTokens,
+  }).catch((error: unknown) => {
     throw new ConveyorError('INVALID_ARG', redactPaths((error as Error).message, [[versionDir, versionRoot.display]]));
   });
   const engine = await EngineClient.start(
@@ -66,7 +74,7 @@ export async function loadLlmModel(request: BackendLoadRequest): Promise<LlmMode
   const metrics = request.llmMetrics ?? NO_LLM_METRICS;
   const engineMetrics = metrics.attach(request.name);
   engine.onStep((output) => engineMetrics.observeStep(output));
-  return new LlmModel(request.name, request.version, config, processor, engine, { observer: metrics, engine: engineMetrics }, request.log);
+  return new LlmModel(request.name, request.version, config, processor, engine, { observer: metrics, engine: engineMetrics }, request.log, { maxRequestSecs: limits.maxRequestSecs });
 }
 
 export class LlmModel implements ServedModel {
@@ -83,14 +91,16 @@ export class LlmModel implements ServedModel {
     readonly engine: EngineClient,
     private readonly metrics: { readonly observer: LlmMetricsObserver; readonly engine: LlmEngineMetrics } = { observer: NO_LLM_METRICS, engine: NO_LLM_METRICS.attach('') },
     private readonly log: (line: string, fields?: Record<string, unknown>) => void = () => {},
+    /** maxRequestSecs: a generation still running this long after arrival is aborted; 0 = no limit. */
+    private readonly limits: { readonly maxRequestSecs: number } = { maxRequestSecs: 0 },
   ) {
     this.stats = new ModelStatsRecorder(name, String(version));
   }
 
-  /** Validates and tokenizes; throws INVALID_ARG / CONTEXT_LENGTH_EXCEEDED before anything is queued. */
-  prepare(input: GenerateInput): ProcessedRequest {
+  /** Validates and tokenizes (long prompts off the main thread); rejects with INVALID_ARG / CONTEXT_LENGTH_EXCEEDED before anything is queued. */
+  async prepare(input: GenerateInput): Promise<ProcessedRequest> {
     if (!this.accepting) throw unavailable(`model '${this.name}' is unloading`);
-    return this.processor.process({ ...input, id: randomUUID(), arrivalTimeMs: Date.now() });
+    return this.processor.processAsync({ ...input, id: randomUUID(), arrivalTimeMs: Date.now() });
   }
 
   /** Streams a prepared request's text events; aborting `signal` (client gone) frees its blocks within a step. */
@@ -101,19 +111,24 @@ export class LlmModel implements ServedModel {
     const stream = this.engine.submit(request);
     const onAbort = (): void => this.engine.abort(request.id);
     signal?.addEventListener('abort', onAbort, { once: true });
+    // The limit aborts in the engine even while the consumer is not pulling (a paused client).
+    const deadline = this.startDeadline(request.id, request.arrivalTimeMs);
     this.active += 1;
     let finished: GenerationEvent | undefined;
     let last: { update: SequenceUpdate; timeMs: number } | undefined;
     try {
       for await (const { update, timeMs } of stream) {
         last = { update, timeMs };
+        if (deadline.expired) throw deadline.error();
         const event = output.process(update, timeMs);
         if (output.stoppedByString) this.engine.abort(request.id, 'stop');
         if (event.finishReason !== null) finished = event;
         yield event;
         if (finished) return;
       }
+      if (deadline.expired) throw deadline.error();
     } finally {
+      deadline.clear();
       signal?.removeEventListener('abort', onAbort);
       this.record(finished);
       if (last) {
@@ -126,6 +141,24 @@ export class LlmModel implements ServedModel {
       this.active -= 1;
       if (this.active === 0) this.idle?.();
     }
+  }
+
+  private startDeadline(requestId: string, arrivalTimeMs: number): { readonly expired: boolean; error(): ConveyorError; clear(): void } {
+    const limitSecs = this.limits.maxRequestSecs;
+    const state = { expired: false };
+    const timer = limitSecs > 0
+      ? setTimeout(() => {
+          state.expired = true;
+          this.engine.abort(requestId);
+        }, Math.max(0, arrivalTimeMs + limitSecs * 1000 - Date.now()))
+      : undefined;
+    return {
+      get expired() {
+        return state.expired;
+      },
+      error: () => new ConveyorError('DEADLINE_EXCEEDED', `the generation ran past the server's ${limitSecs}-second limit (--max-request-secs) and was stopped`),
+      clear: () => clearTimeout(timer),
+    };
   }
 
   infer(_request: InferRequest): Promise<InferResponse> {
@@ -155,6 +188,7 @@ export class LlmModel implements ServedModel {
     this.accepting = false;
     if (this.active > 0) await new Promise<void>((resolve) => (this.idle = resolve));
     await this.engine.close();
+    await this.processor.close();
     this.metrics.engine.detach();
   }
 

@@ -5,6 +5,7 @@ import type { ModelStatistics } from '../contracts/inference-service.js';
 import type { ModelConfig } from '../contracts/model-config.js';
 import type { FailureReason } from '../batcher/stats.js';
 import type { LlmMetricsObserver } from '../metrics/index.js';
+import type { ResourceLimits } from '../config/limits.js';
 
 export interface ServedModel {
   readonly name: string;
@@ -34,6 +35,8 @@ export interface BackendLoadRequest {
   readonly log: (line: string, fields?: Record<string, unknown>) => void;
   /** Where an LLM backend reports engine steps and finished requests; absent in tests that need none. */
   readonly llmMetrics?: LlmMetricsObserver;
+  /** The server's prompt and request-time limits (defaults when absent). */
+  readonly limits?: Pick<ResourceLimits, 'maxPromptChars' | 'maxRequestSecs'>;
 }
 
 /** Loads one version for one backend ("onnxruntime", "llm"). */

@@ -17,7 +17,7 @@ afterAll(async () => server?.stop());
 
 async function run(input: GenerateInput, signal?: AbortSignal): Promise<{ text: string; events: GenerationEvent[] }> {
   const events: GenerationEvent[] = [];
-  for await (const event of model.generate(model.prepare(input), signal)) events.push(event);
+  for await (const event of model.generate(await model.prepare(input), signal)) events.push(event);
   return { text: events.map((e) => e.text).join(''), events };
 }
 const chat = (content: string) => ({ kind: 'chat' as const, messages: [{ role: 'user' as const, content }] });
@@ -74,7 +74,7 @@ describe('LLM serving (qwen3-tiny)', () => {
     const controller = new AbortController();
     const events: GenerationEvent[] = [];
     const generation = (async () => {
-      for await (const event of model.generate(model.prepare({ prompt: chat('long'), sampling: { max_tokens: 1000, ignore_eos: true } }), controller.signal)) {
+      for await (const event of model.generate(await model.prepare({ prompt: chat("long"), sampling: { max_tokens: 1000, ignore_eos: true } }), controller.signal)) {
         events.push(event);
         if (events.length === 5) controller.abort();
       }
@@ -101,12 +101,12 @@ describe('LLM serving (qwen3-tiny)', () => {
     ['top_p outside (0, 1]', { top_p: 1.5 }, /top_p/],
     ['an unknown token id in logit_bias', { logit_bias: { '999999999': 5 } }, /logit_bias/],
     ['max_tokens beyond the context', { max_tokens: 10_000_000 }, /max_tokens|context/],
-  ])('rejects %s before scheduling anything', (_, sampling, message) => {
-    expect(() => model.prepare({ prompt: chat('x'), sampling })).toThrow(message);
+  ])('rejects %s before scheduling anything', async (_, sampling, message) => {
+    await expect(model.prepare({ prompt: chat('x'), sampling })).rejects.toThrow(message);
   });
 
-  it('rejects a prompt longer than the context with context_length_exceeded', () => {
+  it('rejects a prompt longer than the context with context_length_exceeded', async () => {
     const long = Array.from({ length: 5000 }, (_, i) => (i % 1000) + 10);
-    expect(() => model.prepare({ prompt: { kind: 'tokens', tokenIds: long } })).toThrow(expect.objectContaining({ code: 'CONTEXT_LENGTH_EXCEEDED' }));
+    await expect(model.prepare({ prompt: { kind: 'tokens', tokenIds: long } })).rejects.toMatchObject({ code: 'CONTEXT_LENGTH_EXCEEDED' });
   });
 });

@@ -29,7 +29,7 @@ const greedy = { temperature: 0, max_tokens: 12, ignore_eos: true } as Record<st
 async function engineText(input: GenerateInput): Promise<{ text: string; tokens: number[] }> {
   let text = '';
   const tokens: number[] = [];
-  for await (const event of model.generate(model.prepare(input))) {
+  for await (const event of model.generate(await model.prepare(input))) {
     text += event.text;
     tokens.push(...event.tokenIds);
   }

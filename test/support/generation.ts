@@ -26,7 +26,7 @@ export async function engineOutput(model: LlmModel, input: GenerateInput): Promi
   const tokenIds: number[] = [];
   let finishReason: string | null = null;
   let promptTokens = 0;
-  for await (const event of model.generate(model.prepare(input))) {
+  for await (const event of model.generate(await model.prepare(input))) {
     text += event.text;
     tokenIds.push(...event.tokenIds);
     finishReason = event.finishReason;

@@ -23,7 +23,7 @@ import { Tally } from './tally.js';
 const FLAGS: Readonly<Record<string, FlagSpec>> = {
   'duration-secs': { type: 'string', usage: '--duration-secs N', description: 'length of the load (default 600; --quick: 20)' },
   'swap-every-secs': { type: 'string', usage: '--swap-every-secs N', description: 'reload the LLM with the other precision this often (default 60; --quick: 8)' },
-  'stall-hold-secs': { type: 'string', usage: '--stall-hold-secs N', description: 'longest a non-reading WebSocket client holds on before closing itself (default 30; --quick: 5)' },
+  'ws-send-timeout-secs': { type: 'string', usage: '--ws-send-timeout-secs N', description: "the server's --ws-send-timeout-secs: a WebSocket client that stops reading must be dropped within it (default 10; --quick: 2)" },
 };
 
 const MODELS = { llm: 'qwen3-tiny', encoder: 'bert-tiny', cnn: 'resnet-tiny' } as const;
@@ -67,7 +67,9 @@ async function prepareSoak(context: ScenarioContext): Promise<PreparedScenario> 
   const { flags, quick, log } = context;
   const durationS = positiveInt(flags['duration-secs'], quick ? 20 : 600, '--duration-secs', 1);
   const swapEveryS = positiveInt(flags['swap-every-secs'], quick ? 8 : 60, '--swap-every-secs', 1);
-  const stallHoldS = positiveInt(flags['stall-hold-secs'], quick ? 5 : 30, '--stall-hold-secs', 1);
+  const wsSendTimeoutS = positiveInt(flags['ws-send-timeout-secs'], quick ? 2 : 10, '--ws-send-timeout-secs', 1);
+  // The stalled client waits this long for the server to drop it before calling that a failure.
+  const stallHoldS = 3 * wsSendTimeoutS + 5;
   const root = await soakRepository();
   let server: ServerProcess | undefined;
   const dispose = async (): Promise<void> => {
@@ -76,7 +78,7 @@ async function prepareSoak(context: ScenarioContext): Promise<PreparedScenario> 
   };
   try {
     log('starting the server on the default repository’s tiny models…');
-    server = await startServerProcess(root, 180_000, ['--model-control-mode', 'explicit', '--load-model', '*', '--exit-timeout-secs', '5']);
+    server = await startServerProcess(root, 180_000, ['--model-control-mode', 'explicit', '--load-model', '*', '--exit-timeout-secs', '5', '--ws-send-timeout-secs', String(wsSendTimeoutS)]);
     await waitForModels(server.http, [MODELS.llm, MODELS.encoder], 120_000);
     const cnnMetadata = (await (await fetch(`${server.http}/v2/models/${MODELS.cnn}`)).json()) as ModelMetadata;
     const target: SoakTarget = { http: server.http, ...MODELS, cnnMetadata, cnnRequest: httpBinaryRequest(buildInputs(cnnMetadata, 1)), requestTimeoutMs: 60_000 };
@@ -86,7 +88,7 @@ async function prepareSoak(context: ScenarioContext): Promise<PreparedScenario> 
     const info = { group: 'soak', variant: 'mixed', point: `${durationS} s` };
     const soakCase: BenchCase = {
       ...info,
-      params: { durationS, swapEveryS, stallHoldS },
+      params: { durationS, swapEveryS, wsSendTimeoutS },
       run: async () => {
         record = await runSoak(running, target, { durationS, swapEveryS, stallHoldS }, log);
       },
@@ -97,10 +99,10 @@ async function prepareSoak(context: ScenarioContext): Promise<PreparedScenario> 
       charts: soakCharts(`${durationS} s mixed load`),
       notes: [
         `Server: \`src/cli.ts serve\` as a child process (pid ${server.pid}) on the default repository's tiny models (${Object.values(MODELS).join(', ')}), --model-control-mode explicit.`,
-        `Clients, all at once for ${durationS} s: 4 streaming chats (SSE, random lengths, sampled), 2 completion loops with stop ["e","a","o"," "], 2 embedding loops, 1 CNN infer loop (KServe binary tensors), 1 loop of malformed and hostile requests (${'bad-requests.ts'}), 2 loops of streams hung up after 1–3 reads, 1 WebSocket client that starts 4 long generations and stops reading (held up to ${stallHoldS} s), and a precision swap of ${MODELS.llm} (fp32 ↔ int8) every ${swapEveryS} s.`,
+        `Clients, all at once for ${durationS} s: 4 streaming chats (SSE, random lengths, sampled), 2 completion loops with stop ["e","a","o"," "], 2 embedding loops, 1 CNN infer loop (KServe binary tensors), 1 loop of malformed and hostile requests (${'bad-requests.ts'}), 2 loops of streams hung up after 1–3 reads, 1 WebSocket client that starts 4 long generations, sends 50 bad frames and stops reading (the server runs with --ws-send-timeout-secs ${wsSendTimeoutS} and must drop it; the client gives up after ${stallHoldS} s), and a precision swap of ${MODELS.llm} (fp32 ↔ int8) every ${swapEveryS} s.`,
         'Sampled once a second: RSS from /proc, nodejs_eventloop_lag_p99/max_seconds (prom-client resets them each scrape, so each sample covers the second before it), the engine gauges, conveyor_worker_alive, every *restarts_total counter, and GET /v2/health/ready latency.',
       ],
-      settings: { durationS, swapEveryS, stallHoldS, cores: availableParallelism() },
+      settings: { durationS, swapEveryS, wsSendTimeoutS, cores: availableParallelism() },
       conclude: () => {
         if (!record) return { notes: ['the soak did not run'] };
         const load = `Machine load: 1/5/15-minute load averages ${loadAtStart.map((l) => l.toFixed(2)).join(' / ')} before and ${loadavg().map((l) => l.toFixed(2)).join(' / ')} after, on ${availableParallelism()} cores.`;

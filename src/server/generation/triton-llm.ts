@@ -28,7 +28,7 @@ export interface TritonLlmResponse {
  */
 export async function* generateTritonLlm(lookup: LlmLookup, request: TritonLlmRequest, signal: AbortSignal): AsyncGenerator<TritonLlmResponse> {
   const model = lookup.llmModel(request.model, request.version);
-  const prepared = model.prepare({ prompt: { kind: 'text', text: request.prompt }, sampling: request.sampling });
+  const prepared = await model.prepare({ prompt: { kind: 'text', text: request.prompt }, sampling: request.sampling });
   const base = { model: model.name, version: String(model.version), ...(request.id ? { id: request.id } : {}) };
   let text = request.excludeInputInOutput ? '' : request.prompt;
   let reportedTokens = 0;

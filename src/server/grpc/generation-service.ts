@@ -24,7 +24,7 @@ async function generate(lookup: LlmLookup, call: GenerateCall): Promise<void> {
   try {
     const { model: name, version, input } = generateCallFromWire(call.request);
     const model = lookup.llmModel(name, version);
-    const prepared = model.prepare(input);
+    const prepared = await model.prepare(input);
     for await (const event of model.generate(prepared, controller.signal)) {
       // Leaving the loop ends the generation (the engine is told to abort if it has not finished).
       if (call.cancelled) return;

@@ -28,7 +28,11 @@ export interface GrpcServerOptions {
   readonly generation?: LlmLookup;
   /** Directory holding grpc_service.proto, model_config.proto, health.proto and generate.proto. */
   readonly protoDir?: string;
-  /** grpc-js server options, applied over the message-size defaults. */
+  /** Largest message received or sent (default MAX_MESSAGE_BYTES). */
+  readonly maxMessageBytes?: number;
+  /** Concurrent calls one client connection may hold open (HTTP/2 streams); grpc-js's default is unbounded. */
+  readonly maxConcurrentStreams?: number;
+  /** grpc-js server options, applied over the message-size and stream defaults. */
   readonly channelOptions?: ChannelOptions;
   /** How long stop() lets in-flight calls finish before cancelling them. Default 5000 ms. */
   readonly shutdownGraceMs?: number;
@@ -58,8 +62,9 @@ export function loadServiceDefinitions(protoDir: string = DEFAULT_PROTO_DIR): { 
 export function createGrpcServer(service: InferenceService, options: GrpcServerOptions = {}): GrpcServer {
   const definitions = loadServiceDefinitions(options.protoDir);
   const server = new Server({
-    'grpc.max_receive_message_length': MAX_MESSAGE_BYTES,
-    'grpc.max_send_message_length': MAX_MESSAGE_BYTES,
+    'grpc.max_receive_message_length': options.maxMessageBytes ?? MAX_MESSAGE_BYTES,
+    'grpc.max_send_message_length': options.maxMessageBytes ?? MAX_MESSAGE_BYTES,
+    ...(options.maxConcurrentStreams !== undefined ? { 'grpc.max_concurrent_streams': options.maxConcurrentStreams } : {}),
     ...options.channelOptions,
     // An open server skips the interceptor: no per-call wrapper where nothing is checked.
     interceptors: options.access?.guardsAnything() ? [accessInterceptor(options.access)] : [],

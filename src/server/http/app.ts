@@ -16,6 +16,10 @@ import { registerRepositoryRoutes } from './routes/repository.js';
 import { registerServerRoutes } from './routes/server.js';
 import { chooseResponseCoding, compress, decodeContentEncoding } from './transport.js';
 import { websocketRoutes, type WebSocketOptions } from './websocket/routes.js';
+import { DEFAULT_LIMITS } from '../../config/limits.js';
+import { HEADER_LENGTH_HEADER } from './codec/infer-request.js';
+import { jsonDepthError } from './codec/json-depth.js';
+import { applyConnectionCap, connectionServerOptions, type ConnectionLimits } from './connection-limits.js';
 
 /** Image batches as binary tensors are large; Triton itself has no fixed limit. */
 export const DEFAULT_BODY_LIMIT = 256 * 1024 * 1024;
@@ -31,6 +35,10 @@ export interface HttpAppOptions {
   websocket?: WebSocketOptions;
   /** Who may call which route, including routes registered on the app later; default: everyone. */
   access?: AccessPolicy;
+  /** Header, request and idle timeouts and the connection cap; Node's and fastify's defaults when absent. */
+  connections?: ConnectionLimits;
+  /** Deepest JSON nesting a KServe body may have (default 64). */
+  jsonMaxDepth?: number;
 }
 
 export function createHttpApp(service: InferenceService, options: HttpAppOptions = {}): FastifyInstance {
@@ -40,9 +48,14 @@ export function createHttpApp(service: InferenceService, options: HttpAppOptions
     bodyLimit,
     // A client's X-Request-Id becomes the request id in every log line about the request.
     requestIdHeader: 'x-request-id',
+    ...(options.connections ? connectionServerOptions(options.connections) : {}),
   });
+  if (options.connections) {
+    const { httpMaxConnections } = options.connections;
+    applyConnectionCap(app.server, options.connections, () => app.log.warn(`refused a connection: --http-max-connections (${httpMaxConnections}) reached`));
+  }
   installAccessControl(app, options.access ?? AccessPolicy.open());
-  app.register(kserveRoutes(service, { bodyLimit, llm: options.llm }));
+  app.register(kserveRoutes(service, { bodyLimit, llm: options.llm, jsonMaxDepth: options.jsonMaxDepth }));
   if (options.llm) app.register(websocketRoutes(options.llm, options.websocket));
   // Errors outside the front ends' own plugins (a refused /v1/ws upgrade) in Triton's shape too.
   app.setErrorHandler((error, request, reply) => sendFailure(error, request, reply));
@@ -55,10 +68,10 @@ export function createHttpApp(service: InferenceService, options: HttpAppOptions
 /** The KServe v2 routes as a plugin, for composing into an app built elsewhere. */
 export function kserveRoutes(
   service: InferenceService,
-  options: { bodyLimit: number; llm?: LlmLookup | undefined },
+  options: { bodyLimit: number; llm?: LlmLookup | undefined; jsonMaxDepth?: number | undefined },
 ): FastifyPluginAsync {
   return async (app) => {
-    installRawBodyParser(app, options.bodyLimit);
+    installRawBodyParser(app, options.bodyLimit, options.jsonMaxDepth ?? DEFAULT_LIMITS.jsonMaxDepth);
     app.setErrorHandler((error, request, reply) => sendFailure(error, request, reply));
     app.addHook('onSend', compressResponse);
     registerServerRoutes(app, service);
@@ -82,13 +95,23 @@ async function compressResponse(request: FastifyRequest, reply: FastifyReply, pa
 
 // tritonclient sends no Content-Type, other clients send anything; KServe bodies are always
 // read as raw bytes, so every content type (and none) goes to one Buffer parser.
-function installRawBodyParser(app: FastifyInstance, bodyLimit: number): void {
+function installRawBodyParser(app: FastifyInstance, bodyLimit: number, jsonMaxDepth: number): void {
   app.addHook('onRequest', async (request) => {
     // A malformed Content-Type would otherwise be refused (415) before the parser runs.
     if (request.headers['content-type'] !== undefined) request.raw.headers['content-type'] = 'application/octet-stream';
   });
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit }, async (request: { headers: Record<string, unknown> }, body: Buffer) =>
-    decodeContentEncoding(body, request.headers['content-encoding'] as string | undefined, bodyLimit),
-  );
+  app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit }, async (request: { headers: Record<string, unknown> }, body: Buffer) => {
+    const decoded = await decodeContentEncoding(body, request.headers['content-encoding'] as string | undefined, bodyLimit);
+    const tooDeep = jsonDepthError(decoded, jsonMaxDepth, jsonHeaderEnd(request.headers[HEADER_LENGTH_HEADER], decoded.byteLength));
+    if (tooDeep) throw tooDeep;
+    return decoded;
+  });
+}
+
+// Where a body's JSON ends: Inference-Header-Content-Length when it is a usable number (the
+// route itself reports a bad one), else the whole body.
+function jsonHeaderEnd(headerLength: unknown, bodyLength: number): number {
+  const n = typeof headerLength === 'string' && /^\d+$/.test(headerLength.trim()) ? Number(headerLength.trim()) : bodyLength;
+  return Math.min(n, bodyLength);
 }

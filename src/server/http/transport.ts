@@ -7,9 +7,6 @@ import * as zlib from 'node:zlib';
 import type { ServerResponse } from 'node:http';
 import { ConveyorError, invalidArg } from '../../errors.js';
 
-const gunzip = promisify(zlib.gunzip);
-const inflate = promisify(zlib.inflate);
-const inflateRaw = promisify(zlib.inflateRaw);
 const gzip = promisify(zlib.gzip);
 const deflate = promisify(zlib.deflate);
 
@@ -23,24 +20,62 @@ export class HttpStatusError extends Error {
 }
 
 /**
- * Undoes Content-Encoding. The decoded size is capped at `limit` so a small compressed body
- * cannot expand past the body limit.
+ * Undoes Content-Encoding as a stream whose output is counted as it comes: a small compressed body
+ * that would expand past `limit` is refused with 413 as soon as it passes the limit, holding at
+ * most `limit` bytes, and a gzip member whose trailer already declares more is refused unread.
  */
 export async function decodeContentEncoding(body: Buffer, encoding: string | undefined, limit: number): Promise<Buffer> {
   const coding = (encoding ?? 'identity').trim().toLowerCase();
   if (coding === 'identity' || coding === '' || body.byteLength === 0) return body;
-  const options = { maxOutputLength: limit };
-  try {
-    if (coding === 'gzip' || coding === 'x-gzip') return await gunzip(body, options);
+  const tooLarge = () => new HttpStatusError(413, `the decompressed request body is larger than the ${limit}-byte limit`);
+  let inflater: zlib.Gunzip | zlib.Inflate | zlib.InflateRaw;
+  if (coding === 'gzip' || coding === 'x-gzip') {
+    if (gzipDeclaredSize(body) > limit) throw tooLarge();
+    inflater = zlib.createGunzip({ chunkSize: INFLATE_CHUNK_BYTES });
+  } else if (coding === 'deflate') {
     // HTTP's "deflate" is zlib-wrapped (RFC 1950); some clients send a bare deflate stream.
-    if (coding === 'deflate') return await (hasZlibHeader(body) ? inflate(body, options) : inflateRaw(body, options));
-  } catch (error) {
-    if ((error as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE') {
-      throw new HttpStatusError(413, `the decompressed request body is larger than the ${limit}-byte limit`);
-    }
-    throw invalidArg(`failed to decompress the ${coding} request body: ${(error as Error).message}`);
+    inflater = hasZlibHeader(body) ? zlib.createInflate({ chunkSize: INFLATE_CHUNK_BYTES }) : zlib.createInflateRaw({ chunkSize: INFLATE_CHUNK_BYTES });
+  } else {
+    throw invalidArg(`unsupported Content-Encoding '${encoding}' (supported: gzip, deflate)`);
   }
-  throw invalidArg(`unsupported Content-Encoding '${encoding}' (supported: gzip, deflate)`);
+  return inflateWithin(inflater, body, limit, tooLarge, coding);
+}
+
+/** Inflated output is gathered in chunks this size: fewer, larger allocations than zlib's 16 KiB. */
+const INFLATE_CHUNK_BYTES = 256 * 1024;
+
+function inflateWithin(inflater: zlib.Gunzip | zlib.Inflate | zlib.InflateRaw, body: Buffer, limit: number, tooLarge: () => Error, coding: string): Promise<Buffer> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let total = 0;
+    let failed = false;
+    const fail = (error: Error): void => {
+      if (failed) return;
+      failed = true;
+      chunks.length = 0;
+      inflater.destroy();
+      reject(error);
+    };
+    inflater.on('data', (chunk: Buffer) => {
+      total += chunk.byteLength;
+      if (total > limit) fail(tooLarge());
+      else chunks.push(chunk);
+    });
+    inflater.on('error', (error) => fail(invalidArg(`failed to decompress the ${coding} request body: ${error.message}`)));
+    inflater.on('end', () => {
+      if (!failed) resolve(Buffer.concat(chunks, total));
+    });
+    inflater.end(body);
+  });
+}
+
+/**
+ * The uncompressed size a single-member gzip body declares in its trailer (ISIZE, modulo 2^32);
+ * 0 when the body is too short to have one. Only a cheap early refusal: the stream's count is
+ * what enforces the limit, since ISIZE wraps and a body may hold several members.
+ */
+function gzipDeclaredSize(body: Buffer): number {
+  return body.byteLength >= 18 ? body.readUInt32LE(body.byteLength - 4) : 0;
 }
 
 function hasZlibHeader(body: Buffer): boolean {

@@ -2,7 +2,8 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { parseServerOptions } from '../../../src/config/server-options.js';
+import { DEFAULT_LIMITS, LIMITS } from '../../../src/config/limits.js';
+import { parseServerOptions, USAGE } from '../../../src/config/server-options.js';
 
 /** A key file in a fresh temporary directory. */
 function keyFile(text: string): string {
@@ -58,6 +59,25 @@ describe('parseServerOptions', () => {
     [['--auth-metrics', 'true'], /--auth-metrics true needs a key to check/],
     [['--api-key', 'k', '--auth-health', 'yes'], /--auth-health must be one of true, false/],
   ])('rejects the access flags %j', (argv, message) => {
+    expect(() => parseServerOptions(argv)).toThrow(message);
+  });
+
+  it('reads every resource limit from the limits table, with its default when absent', () => {
+    expect(parseServerOptions([]).limits).toEqual(DEFAULT_LIMITS);
+    expect(DEFAULT_LIMITS).toMatchObject({ httpHeaderTimeoutSecs: 30, httpRequestTimeoutSecs: 120, httpMaxConnections: 2048, jsonMaxDepth: 64, maxPromptChars: 0, maxRequestSecs: 0, wsMaxGenerations: 16, grpcMaxMessageBytes: 2 ** 31 - 1 });
+    const o = parseServerOptions(['--http-request-timeout-secs', '2.5', '--http-header-timeout-secs', '1', '--http-max-connections', '0', '--max-prompt-chars', '1000', '--ws-max-generations', '4', '--grpc-max-concurrent-streams', '8']);
+    expect(o.limits).toMatchObject({ httpRequestTimeoutSecs: 2.5, httpHeaderTimeoutSecs: 1, httpMaxConnections: 0, maxPromptChars: 1000, wsMaxGenerations: 4, grpcMaxConcurrentStreams: 8 });
+    for (const spec of Object.values(LIMITS)) expect(USAGE).toContain(spec.flag);
+  });
+
+  it.each([
+    [['--http-max-connections=-1'], /--http-max-connections must be a non-negative integer, got '-1'/],
+    [['--ws-max-generations', '0'], /--ws-max-generations must be a positive integer/],
+    [['--json-max-depth', '1.5'], /--json-max-depth must be a positive integer/],
+    [['--http-request-timeout-secs', 'soon'], /--http-request-timeout-secs must be a positive number/],
+    [['--max-request-secs', ''], /--max-request-secs must be a non-negative number/],
+    [['--http-header-timeout-secs', '10', '--http-request-timeout-secs', '5'], /must not exceed --http-request-timeout-secs/],
+  ])('rejects the limit flags %j', (argv, message) => {
     expect(() => parseServerOptions(argv)).toThrow(message);
   });
 

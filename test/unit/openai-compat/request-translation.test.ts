@@ -88,6 +88,11 @@ describe('embedding inputs', () => {
     expect(refusal(() => tokenizeInputs('a b c d e', encoder, true)).body.error).toMatchObject({ param: 'input', code: 'context_length_exceeded' });
   });
 
+  it('refuses an input over 16 characters per context token before tokenizing it', () => {
+    const untouched = { ...encoder, tokenizer: { encode: () => { throw new Error('tokenized'); } } as unknown as TextTokenizer };
+    expect(refusal(() => tokenizeInputs(['x'.repeat(97)], untouched, true)).body.error).toMatchObject({ param: 'input', code: 'context_length_exceeded', message: expect.stringContaining('input[0] has 97 characters, more than the 96') });
+  });
+
   it('groups by length so padding is rare, batches bounded', () => {
     expect(groupByLength([5, 1, 5, 2, 1], 2)).toEqual([[1, 4], [3, 0], [2]]);
   });

@@ -43,16 +43,21 @@ export function decodeJsonData(name: string, datatype: DataType, shape: readonly
 
 type Fail = (index: number, problem: string) => Error;
 
+// Iterative, so no nesting depth can overflow the stack (bodies are also depth-checked before parsing).
 function flatten(data: unknown[]): unknown[] {
   if (!data.some(Array.isArray)) return data;
   const out: unknown[] = [];
-  const visit = (items: unknown[]): void => {
-    for (const item of items) {
-      if (Array.isArray(item)) visit(item);
-      else out.push(item);
+  const stack: { items: unknown[]; next: number }[] = [{ items: data, next: 0 }];
+  while (stack.length > 0) {
+    const top = stack[stack.length - 1]!;
+    if (top.next === top.items.length) {
+      stack.pop();
+      continue;
     }
-  };
-  visit(data);
+    const item = top.items[top.next++];
+    if (Array.isArray(item)) stack.push({ items: item, next: 0 });
+    else out.push(item);
+  }
   return out;
 }
 

@@ -4,6 +4,7 @@
 import fastifyWebsocket from '@fastify/websocket';
 import type { FastifyPluginAsync } from 'fastify';
 import type { LlmLookup } from '../../generation/lookup.js';
+import { DEFAULT_LIMITS, type ResourceLimits } from '../../../config/limits.js';
 import { WebSocketSession, type SessionLimits } from './session.js';
 
 export const WEBSOCKET_PATH = '/v1/ws';
@@ -13,15 +14,32 @@ export interface WebSocketOptions extends Partial<SessionLimits> {
   readonly maxPayloadBytes?: number;
 }
 
-const DEFAULTS = { maxGenerations: 256, highWaterBytes: 1024 * 1024, maxPayloadBytes: 16 * 1024 * 1024 };
+/** Above this many unflushed bytes a socket's generations pause (and its frames go unread). */
+const HIGH_WATER_BYTES = 1024 * 1024;
+
+/** The WebSocket options the limits table sets. */
+export function websocketLimits(limits: ResourceLimits): WebSocketOptions {
+  return {
+    maxPayloadBytes: limits.wsMaxMessageBytes,
+    maxGenerations: limits.wsMaxGenerations,
+    maxBufferedBytes: limits.wsMaxBufferedBytes,
+    stallTimeoutMs: limits.wsSendTimeoutSecs * 1000,
+    jsonMaxDepth: limits.jsonMaxDepth,
+  };
+}
 
 export function websocketRoutes(lookup: LlmLookup, options: WebSocketOptions = {}): FastifyPluginAsync {
+  const maxBufferedBytes = options.maxBufferedBytes ?? DEFAULT_LIMITS.wsMaxBufferedBytes;
   const limits: SessionLimits = {
-    maxGenerations: options.maxGenerations ?? DEFAULTS.maxGenerations,
-    highWaterBytes: options.highWaterBytes ?? DEFAULTS.highWaterBytes,
+    maxGenerations: options.maxGenerations ?? DEFAULT_LIMITS.wsMaxGenerations,
+    // The mark must sit below the hard cap, or a client would be dropped before it is paused.
+    highWaterBytes: options.highWaterBytes ?? Math.min(HIGH_WATER_BYTES, Math.floor(maxBufferedBytes / 4)),
+    maxBufferedBytes,
+    stallTimeoutMs: options.stallTimeoutMs ?? DEFAULT_LIMITS.wsSendTimeoutSecs * 1000,
+    jsonMaxDepth: options.jsonMaxDepth ?? DEFAULT_LIMITS.jsonMaxDepth,
   };
   return async (app) => {
-    await app.register(fastifyWebsocket, { options: { maxPayload: options.maxPayloadBytes ?? DEFAULTS.maxPayloadBytes } });
+    await app.register(fastifyWebsocket, { options: { maxPayload: options.maxPayloadBytes ?? DEFAULT_LIMITS.wsMaxMessageBytes } });
     app.get(WEBSOCKET_PATH, { websocket: true }, (socket) => {
       new WebSocketSession(socket, lookup, limits);
     });

@@ -6,19 +6,25 @@ import type { RawData } from 'ws';
 import { ConveyorError, invalidArg } from '../../../errors.js';
 import type { LlmLookup } from '../../generation/lookup.js';
 import { deltaMessage, doneMessage, duplicateId, errorMessage, parseClientMessage, peekId, type ClientMessage } from './messages.js';
-import { Outbox, type SendingSocket } from './outbox.js';
+import { jsonDepthError } from '../codec/json-depth.js';
+import { Outbox, type OutboxLimits, type SendingSocket } from './outbox.js';
 
-export interface SessionLimits {
+export interface SessionLimits extends OutboxLimits {
   /** Live generations one socket may hold. */
   readonly maxGenerations: number;
-  /** Unflushed bytes above which the socket's generations pause. */
-  readonly highWaterBytes: number;
+  /** Deepest JSON nesting a client message may have. */
+  readonly jsonMaxDepth: number;
 }
 
-/** The events of a socket the session listens to (a `ws` WebSocket). */
+/** The events and controls of a socket the session uses (a `ws` WebSocket). */
 export interface SessionSocket extends SendingSocket {
   on(event: 'message', listener: (data: RawData, isBinary: boolean) => void): unknown;
   on(event: 'close' | 'error', listener: () => void): unknown;
+  /** Stop and restart reading the client's frames. */
+  pause(): void;
+  resume(): void;
+  /** Destroy the connection at once (no closing handshake: the client is not reading). */
+  terminate(): void;
 }
 
 type GenerateMessage = Extract<ClientMessage, { type: 'generate' }>;
@@ -33,7 +39,17 @@ export class WebSocketSession {
     private readonly lookup: LlmLookup,
     private readonly limits: SessionLimits,
   ) {
-    this.outbox = new Outbox(socket, limits.highWaterBytes);
+    // While the client is behind its frames are not read, so even a flood of bad frames is
+    // answered no faster than it reads; one that stops reading altogether is dropped, which
+    // aborts its generations and frees their blocks.
+    this.outbox = new Outbox(socket, limits, {
+      onBehind: () => socket.pause(),
+      onCaughtUp: () => socket.resume(),
+      onStalled: () => {
+        socket.terminate();
+        this.close();
+      },
+    });
     socket.on('message', (data, isBinary) => this.onMessage(data, isBinary));
     socket.on('close', () => this.close());
     socket.on('error', () => this.close());
@@ -47,7 +63,10 @@ export class WebSocketSession {
   private onMessage(data: RawData, isBinary: boolean): void {
     if (this.closed) return;
     if (isBinary) return this.outbox.send(errorMessage(invalidArg('binary frames are not part of this protocol; send JSON text')));
-    const text = (Array.isArray(data) ? Buffer.concat(data) : Buffer.isBuffer(data) ? data : Buffer.from(data)).toString('utf8');
+    const bytes = Array.isArray(data) ? Buffer.concat(data) : Buffer.isBuffer(data) ? data : Buffer.from(data);
+    const tooDeep = jsonDepthError(bytes, this.limits.jsonMaxDepth);
+    if (tooDeep) return this.outbox.send(errorMessage(tooDeep));
+    const text = bytes.toString('utf8');
     let message: ClientMessage;
     try {
       message = parseClientMessage(text);
@@ -77,7 +96,7 @@ export class WebSocketSession {
     };
     try {
       const model = this.lookup.llmModel(message.model, message.version);
-      const prepared = model.prepare(message.input);
+      const prepared = await model.prepare(message.input);
       for await (const event of model.generate(prepared, controller.signal)) {
         await this.outbox.ready();
         // Leaving the loop ends the generation; the engine aborts it if it was still running.

@@ -42,6 +42,24 @@ describe('request Content-Encoding', () => {
     expect((error as HttpStatusError).statusCode).toBe(413);
     expect(error.message).toBe('the decompressed request body is larger than the 1000-byte limit');
   });
+
+  it('stops a deflate bomb (no size trailer) once its output passes the limit, holding no more than the limit', async () => {
+    const bomb = deflateSync(Buffer.alloc(64 << 20), { level: 9 }); // 64 MiB of zeros in ~64 KiB
+    const heapBefore = process.memoryUsage().arrayBuffers;
+    const error = await asyncErrorOf(decodeContentEncoding(bomb, 'deflate', 1 << 20));
+    expect((error as HttpStatusError).statusCode).toBe(413);
+    // Nowhere near the 64 MiB the bomb expands to: at most the limit plus a few chunks were held.
+    expect(process.memoryUsage().arrayBuffers - heapBefore).toBeLessThan(24 << 20);
+  });
+
+  it('refuses a gzip body whose trailer declares more than the limit, and counts concatenated members', async () => {
+    const declared = await asyncErrorOf(decodeContentEncoding(gzipSync(Buffer.alloc(4096)), 'gzip', 4095));
+    expect((declared as HttpStatusError).statusCode).toBe(413);
+    // Two members of 3000 bytes: each trailer is under the limit, the sum is not.
+    const twoMembers = Buffer.concat([gzipSync(Buffer.alloc(3000)), gzipSync(Buffer.alloc(3000))]);
+    expect((await asyncErrorOf(decodeContentEncoding(twoMembers, 'gzip', 5000)) as HttpStatusError).statusCode).toBe(413);
+    expect((await decodeContentEncoding(twoMembers, 'gzip', 6000)).byteLength).toBe(6000);
+  });
 });
 
 describe('response compression', () => {

@@ -1,0 +1,83 @@
+// Every resource limit the server enforces, declared once: the option parser, the USAGE text and
+// the README read this table, and the front ends receive the parsed values as one ResourceLimits
+// object. A limit with `zeroMeans` accepts 0 for that meaning; the others must be positive.
+
+export interface LimitSpec {
+  readonly flag: string;
+  readonly default: number;
+  /** What the number counts, for USAGE ("secs", "bytes", ...). */
+  readonly unit: string;
+  readonly help: string;
+  /** What 0 means, where 0 is allowed (e.g. "unbounded", "off"). */
+  readonly zeroMeans?: string;
+}
+
+const MiB = 1024 * 1024;
+
+export const LIMITS = {
+  httpHeaderTimeoutSecs: { flag: '--http-header-timeout-secs', default: 30, unit: 'secs', help: 'time a client has to send the request line and headers (slow-loris guard)' },
+  httpRequestTimeoutSecs: { flag: '--http-request-timeout-secs', default: 120, unit: 'secs', help: 'time a client has to send a whole request, body included' },
+  httpIdleTimeoutSecs: { flag: '--http-idle-timeout-secs', default: 72, unit: 'secs', help: 'an idle keep-alive connection is closed after this long' },
+  httpMaxConnections: { flag: '--http-max-connections', default: 2048, unit: 'count', help: 'open HTTP connections (WebSockets included); new ones past it are closed at once', zeroMeans: 'unbounded' },
+  httpMaxBodyBytes: { flag: '--http-max-body-bytes', default: 256 * MiB, unit: 'bytes', help: 'largest KServe request body, measured after gzip/deflate decoding' },
+  jsonMaxBodyBytes: { flag: '--json-max-body-bytes', default: 8 * MiB, unit: 'bytes', help: 'largest OpenAI / tokenize JSON request body' },
+  jsonMaxDepth: { flag: '--json-max-depth', default: 64, unit: 'levels', help: 'deepest nesting of arrays and objects in a JSON body or WebSocket message' },
+  maxPromptChars: { flag: '--max-prompt-chars', default: 0, unit: 'chars', help: 'longest prompt text, checked before tokenizing', zeroMeans: '16 x the model context length' },
+  maxRequestSecs: { flag: '--max-request-secs', default: 0, unit: 'secs', help: 'a generation running longer is aborted (blocks freed) with an error', zeroMeans: 'off' },
+  wsMaxMessageBytes: { flag: '--ws-max-message-bytes', default: 4 * MiB, unit: 'bytes', help: 'largest WebSocket message a client may send' },
+  wsMaxGenerations: { flag: '--ws-max-generations', default: 16, unit: 'count', help: 'generations one WebSocket may run at once' },
+  wsMaxBufferedBytes: { flag: '--ws-max-buffered-bytes', default: 16 * MiB, unit: 'bytes', help: 'unsent bytes a WebSocket may hold before the client is dropped' },
+  wsSendTimeoutSecs: { flag: '--ws-send-timeout-secs', default: 30, unit: 'secs', help: 'a WebSocket client that reads nothing for this long while output waits is dropped' },
+  grpcMaxConcurrentStreams: { flag: '--grpc-max-concurrent-streams', default: 128, unit: 'count', help: 'concurrent calls (HTTP/2 streams) per gRPC connection' },
+  grpcMaxMessageBytes: { flag: '--grpc-max-message-bytes', default: 2 ** 31 - 1, unit: 'bytes', help: "largest gRPC message received or sent (Triton's and tritonclient's INT32_MAX)" },
+} as const satisfies Record<string, LimitSpec>;
+
+export type LimitName = keyof typeof LIMITS;
+export type ResourceLimits = { readonly [K in LimitName]: number };
+
+export const DEFAULT_LIMITS: ResourceLimits = Object.fromEntries(
+  Object.entries(LIMITS).map(([name, spec]) => [name, spec.default]),
+) as ResourceLimits;
+
+const LIMIT_SPECS: readonly [LimitName, LimitSpec][] = Object.entries(LIMITS) as [LimitName, LimitSpec][];
+
+/** The USAGE lines of every limit, in the table's order: the flag, then its help indented below. */
+export function limitsUsage(): string {
+  return LIMIT_SPECS.map(([, spec]) => {
+    const zero = spec.zeroMeans !== undefined ? `; 0 = ${spec.zeroMeans}` : '';
+    return `  ${spec.flag} N\n      ${spec.help} (${spec.unit}; default ${spec.default}${zero})`;
+  }).join('\n');
+}
+
+/** parseArgs option declarations for every limit flag. */
+export function limitArgOptions(): Record<string, { type: 'string' }> {
+  return Object.fromEntries(LIMIT_SPECS.map(([, spec]) => [spec.flag.slice(2), { type: 'string' as const }]));
+}
+
+/**
+ * Reads every limit from parsed flag values. Counts and byte sizes must be integers; seconds may
+ * be fractional. `fail` builds the parser's own error type.
+ */
+export function readLimits(values: Readonly<Record<string, unknown>>, fail: (message: string) => Error): ResourceLimits {
+  const limits = Object.fromEntries(
+    LIMIT_SPECS.map(([name, spec]) => {
+      const raw = values[spec.flag.slice(2)];
+      if (raw === undefined) return [name, spec.default];
+      const n = Number(raw);
+      const zeroAllowed = spec.zeroMeans !== undefined;
+      const integral = spec.unit !== 'secs';
+      const ok = typeof raw === 'string' && raw.trim() !== '' && Number.isFinite(n) && (integral ? Number.isSafeInteger(n) : true) && (n > 0 || (zeroAllowed && n === 0));
+      if (!ok) throw fail(`${spec.flag} must be a ${zeroAllowed ? 'non-negative' : 'positive'} ${integral ? 'integer' : 'number'}, got '${String(raw)}'`);
+      return [name, n];
+    }),
+  ) as ResourceLimits;
+  if (limits.httpHeaderTimeoutSecs > limits.httpRequestTimeoutSecs) {
+    throw fail(`--http-header-timeout-secs (${limits.httpHeaderTimeoutSecs}) must not exceed --http-request-timeout-secs (${limits.httpRequestTimeoutSecs})`);
+  }
+  return limits;
+}
+
+/** The prompt-character cap for a model: the flag, or 16 characters per context token (4 × a generous 4 bytes per token). */
+export function promptCharLimit(limits: Pick<ResourceLimits, 'maxPromptChars'>, contextLength: number): number {
+  return limits.maxPromptChars > 0 ? limits.maxPromptChars : 16 * contextLength;
+}

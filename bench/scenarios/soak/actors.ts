@@ -123,8 +123,10 @@ export const hangUps = (index: number): Actor =>
   });
 
 /**
- * Opens /v1/ws, starts long generations, then stops reading. The server must drop it once its
- * send buffer or send timeout is exceeded; if it has not after `holdMs`, the client closes it.
+ * Opens /v1/ws, starts long generations, floods bad frames and stops reading. The server must
+ * drop it once its send buffer or send timeout is exceeded. A paused socket does not notice its
+ * peer closing, so after `holdMs` the client reads again: a socket the server dropped then ends
+ * as soon as the bytes already in the kernel are read; one it kept stays open.
  */
 export const stalledWebSocket = (holdMs: number): Actor => ({
   name: 'WebSocket that stops reading',
@@ -132,25 +134,32 @@ export const stalledWebSocket = (holdMs: number): Actor => ({
   async run(context) {
     const { target, tally, running, pause } = context;
     while (running()) {
-      const label = await stallOnce(target, holdMs, pause).catch((error: unknown) => describeError(error));
-      // The server must drop a client that stops reading; one still open at the end of the hold was not.
+      const label = await stallOnce(target, holdMs).catch((error: unknown) => describeError(error));
       tally.record('WebSocket that stops reading', 'chaos', label, label === 'dropped by the server');
       await pause(1000);
     }
   },
 });
 
-async function stallOnce(target: SoakTarget, holdMs: number, pause: (ms: number) => Promise<void>): Promise<string> {
+const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms).unref());
+
+async function stallOnce(target: SoakTarget, holdMs: number): Promise<string> {
   const socket = new WebSocket(`${target.http.replace(/^http/, 'ws')}/v1/ws`);
+  socket.on('error', () => undefined);
   await new Promise<void>((resolve, reject) => socket.once('open', () => resolve()).once('error', reject));
   const closed = new Promise<string>((resolve) => socket.once('close', () => resolve('dropped by the server')));
-  for (let i = 0; i < 4; i++) {
-    socket.send(JSON.stringify({ type: 'generate', id: `g${i}`, model: target.llm, prompt: `Never read ${i}`, max_tokens: 256, ignore_eos: true }));
+  for (let i = 0; i < 8; i++) {
+    socket.send(JSON.stringify({ type: 'generate', id: `g${i}`, model: target.llm, prompt: `Never read ${i}`, max_tokens: 1000, ignore_eos: true, logprobs: true, top_logprobs: 20 }));
   }
-  // Also bad frames, whose error replies must be flow-controlled like any other frame.
-  for (let i = 0; i < 50; i++) socket.send('{"type":"generate","id":');
-  (socket as unknown as { _socket: { pause(): void } })._socket.pause();
-  const outcome = await Promise.race([closed, pause(holdMs).then(() => 'still open: closed by the client')]);
+  // And a flood of bad frames: their error replies must be flow-controlled like any other frame
+  // (a client that never read them once grew the server by hundreds of MiB).
+  for (let i = 0; i < 50_000; i++) socket.send('{"type":"generate","id":');
+  const raw = (socket as unknown as { _socket: { pause(): void; resume(): void } })._socket;
+  raw.pause();
+  // Not cut short by the soak's end: the verdict needs the whole hold.
+  await sleep(holdMs);
+  raw.resume();
+  const outcome = await Promise.race([closed, sleep(10_000).then(() => 'still open after the hold')]);
   socket.terminate();
   return outcome;
 }

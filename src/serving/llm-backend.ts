@@ -14,6 +14,7 @@ import { EngineClient } from '../engine/engine-client.js';
 import { InputProcessor, type ProcessInput, type ProcessedRequest } from '../engine/input-processor.js';
 import { OutputProcessor, type GenerationEvent } from '../engine/output-processor.js';
 import { ConveyorError, invalidArg, unavailable } from '../errors.js';
+import { faultInjectionOf } from '../runtime/fault-injection.js';
 import { finishedRequest, NO_LLM_METRICS, type FinishedRequest, type LlmMetricsObserver } from '../metrics/index.js';
 import type { SequenceUpdate } from '../contracts/generate.js';
 import type { BackendLoadRequest, ServedModel } from './served-model.js';
@@ -43,6 +44,8 @@ export async function loadLlmModel(request: BackendLoadRequest): Promise<LlmMode
   const modelPath = join(versionDir, 'onnx', file);
   if (!existsSync(modelPath)) throw invalidArg(`model file ${modelPath} not found`);
   const maxModelLen = parameter(config, 'max_model_len');
+  const log = (line: string): void => request.log(`${request.name}:${request.version}: ${line}`);
+  const faultInjection = faultInjectionOf(config, 'step', log);
   const processor = await InputProcessor.load(versionDir, maxModelLen ? { maxModelLen: positiveInt(config, 'max_model_len', 1) } : {});
   const engine = await EngineClient.start(
     {
@@ -56,8 +59,10 @@ export async function loadLlmModel(request: BackendLoadRequest): Promise<LlmMode
       kvCacheBytes: positiveInt(config, 'kv_cache_bytes', 256 * 2 ** 20),
       enablePrefixCaching: parameter(config, 'enable_prefix_caching') !== 'false',
       sampleableVocabSize: processor.info.vocabSize,
+      ...(faultInjection ? { faultInjection } : {}),
     },
-    (line) => request.log(`${request.name}:${request.version}: ${line}`),
+    log,
+    { label: `'${request.name}' version ${request.version}` },
   );
   const metrics = request.llmMetrics ?? NO_LLM_METRICS;
   engine.onStep((output) => metrics.observeStep(request.name, output));
@@ -144,6 +149,10 @@ export class LlmModel implements ServedModel {
 
   workersAlive(): boolean[] {
     return [this.engine.alive];
+  }
+
+  supervision() {
+    return this.engine.supervision;
   }
 
   async close(): Promise<void> {

@@ -12,6 +12,7 @@ import type { Device } from '../contracts/worker-messages.js';
 import { DynamicBatcher } from '../batcher/dynamic-batcher.js';
 import { asConveyorError, invalidArg } from '../errors.js';
 import { completeFromModelMetadata } from '../repository/config/index.js';
+import { faultInjectionOf } from '../runtime/fault-injection.js';
 import { InstancePool } from '../runtime/instance-pool.js';
 import { classify } from './classification.js';
 import type { BackendLoadRequest, ServedModel } from './served-model.js';
@@ -52,9 +53,10 @@ export async function loadOnnxModel(request: BackendLoadRequest): Promise<Served
   const modelPath = join(request.versionDir, modelFileFor(request.config));
   if (!existsSync(modelPath)) throw invalidArg(`model file ${modelPath} not found`);
   const plan = instancePlan(request.config);
+  const faultInjection = faultInjectionOf(request.config, 'execution', request.log);
   const pool = await InstancePool.start({
     modelPath, count: plan.count, device: plan.device, intraOpNumThreads: plan.threads,
-    label: `${request.name}:${request.version}`, log: request.log,
+    label: `${request.name}:${request.version}`, log: request.log, ...(faultInjection ? { faultInjection } : {}),
   });
   try {
     const config = completeFromModelMetadata(request.config, pool.metadata);
@@ -121,6 +123,10 @@ class OnnxModel implements ServedModel {
 
   workersAlive(): readonly boolean[] {
     return this.pool.workersAlive;
+  }
+
+  supervision() {
+    return this.pool.supervision;
   }
 
   async close(): Promise<void> {

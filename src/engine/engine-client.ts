@@ -48,7 +48,8 @@ async function spawnEngine(config: EngineWorkerData, log: (line: string) => void
     await worker.terminate();
     throw error;
   });
-  worker.removeAllListeners();
+  // Only these: Worker keeps internal newListener/removeListener hooks that must stay.
+  for (const event of ['message', 'error', 'exit']) worker.removeAllListeners(event);
   return { worker, info };
 }
 

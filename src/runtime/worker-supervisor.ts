@@ -75,7 +75,7 @@ export class WorkerSupervisor {
     }
     this.options.log(
       `${this.options.label} ${slot} crashed (${cause}); restarting in ${decision.delayMs} ms ` +
-        `(${decision.crashesInWindow} of ${this.policy.maxCrashesInWindow} crashes allowed within the window)`,
+        `(crash ${decision.crashesInWindow} within the window; ${this.policy.maxCrashesInWindow} make a crash loop)`,
     );
     const handle = this.timers.set(() => {
       this.pendingRestarts.delete(handle);

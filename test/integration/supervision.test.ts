@@ -199,3 +199,33 @@ describe('a BERT instance that dies mid-batch', () => {
     expect(metrics.value(PROCESS_METRICS.workerAlive.name, { model: 'bert', version: '1', worker: '0' })).toBe(1);
   }, 60_000);
 });
+
+describe('a crash loop', () => {
+  it('ends UNAVAILABLE with the reason in the index, not ready, and refuses requests at once', async () => {
+    const repository = await makeRepository([faulty('bert', 'bert-tiny', 'exit_at_execution:1')]);
+    const looping = await startTestServer(repository);
+    try {
+      const infer = () => fetch(`${looping.http}/v2/models/bert/infer`, { method: 'POST', body: JSON.stringify(bertBody([101, 102])) });
+      const ready = async () => (await fetch(`${looping.http}/v2/models/bert/ready`)).status === 200;
+      const row = async () => ((await (await fetch(`${looping.http}/v2/repository/index`, { method: 'POST' })).json()) as { state: string; reason: string }[])[0]!;
+      // Every fresh instance dies at its first execution: 5 crashes (0.5 + 1 + 2 + 4 s of backoff) make a loop.
+      for (let crash = 1; crash <= 5; crash += 1) {
+        await waitFor(ready);
+        const response = await infer();
+        expect(response.status, `crash ${crash}`).toBe(503);
+        expect((await response.json()).error).toMatch(/crashed \(worker exited with code 70\)/);
+      }
+      const final = await row();
+      expect(final.state).toBe('UNAVAILABLE');
+      expect(final.reason).toBe('crash loop: 5 crashes within 60 s (last: worker exited with code 70); load the model again to retry');
+      expect(await ready()).toBe(false);
+      expect((await fetch(`${looping.http}/v2/health/ready`)).status).toBe(400);
+      const refused = await infer();
+      expect(refused.status).toBe(503);
+      expect((await refused.json()).error).toMatch(/crash loop: 5 crashes/);
+      expect(looping.logs.some((l) => l.includes('crash loop: 5 crashes'))).toBe(true);
+    } finally {
+      await looping.stop();
+    }
+  }, 120_000);
+});

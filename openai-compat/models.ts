@@ -1,5 +1,6 @@
 // GET /v1/models and /v1/models/{id}: every READY LLM and embedding model, in OpenAI's list
-// shape, plus vLLM's `root` and (for LLMs) `max_model_len`, which benchmark tools read.
+// shape, plus vLLM's `root` and (for LLMs) `max_model_len`, which benchmark tools read, and
+// `state`: a loaded model whose workers are restarting after a crash stays listed, UNAVAILABLE.
 
 import type { OpenAIContext } from './context.js';
 import { modelNotFound } from './errors.js';
@@ -11,13 +12,18 @@ export interface ModelCard {
   readonly owned_by: string;
   readonly root: string;
   readonly max_model_len?: number;
+  /** READY while it takes requests; UNAVAILABLE while its workers restart or after a crash loop. */
+  readonly state: 'READY' | 'UNAVAILABLE';
 }
 
 export const OWNER = 'conveyor';
 
 export function modelCards(ctx: OpenAIContext): ModelCard[] {
   const cards = new Map<string, ModelCard>();
-  const card = (id: string, extra: { max_model_len?: number } = {}): ModelCard => ({ id, object: 'model', created: ctx.startedAt, owned_by: OWNER, root: id, ...extra });
+  const card = (id: string, extra: { max_model_len?: number } = {}): ModelCard => {
+    const state = ctx.service.modelReady(id) ? 'READY' : 'UNAVAILABLE';
+    return { id, object: 'model', created: ctx.startedAt, owned_by: OWNER, root: id, ...extra, state };
+  };
   for (const model of ctx.service.llmModels()) {
     if (!cards.has(model.name)) cards.set(model.name, card(model.name, { max_model_len: model.processor.info.contextLength }));
   }

@@ -2,7 +2,7 @@
 // message per engine step (StepOutput), never one per token.
 
 import type { GenerateRequest, StepOutput } from './generate.js';
-import type { Device } from './worker-messages.js';
+import type { Device, FaultInjection } from './worker-messages.js';
 
 /** workerData of an engine worker (mirrors EngineConfig; plain data). */
 export interface EngineWorkerData {
@@ -16,6 +16,8 @@ export interface EngineWorkerData {
   readonly kvCacheBytes: number;
   readonly enablePrefixCaching: boolean;
   readonly sampleableVocabSize?: number;
+  /** Absent unless a test enabled fault injection. */
+  readonly faultInjection?: FaultInjection;
 }
 
 export interface EngineReadyInfo {

@@ -25,12 +25,24 @@ export interface SessionMetadata {
 
 export type Device = 'cpu' | 'cuda';
 
+/**
+ * TEST-ONLY (src/runtime/fault-injection.ts): the worker throws, or exits, at its `count`-th
+ * engine step or model execution (1-based, counted from the worker's start).
+ */
+export interface FaultInjection {
+  readonly action: 'throw' | 'exit';
+  readonly at: 'step' | 'execution';
+  readonly count: number;
+}
+
 /** workerData of an instance worker. */
 export interface InstanceWorkerData {
   readonly modelPath: string;
   readonly device: Device;
   readonly intraOpNumThreads: number;
   readonly label: string;
+  /** Absent unless a test enabled fault injection. */
+  readonly faultInjection?: FaultInjection;
 }
 
 export type ToInstanceWorker =

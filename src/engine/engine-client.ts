@@ -1,11 +1,15 @@
 // The main-thread facade of one LLM engine: submit(request) → async iterable of the request's
 // updates, abort(id). It spawns the engine worker and fans each step message out to requests.
+// The worker is supervised: if it dies, the requests it held fail with UNAVAILABLE, new ones are
+// refused until a fresh engine (new KV cache) is up, and a crash loop stops the restarts.
 
 import type { Worker } from 'node:worker_threads';
 import type { EngineReadyInfo, EngineWorkerData, FromEngine, ToEngine } from '../contracts/engine-messages.js';
 import type { EngineStats, GenerateRequest, SequenceUpdate, StepOutput } from '../contracts/generate.js';
 import { ConveyorError, unavailable, type ErrorCode } from '../errors.js';
+import type { RestartPolicy } from '../runtime/restart-policy.js';
 import { spawnWorker } from '../runtime/spawn-worker.js';
+import { WorkerSupervisor, type SupervisionStatus } from '../runtime/worker-supervisor.js';
 
 const ENGINE_WORKER = new URL('./engine-worker.ts', import.meta.url);
 
@@ -16,6 +20,12 @@ export interface EngineUpdate {
   readonly timeMs: number;
 }
 
+export interface EngineSupervision {
+  /** Names the engine in logs and errors ("model:version"). */
+  readonly label?: string;
+  readonly policy?: RestartPolicy;
+}
+
 interface Channel {
   readonly queue: EngineUpdate[];
   error?: ConveyorError;
@@ -23,40 +33,65 @@ interface Channel {
   notify?: () => void;
 }
 
+/** Spawns an engine worker and waits for its ready message (rejects on a fatal one). */
+async function spawnEngine(config: EngineWorkerData, log: (line: string) => void): Promise<{ worker: Worker; info: EngineReadyInfo }> {
+  const worker = spawnWorker(ENGINE_WORKER, config);
+  const info = await new Promise<EngineReadyInfo>((resolve, reject) => {
+    worker.on('message', (message: FromEngine) => {
+      if (message.type === 'log') log(message.line);
+      if (message.type === 'ready') resolve(message.info);
+      if (message.type === 'fatal') reject(new ConveyorError('INTERNAL', `failed to start the engine: ${message.message}`));
+    });
+    worker.once('error', (error) => reject(new ConveyorError('INTERNAL', `engine worker failed to start: ${error.message}`)));
+    worker.once('exit', (code) => reject(new ConveyorError('INTERNAL', `engine worker exited (${code}) while starting`)));
+  }).catch(async (error: unknown) => {
+    await worker.terminate();
+    throw error;
+  });
+  // Only these: Worker keeps internal newListener/removeListener hooks that must stay.
+  for (const event of ['message', 'error', 'exit']) worker.removeAllListeners(event);
+  return { worker, info };
+}
+
 export class EngineClient {
   private readonly channels = new Map<string, Channel>();
   private readonly stepListeners: ((output: StepOutput) => void)[] = [];
+  private readonly supervisor: WorkerSupervisor;
+  private readonly label: string;
   private latestStats: EngineStats | undefined;
-  private running = true;
+  /** The running worker; undefined while it is being restarted (or after close). */
+  private worker: Worker | undefined;
+  private closing = false;
 
   private constructor(
-    private readonly worker: Worker,
-    readonly info: EngineReadyInfo,
+    worker: Worker,
+    private currentInfo: EngineReadyInfo,
+    private readonly config: EngineWorkerData,
     private readonly log: (line: string) => void,
+    supervision: EngineSupervision,
   ) {
-    worker.on('message', (message: FromEngine) => this.onMessage(message));
-    worker.on('error', (error) => this.fail(`engine worker failed: ${error.message}`));
-    worker.on('exit', (code) => this.fail(`engine worker exited (${code})`));
+    this.label = supervision.label ?? 'engine';
+    this.supervisor = new WorkerSupervisor({
+      label: 'engine', numWorkers: 1, log, respawn: () => this.respawn(),
+      ...(supervision.policy ? { policy: supervision.policy } : {}),
+    });
+    this.attach(worker);
   }
 
-  static async start(config: EngineWorkerData, log: (line: string) => void): Promise<EngineClient> {
-    const worker = spawnWorker(ENGINE_WORKER, config);
-    const info = await new Promise<EngineReadyInfo>((resolve, reject) => {
-      const onMessage = (message: FromEngine): void => {
-        if (message.type === 'log') log(message.line);
-        if (message.type === 'ready') resolve(message.info);
-        if (message.type === 'fatal') reject(new ConveyorError('INTERNAL', `failed to start the engine: ${message.message}`));
-      };
-      worker.on('message', onMessage);
-      worker.once('error', (error) => reject(new ConveyorError('INTERNAL', `engine worker failed to start: ${error.message}`)));
-    }).catch(async (error: unknown) => {
-      await worker.terminate();
-      throw error;
-    });
-    worker.removeAllListeners('message');
-    worker.removeAllListeners('error');
+  static async start(config: EngineWorkerData, log: (line: string) => void, supervision: EngineSupervision = {}): Promise<EngineClient> {
+    const { worker, info } = await spawnEngine(config, log);
     if (info.note) log(info.note);
-    return new EngineClient(worker, info, log);
+    return new EngineClient(worker, info, config, log, supervision);
+  }
+
+  /** The engine's shape (layers, KV blocks, device) as its latest worker reported it. */
+  get info(): EngineReadyInfo {
+    return this.currentInfo;
+  }
+
+  /** Ready, restarting after a crash, or given up after a crash loop. */
+  get supervision(): SupervisionStatus {
+    return this.supervisor.status();
   }
 
   /** The engine's counters as of the latest step message. */
@@ -64,9 +99,9 @@ export class EngineClient {
     return this.latestStats;
   }
 
-  /** False once the worker stopped (closed or crashed). */
+  /** False while no worker runs (closed, crashed, restarting). */
   get alive(): boolean {
-    return this.running;
+    return this.worker !== undefined;
   }
 
   /** Called with every step message, before its updates reach the request streams (metrics). */
@@ -80,7 +115,7 @@ export class EngineClient {
 
   /** Queues a request on the engine; iterate the result for its updates (ends after the final one). */
   submit(request: GenerateRequest): AsyncIterable<EngineUpdate> {
-    if (!this.running) throw unavailable('the engine is not running');
+    if (!this.worker) throw unavailable(this.notRunningReason());
     if (this.channels.has(request.id)) throw new ConveyorError('ALREADY_EXISTS', `request id '${request.id}' is already running`);
     const channel: Channel = { queue: [], done: false };
     this.channels.set(request.id, channel);
@@ -90,20 +125,55 @@ export class EngineClient {
 
   /** Ends a request: its blocks are freed at the next step boundary; the stream ends with reason `reason`. */
   abort(requestId: string, reason: 'abort' | 'stop' = 'abort'): void {
-    if (this.channels.has(requestId) && this.running) this.post({ type: 'abort', requestId, reason });
+    if (this.channels.has(requestId)) this.post({ type: 'abort', requestId, reason });
   }
 
   async close(): Promise<void> {
-    if (!this.running) return;
-    const closed = new Promise<void>((resolve) => this.worker.once('exit', () => resolve()));
-    this.post({ type: 'close' });
-    this.running = false;
+    if (this.closing) return;
+    this.closing = true;
+    this.supervisor.stop();
+    const worker = this.worker;
+    this.worker = undefined;
+    if (!worker) return;
+    const closed = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
+    worker.postMessage({ type: 'close' } satisfies ToEngine);
     await Promise.race([closed, new Promise((r) => setTimeout(r, 5000).unref())]);
-    await this.worker.terminate();
+    await worker.terminate();
   }
 
+  /** Posts to the running worker; dropped while none runs (its requests have already failed). */
   private post(message: ToEngine): void {
-    this.worker.postMessage(message);
+    this.worker?.postMessage(message);
+  }
+
+  private notRunningReason(): string {
+    if (this.closing) return 'the engine is not running';
+    return `the engine of model ${this.label} is not running (${this.supervisor.status().reason || 'restarting'}); retry later`;
+  }
+
+  private attach(worker: Worker): void {
+    this.worker = worker;
+    worker.on('message', (message: FromEngine) => {
+      if (message.type === 'fatal') {
+        this.crashed(worker, message.message);
+        void worker.terminate();
+      } else {
+        this.onMessage(message);
+      }
+    });
+    worker.on('error', (error) => this.crashed(worker, `uncaught error: ${error.message}`));
+    worker.on('exit', (code) => this.crashed(worker, `worker exited with code ${code}`));
+  }
+
+  /** A fresh engine (new KV cache) in place of the dead one; the supervisor calls it after the backoff. */
+  private async respawn(): Promise<void> {
+    const { worker, info } = await spawnEngine(this.config, this.log);
+    if (this.closing) {
+      await worker.terminate();
+      return;
+    }
+    this.currentInfo = info;
+    this.attach(worker);
   }
 
   private async *iterate(requestId: string, channel: Channel): AsyncGenerator<EngineUpdate> {
@@ -124,7 +194,7 @@ export class EngineClient {
       if (this.channels.get(requestId) === channel) {
         const finished = channel.done || channel.error;
         this.channels.delete(requestId);
-        if (!finished && this.running) this.post({ type: 'abort', requestId, reason: 'abort' });
+        if (!finished) this.post({ type: 'abort', requestId, reason: 'abort' });
       }
     }
   }
@@ -150,13 +220,19 @@ export class EngineClient {
     }
   }
 
-  private fail(reason: string): void {
-    if (!this.running) return;
-    this.running = false;
-    this.log(reason);
+  /** The first report of `worker`'s death (fatal message, error or exit) fails what it held. */
+  private crashed(worker: Worker, cause: string): void {
+    if (worker !== this.worker || this.closing) return;
+    this.worker = undefined;
+    this.latestStats = undefined;
+    worker.removeAllListeners('message');
+    this.log(`engine worker crashed: ${cause}`);
+    const error = unavailable(`the engine of model ${this.label} crashed (${cause}); the request was not completed; the engine is restarting, retry later`);
     for (const channel of this.channels.values()) {
-      channel.error = new ConveyorError('INTERNAL', reason);
+      if (!channel.done) channel.error = error;
       channel.notify?.();
     }
+    this.channels.clear();
+    this.supervisor.crashed(0, cause);
   }
 }

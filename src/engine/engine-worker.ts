@@ -1,22 +1,26 @@
 // The engine worker thread: owns the EngineCore (scheduler, KV cache, session, sampler) and runs
 // steps back to back while there is work. Between steps it yields to the event loop, so adds and
-// aborts that arrived during a forward pass take effect at the next step.
+// aborts that arrived during a forward pass take effect at the next step. Anything the loop
+// throws is reported as `fatal` and ends the thread with a non-zero code: the main thread's
+// supervisor then fails the requests in flight and starts a fresh engine.
 
 import { parentPort, workerData } from 'node:worker_threads';
 import type { EngineWorkerData, FromEngine, ToEngine } from '../contracts/engine-messages.js';
+import { FaultPoint } from '../runtime/fault-injection.js';
 import { EngineCore } from './engine-core.js';
 
 const port = parentPort!;
 const config = workerData as EngineWorkerData;
 const post = (message: FromEngine): void => port.postMessage(message);
 const yieldToMessages = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+const describe = (error: unknown): string => (error instanceof Error ? error.message : String(error));
 
 async function main(): Promise<void> {
   let core: EngineCore;
   try {
     core = await EngineCore.create(config, (line) => post({ type: 'log', line }));
   } catch (error) {
-    post({ type: 'fatal', message: error instanceof Error ? error.message : String(error) });
+    post({ type: 'fatal', message: describe(error) });
     return;
   }
   const { layout, numBlocks, device, note } = core.info;
@@ -24,15 +28,31 @@ async function main(): Promise<void> {
 
   let closing = false;
   let wake: (() => void) | undefined;
+  let failed: unknown;
   port.on('message', (message: ToEngine) => {
-    if (message.type === 'add') core.add(message.request);
-    else if (message.type === 'abort') core.abort(message.requestId, message.reason);
-    else closing = true;
+    try {
+      if (message.type === 'add') core.add(message.request);
+      else if (message.type === 'abort') core.abort(message.requestId, message.reason);
+      else closing = true;
+    } catch (error) {
+      // Not thrown into the event loop: the loop below reports it like its own failures.
+      failed ??= error;
+    }
     wake?.();
   });
+  await runSteps(core, () => closing || failed !== undefined, (resolve) => (wake = resolve));
+  if (failed !== undefined) throw failed;
+  await core.release();
+  post({ type: 'closed' });
+  port.close();
+}
 
-  while (!closing) {
+/** Steps while there is work, flushes news, checks integrity and sleeps when idle, until `stop()`. */
+async function runSteps(core: EngineCore, stop: () => boolean, sleep: (wake: () => void) => void): Promise<void> {
+  const fault = new FaultPoint(config.faultInjection);
+  while (!stop()) {
     if (core.hasWork()) {
+      fault.reached();
       post({ type: 'step', output: await core.step() });
       await yieldToMessages();
     } else if (core.hasNews()) {
@@ -40,13 +60,13 @@ async function main(): Promise<void> {
     } else {
       // Idle: a good moment to prove the block accounting is still exact.
       core.checkIntegrity();
-      await new Promise<void>((resolve) => (wake = resolve));
-      wake = undefined;
+      await new Promise<void>(sleep);
     }
   }
-  await core.release();
-  post({ type: 'closed' });
-  port.close();
 }
 
-void main();
+main().catch((error: unknown) => {
+  post({ type: 'fatal', message: `engine failed: ${describe(error)}` });
+  // Non-zero: the main thread tells this from a requested close by the code as well.
+  process.exit(1);
+});

@@ -106,6 +106,7 @@ export const EVENT_LOOP_MONITORING_PRECISION_MS = 10;
 
 export const PROCESS_METRICS = {
   workerAlive: { name: 'conveyor_worker_alive', kind: 'gauge', labels: [...TRITON_LABELS, 'worker'], help: 'Whether each worker thread (model instance or LLM engine) is running: 1 alive, 0 dead' },
+  workerRestarts: { name: 'conveyor_worker_restarts_total', kind: 'counter', labels: TRITON_LABELS, help: 'Worker threads (model instances or LLM engines) restarted after a crash since the version loaded' },
 } as const satisfies Record<string, MetricDefinition>;
 
 /** Every definition with its full exported name(s), for documentation and tests. */

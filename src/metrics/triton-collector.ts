@@ -17,6 +17,8 @@ export interface ModelSnapshotSource {
   pendingRequests?(): number;
   /** One entry per worker thread (instance or engine), true while it runs. */
   workersAlive?(): readonly boolean[];
+  /** Its supervisor's count of worker restarts; without it the counter is not exported for the model. */
+  supervision?(): { readonly restarts: number };
 }
 
 /** One model version as read at one instant. */
@@ -25,12 +27,16 @@ export interface ModelReading {
   readonly failures: Readonly<Record<FailureReason, number>>;
   readonly pending: number | undefined;
   readonly workersAlive: readonly boolean[];
+  readonly restarts: number | undefined;
 }
 
 export function readModel(source: ModelSnapshotSource): ModelReading {
   const statistics = source.statistics();
   const failures = source.failures?.() ?? { REJECTED: 0, CANCELED: 0, BACKEND: 0, OTHER: statistics.inference_stats.fail.count };
-  return { statistics, failures, pending: source.pendingRequests?.(), workersAlive: source.workersAlive?.() ?? [] };
+  return {
+    statistics, failures, pending: source.pendingRequests?.(), workersAlive: source.workersAlive?.() ?? [],
+    restarts: source.supervision?.().restarts,
+  };
 }
 
 const labelsOf = (s: ModelStatistics): Labels => ({ model: s.name, version: s.version });
@@ -66,9 +72,13 @@ export function workerSamples(reading: ModelReading): Sample[] {
   return reading.workersAlive.map((alive, i) => ({ labels: { ...labels, worker: String(i) }, value: alive ? 1 : 0 }));
 }
 
+export function restartSamples(reading: ModelReading): Sample[] {
+  return reading.restarts === undefined ? [] : [{ labels: labelsOf(reading.statistics), value: reading.restarts }];
+}
+
 /**
- * Registers the Triton families and worker liveness on `registry`; `models` lists the served
- * versions at scrape time (the model manager's READY versions).
+ * Registers the Triton families, worker liveness and restarts on `registry`; `models` lists the served
+ * versions at scrape time (the model manager's loaded versions).
  */
 export function registerTritonMetrics(registry: Registry, models: () => readonly ModelSnapshotSource[]): void {
   // Every family of one scrape is rendered in the same synchronous pass, so reading the
@@ -79,4 +89,5 @@ export function registerTritonMetrics(registry: Registry, models: () => readonly
     new SnapshotFamily(definition, () => readings().flatMap((r) => tritonSamples(r)[key])).register(registry);
   }
   new SnapshotFamily(PROCESS_METRICS.workerAlive, () => readings().flatMap(workerSamples)).register(registry);
+  new SnapshotFamily(PROCESS_METRICS.workerRestarts, () => readings().flatMap(restartSamples)).register(registry);
 }

@@ -1,6 +1,8 @@
 // The model repository's lifecycle: which models and versions are loaded, their states, the
 // control modes (none / poll / explicit), load with overrides, unload, and routing a request to
 // a READY version. In-flight requests finish on unload or reload; new ones get a clear error.
+// A loaded version whose workers crashed stays loaded, but is not READY (for routing, readiness
+// and the index) until its supervisor has restarted them.
 
 import { existsSync } from 'node:fs';
 import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
@@ -103,27 +105,42 @@ export class ModelManager {
 
   /** The version a request goes to: the given one if READY, else the highest READY one. */
   resolve(name: string, version?: string): ServedModel {
+    return this.pick(name, version, (v) => effectiveState(v) === 'READY');
+  }
+
+  /**
+   * Like resolve, but also a loaded version whose workers are restarting: its config, metadata
+   * and statistics stay readable while it cannot take requests.
+   */
+  loaded(name: string, version?: string): ServedModel {
+    return this.pick(name, version, (v) => v.state === 'READY');
+  }
+
+  private pick(name: string, version: string | undefined, usable: (v: VersionEntry) => boolean): ServedModel {
     const entry = this.models.get(name);
     if (!entry || (!entry.loaded && entry.versions.size === 0)) throw invalidArg(`Request for unknown model: '${name}' is not found`);
     if (version) {
       const wanted = entry.versions.get(Number(version));
       if (!/^[1-9][0-9]*$/.test(version) || !wanted) throw notFound(`Request for unknown model: '${name}' version ${version} is not found`);
-      if (wanted.state !== 'READY' || !wanted.served) throw unavailable(`Request for unknown model: '${name}' version ${version} is not at ready state`);
+      if (!usable(wanted) || !wanted.served) throw unavailable(`Request for unknown model: '${name}' version ${version} is not at ready state${why(wanted)}`);
       return wanted.served;
     }
-    const ready = [...entry.versions.entries()].filter(([, v]) => v.state === 'READY' && v.served).sort((a, b) => b[0] - a[0]);
-    if (ready.length === 0) throw unavailable(`Request for unknown model: '${name}' has no available versions`);
+    const ready = [...entry.versions.entries()].filter(([, v]) => usable(v) && v.served).sort((a, b) => b[0] - a[0]);
+    if (ready.length === 0) {
+      const reasons = [...entry.versions.values()].map(why).filter((r) => r !== '');
+      throw unavailable(`Request for unknown model: '${name}' has no available versions${reasons[0] ?? ''}`);
+    }
     return ready[0]![1].served!;
   }
 
-  /** Every served version of every model, for statistics. */
+  /** Every loaded version of every model (workers restarting included), for statistics and metrics. */
   servedModels(): ServedModel[] {
     return [...this.models.values()].flatMap((e) => [...e.versions.values()].flatMap((v) => (v.served && v.state === 'READY' ? [v.served] : [])));
   }
 
   /** True when no model failed to load and every loaded version is READY (Triton's strict readiness). */
   allReady(): boolean {
-    return [...this.models.values()].every((e) => !e.error && [...e.versions.values()].every((v) => v.state === 'READY'));
+    return [...this.models.values()].every((e) => !e.error && [...e.versions.values()].every((v) => effectiveState(v) === 'READY'));
   }
 
   async index(readyOnly: boolean): Promise<RepositoryIndexEntry[]> {
@@ -136,7 +153,9 @@ export class ModelManager {
         continue;
       }
       for (const [version, v] of [...entry.versions.entries()].sort((a, b) => a[0] - b[0])) {
-        if (!readyOnly || v.state === 'READY') rows.push({ name, version: String(version), state: v.state, reason: v.reason });
+        const state = effectiveState(v);
+        const reason = v.state === 'READY' ? (v.served?.supervision?.().reason ?? v.reason) : v.reason;
+        if (!readyOnly || state === 'READY') rows.push({ name, version: String(version), state, reason });
       }
     }
     return rows;
@@ -258,6 +277,18 @@ function loadFailure(name: string, failed: readonly VersionEntry[]): ConveyorErr
 
 /** Where `file:` overrides are written: `<tmpdir>/conveyor-load-<model>-XXXXXX`. */
 export const OVERRIDE_DIR_PREFIX = 'conveyor-load-';
+
+/** A loaded version is only as ready as its supervised workers are at this instant. */
+function effectiveState(v: VersionEntry): ModelState {
+  if (v.state !== 'READY') return v.state;
+  return v.served?.supervision?.().state ?? 'READY';
+}
+
+/** ": <reason>" for a version that is not READY because of its workers, else ''. */
+function why(v: VersionEntry): string {
+  const status = v.state === 'READY' ? v.served?.supervision?.() : undefined;
+  return status && !status.ready ? `: ${status.reason}` : '';
+}
 
 /**
  * Triton's `file:<version>/<path>` load parameters become a temporary model directory. Every

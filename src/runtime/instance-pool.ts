@@ -1,5 +1,7 @@
 // A model version's instances (instance_group): N worker threads, each owning one session.
 // Implements the batcher's ModelExecutor view: how many are free, run a batch on a free one.
+// Instances are supervised: one that dies fails only the batch it was running, is restarted
+// after a backoff, and a crash loop makes the pool answer every batch with UNAVAILABLE.
 
 import type { Worker } from 'node:worker_threads';
 import type { ExecutionResult, ModelExecutor } from '../contracts/execution.js';
@@ -7,7 +9,9 @@ import type { Tensor } from '../contracts/tensors.js';
 import type { Device, FromInstanceWorker, InstanceWorkerData, SessionMetadata, ToInstanceWorker } from '../contracts/worker-messages.js';
 import { ConveyorError, ExecutionRejected, unavailable } from '../errors.js';
 import { detached, transferList } from './ort-tensors.js';
+import type { RestartPolicy } from './restart-policy.js';
 import { spawnWorker } from './spawn-worker.js';
+import { WorkerSupervisor, type SupervisionStatus } from './worker-supervisor.js';
 
 export interface InstancePoolOptions {
   readonly modelPath: string;
@@ -18,10 +22,13 @@ export interface InstancePoolOptions {
   /** For logs: model and version. */
   readonly label: string;
   readonly log: (line: string) => void;
+  /** TEST-ONLY (fault-injection.ts): passed to every instance worker. */
+  readonly faultInjection?: InstanceWorkerData['faultInjection'];
+  readonly restartPolicy?: RestartPolicy;
 }
 
 interface Instance {
-  readonly worker: Worker;
+  worker: Worker;
   busy: boolean;
   alive: boolean;
   pending?: { id: number; resolve: (r: ExecutionResult) => void; reject: (e: Error) => void };
@@ -31,14 +38,27 @@ const INSTANCE_WORKER = new URL('./instance-worker.ts', import.meta.url);
 
 export class InstancePool implements ModelExecutor {
   private readonly listeners: (() => void)[] = [];
+  private readonly supervisor: WorkerSupervisor;
   private nextId = 1;
   private idleWaiters: (() => void)[] = [];
+  private closing = false;
 
   private constructor(
     private readonly instances: Instance[],
     readonly metadata: SessionMetadata,
     readonly device: Device,
-  ) {}
+    private readonly options: InstancePoolOptions,
+    private readonly data: InstanceWorkerData,
+  ) {
+    this.supervisor = new WorkerSupervisor({
+      label: `${options.label} instance`, numWorkers: instances.length, log: options.log,
+      respawn: (slot) => this.respawn(slot),
+      // Queued requests must not wait for an instance that will never come back.
+      onGiveUp: () => this.released(),
+      ...(options.restartPolicy ? { policy: options.restartPolicy } : {}),
+    });
+    instances.forEach((instance) => this.watch(instance));
+  }
 
   /** Starts every instance and resolves once all have loaded the model (rejects if any fails). */
   static async start(options: InstancePoolOptions): Promise<InstancePool> {
@@ -47,6 +67,7 @@ export class InstancePool implements ModelExecutor {
       device: options.device,
       intraOpNumThreads: options.intraOpNumThreads,
       label: options.label,
+      ...(options.faultInjection ? { faultInjection: options.faultInjection } : {}),
     };
     const workers = Array.from({ length: options.count }, () => spawnWorker(INSTANCE_WORKER, data));
     try {
@@ -54,13 +75,16 @@ export class InstancePool implements ModelExecutor {
       const first = ready[0]!;
       if (first.note) options.log(`${options.label}: ${first.note}`);
       const instances = workers.map((worker): Instance => ({ worker, busy: false, alive: true }));
-      const pool = new InstancePool(instances, first.metadata, first.device);
-      instances.forEach((instance) => pool.watch(instance, options));
-      return pool;
+      return new InstancePool(instances, first.metadata, first.device, options, data);
     } catch (error) {
       await Promise.all(workers.map((w) => w.terminate()));
       throw error;
     }
+  }
+
+  /** Ready, some instances restarting, or given up after a crash loop. */
+  get supervision(): SupervisionStatus {
+    return this.supervisor.status();
   }
 
   /** Per instance, whether its worker still runs (the metrics' liveness gauge). */
@@ -69,6 +93,8 @@ export class InstancePool implements ModelExecutor {
   }
 
   get freeInstances(): number {
+    // After a crash loop every batch is answered at once (with UNAVAILABLE), so none waits forever.
+    if (this.supervisor.gaveUp) return 1;
     return this.instances.filter((i) => i.alive && !i.busy).length;
   }
 
@@ -77,6 +103,7 @@ export class InstancePool implements ModelExecutor {
   }
 
   execute(inputs: readonly Tensor[], outputNames: readonly string[]): Promise<ExecutionResult> {
+    if (this.supervisor.gaveUp) return Promise.reject(unavailable(`model ${this.options.label} is unavailable: ${this.supervisor.status().reason}`));
     const instance = this.instances.find((i) => i.alive && !i.busy);
     if (!instance) return Promise.reject(unavailable('no free model instance'));
     instance.busy = true;
@@ -94,6 +121,8 @@ export class InstancePool implements ModelExecutor {
     while (this.instances.some((i) => i.busy && i.alive)) {
       await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
     }
+    this.closing = true;
+    this.supervisor.stop();
     await Promise.all(
       this.instances.map(async (instance) => {
         if (instance.alive) instance.worker.postMessage({ type: 'close' } satisfies ToInstanceWorker);
@@ -103,8 +132,14 @@ export class InstancePool implements ModelExecutor {
     );
   }
 
-  private watch(instance: Instance, options: InstancePoolOptions): void {
-    instance.worker.on('message', (message: FromInstanceWorker) => {
+  private watch(instance: Instance): void {
+    const { worker } = instance;
+    worker.on('message', (message: FromInstanceWorker) => {
+      if (message.type === 'fatal') {
+        this.crashed(instance, worker, message.message);
+        void worker.terminate();
+        return;
+      }
       const pending = instance.pending;
       if (!pending || (message.type !== 'result' && message.type !== 'error') || message.id !== pending.id) return;
       instance.pending = undefined;
@@ -113,17 +148,42 @@ export class InstancePool implements ModelExecutor {
       else pending.reject(new ExecutionRejected(`onnxruntime: ${message.message}`));
       this.released();
     });
-    const fail = (reason: string): void => {
-      if (!instance.alive) return;
-      instance.alive = false;
-      options.log(`${options.label}: instance stopped (${reason})`);
-      instance.pending?.reject(new ConveyorError('INTERNAL', `model instance stopped: ${reason}`));
-      instance.pending = undefined;
-      instance.busy = false;
-      this.released();
-    };
-    instance.worker.on('error', (error) => fail(error.message));
-    instance.worker.on('exit', (code) => fail(`exit code ${code}`));
+    worker.on('error', (error) => this.crashed(instance, worker, `uncaught error: ${error.message}`));
+    worker.on('exit', (code) => this.crashed(instance, worker, `worker exited with code ${code}`));
+  }
+
+  /** The first report of `worker`'s death fails only the batch it was running. */
+  private crashed(instance: Instance, worker: Worker, cause: string): void {
+    if (instance.worker !== worker || !instance.alive || this.closing) return;
+    instance.alive = false;
+    worker.removeAllListeners('message');
+    this.options.log(`${this.options.label}: instance stopped (${cause})`);
+    const slot = this.instances.indexOf(instance);
+    instance.pending?.reject(unavailable(`model instance ${this.options.label}/${slot} crashed (${cause}) while running this request's batch; retry later`));
+    instance.pending = undefined;
+    instance.busy = false;
+    this.supervisor.crashed(slot, cause);
+    this.released();
+  }
+
+  /** A fresh worker (and session) in the dead instance's slot; the supervisor calls it after the backoff. */
+  private async respawn(slot: number): Promise<void> {
+    const worker = spawnWorker(INSTANCE_WORKER, this.data);
+    try {
+      await waitReady(worker);
+    } catch (error) {
+      await worker.terminate();
+      throw error;
+    }
+    if (this.closing) {
+      await worker.terminate();
+      return;
+    }
+    const instance = this.instances[slot]!;
+    instance.worker = worker;
+    instance.alive = true;
+    this.watch(instance);
+    this.released();
   }
 
   private released(): void {
@@ -151,11 +211,17 @@ function waitReady(worker: Worker): Promise<{ metadata: SessionMetadata; device:
       cleanup();
       reject(new ConveyorError('INTERNAL', `model instance failed to start: ${error.message}`));
     };
+    const onExit = (code: number): void => {
+      cleanup();
+      reject(new ConveyorError('INTERNAL', `model instance exited (${code}) while starting`));
+    };
     const cleanup = (): void => {
       worker.off('message', onMessage);
       worker.off('error', onError);
+      worker.off('exit', onExit);
     };
     worker.on('message', onMessage);
     worker.on('error', onError);
+    worker.on('exit', onExit);
   });
 }

@@ -61,7 +61,7 @@ export class ConveyorService implements InferenceService {
   }
 
   modelMetadata(name: string, version?: string): ModelMetadata {
-    const served = this.manager.resolve(name, version);
+    const served = this.manager.loaded(name, version);
     const { config } = served;
     const describe = (t: ModelConfig['input'][number]) => ({ name: t.name, datatype: wireDataType(t.data_type), shape: wireShape(config, t) });
     const versions = version
@@ -77,11 +77,11 @@ export class ConveyorService implements InferenceService {
   }
 
   modelConfig(name: string, version?: string): ModelConfig {
-    return this.manager.resolve(name, version).config;
+    return this.manager.loaded(name, version).config;
   }
 
   modelStatistics(name?: string, version?: string): ModelStatistics[] {
-    if (name !== undefined) this.manager.resolve(name, version); // unknown model / version → error
+    if (name !== undefined) this.manager.loaded(name, version); // unknown model / version → error
     return this.manager
       .servedModels()
       .filter((m) => (name === undefined || m.name === name) && (!version || String(m.version) === version))

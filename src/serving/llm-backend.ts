@@ -14,6 +14,7 @@ import { MODEL_FILE_NAMES } from '../engine/input-processor-files.js';
 import { confinedPath, existingConfinedFile, redactPaths } from '../repository/confine.js';
 import { OutputProcessor, type GenerationEvent } from '../engine/output-processor.js';
 import { ConveyorError, invalidArg, unavailable } from '../errors.js';
+import { faultInjectionOf } from '../runtime/fault-injection.js';
 import { finishedRequest, NO_LLM_METRICS, type FinishedRequest, type LlmEngineMetrics, type LlmMetricsObserver } from '../metrics/index.js';
 import type { SequenceUpdate } from '../contracts/generate.js';
 import type { BackendLoadRequest, ServedModel } from './served-model.js';
@@ -46,6 +47,8 @@ export async function loadLlmModel(request: BackendLoadRequest): Promise<LlmMode
   // The tokenizer and config files have fixed names; a link among them must not lead out either.
   for (const name of MODEL_FILE_NAMES) await confinedPath(versionRoot, name, 'model file');
   const maxModelLen = parameter(config, 'max_model_len');
+  const log = (line: string): void => request.log(`${request.name}:${request.version}: ${line}`);
+  const faultInjection = faultInjectionOf(config, 'step', log);
   const chatSpecialTokens = parameter(config, 'chat_special_tokens') ?? 'text';
   if (chatSpecialTokens !== 'text' && chatSpecialTokens !== 'special') throw invalidArg(`parameter chat_special_tokens must be text or special, got '${chatSpecialTokens}'`);
   const limits = request.limits ?? DEFAULT_LIMITS;
@@ -68,8 +71,10 @@ export async function loadLlmModel(request: BackendLoadRequest): Promise<LlmMode
       kvCacheBytes: positiveInt(config, 'kv_cache_bytes', 256 * 2 ** 20),
       enablePrefixCaching: parameter(config, 'enable_prefix_caching') !== 'false',
       sampleableVocabSize: processor.info.vocabSize,
+      ...(faultInjection ? { faultInjection } : {}),
     },
-    (line) => request.log(`${request.name}:${request.version}: ${line}`),
+    log,
+    { label: `'${request.name}' version ${request.version}` },
   );
   const metrics = request.llmMetrics ?? NO_LLM_METRICS;
   const engineMetrics = metrics.attach(request.name);
@@ -182,6 +187,10 @@ export class LlmModel implements ServedModel {
 
   workersAlive(): boolean[] {
     return [this.engine.alive];
+  }
+
+  supervision() {
+    return this.engine.supervision;
   }
 
   async close(): Promise<void> {

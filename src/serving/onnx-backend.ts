@@ -11,6 +11,7 @@ import { DynamicBatcher } from '../batcher/dynamic-batcher.js';
 import { asConveyorError, ConveyorError, invalidArg } from '../errors.js';
 import { completeFromModelMetadata } from '../repository/config/index.js';
 import { confinedPath, existingConfinedFile, redactPaths, type ConfinementRoot } from '../repository/confine.js';
+import { faultInjectionOf } from '../runtime/fault-injection.js';
 import { InstancePool } from '../runtime/instance-pool.js';
 import { classify } from './classification.js';
 import type { BackendLoadRequest, ServedModel } from './served-model.js';
@@ -53,9 +54,10 @@ export async function loadOnnxModel(request: BackendLoadRequest): Promise<Served
   const model = await existingConfinedFile(versionRoot, modelFileFor(request.config), 'model file');
   const ranges = inputRangesFromHfConfig(await readHfConfig(versionRoot), request.config);
   const plan = instancePlan(request.config);
+  const faultInjection = faultInjectionOf(request.config, 'execution', request.log);
   const pool = await InstancePool.start({
     modelPath: model.path, count: plan.count, device: plan.device, intraOpNumThreads: plan.threads,
-    label: `${request.name}:${request.version}`, log: request.log,
+    label: `${request.name}:${request.version}`, log: request.log, ...(faultInjection ? { faultInjection } : {}),
   }).catch((error: unknown) => {
     // onnxruntime quotes the path it was given; messages name it relative to the repository.
     const e = asConveyorError(error);
@@ -141,6 +143,10 @@ class OnnxModel implements ServedModel {
 
   workersAlive(): readonly boolean[] {
     return this.pool.workersAlive;
+  }
+
+  supervision() {
+    return this.pool.supervision;
   }
 
   async close(): Promise<void> {

@@ -6,6 +6,7 @@ import type { ModelConfig } from '../contracts/model-config.js';
 import type { FailureReason } from '../batcher/stats.js';
 import type { LlmMetricsObserver } from '../metrics/index.js';
 import type { ResourceLimits } from '../config/limits.js';
+import type { SupervisionStatus } from '../runtime/worker-supervisor.js';
 
 export interface ServedModel {
   readonly name: string;
@@ -20,6 +21,8 @@ export interface ServedModel {
   pendingRequests?(): number;
   /** One entry per worker thread (instance or engine): true while it runs. */
   workersAlive?(): readonly boolean[];
+  /** Whether its workers run, restart after a crash, or crash-looped (read at every readiness check). */
+  supervision?(): SupervisionStatus;
   /** Stops taking requests (UNAVAILABLE), lets queued and running ones finish, frees the instances. */
   close(): Promise<void>;
 }

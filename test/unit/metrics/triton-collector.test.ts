@@ -80,6 +80,14 @@ describe('Triton metrics from statistics snapshots', () => {
     expect(m.value('conveyor_worker_alive', { ...labels, worker: '1' })).toBe(0);
   });
 
+  it('counts worker restarts from the supervisor, only for models that are supervised', async () => {
+    const supervised: ModelSnapshotSource = { ...full, supervision: () => ({ restarts: 3 }) };
+    const m = await scrape(() => [supervised, { statistics: () => snapshot('llm') }]);
+    expect(m.value('conveyor_worker_restarts_total', labels)).toBe(3);
+    expect(m.types.get('conveyor_worker_restarts_total')).toBe('counter');
+    expect(m.all('conveyor_worker_restarts_total', { model: 'llm', version: '1' })).toEqual([]);
+  });
+
   it('reads at scrape time: models come and go with the served set, values follow the snapshot', async () => {
     let served: ModelSnapshotSource[] = [full];
     let count = 14;

@@ -43,20 +43,26 @@ export function decodeJsonData(name: string, datatype: DataType, shape: readonly
 
 type Fail = (index: number, problem: string) => Error;
 
+/** Row-major leaves of nested arrays, walked with an explicit stack: the nesting depth is the client's choice. */
 function flatten(data: unknown[]): unknown[] {
   if (!data.some(Array.isArray)) return data;
   const out: unknown[] = [];
-  const visit = (items: unknown[]): void => {
-    for (const item of items) {
-      if (Array.isArray(item)) visit(item);
-      else out.push(item);
+  const stack: { items: unknown[]; next: number }[] = [{ items: data, next: 0 }];
+  while (stack.length > 0) {
+    const top = stack[stack.length - 1]!;
+    if (top.next === top.items.length) {
+      stack.pop();
+      continue;
     }
-  };
-  visit(data);
+    const item = top.items[top.next++];
+    if (Array.isArray(item)) stack.push({ items: item, next: 0 });
+    else out.push(item);
+  }
   return out;
 }
 
-const describe = (value: unknown): string => (typeof value === 'bigint' ? value.toString() : JSON.stringify(value));
+/** A request value for an error message; JSON.stringify alone throws on the bigints parseJson revives. */
+export const describe = (value: unknown): string => (typeof value === 'bigint' ? value.toString() : String(JSON.stringify(value)));
 
 function toBool(values: unknown[], fail: Fail): Uint8Array {
   const out = new Uint8Array(values.length);

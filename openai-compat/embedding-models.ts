@@ -61,7 +61,7 @@ export class EmbeddingModels {
     const key = `${model.name}/${model.version}`;
     let loading = this.tokenizers.get(key);
     if (!loading) {
-      loading = loadTokenizer(join(this.repository, model.name, model.version));
+      loading = loadEncoderTokenizer(join(this.repository, model.name, model.version));
       // A failed load (files missing) is retried by the next request rather than cached.
       loading.catch(() => this.tokenizers.delete(key));
       this.tokenizers.set(key, loading);
@@ -70,7 +70,8 @@ export class EmbeddingModels {
   }
 }
 
-async function loadTokenizer(dir: string): Promise<EncoderTokenizer> {
+/** The tokenizer of an encoder's version directory, with its vocabulary size and length limit. */
+export async function loadEncoderTokenizer(dir: string): Promise<EncoderTokenizer> {
   let files;
   try {
     files = await readModelFiles(dir);

@@ -93,11 +93,20 @@ export function ownRecord(entries: Iterable<readonly [string, unknown]>): Record
 
 /**
  * An object from optional fields (each present or not) plus, sometimes, an extra key: a
- * prototype name or a random one. Missing fields stay absent rather than undefined.
+ * prototype name or a random one. Missing fields stay absent rather than undefined. `required`
+ * fields are nearly always present, the others only with `presence` probability.
  */
-export function objectOf(fields: Readonly<Record<string, fc.Arbitrary<unknown>>>, extraKeys: fc.Arbitrary<string> = fc.oneof(fc.constantFrom(...PROTOTYPE_KEYS), fc.string({ maxLength: 8 }))): fc.Arbitrary<Record<string, unknown>> {
-  const entries = Object.entries(fields).map(([key, arb]) => fc.option(arb.map((v) => [key, v] as const), { nil: undefined, freq: 4 }));
-  const extra = fc.option(fc.tuple(extraKeys, weirdValue), { nil: undefined, freq: 3 });
+export function objectOf(
+  fields: Readonly<Record<string, fc.Arbitrary<unknown>>>,
+  extraKeys: fc.Arbitrary<string> = fc.oneof(fc.constantFrom(...PROTOTYPE_KEYS), fc.string({ maxLength: 8 })),
+  { required = Object.keys(fields), presence = 0.25 }: { readonly required?: readonly string[]; readonly presence?: number } = {},
+): fc.Arbitrary<Record<string, unknown>> {
+  const entries = Object.entries(fields).map(([key, arb]) => {
+    const absentWeight = required.includes(key) ? 1 : Math.max(1, Math.round((1 - presence) / presence));
+    const presentWeight = required.includes(key) ? 12 : 1;
+    return fc.oneof({ weight: absentWeight, arbitrary: fc.constant(undefined) }, { weight: presentWeight, arbitrary: arb.map((v) => [key, v] as const) });
+  });
+  const extra = fc.option(fc.tuple(extraKeys, weirdValue), { nil: undefined, freq: 4 });
   return fc.tuple(fc.tuple(...entries), extra).map(([present, more]) => ownRecord([...present.filter((e) => e !== undefined), ...(more ? [more] : [])]));
 }
 

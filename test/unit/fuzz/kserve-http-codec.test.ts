@@ -14,23 +14,7 @@ import { decodeInferRequest, parseHeaderLength } from '../../../src/server/http/
 import { parseJson } from '../../../src/server/http/codec/json-body.js';
 import { decodeJsonData } from '../../../src/server/http/codec/json-tensor.js';
 import { decodeRawInferRequest } from '../../../src/server/http/codec/raw-request.js';
-import { extremeNumber, maybe, mutatedText, nested, objectOf, outcome, ownRecord, PROTOTYPE_KEYS, runs, trickyString, weirdValue } from './support.js';
-
-const DATATYPES: readonly DataType[] = ['BOOL', 'UINT8', 'UINT16', 'UINT32', 'UINT64', 'INT8', 'INT16', 'INT32', 'INT64', 'FP16', 'FP32', 'FP64', 'BF16', 'BYTES'];
-const BYTES_PER: Readonly<Record<string, number>> = { BOOL: 1, UINT8: 1, INT8: 1, UINT16: 2, INT16: 2, FP16: 2, BF16: 2, UINT32: 4, INT32: 4, FP32: 4, UINT64: 8, INT64: 8, FP64: 8 };
-
-/** Exact element count, so a codec's float arithmetic cannot agree with itself by accident. */
-const exactCount = (shape: readonly number[]): bigint => shape.reduce((n, d) => n * BigInt(d), 1n);
-
-/** A decoded tensor is consistent: known datatype, storage of the right kind, one element per shape slot. */
-function expectConsistentTensor(tensor: Tensor): void {
-  expect(DATATYPES).toContain(tensor.datatype);
-  for (const dim of tensor.shape) expect(Number.isSafeInteger(dim) && dim >= 0).toBe(true);
-  const length = Array.isArray(tensor.data) ? tensor.data.length : tensor.data.length;
-  expect(BigInt(length)).toBe(exactCount(tensor.shape));
-  if (tensor.datatype === 'BYTES') expect(Array.isArray(tensor.data)).toBe(true);
-  else expect((tensor.data as { BYTES_PER_ELEMENT: number }).BYTES_PER_ELEMENT).toBe(BYTES_PER[tensor.datatype]);
-}
+import { BYTES_PER_ELEMENT, DATATYPES, exactCount, expectConsistentTensor, extremeNumber, maybe, mutatedText, nested, objectOf, outcome, ownRecord, PROTOTYPE_KEYS, runs, trickyString, weirdValue } from './support.js';
 
 const dim = fc.oneof({ weight: 6, arbitrary: fc.integer({ min: 0, max: 4 }) }, { weight: 1, arbitrary: fc.constantFrom(-1, 2 ** 31, 2 ** 32 + 1, 2 ** 53 - 1, 2 ** 53, 1.5) });
 const shapeArb = fc.array(dim, { maxLength: 4 });
@@ -73,7 +57,7 @@ interface InputPlan {
 const inputPlan: fc.Arbitrary<InputPlan> = fc
   .tuple(fc.constantFrom(...DATATYPES), shapeArb, fc.constantFrom('a', 'b', 'c', '', ...PROTOTYPE_KEYS), fc.boolean())
   .chain(([datatype, shape, name, binary]) => {
-    const size = datatype === 'BYTES' ? 0 : plannedCount(shape) * (BYTES_PER[datatype] ?? 1);
+    const size = datatype === 'BYTES' ? 0 : plannedCount(shape) * (BYTES_PER_ELEMENT[datatype] ?? 1);
     const bytes = fc.oneof(
       { weight: 4, arbitrary: fc.uint8Array({ minLength: size, maxLength: size }) },
       { weight: 2, arbitrary: fc.array(fc.uint8Array({ maxLength: 5 }), { maxLength: 4 }).map(lengthPrefixed) },

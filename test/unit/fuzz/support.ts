@@ -6,6 +6,7 @@
 
 import fc from 'fast-check';
 import { expect } from 'vitest';
+import type { DataType, Tensor } from '../../../src/contracts/tensors.js';
 import { ConveyorError, type ErrorCode } from '../../../src/errors.js';
 
 /** Codes a bad request may earn; INTERNAL (a 500) for client input is itself a bug. */
@@ -130,4 +131,20 @@ export function jsonText(value: unknown): string {
   } catch {
     return '[]';
   }
+}
+
+export const DATATYPES: readonly DataType[] = ['BOOL', 'UINT8', 'UINT16', 'UINT32', 'UINT64', 'INT8', 'INT16', 'INT32', 'INT64', 'FP16', 'FP32', 'FP64', 'BF16', 'BYTES'];
+export const BYTES_PER_ELEMENT: Readonly<Record<string, number>> = { BOOL: 1, UINT8: 1, INT8: 1, UINT16: 2, INT16: 2, FP16: 2, BF16: 2, UINT32: 4, INT32: 4, FP32: 4, UINT64: 8, INT64: 8, FP64: 8 };
+
+/** Exact element count, so a codec's float arithmetic cannot agree with itself by accident. */
+export const exactCount = (shape: readonly number[]): bigint => shape.reduce((n, d) => n * BigInt(d), 1n);
+
+/** A decoded tensor is consistent: known datatype, storage of the right kind, one element per shape slot, BOOL bytes 0 or 1. */
+export function expectConsistentTensor(tensor: Tensor): void {
+  expect(DATATYPES).toContain(tensor.datatype);
+  for (const dim of tensor.shape) expect(Number.isSafeInteger(dim) && dim >= 0).toBe(true);
+  expect(BigInt(tensor.data.length)).toBe(exactCount(tensor.shape));
+  if (tensor.datatype === 'BYTES') expect(Array.isArray(tensor.data)).toBe(true);
+  else expect((tensor.data as { BYTES_PER_ELEMENT: number }).BYTES_PER_ELEMENT).toBe(BYTES_PER_ELEMENT[tensor.datatype]);
+  if (tensor.datatype === 'BOOL') for (const b of tensor.data as Uint8Array) expect(b <= 1).toBe(true);
 }

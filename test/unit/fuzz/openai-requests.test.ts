@@ -17,7 +17,7 @@ import {
 } from '../../../openai-compat/request-fields.js';
 import { InputProcessor, type ProcessedRequest } from '../../../src/engine/input-processor.js';
 import type { GenerateInput } from '../../../src/serving/llm-backend.js';
-import { extremeNumber, maybe, objectOf, outcome, ownRecord, PROTOTYPE_KEYS, runs, trickyString, weirdValue } from './support.js';
+import { extremeNumber, jsonText, maybe, objectOf, outcome, ownRecord, PROTOTYPE_KEYS, runs, trickyString, weirdValue } from './support.js';
 
 const REPOSITORY = join(process.cwd(), 'models/repository');
 let qwen3: InputProcessor;
@@ -89,13 +89,16 @@ const completionBody = objectOf({
   add_special_tokens: maybe(fc.boolean()),
 }, extraKeys, { required: ['model', 'prompt'] });
 
+/** The body as fastify's JSON parser hands it over: what JSON can carry (no bigints, NaN or undefined). */
+const asParsedJson = (value: unknown): unknown => JSON.parse(jsonText(value));
+
 /** What each route checks before it prepares choices, then what model.prepare() runs. */
 function prepare(input: GenerateInput): ProcessedRequest {
   return qwen3.process({ ...input, id: 'fuzz', arrivalTimeMs: 0 });
 }
 
 function validateChat(raw: unknown): ProcessedRequest {
-  const body = requireObject(raw);
+  const body = requireObject(asParsedJson(raw));
   checkFields(body, CHAT_FIELDS);
   checkNoOps(body);
   requireModel(body);
@@ -105,7 +108,7 @@ function validateChat(raw: unknown): ProcessedRequest {
 }
 
 function validateCompletion(raw: unknown): ProcessedRequest[] {
-  const body: Body = requireObject(raw);
+  const body: Body = requireObject(asParsedJson(raw));
   checkFields(body, COMPLETION_FIELDS);
   checkNoOps(body);
   requireModel(body);
@@ -168,7 +171,7 @@ describe('OpenAI request fuzzing', () => {
     const input = fc.oneof(fc.string({ maxLength: 16 }), fc.array(fc.oneof(fc.string({ maxLength: 8 }), tokenIds.map((ids) => ids.map((id) => id % 40_000)), weirdValue), { maxLength: 4 }), tokenIds, weirdValue);
     fc.assert(
       fc.property(input, fc.boolean(), (value, addSpecial) => {
-        const result = outcome(() => tokenizeInputs(value, bert, addSpecial));
+        const result = outcome(() => tokenizeInputs(asParsedJson(value), bert, addSpecial));
         if (!result.ok) return;
         for (const ids of result.value) {
           expect(ids.length).toBeLessThanOrEqual(bert.maxLength);

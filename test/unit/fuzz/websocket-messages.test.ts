@@ -9,7 +9,7 @@ import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { InputProcessor } from '../../../src/engine/input-processor.js';
 import { errorMessage, MAX_ID_LENGTH, parseClientMessage, peekId } from '../../../src/server/http/websocket/messages.js';
-import { jsonText, maybe, mutatedText, objectOf, outcome, PROTOTYPE_KEYS, runs, weirdValue } from './support.js';
+import { jsonText, maybe, mutatedText, objectOf, outcome, ownRecord, PROTOTYPE_KEYS, runs, weirdValue } from './support.js';
 
 let qwen3: InputProcessor;
 beforeAll(async () => {
@@ -17,13 +17,11 @@ beforeAll(async () => {
 });
 
 const id = maybe(fc.oneof(fc.string({ minLength: 1, maxLength: 8 }), fc.constant('x'.repeat(MAX_ID_LENGTH + 1))), 8);
-const generate = objectOf({
+const fields = objectOf({
   type: maybe(fc.constantFrom('generate', 'cancel', 'Generate'), 10),
   id,
   model: maybe(fc.constant('qwen3'), 8),
   version: maybe(fc.constantFrom('1', ''), 3),
-  messages: maybe(fc.array(objectOf({ role: maybe(fc.constantFrom('user', 'system', 'assistant')), content: maybe(fc.string({ maxLength: 8 })) }), { minLength: 1, maxLength: 2 }), 6),
-  prompt: maybe(fc.oneof(fc.string({ maxLength: 10 }), fc.array(fc.nat({ max: 160_000 }), { maxLength: 4 })), 6),
   chat_template_kwargs: maybe(objectOf({ enable_thinking: maybe(fc.boolean()) }), 3),
   add_special_tokens: maybe(fc.boolean()),
   priority: maybe(fc.integer({ min: -3, max: 3 })),
@@ -34,6 +32,13 @@ const generate = objectOf({
   top_logprobs: maybe(fc.nat({ max: 25 })),
   seed: maybe(fc.integer()),
 }, fc.oneof(fc.constantFrom(...PROTOTYPE_KEYS), fc.string({ maxLength: 6 })), { required: ['type', 'id', 'model'], presence: 0.3 });
+
+const messages = maybe(fc.array(objectOf({ role: maybe(fc.constantFrom('user', 'system', 'assistant'), 8), content: maybe(fc.string({ maxLength: 8 }), 8) }, undefined, { required: ['role', 'content'] }), { minLength: 1, maxLength: 2 }), 8);
+const prompt = maybe(fc.oneof(fc.string({ minLength: 1, maxLength: 10 }), fc.array(fc.nat({ max: 160_000 }), { maxLength: 4 })), 8);
+
+/** Usually exactly one of messages and prompt, as the protocol asks; now and then both or neither. */
+const generate = fc.tuple(fields, fc.oneof({ weight: 8, arbitrary: fc.oneof(messages.map((m) => [['messages', m]] as const), prompt.map((p) => [['prompt', p]] as const)) }, { weight: 1, arbitrary: fc.tuple(messages, prompt).map(([m, p]) => [['messages', m], ['prompt', p]] as const) }, { weight: 1, arbitrary: fc.constant([] as const) }))
+  .map(([base, extra]) => ownRecord([...Object.entries(base), ...extra]));
 
 const frame = fc.oneof(
   { weight: 6, arbitrary: generate.map(jsonText) },

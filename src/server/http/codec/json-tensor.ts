@@ -61,8 +61,9 @@ function flatten(data: unknown[]): unknown[] {
   return out;
 }
 
-/** A request value for an error message; JSON.stringify alone throws on the bigints parseJson revives. */
-export const describe = (value: unknown): string => (typeof value === 'bigint' ? value.toString() : String(JSON.stringify(value)));
+/** A request value for an error message; JSON.stringify alone throws on the bigints parseJson revives, at any depth. */
+export const describe = (value: unknown): string =>
+  typeof value === 'bigint' ? value.toString() : String(JSON.stringify(value, (_key, v: unknown) => (typeof v === 'bigint' ? v.toString() : v)));
 
 function toBool(values: unknown[], fail: Fail): Uint8Array {
   const out = new Uint8Array(values.length);

@@ -79,21 +79,32 @@ function messageDoc(type: MessageType, depth: number): fc.Arbitrary<Doc> {
 
 const field = (name: string) => MODEL_CONFIG.fields.find((f) => f.name === name)!;
 
-/** A ModelConfig document: most of the time a plausible served model plus random fields. */
+/** A tensor section that validates: one named FP32 tensor with fixed dims. */
+const plainTensors = (name: string): readonly [string, Doc] => [name === 'input' ? 'input' : 'output', {
+  kind: 'list',
+  items: [{ kind: 'message', fields: [['name', quoted(name === 'input' ? 'x' : 'y')], ['data_type', scalar('TYPE_FP32', 'TYPE_FP32')], ['dims', { kind: 'list', items: [scalar('2', 2)] }]] }],
+}];
+
+/** Tensors that validate most of the time, else generated from the schema, else none. */
+const tensorSection = (name: 'input' | 'output') => fc.oneof(
+  { weight: 4, arbitrary: fc.constant(plainTensors(name)) },
+  { weight: 2, arbitrary: fieldDoc(field(name), 3) },
+  { weight: 1, arbitrary: fc.constant(undefined) },
+);
+
+/** A ModelConfig document: usually a plausible served model plus a few fields generated from the schema. */
 const configDoc: fc.Arbitrary<Doc> = fc
   .tuple(
-    fc.constantFrom('onnxruntime', 'llm', 'tensorflow', '', ...PROTOTYPE_KEYS),
-    fc.option(fieldDoc(field('input'), 3), { nil: undefined }),
-    fc.option(fieldDoc(field('output'), 3), { nil: undefined }),
-    fc.option(fc.constantFrom(...INTEGERS.slice(0, 8)), { nil: undefined }),
-    messageDoc(MODEL_CONFIG, 4),
+    fc.oneof({ weight: 6, arbitrary: fc.constantFrom('onnxruntime', 'llm') }, { weight: 1, arbitrary: fc.constantFrom('tensorflow', '', ...PROTOTYPE_KEYS) }),
+    tensorSection('input'),
+    tensorSection('output'),
+    fc.array(fc.constantFrom(...MODEL_CONFIG.fields).chain((spec) => fieldDoc(spec, 4)), { maxLength: 3 }),
   )
-  .map(([backend, input, output, maxBatch, rest]): Doc => {
+  .map(([backend, input, output, rest]): Doc => {
     const fields: (readonly [string, Doc])[] = [['backend', quoted(backend)]];
     if (input) fields.push(input);
     if (output) fields.push(output);
-    if (maxBatch) fields.push(['max_batch_size', maxBatch]);
-    if (rest.kind === 'message') fields.push(...rest.fields.filter(([name]) => !fields.some(([taken]) => taken === name)));
+    fields.push(...rest.filter(([name]) => !fields.some(([taken]) => taken === name)));
     return { kind: 'message', fields };
   });
 

@@ -115,12 +115,13 @@ const generateRequest: fc.Arbitrary<WireGenerateRequest> = fc.record({
   return { ...rest, ...(prompt ? { prompt, [prompt]: { text, chat, tokens }[prompt] } : {}) } as WireGenerateRequest;
 });
 
-/** Bytes: a serialized structured message with a few byte-level mutations, or plain noise. */
+/** Bytes: a serialized structured message, as is or with a few byte-level mutations, or plain noise. */
 function mutatedBytes<T>(message: fc.Arbitrary<T>, serialize: (value: T) => Buffer): fc.Arbitrary<Buffer> {
   const edit = fc.tuple(fc.nat(), fc.nat({ max: 255 }), fc.constantFrom('flip', 'insert', 'delete', 'truncate'));
   const encoded = message.map((m) => outcomeOrEmpty(() => serialize(m)));
   return fc.oneof(
-    { weight: 3, arbitrary: fc.tuple(encoded, fc.array(edit, { maxLength: 4 })).map(([bytes, edits]) => edits.reduce(applyEdit, bytes)) },
+    { weight: 2, arbitrary: encoded },
+    { weight: 3, arbitrary: fc.tuple(encoded, fc.array(edit, { minLength: 1, maxLength: 4 })).map(([bytes, edits]) => edits.reduce(applyEdit, bytes)) },
     { weight: 1, arbitrary: fc.uint8Array({ maxLength: 64 }).map((b) => Buffer.from(b)) },
   );
 }

@@ -53,13 +53,10 @@ const commonFields = {
   priority: maybe(fc.integer({ min: -5, max: 5 })),
   cache_salt: maybe(fc.string({ maxLength: 4 })),
   user: maybe(fc.string({ maxLength: 4 })),
-  tools: maybe(fc.constant([]), 2),
-  response_format: maybe(fc.constantFrom({ type: 'text' }, { type: 'json_object' }), 2),
-  service_tier: maybe(fc.constantFrom('auto', 'default', 'flex'), 2),
 };
 
-/** Extra keys: prototype members, fields this server refuses, and unknown names. */
-const extraKeys = fc.oneof(fc.constantFrom(...PROTOTYPE_KEYS, 'best_of', 'suffix', 'store', 'echo', 'audio', 'guided_json', 'functions', 'metadata'), fc.string({ maxLength: 6 }));
+/** Extra keys (with weird values): prototype members, fields this server refuses or ignores, and unknown names. */
+const extraKeys = fc.oneof(fc.constantFrom(...PROTOTYPE_KEYS, 'best_of', 'suffix', 'store', 'echo', 'audio', 'guided_json', 'functions', 'metadata', 'tools', 'response_format', 'service_tier', 'modalities'), fc.string({ maxLength: 6 }));
 
 const contentPart = objectOf({ type: maybe(fc.constantFrom('text', 'image_url'), 8), text: maybe(fc.string({ maxLength: 8 }), 8) });
 const message = objectOf({
@@ -68,7 +65,7 @@ const message = objectOf({
   name: maybe(fc.string({ maxLength: 4 }), 2),
   tool_calls: maybe(fc.constant([]), 1),
   reasoning_content: maybe(fc.string({ maxLength: 4 }), 1),
-});
+}, undefined, { required: ['role', 'content'] });
 
 const chatBody = objectOf({
   ...commonFields,

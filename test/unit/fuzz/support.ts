@@ -107,8 +107,13 @@ export function objectOf(
     const presentWeight = required.includes(key) ? 12 : 1;
     return fc.oneof({ weight: absentWeight, arbitrary: fc.constant(undefined) }, { weight: presentWeight, arbitrary: arb.map((v) => [key, v] as const) });
   });
-  const extra = fc.option(fc.tuple(extraKeys, weirdValue), { nil: undefined, freq: 4 });
+  const extra = sometimes(fc.tuple(extraKeys, weirdValue), 4);
   return fc.tuple(fc.tuple(...entries), extra).map(([present, more]) => ownRecord([...present.filter((e) => e !== undefined), ...(more ? [more] : [])]));
+}
+
+/** `arb` once in `every` draws, else undefined (fc.option's freq sets how often it is *absent*). */
+export function sometimes<T>(arb: fc.Arbitrary<T>, every: number): fc.Arbitrary<T | undefined> {
+  return fc.oneof({ weight: every - 1, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: arb });
 }
 
 /** Text with a few random edits (deletes, inserts, swaps) so a near-valid document breaks anywhere. */

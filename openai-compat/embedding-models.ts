@@ -62,7 +62,7 @@ export class EmbeddingModels {
     const key = `${model.name}/${model.version}`;
     let loading = this.tokenizers.get(key);
     if (!loading) {
-      loading = loadTokenizer({ dir: join(this.repository, model.name, model.version), display: key });
+      loading = loadEncoderTokenizer({ dir: join(this.repository, model.name, model.version), display: key });
       // A failed load (files missing) is retried by the next request rather than cached.
       loading.catch(() => this.tokenizers.delete(key));
       this.tokenizers.set(key, loading);
@@ -71,7 +71,8 @@ export class EmbeddingModels {
   }
 }
 
-async function loadTokenizer(versionRoot: ConfinementRoot): Promise<EncoderTokenizer> {
+/** The tokenizer of an encoder's version directory, with its vocabulary size and length limit. */
+export async function loadEncoderTokenizer(versionRoot: ConfinementRoot): Promise<EncoderTokenizer> {
   let files;
   try {
     // Fixed names, but a link among them must not lead out of the version directory.

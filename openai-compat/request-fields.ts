@@ -72,7 +72,8 @@ const UNSUPPORTED: Readonly<Record<string, (value: unknown) => boolean>> = {
 export function checkFields(body: Body, allowed: ReadonlySet<string>): void {
   for (const [key, value] of Object.entries(body)) {
     if (allowed.has(key)) continue;
-    const refuses = UNSUPPORTED[key];
+    // Own keys only: 'hasOwnProperty' or 'valueOf' would otherwise find Object.prototype's methods.
+    const refuses = Object.hasOwn(UNSUPPORTED, key) ? UNSUPPORTED[key] : undefined;
     if (refuses === undefined) throw unknownParameter(key);
     if (value !== undefined && value !== null && refuses(value)) throw unsupportedParameter(key);
   }

@@ -2,6 +2,13 @@
 // is applied. Every node keeps where it started so schema errors can point at it.
 import type { Pos } from './locate.js';
 
+/**
+ * Deepest message nesting either reader accepts (protobuf's TextFormat parser defaults to the
+ * same 100). ModelConfig itself nests about 6 deep; the limit keeps a hostile document from
+ * exhausting the stack of the recursive readers.
+ */
+export const MAX_NESTING_DEPTH = 100;
+
 export interface StringNode {
   readonly kind: 'string';
   /** Decoded value; adjacent literals ("a" "b") are already joined. */

@@ -37,6 +37,14 @@ export function integerLiteral(text: string, negative: boolean): bigint {
   return negative ? -value : value;
 }
 
+/**
+ * A map entry as an own property: a plain assignment of the key `__proto__` would replace the
+ * map's prototype instead (the entry vanishing, its fields showing through every lookup).
+ */
+function setEntry(record: Decoded, key: string, value: unknown): void {
+  Object.defineProperty(record, key, { value, enumerable: true, writable: true, configurable: true });
+}
+
 function findField(type: MessageType, name: string, json: boolean): FieldSpec | undefined {
   return type.fields.find((f) => f.name === name) ?? (json ? type.fields.find((f) => jsonName(f.name) === name) : undefined);
 }
@@ -97,7 +105,7 @@ class Decoder {
         if (member.list) this.fail(member.pos, `map field '${spec.name}' cannot hold a list under key "${member.name}"`);
         const key = this.mapKey(spec, member.name, member.pos);
         this.positions.set(out, `${spec.name}.${key}`, member.pos);
-        record[key] = this.value(spec, member.values[0]!, true);
+        setEntry(record, key, this.value(spec, member.values[0]!, true));
       }
       return;
     }
@@ -107,7 +115,7 @@ class Decoder {
       const entry = this.message(node, entryType);
       const key = String(entry.key ?? defaultValue(spec.mapKey === 'uint64' ? 'uint64' : 'string'));
       this.positions.set(out, `${spec.name}.${key}`, node.pos);
-      record[key] = entry.value ?? (typeof spec.type === 'object' && spec.type.kind === 'message' ? {} : defaultValue(spec.type));
+      setEntry(record, key, entry.value ?? (typeof spec.type === 'object' && spec.type.kind === 'message' ? {} : defaultValue(spec.type)));
     }
   }
 

@@ -2,7 +2,7 @@
 // sent to the repository load API is decoded and validated by the same code as a config.pbtxt.
 // Protobuf JSON conventions: objects are messages (or maps), arrays are repeated fields, and a
 // null member means "not set".
-import type { FieldNode, MessageNode, ValueNode } from './ast.js';
+import { MAX_NESTING_DEPTH, type FieldNode, type MessageNode, type ValueNode } from './ast.js';
 import { configError } from './locate.js';
 import { tokenize, type Token } from './tokenizer.js';
 
@@ -18,6 +18,7 @@ type JsonValue = ValueNode | { kind: 'array'; values: ValueNode[] } | { kind: 'n
 
 class JsonParser {
   private at = 0;
+  private depth = 0;
 
   constructor(
     private readonly tokens: readonly Token[],
@@ -67,6 +68,14 @@ class JsonParser {
 
   private object(): MessageNode {
     const open = this.next();
+    if (this.depth === MAX_NESTING_DEPTH) this.fail(open, `objects nest more than ${MAX_NESTING_DEPTH} levels deep`);
+    this.depth++;
+    const message = this.members(open);
+    this.depth--;
+    return message;
+  }
+
+  private members(open: Token): MessageNode {
     const fields: FieldNode[] = [];
     if (this.isSymbol('}')) {
       this.next();
@@ -94,6 +103,8 @@ class JsonParser {
     }
     for (;;) {
       const start = this.peek();
+      // Refused before descending, so '[[[[…' cannot recurse.
+      if (this.isSymbol('[')) this.fail(start, 'nested arrays have no protobuf meaning');
       const value = this.value();
       if (value.kind === 'array') this.fail(start, 'nested arrays have no protobuf meaning');
       if (value.kind === 'null') this.fail(start, 'null is not allowed inside an array');

@@ -6,7 +6,7 @@
 //            | name ( message | '[' [ message ( ',' message )* ] ']' )
 //   message := '{' body '}' | '<' body '>'
 //   scalar  := string+ | [ '-' ] number | [ '-' ] identifier
-import type { FieldNode, MessageNode, ValueNode } from './ast.js';
+import { MAX_NESTING_DEPTH, type FieldNode, type MessageNode, type ValueNode } from './ast.js';
 import { configError, formatPos, type Pos } from './locate.js';
 import { tokenize, type Token } from './tokenizer.js';
 
@@ -26,6 +26,7 @@ function describeToken(token: Token): string {
 
 class TextParser {
   private at = 0;
+  private depth = 0;
 
   constructor(
     private readonly tokens: readonly Token[],
@@ -149,8 +150,11 @@ class TextParser {
 
   private message(): MessageNode {
     const open = this.next();
+    if (this.depth === MAX_NESTING_DEPTH) this.fail(open, `messages nest more than ${MAX_NESTING_DEPTH} levels deep`);
     const closeText = CLOSER[open.text]!;
+    this.depth++;
     const fields = this.body({ text: closeText, open: open.pos });
+    this.depth--;
     this.next();
     return { kind: 'message', fields, pos: open.pos, json: false };
   }

@@ -23,7 +23,7 @@ export function checkSupported(config: Record<string, unknown>, loc: Locator, di
   const backend = config.backend as string;
   const platform = config.platform as string;
   if (platform === 'ensemble') loc.fail(config, 'platform', `platform 'ensemble' is not supported yet`, 'UNSUPPORTED');
-  if (backend !== '' && !(backend in SUPPORTED_BACKENDS)) {
+  if (backend !== '' && !Object.hasOwn(SUPPORTED_BACKENDS, backend)) {
     loc.fail(config, 'backend', `backend '${backend}' is not supported (Conveyor serves backends ${Object.keys(SUPPORTED_BACKENDS).map((b) => `'${b}'`).join(' and ')})`, 'UNSUPPORTED');
   }
   const platforms = Object.values(SUPPORTED_BACKENDS).filter((p) => p !== '');

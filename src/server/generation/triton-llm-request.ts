@@ -25,6 +25,9 @@ export const TRITON_LLM_INPUTS = {
 } as const satisfies Record<string, ValueKind>;
 
 export type TritonInputName = keyof typeof TRITON_LLM_INPUTS;
+
+/** Own keys only: `key in` would also take 'constructor', 'toString' and '__proto__' for inputs. */
+export const isTritonInput = (key: string): key is TritonInputName => Object.hasOwn(TRITON_LLM_INPUTS, key);
 /** Each input's single element, as received (checked and converted by buildTritonLlmRequest). */
 export type TritonInputValues = Partial<Record<TritonInputName, unknown>>;
 
@@ -64,7 +67,7 @@ export interface RequestRef {
 export function tritonInputsFromTensors(inputs: readonly Tensor[]): TritonInputValues {
   const values: TritonInputValues = {};
   for (const tensor of inputs) {
-    if (!(tensor.name in TRITON_LLM_INPUTS)) {
+    if (!isTritonInput(tensor.name)) {
       throw invalidArg(`unexpected inference input '${tensor.name}'; this model accepts ${Object.keys(TRITON_LLM_INPUTS).join(', ')}`);
     }
     const count = tensor.shape.reduce((a, b) => a * b, 1);
@@ -89,7 +92,7 @@ export function buildTritonLlmRequest(ref: RequestRef, inputs: TritonInputValues
   for (const [key, value] of Object.entries(parameters)) {
     if (key.startsWith('triton_') || RESERVED_PARAMETERS.has(key)) continue;
     // The vLLM backend's examples put stream in parameters; honour it where no tensor says otherwise.
-    if (key in TRITON_LLM_INPUTS && !(key in SAMPLING_FIELDS)) fromParameters[key as TritonInputName] = value;
+    if (isTritonInput(key) && !Object.hasOwn(SAMPLING_FIELDS, key)) fromParameters[key] = value;
     else raw[key] = value;
   }
   const merged = { ...fromParameters, ...inputs };
@@ -134,7 +137,7 @@ function samplingFromJson(text: unknown): Record<string, unknown> {
 
 /** vLLM sampling fields with their values converted; anything else is refused by name, never ignored. */
 export function samplingParams(raw: Readonly<Record<string, unknown>>): RawSamplingParams {
-  const unknown = Object.keys(raw).filter((key) => !(key in SAMPLING_FIELDS));
+  const unknown = Object.keys(raw).filter((key) => !Object.hasOwn(SAMPLING_FIELDS, key));
   if (unknown.length > 0) {
     throw invalidArg(`unsupported parameter${unknown.length > 1 ? 's' : ''}: ${unknown.join(', ')} (supported: ${Object.keys(SAMPLING_FIELDS).join(', ')})`, unknown[0]);
   }

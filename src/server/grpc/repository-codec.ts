@@ -11,7 +11,8 @@ const FILE_PREFIX = 'file:';
 
 export function loadOverrideFromWire(parameters: Record<string, WireRepositoryParameter> | undefined): LoadOverride | undefined {
   let config: string | undefined;
-  const files: Record<string, Uint8Array> = {};
+  // Entries, not assignments: `files['__proto__'] = …` would replace the table's prototype.
+  const files: [string, Uint8Array][] = [];
   for (const [key, parameter] of Object.entries(parameters ?? {})) {
     if (key === 'config') {
       if (parameter.parameter_choice !== 'string_param') throw invalidArg(`load parameter 'config' must be a string_param holding the model configuration JSON`);
@@ -21,12 +22,12 @@ export function loadOverrideFromWire(parameters: Record<string, WireRepositoryPa
       if (path === '') throw invalidArg(`load parameter '${key}' must name a file as 'file:<version>/<path>'`);
       if (parameter.parameter_choice !== 'bytes_param') throw invalidArg(`load parameter '${key}' must be a bytes_param holding the file contents`);
       const bytes = parameter.bytes_param ?? new Uint8Array(0);
-      files[path] = new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+      files.push([path, new Uint8Array(bytes.buffer, bytes.byteOffset, bytes.byteLength)]);
     }
   }
-  const hasFiles = Object.keys(files).length > 0;
+  const hasFiles = files.length > 0;
   if (config === undefined && !hasFiles) return undefined;
-  return { ...(config !== undefined ? { config } : {}), ...(hasFiles ? { files } : {}) };
+  return { ...(config !== undefined ? { config } : {}), ...(hasFiles ? { files: Object.fromEntries(files) } : {}) };
 }
 
 export function unloadOptionsFromWire(parameters: Record<string, WireRepositoryParameter> | undefined): { unloadDependents?: boolean } {

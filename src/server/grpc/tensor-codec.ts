@@ -112,7 +112,14 @@ export function dataFromRaw(name: string, datatype: DataType, count: number, raw
   }
   // A view is only legal at an offset aligned to the element size; otherwise copy once.
   const source = raw.byteOffset % size === 0 ? raw : new Uint8Array(raw);
+  if (datatype === 'BOOL') checkBoolBytes(name, source);
   return new STORAGE[datatype](source.buffer, source.byteOffset, count);
+}
+
+/** As over HTTP: a BOOL byte is 0 or 1, not any truthy value. */
+function checkBoolBytes(name: string, bytes: Uint8Array): void {
+  const bad = bytes.findIndex((b) => b > 1);
+  if (bad >= 0) throw invalidArg(`input '${name}': element ${bad} of BOOL data is ${bytes[bad]}, expected 0 or 1`);
 }
 
 /** BYTES raw form: each element is a 4-byte little-endian length followed by that many bytes. */

@@ -6,7 +6,7 @@ import type { InferRequest, Parameters, RequestedOutput } from '../../../contrac
 import type { Tensor } from '../../../contracts/tensors.js';
 import { isDataType } from './datatypes.js';
 import { decodeBinaryData } from './binary-tensor.js';
-import { decodeJsonData } from './json-tensor.js';
+import { decodeJsonData, describe } from './json-tensor.js';
 import { asCount, decodeParameters, expectObject, optionalString, parseJson } from './json-body.js';
 
 export const HEADER_LENGTH_HEADER = 'inference-header-content-length';
@@ -62,7 +62,7 @@ function decodeInput(entry: unknown, index: number, binary: Buffer, offset: numb
   const input = expectObject(entry, `input ${index}`);
   if (typeof input.name !== 'string' || input.name === '') throw invalidArg(`input ${index} needs a non-empty 'name'`);
   const name = input.name;
-  if (!isDataType(input.datatype)) throw invalidArg(`input '${name}': unknown datatype ${JSON.stringify(input.datatype)}`);
+  if (!isDataType(input.datatype)) throw invalidArg(`input '${name}': unknown datatype ${describe(input.datatype)}`);
   const datatype = input.datatype;
   const shape = decodeShape(name, input.shape);
   const parameters = decodeParameters(input.parameters, `input '${name}'`);

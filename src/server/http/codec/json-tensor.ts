@@ -43,7 +43,7 @@ export function decodeJsonData(name: string, datatype: DataType, shape: readonly
 
 type Fail = (index: number, problem: string) => Error;
 
-// Iterative, so no nesting depth can overflow the stack (bodies are also depth-checked before parsing).
+/** Row-major leaves of nested arrays, walked with an explicit stack: the nesting depth is the client's choice (bodies are also depth-checked before parsing). */
 function flatten(data: unknown[]): unknown[] {
   if (!data.some(Array.isArray)) return data;
   const out: unknown[] = [];
@@ -61,7 +61,9 @@ function flatten(data: unknown[]): unknown[] {
   return out;
 }
 
-const describe = (value: unknown): string => (typeof value === 'bigint' ? value.toString() : JSON.stringify(value));
+/** A request value for an error message; JSON.stringify alone throws on the bigints parseJson revives, at any depth. */
+export const describe = (value: unknown): string =>
+  typeof value === 'bigint' ? value.toString() : String(JSON.stringify(value, (_key, v: unknown) => (typeof v === 'bigint' ? v.toString() : v)));
 
 function toBool(values: unknown[], fail: Fail): Uint8Array {
   const out = new Uint8Array(values.length);

@@ -10,7 +10,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { asConveyorError, ConveyorError, invalidArg } from '../../../errors.js';
 import type { LlmLookup } from '../../generation/lookup.js';
-import { buildTritonLlmRequest, TRITON_LLM_INPUTS, type TritonInputName, type TritonInputValues, type TritonLlmRequest } from '../../generation/triton-llm-request.js';
+import { buildTritonLlmRequest, isTritonInput, TRITON_LLM_INPUTS, type TritonInputValues, type TritonLlmRequest } from '../../generation/triton-llm-request.js';
 import { generateTritonLlm, type TritonLlmResponse } from '../../generation/triton-llm.js';
 import { parseJson } from '../codec/json-body.js';
 import { abortOnDisconnect } from '../transport.js';
@@ -77,8 +77,8 @@ function requestFromBody(request: GenerateRequest): TritonLlmRequest {
   if (parameters !== undefined && !isObject(parameters)) throw invalidArg('parameters must be a JSON object', 'parameters');
   const inputs: TritonInputValues = {};
   for (const [key, value] of Object.entries(rest)) {
-    if (!(key in TRITON_LLM_INPUTS)) throw invalidArg(`unexpected key '${key}': not an input of this model (${Object.keys(TRITON_LLM_INPUTS).join(', ')})`, key);
-    inputs[key as TritonInputName] = Array.isArray(value) && value.length === 1 ? value[0] : value;
+    if (!isTritonInput(key)) throw invalidArg(`unexpected key '${key}': not an input of this model (${Object.keys(TRITON_LLM_INPUTS).join(', ')})`, key);
+    inputs[key] = Array.isArray(value) && value.length === 1 ? value[0] : value;
   }
   const ref = { model: request.params.model, version: versionOf(request.params), ...(id !== undefined ? { id } : {}) };
   return buildTritonLlmRequest(ref, inputs, parameters ?? {});

@@ -53,17 +53,25 @@ export function foldBatchNorm(layer: FoldableLayer, epsilon: number): FoldedConv
   return { ...layer, weight, bias };
 }
 
+/**
+ * Weights use 7 of int8's bits (ORT's quantizer calls this reduce_range). On x86 CPUs without
+ * VNNI, ORT's uint8 × int8 kernels add pairs of products in 16 bits (VPMADDUBSW), which saturate
+ * once 2 · 255 · |w| passes 32,767: with full-range weights the int8 CNN's error grew tenfold on an
+ * AVX2-only machine. |w| ≤ 63 never saturates, at a cost of one bit of weight precision.
+ */
+export const WEIGHT_LEVELS = 63;
+
 /** Symmetric int8 quantization with one scale per output channel (row of `perRow` values). */
-export function quantizePerRow(weight: Float32Array, rows: number): { values: Int8Array; scales: Float32Array } {
+export function quantizePerRow(weight: Float32Array, rows: number, levels = WEIGHT_LEVELS): { values: Int8Array; scales: Float32Array } {
   const perRow = weight.length / rows;
   const scales = new Float32Array(rows);
   const values = new Int8Array(weight.length);
   for (let r = 0; r < rows; r++) {
     let maxAbs = 0;
     for (let i = 0; i < perRow; i++) maxAbs = Math.max(maxAbs, Math.abs(weight[r * perRow + i]!));
-    const scale = maxAbs > 0 ? maxAbs / 127 : 1;
+    const scale = maxAbs > 0 ? maxAbs / levels : 1;
     scales[r] = scale;
-    for (let i = 0; i < perRow; i++) values[r * perRow + i] = Math.max(-127, Math.min(127, Math.round(weight[r * perRow + i]! / scales[r]!)));
+    for (let i = 0; i < perRow; i++) values[r * perRow + i] = Math.max(-levels, Math.min(levels, Math.round(weight[r * perRow + i]! / scales[r]!)));
   }
   return { values, scales };
 }

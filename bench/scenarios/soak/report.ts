@@ -17,6 +17,8 @@ export interface SoakRecord {
   /** After the load: KV usage once the engine had nothing left (0 = every block returned). */
   readonly kvUsageAfter: number | null;
   readonly settledAfterS: number | null;
+  /** What the engine still held when it never became idle; null when it did. */
+  readonly notIdle: string | null;
 }
 
 export interface MemoryTrend {
@@ -63,6 +65,7 @@ export function soakMetrics(record: SoakRecord): Record<string, unknown> {
     workersEverDown: record.samples.some((s) => s.workersAlive === 0),
     kvUsageAfter: record.kvUsageAfter,
     settledAfterS: record.settledAfterS,
+    notIdle: record.notIdle,
     memory,
     eventLoopLagP99Ms: quantiles(record.samples.map((s) => s.lagP99Ms)),
     eventLoopLagMaxMs: quantiles(record.samples.map((s) => s.lagMaxMs)),
@@ -86,7 +89,7 @@ export function soakResults(record: SoakRecord): string {
     `| 0 engine restarts | ${m.engineRestarts as number} | ${mark(m.engineRestarts === 0)} |`,
     `| 0 failed good requests | ${m.failedGoodRequests as number} of ${m.goodRequests as number} | ${mark(m.failedGoodRequests === 0)} |`,
     `| every bad request refused with a 4xx | ${(m.badRequests as number) - (m.badRequestsNotRefused as number)} of ${m.badRequests as number} | ${mark(m.badRequestsNotRefused === 0)} |`,
-    `| 0 KV blocks held once idle | usage ${fmt(record.kvUsageAfter, 4)}${record.settledAfterS === null ? ' (never idle)' : ` after ${fmt(record.settledAfterS)} s`} | ${mark(record.kvUsageAfter === 0)} |`,
+    `| 0 KV blocks held once idle | usage ${fmt(record.kvUsageAfter, 4)}${record.settledAfterS === null ? ` (never idle within 60 s: ${record.notIdle ?? ''})` : ` after ${fmt(record.settledAfterS)} s`} | ${mark(record.kvUsageAfter === 0)} |`,
     `| memory flat after warm-up | ${memory ? `${fmt(memory.afterWarmupMiB)} → ${fmt(memory.endMiB)} MiB (${memory.growthPct >= 0 ? '+' : ''}${fmt(memory.growthPct)}%)` : 'n/a'} | ${memory ? mark(memory.growthPct < 10) : 'n/a'} |`,
     '',
     '## Outcomes by client',

@@ -16,7 +16,7 @@ import { buildInputs, httpBinaryRequest, type ModelMetadata } from '../infer/pay
 import { startServerProcess, type ServerProcess } from '../infer/server-process.js';
 import { waitForModels } from '../serve/systems.js';
 import { badRequests, cnnInfer, embeddings, hangUps, precisionSwaps, stalledWebSocket, stopStringCompletions, streamingChat, type Actor, type ActorContext, type SoakTarget } from './actors.js';
-import { startMonitor, sample } from './monitor.js';
+import { startMonitor, sample, type Sample } from './monitor.js';
 import { soakCharts, soakMetrics, soakResults, type SoakRecord } from './report.js';
 import { Tally } from './tally.js';
 
@@ -166,17 +166,18 @@ async function runSoak(server: ServerProcess, target: SoakTarget, settings: Soak
  * reads its KV usage. The engine's gauges are published with its step messages, and a reload
  * drops them until the new engine steps, so a one-token probe makes it publish fresh ones.
  */
-async function settle(server: ServerProcess, target: SoakTarget, started: number): Promise<Pick<SoakRecord, 'kvUsageAfter' | 'settledAfterS'>> {
+async function settle(server: ServerProcess, target: SoakTarget, started: number): Promise<Pick<SoakRecord, 'kvUsageAfter' | 'settledAfterS' | 'notIdle'>> {
   const ended = performance.now();
+  let last: Sample | undefined;
   while (performance.now() - ended < 60_000 && !server.exited()) {
-    let now = await sample(server, (performance.now() - started) / 1000);
-    if (now.running === null) {
+    last = await sample(server, (performance.now() - started) / 1000);
+    if (last.running === null) {
       const probe = { model: target.llm, prompt: 'probe', max_tokens: 1 };
       await fetch(`${target.http}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(probe) }).then((r) => r.arrayBuffer(), () => undefined);
-      now = await sample(server, (performance.now() - started) / 1000);
+      last = await sample(server, (performance.now() - started) / 1000);
     }
-    if (now.running === 0 && now.waiting === 0) return { kvUsageAfter: now.kvUsage, settledAfterS: (performance.now() - ended) / 1000 };
+    if (last.running === 0 && last.waiting === 0) return { kvUsageAfter: last.kvUsage, settledAfterS: (performance.now() - ended) / 1000, notIdle: null };
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
-  return { kvUsageAfter: null, settledAfterS: null };
+  return { kvUsageAfter: null, settledAfterS: null, notIdle: last ? `running ${last.running}, waiting ${last.waiting}, KV usage ${last.kvUsage}` : 'no sample' };
 }

@@ -8,7 +8,7 @@ import type { ModelConfig } from '../src/contracts/model-config.js';
 import { createTokenizer, readModelFiles, type TextTokenizer } from '../src/engine/input-processor-files.js';
 import { ConveyorError, invalidArg } from '../src/errors.js';
 import type { ConveyorService } from '../src/serving/conveyor-service.js';
-import { modelNotFound } from './errors.js';
+import { missingModel } from './errors.js';
 
 export const EMBEDDING_OUTPUT = 'sentence_embedding';
 
@@ -54,7 +54,7 @@ export class EmbeddingModels {
     const found = this.list().find((m) => m.name === name);
     if (found) return found;
     if (this.service.modelReady(name)) throw invalidArg(`model '${name}' is not an embedding model (it needs an input_ids input and a ${EMBEDDING_OUTPUT} output)`, 'model');
-    throw modelNotFound(name);
+    throw missingModel(this.service, name);
   }
 
   tokenizer(model: EmbeddingModel): Promise<EncoderTokenizer> {

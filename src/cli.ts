@@ -1,5 +1,6 @@
 // `conveyor serve [options]` (npm start): builds the default repository's weights on first use,
-// then serves the repository (or the one --model directory) until SIGINT/SIGTERM.
+// then serves the repository (or the one --model directory) until SIGINT/SIGTERM, which drain
+// it (src/server/shutdown.ts); a second signal during the drain exits at once.
 
 import { ensureDefaultRepository, DEFAULT_REPOSITORY } from '../models/default-repository.js';
 import { OptionsError, USAGE, parseServerOptions } from './config/server-options.js';
@@ -19,12 +20,36 @@ async function serve(argv: string[]): Promise<void> {
   // The bundled repository's weights are generated, never downloaded: build them if missing.
   if (options.model === undefined && resolve(options.modelRepository) === resolve(DEFAULT_REPOSITORY)) await ensureDefaultRepository(DEFAULT_REPOSITORY, log);
   const server = await startServer(options, { log, httpLogger: { level: options.logLevel, base: { service: 'conveyor' } } });
-  const shutdown = (signal: string): void => {
-    log(`${signal}: shutting down`, { signal });
-    void server.stop().then(() => process.exit(0));
+  handleSignals(() => server.stop(), log);
+}
+
+/** Exit status of a second signal during the drain: the shell's 128 + signal number (130 SIGINT, 143 SIGTERM). */
+const FORCED_EXIT_CODES: Readonly<Record<'SIGINT' | 'SIGTERM', number>> = { SIGINT: 130, SIGTERM: 143 };
+
+/**
+ * The first SIGTERM or SIGINT starts the drain and exits 0 once it is done (1 if it failed). A
+ * second one during the drain is an operator who will not wait: exit at once, with 130 / 143 so
+ * a supervisor can tell a cut-short drain from a clean one.
+ */
+function handleSignals(stop: () => Promise<void>, log: (line: string, fields?: Record<string, unknown>) => void): void {
+  let draining = false;
+  const onSignal = (signal: 'SIGINT' | 'SIGTERM'): void => {
+    if (draining) {
+      log(`${signal} again during the drain: exiting now, in-flight requests are cut`, { signal, exitCode: FORCED_EXIT_CODES[signal] });
+      process.exit(FORCED_EXIT_CODES[signal]);
+    }
+    draining = true;
+    log(`${signal}: shutting down (send it again to exit at once)`, { signal });
+    stop().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        log(`shutdown failed: ${(error as Error).message}`);
+        process.exit(1);
+      },
+    );
   };
-  process.once('SIGINT', () => shutdown('SIGINT'));
-  process.once('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => onSignal('SIGINT'));
+  process.on('SIGTERM', () => onSignal('SIGTERM'));
 }
 
 async function main(): Promise<void> {

@@ -33,6 +33,8 @@ export interface SseStream {
   framesAtLeast(count: number): Promise<void>;
   /** Resolves with every frame once the body ended. */
   readonly ended: Promise<string[]>;
+  /** Drops the connection, as a client that goes away does. */
+  disconnect(): void;
 }
 
 /** A streaming POST over a connection of its own, so the server's drain sees exactly one socket. */
@@ -66,6 +68,7 @@ export function postSse(url: string, body: object): Promise<SseStream> {
       resolve({
         status: response.statusCode!, headers: response.headers, frames, ended,
         framesAtLeast: (count) => waiters.until(() => done || frames.length >= count),
+        disconnect: () => request.destroy(),
       });
     });
     request.on('error', reject);

@@ -1,6 +1,7 @@
 // The real CLI as a child process (`node --import tsx src/cli.ts serve`), for tests that send it
 // signals: ports come from its JSON log lines, and tests wait for log lines, never for time.
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { constants } from 'node:os';
 
 export interface LogLine {
   readonly msg: string;
@@ -15,12 +16,11 @@ export interface CliServer {
   readonly lines: LogLine[];
   /** Resolves with the first log line (already logged or still to come) whose message matches. */
   waitForLog(pattern: RegExp): Promise<LogLine>;
-  /** The exit code (a signal death reads as 128 + its number). */
+  /** The exit code (a signal death reads as 128 + its number), once its output is all read. */
   readonly exited: Promise<number>;
   signal(name: 'SIGTERM' | 'SIGINT'): void;
 }
 
-const SIGNAL_NUMBERS: Record<string, number> = { SIGINT: 2, SIGKILL: 9, SIGTERM: 15 };
 
 export async function startCliServer(repository: string, args: readonly string[] = []): Promise<CliServer> {
   const child = spawn(
@@ -47,7 +47,7 @@ export async function startCliServer(repository: string, args: readonly string[]
       }
     }
   });
-  const exited = new Promise<number>((resolve) => child.once('exit', (code, signal) => resolve(code ?? 128 + (SIGNAL_NUMBERS[signal ?? ''] ?? 0))));
+  const exited = new Promise<number>((resolve) => child.once('close', (code, signal) => resolve(code ?? 128 + constants.signals[signal!])));
   const waitForLog = (pattern: RegExp): Promise<LogLine> => {
     const seen = lines.find((l) => pattern.test(l.msg));
     if (seen) return Promise.resolve(seen);

@@ -1,13 +1,10 @@
 // Load shedding for the OpenAI routes (--max-queued-requests). A generation counts as queued
 // from the moment it is accepted until its first token arrives (waiting in the engine's queue
 // or in prefill): that is the backlog a new request would wait behind. Past the bound a request
-// gets 503 with `retry-after`, which OpenAI's SDKs honour with a backoff retry, instead of a
+// gets 503 with `retry-after` (errors.ts adds it to every 503), which OpenAI's SDKs honour with a backoff retry, instead of a
 // time-to-first-token that grows without limit. Each of n choices counts as one generation.
 
-import { OpenAIRequestError } from './errors.js';
-
-/** Seconds a shed client should wait: long enough for a few engine steps' worth of first tokens. */
-export const RETRY_AFTER_SECONDS = 1;
+import { OpenAIRequestError, RETRY_AFTER_SECONDS } from './errors.js';
 
 export class Admission {
   private readonly queued = new Map<string, number>();
@@ -29,7 +26,6 @@ export class Admission {
         `The server is overloaded: ${now} generations for model '${model}' are waiting for their first token (limit ${this.maxQueued}). Retry after ${RETRY_AFTER_SECONDS}s.`,
         undefined,
         'service_unavailable',
-        { 'retry-after': String(RETRY_AFTER_SECONDS) },
       );
     }
     this.queued.set(model, now + count);

@@ -7,7 +7,7 @@ import type { LlmModel } from '../src/serving/llm-backend.js';
 import { invalidArg } from '../src/errors.js';
 import { Admission } from './admission.js';
 import { EmbeddingModels } from './embedding-models.js';
-import { modelNotFound } from './errors.js';
+import { missingModel } from './errors.js';
 import { TokenText } from './logprobs.js';
 
 export interface OpenAIOptions {
@@ -42,7 +42,7 @@ export class OpenAIContext {
   llm(name: string): LlmModel {
     if (this.service.llmModels().some((m) => m.name === name)) return this.service.llmModel(name);
     if (this.service.modelReady(name)) throw invalidArg(`model '${name}' is not a text generation model; use it with the endpoint that serves it`, 'model');
-    throw modelNotFound(name);
+    throw missingModel(this.service, name);
   }
 
   /** The LLM named, or the only one served when no name is given (vLLM's /tokenize convention). */
@@ -63,3 +63,4 @@ export class OpenAIContext {
     return text;
   }
 }
+

@@ -9,7 +9,7 @@ import { createTokenizer, MODEL_FILE_NAMES, readModelFiles, type TextTokenizer }
 import { confinedPath, type ConfinementRoot } from '../src/repository/confine.js';
 import { ConveyorError, invalidArg } from '../src/errors.js';
 import type { ConveyorService } from '../src/serving/conveyor-service.js';
-import { modelNotFound } from './errors.js';
+import { missingModel } from './errors.js';
 
 export const EMBEDDING_OUTPUT = 'sentence_embedding';
 
@@ -55,7 +55,7 @@ export class EmbeddingModels {
     const found = this.list().find((m) => m.name === name);
     if (found) return found;
     if (this.service.modelReady(name)) throw invalidArg(`model '${name}' is not an embedding model (it needs an input_ids input and a ${EMBEDDING_OUTPUT} output)`, 'model');
-    throw modelNotFound(name);
+    throw missingModel(this.service, name);
   }
 
   tokenizer(model: EmbeddingModel): Promise<EncoderTokenizer> {

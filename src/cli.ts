@@ -1,9 +1,10 @@
 // `conveyor serve [options]` (npm start): builds the default repository's weights on first use,
-// then serves the repository (or the one --model directory) until SIGINT/SIGTERM.
+// then serves the repository (or the one --model directory) until SIGINT/SIGTERM, which drain
+// it (src/server/shutdown.ts); a second signal during the drain exits at once.
 
 import { ensureDefaultRepository, DEFAULT_REPOSITORY } from '../models/default-repository.js';
 import { OptionsError, USAGE, parseServerOptions } from './config/server-options.js';
-import { startServer } from './server/create-server.js';
+import { startServer, type RunningServer } from './server/create-server.js';
 import { resolve } from 'node:path';
 import { pino } from 'pino';
 
@@ -14,17 +15,53 @@ async function serve(argv: string[]): Promise<void> {
   }
   const options = parseServerOptions(argv);
   // Structured JSON lines on stdout (pino, fastify's logger); --log-level filters them.
-  const logger = pino({ level: options.logLevel, base: { service: 'conveyor' } });
+  // Written synchronously (lifecycle and per-generation lines are few), so the last lines before
+  // a forced exit or a crash are never lost in a buffer; request lines go through fastify's own logger.
+  const logger = pino({ level: options.logLevel, base: { service: 'conveyor' } }, pino.destination({ dest: 1, sync: true }));
   const log = (line: string, fields?: Record<string, unknown>): void => logger.info(fields ?? {}, line);
+  // Installed first, so a signal during startup drains the server once it is up (a second one exits at once).
+  let started: Promise<RunningServer> | undefined;
+  handleSignals(async () => (await started)?.stop(), log);
   // The bundled repository's weights are generated, never downloaded: build them if missing.
   if (options.model === undefined && resolve(options.modelRepository) === resolve(DEFAULT_REPOSITORY)) await ensureDefaultRepository(DEFAULT_REPOSITORY, log);
-  const server = await startServer(options, { log, httpLogger: { level: options.logLevel, base: { service: 'conveyor' } } });
-  const shutdown = (signal: string): void => {
-    log(`${signal}: shutting down`, { signal });
-    void server.stop().then(() => process.exit(0));
+  started = startServer(options, { log, httpLogger: { level: options.logLevel, base: { service: 'conveyor' } } });
+  await started;
+}
+
+/** Exit status of a second signal during the drain: death by that signal, 128 + its number (130 SIGINT, 143 SIGTERM). */
+const FORCED_EXIT_CODES: Readonly<Record<'SIGINT' | 'SIGTERM', number>> = { SIGINT: 130, SIGTERM: 143 };
+
+/**
+ * The first SIGTERM or SIGINT starts the drain and exits 0 once it is done (1 if it failed). A
+ * second one during the drain is an operator who will not wait: exit at once, with 130 / 143 so
+ * a supervisor can tell a cut-short drain from a clean one.
+ */
+function handleSignals(
+  stop: () => Promise<void>,
+  log: (line: string, fields?: Record<string, unknown>) => void,
+): void {
+  let draining = false;
+  const onSignal = (signal: 'SIGINT' | 'SIGTERM'): void => {
+    if (draining) {
+      log(`${signal} again during the drain: exiting now, in-flight requests are cut`, { signal, exitCode: FORCED_EXIT_CODES[signal] });
+      // Die by the signal itself (default action) rather than process.exit(): exit's native
+      // teardown while an engine worker is mid-step can make onnxruntime abort (SIGABRT, 134).
+      process.removeAllListeners(signal);
+      process.kill(process.pid, signal);
+      return;
+    }
+    draining = true;
+    log(`${signal}: shutting down (send it again to exit at once)`, { signal });
+    stop().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        log(`shutdown failed: ${(error as Error).message}`);
+        process.exit(1);
+      },
+    );
   };
-  process.once('SIGINT', () => shutdown('SIGINT'));
-  process.once('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => onSignal('SIGINT'));
+  process.on('SIGTERM', () => onSignal('SIGTERM'));
 }
 
 async function main(): Promise<void> {

@@ -89,3 +89,11 @@ export function asConveyorError(error: unknown): ConveyorError {
 export const invalidArg = (message: string, param?: string): ConveyorError => new ConveyorError('INVALID_ARG', message, param);
 export const notFound = (message: string): ConveyorError => new ConveyorError('NOT_FOUND', message);
 export const unavailable = (message: string): ConveyorError => new ConveyorError('UNAVAILABLE', message);
+
+/** A new request while the server drains for shutdown: retryable, on another replica or after the restart. */
+export const serverDraining = (): ConveyorError =>
+  unavailable('the server is shutting down and accepts no new requests; retry on another replica or after the restart');
+
+/** A generation still running when the shutdown's exit timeout ended it (its blocks are freed). */
+export const cutByShutdown = (): ConveyorError =>
+  unavailable('the server shut down before the generation finished (exit timeout reached); retry the request');

@@ -23,7 +23,7 @@ export interface ServerOptions extends AccessOptions {
   readonly loadModels: readonly string[];
   /** Triton's --strict-readiness: ready only when every model is. */
   readonly strictReadiness: boolean;
-  /** Seconds to wait for in-flight requests on shutdown (Triton's --exit-timeout-secs). */
+  /** Seconds the shutdown drain lets in-flight requests run before ending them (Triton's --exit-timeout-secs). */
   readonly exitTimeoutSecs: number;
   readonly logLevel: 'debug' | 'info' | 'warn' | 'error';
   /** Every front end: accepted `Authorization: Bearer` keys (--api-key and --api-key-file); empty means serving is open. */
@@ -55,7 +55,8 @@ export const USAGE = `conveyor serve [options]
   --repository-poll-secs N     poll interval in poll mode (default 15)
   --load-model NAME            model to load at startup in explicit mode (repeatable; * = all)
   --strict-readiness BOOL      ready only when every model is ready (default true)
-  --exit-timeout-secs N        wait for in-flight requests on shutdown (default 30)
+  --exit-timeout-secs N        SIGTERM/SIGINT drain: in-flight requests get N s, then running
+                               streams end with an error (default 30; a second signal exits at once)
   --log-level LEVEL            debug | info | warn | error (default info)
   --model DIR                  serve one Hugging Face ONNX export (no repository or config needed)
   --served-model-name NAME     the model id for --model (default: the directory's name)

@@ -32,6 +32,8 @@ interface ModelEntry {
   fingerprint?: string;
   /** Serializes loads and unloads of this model. */
   busy: Promise<void>;
+  /** Loads and unloads asked for and not yet settled (queued on `busy` or running). */
+  changes: number;
   /** Set while the model is loaded (not after unload). */
   loaded: boolean;
   /** Load-level failure (bad config, no versions). */
@@ -85,17 +87,33 @@ export class ModelManager {
 
   load(name: string, override?: LoadOverride): Promise<void> {
     const entry = this.entry(name);
-    const run = entry.busy.then(() => this.loadNow(name, entry, override));
-    entry.busy = run.catch(() => undefined);
-    return run;
+    return this.change(entry, () => this.loadNow(name, entry, override));
   }
 
   unload(name: string): Promise<void> {
     const entry = this.models.get(name);
     if (!entry) return Promise.reject(invalidArg(`failed to unload '${name}', no version is available`));
-    const run = entry.busy.then(() => this.unloadNow(name, entry));
-    entry.busy = run.catch(() => undefined);
-    return run;
+    return this.change(entry, () => this.unloadNow(name, entry));
+  }
+
+  /**
+   * True while a load or unload of `name` is queued or running, or a version is LOADING or
+   * UNLOADING: the model is coming or going, so a request for it should be retried (503), not
+   * told the model does not exist.
+   */
+  isChanging(name: string): boolean {
+    const entry = this.models.get(name);
+    if (!entry) return false;
+    return entry.changes > 0 || [...entry.versions.values()].some((v) => v.state === 'LOADING' || v.state === 'UNLOADING');
+  }
+
+  /** Ends the generations still running on every version, READY or UNLOADING; returns how many. */
+  abortInFlight(reason: ConveyorError): number {
+    let count = 0;
+    for (const entry of this.models.values()) {
+      for (const version of entry.versions.values()) count += version.served?.abortInFlight?.(reason) ?? 0;
+    }
+    return count;
   }
 
   async stop(): Promise<void> {
@@ -161,11 +179,19 @@ export class ModelManager {
     return rows;
   }
 
+  /** Runs `operation` after the model's previous load or unload, counting it as a pending change. */
+  private change(entry: ModelEntry, operation: () => Promise<void>): Promise<void> {
+    entry.changes += 1;
+    const run = entry.busy.then(operation).finally(() => (entry.changes -= 1));
+    entry.busy = run.catch(() => undefined);
+    return run;
+  }
+
   private entry(name: string): ModelEntry {
     if (!/^[A-Za-z0-9_.-]+$/.test(name) || name === '.' || name === '..') throw invalidArg(`invalid model name '${name}'`);
     let entry = this.models.get(name);
     if (!entry) {
-      entry = { versions: new Map(), busy: Promise.resolve(), loaded: false };
+      entry = { versions: new Map(), busy: Promise.resolve(), changes: 0, loaded: false };
       this.models.set(name, entry);
     }
     return entry;

@@ -15,6 +15,8 @@ import { websocketLimits } from './http/websocket/routes.js';
 import { openaiRoutes } from '../../openai-compat/index.js';
 import { AccessPolicy } from '../security/access-policy.js';
 import { singleModelRepository } from '../repository/single-model.js';
+import { IdleConnectionCloser } from './http/idle-connections.js';
+import { drain, FINAL_EVENTS_GRACE_MS, settlesWithin } from './shutdown.js';
 
 export interface RunningServer {
   readonly httpPort: number;
@@ -25,7 +27,10 @@ export interface RunningServer {
   readonly manager: ModelManager;
   /** Every HTTP route with its access class (SECURITY.md's table; tests check it route by route). */
   readonly httpRoutes: readonly HttpRouteAccess[];
-  /** Health goes false, front ends stop, in-flight requests finish (up to the exit timeout), models unload. */
+  /**
+   * The drain (shutdown.ts): readiness false with the listeners still open, in-flight requests
+   * finish (up to the exit timeout, then streams get a final error), models unload, front ends close.
+   */
   stop(): Promise<void>;
 }
 
@@ -81,20 +86,28 @@ export async function startServer(options: ServerOptions, start: StartOptions): 
   const metricsServer = await startMetricsServer({ host: options.host, port: options.metricsPort, registry: metrics.registry, access });
   log(`Metrics listening on ${options.host}:${metricsServer.port}`);
 
+  const idleConnections = new IdleConnectionCloser(http.server);
+  const closeFrontEnds = async (): Promise<void> => {
+    idleConnections.begin();
+    const closed = Promise.all([http.close(), grpc.stop()]);
+    if (await settlesWithin(closed, FINAL_EVENTS_GRACE_MS)) return;
+    // Left: clients that never sent a request or do not answer a close; nothing is owed them.
+    http.server.closeAllConnections();
+    grpc.server.forceShutdown();
+  };
   let stopping: Promise<void> | undefined;
   const stop = (): Promise<void> =>
-    (stopping ??= (async () => {
-      service.beginShutdown();
-      const deadline = new Promise<void>((resolve) => setTimeout(resolve, options.exitTimeoutSecs * 1000).unref());
-      const frontEndsClosed = Promise.all([http.close(), grpc.stop()]);
-      // Unloading waits for in-flight requests (bounded by the exit timeout); after that, sockets
-      // still open are idle keep-alives or clients that never sent a request: close them.
-      await Promise.race([manager.stop(), deadline]);
-      http.server.closeAllConnections();
-      await Promise.race([frontEndsClosed, deadline]);
-      // Last, so a scrape during the drain still sees the final counts.
-      await metricsServer.close();
-    })());
+    (stopping ??= drain(
+      {
+        beginShutdown: () => service.beginShutdown(),
+        unloadAll: () => manager.stop(),
+        abortInFlight: (reason) => manager.abortInFlight(reason),
+        closeFrontEnds,
+        closeMetrics: () => metricsServer.close(),
+        log,
+      },
+      options.exitTimeoutSecs * 1000,
+    ).then(() => undefined));
   return { httpPort, grpcPort, metricsPort: metricsServer.port, metrics, service, manager, httpRoutes: http.routeAccess, stop };
 }
 

@@ -7,7 +7,7 @@ import type {
 } from '../contracts/inference-service.js';
 import type { ModelConfig } from '../contracts/model-config.js';
 import type { ModelControlMode } from '../config/server-options.js';
-import { ConveyorError, invalidArg } from '../errors.js';
+import { ConveyorError, invalidArg, serverDraining } from '../errors.js';
 import type { ModelManager } from '../repository/model-manager.js';
 import { LlmModel } from './llm-backend.js';
 import { wireDataType, wireShape } from './validate-infer.js';
@@ -34,9 +34,18 @@ export class ConveyorService implements InferenceService {
     private readonly options: ServiceOptions,
   ) {}
 
-  /** Health turns false first, so load balancers stop sending before the server stops. */
+  /**
+   * The drain begins: readiness turns false at once, so load balancers and orchestrators stop
+   * sending, while liveness stays true until the process exits (a failing liveness probe would
+   * get the server killed mid-drain). New inference requests are refused as retryable.
+   */
   beginShutdown(): void {
     this.shuttingDown = true;
+  }
+
+  /** True from the start of the drain until exit. */
+  get draining(): boolean {
+    return this.shuttingDown;
   }
 
   serverMetadata(): ServerMetadata {
@@ -44,7 +53,7 @@ export class ConveyorService implements InferenceService {
   }
 
   isLive(): boolean {
-    return !this.shuttingDown;
+    return true;
   }
 
   isReady(): boolean {
@@ -52,6 +61,7 @@ export class ConveyorService implements InferenceService {
   }
 
   modelReady(name: string, version?: string): boolean {
+    if (this.shuttingDown) return false;
     try {
       this.manager.resolve(name, version);
       return true;
@@ -89,8 +99,14 @@ export class ConveyorService implements InferenceService {
       .map((m) => m.statistics());
   }
 
+  /** True while `name` is being loaded or unloaded: a request for it is retryable, not unknown. */
+  modelChanging(name: string): boolean {
+    return this.manager.isChanging(name);
+  }
+
   infer(request: InferRequest, signal?: AbortSignal): Promise<InferResponse> {
     try {
+      this.refuseWhileDraining();
       return this.manager.resolve(request.model, request.version).infer(request, signal);
     } catch (error) {
       return Promise.reject(error);
@@ -99,6 +115,7 @@ export class ConveyorService implements InferenceService {
 
   /** The LLM a generation request names (OpenAI model id, Triton model name); INVALID_ARG if it is not one. */
   llmModel(name: string, version?: string): LlmModel {
+    this.refuseWhileDraining();
     const served = this.manager.resolve(name, version);
     if (!(served instanceof LlmModel)) throw invalidArg(`model '${name}' is not a generative (llm) model`);
     return served;
@@ -121,6 +138,11 @@ export class ConveyorService implements InferenceService {
   async unloadModel(name: string): Promise<void> {
     this.requireExplicitMode('unload');
     await this.manager.unload(name);
+  }
+
+  /** Every new inference request during the drain: UNAVAILABLE, which each front end answers as retryable. */
+  private refuseWhileDraining(): void {
+    if (this.shuttingDown) throw serverDraining();
   }
 
   private requireExplicitMode(action: string): void {

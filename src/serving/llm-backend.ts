@@ -87,6 +87,10 @@ export class LlmModel implements ServedModel {
   private accepting = true;
   private active = 0;
   private idle?: () => void;
+  /** Engine request ids of the generations now streaming (the ones abortInFlight ends). */
+  private readonly streaming = new Set<string>();
+  /** Set once the server ends the generations still running; they then fail with it. */
+  private serverAbort?: ConveyorError;
 
   constructor(
     readonly name: string,
@@ -119,6 +123,7 @@ export class LlmModel implements ServedModel {
     // The limit aborts in the engine even while the consumer is not pulling (a paused client).
     const deadline = this.startDeadline(request.id, request.arrivalTimeMs);
     this.active += 1;
+    this.streaming.add(request.id);
     let finished: GenerationEvent | undefined;
     let last: { update: SequenceUpdate; timeMs: number } | undefined;
     try {
@@ -127,6 +132,8 @@ export class LlmModel implements ServedModel {
         if (deadline.expired) throw deadline.error();
         const event = output.process(update, timeMs);
         if (output.stoppedByString) this.engine.abort(request.id, 'stop');
+        // The engine confirmed the abort (blocks freed); the client asked for nothing, so it gets an error, not a finish.
+        if (event.finishReason === 'abort' && this.serverAbort && !signal?.aborted) throw this.serverAbort;
         if (event.finishReason !== null) finished = event;
         yield event;
         if (finished) return;
@@ -143,6 +150,7 @@ export class LlmModel implements ServedModel {
         this.metrics.observer.observeRequestFinished(summary);
         this.logFinished(request.id, summary);
       }
+      this.streaming.delete(request.id);
       this.active -= 1;
       if (this.active === 0) this.idle?.();
     }
@@ -191,6 +199,12 @@ export class LlmModel implements ServedModel {
 
   supervision() {
     return this.engine.supervision;
+  }
+
+  abortInFlight(reason: ConveyorError): number {
+    this.serverAbort = reason;
+    for (const id of this.streaming) this.engine.abort(id);
+    return this.streaming.size;
   }
 
   async close(): Promise<void> {

@@ -4,6 +4,7 @@ import type { InferRequest, InferResponse } from '../contracts/infer.js';
 import type { ModelStatistics } from '../contracts/inference-service.js';
 import type { ModelConfig } from '../contracts/model-config.js';
 import type { FailureReason } from '../batcher/stats.js';
+import type { ConveyorError } from '../errors.js';
 import type { LlmMetricsObserver } from '../metrics/index.js';
 import type { ResourceLimits } from '../config/limits.js';
 import type { SupervisionStatus } from '../runtime/worker-supervisor.js';
@@ -25,6 +26,12 @@ export interface ServedModel {
   supervision?(): SupervisionStatus;
   /** Stops taking requests (UNAVAILABLE), lets queued and running ones finish, frees the instances. */
   close(): Promise<void>;
+  /**
+   * Ends every generation still running with `reason` (the shutdown's exit timeout): each stream
+   * gets it as its final error and the engine frees its blocks. Returns how many were running.
+   * Backends whose requests cannot be interrupted (a running ONNX batch) leave this out.
+   */
+  abortInFlight?(reason: ConveyorError): number;
 }
 
 export interface BackendLoadRequest {

@@ -56,7 +56,9 @@ export function parseShape(shape: readonly WireLong[], tensor: string): number[]
   });
 }
 
+/** Product of the dimensions (1 for a scalar shape; 0 when any is 0, even beside huge ones). */
 export function elementCount(shape: readonly number[]): number {
+  if (shape.includes(0)) return 0;
   return shape.reduce((product, dim) => product * dim, 1);
 }
 

@@ -33,8 +33,10 @@ export function storageFor(datatype: FixedDataType): TypedArrayConstructor {
   return STORAGE[datatype];
 }
 
-/** Product of the dimensions (1 for a scalar shape). */
+/** Product of the dimensions (1 for a scalar shape; 0 when any is 0, even beside huge ones). */
 export function elementCount(shape: readonly number[]): number {
+  // Without this, [2^53, 2^53, …, 0] overflows to Infinity first and Infinity · 0 is NaN.
+  if (shape.includes(0)) return 0;
   let count = 1;
   for (const dim of shape) count *= dim;
   return count;

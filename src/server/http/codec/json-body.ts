@@ -20,7 +20,11 @@ const BIG_INTEGER_MARK_JSON = '\\u0001int:';
 export function parseJson(text: string): unknown {
   try {
     const marked = LONG_INTEGER.test(text) ? markLongIntegers(text) : text;
-    return marked === text ? JSON.parse(text) : JSON.parse(marked, reviveLongInteger);
+    if (marked === text) return JSON.parse(text);
+    // The rewrite could make invalid text valid (an integer as an object key becomes a string
+    // key), so the original text must parse first; its doubles are then thrown away.
+    JSON.parse(text);
+    return JSON.parse(marked, reviveLongInteger);
   } catch (error) {
     throw invalidArg(`failed to parse the request JSON: ${(error as Error).message}`);
   }

@@ -37,6 +37,10 @@ describe('parseJson', () => {
     expect(error.message).toMatch(/^failed to parse the request JSON: /);
   });
 
+  it('rejects a long integer as an object key (the rewrite would have made it a valid string key)', () => {
+    expect(errorOf(() => parseJson('{12345678901234567890:1}')).code).toBe('INVALID_ARG');
+  });
+
   it('rejects malformed JSON that holds a long integer too', () => {
     expect(errorOf(() => parseJson('[12345678901234567890,')).message).toMatch(/^failed to parse the request JSON: /);
   });

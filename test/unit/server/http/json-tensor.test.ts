@@ -6,6 +6,11 @@ const decode = (datatype: Parameters<typeof decodeJsonData>[1], shape: number[],
 const messageOf = (fn: () => unknown) => errorOf(fn).message;
 
 describe('JSON tensor data → storage', () => {
+  it('takes an empty tensor whose zero dimension sits beside huge ones (their product is not NaN)', () => {
+    const huge = Array<number>(22).fill(2 ** 53 - 1);
+    expect(decode('FP32', [...huge, 0], [])).toEqual(new Float32Array(0));
+  });
+
   it('decodes every JSON-representable datatype into its storage', () => {
     expect(decode('BOOL', [3], [true, false, true])).toEqual(new Uint8Array([1, 0, 1]));
     expect(decode('UINT8', [2], [0, 255])).toEqual(new Uint8Array([0, 255]));

@@ -9,6 +9,13 @@ import type { Pos } from './locate.js';
  */
 export const MAX_NESTING_DEPTH = 100;
 
+/**
+ * Longest config text read, in characters. Real model configs are a few KiB; the readers cost a
+ * few µs a character, so a multi-megabyte config sent to the load API would hold the event loop
+ * for seconds.
+ */
+export const MAX_CONFIG_CHARS = 256 * 1024;
+
 export interface StringNode {
   readonly kind: 'string';
   /** Decoded value; adjacent literals ("a" "b") are already joined. */

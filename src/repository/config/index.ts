@@ -5,6 +5,7 @@ import { readdir, readFile, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { ModelConfig } from '../../contracts/model-config.js';
 import { confinedPath, existingConfinedFile, lexicalProblem, type ConfinementRoot } from '../confine.js';
+import { MAX_CONFIG_CHARS } from './ast.js';
 import { decodeTree, fillDefaults, type DecodeResult } from './decode.js';
 import { parseJsonConfig } from './json-parser.js';
 import { configError, Locator } from './locate.js';
@@ -23,6 +24,7 @@ export type ConfigOptions = NormalizeOptions;
 
 /** Parses config.pbtxt text; `fileLabel` prefixes error positions, `dirName` is the model's directory. */
 export function parseModelConfig(text: string, fileLabel: string, dirName: string, options: ConfigOptions = {}): ModelConfig {
+  checkConfigSize(text, fileLabel);
   return finishConfig(decodeTree(parseTextFormat(text, fileLabel), MODEL_CONFIG, fileLabel), fileLabel, dirName, options);
 }
 
@@ -33,6 +35,7 @@ export function parseModelConfig(text: string, fileLabel: string, dirName: strin
  */
 export function modelConfigFromJson(text: string, dirName: string, options: ConfigOptions = {}): ModelConfig {
   const label = 'config';
+  checkConfigSize(text, label);
   return finishConfig(decodeTree(parseJsonConfig(text, label), MODEL_CONFIG, label), label, dirName, options);
 }
 
@@ -50,6 +53,7 @@ export interface LoadConfigOptions extends ConfigOptions {
 export async function loadModelConfig(path: string, dirName: string, options: LoadConfigOptions = {}): Promise<ModelConfig> {
   const label = options.label ?? path;
   const text = await readConfigText(path, label);
+  if (text !== undefined) checkConfigSize(text, label);
   const decoded = decodeTree(parseTextFormat(text ?? '', label), MODEL_CONFIG, label);
   const raw = decoded.value;
   if (!raw.backend && !raw.platform && (await holdsOnnxModel(dirname(path), (raw.default_model_filename as string | undefined) || 'model.onnx'))) {
@@ -60,6 +64,10 @@ export async function loadModelConfig(path: string, dirName: string, options: Lo
   const config = finishConfig(decoded, label, dirName, options);
   await checkLabelFiles(config, { dir: dirname(path), display: dirname(label) }, new Locator(label, decoded.positions));
   return config;
+}
+
+function checkConfigSize(text: string, label: string): void {
+  if (text.length > MAX_CONFIG_CHARS) throw configError(label, undefined, `the configuration is ${text.length} characters long; the most accepted is ${MAX_CONFIG_CHARS}`);
 }
 
 function finishConfig(decoded: DecodeResult, label: string, dirName: string, options: ConfigOptions): ModelConfig {

@@ -2,6 +2,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { MAX_CONFIG_CHARS } from '../../../../src/repository/config/ast.js';
 import { modelConfigFromJson, modelConfigToJson, modelConfigToJsonValue, parseModelConfig } from '../../../../src/repository/config/index.js';
 import { expectError } from './helpers.js';
 
@@ -58,6 +59,14 @@ describe('modelConfigToJson', () => {
 });
 
 describe('modelConfigFromJson', () => {
+  it('refuses a config past MAX_CONFIG_CHARS before reading it, in both formats', () => {
+    const padded = `{"backend":"onnxruntime","name":"${'m'.repeat(MAX_CONFIG_CHARS)}"}`;
+    const started = performance.now();
+    expect(() => modelConfigFromJson(padded, 'm')).toThrow(/config: the configuration is \d+ characters long; the most accepted is 262144/);
+    expect(() => parseModelConfig(`# ${'x'.repeat(MAX_CONFIG_CHARS)}`, 'm/config.pbtxt', 'm')).toThrow(/m\/config.pbtxt: the configuration is/);
+    expect(performance.now() - started).toBeLessThan(200);
+  });
+
   it.each(['bert-tiny', 'qwen3-tiny', 'resnet-tiny'])('round-trips the committed %s config', (name) => {
     const config = parseModelConfig(readFileSync(join(REPOSITORY, name, 'config.pbtxt'), 'utf8'), 'config.pbtxt', name);
     expect(modelConfigFromJson(modelConfigToJson(config), name)).toEqual(config);

@@ -59,7 +59,7 @@ export async function chatCompletions(ctx: OpenAIContext, rawBody: unknown, repl
   if (stream) {
     const started = new Set<number>();
     await streamChoices(reply, events, {
-      meta, object: 'chat.completion.chunk', includeUsage, usage,
+      meta, object: 'chat.completion.chunk', includeUsage, usage, sendTimeoutMs: ctx.options.streamSendTimeoutMs,
       choice: (index, event) => {
         const content = logprobsOf(event);
         const first = !started.has(index);

@@ -93,7 +93,7 @@ export async function completions(ctx: OpenAIContext, rawBody: unknown, reply: F
 
   if (stream) {
     await streamChoices(reply, events, {
-      meta, object: 'text_completion', includeUsage, usage,
+      meta, object: 'text_completion', includeUsage, usage, sendTimeoutMs: ctx.options.streamSendTimeoutMs,
       choice: (index, event) => {
         const { text, logprobs } = step(index, event);
         if (text === '' && (logprobs === null || logprobs.tokens.length === 0) && event.finishReason === null) return null;

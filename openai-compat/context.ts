@@ -21,6 +21,8 @@ export interface OpenAIOptions {
   readonly jsonMaxBodyBytes?: number;
   /** Deepest JSON nesting (default: the limits table's --json-max-depth). */
   readonly jsonMaxDepth?: number;
+  /** An SSE client that reads nothing this long while output waits is dropped (default: the limits table's). */
+  readonly streamSendTimeoutMs?: number;
 }
 
 export class OpenAIContext {

@@ -18,6 +18,8 @@ export interface StreamPlan {
   readonly usage: UsageTally;
   /** The chunk's choice entry for an event, or null when the event carries nothing to send. */
   readonly choice: (index: number, event: GenerationEvent) => Record<string, unknown> | null;
+  /** A client that reads nothing this long while output waits is dropped; default: the limits table's. */
+  readonly sendTimeoutMs?: number | undefined;
 }
 
 /** An engine-side abort the client did not ask for (shutdown, engine stopped). */
@@ -43,7 +45,7 @@ function hookHeaders(reply: FastifyReply): Record<string, string | number | stri
 
 export async function streamChoices(reply: FastifyReply, events: AsyncIterable<ChoiceEvent>, plan: StreamPlan): Promise<void> {
   reply.hijack();
-  const sse = new SseWriter(reply.raw);
+  const sse = new SseWriter(reply.raw, plan.sendTimeoutMs);
   let opened = false;
   const open = (): void => {
     if (!opened) sse.open({ ...hookHeaders(reply), 'x-request-id': plan.meta.id });

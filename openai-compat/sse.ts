@@ -1,14 +1,20 @@
 // Server-sent events written by hand on the raw response: `data: <json>\n\n` per event, each
 // written (hence flushed; Node sockets default to no Nagle delay) as soon as it exists, and
 // `data: [DONE]\n\n` at the end, as OpenAI's SDKs expect. Writes wait for the socket to drain
-// so a slow reader holds back the event stream instead of growing the socket buffer.
+// so a slow reader holds back the event stream instead of growing the socket buffer; one that
+// reads nothing for the send timeout is dropped (stalled-writes.ts).
 
 import type { ServerResponse } from 'node:http';
+import { DEFAULT_LIMITS } from '../src/config/limits.js';
+import { writeOrDrop } from '../src/server/http/stalled-writes.js';
 
 export class SseWriter {
   private closed = false;
 
-  constructor(private readonly response: ServerResponse) {
+  constructor(
+    private readonly response: ServerResponse,
+    private readonly stallTimeoutMs = DEFAULT_LIMITS.streamSendTimeoutSecs * 1000,
+  ) {
     response.once('close', () => (this.closed = true));
   }
 
@@ -47,15 +53,6 @@ export class SseWriter {
 
   private write(frame: string): Promise<void> {
     if (this.isClosed) return Promise.resolve();
-    if (this.response.write(frame)) return Promise.resolve();
-    return new Promise((resolve) => {
-      const settle = (): void => {
-        this.response.off('drain', settle);
-        this.response.off('close', settle);
-        resolve();
-      };
-      this.response.on('drain', settle);
-      this.response.on('close', settle);
-    });
+    return writeOrDrop(this.response, frame, this.stallTimeoutMs);
   }
 }

@@ -28,6 +28,7 @@ export const LIMITS = {
   wsMaxGenerations: { flag: '--ws-max-generations', default: 16, unit: 'count', help: 'generations one WebSocket may run at once' },
   wsMaxBufferedBytes: { flag: '--ws-max-buffered-bytes', default: 16 * MiB, unit: 'bytes', help: 'unsent bytes a WebSocket may hold before the client is dropped' },
   wsSendTimeoutSecs: { flag: '--ws-send-timeout-secs', default: 30, unit: 'secs', help: 'a WebSocket client that reads nothing for this long while output waits is dropped' },
+  streamSendTimeoutSecs: { flag: '--stream-send-timeout-secs', default: 30, unit: 'secs', help: 'an SSE client (OpenAI streams, generate_stream) that reads nothing for this long while output waits is dropped' },
   grpcMaxConcurrentStreams: { flag: '--grpc-max-concurrent-streams', default: 128, unit: 'count', help: 'concurrent calls (HTTP/2 streams) per gRPC connection' },
   grpcMaxMessageBytes: { flag: '--grpc-max-message-bytes', default: 2 ** 31 - 1, unit: 'bytes', help: "largest gRPC message received or sent (Triton's and tritonclient's INT32_MAX)" },
 } as const satisfies Record<string, LimitSpec>;

@@ -21,6 +21,7 @@ beforeAll(async () => {
   server = await startTestServer(repository, [
     '--http-header-timeout-secs', '1', '--http-request-timeout-secs', '2', '--http-max-body-bytes', String(1 << 20),
     '--ws-send-timeout-secs', '1', '--ws-max-buffered-bytes', String(256 * 1024), '--max-prompt-chars', '2000000',
+    '--stream-send-timeout-secs', '1',
   ]);
   model = server.service.llmModel(LLM);
   capped = await startTestServer(repository, ['--http-max-connections', '3', '--max-request-secs', '0.5']);
@@ -147,6 +148,35 @@ describe('a WebSocket client that stops reading', () => {
     expect((await fetch(`${server.http}/v2/health/ready`)).status).toBe(200);
     socket.terminate();
   }, 60_000);
+});
+
+describe('an SSE client that stops reading', () => {
+  it('is dropped after --stream-send-timeout-secs, its generations aborted and their blocks freed', async () => {
+    // 16 choices with 20 top logprobs a token: tens of MB if it ran to the end, far more than the
+    // kernel's socket buffers hold, so the server really has to hold output for this client.
+    const body = JSON.stringify({ model: LLM, messages: [{ role: 'user', content: 'never read' }], stream: true, n: 16, logprobs: true, top_logprobs: 20, max_tokens: 3000, ignore_eos: true });
+    const reasons: string[] = [];
+    model.engine.onStep((step) => reasons.push(...step.updates.flatMap((u) => (u.finishReason ? [u.finishReason] : []))));
+    const dropped = new Promise<void>((resolve, reject) => {
+      const request = httpRequest(`${server.http}/v1/chat/completions`, { method: 'POST', agent: false, headers: { 'content-type': 'application/json' } }, (response) => {
+        expect(response.statusCode).toBe(200);
+        response.pause();
+        // A paused reader notices the drop only once it reads again.
+        vi.waitFor(() => expect(model.engine.numActive).toBe(0), { timeout: 90_000, interval: 50 }).then(() => {
+          response.on('error', () => resolve()).on('close', () => resolve()).resume();
+        }, reject);
+      });
+      request.on('error', () => resolve());
+      request.end(body);
+    });
+    await vi.waitFor(() => expect(model.engine.numActive).toBe(16), { timeout: 30_000, interval: 20 });
+    await dropped;
+    // Dropped while generating: every choice ended by an abort, none ran to its length.
+    expect(reasons).toEqual(Array(16).fill('abort'));
+    await vi.waitFor(() => expect(model.engine.stats!.kvCacheUsage).toBe(0), { timeout: 15_000, interval: 20 });
+    expect(model.engine.stats!.numRunning + model.engine.stats!.numWaiting).toBe(0);
+    expect((await fetch(`${server.http}/v2/health/ready`)).status).toBe(200);
+  }, 150_000);
 });
 
 describe('--max-request-secs', () => {

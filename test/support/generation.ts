@@ -47,7 +47,7 @@ export async function expectAbortedAndIdle(model: LlmModel, cancelledBefore: num
       expect(model.engine.stats!.kvCacheUsage).toBe(0);
       expect(cancelledCount(model)).toBe(cancelledBefore + cancelled);
     },
-    { timeout: 3000, interval: 20 },
+    { timeout: 15_000, interval: 20 },
   );
 }
 

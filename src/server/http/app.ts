@@ -39,6 +39,8 @@ export interface HttpAppOptions {
   connections?: ConnectionLimits;
   /** Deepest JSON nesting a KServe body may have (default 64). */
   jsonMaxDepth?: number;
+  /** A generate_stream client that reads nothing this long is dropped (default: the limits table's). */
+  streamSendTimeoutMs?: number;
 }
 
 export function createHttpApp(service: InferenceService, options: HttpAppOptions = {}): FastifyInstance {
@@ -55,7 +57,7 @@ export function createHttpApp(service: InferenceService, options: HttpAppOptions
     applyConnectionCap(app.server, options.connections, () => app.log.warn(`refused a connection: --http-max-connections (${httpMaxConnections}) reached`));
   }
   installAccessControl(app, options.access ?? AccessPolicy.open());
-  app.register(kserveRoutes(service, { bodyLimit, llm: options.llm, jsonMaxDepth: options.jsonMaxDepth }));
+  app.register(kserveRoutes(service, { bodyLimit, llm: options.llm, jsonMaxDepth: options.jsonMaxDepth, streamSendTimeoutMs: options.streamSendTimeoutMs }));
   if (options.llm) app.register(websocketRoutes(options.llm, options.websocket));
   // Errors outside the front ends' own plugins (a refused /v1/ws upgrade) in Triton's shape too.
   app.setErrorHandler((error, request, reply) => sendFailure(error, request, reply));
@@ -68,7 +70,7 @@ export function createHttpApp(service: InferenceService, options: HttpAppOptions
 /** The KServe v2 routes as a plugin, for composing into an app built elsewhere. */
 export function kserveRoutes(
   service: InferenceService,
-  options: { bodyLimit: number; llm?: LlmLookup | undefined; jsonMaxDepth?: number | undefined },
+  options: { bodyLimit: number; llm?: LlmLookup | undefined; jsonMaxDepth?: number | undefined; streamSendTimeoutMs?: number | undefined },
 ): FastifyPluginAsync {
   return async (app) => {
     installRawBodyParser(app, options.bodyLimit, options.jsonMaxDepth ?? DEFAULT_LIMITS.jsonMaxDepth);
@@ -78,7 +80,7 @@ export function kserveRoutes(
     registerModelRoutes(app, service);
     registerRepositoryRoutes(app, service);
     registerInferRoutes(app, service);
-    if (options.llm) registerGenerateRoutes(app, options.llm);
+    if (options.llm) registerGenerateRoutes(app, options.llm, options.streamSendTimeoutMs);
   };
 }
 

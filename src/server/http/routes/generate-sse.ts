@@ -1,12 +1,16 @@
 // Server-Sent Events on a raw Node response, with flow control: send() waits while the socket's
 // buffer is over its high-water mark, so a slow reader pauses the producer instead of growing
-// the process's memory.
+// the process's memory; one that reads nothing for the send timeout is dropped.
 
-import { once } from 'node:events';
 import type { ServerResponse } from 'node:http';
+import { DEFAULT_LIMITS } from '../../../config/limits.js';
+import { writeOrDrop } from '../stalled-writes.js';
 
 export class SseWriter {
-  constructor(private readonly response: ServerResponse) {}
+  constructor(
+    private readonly response: ServerResponse,
+    private readonly stallTimeoutMs = DEFAULT_LIMITS.streamSendTimeoutSecs * 1000,
+  ) {}
 
   /** False once the client went away (nothing more can be delivered). */
   get open(): boolean {
@@ -25,12 +29,7 @@ export class SseWriter {
   /** One `data:` event holding a JSON value. */
   async send(value: unknown): Promise<void> {
     if (!this.open) return;
-    if (this.response.write(`data: ${JSON.stringify(value)}\n\n`)) return;
-    // Whichever comes first; the other listener is removed so waits do not pile up listeners.
-    const settled = new AbortController();
-    const wait = (event: string) => once(this.response, event, { signal: settled.signal }).catch(() => undefined);
-    await Promise.race([wait('drain'), wait('close')]);
-    settled.abort();
+    await writeOrDrop(this.response, `data: ${JSON.stringify(value)}\n\n`, this.stallTimeoutMs);
   }
 
   end(): void {

@@ -15,16 +15,18 @@ import { generateTritonLlm, type TritonLlmResponse } from '../../generation/trit
 import { parseJson } from '../codec/json-body.js';
 import { abortOnDisconnect } from '../transport.js';
 import { SseWriter } from './generate-sse.js';
+import { DEFAULT_LIMITS } from '../../../config/limits.js';
 import { modelPaths, versionOf, type ModelParams } from './models.js';
 
 type GenerateRequest = FastifyRequest<{ Params: ModelParams }>;
 
-export function registerGenerateRoutes(app: FastifyInstance, lookup: LlmLookup): void {
+/** `streamSendTimeoutMs`: a generate_stream client that reads nothing this long is dropped. */
+export function registerGenerateRoutes(app: FastifyInstance, lookup: LlmLookup, streamSendTimeoutMs = DEFAULT_LIMITS.streamSendTimeoutSecs * 1000): void {
   for (const path of modelPaths('/generate')) {
     app.post<{ Params: ModelParams }>(path, (request, reply) => handleGenerate(lookup, request, reply));
   }
   for (const path of modelPaths('/generate_stream')) {
-    app.post<{ Params: ModelParams }>(path, (request, reply) => handleGenerateStream(lookup, request, reply));
+    app.post<{ Params: ModelParams }>(path, (request, reply) => handleGenerateStream(lookup, request, reply, streamSendTimeoutMs));
   }
 }
 
@@ -37,13 +39,13 @@ async function handleGenerate(lookup: LlmLookup, request: GenerateRequest, reply
   return responseJson(answer);
 }
 
-async function handleGenerateStream(lookup: LlmLookup, request: GenerateRequest, reply: FastifyReply): Promise<void> {
+async function handleGenerateStream(lookup: LlmLookup, request: GenerateRequest, reply: FastifyReply, streamSendTimeoutMs: number): Promise<void> {
   const llm = requestFromBody(request);
   const responses = generateTritonLlm(lookup, llm, abortOnDisconnect(reply.raw));
   // The first response fixes the status: anything refused before it is a plain JSON error.
   let next = await responses.next();
   reply.hijack();
-  const sse = new SseWriter(reply.raw);
+  const sse = new SseWriter(reply.raw, streamSendTimeoutMs);
   sse.start();
   try {
     while (!next.done && sse.open) {

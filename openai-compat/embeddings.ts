@@ -8,6 +8,7 @@ import type { InferRequest } from '../src/contracts/infer.js';
 import type { Tensor } from '../src/contracts/tensors.js';
 import { ConveyorError, invalidArg } from '../src/errors.js';
 import { promptCharLimit } from '../src/config/limits.js';
+import { OFFTHREAD_MIN_CHARS } from '../src/engine/offthread-tokenizer.js';
 import type { OpenAIContext } from './context.js';
 import { EMBEDDING_OUTPUT, type EmbeddingModel, type EncoderTokenizer } from './embedding-models.js';
 import { unknownParameter, unsupportedParameter } from './errors.js';
@@ -29,28 +30,53 @@ const isTokenList = (v: unknown): v is number[] => Array.isArray(v) && v.length 
 
 /** The inputs as token id lists, validated against the tokenizer's vocabulary and length. */
 export function tokenizeInputs(input: unknown, encoder: EncoderTokenizer, addSpecialTokens: boolean): number[][] {
+  return inputItems(input).map((item, i) => tokenizeItem(item, i, encoder, addSpecialTokens));
+}
+
+/**
+ * tokenizeInputs for the route: between inputs it yields to the event loop once another
+ * OFFTHREAD_MIN_CHARS characters have been tokenized, so a body of many long inputs (up to the
+ * JSON body limit) holds other clients up for one input at most, never for the whole body.
+ */
+export async function tokenizeInputsYielding(input: unknown, encoder: EncoderTokenizer, addSpecialTokens: boolean): Promise<number[][]> {
+  const out: number[][] = [];
+  let sinceYield = 0;
+  for (const [i, item] of inputItems(input).entries()) {
+    out.push(tokenizeItem(item, i, encoder, addSpecialTokens));
+    sinceYield += typeof item === 'string' ? item.length : 0;
+    if (sinceYield >= OFFTHREAD_MIN_CHARS) {
+      sinceYield = 0;
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+  }
+  return out;
+}
+
+function inputItems(input: unknown): unknown[] {
   const items: unknown[] = typeof input === 'string' || isTokenList(input) ? [input] : Array.isArray(input) ? input : [];
   if (items.length === 0) throw invalidArg('input must be a non-empty string, array of strings, array of token ids, or array of token id arrays', 'input');
   if (items.length > MAX_INPUTS) throw invalidArg(`input has ${items.length} items; at most ${MAX_INPUTS} are allowed`, 'input');
-  return items.map((item, i) => {
-    let ids: number[];
-    if (typeof item === 'string') {
-      if (item.length === 0) throw invalidArg(`input[${i}] must not be an empty string`, 'input');
-      // An input this long cannot fit the context anyway; refusing it unread costs no tokenizing.
-      const maxChars = promptCharLimit({ maxPromptChars: 0 }, encoder.maxLength);
-      if (item.length > maxChars) throw new ConveyorError('CONTEXT_LENGTH_EXCEEDED', `input[${i}] has ${item.length} characters, more than the ${maxChars} this server accepts for a ${encoder.maxLength}-token model. Please shorten the input.`, 'input');
-      ids = encoder.tokenizer.encode(item, { add_special_tokens: addSpecialTokens }).ids;
-    } else if (isTokenList(item)) {
-      if (!item.every((t) => Number.isInteger(t) && t >= 0 && t < encoder.vocabSize)) throw invalidArg(`input[${i}] holds a token id outside the vocabulary (0..${encoder.vocabSize - 1})`, 'input');
-      ids = item;
-    } else {
-      throw invalidArg(`input[${i}] must be a string or a non-empty array of token ids`, 'input');
-    }
-    if (ids.length > encoder.maxLength) {
-      throw new ConveyorError('CONTEXT_LENGTH_EXCEEDED', `This model's maximum context length is ${encoder.maxLength} tokens. However, input[${i}] has ${ids.length} tokens. Please shorten the input.`, 'input');
-    }
-    return ids;
-  });
+  return items;
+}
+
+function tokenizeItem(item: unknown, i: number, encoder: EncoderTokenizer, addSpecialTokens: boolean): number[] {
+  let ids: number[];
+  if (typeof item === 'string') {
+    if (item.length === 0) throw invalidArg(`input[${i}] must not be an empty string`, 'input');
+    // An input this long cannot fit the context anyway; refusing it unread costs no tokenizing.
+    const maxChars = promptCharLimit({ maxPromptChars: 0 }, encoder.maxLength);
+    if (item.length > maxChars) throw new ConveyorError('CONTEXT_LENGTH_EXCEEDED', `input[${i}] has ${item.length} characters, more than the ${maxChars} this server accepts for a ${encoder.maxLength}-token model. Please shorten the input.`, 'input');
+    ids = encoder.tokenizer.encode(item, { add_special_tokens: addSpecialTokens }).ids;
+  } else if (isTokenList(item)) {
+    if (!item.every((t) => Number.isInteger(t) && t >= 0 && t < encoder.vocabSize)) throw invalidArg(`input[${i}] holds a token id outside the vocabulary (0..${encoder.vocabSize - 1})`, 'input');
+    ids = item;
+  } else {
+    throw invalidArg(`input[${i}] must be a string or a non-empty array of token ids`, 'input');
+  }
+  if (ids.length > encoder.maxLength) {
+    throw new ConveyorError('CONTEXT_LENGTH_EXCEEDED', `This model's maximum context length is ${encoder.maxLength} tokens. However, input[${i}] has ${ids.length} tokens. Please shorten the input.`, 'input');
+  }
+  return ids;
 }
 
 /** Input indices grouped by token count (so padding is rare) into batches of at most `size`. */
@@ -115,7 +141,7 @@ export async function createEmbeddings(ctx: OpenAIContext, rawBody: unknown, sig
   const model = ctx.embeddings.resolve(requested);
   const format = encodingFormat(body);
   const encoder = await ctx.embeddings.tokenizer(model);
-  const tokens = tokenizeInputs(body.input, encoder, optionalFlag(body, 'add_special_tokens', true));
+  const tokens = await tokenizeInputsYielding(body.input, encoder, optionalFlag(body, 'add_special_tokens', true));
   checkDimensions(body.dimensions, model);
   const rows = await embedAll(ctx, model, tokens, signal);
   const promptTokens = tokens.reduce((n, t) => n + t.length, 0);

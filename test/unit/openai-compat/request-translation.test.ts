@@ -2,7 +2,7 @@
 // settings; the completions prompt forms; embedding inputs and their grouping; error bodies.
 import { describe, expect, it } from 'vitest';
 import { completionPrompts } from '../../../openai-compat/completions.js';
-import { groupByLength, tokenizeInputs } from '../../../openai-compat/embeddings.js';
+import { groupByLength, tokenizeInputs, tokenizeInputsYielding } from '../../../openai-compat/embeddings.js';
 import { openaiFailure, OpenAIRequestError } from '../../../openai-compat/errors.js';
 import { CHAT_FIELDS, checkFields, choiceCount, COMPLETION_FIELDS, streamSettings } from '../../../openai-compat/request-fields.js';
 import { ConveyorError } from '../../../src/errors.js';
@@ -86,6 +86,21 @@ describe('embedding inputs', () => {
     expect(refusal(() => tokenizeInputs([], encoder, true)).body.error.param).toBe('input');
     expect(refusal(() => tokenizeInputs([[500]], encoder, true)).body.error.param).toBe('input');
     expect(refusal(() => tokenizeInputs('a b c d e', encoder, true)).body.error).toMatchObject({ param: 'input', code: 'context_length_exceeded' });
+  });
+
+  it('yields to the event loop between inputs once 16K characters were tokenized, with the same ids', async () => {
+    const long = { ...encoder, maxLength: 4096 };
+    const inputs = Array.from({ length: 40 }, (_, i) => `${'x'.repeat(2000)} ${i}`);
+    // Counts the event-loop turns other work gets while the inputs are tokenized.
+    let turns = 0;
+    let running = true;
+    const tick = (): void => void (running && (turns++, setImmediate(tick)));
+    setImmediate(tick);
+    const ids = await tokenizeInputsYielding(inputs, long, true);
+    running = false;
+    expect(ids).toEqual(tokenizeInputs(inputs, long, true));
+    // 80K characters: the loop got a turn after every ~16K of them.
+    expect(turns).toBeGreaterThanOrEqual(4);
   });
 
   it('refuses an input over 16 characters per context token before tokenizing it', () => {

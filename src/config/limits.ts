@@ -27,6 +27,7 @@ export const LIMITS = {
   wsMaxMessageBytes: { flag: '--ws-max-message-bytes', default: 4 * MiB, unit: 'bytes', help: 'largest WebSocket message a client may send' },
   wsMaxGenerations: { flag: '--ws-max-generations', default: 16, unit: 'count', help: 'generations one WebSocket may run at once' },
   wsMaxBufferedBytes: { flag: '--ws-max-buffered-bytes', default: 16 * MiB, unit: 'bytes', help: 'unsent bytes a WebSocket may hold before the client is dropped' },
+  wsMaxInvalidMessages: { flag: '--ws-max-invalid-messages', default: 100, unit: 'count', help: 'a WebSocket client sending this many invalid messages in a row is disconnected (1008)' },
   wsSendTimeoutSecs: { flag: '--ws-send-timeout-secs', default: 30, unit: 'secs', help: 'a WebSocket client that reads nothing for this long while output waits is dropped' },
   streamSendTimeoutSecs: { flag: '--stream-send-timeout-secs', default: 30, unit: 'secs', help: 'an SSE client (OpenAI streams, generate_stream) that reads nothing for this long while output waits is dropped' },
   grpcMaxConcurrentStreams: { flag: '--grpc-max-concurrent-streams', default: 128, unit: 'count', help: 'concurrent calls (HTTP/2 streams) per gRPC connection' },

@@ -156,4 +156,17 @@ describe('WebSocket /v1/ws', () => {
     client.socket.terminate();
     await expectAbortedAndIdle(model, cancelled, 2);
   });
+
+  it('closes (1008) a socket after 100 invalid messages in a row; a valid one in between resets the count', async () => {
+    const client = await Client.open();
+    const closed = new Promise<number>((resolve) => client.socket.once('close', (code) => resolve(code)));
+    for (let i = 0; i < 99; i++) client.socket.send('{"type":');
+    client.send({ type: 'cancel', id: 'nothing' }); // valid: the count starts over
+    for (let i = 0; i < 99; i++) client.socket.send('not json');
+    client.send({ type: 'generate', id: 'ok', model: LLM, prompt: 'still here', ...GREEDY });
+    expect(await client.waitFor((m) => m.id === 'ok' && m.type === 'done')).toMatchObject({ finish_reason: 'length' });
+    for (let i = 0; i < 100; i++) client.socket.send(Buffer.from([1, 2, 3]));
+    expect(await closed).toBe(1008);
+    expect(client.messages.filter((m) => m.type === 'error')).toHaveLength(99 + 99 + 100);
+  });
 });

@@ -25,6 +25,7 @@ export function websocketLimits(limits: ResourceLimits): WebSocketOptions {
     maxBufferedBytes: limits.wsMaxBufferedBytes,
     stallTimeoutMs: limits.wsSendTimeoutSecs * 1000,
     jsonMaxDepth: limits.jsonMaxDepth,
+    maxInvalidMessages: limits.wsMaxInvalidMessages,
   };
 }
 
@@ -37,6 +38,7 @@ export function websocketRoutes(lookup: LlmLookup, options: WebSocketOptions = {
     maxBufferedBytes,
     stallTimeoutMs: options.stallTimeoutMs ?? DEFAULT_LIMITS.wsSendTimeoutSecs * 1000,
     jsonMaxDepth: options.jsonMaxDepth ?? DEFAULT_LIMITS.jsonMaxDepth,
+    maxInvalidMessages: options.maxInvalidMessages ?? DEFAULT_LIMITS.wsMaxInvalidMessages,
   };
   return async (app) => {
     await app.register(fastifyWebsocket, { options: { maxPayload: options.maxPayloadBytes ?? DEFAULT_LIMITS.wsMaxMessageBytes } });

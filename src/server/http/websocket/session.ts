@@ -14,6 +14,11 @@ export interface SessionLimits extends OutboxLimits {
   readonly maxGenerations: number;
   /** Deepest JSON nesting a client message may have. */
   readonly jsonMaxDepth: number;
+  /**
+   * Invalid messages in a row before the socket is closed (1008): answering each costs the
+   * server work, and no real client sends a stream of garbage.
+   */
+  readonly maxInvalidMessages: number;
 }
 
 /** The events and controls of a socket the session uses (a `ws` WebSocket). */
@@ -25,6 +30,8 @@ export interface SessionSocket extends SendingSocket {
   resume(): void;
   /** Destroy the connection at once (no closing handshake: the client is not reading). */
   terminate(): void;
+  /** Start the closing handshake. */
+  close(code: number, reason: string): void;
 }
 
 type GenerateMessage = Extract<ClientMessage, { type: 'generate' }>;
@@ -33,9 +40,10 @@ export class WebSocketSession {
   private readonly live = new Map<string, AbortController>();
   private readonly outbox: Outbox;
   private closed = false;
+  private invalidInARow = 0;
 
   constructor(
-    socket: SessionSocket,
+    private readonly socket: SessionSocket,
     private readonly lookup: LlmLookup,
     private readonly limits: SessionLimits,
   ) {
@@ -62,10 +70,10 @@ export class WebSocketSession {
 
   private onMessage(data: RawData, isBinary: boolean): void {
     if (this.closed) return;
-    if (isBinary) return this.outbox.send(errorMessage(invalidArg('binary frames are not part of this protocol; send JSON text')));
+    if (isBinary) return this.refuseInvalid(errorMessage(invalidArg('binary frames are not part of this protocol; send JSON text')));
     const bytes = Array.isArray(data) ? Buffer.concat(data) : Buffer.isBuffer(data) ? data : Buffer.from(data);
     const tooDeep = jsonDepthError(bytes, this.limits.jsonMaxDepth);
-    if (tooDeep) return this.outbox.send(errorMessage(tooDeep));
+    if (tooDeep) return this.refuseInvalid(errorMessage(tooDeep));
     const text = bytes.toString('utf8');
     let message: ClientMessage;
     try {
@@ -73,8 +81,9 @@ export class WebSocketSession {
     } catch (error) {
       const id = peekId(text);
       // A frame reusing a live id is refused as a duplicate first, so no other error names a running generation.
-      return this.outbox.send(errorMessage(id !== undefined && this.live.has(id) ? duplicateId(id) : error, id));
+      return this.refuseInvalid(errorMessage(id !== undefined && this.live.has(id) ? duplicateId(id) : error, id));
     }
+    this.invalidInARow = 0;
     if (message.type === 'cancel') {
       // A cancel for an id that is not live is ignored: it may have finished a moment ago.
       this.live.get(message.id)?.abort(new ConveyorError('CANCELLED', 'cancelled by the client'));
@@ -87,6 +96,14 @@ export class WebSocketSession {
     const controller = new AbortController();
     this.live.set(message.id, controller);
     void this.run(message, controller);
+  }
+
+  /** Answers an invalid message; the last one a client may send in a row also closes the socket. */
+  private refuseInvalid(reply: unknown): void {
+    this.outbox.send(reply);
+    if (++this.invalidInARow < this.limits.maxInvalidMessages) return;
+    this.socket.close(1008, `${this.limits.maxInvalidMessages} invalid messages in a row`);
+    this.close();
   }
 
   private async run(message: GenerateMessage, controller: AbortController): Promise<void> {

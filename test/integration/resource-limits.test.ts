@@ -22,6 +22,8 @@ beforeAll(async () => {
     '--http-header-timeout-secs', '1', '--http-request-timeout-secs', '2', '--http-max-body-bytes', String(1 << 20),
     '--ws-send-timeout-secs', '1', '--ws-max-buffered-bytes', String(256 * 1024), '--max-prompt-chars', '2000000',
     '--stream-send-timeout-secs', '1',
+    // The flood below tests flow control and the send timeout, not the invalid-message cap.
+    '--ws-max-invalid-messages', '1000000',
   ]);
   model = server.service.llmModel(LLM);
   capped = await startTestServer(repository, ['--http-max-connections', '3', '--max-request-secs', '0.5']);

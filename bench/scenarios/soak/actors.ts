@@ -148,12 +148,13 @@ async function stallOnce(target: SoakTarget, holdMs: number): Promise<string> {
   socket.on('error', () => undefined);
   await new Promise<void>((resolve, reject) => socket.once('open', () => resolve()).once('error', reject));
   const closed = new Promise<string>((resolve) => socket.once('close', () => resolve('dropped by the server')));
-  for (let i = 0; i < 8; i++) {
-    socket.send(JSON.stringify({ type: 'generate', id: `g${i}`, model: target.llm, prompt: `Never read ${i}`, max_tokens: 1000, ignore_eos: true, logprobs: true, top_logprobs: 20 }));
-  }
-  // And a flood of bad frames: their error replies must be flow-controlled like any other frame
-  // (a client that never read them once grew the server by hundreds of MiB).
-  for (let i = 0; i < 50_000; i++) socket.send('{"type":"generate","id":');
+  // 16 long generations (the per-socket cap), then 50,000 more that the cap refuses: every
+  // refusal is an error frame, flow-controlled like any other, and together they outgrow the
+  // kernel's socket buffers, so the server really holds output for a client that does not read.
+  // (They are valid messages, so this is the send timeout's drop, not the invalid-message cap's.)
+  const generate = (id: string) => JSON.stringify({ type: 'generate', id, model: target.llm, prompt: `Never read ${id}`, max_tokens: 3000, ignore_eos: true });
+  for (let i = 0; i < 16; i++) socket.send(generate(`g${i}`));
+  for (let i = 0; i < 50_000; i++) socket.send(generate(`over${i}`));
   const raw = (socket as unknown as { _socket: { pause(): void; resume(): void } })._socket;
   raw.pause();
   // Not cut short by the soak's end: the verdict needs the whole hold.
@@ -163,6 +164,19 @@ async function stallOnce(target: SoakTarget, holdMs: number): Promise<string> {
   socket.terminate();
   return outcome;
 }
+
+/** Sends invalid messages while reading: the server must close the socket (1008) once they pass its cap. */
+export const garbageWebSocket = loop('WebSocket sending garbage', 'chaos', async ({ target, pause }) => {
+  const socket = new WebSocket(`${target.http.replace(/^http/, 'ws')}/v1/ws`);
+  socket.on('error', () => undefined);
+  await new Promise<void>((resolve, reject) => socket.once('open', () => resolve()).once('error', reject));
+  const closed = new Promise<number>((resolve) => socket.once('close', (code) => resolve(code)));
+  for (let i = 0; i < 1000 && socket.readyState === WebSocket.OPEN; i++) socket.send('{"type":');
+  const code = await Promise.race([closed, sleep(10_000).then(() => null)]);
+  socket.terminate();
+  await pause(1000);
+  return code === 1008 ? { label: 'closed by the server (1008)', ok: true } : { label: code === null ? 'still open after 1,000 invalid messages' : `closed with ${code}`, ok: false };
+});
 
 /** Every `everyMs`, reloads the LLM with the other precision (fp32 ↔ int8) while traffic runs. */
 export const precisionSwaps = (everyMs: number): Actor => ({

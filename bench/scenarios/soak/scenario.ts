@@ -15,7 +15,7 @@ import { caseId, type BenchCase } from '../../harness/types.js';
 import { buildInputs, httpBinaryRequest, type ModelMetadata } from '../infer/payloads.js';
 import { startServerProcess, type ServerProcess } from '../infer/server-process.js';
 import { waitForModels } from '../serve/systems.js';
-import { badRequests, cnnInfer, embeddings, hangUps, precisionSwaps, stalledWebSocket, stopStringCompletions, streamingChat, type Actor, type ActorContext, type SoakTarget } from './actors.js';
+import { badRequests, cnnInfer, embeddings, garbageWebSocket, hangUps, precisionSwaps, stalledWebSocket, stopStringCompletions, streamingChat, type Actor, type ActorContext, type SoakTarget } from './actors.js';
 import { startMonitor, sample, type Sample } from './monitor.js';
 import { soakCharts, soakMetrics, soakResults, type SoakRecord } from './report.js';
 import { Tally } from './tally.js';
@@ -68,8 +68,9 @@ async function prepareSoak(context: ScenarioContext): Promise<PreparedScenario> 
   const durationS = positiveInt(flags['duration-secs'], quick ? 20 : 600, '--duration-secs', 1);
   const swapEveryS = positiveInt(flags['swap-every-secs'], quick ? 8 : 60, '--swap-every-secs', 1);
   const wsSendTimeoutS = positiveInt(flags['ws-send-timeout-secs'], quick ? 2 : 10, '--ws-send-timeout-secs', 1);
-  // The stalled client stops reading this long; the server must have dropped it by then.
-  const stallHoldS = 2 * wsSendTimeoutS + 3;
+  // The stalled client stops reading this long; the server must have dropped it by then (its
+  // buffers fill within a few hundred engine steps, then the send timeout runs).
+  const stallHoldS = 2 * wsSendTimeoutS + 15;
   const root = await soakRepository();
   let server: ServerProcess | undefined;
   const dispose = async (): Promise<void> => {
@@ -99,7 +100,7 @@ async function prepareSoak(context: ScenarioContext): Promise<PreparedScenario> 
       charts: soakCharts(`${durationS} s mixed load`),
       notes: [
         `Server: \`src/cli.ts serve\` as a child process (pid ${server.pid}) on the default repository's tiny models (${Object.values(MODELS).join(', ')}), --model-control-mode explicit.`,
-        `Clients, all at once for ${durationS} s: 4 streaming chats (SSE, random lengths, sampled), 2 completion loops with stop ["e","a","o"," "], 2 embedding loops, 1 CNN infer loop (KServe binary tensors), 1 loop of malformed and hostile requests (${'bad-requests.ts'}), 2 loops of streams hung up after 1–3 reads, 1 WebSocket client that starts 8 long generations with 20 top logprobs per token, sends 50,000 bad frames and stops reading (the server runs with --ws-send-timeout-secs ${wsSendTimeoutS} and must drop it; the client reads again after ${stallHoldS} s to see whether it was), and a precision swap of ${MODELS.llm} (fp32 ↔ int8) every ${swapEveryS} s.`,
+        `Clients, all at once for ${durationS} s: 4 streaming chats (SSE, random lengths, sampled), 2 completion loops with stop ["e","a","o"," "], 2 embedding loops, 1 CNN infer loop (KServe binary tensors), 1 loop of malformed and hostile requests (${'bad-requests.ts'}), 2 loops of streams hung up after 1–3 reads, 1 WebSocket client that starts 16 long generations and 50,000 more that the per-socket cap refuses, then stops reading (the server runs with --ws-send-timeout-secs ${wsSendTimeoutS} and must drop it; the client reads again after ${stallHoldS} s to see whether it was), 1 WebSocket client sending invalid messages (the server must close it, 1008), and a precision swap of ${MODELS.llm} (fp32 ↔ int8) every ${swapEveryS} s.`,
         'Sampled once a second: RSS from /proc, nodejs_eventloop_lag_p99/max_seconds (prom-client resets them each scrape, so each sample covers the second before it), the engine gauges, conveyor_worker_alive, every *restarts_total counter, and GET /v2/health/ready latency.',
       ],
       settings: { durationS, swapEveryS, wsSendTimeoutS, cores: availableParallelism() },
@@ -141,6 +142,7 @@ async function runSoak(server: ServerProcess, target: SoakTarget, settings: Soak
     hangUps(0),
     hangUps(1),
     stalledWebSocket(settings.stallHoldS * 1000),
+    garbageWebSocket,
     precisionSwaps(settings.swapEveryS * 1000),
   ];
   const monitor = startMonitor(server, 1000);

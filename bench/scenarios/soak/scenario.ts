@@ -23,6 +23,7 @@ import { Tally } from './tally.js';
 const FLAGS: Readonly<Record<string, FlagSpec>> = {
   'duration-secs': { type: 'string', usage: '--duration-secs N', description: 'length of the load (default 600; --quick: 20)' },
   'swap-every-secs': { type: 'string', usage: '--swap-every-secs N', description: 'reload the LLM with the other precision this often (default 60; --quick: 8)' },
+  'malloc-arena-max': { type: 'string', usage: '--malloc-arena-max N|default', description: "glibc's MALLOC_ARENA_MAX for the server (default 2, the setting README recommends on Linux; 'default' leaves glibc's own, 8 per core)" },
   'ws-send-timeout-secs': { type: 'string', usage: '--ws-send-timeout-secs N', description: "the server's --ws-send-timeout-secs: a WebSocket client that stops reading must be dropped within it (default 10; --quick: 2)" },
 };
 
@@ -71,6 +72,8 @@ async function prepareSoak(context: ScenarioContext): Promise<PreparedScenario> 
   // The stalled client stops reading this long; the server must have dropped it by then (its
   // buffers fill within a few hundred engine steps, then the send timeout runs).
   const stallHoldS = 2 * wsSendTimeoutS + 15;
+  const arenaFlag = flags['malloc-arena-max'];
+  const mallocArenaMax = arenaFlag === 'default' ? undefined : String(positiveInt(arenaFlag, 2, '--malloc-arena-max', 1));
   const root = await soakRepository();
   let server: ServerProcess | undefined;
   const dispose = async (): Promise<void> => {
@@ -79,7 +82,7 @@ async function prepareSoak(context: ScenarioContext): Promise<PreparedScenario> 
   };
   try {
     log('starting the server on the default repository’s tiny models…');
-    server = await startServerProcess(root, 180_000, ['--model-control-mode', 'explicit', '--load-model', '*', '--exit-timeout-secs', '5', '--ws-send-timeout-secs', String(wsSendTimeoutS)]);
+    server = await startServerProcess(root, 180_000, ['--model-control-mode', 'explicit', '--load-model', '*', '--exit-timeout-secs', '5', '--ws-send-timeout-secs', String(wsSendTimeoutS)], mallocArenaMax ? { MALLOC_ARENA_MAX: mallocArenaMax } : {});
     await waitForModels(server.http, [MODELS.llm, MODELS.encoder], 120_000);
     const cnnMetadata = (await (await fetch(`${server.http}/v2/models/${MODELS.cnn}`)).json()) as ModelMetadata;
     const target: SoakTarget = { http: server.http, ...MODELS, cnnMetadata, cnnRequest: httpBinaryRequest(buildInputs(cnnMetadata, 1)), requestTimeoutMs: 60_000 };
@@ -99,11 +102,11 @@ async function prepareSoak(context: ScenarioContext): Promise<PreparedScenario> 
       skipped: [],
       charts: soakCharts(`${durationS} s mixed load`),
       notes: [
-        `Server: \`src/cli.ts serve\` as a child process (pid ${server.pid}) on the default repository's tiny models (${Object.values(MODELS).join(', ')}), --model-control-mode explicit.`,
+        `Server: \`src/cli.ts serve\` as a child process (pid ${server.pid}) on the default repository's tiny models (${Object.values(MODELS).join(', ')}), --model-control-mode explicit, ${mallocArenaMax ? `MALLOC_ARENA_MAX=${mallocArenaMax}` : "glibc's default malloc arenas"}.`,
         `Clients, all at once for ${durationS} s: 4 streaming chats (SSE, random lengths, sampled), 2 completion loops with stop ["e","a","o"," "], 2 embedding loops, 1 CNN infer loop (KServe binary tensors), 1 loop of malformed and hostile requests (${'bad-requests.ts'}), 2 loops of streams hung up after 1–3 reads, 1 WebSocket client that starts 16 long generations and 50,000 more that the per-socket cap refuses, then stops reading (the server runs with --ws-send-timeout-secs ${wsSendTimeoutS} and must drop it; the client reads again after ${stallHoldS} s to see whether it was), 1 WebSocket client sending invalid messages (the server must close it, 1008), and a precision swap of ${MODELS.llm} (fp32 ↔ int8) every ${swapEveryS} s.`,
         'Sampled once a second: RSS from /proc, nodejs_eventloop_lag_p99/max_seconds (prom-client resets them each scrape, so each sample covers the second before it), the engine gauges, conveyor_worker_alive, every *restarts_total counter, and GET /v2/health/ready latency.',
       ],
-      settings: { durationS, swapEveryS, wsSendTimeoutS, cores: availableParallelism() },
+      settings: { durationS, swapEveryS, wsSendTimeoutS, mallocArenaMax: mallocArenaMax ?? 'default', cores: availableParallelism() },
       conclude: () => {
         if (!record) return { notes: ['the soak did not run'] };
         const load = `Machine load: 1/5/15-minute load averages ${loadAtStart.map((l) => l.toFixed(2)).join(' / ')} before and ${loadavg().map((l) => l.toFixed(2)).join(' / ')} after, on ${availableParallelism()} cores.`;

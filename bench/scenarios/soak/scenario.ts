@@ -23,7 +23,7 @@ import { Tally } from './tally.js';
 const FLAGS: Readonly<Record<string, FlagSpec>> = {
   'duration-secs': { type: 'string', usage: '--duration-secs N', description: 'length of the load (default 600; --quick: 20)' },
   'swap-every-secs': { type: 'string', usage: '--swap-every-secs N', description: 'reload the LLM with the other precision this often (default 60; --quick: 8)' },
-  'malloc-arena-max': { type: 'string', usage: '--malloc-arena-max N|default', description: "glibc's MALLOC_ARENA_MAX for the server (default 2, the setting README recommends on Linux; 'default' leaves glibc's own, 8 per core)" },
+  'malloc-arena-max': { type: 'string', usage: '--malloc-arena-max N|default', description: "glibc's MALLOC_ARENA_MAX for the server (default 1, the setting README recommends on Linux; 'default' leaves glibc's own, 8 per core)" },
   'ws-send-timeout-secs': { type: 'string', usage: '--ws-send-timeout-secs N', description: "the server's --ws-send-timeout-secs: a WebSocket client that stops reading must be dropped within it (default 10; --quick: 2)" },
 };
 
@@ -73,7 +73,7 @@ async function prepareSoak(context: ScenarioContext): Promise<PreparedScenario> 
   // buffers fill within a few hundred engine steps, then the send timeout runs).
   const stallHoldS = 2 * wsSendTimeoutS + 15;
   const arenaFlag = flags['malloc-arena-max'];
-  const mallocArenaMax = arenaFlag === 'default' ? undefined : String(positiveInt(arenaFlag, 2, '--malloc-arena-max', 1));
+  const mallocArenaMax = arenaFlag === 'default' ? undefined : String(positiveInt(arenaFlag, 1, '--malloc-arena-max', 1));
   const root = await soakRepository();
   let server: ServerProcess | undefined;
   const dispose = async (): Promise<void> => {

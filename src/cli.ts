@@ -26,6 +26,10 @@ async function serve(argv: string[]): Promise<void> {
   if (options.model === undefined && resolve(options.modelRepository) === resolve(DEFAULT_REPOSITORY)) await ensureDefaultRepository(DEFAULT_REPOSITORY, log);
   started = startServer(options, { log, httpLogger: { level: options.logLevel, base: { service: 'conveyor' } } });
   await started;
+  // glibc reads it at process start, so the server can only say so (README: "Memory on Linux").
+  if (process.platform === 'linux' && process.env['MALLOC_ARENA_MAX'] === undefined) {
+    log('MALLOC_ARENA_MAX is not set: every model reload (precision swap, restart) then grows resident memory; start the server with MALLOC_ARENA_MAX=1');
+  }
 }
 
 /** Exit status of a second signal during the drain: death by that signal, 128 + its number (130 SIGINT, 143 SIGTERM). */

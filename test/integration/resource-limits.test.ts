@@ -11,6 +11,8 @@ import WebSocket from 'ws';
 import type { LlmModel } from '../../src/serving/llm-backend.js';
 import { cancelledCount, expectAbortedAndIdle, LLM, LONG } from '../support/generation.js';
 import { configOf, makeRepository, startTestServer, type TestServer } from '../support/server.js';
+import { grpcClients, unaryCall } from '../support/streams.js';
+import { status as grpcStatus } from '@grpc/grpc-js';
 
 let server: TestServer;
 let capped: TestServer;
@@ -26,7 +28,7 @@ beforeAll(async () => {
     '--ws-max-invalid-messages', '1000000',
   ]);
   model = server.service.llmModel(LLM);
-  capped = await startTestServer(repository, ['--http-max-connections', '3', '--max-request-secs', '0.5']);
+  capped = await startTestServer(repository, ['--http-max-connections', '3', '--max-request-secs', '0.5', '--grpc-max-message-bytes', String(64 * 1024)]);
 }, 180_000);
 afterAll(async () => Promise.all([server?.stop(), capped?.stop()]));
 
@@ -179,6 +181,20 @@ describe('an SSE client that stops reading', () => {
     expect(model.engine.stats!.numRunning + model.engine.stats!.numWaiting).toBe(0);
     expect((await fetch(`${server.http}/v2/health/ready`)).status).toBe(200);
   }, 150_000);
+});
+
+describe('--grpc-max-message-bytes', () => {
+  it('refuses a larger gRPC message with RESOURCE_EXHAUSTED and keeps serving smaller ones', async () => {
+    const clients = grpcClients(capped.grpcAddress);
+    try {
+      const big = await unaryCall(clients.inference, 'ModelMetadata', { name: 'x'.repeat(100 * 1024) });
+      expect(big.error?.code).toBe(grpcStatus.RESOURCE_EXHAUSTED);
+      const live = await unaryCall(clients.inference, 'ServerLive', {});
+      expect(live.reply).toMatchObject({ live: true });
+    } finally {
+      clients.close();
+    }
+  }, 60_000);
 });
 
 describe('--max-request-secs', () => {

@@ -175,9 +175,11 @@ describe('gRPC GRPCInferenceService (real server)', () => {
   it('survives a stream cancelled with requests in flight', async () => {
     const call = (inference['ModelStreamInfer'] as () => grpc.ClientDuplexStream<object, Reply>)();
     const closed = new Promise<number>((resolve) => call.on('error', (error: grpc.ServiceError) => resolve(error.code)));
+    const firstReply = new Promise<void>((resolve) => call.once('data', () => resolve()));
     call.on('data', () => {});
     for (let i = 0; i < 6; i++) call.write(inferRequest(4, `c${i}`));
-    await new Promise((resolve) => setTimeout(resolve, 20));
+    // Cancelled once the server has answered one: the others are still queued or running.
+    await firstReply;
     call.cancel();
     expect(await closed).toBe(grpc.status.CANCELLED);
     const after = await unary(inference, 'ModelInfer', inferRequest(1, 'after'));

@@ -1,7 +1,7 @@
 // KServe v2 REST against the real server: real models in worker threads behind the dynamic
 // batcher, plain HTTP clients speaking JSON and Triton's binary tensor extension.
 import { gzipSync } from 'node:zlib';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { configOf, makeRepository, startTestServer, type TestServer } from '../support/server.js';
 
 let server: TestServer;
@@ -113,7 +113,9 @@ describe('KServe v2 HTTP', () => {
   it('rejects at once when the queue is full (503) and keeps serving', async () => {
     const send = () => post('/v2/models/resnet_queue/infer', { inputs: [{ name: 'input', datatype: 'FP32', shape: [1, 3, 224, 224], data: image(1) }] });
     const waiting = [send(), send()];
-    await new Promise((r) => setTimeout(r, 200));
+    // Both wait out the 3 s batching delay in the queue, which holds 2: the next one must be refused.
+    const queued = () => server.manager.servedModels().find((m) => m.name === 'resnet_queue')?.pendingRequests?.() ?? 0;
+    await vi.waitFor(() => expect(queued()).toBe(2), { timeout: 15_000, interval: 5 });
     const rejected = await send();
     expect(rejected.status).toBe(503);
     expect((await rejected.json()).error).toMatch(/Exceeds maximum queue size/);

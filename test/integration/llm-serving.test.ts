@@ -1,6 +1,6 @@
 // The "llm" backend in the real server: text in, text events out, through the input processor,
 // the engine worker and the output processor, with the real Qwen3 tokenizer.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { GenerationEvent } from '../../src/engine/output-processor.js';
 import type { GenerateInput, LlmModel } from '../../src/serving/llm-backend.js';
 import { configOf, makeRepository, startTestServer, type TestServer } from '../support/server.js';
@@ -81,9 +81,13 @@ describe('LLM serving (qwen3-tiny)', () => {
     })();
     await generation;
     expect(events.at(-1)!.finishReason).toBe('abort');
-    await new Promise((r) => setTimeout(r, 100));
-    expect(model.engine.stats!.kvCacheUsage).toBe(0);
-    expect(model.engine.numActive).toBe(0);
+    await vi.waitFor(
+      () => {
+        expect(model.engine.stats!.kvCacheUsage).toBe(0);
+        expect(model.engine.numActive).toBe(0);
+      },
+      { timeout: 15_000, interval: 10 },
+    );
   });
 
   it('exports vLLM-style metrics for the generations it served', async () => {

@@ -1,7 +1,7 @@
 // The engine in its worker thread, driven through the main-thread facade.
 import * as ort from 'onnxruntime-node';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { GenerateRequest } from '../../../src/contracts/generate.js';
 import { EngineClient } from '../../../src/engine/engine-client.js';
 import { DEFAULT_REPOSITORY } from '../../../models/default-repository.js';
@@ -51,9 +51,14 @@ describe('EngineClient', () => {
       seen += update.newTokenIds.length;
       if (seen >= 3) break;
     }
-    await new Promise((r) => setTimeout(r, 200));
-    expect(engine.numActive).toBe(0);
-    expect(engine.stats!.kvCacheUsage).toBe(0); // cached blocks of earlier requests stay evictable
+    // The abort reaches the engine at its next step boundary; wait for the step that reports it.
+    await vi.waitFor(
+      () => {
+        expect(engine.numActive).toBe(0);
+        expect(engine.stats!.kvCacheUsage).toBe(0); // cached blocks of earlier requests stay evictable
+      },
+      { timeout: 15_000, interval: 10 },
+    );
   });
 
   it('surfaces a rejection as an error on the stream', async () => {

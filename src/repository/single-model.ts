@@ -10,9 +10,8 @@ import { mkdir, readlink, rename, rm, symlink, writeFile } from 'node:fs/promise
 import { tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 import { OptionsError } from '../config/server-options.js';
+import { PRECISION_VARIANTS } from './variants.js';
 
-/** The onnx/ files in the order a plain `--model` prefers them, with the precision each means to the llm backend. */
-const VARIANTS: readonly (readonly [string, string])[] = [['model.onnx', 'fp32'], ['model_fp16.onnx', 'fp16'], ['model_quantized.onnx', 'int8']];
 
 /** A bad --model directory is a usage error: the CLI prints the message and exits 2. */
 export class SingleModelError extends OptionsError {}
@@ -46,8 +45,9 @@ export async function singleModelRepository(modelDir: string, servedName?: strin
   if (!existsSync(join(dir, 'config.json')) || !existsSync(join(dir, 'tokenizer.json'))) {
     throw new SingleModelError(`--model ${modelDir}: not a Hugging Face model directory (config.json and tokenizer.json are required)`);
   }
-  const variant = VARIANTS.find(([file]) => existsSync(join(dir, 'onnx', file)));
-  if (!variant) throw new SingleModelError(`--model ${modelDir}: no onnx/model.onnx, onnx/model_fp16.onnx or onnx/model_quantized.onnx`);
+  // The first variant the export has, in PRECISION_VARIANTS' order of preference.
+  const variant = PRECISION_VARIANTS.find(({ file }) => existsSync(join(dir, 'onnx', file)));
+  if (!variant) throw new SingleModelError(`--model ${modelDir}: no ${PRECISION_VARIANTS.map(({ file }) => `onnx/${file}`).join(', ')}`);
   const name = servedName ?? modelNameOf(dir);
   if (!/^[A-Za-z0-9_.-]+$/.test(name) || name === '.' || name === '..') throw new SingleModelError(`--served-model-name '${name}' may only hold letters, digits, '_', '.' and '-'`);
   const tag = createHash('sha256').update(`${dir}\0${name}`).digest('hex').slice(0, 12);
@@ -61,7 +61,7 @@ export async function singleModelRepository(modelDir: string, servedName?: strin
   }
   // Written whole then renamed, so two servers starting on the same model never read half a file.
   const staging = join(modelRoot, `.config.pbtxt.${process.pid}`);
-  await writeFile(staging, singleModelConfig(name, variant[1]));
+  await writeFile(staging, singleModelConfig(name, variant.precision));
   await rename(staging, join(modelRoot, 'config.pbtxt'));
   return { root, name };
 }

@@ -12,6 +12,7 @@ import { EngineClient } from '../engine/engine-client.js';
 import { InputProcessor, type ProcessInput, type ProcessedRequest } from '../engine/input-processor.js';
 import { MODEL_FILE_NAMES } from '../engine/input-processor-files.js';
 import { confinedPath, existingConfinedFile, redactPaths } from '../repository/confine.js';
+import { variantFile } from '../repository/variants.js';
 import { OutputProcessor, type GenerationEvent } from '../engine/output-processor.js';
 import { ConveyorError, invalidArg, unavailable } from '../errors.js';
 import { faultInjectionOf } from '../runtime/fault-injection.js';
@@ -20,7 +21,6 @@ import type { SequenceUpdate } from '../contracts/generate.js';
 import type { BackendLoadRequest, ServedModel } from './served-model.js';
 import { DEFAULT_LIMITS } from '../config/limits.js';
 
-const VARIANT_FILES: Record<string, string> = { fp32: 'model.onnx', fp16: 'model_fp16.onnx', int8: 'model_quantized.onnx' };
 
 /** A generation request before tokenization: the prompt and raw sampling values of any front end. */
 export type GenerateInput = Omit<ProcessInput, 'id' | 'arrivalTimeMs'>;
@@ -40,8 +40,7 @@ function positiveInt(config: ModelConfig, key: string, fallback: number): number
 export async function loadLlmModel(request: BackendLoadRequest): Promise<LlmModel> {
   const { config, versionDir } = request;
   const precision = parameter(config, 'precision') ?? 'fp32';
-  const file = VARIANT_FILES[precision];
-  if (!file) throw invalidArg(`parameter precision must be one of ${Object.keys(VARIANT_FILES).join(', ')}, got '${precision}'`);
+  const file = variantFile(precision);
   const versionRoot = { dir: versionDir, display: `${request.name}/${request.version}` };
   const model = await existingConfinedFile(versionRoot, `onnx/${file}`, 'model file');
   // The tokenizer and config files have fixed names; a link among them must not lead out either.

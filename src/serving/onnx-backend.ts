@@ -11,6 +11,7 @@ import { DynamicBatcher } from '../batcher/dynamic-batcher.js';
 import { asConveyorError, ConveyorError, invalidArg } from '../errors.js';
 import { completeFromModelMetadata } from '../repository/config/index.js';
 import { confinedPath, existingConfinedFile, redactPaths, type ConfinementRoot } from '../repository/confine.js';
+import { variantFile } from '../repository/variants.js';
 import { faultInjectionOf } from '../runtime/fault-injection.js';
 import { InstancePool } from '../runtime/instance-pool.js';
 import { classify } from './classification.js';
@@ -18,15 +19,11 @@ import type { BackendLoadRequest, ServedModel } from './served-model.js';
 import { checkInputRanges, inputRangesFromHfConfig, type InputRanges } from './input-ranges.js';
 import { validateInferRequest } from './validate-infer.js';
 
-/** The `precision` parameter picks one of the variants a version directory holds. */
-const PRECISION_FILES: Record<string, string> = { fp32: 'model.onnx', fp16: 'model_fp16.onnx', int8: 'model_quantized.onnx' };
-
 export function modelFileFor(config: ModelConfig): string {
   const precision = config.parameters.precision?.string_value;
   if (precision === undefined) return config.default_model_filename || 'model.onnx';
-  const file = PRECISION_FILES[precision];
-  if (!file) throw invalidArg(`parameter precision must be one of ${Object.keys(PRECISION_FILES).join(', ')}, got '${precision}'`);
-  return file;
+  // The `precision` parameter picks one of the variants a version directory holds.
+  return variantFile(precision);
 }
 
 function instancePlan(config: ModelConfig): { count: number; device: Device; threads: number } {

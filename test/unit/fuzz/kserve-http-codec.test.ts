@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import type { ModelConfig } from '../../../src/contracts/model-config.js';
 import type { DataType, Tensor } from '../../../src/contracts/tensors.js';
 import { buildTritonLlmRequest, tritonInputsFromTensors } from '../../../src/server/generation/triton-llm-request.js';
-import { decodeBinaryData } from '../../../src/server/http/codec/binary-tensor.js';
+import { decodeBinaryData, serializeBytesElements } from '../../../src/server/http/codec/binary-tensor.js';
 import { decodeInferRequest, parseHeaderLength } from '../../../src/server/http/codec/infer-request.js';
 import { parseJson } from '../../../src/server/http/codec/json-body.js';
 import { decodeJsonData } from '../../../src/server/http/codec/json-tensor.js';
@@ -60,7 +60,7 @@ const inputPlan: fc.Arbitrary<InputPlan> = fc
     const size = datatype === 'BYTES' ? 0 : plannedCount(shape) * (BYTES_PER_ELEMENT[datatype] ?? 1);
     const bytes = fc.oneof(
       { weight: 4, arbitrary: fc.uint8Array({ minLength: size, maxLength: size }) },
-      { weight: 2, arbitrary: fc.array(fc.uint8Array({ maxLength: 5 }), { maxLength: 4 }).map(lengthPrefixed) },
+      { weight: 2, arbitrary: fc.array(fc.uint8Array({ maxLength: 5 }), { maxLength: 4 }).map((elements) => new Uint8Array(serializeBytesElements(elements))) },
       { weight: 1, arbitrary: fc.uint8Array({ maxLength: 16 }) },
     );
     if (binary) {
@@ -74,17 +74,6 @@ const inputPlan: fc.Arbitrary<InputPlan> = fc
       binary: new Uint8Array(0),
     }));
   });
-
-function lengthPrefixed(elements: Uint8Array[]): Uint8Array {
-  const out = Buffer.alloc(elements.reduce((n, e) => n + 4 + e.byteLength, 0));
-  let at = 0;
-  for (const e of elements) {
-    out.writeUInt32LE(e.byteLength, at);
-    out.set(e, at + 4);
-    at += 4 + e.byteLength;
-  }
-  return out;
-}
 
 const outputsArb = maybe(fc.array(objectOf({ name: maybe(fc.constantFrom('y', 'z', ''), 6), parameters: maybe(objectOf({ binary_data: maybe(fc.boolean()), classification: maybe(fc.nat({ max: 3 })) }), 3) }), { maxLength: 3 }), 3);
 const requestParameters = maybe(objectOf({ priority: maybe(fc.nat({ max: 5 })), timeout: maybe(fc.nat()), binary_data_output: maybe(fc.boolean()), sequence_start: maybe(fc.boolean()) }), 3);

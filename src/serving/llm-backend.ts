@@ -84,9 +84,8 @@ export async function loadLlmModel(request: BackendLoadRequest): Promise<LlmMode
 export class LlmModel implements ServedModel {
   private readonly stats: ModelStatsRecorder;
   private accepting = true;
-  private active = 0;
   private idle?: () => void;
-  /** Engine request ids of the generations now streaming (the ones abortInFlight ends). */
+  /** Engine request ids of the generations now streaming: the ones abortInFlight ends and close waits for. */
   private readonly streaming = new Set<string>();
   /** Set once the server ends the generations still running; they then fail with it. */
   private serverAbort?: ConveyorError;
@@ -121,7 +120,6 @@ export class LlmModel implements ServedModel {
     signal?.addEventListener('abort', onAbort, { once: true });
     // The limit aborts in the engine even while the consumer is not pulling (a paused client).
     const deadline = this.startDeadline(request.id, request.arrivalTimeMs);
-    this.active += 1;
     this.streaming.add(request.id);
     let finished: GenerationEvent | undefined;
     let last: { update: SequenceUpdate; timeMs: number } | undefined;
@@ -150,8 +148,7 @@ export class LlmModel implements ServedModel {
         this.logFinished(request.id, summary);
       }
       this.streaming.delete(request.id);
-      this.active -= 1;
-      if (this.active === 0) this.idle?.();
+      if (this.streaming.size === 0) this.idle?.();
     }
   }
 
@@ -208,7 +205,7 @@ export class LlmModel implements ServedModel {
 
   async close(): Promise<void> {
     this.accepting = false;
-    if (this.active > 0) await new Promise<void>((resolve) => (this.idle = resolve));
+    if (this.streaming.size > 0) await new Promise<void>((resolve) => (this.idle = resolve));
     await this.engine.close();
     await this.processor.close();
     this.metrics.engine.detach();

@@ -5,7 +5,7 @@
 
 import { join } from 'node:path';
 import type { ModelConfig } from '../src/contracts/model-config.js';
-import { createTokenizer, MODEL_FILE_NAMES, readModelFiles, type TextTokenizer } from '../src/engine/input-processor-files.js';
+import { createTokenizer, MODEL_FILE_NAMES, readModelFiles, type TextTokenizer } from '../src/engine-client/input-processor-files.js';
 import { confinedPath, type ConfinementRoot } from '../src/repository/confine.js';
 import { ConveyorError, invalidArg } from '../src/errors.js';
 import type { ConveyorService } from '../src/serving/conveyor-service.js';

@@ -3,7 +3,7 @@
 // prefix on purpose. What a run observes beyond its wall time is kept in `Observations`.
 
 import { SeededRandom, seedFor } from '../../../kernels/onnx/random.js';
-import type { EngineClient } from '../../../src/engine/engine-client.js';
+import type { EngineClient } from '../../../src/engine-client/engine-client.js';
 import { caseId, type BenchCase } from '../../harness/types.js';
 import type { BenchWorker, FloorShape } from './bench-worker-client.js';
 import type { EngineBenchConfig } from './config.js';

@@ -5,8 +5,8 @@
 
 import * as ort from 'onnxruntime-node';
 import { SeededRandom } from '../../../kernels/onnx/random.js';
-import { EngineCore } from '../../../src/engine/engine-core.js';
-import { Sampler } from '../../../src/engine/sampler.js';
+import { EngineCore } from '../../../src/engine-worker/engine-core.js';
+import { Sampler } from '../../../src/sampler/sampler.js';
 import type { EngineWorkerData } from '../../../src/contracts/engine-messages.js';
 import type { EngineBenchConfig } from './config.js';
 import { benchRequest, medianOf, randomTokens } from './workload.js';

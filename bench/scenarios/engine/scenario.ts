@@ -7,7 +7,7 @@
 import { loadavg } from 'node:os';
 import { SeededRandom } from '../../../kernels/onnx/random.js';
 import { ensureBuilt, type BuiltModel } from '../../../models/catalog.js';
-import { EngineClient } from '../../../src/engine/engine-client.js';
+import { EngineClient } from '../../../src/engine-client/engine-client.js';
 import type { EngineWorkerData } from '../../../src/contracts/engine-messages.js';
 import { messageOf } from '../../harness/runner.js';
 import type { PreparedScenario, Scenario, ScenarioContext } from '../../harness/scenario.js';

@@ -3,7 +3,7 @@
 // themselves (engine timestamps), so the harness's wall time and these numbers can be compared.
 
 import type { EngineStats, GenerateRequest, SamplingParams } from '../../../src/contracts/generate.js';
-import type { EngineClient } from '../../../src/engine/engine-client.js';
+import type { EngineClient } from '../../../src/engine-client/engine-client.js';
 import { SeededRandom } from '../../../kernels/onnx/random.js';
 import { summarize } from '../../harness/stats.js';
 

@@ -12,7 +12,7 @@ import { availableParallelism } from 'node:os';
 import { basename, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { createTokenizer, modelInfo, readModelFiles, type TextTokenizer } from '../../../src/engine/input-processor-files.js';
+import { createTokenizer, modelInfo, readModelFiles, type TextTokenizer } from '../../../src/engine-client/input-processor-files.js';
 import { GreedyDecoder } from './naive-decoder.js';
 
 export interface NaiveModel {

@@ -69,14 +69,14 @@ describe('import boundaries (ARCHITECTURE.md)', () => {
 
   it('flags a violation of each kind', () => {
     const flagged = (file: string, specifier: string) => RULES.some((r) => r.appliesTo(file) && r.forbids(specifier, file));
-    expect(flagged('src/engine/loop.ts', 'onnxruntime-node')).toBe(true);
+    expect(flagged('src/engine-worker/loop.ts', 'onnxruntime-node')).toBe(true);
     expect(flagged('src/runtime/session.ts', 'onnxruntime-node')).toBe(false);
     expect(flagged('openai-compat/routes.ts', '@grpc/grpc-js')).toBe(true);
     expect(flagged('src/server/http/metrics.ts', 'prom-client')).toBe(true);
     expect(flagged('kernels/rms-norm.ts', '../models/catalog.js')).toBe(true);
     expect(flagged('models/qwen3/graph.ts', '../../src/runtime/session.js')).toBe(true);
     expect(flagged('models/qwen3/graph.ts', '../../kernels/linear.js')).toBe(false);
-    expect(flagged('src/contracts/tensors.ts', '../engine/state.js')).toBe(true);
+    expect(flagged('src/contracts/tensors.ts', '../engine-worker/state.js')).toBe(true);
   });
 
   it('the specifier scanner sees every import form', () => {

@@ -9,7 +9,7 @@
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { InputProcessor } from '../../../src/engine/input-processor.js';
+import { InputProcessor } from '../../../src/engine-client/input-processor.js';
 import { generateCallFromWire, type WireGenerateRequest, type WireSamplingParameters } from '../../../src/server/grpc/generation-codec.js';
 import { inferRequestFromWire } from '../../../src/server/grpc/infer-codec.js';
 import { loadOverrideFromWire, unloadOptionsFromWire } from '../../../src/server/grpc/repository-codec.js';

@@ -15,7 +15,7 @@ import { tokenizeInputs } from '../../../openai-compat/embeddings.js';
 import {
   CHAT_FIELDS, checkFields, checkNoOps, choiceCount, COMPLETION_FIELDS, optionalFlag, requireModel, requireObject, samplingFields, schedulingExtras, streamSettings, type Body,
 } from '../../../openai-compat/request-fields.js';
-import { InputProcessor, type ProcessedRequest } from '../../../src/engine/input-processor.js';
+import { InputProcessor, type ProcessedRequest } from '../../../src/engine-client/input-processor.js';
 import type { GenerateInput } from '../../../src/serving/llm-backend.js';
 import { extremeNumber, jsonText, maybe, objectOf, outcome, ownRecord, PROTOTYPE_KEYS, runs, trickyString, weirdValue } from './support.js';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { hashBlock, rootHash } from '../../../src/kv-cache/block-hash.js';
-import { randomTokens, rng } from '../engine/fake-model.js';
+import { randomTokens, rng } from '../../support/fake-model.js';
 
 describe('block hashing', () => {
   it('is deterministic and a non-negative integer below 2^53', () => {

@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { KvCacheManager } from '../../../src/kv-cache/kv-cache-manager.js';
-import { checkTrackedIntegrity, trackedKv } from '../engine/fake-model.js';
+import { checkTrackedIntegrity, trackedKv } from '../../support/fake-model.js';
 
 afterEach(checkTrackedIntegrity);
 

@@ -1,10 +1,10 @@
-// Micro-benchmark of the sampler on a Qwen3-sized row: `npx tsx src/engine/sampler-measure.ts`.
+// Micro-benchmark of the sampler on a Qwen3-sized row: `npx tsx bench/micro/sampler.ts`.
 // Prints µs per token for greedy, top_p 0.9, top_k 50 and logprobs 5 on two logit shapes:
 // "peaked" (a trained model's look: a few tokens far above a broad bulk) and "flat" (a random-
 // weight model's look: everything within a few nats, the worst case for the 30-nat window).
 
-import type { SamplingParams } from '../contracts/generate.js';
-import { Sampler } from './sampler.js';
+import type { SamplingParams } from '../../src/contracts/generate.js';
+import { Sampler } from '../../src/sampler/sampler.js';
 
 const VOCAB = 151_936;
 const SAMPLEABLE = 151_669;

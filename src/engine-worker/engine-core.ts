@@ -17,7 +17,7 @@ import { decoderLayoutFrom, type DecoderLayout } from '../runners/decoder-layout
 import { KvStorage } from '../runners/kv-storage.js';
 import { PastKeyValuesRunner } from '../runners/past-key-values-runner.js';
 import { ModelSession } from '../runtime/model-session.js';
-import { Sampler, type SamplerRow } from './sampler.js';
+import { Sampler, type SamplerRow } from '../sampler/sampler.js';
 import { Scheduler, type PreemptionEvent } from './scheduler.js';
 
 /** The engine's settings travel to its worker as plain data, so the contract type is the config. */

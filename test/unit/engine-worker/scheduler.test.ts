@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { StepOutput, StepPlan } from '../../../src/contracts/generate.js';
-import type { PreemptionEvent } from '../../../src/engine/scheduler.js';
+import type { PreemptionEvent } from '../../../src/engine-worker/scheduler.js';
 import { ConveyorError } from '../../../src/errors.js';
-import { EOS, type Harness, checkTrackedIntegrity, harness, makeRequest, referenceOutput, runToCompletion } from './fake-model.js';
+import { EOS, type Harness, checkTrackedIntegrity, harness, makeRequest, referenceOutput, runToCompletion } from '../../support/fake-model.js';
 
 afterEach(checkTrackedIntegrity);
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { RequestState, checkStop } from '../../../src/engine/request-state.js';
-import { EOS, makeRequest } from './fake-model.js';
+import { RequestState, checkStop } from '../../../src/engine-worker/request-state.js';
+import { EOS, makeRequest } from '../../support/fake-model.js';
 
 function stateAfter(output: number[], over: Parameters<typeof makeRequest>[2] = {}): RequestState {
   const state = new RequestState(makeRequest('r', [1, 2, 3], over), 0);

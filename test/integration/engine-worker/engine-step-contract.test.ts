@@ -10,7 +10,7 @@ import fc from 'fast-check';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { GenerateRequest, SamplingParams, StepOutput } from '../../../src/contracts/generate.js';
-import { EngineCore, type EngineConfig } from '../../../src/engine/engine-core.js';
+import { EngineCore, type EngineConfig } from '../../../src/engine-worker/engine-core.js';
 import { DEFAULT_REPOSITORY } from '../../../models/default-repository.js';
 import { greedy } from '../../support/decoder.js';
 

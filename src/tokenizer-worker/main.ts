@@ -3,7 +3,7 @@
 // microsecond per character: a megabyte would otherwise freeze every socket for a second).
 
 import { parentPort, workerData } from 'node:worker_threads';
-import { createTokenizer, type ModelFiles } from './input-processor-files.js';
+import { createTokenizer, type ModelFiles } from '../engine-client/input-processor-files.js';
 
 export interface TokenizeJob {
   readonly id: number;

@@ -6,12 +6,12 @@
 import type { Worker } from 'node:worker_threads';
 import { spawnWorker } from '../runtime/spawn-worker.js';
 import type { ModelFiles, TextTokenizer } from './input-processor-files.js';
-import type { TokenizeJob, TokenizeResult, TokenizerWorkerData } from './tokenizer-worker.js';
+import { TOKENIZER_WORKER_ENTRY } from '../tokenizer-worker/entry.js';
+import type { TokenizeJob, TokenizeResult, TokenizerWorkerData } from '../tokenizer-worker/main.js';
 
 /** ~16K characters encode in ~15 ms on the main thread; anything longer goes to the worker. */
 export const OFFTHREAD_MIN_CHARS = 16 * 1024;
 
-const TOKENIZER_WORKER = new URL('./tokenizer-worker.ts', import.meta.url);
 
 interface Pending {
   readonly resolve: (ids: number[]) => void;
@@ -53,7 +53,7 @@ export class OffThreadTokenizer {
   private start(): Worker {
     if (this.worker) return this.worker;
     const data: TokenizerWorkerData = { files: this.files };
-    const worker = spawnWorker(TOKENIZER_WORKER, data);
+    const worker = spawnWorker(TOKENIZER_WORKER_ENTRY, data);
     // An idle tokenizer must not keep the process alive; while jobs wait it is ref'd.
     worker.unref();
     worker.on('message', (result: TokenizeResult) => this.settle(result));

@@ -5,9 +5,9 @@
 // changes the generated tokens and fails the comparison with a run that never shares or evicts.
 
 import { expect } from 'vitest';
-import type { GenerateRequest, SampledTokens, StepPlan, StepResult } from '../../../src/contracts/generate.js';
-import { type PreemptionEvent, Scheduler, type SchedulerConfig } from '../../../src/engine/scheduler.js';
-import { KvCacheManager, type KvCacheOptions } from '../../../src/kv-cache/kv-cache-manager.js';
+import type { GenerateRequest, SampledTokens, StepPlan, StepResult } from '../../src/contracts/generate.js';
+import { type PreemptionEvent, Scheduler, type SchedulerConfig } from '../../src/engine-worker/scheduler.js';
+import { KvCacheManager, type KvCacheOptions } from '../../src/kv-cache/kv-cache-manager.js';
 
 export const VOCAB = 1000;
 export const EOS = 999;

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import type { SamplingParams } from '../../../src/contracts/generate.js';
-import { Sampler, type SamplerInput } from '../../../src/engine/sampler.js';
-import { Drawer } from '../../../src/engine/sampler-draw.js';
-import { LogitProcessors } from '../../../src/engine/sampler-penalties.js';
-import { seededKey, uniformAt, unseededKey } from '../../../src/engine/sampler-rng.js';
+import { Sampler, type SamplerInput } from '../../../src/sampler/sampler.js';
+import { Drawer } from '../../../src/sampler/draw.js';
+import { LogitProcessors } from '../../../src/sampler/penalties.js';
+import { seededKey, uniformAt, unseededKey } from '../../../src/sampler/rng.js';
 
 const GREEDY: SamplingParams = {
   temperature: 0,

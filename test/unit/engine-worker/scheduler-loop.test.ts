@@ -5,8 +5,8 @@
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { GenerateRequest } from '../../../src/contracts/generate.js';
-import type { PreemptionEvent } from '../../../src/engine/scheduler.js';
-import { checkTrackedIntegrity, harness, makeRequest, randomTokens, referenceOutput, rng, runToCompletion } from './fake-model.js';
+import type { PreemptionEvent } from '../../../src/engine-worker/scheduler.js';
+import { checkTrackedIntegrity, harness, makeRequest, randomTokens, referenceOutput, rng, runToCompletion } from '../../support/fake-model.js';
 
 afterEach(checkTrackedIntegrity);
 

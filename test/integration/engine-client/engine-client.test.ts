@@ -3,7 +3,7 @@ import * as ort from 'onnxruntime-node';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { GenerateRequest } from '../../../src/contracts/generate.js';
-import { EngineClient } from '../../../src/engine/engine-client.js';
+import { EngineClient } from '../../../src/engine-client/engine-client.js';
 import { DEFAULT_REPOSITORY } from '../../../models/default-repository.js';
 import { greedy } from '../../support/decoder.js';
 

@@ -13,9 +13,9 @@
 // Tokens more than 30 nats below the best are treated as mass 0 (see sampler-truncate.ts).
 
 import type { SamplingParams } from '../contracts/generate.js';
-import { redrawKey, uniformAt, type StreamKey } from './sampler-rng.js';
-import { argmax, gatherBetween, gatherNearMax, keepAtLeast, keepTopK, kthLargest } from './sampler-select.js';
-import { CandidateTruncation, NEGLIGIBLE_NATS } from './sampler-truncate.js';
+import { redrawKey, uniformAt, type StreamKey } from './rng.js';
+import { argmax, gatherBetween, gatherNearMax, keepAtLeast, keepTopK, kthLargest } from './select.js';
+import { CandidateTruncation, NEGLIGIBLE_NATS } from './truncate.js';
 
 /** Up to this k, top_k selects from the gathered window or with a bounded heap over the row. */
 export const SMALL_TOP_K = 256;

@@ -8,10 +8,10 @@ import type { EngineReadyInfo, EngineWorkerData, FromEngine, ToEngine } from '..
 import type { EngineStats, GenerateRequest, SequenceUpdate, StepOutput } from '../contracts/generate.js';
 import { ConveyorError, unavailable, type ErrorCode } from '../errors.js';
 import type { RestartPolicy } from '../runtime/restart-policy.js';
+import { ENGINE_WORKER_ENTRY } from '../engine-worker/entry.js';
 import { spawnWorker } from '../runtime/spawn-worker.js';
 import { WorkerSupervisor, type SupervisionStatus } from '../runtime/worker-supervisor.js';
 
-const ENGINE_WORKER = new URL('./engine-worker.ts', import.meta.url);
 
 /** What a request's stream yields: its updates, each stamped with the step's engine time. */
 export interface EngineUpdate {
@@ -35,7 +35,7 @@ interface Channel {
 
 /** Spawns an engine worker and waits for its ready message (rejects on a fatal one). */
 async function spawnEngine(config: EngineWorkerData, log: (line: string) => void): Promise<{ worker: Worker; info: EngineReadyInfo }> {
-  const worker = spawnWorker(ENGINE_WORKER, config);
+  const worker = spawnWorker(ENGINE_WORKER_ENTRY, config);
   const info = await new Promise<EngineReadyInfo>((resolve, reject) => {
     worker.on('message', (message: FromEngine) => {
       if (message.type === 'log') log(message.line);

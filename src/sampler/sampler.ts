@@ -16,11 +16,11 @@
 // model's unprocessed log-softmax instead, which is vLLM V1's default.
 
 import type { SampledTokens, SamplingParams, TokenLogprob, TopLogprob } from '../contracts/generate.js';
-import { LogitProcessors, hasLogitProcessors, type PenaltyInput } from './sampler-penalties.js';
-import { seededKey, unseededKey, type StreamKey } from './sampler-rng.js';
-import { Drawer } from './sampler-draw.js';
-import { argmax, topN } from './sampler-select.js';
-import { logSumExpNear } from './sampler-truncate.js';
+import { LogitProcessors, hasLogitProcessors, type PenaltyInput } from './penalties.js';
+import { seededKey, unseededKey, type StreamKey } from './rng.js';
+import { Drawer } from './draw.js';
+import { argmax, topN } from './select.js';
+import { logSumExpNear } from './truncate.js';
 
 /** Temperatures below this are greedy (vLLM's _SAMPLING_EPS). */
 export const SAMPLING_EPS = 1e-5;

@@ -7,7 +7,7 @@
 // counts or masses, keep every bucket above it wholesale, and run an exact partition only on the
 // boundary bucket's few entries — no sort of the candidates.
 
-import { keepTopK, keepTopMass } from './sampler-select.js';
+import { keepTopK, keepTopMass } from './select.js';
 
 /** Tokens further below the maximum than this (nats, after temperature) have negligible mass. */
 export const NEGLIGIBLE_NATS = 30;

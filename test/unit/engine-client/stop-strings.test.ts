@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { StopStringMatcher } from '../../../src/engine/stop-strings.js';
+import { StopStringMatcher } from '../../../src/engine-client/stop-strings.js';
 
 /** Feeds `deltas` and returns the released text, the stop that matched, and what a final flush adds. */
 function run(stops: string[], deltas: string[], include = false): { text: string; stopped: string | null; released: string[] } {

@@ -9,26 +9,14 @@
 
 import type { GenerateRequest, RequestRejection, SampledTokens, SequenceUpdate, StepOutput, StepPlan } from '../contracts/generate.js';
 import type { EngineWorkerData } from '../contracts/engine-messages.js';
-import type { Device } from '../contracts/worker-messages.js';
 import { asConveyorError } from '../errors.js';
-import { numBlocksForBudget } from '../kv-cache/budget.js';
 import { KvCacheManager } from '../kv-cache/kv-cache-manager.js';
-import { decoderLayoutFrom, type DecoderLayout } from '../runners/decoder-layout.js';
-import { KvStorage } from '../runners/kv-storage.js';
-import { PastKeyValuesRunner } from '../runners/past-key-values-runner.js';
-import { ModelSession } from '../runtime/model-session.js';
+import type { ModelRunner, RunnerInfo, RunnerStats } from '../runners/model-runner.js';
 import { Sampler, type SamplerRow } from '../sampler/sampler.js';
 import { Scheduler, type PreemptionEvent } from './scheduler.js';
 
 /** The engine's settings travel to its worker as plain data, so the contract type is the config. */
 export type EngineConfig = EngineWorkerData;
-
-export interface EngineInfo {
-  readonly layout: DecoderLayout;
-  readonly numBlocks: number;
-  readonly device: Device;
-  readonly note?: string;
-}
 
 type HeldMessage =
   | { readonly kind: 'add'; readonly request: GenerateRequest }
@@ -43,30 +31,30 @@ export class EngineCore {
   private held: HeldMessage[] = [];
 
   private constructor(
-    readonly info: EngineInfo,
-    private readonly session: ModelSession,
     private readonly scheduler: Scheduler,
     private readonly kv: KvCacheManager,
-    private readonly runner: PastKeyValuesRunner,
+    private readonly runner: ModelRunner,
     private readonly sampler: Sampler,
   ) {}
 
-  static async create(config: EngineConfig, log: (line: string) => void): Promise<EngineCore> {
-    const session = await ModelSession.open({ modelPath: config.modelPath, device: config.device, intraOpNumThreads: config.intraOpNumThreads });
-    const layout = decoderLayoutFrom(session.metadata);
-    const elementBytes = layout.kvType === 'float16' ? 2 : 4;
-    const { numLayers, numKvHeads, headDim } = layout;
-    const numBlocks = numBlocksForBudget(config.kvCacheBytes, { numLayers, numKvHeads, headDim, elementBytes, blockSize: config.blockSize });
-    const kv = new KvCacheManager({ numBlocks, blockSize: config.blockSize, enablePrefixCaching: config.enablePrefixCaching });
+  /**
+   * An engine over `runner` (create-runner.ts opens one), whose KV storage fixes the block pool
+   * the scheduler plans with. The engine owns the runner from here on: release() frees it.
+   */
+  static create(config: EngineConfig, runner: ModelRunner, log: (line: string) => void): EngineCore {
+    const { numBlocks, blockSize, shape } = runner.info;
+    const kv = new KvCacheManager({ numBlocks, blockSize, enablePrefixCaching: config.enablePrefixCaching });
     const scheduler = new Scheduler(
       { maxNumSeqs: config.maxNumSeqs, maxNumBatchedTokens: config.maxNumBatchedTokens, maxModelLen: config.maxModelLen },
       kv,
       { now: () => performance.timeOrigin + performance.now(), log: (event: PreemptionEvent) => log(event.message) },
     );
-    const runner = new PastKeyValuesRunner(session, layout, new KvStorage(layout, numBlocks, config.blockSize));
-    const sampler = new Sampler({ vocabSize: layout.vocabSize, sampleableVocabSize: config.sampleableVocabSize ?? layout.vocabSize });
-    const info: EngineInfo = { layout, numBlocks, device: session.device, ...(session.note ? { note: session.note } : {}) };
-    return new EngineCore(info, session, scheduler, kv, runner, sampler);
+    const sampler = new Sampler({ vocabSize: shape.vocabSize, sampleableVocabSize: config.sampleableVocabSize ?? shape.vocabSize });
+    return new EngineCore(scheduler, kv, runner, sampler);
+  }
+
+  get info(): RunnerInfo {
+    return this.runner.info;
   }
 
   /** Queues a request; a refusal (never fits, duplicate id) is reported in the next step message. */
@@ -168,12 +156,12 @@ export class EngineCore {
     return this.scheduler.stats();
   }
 
-  get runnerStats() {
+  get runnerStats(): Readonly<RunnerStats> {
     return this.runner.stats;
   }
 
   release(): Promise<void> {
-    return this.session.release();
+    return this.runner.release();
   }
 
   private withPending(output: StepOutput): StepOutput {

@@ -1,4 +1,4 @@
-// The engine worker thread: owns the EngineCore (scheduler, KV cache, session, sampler) and runs
+// The engine worker thread: owns the EngineCore (scheduler, KV cache, runner, sampler) and runs
 // steps back to back while there is work. Between steps it yields to the event loop, so adds and
 // aborts that arrived during a forward pass take effect at the next step. Anything the loop
 // throws is reported as `fatal` and ends the thread with a non-zero code: the main thread's
@@ -6,7 +6,7 @@
 
 import { parentPort, workerData } from 'node:worker_threads';
 import type { EngineWorkerData, FromEngine, ToEngine } from '../contracts/engine-messages.js';
-import { FaultPoint } from '../runtime/fault-injection.js';
+import { openModelRunner } from '../runners/create-runner.js';
 import { EngineCore } from './engine-core.js';
 
 const port = parentPort!;
@@ -18,13 +18,13 @@ const describe = (error: unknown): string => (error instanceof Error ? error.mes
 async function main(): Promise<void> {
   let core: EngineCore;
   try {
-    core = await EngineCore.create(config, (line) => post({ type: 'log', line }));
+    core = EngineCore.create(config, await openModelRunner(config), (line) => post({ type: 'log', line }));
   } catch (error) {
     post({ type: 'fatal', message: describe(error) });
     return;
   }
-  const { layout, numBlocks, device, note } = core.info;
-  post({ type: 'ready', info: { ...layout, numBlocks, blockSize: config.blockSize, device, ...(note ? { note } : {}) } });
+  const { shape, numBlocks, blockSize, device, note } = core.info;
+  post({ type: 'ready', info: { ...shape, numBlocks, blockSize, device, ...(note ? { note } : {}) } });
 
   let closing = false;
   let wake: (() => void) | undefined;
@@ -49,10 +49,8 @@ async function main(): Promise<void> {
 
 /** Steps while there is work, flushes news, checks integrity and sleeps when idle, until `stop()`. */
 async function runSteps(core: EngineCore, stop: () => boolean, sleep: (wake: () => void) => void): Promise<void> {
-  const fault = new FaultPoint(config.faultInjection);
   while (!stop()) {
     if (core.hasWork()) {
-      fault.reached();
       post({ type: 'step', output: await core.step() });
       await yieldToMessages();
     } else if (core.hasNews()) {

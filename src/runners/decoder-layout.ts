@@ -3,14 +3,10 @@
 
 import type { SessionMetadata } from '../contracts/worker-messages.js';
 import { invalidArg } from '../errors.js';
+import type { ModelShape } from './model-runner.js';
 
-export interface DecoderLayout {
-  readonly numLayers: number;
-  readonly numKvHeads: number;
-  readonly headDim: number;
-  readonly vocabSize: number;
-  /** Storage type of past_key_values (fp16 models keep fp16 KV). */
-  readonly kvType: 'float32' | 'float16';
+/** The shape plus the optional Optimum inputs the runner feeds when the model has them. */
+export interface DecoderLayout extends ModelShape {
   readonly hasPositionIds: boolean;
   /** The optional scalar input that limits logits to the last k positions. */
   readonly hasLogitsToKeep: boolean;

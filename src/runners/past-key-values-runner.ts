@@ -8,21 +8,19 @@
 // token) and prefill chunks run as separate calls so a long chunk never pads 31 decode rows.
 
 import type { ScheduledRequest, StepPlan } from '../contracts/generate.js';
+import { numBlocksForBudget } from '../kv-cache/budget.js';
 import type { ModelSession, RawTensor } from '../runtime/model-session.js';
-import type { DecoderLayout } from './decoder-layout.js';
-import type { KvArray, KvStorage } from './kv-storage.js';
+import { decoderLayoutFrom, type DecoderLayout } from './decoder-layout.js';
+import { KvStorage, type KvArray } from './kv-storage.js';
+import type { ModelRunner, RunnerInfo, RunnerStats } from './model-runner.js';
 
-/** The logits row of each request that samples this step, float32, vocab long. */
-export type StepLogits = Map<string, Float32Array>;
-
-export interface RunnerStats {
-  /** ORT calls in the last step (the plan split by shape). */
-  lastStepCalls: number;
-  /** Time spent gathering and scattering KV in the last step, ms. */
-  lastStepCopyMs: number;
-  /** Decode calls whose past was the previous call's present (no gather), since start. */
-  reusedPastCalls: number;
+/** The KV memory a runner is opened with. */
+export interface KvBudget {
+  readonly kvCacheBytes: number;
+  readonly blockSize: number;
 }
+
+type LogitsRows = Map<string, Float32Array>;
 
 const PAD_TOKEN = 0n;
 
@@ -35,8 +33,9 @@ interface LastDecode {
   readonly present: readonly KvArray[];
 }
 
-export class PastKeyValuesRunner {
+export class PastKeyValuesRunner implements ModelRunner {
   readonly stats: RunnerStats = { lastStepCalls: 0, lastStepCopyMs: 0, reusedPastCalls: 0 };
+  readonly info: RunnerInfo;
   private lastDecode: LastDecode | null = null;
   /** Gather targets, reused across steps (one per layer and kind), grown as pasts get longer. */
   private readonly pastBuffers: ArrayBuffer[] = [];
@@ -45,14 +44,37 @@ export class PastKeyValuesRunner {
     private readonly session: ModelSession,
     private readonly layout: DecoderLayout,
     private readonly kv: KvStorage,
-  ) {}
+  ) {
+    const { numLayers, numKvHeads, headDim, vocabSize, kvType } = layout;
+    this.info = {
+      kind: 'past-key-values',
+      shape: { numLayers, numKvHeads, headDim, vocabSize, kvType },
+      numBlocks: kv.numBlocks,
+      blockSize: kv.blockSize,
+      device: session.device,
+      ...(session.note ? { note: session.note } : {}),
+    };
+  }
 
-  async execute(plan: StepPlan): Promise<StepLogits> {
+  /** Reads the decoder layout from the session and allocates as many KV blocks as the budget holds. */
+  static forSession(session: ModelSession, budget: KvBudget): PastKeyValuesRunner {
+    const layout = decoderLayoutFrom(session.metadata);
+    const { numLayers, numKvHeads, headDim, kvType } = layout;
+    const elementBytes = kvType === 'float16' ? 2 : 4;
+    const numBlocks = numBlocksForBudget(budget.kvCacheBytes, { numLayers, numKvHeads, headDim, elementBytes, blockSize: budget.blockSize });
+    return new PastKeyValuesRunner(session, layout, new KvStorage(layout, numBlocks, budget.blockSize));
+  }
+
+  release(): Promise<void> {
+    return this.session.release();
+  }
+
+  async execute(plan: StepPlan): Promise<LogitsRows> {
     for (const [source, destination] of plan.blocksToCopy) this.kv.copyBlock(source, destination);
     if (plan.blocksToCopy.length > 0) this.lastDecode = null;
     const decode = plan.scheduled.filter((r) => r.tokenIds.length === 1);
     const prefill = plan.scheduled.filter((r) => r.tokenIds.length > 1);
-    const logits: StepLogits = new Map();
+    const logits: LogitsRows = new Map();
     this.stats.lastStepCalls = 0;
     this.stats.lastStepCopyMs = 0;
     if (decode.length > 0) await this.runGroup(decode, logits, true);
@@ -61,7 +83,7 @@ export class PastKeyValuesRunner {
     return logits;
   }
 
-  private async runGroup(rows: readonly ScheduledRequest[], logits: StepLogits, isDecode: boolean): Promise<void> {
+  private async runGroup(rows: readonly ScheduledRequest[], logits: LogitsRows, isDecode: boolean): Promise<void> {
     const { numLayers, vocabSize } = this.layout;
     const newLen = Math.max(...rows.map((r) => r.tokenIds.length));
     const pastLen = Math.max(...rows.map((r) => r.numComputedTokens));

@@ -6,6 +6,7 @@
 import * as ort from 'onnxruntime-node';
 import { SeededRandom } from '../../../kernels/onnx/random.js';
 import { EngineCore } from '../../../src/engine-worker/engine-core.js';
+import { openModelRunner } from '../../../src/runners/create-runner.js';
 import { Sampler } from '../../../src/sampler/sampler.js';
 import type { EngineWorkerData } from '../../../src/contracts/engine-messages.js';
 import type { EngineBenchConfig } from './config.js';
@@ -31,7 +32,7 @@ export interface StepProfile {
 const MEASURED_STEPS = 6;
 
 export async function profileSteps(config: EngineBenchConfig, data: EngineWorkerData): Promise<StepProfile[]> {
-  const core = await EngineCore.create(data, () => {});
+  const core = EngineCore.create(data, await openModelRunner(data), () => {});
   const ortTimer = timeOrtRuns();
   try {
     const profiles: StepProfile[] = [];
@@ -71,7 +72,7 @@ async function profileBatch(config: EngineBenchConfig, core: EngineCore, batch: 
   const copyMs = medianOf(samples.copy);
   return {
     batch, past: config.promptTokens + 1, steps: samples.step.length, stepMs, ortMs, copyMs,
-    otherMs: Math.max(0, stepMs - ortMs - copyMs), samplerMs: timeSampler(core.info.layout.vocabSize, batch), ortCalls: medianOf(samples.calls),
+    otherMs: Math.max(0, stepMs - ortMs - copyMs), samplerMs: timeSampler(core.info.shape.vocabSize, batch), ortCalls: medianOf(samples.calls),
     reusedPast: core.runnerStats.reusedPastCalls - reusedBefore,
   };
 }

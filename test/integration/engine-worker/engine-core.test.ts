@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { GenerateRequest, SamplingParams, StepOutput } from '../../../src/contracts/generate.js';
 import { EngineCore, type EngineConfig } from '../../../src/engine-worker/engine-core.js';
+import { openModelRunner } from '../../../src/runners/create-runner.js';
 import { DEFAULT_REPOSITORY } from '../../../models/default-repository.js';
 import { greedy } from '../../support/decoder.js';
 
@@ -22,6 +23,8 @@ const config = (overrides: Partial<EngineConfig> = {}): EngineConfig => ({
   modelPath: MODEL, device: 'cpu', intraOpNumThreads: 1, maxNumSeqs: 8, maxNumBatchedTokens: 24, maxModelLen: 512,
   blockSize: 4, kvCacheBytes: 4 << 20, enablePrefixCaching: true, sampleableVocabSize: 151_669, ...overrides,
 });
+/** The engine as its worker builds it: the runner the model's inputs call for, then the core. */
+const open = async (c: EngineConfig, log: (line: string) => void = () => {}): Promise<EngineCore> => EngineCore.create(c, await openModelRunner(c), log);
 const prompt = (seed: number, length: number) => Array.from({ length }, (_, i) => (seed * 7919 + i * 104_729) % 150_000);
 
 /** Runs the engine until idle, adding `arrivals[step]` before each step; returns tokens per request. */
@@ -57,7 +60,7 @@ beforeAll(async () => {
 
 describe('EngineCore with the tiny decoder', () => {
   it('continuous batching with staggered arrivals and chunked prefill equals each request alone', async () => {
-    const engine = await EngineCore.create(config(), () => {});
+    const engine = await open(config());
     const arrivals = new Map<number, GenerateRequest[]>();
     for (const c of cases) arrivals.set(c.at, [...(arrivals.get(c.at) ?? []), request(c.id, c.prompt, c.max)]);
     const { tokens, outputs } = await drive(engine, arrivals);
@@ -69,7 +72,7 @@ describe('EngineCore with the tiny decoder', () => {
   it('forced preemption by a small KV budget still gives the same tokens', async () => {
     const logs: string[] = [];
     // 24 blocks of 4 tokens: not enough for all five requests at once.
-    const engine = await EngineCore.create(config({ kvCacheBytes: 24 * 2 * 4 * 2 * 4 * 16 * 4 }), (l) => logs.push(l));
+    const engine = await open(config({ kvCacheBytes: 24 * 2 * 4 * 2 * 4 * 16 * 4 }), (l) => logs.push(l));
     expect(engine.info.numBlocks).toBe(24);
     const { tokens, outputs } = await drive(engine, new Map([[0, cases.map((c) => request(c.id, c.prompt, c.max))]]));
     for (const c of cases) expect(tokens.get(c.id), c.id).toEqual(alone.get(c.id));
@@ -78,7 +81,7 @@ describe('EngineCore with the tiny decoder', () => {
   });
 
   it('prefix-cache hits report cached tokens and change no token', async () => {
-    const engine = await EngineCore.create(config(), () => {});
+    const engine = await open(config());
     const shared = prompt(9, 20);
     const first = request('p1', [...shared, 11], 6);
     await drive(engine, new Map([[0, [first]]]));
@@ -91,7 +94,7 @@ describe('EngineCore with the tiny decoder', () => {
 
   it('fp16 and int8 variants run through the engine too', async () => {
     for (const file of ['model_fp16.onnx', 'model_quantized.onnx']) {
-      const engine = await EngineCore.create(config({ modelPath: join(DEFAULT_REPOSITORY, 'qwen3-tiny', '1', 'onnx', file) }), () => {});
+      const engine = await open(config({ modelPath: join(DEFAULT_REPOSITORY, 'qwen3-tiny', '1', 'onnx', file) }));
       const variantSession = await ort.InferenceSession.create(join(DEFAULT_REPOSITORY, 'qwen3-tiny', '1', 'onnx', file), { intraOpNumThreads: 1 });
       const { tokens } = await drive(engine, new Map([[0, cases.slice(0, 3).map((c) => request(c.id, c.prompt, c.max))]]));
       for (const c of cases.slice(0, 3)) expect(tokens.get(c.id), `${file} ${c.id}`).toEqual(await greedy(variantSession, ort, c.prompt, c.max));
@@ -99,7 +102,7 @@ describe('EngineCore with the tiny decoder', () => {
   });
 
   it('abort frees the blocks at once and reports the finish', async () => {
-    const engine = await EngineCore.create(config(), () => {});
+    const engine = await open(config());
     engine.add(request('x', prompt(7, 30), 50));
     await engine.step();
     await engine.step();
@@ -113,7 +116,7 @@ describe('EngineCore with the tiny decoder', () => {
   });
 
   it('rejects a request that can never fit in the KV cache instead of leaving it waiting', async () => {
-    const engine = await EngineCore.create(config({ kvCacheBytes: 4 * 2 * 4 * 2 * 4 * 16 * 4 }), () => {});
+    const engine = await open(config({ kvCacheBytes: 4 * 2 * 4 * 2 * 4 * 16 * 4 }));
     engine.add(request('huge', prompt(8, 100), 10));
     expect(engine.hasWork()).toBe(false);
     expect(engine.flush().rejections[0]).toMatchObject({ requestId: 'huge', code: 'CONTEXT_LENGTH_EXCEEDED' });

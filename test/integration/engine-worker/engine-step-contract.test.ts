@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { GenerateRequest, SamplingParams, StepOutput } from '../../../src/contracts/generate.js';
 import { EngineCore, type EngineConfig } from '../../../src/engine-worker/engine-core.js';
+import { openModelRunner } from '../../../src/runners/create-runner.js';
 import { DEFAULT_REPOSITORY } from '../../../models/default-repository.js';
 import { greedy } from '../../support/decoder.js';
 
@@ -100,7 +101,7 @@ async function run(scenario: Scenario): Promise<Outcome> {
     modelPath: MODEL, device: 'cpu', intraOpNumThreads: 1, maxNumSeqs: scenario.maxNumSeqs, maxNumBatchedTokens: scenario.maxNumBatchedTokens,
     maxModelLen: 512, blockSize: 4, kvCacheBytes: scenario.numBlocks * BYTES_PER_BLOCK, enablePrefixCaching: true, sampleableVocabSize: 151_669,
   };
-  const engine = await EngineCore.create(config, () => {});
+  const engine = EngineCore.create(config, await openModelRunner(config), () => {});
   const outcome: Outcome = { tokens: new Map(), finish: new Map(), ended: new Set() };
   const collect = (output: StepOutput): void => {
     expect(output.rejections).toEqual([]);

@@ -1,0 +1,65 @@
+// The seam between the engine loop and a model (vLLM v1's SchedulerOutput → ModelRunnerOutput):
+// the scheduler decides a StepPlan, the runner executes it and hands back one logits row per
+// request that samples, the sampler and scheduler do the rest. The engine sees only this
+// interface; which adapter sits behind it is chosen from the model's inputs (create-runner.ts),
+// so a runner that consumes the block pool directly (a paged-attention graph) plugs in beside
+// PastKeyValuesRunner without the engine changing.
+
+import type { StepPlan } from '../contracts/generate.js';
+import type { Device } from '../contracts/worker-messages.js';
+
+/** The adapters there are; create-runner.ts maps a model's I/O names to one. */
+export type RunnerKind = 'past-key-values';
+
+/** The model facts the engine needs: KV layout for the ready message and sizing, vocab for the sampler. */
+export interface ModelShape {
+  readonly numLayers: number;
+  readonly numKvHeads: number;
+  readonly headDim: number;
+  /** Length of a logits row. */
+  readonly vocabSize: number;
+  /** Element type of the runner's KV storage (fp16 models keep fp16 KV). */
+  readonly kvType: 'float32' | 'float16';
+}
+
+/** Fixed when the runner is opened. */
+export interface RunnerInfo {
+  readonly kind: RunnerKind;
+  readonly shape: ModelShape;
+  /**
+   * Blocks the runner's KV storage holds, sized from the memory budget: the KV cache manager
+   * plans with exactly these, so every block id in a plan exists.
+   */
+  readonly numBlocks: number;
+  /** Tokens per block. */
+  readonly blockSize: number;
+  /** Where the model runs (CUDA may have fallen back to CPU; `note` then says why). */
+  readonly device: Device;
+  readonly note?: string;
+}
+
+/** The logits row of each request whose ScheduledRequest has `sample: true`: float32, vocabSize long. */
+export type StepLogits = ReadonlyMap<string, Float32Array>;
+
+/** Counters for profiling the step; a runner reports 0 for a cost it does not have. */
+export interface RunnerStats {
+  /** Model calls in the last step (a plan may be split by shape). */
+  lastStepCalls: number;
+  /** Time spent copying KV between the block pool and model tensors in the last step, ms. */
+  lastStepCopyMs: number;
+  /** Calls that reused the previous call's output as their past KV (no copy), since start. */
+  reusedPastCalls: number;
+}
+
+export interface ModelRunner {
+  readonly info: RunnerInfo;
+  readonly stats: Readonly<RunnerStats>;
+  /**
+   * Runs every row of the plan (copying `blocksToCopy` first) and writes the rows' new KV into
+   * their blocks. A row's logits are the sampler's to overwrite. Rejects only when the model
+   * call fails; the engine treats that as fatal.
+   */
+  execute(plan: StepPlan): Promise<StepLogits>;
+  /** Frees the session and the KV storage; the runner is unusable afterwards. */
+  release(): Promise<void>;
+}

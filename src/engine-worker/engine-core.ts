@@ -11,12 +11,15 @@ import type { GenerateRequest, RequestRejection, SampledTokens, SequenceUpdate, 
 import type { EngineWorkerData } from '../contracts/engine-messages.js';
 import { asConveyorError } from '../errors.js';
 import { KvCacheManager } from '../kv-cache/kv-cache-manager.js';
-import type { ModelRunner, RunnerInfo, RunnerStats } from '../runners/model-runner.js';
+import type { ModelRunner, RunnerInfo, RunnerOptions, RunnerStats } from '../runners/model-runner.js';
 import { Sampler, type SamplerRow } from '../sampler/sampler.js';
 import { Scheduler, type PreemptionEvent } from './scheduler.js';
 
 /** The engine's settings travel to its worker as plain data, so the contract type is the config. */
 export type EngineConfig = EngineWorkerData;
+
+/** What the core itself reads: the rest of the config opened the runner it is given. */
+export type EngineSettings = Omit<EngineConfig, keyof RunnerOptions>;
 
 type HeldMessage =
   | { readonly kind: 'add'; readonly request: GenerateRequest }
@@ -41,7 +44,7 @@ export class EngineCore {
    * An engine over `runner` (create-runner.ts opens one), whose KV storage fixes the block pool
    * the scheduler plans with. The engine owns the runner from here on: release() frees it.
    */
-  static create(config: EngineConfig, runner: ModelRunner, log: (line: string) => void): EngineCore {
+  static create(config: EngineSettings, runner: ModelRunner, log: (line: string) => void): EngineCore {
     const { numBlocks, blockSize, shape } = runner.info;
     const kv = new KvCacheManager({ numBlocks, blockSize, enablePrefixCaching: config.enablePrefixCaching });
     const scheduler = new Scheduler(

@@ -3,17 +3,13 @@
 // contract (a paged-attention graph taking the block pool and block tables) means one entry in
 // RUNNER_CONTRACTS and one case in adapterFor, nothing in the engine.
 
-import type { EngineWorkerData } from '../contracts/engine-messages.js';
 import type { StepPlan } from '../contracts/generate.js';
 import type { SessionMetadata } from '../contracts/worker-messages.js';
 import { ConveyorError } from '../errors.js';
 import { FaultPoint } from '../runtime/fault-injection.js';
 import { ModelSession } from '../runtime/model-session.js';
-import type { ModelRunner, RunnerInfo, RunnerKind, RunnerStats, StepLogits } from './model-runner.js';
+import type { ModelRunner, RunnerInfo, RunnerKind, RunnerOptions, RunnerStats, StepLogits } from './model-runner.js';
 import { PastKeyValuesRunner } from './past-key-values-runner.js';
-
-/** What opening a runner needs: the session settings, the KV budget, and the test-only fault. */
-export type RunnerOptions = Pick<EngineWorkerData, 'modelPath' | 'device' | 'intraOpNumThreads' | 'kvCacheBytes' | 'blockSize' | 'faultInjection'>;
 
 /** Names of a model's inputs and outputs, which is all the choice looks at. */
 export interface ModelIoNames {

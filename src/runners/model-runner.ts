@@ -5,8 +5,12 @@
 // so a runner that consumes the block pool directly (a paged-attention graph) plugs in beside
 // PastKeyValuesRunner without the engine changing.
 
+import type { EngineWorkerData } from '../contracts/engine-messages.js';
 import type { StepPlan } from '../contracts/generate.js';
 import type { Device } from '../contracts/worker-messages.js';
+
+/** What opening a runner takes: the session settings, the KV budget, and the test-only fault. */
+export type RunnerOptions = Pick<EngineWorkerData, 'modelPath' | 'device' | 'intraOpNumThreads' | 'kvCacheBytes' | 'blockSize' | 'faultInjection'>;
 
 /** The adapters there are; create-runner.ts maps a model's I/O names to one. */
 export type RunnerKind = 'past-key-values';

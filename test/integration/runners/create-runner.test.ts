@@ -3,7 +3,8 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { DEFAULT_REPOSITORY } from '../../../models/default-repository.js';
-import { openModelRunner, type RunnerOptions } from '../../../src/runners/create-runner.js';
+import { openModelRunner } from '../../../src/runners/create-runner.js';
+import type { RunnerOptions } from '../../../src/runners/model-runner.js';
 
 const options = (modelPath: string, over: Partial<RunnerOptions> = {}): RunnerOptions => ({
   modelPath, device: 'cpu', intraOpNumThreads: 1, kvCacheBytes: 1 << 20, blockSize: 4, ...over,

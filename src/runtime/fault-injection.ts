@@ -48,7 +48,11 @@ export function faultInjectionOf(
   return fault;
 }
 
-/** The worker side: call `reached()` before each step or execution. */
+/**
+ * The worker side: call `reached()` before each step or execution (the instance worker before
+ * each model execution; the engine's runner, wrapped by src/runners/create-runner.ts, before
+ * each step's model call).
+ */
 export class FaultPoint {
   private count = 0;
 

@@ -34,11 +34,9 @@ describe('EngineCore over a ModelRunner', () => {
     const next = rng(7);
     const requests = Array.from({ length: 6 }, (_, i) => makeRequest(`r${i}`, randomTokens(next, 3 + next(30)), { maxTokens: 5 + next(10) }));
     const tokens = new Map<string, number[]>();
-    requests.forEach((r, i) => {
-      if (i < 3) engine.add(r);
-    });
+    for (const r of requests.slice(0, 3)) engine.add(r);
     for (let step = 0; engine.hasWork() || step < 3; step++) {
-      if (step === 2) requests.slice(3).forEach((r) => engine.add(r));
+      if (step === 2) for (const r of requests.slice(3)) engine.add(r);
       if (engine.hasWork()) collect(tokens, await engine.step());
       engine.checkIntegrity();
     }

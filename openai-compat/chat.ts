@@ -4,8 +4,7 @@
 // as content[] entries).
 
 import type { FastifyReply } from 'fastify';
-import type { ChatMessage } from '../src/engine-client/input-processor-chat.js';
-import type { GenerationEvent } from '../src/engine-client/output-processor.js';
+import type { ChatMessage, GenerationEvent } from '../src/contracts/text-generation.js';
 import { invalidArg } from '../src/errors.js';
 import type { GenerateInput } from '../src/serving/llm-backend.js';
 import type { OpenAIContext } from './context.js';

@@ -4,8 +4,7 @@
 // tokens / token_logprobs / top_logprobs / text_offset logprobs.
 
 import type { FastifyReply } from 'fastify';
-import type { ProcessedRequest, PromptInput } from '../src/engine-client/input-processor.js';
-import type { GenerationEvent } from '../src/engine-client/output-processor.js';
+import type { GenerationEvent, ProcessedRequest, PromptInput } from '../src/contracts/text-generation.js';
 import { invalidArg } from '../src/errors.js';
 import type { LlmModel } from '../src/serving/llm-backend.js';
 import type { OpenAIContext } from './context.js';

@@ -7,10 +7,10 @@
 import type { InferRequest } from '../src/contracts/infer.js';
 import type { Tensor } from '../src/contracts/tensors.js';
 import { ConveyorError, invalidArg } from '../src/errors.js';
-import { promptCharLimit } from '../src/config/limits.js';
-import { OFFTHREAD_MIN_CHARS } from '../src/engine-client/offthread-tokenizer.js';
+import { OFFTHREAD_MIN_CHARS, promptCharLimit } from '../src/config/limits.js';
 import type { OpenAIContext } from './context.js';
-import { EMBEDDING_OUTPUT, type EmbeddingModel, type EncoderTokenizer } from './embedding-models.js';
+import type { EncoderTokenizer } from '../src/serving/encoder-tokenizer.js';
+import { EMBEDDING_OUTPUT, type EmbeddingModel } from './embedding-models.js';
 import { unknownParameter, unsupportedParameter } from './errors.js';
 import { checkNoOps, optionalFlag, requireModel, requireObject, type Body } from './request-fields.js';
 

@@ -4,8 +4,7 @@
 // Ending the merged stream early, a client disconnect, or one choice failing aborts every
 // generation still running.
 
-import type { GenerationEvent } from '../src/engine-client/output-processor.js';
-import type { ProcessedRequest } from '../src/engine-client/input-processor.js';
+import type { GenerationEvent, ProcessedRequest } from '../src/contracts/text-generation.js';
 import type { GenerateInput, LlmModel } from '../src/serving/llm-backend.js';
 import type { Admission } from './admission.js';
 

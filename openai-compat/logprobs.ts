@@ -4,7 +4,7 @@
 // U+FFFD on its own, but the client needs the raw bytes to rebuild the text across tokens.
 
 import type { TokenLogprob } from '../src/contracts/generate.js';
-import type { TextTokenizer } from '../src/engine-client/input-processor-files.js';
+import type { TextTokenizer } from '../src/contracts/tokenizer.js';
 
 export interface ChatTopLogprob {
   readonly token: string;

@@ -5,7 +5,7 @@
 // audio) or because nobody defines it. Nothing changes output while being silently dropped.
 
 import { invalidArg } from '../src/errors.js';
-import type { RawSamplingParams } from '../src/engine-client/sampling-params.js';
+import type { RawSamplingParams } from '../src/vocabulary/sampling-params.js';
 import { unknownParameter, unsupportedParameter } from './errors.js';
 
 export type Body = Readonly<Record<string, unknown>>;

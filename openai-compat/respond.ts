@@ -4,7 +4,7 @@
 // anything still gets a plain HTTP error; after that, errors travel as an `error` event.
 
 import type { FastifyReply } from 'fastify';
-import type { GenerationEvent } from '../src/engine-client/output-processor.js';
+import type { GenerationEvent } from '../src/contracts/text-generation.js';
 import { ConveyorError } from '../src/errors.js';
 import { openaiFailure } from './errors.js';
 import type { ChoiceEvent } from './generation.js';

@@ -2,10 +2,9 @@
 // through the model's chat template exactly as /v1/chat/completions would) to token ids, and
 // token ids back to text. Benchmarks use them to count tokens the way the server does.
 
-import type { PromptInput } from '../src/engine-client/input-processor.js';
-import type { ChatMessage } from '../src/engine-client/input-processor-chat.js';
+import type { ChatMessage, PromptInput } from '../src/contracts/text-generation.js';
 import { invalidArg } from '../src/errors.js';
-import { validateTokenIds } from '../src/engine-client/sampling-params.js';
+import { validateTokenIds } from '../src/vocabulary/sampling-params.js';
 import type { OpenAIContext } from './context.js';
 import { unknownParameter, unsupportedParameter } from './errors.js';
 import { optionalFlag, requireObject, type Body } from './request-fields.js';

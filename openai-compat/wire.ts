@@ -4,7 +4,7 @@
 // and the usage object with prefix-cache hits as prompt_tokens_details.cached_tokens.
 
 import { createHash, randomBytes } from 'node:crypto';
-import type { Usage } from '../src/engine-client/output-processor.js';
+import type { Usage } from '../src/contracts/text-generation.js';
 import type { LlmModel } from '../src/serving/llm-backend.js';
 import { SERVER_VERSION } from '../src/serving/conveyor-service.js';
 

@@ -83,3 +83,9 @@ export function readLimits(values: Readonly<Record<string, unknown>>, fail: (mes
 export function promptCharLimit(limits: Pick<ResourceLimits, 'maxPromptChars'>, contextLength: number): number {
   return limits.maxPromptChars > 0 ? limits.maxPromptChars : 16 * contextLength;
 }
+
+/**
+ * Most characters tokenized on the main thread in one go: ~16K characters encode in ~15 ms.
+ * A longer prompt goes to the tokenizer worker; many embedding inputs yield between chunks this size.
+ */
+export const OFFTHREAD_MIN_CHARS = 16 * 1024;

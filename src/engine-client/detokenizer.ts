@@ -10,10 +10,7 @@
 // Decoding is assumed prefix-stable: appending ids never changes text before an incomplete tail.
 // That holds for byte-level and byte-fallback decoders, which is where splitting happens.
 
-/** The slice of a tokenizer the detokenizer needs (@huggingface/tokenizers' Tokenizer fits). */
-export interface TokenDecoder {
-  decode(ids: number[], options?: { skip_special_tokens?: boolean }): string;
-}
+import type { TokenDecoder } from '../contracts/tokenizer.js';
 
 export interface DetokenizerOptions {
   readonly skipSpecialTokens?: boolean;

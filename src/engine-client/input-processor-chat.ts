@@ -4,32 +4,8 @@
 
 import { Template } from '@huggingface/jinja';
 import { invalidArg } from '../errors.js';
-import type { ModelFiles, SpecialTokens } from './input-processor-files.js';
-
-export interface ChatContentPart {
-  readonly type: string;
-  readonly text?: string;
-}
-
-export interface ChatMessage {
-  /** system, developer (rendered as system), user, assistant or tool. */
-  readonly role: string;
-  /** A string, or text parts (joined with newlines); null for an assistant turn with only tool calls. */
-  readonly content?: string | readonly ChatContentPart[] | null;
-  readonly name?: string;
-  readonly tool_calls?: readonly unknown[];
-  readonly tool_call_id?: string;
-  readonly reasoning_content?: string | null;
-}
-
-export interface ChatTemplateOptions {
-  /** Append the assistant turn's opening (default true). */
-  readonly addGenerationPrompt?: boolean;
-  /** Tool (function) definitions, passed to the template as `tools`. */
-  readonly tools?: readonly unknown[] | null;
-  /** Extra template variables, e.g. { enable_thinking: false } for Qwen3. */
-  readonly chatTemplateKwargs?: Readonly<Record<string, unknown>> | null;
-}
+import type { ChatContentPart, ChatTemplateOptions } from '../contracts/text-generation.js';
+import type { ModelFiles, SpecialTokens } from '../tokenizer/model-files.js';
 
 const ROLES = new Set(['system', 'developer', 'user', 'assistant', 'tool']);
 

@@ -4,20 +4,16 @@
 // it — before anything is scheduled. Text lives here and in the output processor only.
 
 import type { GenerateRequest } from '../contracts/generate.js';
+import type { ChatMessage, ChatTemplateOptions, OutputOptions, ProcessedRequest, PromptInput } from '../contracts/text-generation.js';
+import type { TextTokenizer } from '../contracts/tokenizer.js';
 import { ConveyorError, invalidArg } from '../errors.js';
 import { CONTEXT_TOKENS, IncrementalDetokenizer } from './detokenizer.js';
 import { promptCharLimit } from '../config/limits.js';
-import { ChatTemplate, messageChars, selectChatTemplate, type ChatMessage, type ChatTemplateOptions } from './input-processor-chat.js';
-import { createTokenizer, modelInfo, readModelFiles, type ModelFiles, type ModelInfo, type TextTokenizer } from './input-processor-files.js';
+import { ChatTemplate, messageChars, selectChatTemplate } from './input-processor-chat.js';
+import { createTokenizer, modelInfo, readModelFiles, type ModelFiles, type ModelInfo } from '../tokenizer/model-files.js';
 import { OffThreadTokenizer } from './offthread-tokenizer.js';
 import { encodePlain, SpecialTokenEscaper, specialTokenContents, type PromptPiece } from './special-token-escape.js';
-import { validateSamplingParams, validateTokenIds, type OutputOptions, type RawSamplingParams, type SamplingDefaults, type ValidatedSampling } from './sampling-params.js';
-
-export type PromptInput =
-  | ({ readonly kind: 'chat'; readonly messages: readonly ChatMessage[] } & ChatTemplateOptions)
-  /** Completions: special tokens (a BOS where the tokenizer's post-processor adds one) by default. */
-  | { readonly kind: 'text'; readonly text: string; readonly addSpecialTokens?: boolean }
-  | { readonly kind: 'tokens'; readonly tokenIds: readonly number[] };
+import { validateSamplingParams, validateTokenIds, type RawSamplingParams, type SamplingDefaults, type ValidatedSampling } from '../vocabulary/sampling-params.js';
 
 export interface ProcessInput {
   readonly id: string;
@@ -27,14 +23,6 @@ export interface ProcessInput {
   readonly arrivalTimeMs: number;
   readonly priority?: number;
   readonly cacheSalt?: string | null;
-}
-
-export interface ProcessedRequest {
-  readonly request: GenerateRequest;
-  /** Stop strings and detokenization options for the output processor. */
-  readonly output: OutputOptions;
-  /** The rendered chat or text prompt; null for a token-id prompt. */
-  readonly promptText: string | null;
 }
 
 export interface InputProcessorOptions {

@@ -5,12 +5,10 @@
 
 import type { Worker } from 'node:worker_threads';
 import { spawnWorker } from '../runtime/spawn-worker.js';
-import type { ModelFiles, TextTokenizer } from './input-processor-files.js';
-import { TOKENIZER_WORKER_ENTRY } from '../tokenizer-worker/entry.js';
-import type { TokenizeJob, TokenizeResult, TokenizerWorkerData } from '../tokenizer-worker/main.js';
-
-/** ~16K characters encode in ~15 ms on the main thread; anything longer goes to the worker. */
-export const OFFTHREAD_MIN_CHARS = 16 * 1024;
+import type { TextTokenizer } from '../contracts/tokenizer.js';
+import { OFFTHREAD_MIN_CHARS } from '../config/limits.js';
+import type { ModelFiles } from '../tokenizer/model-files.js';
+import { TOKENIZER_WORKER_ENTRY, type TokenizeJob, type TokenizeResult, type TokenizerWorkerData } from '../tokenizer-worker/entry.js';
 
 
 interface Pending {

@@ -2,41 +2,11 @@
 // incremental detokenization (never a broken character), stop strings across token boundaries
 // (the engine is told to stop), finish reason, usage and timestamps.
 
-import type { FinishReason, SequenceUpdate, TokenLogprob } from '../contracts/generate.js';
-import { IncrementalDetokenizer, type TokenDecoder } from './detokenizer.js';
-import type { OutputOptions } from './sampling-params.js';
+import type { SequenceUpdate } from '../contracts/generate.js';
+import type { GenerationEvent, OutputOptions } from '../contracts/text-generation.js';
+import type { TokenDecoder } from '../contracts/tokenizer.js';
+import { IncrementalDetokenizer } from './detokenizer.js';
 import { StopStringMatcher } from './stop-strings.js';
-
-export interface Usage {
-  readonly promptTokens: number;
-  readonly completionTokens: number;
-  /** Prompt tokens served from the prefix cache. */
-  readonly cachedTokens: number;
-}
-
-export interface GenerationTimings {
-  /** ms since the epoch. */
-  readonly arrivalMs: number;
-  readonly scheduledMs: number | null;
-  readonly firstTokenMs: number | null;
-  /** When this event's tokens were produced. */
-  readonly tokenMs: number;
-}
-
-/** One event per engine update of the request (one per step it got tokens in). */
-export interface GenerationEvent {
-  /** Newly released text; may be empty while a character or stop string is pending. */
-  readonly text: string;
-  /** Tokens produced this step (an EOS that finished the request is not included). */
-  readonly tokenIds: readonly number[];
-  readonly logprobs: readonly TokenLogprob[] | null;
-  /** Null until the last event. */
-  readonly finishReason: FinishReason | null;
-  /** The stop string or stop token id that finished the request, if any (vLLM's stop_reason). */
-  readonly stopReason: string | number | null;
-  readonly usage: Usage;
-  readonly timings: GenerationTimings;
-}
 
 export class OutputProcessor {
   private readonly detokenizer: IncrementalDetokenizer;

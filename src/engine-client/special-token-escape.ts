@@ -6,7 +6,8 @@
 // matching off (Hugging Face's `split_special_tokens=True`), giving ordinary text ids.
 
 import { randomBytes } from 'node:crypto';
-import type { ModelFiles, TextTokenizer } from './input-processor-files.js';
+import type { TextTokenizer } from '../contracts/tokenizer.js';
+import type { ModelFiles } from '../tokenizer/model-files.js';
 
 /** One part of a prompt: template text (special tokens parsed) or escaped user text (not parsed). */
 export type PromptPiece = { readonly kind: 'text'; readonly text: string } | { readonly kind: 'plain'; readonly text: string };

@@ -3,7 +3,7 @@
 
 import type { ServerOptions } from '../config/server-options.js';
 import { createMetrics, startMetricsServer, type ConveyorMetrics } from '../metrics/index.js';
-import { ModelManager } from '../repository/model-manager.js';
+import { ModelManager } from '../serving/model-manager.js';
 import { ConveyorService } from '../serving/conveyor-service.js';
 import { loadLlmModel } from '../serving/llm-backend.js';
 import { loadOnnxModel } from '../serving/onnx-backend.js';

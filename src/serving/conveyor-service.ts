@@ -8,7 +8,7 @@ import type {
 import type { ModelConfig } from '../contracts/model-config.js';
 import type { ModelControlMode } from '../config/server-options.js';
 import { ConveyorError, invalidArg, serverDraining } from '../errors.js';
-import type { ModelManager } from '../repository/model-manager.js';
+import type { ModelManager } from './model-manager.js';
 import { LlmModel } from './llm-backend.js';
 import { wireDataType, wireShape } from './validate-infer.js';
 

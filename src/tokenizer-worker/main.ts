@@ -3,19 +3,8 @@
 // microsecond per character: a megabyte would otherwise freeze every socket for a second).
 
 import { parentPort, workerData } from 'node:worker_threads';
-import { createTokenizer, type ModelFiles } from '../engine-client/input-processor-files.js';
-
-export interface TokenizeJob {
-  readonly id: number;
-  readonly text: string;
-  readonly addSpecialTokens: boolean;
-}
-
-export type TokenizeResult = { readonly id: number; readonly ids: number[] } | { readonly id: number; readonly error: string };
-
-export interface TokenizerWorkerData {
-  readonly files: Pick<ModelFiles, 'tokenizerJson' | 'tokenizerConfig'>;
-}
+import { createTokenizer } from '../tokenizer/model-files.js';
+import type { TokenizeJob, TokenizeResult, TokenizerWorkerData } from './entry.js';
 
 const port = parentPort!;
 const tokenizer = createTokenizer((workerData as TokenizerWorkerData).files);

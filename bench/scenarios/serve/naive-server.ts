@@ -12,7 +12,8 @@ import { availableParallelism } from 'node:os';
 import { basename, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
-import { createTokenizer, modelInfo, readModelFiles, type TextTokenizer } from '../../../src/engine-client/input-processor-files.js';
+import type { TextTokenizer } from '../../../src/contracts/tokenizer.js';
+import { createTokenizer, modelInfo, readModelFiles } from '../../../src/tokenizer/model-files.js';
 import { GreedyDecoder } from './naive-decoder.js';
 
 export interface NaiveModel {

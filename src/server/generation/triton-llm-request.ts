@@ -7,7 +7,7 @@
 
 import type { Parameters } from '../../contracts/infer.js';
 import type { Tensor } from '../../contracts/tensors.js';
-import type { RawSamplingParams } from '../../engine-client/sampling-params.js';
+import type { RawSamplingParams } from '../../vocabulary/sampling-params.js';
 import { invalidArg } from '../../errors.js';
 
 type ValueKind = 'string' | 'bool' | 'int' | 'number' | 'strings' | 'ints' | 'object';

@@ -3,8 +3,8 @@
 // as strings, enums as names, proto3 `optional` fields absent when unset).
 
 import type { TokenLogprob } from '../../contracts/generate.js';
-import type { GenerationEvent } from '../../engine-client/output-processor.js';
-import type { RawSamplingParams } from '../../engine-client/sampling-params.js';
+import type { GenerationEvent } from '../../contracts/text-generation.js';
+import type { RawSamplingParams } from '../../vocabulary/sampling-params.js';
 import { invalidArg } from '../../errors.js';
 import type { GenerateInput } from '../../serving/llm-backend.js';
 import type { WireLong } from './wire-types.js';

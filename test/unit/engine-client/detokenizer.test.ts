@@ -1,5 +1,5 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { TextTokenizer } from '../../../src/engine-client/input-processor-files.js';
+import type { TextTokenizer } from '../../../src/contracts/tokenizer.js';
 import { IncrementalDetokenizer } from '../../../src/engine-client/detokenizer.js';
 import { StopStringMatcher } from '../../../src/engine-client/stop-strings.js';
 import { IM_END, IM_START, qwen3Tokenizer } from '../../support/qwen3-fixture.js';

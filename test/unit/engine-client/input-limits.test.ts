@@ -3,8 +3,8 @@
 // the prompt-character cap applied before any tokenizing, and long prompts tokenized in a worker
 // with ids equal to the in-place path while the event loop keeps running.
 import { afterAll, describe, expect, it } from 'vitest';
-import type { ChatMessage } from '../../../src/engine-client/input-processor-chat.js';
-import { InputProcessor, type InputProcessorOptions, type PromptInput } from '../../../src/engine-client/input-processor.js';
+import type { ChatMessage, PromptInput } from '../../../src/contracts/text-generation.js';
+import { InputProcessor, type InputProcessorOptions } from '../../../src/engine-client/input-processor.js';
 import { encodePlain, specialTokenContents } from '../../../src/engine-client/special-token-escape.js';
 import { ENDOFTEXT, IM_END, IM_START, qwen3Files, qwen3Tokenizer } from '../../support/qwen3-fixture.js';
 

@@ -2,8 +2,8 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ConveyorError } from '../../../src/errors.js';
-import type { ChatMessage } from '../../../src/engine-client/input-processor-chat.js';
-import { readModelFiles } from '../../../src/engine-client/input-processor-files.js';
+import type { ChatMessage } from '../../../src/contracts/text-generation.js';
+import { readModelFiles } from '../../../src/tokenizer/model-files.js';
 import { InputProcessor, type ProcessInput } from '../../../src/engine-client/input-processor.js';
 import { ENDOFTEXT, IM_END, IM_START, QWEN3_CONFIG, qwen3Files, qwen3ModelDir, qwen3Tokenizer } from '../../support/qwen3-fixture.js';
 

@@ -10,12 +10,13 @@ import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { chatInput } from '../../../openai-compat/chat.js';
 import { completionPrompts, DEFAULT_MAX_TOKENS } from '../../../openai-compat/completions.js';
-import { loadEncoderTokenizer, type EncoderTokenizer } from '../../../openai-compat/embedding-models.js';
+import { loadEncoderTokenizer, type EncoderTokenizer } from '../../../src/serving/encoder-tokenizer.js';
 import { tokenizeInputs } from '../../../openai-compat/embeddings.js';
 import {
   CHAT_FIELDS, checkFields, checkNoOps, choiceCount, COMPLETION_FIELDS, optionalFlag, requireModel, requireObject, samplingFields, schedulingExtras, streamSettings, type Body,
 } from '../../../openai-compat/request-fields.js';
-import { InputProcessor, type ProcessedRequest } from '../../../src/engine-client/input-processor.js';
+import type { ProcessedRequest } from '../../../src/contracts/text-generation.js';
+import { InputProcessor } from '../../../src/engine-client/input-processor.js';
 import type { GenerateInput } from '../../../src/serving/llm-backend.js';
 import { extremeNumber, jsonText, maybe, objectOf, outcome, ownRecord, PROTOTYPE_KEYS, runs, trickyString, weirdValue } from './support.js';
 

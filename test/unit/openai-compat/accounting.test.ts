@@ -4,7 +4,7 @@ import { Admission } from '../../../openai-compat/admission.js';
 import { openaiFailure } from '../../../openai-compat/errors.js';
 import { completionLogprobs, TokenText } from '../../../openai-compat/logprobs.js';
 import { UsageTally } from '../../../openai-compat/wire.js';
-import type { TextTokenizer } from '../../../src/engine-client/input-processor-files.js';
+import type { TextTokenizer } from '../../../src/contracts/tokenizer.js';
 
 describe('Admission', () => {
   it('sheds past the bound with 503 and retry-after, per model', () => {

@@ -6,7 +6,7 @@ import { groupByLength, tokenizeInputs, tokenizeInputsYielding } from '../../../
 import { openaiFailure, OpenAIRequestError } from '../../../openai-compat/errors.js';
 import { CHAT_FIELDS, checkFields, choiceCount, COMPLETION_FIELDS, streamSettings } from '../../../openai-compat/request-fields.js';
 import { ConveyorError } from '../../../src/errors.js';
-import type { TextTokenizer } from '../../../src/engine-client/input-processor-files.js';
+import type { TextTokenizer } from '../../../src/contracts/tokenizer.js';
 
 const refusal = (fn: () => unknown) => {
   try {

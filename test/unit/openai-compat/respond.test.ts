@@ -7,7 +7,7 @@ import { OpenAIRequestError } from '../../../openai-compat/errors.js';
 import type { ChoiceEvent } from '../../../openai-compat/generation.js';
 import { streamChoices } from '../../../openai-compat/respond.js';
 import { UsageTally } from '../../../openai-compat/wire.js';
-import type { GenerationEvent } from '../../../src/engine-client/output-processor.js';
+import type { GenerationEvent } from '../../../src/contracts/text-generation.js';
 import type { FinishReason } from '../../../src/contracts/generate.js';
 
 const event = (text: string, finishReason: FinishReason | null = null): GenerationEvent => ({

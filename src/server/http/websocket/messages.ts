@@ -2,7 +2,7 @@
 // plain values, server messages built from engine events and errors. No socket here.
 
 import type { TokenLogprob } from '../../../contracts/generate.js';
-import type { GenerationEvent } from '../../../engine-client/output-processor.js';
+import type { GenerationEvent } from '../../../contracts/text-generation.js';
 import { asConveyorError, ConveyorError, ERROR_CATALOG, invalidArg } from '../../../errors.js';
 import type { GenerateInput } from '../../../serving/llm-backend.js';
 

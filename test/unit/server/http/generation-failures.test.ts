@@ -6,7 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import type { InferenceService } from '../../../../src/contracts/inference-service.js';
-import type { GenerationEvent } from '../../../../src/engine-client/output-processor.js';
+import type { GenerationEvent } from '../../../../src/contracts/text-generation.js';
 import { ConveyorError } from '../../../../src/errors.js';
 import type { LlmLookup } from '../../../../src/server/generation/lookup.js';
 import { createHttpApp } from '../../../../src/server/http/app.js';

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ConveyorError } from '../../../src/errors.js';
-import { validateSamplingParams, type RawSamplingParams } from '../../../src/engine-client/sampling-params.js';
+import { validateSamplingParams, type RawSamplingParams } from '../../../src/vocabulary/sampling-params.js';
 
 const LIMITS = { vocabSize: 151_669 };
 

@@ -1,26 +1,15 @@
-// The Hugging Face model-directory files the input processor reads (tokenizer.json,
-// tokenizer_config.json, generation_config.json, config.json, optionally chat_template.jinja) and
-// the facts derived from them: vocabulary size, EOS ids, context length, special tokens and the
-// generation_config sampling defaults.
+// The Hugging Face model-directory files (tokenizer.json, tokenizer_config.json,
+// generation_config.json, config.json, optionally chat_template.jinja), the tokenizer built from
+// them and the facts derived from them: vocabulary size, EOS ids, context length, special tokens
+// and the generation_config sampling defaults. Read on the main thread (the input processor, the
+// encoders' tokenizers) and in the tokenizer worker, which builds its own copy of the tokenizer.
 
 import { existsSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { Tokenizer } from '@huggingface/tokenizers';
-import type { TokenDecoder } from './detokenizer.js';
-import type { SamplingDefaults } from './sampling-params.js';
-
-/**
- * The part of @huggingface/tokenizers' Tokenizer that Conveyor uses. The package's .d.ts files
- * import each other without file extensions, which NodeNext resolution cannot follow, so its own
- * types arrive as `any`; this interface keeps the calls checked.
- */
-export interface TextTokenizer extends TokenDecoder {
-  encode(text: string, options?: { add_special_tokens?: boolean }): { ids: number[] };
-  token_to_id(token: string): number | undefined;
-  id_to_token(id: number): string | undefined;
-  get_vocab(withAddedTokens?: boolean): Map<string, number>;
-}
+import type { TextTokenizer } from '../contracts/tokenizer.js';
+import type { SamplingDefaults } from '../vocabulary/sampling-params.js';
 
 /** A special token in tokenizer_config.json: a plain string or a serialized AddedToken. */
 type SpecialTokenField = string | { readonly content?: string } | null | undefined;

@@ -12,11 +12,11 @@ import type { LoadOverride, ModelState, RepositoryIndexEntry } from '../contract
 import type { ModelConfig } from '../contracts/model-config.js';
 import { asConveyorError, ConveyorError, invalidArg, notFound, unavailable } from '../errors.js';
 import type { ModelControlMode } from '../config/server-options.js';
-import type { BackendLoader, ServedModel } from '../serving/served-model.js';
-import { loadModelConfig, modelConfigFromJson } from './config/index.js';
-import { lexicalProblem, redactPaths } from './confine.js';
-import { fingerprintModel, listModelNames, versionDirectories } from './scan.js';
-import { selectVersions } from './version-policy.js';
+import type { BackendLoader, ServedModel } from './served-model.js';
+import { loadModelConfig, modelConfigFromJson } from '../repository/config/index.js';
+import { lexicalProblem, redactPaths } from '../repository/confine.js';
+import { fingerprintModel, listModelNames, versionDirectories } from '../repository/scan.js';
+import { selectVersions } from '../repository/version-policy.js';
 
 interface VersionEntry {
   state: ModelState;

@@ -4,6 +4,7 @@
 // scheduled. Ranges follow vLLM's SamplingParams checks and OpenAI's documented limits.
 
 import type { SamplingParams } from '../contracts/generate.js';
+import type { OutputOptions } from '../contracts/text-generation.js';
 import { invalidArg } from '../errors.js';
 
 /** Sampling fields of a request body. Values are checked at run time whatever their static type. */
@@ -49,14 +50,6 @@ export interface SamplingLimits {
   readonly vocabSize: number;
   /** Most logprob alternatives per token (vLLM's max_logprobs). */
   readonly maxLogprobs?: number;
-}
-
-/** What the output processor needs: text-level options that never reach the engine. */
-export interface OutputOptions {
-  /** Stop strings, matched on the detokenized text; never empty strings. */
-  readonly stop: readonly string[];
-  readonly includeStopStrInOutput: boolean;
-  readonly skipSpecialTokens: boolean;
 }
 
 export interface ValidatedSampling {

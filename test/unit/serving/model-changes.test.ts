@@ -6,7 +6,7 @@ import { mkdtemp, mkdir, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { ModelManager } from '../../../src/repository/model-manager.js';
+import { ModelManager } from '../../../src/serving/model-manager.js';
 import { ConveyorService } from '../../../src/serving/conveyor-service.js';
 import type { BackendLoader, ServedModel } from '../../../src/serving/served-model.js';
 import { missingModel } from '../../../openai-compat/errors.js';

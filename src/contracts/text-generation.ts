@@ -1,0 +1,84 @@
+// The text side of a generation, as the LLM backend takes and gives it on the main thread: the
+// prompt (chat messages, text or token ids), the request once the input processor prepared it,
+// and the text events the output processor streams back. Every front end speaks these types;
+// they never cross to the engine worker (that is GenerateRequest and SequenceUpdate in generate.ts).
+
+import type { FinishReason, GenerateRequest, TokenLogprob } from './generate.js';
+
+export interface ChatContentPart {
+  readonly type: string;
+  readonly text?: string;
+}
+
+export interface ChatMessage {
+  /** system, developer (rendered as system), user, assistant or tool. */
+  readonly role: string;
+  /** A string, or text parts (joined with newlines); null for an assistant turn with only tool calls. */
+  readonly content?: string | readonly ChatContentPart[] | null;
+  readonly name?: string;
+  readonly tool_calls?: readonly unknown[];
+  readonly tool_call_id?: string;
+  readonly reasoning_content?: string | null;
+}
+
+export interface ChatTemplateOptions {
+  /** Append the assistant turn's opening (default true). */
+  readonly addGenerationPrompt?: boolean;
+  /** Tool (function) definitions, passed to the template as `tools`. */
+  readonly tools?: readonly unknown[] | null;
+  /** Extra template variables, e.g. { enable_thinking: false } for Qwen3. */
+  readonly chatTemplateKwargs?: Readonly<Record<string, unknown>> | null;
+}
+
+export type PromptInput =
+  | ({ readonly kind: 'chat'; readonly messages: readonly ChatMessage[] } & ChatTemplateOptions)
+  /** Completions: special tokens (a BOS where the tokenizer's post-processor adds one) by default. */
+  | { readonly kind: 'text'; readonly text: string; readonly addSpecialTokens?: boolean }
+  | { readonly kind: 'tokens'; readonly tokenIds: readonly number[] };
+
+/** What the output processor needs: text-level options that never reach the engine. */
+export interface OutputOptions {
+  /** Stop strings, matched on the detokenized text; never empty strings. */
+  readonly stop: readonly string[];
+  readonly includeStopStrInOutput: boolean;
+  readonly skipSpecialTokens: boolean;
+}
+
+export interface ProcessedRequest {
+  readonly request: GenerateRequest;
+  /** Stop strings and detokenization options for the output processor. */
+  readonly output: OutputOptions;
+  /** The rendered chat or text prompt; null for a token-id prompt. */
+  readonly promptText: string | null;
+}
+
+export interface Usage {
+  readonly promptTokens: number;
+  readonly completionTokens: number;
+  /** Prompt tokens served from the prefix cache. */
+  readonly cachedTokens: number;
+}
+
+export interface GenerationTimings {
+  /** ms since the epoch. */
+  readonly arrivalMs: number;
+  readonly scheduledMs: number | null;
+  readonly firstTokenMs: number | null;
+  /** When this event's tokens were produced. */
+  readonly tokenMs: number;
+}
+
+/** One event per engine update of the request (one per step it got tokens in). */
+export interface GenerationEvent {
+  /** Newly released text; may be empty while a character or stop string is pending. */
+  readonly text: string;
+  /** Tokens produced this step (an EOS that finished the request is not included). */
+  readonly tokenIds: readonly number[];
+  readonly logprobs: readonly TokenLogprob[] | null;
+  /** Null until the last event. */
+  readonly finishReason: FinishReason | null;
+  /** The stop string or stop token id that finished the request, if any (vLLM's stop_reason). */
+  readonly stopReason: string | number | null;
+  readonly usage: Usage;
+  readonly timings: GenerationTimings;
+}

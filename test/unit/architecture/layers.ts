@@ -1,0 +1,212 @@
+// The server's layers: one table naming, for every folder of src/ and openai-compat/, the folders
+// its files may import. import-boundaries.test.ts fails on any import outside the table and on
+// any cycle between folders; `npx tsx test/unit/architecture/layers.ts` prints the table and the
+// folder graph as it is today (for docs/architecture.md).
+//
+// Every relative import counts, `import type` included (a type names the layer it comes from
+// as surely as a value does), and so does `new URL('./x.ts', import.meta.url)`: that is how a
+// worker thread's entry is reached, and a worker entry is a dependency like any other.
+
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join, normalize, relative } from 'node:path';
+import { pathToFileURL } from 'node:url';
+
+export const ROOT = join(import.meta.dirname, '..', '..', '..');
+
+export interface Layer {
+  /** What lives here, for the printed table. */
+  readonly holds: string;
+  /** The layers its files may import; its own files always may. */
+  readonly imports: readonly string[];
+  /**
+   * A worker thread's folder: every other layer reaches it only through this file (its entry URL
+   * and the messages it speaks), never the code that runs on the worker.
+   */
+  readonly entry?: string;
+}
+
+const FRONT_END_BASE = ['src/contracts', 'src/vocabulary', 'src/serving', 'src/errors.ts', 'src/config'];
+
+/** A file's layer is the longest key that is its folder (or, for a top-level file, the file). */
+export const LAYERS: Readonly<Record<string, Layer>> = {
+  'src/contracts': { holds: 'plain types shared across threads and layers (types only)', imports: [] },
+  'src/errors.ts': { holds: 'the error catalog', imports: [] },
+  'src/security': { holds: 'API keys and the access policy', imports: ['src/errors.ts'] },
+  'src/config': { holds: 'server options, resource limits and their defaults', imports: ['src/security'] },
+  'src/vocabulary': { holds: 'the generation request vocabulary: sampling fields and their validation', imports: ['src/contracts', 'src/errors.ts'] },
+  'src/kv-cache': { holds: 'block pool, KV cache manager, block hashing', imports: ['src/contracts', 'src/errors.ts'] },
+  'src/sampler': { holds: 'logits → token (engine worker thread)', imports: ['src/contracts', 'src/errors.ts'] },
+  'src/runtime': { holds: 'the only importer of onnxruntime-node: sessions, instance workers, worker spawning', imports: ['src/contracts', 'src/errors.ts'] },
+  'src/runners': { holds: 'model runners: how a decoder consumes the KV cache', imports: ['src/contracts', 'src/errors.ts', 'src/runtime'] },
+  'src/engine-worker': {
+    holds: 'the engine worker thread: step loop, scheduler, request state',
+    imports: ['src/contracts', 'src/errors.ts', 'src/kv-cache', 'src/runners', 'src/sampler'],
+    entry: 'entry.ts',
+  },
+  'src/tokenizer': { holds: "a model's Hugging Face files and the tokenizer built from them (both threads)", imports: ['src/contracts', 'src/vocabulary'] },
+  'src/tokenizer-worker': { holds: 'the tokenizer worker thread', imports: ['src/contracts', 'src/tokenizer'], entry: 'entry.ts' },
+  'src/engine-client': {
+    holds: 'main thread: input and output processors, detokenizer, the engine worker client',
+    imports: ['src/contracts', 'src/errors.ts', 'src/config', 'src/vocabulary', 'src/tokenizer', 'src/runtime', 'src/engine-worker', 'src/tokenizer-worker'],
+  },
+  'src/batcher': { holds: "Triton's dynamic batcher and model statistics", imports: ['src/contracts', 'src/errors.ts'] },
+  'src/metrics': { holds: 'the only importer of prom-client: metric definitions, collectors, the metrics port', imports: ['src/contracts', 'src/errors.ts', 'src/batcher', 'src/security'] },
+  'src/repository': { holds: 'the model repository on disk: scan, versions, version policy, path confinement, variants', imports: ['src/contracts', 'src/errors.ts', 'src/config'] },
+  'src/repository/config': { holds: 'config.pbtxt and JSON config: parser, schema, printer', imports: ['src/contracts', 'src/errors.ts', 'src/repository'] },
+  'src/serving': {
+    holds: 'served models behind the front ends: the model manager, the onnx and llm backends, ConveyorService',
+    imports: ['src/contracts', 'src/errors.ts', 'src/config', 'src/vocabulary', 'src/batcher', 'src/metrics', 'src/repository', 'src/repository/config', 'src/runtime', 'src/engine-client', 'src/tokenizer'],
+  },
+  'src/server/generation': { holds: 'generation shared by the KServe front ends (Triton generate, model lookup)', imports: FRONT_END_BASE },
+  // The config endpoint prints ModelConfig as Triton does, from the schema the repository parses it with.
+  'src/server/http': { holds: 'front end: fastify app, KServe v2 REST, Triton generate, WebSocket', imports: [...FRONT_END_BASE, 'src/security', 'src/server/generation', 'src/repository/config'] },
+  'src/server/grpc': { holds: 'front end: the only importer of @grpc/grpc-js, KServe v2 gRPC and streaming generation', imports: [...FRONT_END_BASE, 'src/security', 'src/server/generation'] },
+  // A fastify plugin on the HTTP app: it shares the app's transport (body depth, disconnects, SSE flow control).
+  'openai-compat': { holds: "front end: OpenAI's API and vLLM's /tokenize", imports: [...FRONT_END_BASE, 'src/server/http'] },
+  'src/server': {
+    holds: 'the composition root: create-server.ts wires repository, backends, front ends; shutdown',
+    imports: ['src/contracts', 'src/errors.ts', 'src/config', 'src/security', 'src/metrics', 'src/repository', 'src/serving', 'src/server/http', 'src/server/grpc', 'openai-compat'],
+  },
+  'src/cli.ts': { holds: '`conveyor serve …`', imports: ['src/config', 'src/server', 'models'] },
+  // Model builders and the default repository; their own boundaries are RULES in import-boundaries.test.ts.
+  models: { holds: 'model builders and the default repository', imports: [] },
+};
+
+/**
+ * Known edges that break the table, each removed by the change named beside it: the lead deletes
+ * an entry when merging that change. The test fails on an entry that matches no import, so none
+ * outlives its fix.
+ */
+export const PENDING: readonly { readonly file: string; readonly target: string; readonly until: string }[] = [
+  { file: 'src/engine-worker/main.ts', target: 'src/runtime/fault-injection.ts', until: 'issue 10 item 3: the engine receives a ModelRunner' },
+  { file: 'src/engine-worker/engine-core.ts', target: 'src/runtime/model-session.ts', until: 'issue 10 item 3: the engine receives a ModelRunner' },
+];
+
+/** The layer a repository-relative path belongs to, or undefined when none does. */
+export function layerOf(path: string): string | undefined {
+  let best: string | undefined;
+  for (const key of Object.keys(LAYERS)) {
+    if ((path === key || path.startsWith(`${key}/`)) && (best === undefined || key.length > best.length)) best = key;
+  }
+  return best;
+}
+
+/** Relative specifiers of static, type-only, dynamic and re-export imports, and worker-entry URLs. */
+export function dependencySpecifiers(source: string): string[] {
+  const pattern = /(?:^|[\s;])(?:import|export)\s[^'"]*?from\s*['"]([^'"]+)['"]|(?:^|[\s;])import\s*['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)|new\s+URL\(\s*['"]([^'"]+\.m?[jt]s)['"]\s*,\s*import\.meta\.url\s*\)/gm;
+  return [...source.matchAll(pattern)].map((m) => m[1] ?? m[2] ?? m[3] ?? m[4]!).filter((s) => s.startsWith('.'));
+}
+
+/** The repository-relative file a relative specifier names (.js written for a .ts file maps back). */
+export function resolveSpecifier(file: string, specifier: string): string {
+  return normalize(join(dirname(file), specifier)).replace(/\.js$/, '.ts');
+}
+
+/** Why `file` may not import `specifier`, or null when the table allows it. */
+export function layerViolation(file: string, specifier: string): string | null {
+  const from = layerOf(file);
+  const target = resolveSpecifier(file, specifier);
+  const to = layerOf(target);
+  const edge = `${file} → ${specifier}`;
+  if (from === undefined) return `${edge}: ${file} belongs to no layer (add its folder to LAYERS)`;
+  if (to === undefined) return `${edge}: ${target} belongs to no layer`;
+  if (from === to) return null;
+  if (!LAYERS[from]!.imports.includes(to)) return `${edge}: ${from} may not import ${to} (it may import: ${LAYERS[from]!.imports.join(', ') || 'nothing'})`;
+  const entry = LAYERS[to]!.entry;
+  if (entry !== undefined && target !== `${to}/${entry}`) return `${edge}: ${to} runs on its own thread; other layers import only ${to}/${entry}`;
+  return null;
+}
+
+export interface Edge {
+  readonly file: string;
+  readonly specifier: string;
+  readonly from: string;
+  readonly to: string;
+}
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(join(ROOT, dir)).flatMap((name) => {
+    const path = join(dir, name);
+    if (statSync(join(ROOT, path)).isDirectory()) return sourceFiles(path);
+    return /\.(ts|mts|js|mjs)$/.test(name) ? [path] : [];
+  });
+}
+
+/** The server's files: everything the table must place. */
+export const layeredFiles = (): string[] => ['src', 'openai-compat'].flatMap(sourceFiles).map((f) => relative(ROOT, join(ROOT, f)));
+
+/** Every import between two different layers (or into none), file by file. */
+export function crossLayerImports(files: readonly string[] = layeredFiles()): Edge[] {
+  return files.flatMap((file) =>
+    dependencySpecifiers(readFileSync(join(ROOT, file), 'utf8')).flatMap((specifier) => {
+      const from = layerOf(file) ?? file;
+      const to = layerOf(resolveSpecifier(file, specifier)) ?? resolveSpecifier(file, specifier);
+      return from === to ? [] : [{ file, specifier, from, to }];
+    }),
+  );
+}
+
+export const isPending = (edge: Edge): boolean => PENDING.some((p) => p.file === edge.file && p.target === resolveSpecifier(edge.file, edge.specifier));
+
+/** Strongly connected components with more than one node (Tarjan): each one is a cycle. */
+export function cycles(graph: ReadonlyMap<string, ReadonlySet<string>>): string[][] {
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const found: string[][] = [];
+  const visit = (node: string): void => {
+    index.set(node, index.size);
+    low.set(node, index.get(node)!);
+    stack.push(node);
+    onStack.add(node);
+    for (const next of graph.get(node) ?? []) {
+      if (!index.has(next)) {
+        visit(next);
+        low.set(node, Math.min(low.get(node)!, low.get(next)!));
+      } else if (onStack.has(next)) {
+        low.set(node, Math.min(low.get(node)!, index.get(next)!));
+      }
+    }
+    if (low.get(node) !== index.get(node)) return;
+    const component: string[] = [];
+    let member: string;
+    do {
+      member = stack.pop()!;
+      onStack.delete(member);
+      component.push(member);
+    } while (member !== node);
+    if (component.length > 1) found.push(component.sort());
+  };
+  for (const node of graph.keys()) if (!index.has(node)) visit(node);
+  return found;
+}
+
+export function graphOf(edges: Iterable<{ readonly from: string; readonly to: string }>): Map<string, Set<string>> {
+  const graph = new Map<string, Set<string>>();
+  for (const { from, to } of edges) {
+    if (!graph.has(from)) graph.set(from, new Set());
+    graph.get(from)!.add(to);
+  }
+  return graph;
+}
+
+/** The table as docs/architecture.md shows it: each layer, what it holds, what it may import and what it does import today. */
+export function layersMarkdown(edges: readonly Edge[] = crossLayerImports()): string {
+  const used = graphOf(edges);
+  const rows = Object.entries(LAYERS).map(([name, layer]) => {
+    const today = [...(used.get(name) ?? [])].sort();
+    const entry = layer.entry ? ` (entered only through ${layer.entry})` : '';
+    return `| \`${name}\`${entry} | ${layer.holds} | ${layer.imports.join(', ') || '—'} | ${today.join(', ') || '—'} |`;
+  });
+  return ['| Layer | Holds | May import | Imports today |', '|---|---|---|---|', ...rows].join('\n');
+}
+
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const edges = crossLayerImports();
+  console.log(layersMarkdown(edges));
+  console.log('\nFolder graph (importer → imported: number of imports):');
+  const counts = new Map<string, number>();
+  for (const e of edges) counts.set(`${e.from} → ${e.to}`, (counts.get(`${e.from} → ${e.to}`) ?? 0) + 1);
+  for (const [edge, n] of [...counts].sort()) console.log(`  ${edge}: ${n}`);
+}

@@ -53,7 +53,10 @@ describe('--api-key', () => {
     expect(refused).toBe(401);
     const accepted = await new Promise<boolean>((resolve) => {
       const socket = new WebSocket(url, { headers: { authorization: `Bearer ${KEY}` } });
-      socket.on('open', () => (socket.close(), resolve(true)));
+      socket.on('open', () => {
+        socket.close();
+        resolve(true);
+      });
       socket.on('unexpected-response', () => resolve(false));
     });
     expect(accepted).toBe(true);

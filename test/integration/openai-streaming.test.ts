@@ -97,6 +97,7 @@ describe('SSE framing', () => {
     expect(frames.join('')).toBe(raw);
     for (const frame of frames) expect(frame).toMatch(/^data: [^\n]+\n\n$/);
     expect(frames.at(-1)).toBe('data: [DONE]\n\n');
+    // biome-ignore lint/suspicious/noExplicitAny: asserts on the wire JSON field by field, as response.json() does in tests
     const chunks = frames.slice(0, -1).map((f) => JSON.parse(f.slice('data: '.length, -2)) as Record<string, any>);
     // Compact JSON: the frame is the serialization itself, nothing pretty-printed.
     chunks.forEach((c, i) => expect(frames[i]).toBe(`data: ${JSON.stringify(c)}\n\n`));

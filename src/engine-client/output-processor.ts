@@ -16,7 +16,7 @@ export class OutputProcessor {
   constructor(
     decoder: TokenDecoder,
     promptTokenIds: readonly number[],
-    private readonly options: OutputOptions,
+    options: OutputOptions,
     private readonly arrivalMs: number,
   ) {
     this.detokenizer = new IncrementalDetokenizer(decoder, { skipSpecialTokens: options.skipSpecialTokens, contextTokenIds: promptTokenIds });

@@ -182,7 +182,7 @@ export function topN(row: Float32Array, rowLen: number, n: number, ids: Int32Arr
   for (let i = 0; i < rowLen; i++) {
     const x = row[i]!;
     if (size < n) {
-      if (x !== x) continue; // NaN never ranks
+      if (Number.isNaN(x)) continue; // NaN never ranks
       heapPush(ids, vals, size++, i, x);
       if (size === n) threshold = vals[0]!;
     } else if (x > threshold) {
@@ -207,7 +207,7 @@ export function kthLargest(row: Float32Array, n: number, k: number, ids: Int32Ar
     const x = row[i]!;
     if (x > max) max = x;
     if (size < k) {
-      if (x !== x) continue;
+      if (Number.isNaN(x)) continue;
       heapPush(ids, vals, size++, i, x);
       if (size === k) threshold = vals[0]!;
     } else if (x > threshold) {

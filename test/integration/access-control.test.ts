@@ -165,7 +165,10 @@ async function httpAnswer(server: TestServer, route: string, credential: Credent
 function upgradeStatus(server: TestServer, authorization: string | undefined): Promise<number> {
   return new Promise((resolve, reject) => {
     const socket = new WebSocket(`${server.http.replace('http', 'ws')}/v1/ws`, { headers: authorization ? { authorization } : {} });
-    socket.once('open', () => (socket.close(), resolve(101)));
+    socket.once('open', () => {
+      socket.close();
+      resolve(101);
+    });
     socket.once('unexpected-response', (_request, response) => resolve(response.statusCode ?? 0));
     socket.once('error', reject);
   });
@@ -243,7 +246,10 @@ function grpcOutcome(server: TestServer, method: MethodDefinition, credential: C
       return;
     }
     const call = method.requestStream ? client.makeBidiStreamRequest(path, serialize, deserialize, metadata) : client.makeServerStreamRequest(path, serialize, deserialize, request, metadata);
-    call.on('data', () => (done('message'), call.cancel()));
+    call.on('data', () => {
+      done('message');
+      call.cancel();
+    });
     call.on('error', (error: grpc.ServiceError) => done(error.code));
     call.on('status', (status: grpc.StatusObject) => done(status.code));
     if (method.requestStream) {
@@ -333,7 +339,10 @@ describe('keys end to end (API and admin keys)', () => {
     // Headers promise 64 MiB; only a few bytes are ever sent, so only an answer given before the body can arrive.
     const status = await new Promise<number>((resolve, reject) => {
       const request = httpRequest(`${keyed().http}/v2/models/qwen3/infer`, { method: 'POST', headers: { 'content-length': String(64 * 1024 * 1024) } });
-      request.on('response', (response) => (resolve(response.statusCode ?? 0), request.destroy()));
+      request.on('response', (response) => {
+        resolve(response.statusCode ?? 0);
+        request.destroy();
+      });
       request.on('error', reject);
       request.write('{"inputs"');
     });

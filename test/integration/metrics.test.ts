@@ -2,7 +2,7 @@
 // the requests sent (failures by reason included), the pending gauge sees queued requests, the
 // batch-size histogram sees every execution, workers report alive, and every number agrees with
 // /v2/models/{m}/stats.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { configOf, makeRepository, startTestServer, type TestServer } from '../support/server.js';
 import { parseExposition, type Exposition } from '../unit/metrics/exposition.js';
 
@@ -22,15 +22,16 @@ const scrape = async (): Promise<Exposition> => {
 };
 const stats = async (model: string) => (await (await fetch(`${server.http}/v2/models/${model}/stats`)).json()).model_stats[0];
 const of = (model: string) => ({ model, version: '1' });
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until(check: (m: Exposition) => boolean): Promise<Exposition> {
-  for (let i = 0; i < 50; i++) {
-    const m = await scrape();
-    if (check(m)) return m;
-    await sleep(100);
-  }
-  throw new Error('metrics never reached the expected state');
+/** Scrapes until `check` holds and returns that scrape. */
+function until(check: (m: Exposition) => boolean): Promise<Exposition> {
+  return vi.waitFor(
+    async () => {
+      const m = await scrape();
+      if (!check(m)) throw new Error('metrics never reached the expected state');
+      return m;
+    },
+    { timeout: 30_000, interval: 100 },
+  );
 }
 
 beforeAll(async () => {

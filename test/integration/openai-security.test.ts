@@ -5,7 +5,7 @@
 import { request as httpRequest, type ClientRequest } from 'node:http';
 import { join } from 'node:path';
 import OpenAI, { AuthenticationError, InternalServerError } from 'openai';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { DEFAULT_REPOSITORY } from '../../models/default-repository.js';
 import { parseServerOptions } from '../../src/config/server-options.js';
 import { modelNameOf } from '../../src/repository/single-model.js';
@@ -53,7 +53,10 @@ describe('--api-key', () => {
     expect(refused).toBe(401);
     const accepted = await new Promise<boolean>((resolve) => {
       const socket = new WebSocket(url, { headers: { authorization: `Bearer ${KEY}` } });
-      socket.on('open', () => (socket.close(), resolve(true)));
+      socket.on('open', () => {
+        socket.close();
+        resolve(true);
+      });
       socket.on('unexpected-response', () => resolve(false));
     });
     expect(accepted).toBe(true);
@@ -107,7 +110,7 @@ describe('--max-queued-requests', () => {
   }
 
   const until = async (ok: () => boolean): Promise<void> => {
-    for (let i = 0; i < 200 && !ok(); i++) await new Promise((r) => setTimeout(r, 10));
+    await vi.waitFor(() => expect(ok()).toBe(true), { timeout: 30_000, interval: 10 });
   };
 
   it('answers 503 with retry-after once the bound of generations waits for a first token', async () => {

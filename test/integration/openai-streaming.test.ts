@@ -4,7 +4,7 @@
 // come back. Disconnects use node:http on a connection of their own, so dropping it is exactly a
 // socket close (fetch's pool would keep extra connections open and stall the server's shutdown).
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { SequenceUpdate } from '../../src/contracts/generate.js';
 import type { LlmModel } from '../../src/serving/llm-backend.js';
 import { configOf, makeRepository, startTestServer, type TestServer } from '../support/server.js';
@@ -79,7 +79,7 @@ function post(body: string): Promise<RawResponse> {
 }
 
 async function until(ok: () => boolean): Promise<void> {
-  for (let i = 0; i < 150 && !ok(); i++) await new Promise((r) => setTimeout(r, 20));
+  await vi.waitFor(() => expect(ok()).toBe(true), { timeout: 30_000, interval: 20 });
 }
 
 /** No generation left and every block back (prefix-cached blocks count as free). */
@@ -97,6 +97,7 @@ describe('SSE framing', () => {
     expect(frames.join('')).toBe(raw);
     for (const frame of frames) expect(frame).toMatch(/^data: [^\n]+\n\n$/);
     expect(frames.at(-1)).toBe('data: [DONE]\n\n');
+    // biome-ignore lint/suspicious/noExplicitAny: asserts on the wire JSON field by field, as response.json() does in tests
     const chunks = frames.slice(0, -1).map((f) => JSON.parse(f.slice('data: '.length, -2)) as Record<string, any>);
     // Compact JSON: the frame is the serialization itself, nothing pretty-printed.
     chunks.forEach((c, i) => expect(frames[i]).toBe(`data: ${JSON.stringify(c)}\n\n`));
@@ -152,7 +153,7 @@ describe('client disconnect', () => {
     const request = httpRequest(`${server.http}/v1/chat/completions`, { method: 'POST', agent: false, headers: { 'content-type': 'application/json' } });
     request.on('error', () => undefined);
     request.end(chatBody({ stream: false, max_tokens: 2000, ignore_eos: true }));
-    for (let i = 0; i < 100 && model.engine.numActive === 0; i++) await new Promise((r) => setTimeout(r, 10));
+    await until(() => model.engine.numActive > 0);
     expect(model.engine.numActive).toBe(1);
     request.destroy();
     await until(() => finished.length > before);

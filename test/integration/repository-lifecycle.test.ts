@@ -3,7 +3,7 @@
 import { spawn } from 'node:child_process';
 import { rm, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { DEFAULT_REPOSITORY } from '../../models/default-repository.js';
 import { configOf, makeRepository, startTestServer, type TestServer } from '../support/server.js';
 
@@ -18,11 +18,7 @@ const infer = (s: TestServer, model: string, version = '') =>
     body: JSON.stringify({ inputs: [{ name: 'input', datatype: 'FP32', shape: [1, 3, 224, 224], data: image }] }),
   });
 const waitFor = async (check: () => Promise<boolean>, timeoutMs = 15_000): Promise<void> => {
-  const until = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > until) throw new Error('condition not reached in time');
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  await vi.waitFor(async () => expect(await check()).toBe(true), { timeout: timeoutMs, interval: 100 });
 };
 
 describe('model lifecycle', () => {

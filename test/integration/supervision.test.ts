@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
 import OpenAI, { APIError } from 'openai';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { PROCESS_METRICS } from '../../src/metrics/metric-definitions.js';
 import { FAULT_INJECTION_ENV } from '../../src/runtime/fault-injection.js';
 import { configOf, makeRepository, startTestServer, type TestModel, type TestServer } from '../support/server.js';
@@ -56,11 +56,7 @@ afterAll(async () => {
 
 /** Polls `check` until true; generous, since restarts take a backoff plus a model load. */
 async function waitFor(check: () => Promise<boolean>, timeoutMs = 45_000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > until) throw new Error('condition not reached in time');
-    await new Promise((r) => setTimeout(r, 50));
-  }
+  await vi.waitFor(async () => expect(await check()).toBe(true), { timeout: timeoutMs, interval: 50 });
 }
 
 const PROMPT = 'The quick brown fox';

@@ -54,7 +54,10 @@ export async function forward(
   // Hugging Face position ids: cumsum(mask) - 1, 1 at masked positions, last `seq` columns.
   const positions = mask.flatMap((row) => {
     let sum = 0;
-    const all = row.map((m) => ((sum += m), m === 0 ? 1 : sum - 1));
+    const all = row.map((m) => {
+      sum += m;
+      return m === 0 ? 1 : sum - 1;
+    });
     return all.slice(past);
   });
   const feeds: Record<string, ort.Tensor> = {

@@ -3,7 +3,7 @@
 export {};
 declare global {
   interface Response {
-    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    // biome-ignore lint/suspicious/noExplicitAny: the loose read this file exists for (test code only)
     json(): Promise<any>;
   }
 }

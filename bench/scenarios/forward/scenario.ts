@@ -78,7 +78,7 @@ async function prepareForward(source: ModelSource, context: ScenarioContext): Pr
     }
     for (const precision of config.precisions) {
       try {
-        const loaded = await loadVariant(built, family, precision, config);
+        const loaded = await loadVariant(built, precision, config);
         sessions.push(loaded.session);
         const { cases: modelCases, description } = casesFor({ family, precision, session: loaded.session, dir: built.dir }, config);
         cases.push(...modelCases);
@@ -100,7 +100,7 @@ async function prepareForward(source: ModelSource, context: ScenarioContext): Pr
   };
 }
 
-async function loadVariant(built: Pick<BuiltModel, 'modelPath'>, family: ModelFamily, precision: Precision, config: ForwardConfig) {
+async function loadVariant(built: Pick<BuiltModel, 'modelPath'>, precision: Precision, config: ForwardConfig) {
   const path = built.modelPath(precision);
   if (!existsSync(path)) throw new Error(`no ${precision} file at ${path}`);
   const started = performance.now();

@@ -70,7 +70,10 @@ export interface ServerEndpoints {
 export async function sample(server: ServerEndpoints, t: number): Promise<Sample> {
   const healthStarted = performance.now();
   const health = await fetch(`${server.http}/v2/health/ready`, { signal: AbortSignal.timeout(10_000) }).then(
-    async (r) => (await r.arrayBuffer(), r.status),
+    async (r) => {
+      await r.arrayBuffer();
+      return r.status;
+    },
     () => null,
   );
   const healthMs = health === null ? null : performance.now() - healthStarted;
@@ -110,7 +113,10 @@ export function startMonitor(server: ServerEndpoints, intervalMs: number): Monit
       if (stopped) break;
       await new Promise<void>((resolve) => {
         const timer = setTimeout(resolve, Math.max(0, intervalMs - (performance.now() - begun)));
-        wake = () => (clearTimeout(timer), resolve());
+        wake = () => {
+          clearTimeout(timer);
+          resolve();
+        };
       });
     }
   })();

@@ -21,7 +21,7 @@ const isPackage = (name: string) => (s: string) => s === name || s.startsWith(`$
 const reaches = (file: string, specifier: string, dir: string) =>
   specifier.startsWith('.') && join(file, '..', specifier).startsWith(dir);
 
-export const RULES: readonly Rule[] = [
+const RULES: readonly Rule[] = [
   { description: 'only src/runtime/ imports onnxruntime-node', appliesTo: (f) => under('src/', 'openai-compat/')(f) && notUnder('src/runtime/')(f), forbids: isPackage('onnxruntime-node') },
   // bench/ holds load generators: gRPC clients, like the tests, not a second server seam.
   { description: 'only src/server/grpc/ imports @grpc/grpc-js', appliesTo: notUnder('src/server/grpc/', 'bench/'), forbids: (s) => isPackage('@grpc/grpc-js')(s) || isPackage('@grpc/proto-loader')(s) },
@@ -48,7 +48,7 @@ function sourceFiles(dir: string): string[] {
 }
 
 /** Import specifiers of static imports, re-exports, dynamic imports and require calls. */
-export function importSpecifiers(source: string): string[] {
+function importSpecifiers(source: string): string[] {
   const pattern = /(?:^|[\s;])(?:import|export)\s[^'"]*?from\s*['"]([^'"]+)['"]|(?:^|[\s;])import\s*['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)|require\(\s*['"]([^'"]+)['"]\s*\)/gm;
   return [...source.matchAll(pattern)].map((m) => m[1] ?? m[2] ?? m[3] ?? m[4]!);
 }

@@ -1,15 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import type { InferRequest } from '../../../src/contracts/infer.js';
-import type { DynamicBatchingConfig, ModelConfig, QueuePolicy } from '../../../src/contracts/model-config.js';
+import type { DynamicBatchingConfig, ModelConfig } from '../../../src/contracts/model-config.js';
 import { DynamicBatcher, type BatchedResult } from '../../../src/batcher/dynamic-batcher.js';
 import { FakeExecutor, FakeTime, flush } from './fakes.js';
 
 function dynamic(more: Partial<DynamicBatchingConfig> = {}): DynamicBatchingConfig {
   return { preferred_batch_size: [], max_queue_delay_microseconds: 0, preserve_ordering: false, priority_levels: 0, default_priority_level: 0, priority_queue_policy: {}, ...more };
-}
-
-function queuePolicy(more: Partial<QueuePolicy>): QueuePolicy {
-  return { timeout_action: 'REJECT', default_timeout_microseconds: 0, allow_timeout_override: false, max_queue_size: 0, ...more };
 }
 
 /** A toy model: input x FP32 [-1, -1] (variable item dim), outputs y = 2x and n = row index. */

@@ -37,7 +37,7 @@ describe('markdown', () => {
   });
 
   it('formats ms to about three significant digits', () => {
-    expect([formatMs(0.0834), formatMs(3.14159), formatMs(19.04), formatMs(124.83)]).toEqual(['0.083', '3.14', '19.04', '124.8']);
+    expect([formatMs(0.0834), formatMs(3.14444), formatMs(19.04), formatMs(124.83)]).toEqual(['0.083', '3.14', '19.04', '124.8']);
   });
 
   it('lists medians, throughput and ratios per case', () => {

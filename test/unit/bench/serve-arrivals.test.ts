@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { SeededRandom } from '../../../kernels/onnx/random.js';
 import { arrivalTimesMs, runLoad, sampleGamma, Slots } from '../../../bench/scenarios/serve/arrivals.js';
 
@@ -67,13 +67,20 @@ describe('Slots and runLoad', () => {
   it('never has more than the cap in flight and returns outputs in request order', async () => {
     let inFlight = 0;
     let most = 0;
-    const result = await runLoad(10, { requestRate: Infinity, burstiness: 1, maxConcurrency: 3, seed: 0 }, async (i) => {
+    const held: (() => void)[] = [];
+    const load = runLoad(10, { requestRate: Infinity, burstiness: 1, maxConcurrency: 3, seed: 0 }, async (i) => {
       inFlight += 1;
       most = Math.max(most, inFlight);
-      await new Promise((resolve) => setTimeout(resolve, 5 + ((i * 7) % 4)));
+      await new Promise<void>((resolve) => held.push(resolve));
       inFlight -= 1;
       return i * 10;
     });
+    // Each time the cap is full, the newest request finishes first, so they finish out of order.
+    for (let finished = 0; finished < 10; finished++) {
+      await vi.waitFor(() => expect(held).toHaveLength(Math.min(3, 10 - finished)));
+      held.pop()!();
+    }
+    const result = await load;
     expect(most).toBe(3);
     expect(result.outputs).toEqual([0, 10, 20, 30, 40, 50, 60, 70, 80, 90]);
     expect(result.durationMs).toBeGreaterThan(0);

@@ -121,7 +121,12 @@ describe('IncrementalDetokenizer with the Qwen3 tokenizer', () => {
     // Leads of a 4-byte character, each cut short by the next: never a character, always a U+FFFD tail.
     const lead = tokenizer.encode('🪿', { add_special_tokens: false }).ids[0]!;
     let widest = 0;
-    const spy = { decode: (ids: number[], options?: { skip_special_tokens?: boolean }): string => ((widest = Math.max(widest, ids.length)), tokenizer.decode(ids, options)) };
+    const spy = {
+      decode: (ids: number[], options?: { skip_special_tokens?: boolean }): string => {
+        widest = Math.max(widest, ids.length);
+        return tokenizer.decode(ids, options);
+      },
+    };
     const detok = new IncrementalDetokenizer(spy);
     const deltas = Array.from({ length: 200 }, () => detok.push([lead]));
     const flushed = detok.flush();

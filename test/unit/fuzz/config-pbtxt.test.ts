@@ -31,7 +31,7 @@ const INTEGERS: Doc[] = [
   scalar('0xFFFFFFFFFFFFFFFFFF', '1e400'), scalar('1.5', 1.5), scalar('1e3', 1e3), scalar('"7"', '7'),
 ];
 const FLOATS: Doc[] = [
-  scalar('0.5', 0.5), scalar('-1e-9', -1e-9), scalar('1e400', 1e400), scalar('inf', 'Infinity'), scalar('-inf', '-Infinity'), scalar('nan', 'NaN'),
+  scalar('0.5', 0.5), scalar('-1e-9', -1e-9), scalar('1e400', Infinity), scalar('inf', 'Infinity'), scalar('-inf', '-Infinity'), scalar('nan', 'NaN'),
   scalar('2.5f', 2.5), scalar('.5', 0.5), scalar('3', 3), scalar('-infinity', '-Infinity'),
 ];
 const BOOLS: Doc[] = [scalar('true', true), scalar('false', false), scalar('t', true), scalar('False', false), scalar('1', true), scalar('0', false), scalar('yes', 'yes')];
@@ -224,7 +224,7 @@ describe('config fuzzing regressions', () => {
   it('a document nested 20,000 deep is an INVALID_ARG naming the limit (was RangeError)', () => {
     const deep = 'a {'.repeat(20_000) + '}'.repeat(20_000);
     expect(() => parseModelConfig(deep, 'config.pbtxt', DIR)).toThrow(/config\.pbtxt:1:\d+: messages nest more than 100 levels deep/);
-    const deepJson = '{"a":'.repeat(20_000) + '1' + '}'.repeat(20_000);
+    const deepJson = `${'{"a":'.repeat(20_000)}1${'}'.repeat(20_000)}`;
     expect(() => modelConfigFromJson(deepJson, DIR)).toThrow(/objects nest more than 100 levels deep/);
     expect(() => modelConfigFromJson(`{"a":${'['.repeat(20_000)}`, DIR)).toThrow(/nested arrays have no protobuf meaning/);
   });

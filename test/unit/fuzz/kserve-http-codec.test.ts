@@ -14,7 +14,7 @@ import { decodeInferRequest, parseHeaderLength } from '../../../src/server/http/
 import { parseJson } from '../../../src/server/http/codec/json-body.js';
 import { decodeJsonData } from '../../../src/server/http/codec/json-tensor.js';
 import { decodeRawInferRequest } from '../../../src/server/http/codec/raw-request.js';
-import { sometimes, BYTES_PER_ELEMENT, DATATYPES, exactCount, expectConsistentTensor, extremeNumber, maybe, mutatedText, nested, objectOf, outcome, ownRecord, PROTOTYPE_KEYS, runs, trickyString, weirdValue } from './support.js';
+import { sometimes, BYTES_PER_ELEMENT, DATATYPES, expectConsistentTensor, extremeNumber, maybe, mutatedText, nested, objectOf, outcome, ownRecord, PROTOTYPE_KEYS, runs, trickyString, weirdValue } from './support.js';
 
 const dim = fc.oneof({ weight: 6, arbitrary: fc.integer({ min: 0, max: 4 }) }, { weight: 1, arbitrary: fc.constantFrom(-1, 2 ** 31, 2 ** 32 + 1, 2 ** 53 - 1, 2 ** 53, 1.5) });
 const shapeArb = fc.array(dim, { maxLength: 4 });

@@ -94,7 +94,11 @@ describe('embedding inputs', () => {
     // Counts the event-loop turns other work gets while the inputs are tokenized.
     let turns = 0;
     let running = true;
-    const tick = (): void => void (running && (turns++, setImmediate(tick)));
+    const tick = (): void => {
+      if (!running) return;
+      turns++;
+      setImmediate(tick);
+    };
     setImmediate(tick);
     const ids = await tokenizeInputsYielding(inputs, long, true);
     running = false;

@@ -45,6 +45,7 @@ describe('streamChoices', () => {
   });
 
   it('answers a failure before the first chunk as a plain HTTP error with its headers', async () => {
+    // biome-ignore lint/correctness/useYield: a stream that fails before its first chunk is the case under test
     const response = await respond(async function* () {
       throw new OpenAIRequestError('UNAVAILABLE', 'busy', undefined, 'service_unavailable', { 'retry-after': '1' });
     });

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { ModelConfig } from '../../../../src/contracts/model-config.js';
 import { loadModelConfig, parseModelConfig } from '../../../../src/repository/config/index.js';
-import { COMMON, DEFAULT_OPTIMIZATION, group, input, output } from './fixtures.js';
+import { COMMON, group, input, output } from './fixtures.js';
 import { expectError } from './helpers.js';
 
 const REPOSITORY = join(import.meta.dirname, '..', '..', '..', '..', 'models', 'repository');

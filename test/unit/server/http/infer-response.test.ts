@@ -58,6 +58,7 @@ describe('inference responses', () => {
     const { json, binary } = split(encoded.body, encoded.headerLength);
     expect(json.outputs).toEqual([
       { name: 'probs', datatype: 'FP32', shape: [1, 2], parameters: { binary_data_size: 8 } },
+      // biome-ignore lint/correctness/noPrecisionLoss: the body holds INT64 max exactly; JSON.parse rounds it to the same double as this literal
       { name: 'ids', datatype: 'INT64', shape: [2], data: [9223372036854775807, -1] },
       { name: 'text', datatype: 'BYTES', shape: [2], parameters: { binary_data_size: 10 } },
       { name: 'half', datatype: 'FP16', shape: [1], parameters: { binary_data_size: 2 } },

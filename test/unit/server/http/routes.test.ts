@@ -44,7 +44,7 @@ function imageRequest(batch: number, extra: object = {}): { payload: Buffer; hea
 }
 
 /** A binary response split into its JSON header and binary part. */
-function splitResponse(response: LightMyRequestResponse): { json: Record<string, any>; binary: Buffer } {
+function splitResponse(response: LightMyRequestResponse): { json: Record<string, unknown>; binary: Buffer } {
   const length = Number(response.headers['inference-header-content-length']);
   return { json: JSON.parse(response.rawPayload.toString('utf8', 0, length)), binary: response.rawPayload.subarray(length) };
 }

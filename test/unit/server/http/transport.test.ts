@@ -1,7 +1,7 @@
 import { createServer, request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { deflateRawSync, deflateSync, gunzipSync, gzipSync, inflateSync } from 'node:zlib';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { ConveyorError } from '../../../../src/errors.js';
 import { abortOnDisconnect, chooseResponseCoding, compress, decodeContentEncoding, HttpStatusError } from '../../../../src/server/http/transport.js';
 import { asyncErrorOf } from './support.js';
@@ -112,6 +112,5 @@ describe('client disconnects', () => {
 });
 
 async function waitFor(condition: () => boolean): Promise<void> {
-  for (let i = 0; i < 200 && !condition(); i++) await new Promise((resolve) => setTimeout(resolve, 5));
-  expect(condition()).toBe(true);
+  await vi.waitFor(() => expect(condition()).toBe(true), { timeout: 15_000, interval: 5 });
 }

@@ -181,7 +181,7 @@ const ENSEMBLE = messageType('ModelEnsembling', [
     mapOf('output_map', 'string', 'string'),
     single('model_namespace', 'string'),
   ])),
-  single('max_inflight_responses', 'uint32'),
+  single('max_inflight_requests', 'uint32'),
 ]);
 
 const WARMUP = messageType('ModelWarmup', [

@@ -28,7 +28,7 @@ function installCommon(app: FastifyInstance, options: OpenAIOptions): void {
   const parser = (request: FastifyRequest, body: Buffer, done: (error: Error | null, value?: unknown) => void): void => {
     const tooDeep = jsonDepthError(body, maxDepth);
     if (tooDeep) return done(tooDeep);
-    json(request, body as unknown as string, done);
+    json(request, body.toString('utf8'), done);
   };
   const parseOptions = { parseAs: 'buffer' as const, bodyLimit: options.jsonMaxBodyBytes ?? DEFAULT_LIMITS.jsonMaxBodyBytes };
   app.addContentTypeParser('application/json', parseOptions, parser);

@@ -5,7 +5,7 @@ import type { InferRequest, InferResponse } from '../contracts/infer.js';
 import type {
   InferenceService, LoadOverride, ModelMetadata, ModelStatistics, RepositoryIndexEntry, ServerMetadata,
 } from '../contracts/inference-service.js';
-import type { ModelConfig } from '../contracts/model-config.js';
+import type { ModelConfig, ModelTensorConfig } from '../contracts/model-config.js';
 import type { ModelControlMode } from '../config/server-options.js';
 import { ConveyorError, invalidArg, serverDraining } from '../errors.js';
 import type { ModelManager } from './model-manager.js';
@@ -73,7 +73,7 @@ export class ConveyorService implements InferenceService {
   modelMetadata(name: string, version?: string): ModelMetadata {
     const served = this.manager.loaded(name, version);
     const { config } = served;
-    const describe = (t: ModelConfig['input'][number]) => ({ name: t.name, datatype: wireDataType(t.data_type), shape: wireShape(config, t) });
+    const describe = (t: ModelTensorConfig) => ({ name: t.name, datatype: wireDataType(t.data_type), shape: wireShape(config, t) });
     const versions = version
       ? [version]
       : this.manager.servedModels().filter((m) => m.name === name).map((m) => String(m.version)).sort((a, b) => Number(a) - Number(b));

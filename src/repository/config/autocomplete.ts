@@ -1,7 +1,7 @@
 // Completing a config from the ONNX model's own I/O description, as Triton's ONNX Runtime backend
 // does on load, and checking that what the config declares is what the model has. Pure: the
 // runtime reads the metadata from its session and passes it in (no onnxruntime import here).
-import type { ConfigDataType, ModelConfig, ModelTensorConfig } from '../../contracts/model-config.js';
+import type { ConfigDataType, ModelConfig, ModelInput, ModelOutput, ModelTensorConfig } from '../../contracts/model-config.js';
 import { ConveyorError } from '../../errors.js';
 import { Locator } from './locate.js';
 import { normalizeModelConfig, type NormalizeOptions } from './normalize.js';
@@ -55,8 +55,8 @@ export function completeFromModelMetadata(config: ModelConfig, metadata: ModelIo
   const out = structuredClone(config);
   if (out.input.length === 0 || out.output.length === 0) {
     completeMaxBatchSize(out, metadata, options.defaultMaxBatchSize ?? DEFAULT_MAX_BATCH_SIZE);
-    if (out.input.length === 0) out.input = metadata.inputs.map((t) => tensorFromMetadata(out, t, 'input'));
-    if (out.output.length === 0) out.output = metadata.outputs.map((t) => tensorFromMetadata(out, t, 'output'));
+    if (out.input.length === 0) out.input = metadata.inputs.map((t) => inputFromMetadata(out, t));
+    if (out.output.length === 0) out.output = metadata.outputs.map((t) => outputFromMetadata(out, t));
   }
   normalizeModelConfig(out, out.name, options);
   validateModelConfig(out, new Locator(`model '${out.name}'`));
@@ -88,16 +88,22 @@ function configType(config: ModelConfig, tensor: TensorMetadata, section: string
   return type;
 }
 
-function tensorFromMetadata(config: ModelConfig, tensor: TensorMetadata, section: 'input' | 'output'): ModelTensorConfig {
+/** What inputs and outputs share: name, data type, dims without the batch dimension, a scalar's reshape. */
+function tensorFromMetadata(config: ModelConfig, tensor: TensorMetadata, section: 'input' | 'output') {
   const batched = config.max_batch_size > 0;
   const dims = tensor.shape.slice(batched ? 1 : 0).map((d) => (isVariable(d) ? -1 : (d as number)));
   const scalar = dims.length === 0;
   const common = { name: tensor.name, data_type: configType(config, tensor, section) };
-  const shape = { dims: scalar ? [1] : dims, ...(scalar && batched ? { reshape: { shape: [] } } : {}) };
-  if (section === 'input') {
-    return { ...common, format: 'FORMAT_NONE', ...shape, is_shape_tensor: false, allow_ragged_batch: false, optional: false, is_non_linear_format_io: false };
-  }
-  return { ...common, ...shape, label_filename: '', is_shape_tensor: false, is_non_linear_format_io: false };
+  return { ...common, dims: scalar ? [1] : dims, ...(scalar && batched ? { reshape: { shape: [] } } : {}) };
+}
+
+function inputFromMetadata(config: ModelConfig, tensor: TensorMetadata): ModelInput {
+  const { name, data_type, ...shape } = tensorFromMetadata(config, tensor, 'input');
+  return { name, data_type, format: 'FORMAT_NONE', ...shape, is_shape_tensor: false, allow_ragged_batch: false, optional: false, is_non_linear_format_io: false };
+}
+
+function outputFromMetadata(config: ModelConfig, tensor: TensorMetadata): ModelOutput {
+  return { ...tensorFromMetadata(config, tensor, 'output'), label_filename: '', is_shape_tensor: false, is_non_linear_format_io: false };
 }
 
 /**

@@ -3,7 +3,8 @@
 // field names. Positions of every field go into a side table for later validation errors.
 import { describeValue, type FieldNode, type MessageNode, type ValueNode } from './ast.js';
 import { configError, formatPos, SourcePositions, type Pos } from './locate.js';
-import { defaultValue, jsonName, messageType, single, type EnumType, type FieldSpec, type MessageType, type ScalarType } from './schema-types.js';
+import { messageType, single, type EnumType, type FieldSpec, type MessageType, type MessageValue, type ScalarType } from '../../contracts/proto-schema.js';
+import { defaultValue, jsonName } from './proto3.js';
 
 export type Decoded = Record<string, unknown>;
 
@@ -208,12 +209,22 @@ class Decoder {
   }
 }
 
+/** A decoded message once its defaults are filled: the schema's type, `omit`ted fields as the source left them. */
+export type Filled<M extends MessageType, O extends string = never> = Omit<MessageValue<M>, O> & Partial<Record<O, unknown>>;
+
 /**
  * Sets every unset non-oneof scalar to its proto3 default, repeated fields to [] and maps to {},
  * recursively through set messages, in place (positions stay attached). Unset messages stay
  * unset. `omit` names top-level fields to leave alone.
  */
-export function fillDefaults(value: Decoded, type: MessageType, omit: readonly string[] = []): Decoded {
+export function fillDefaults<M extends MessageType, const O extends string = never>(value: Decoded, type: M, omit: readonly O[] = []): Filled<M, O> {
+  fillIn(value, type, omit);
+  // The one place the schema's meaning is asserted: the decoder gave every field a value of its
+  // declared type, and fillIn gave every always-present field one, which is what MessageValue says.
+  return value as Filled<M, O>;
+}
+
+function fillIn(value: Decoded, type: MessageType, omit: readonly string[] = []): void {
   for (const spec of type.fields) {
     if (omit.includes(spec.name)) continue;
     const current = value[spec.name];
@@ -225,9 +236,8 @@ export function fillDefaults(value: Decoded, type: MessageType, omit: readonly s
       continue;
     }
     if (!nested) continue;
-    if (spec.label === 'single') fillDefaults(current as Decoded, nested);
-    else if (spec.label === 'repeated') for (const item of current as Decoded[]) fillDefaults(item, nested);
-    else for (const item of Object.values(current as Record<string, Decoded>)) fillDefaults(item, nested);
+    if (spec.label === 'single') fillIn(current as Decoded, nested);
+    else if (spec.label === 'repeated') for (const item of current as Decoded[]) fillIn(item, nested);
+    else for (const item of Object.values(current as Record<string, Decoded>)) fillIn(item, nested);
   }
-  return value;
 }

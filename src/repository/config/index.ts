@@ -4,13 +4,13 @@
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type { ModelConfig } from '../../contracts/model-config.js';
+import { MODEL_CONFIG, UNSUPPORTED_FIELDS } from '../../contracts/model-config-schema.js';
 import { confinedPath, existingConfinedFile, lexicalProblem, type ConfinementRoot } from '../confine.js';
 import { MAX_CONFIG_CHARS } from './ast.js';
 import { decodeTree, fillDefaults, type DecodeResult } from './decode.js';
 import { parseJsonConfig } from './json-parser.js';
 import { configError, Locator } from './locate.js';
 import { normalizeModelConfig, type NormalizeOptions } from './normalize.js';
-import { MODEL_CONFIG, UNSUPPORTED_FIELDS } from './schema.js';
 import { parseTextFormat } from './text-parser.js';
 import { checkSupported, validateModelConfig } from './validate.js';
 
@@ -56,7 +56,8 @@ export async function loadModelConfig(path: string, dirName: string, options: Lo
   if (text !== undefined) checkConfigSize(text, label);
   const decoded = decodeTree(parseTextFormat(text ?? '', label), MODEL_CONFIG, label);
   const raw = decoded.value;
-  if (!raw.backend && !raw.platform && (await holdsOnnxModel(dirname(path), (raw.default_model_filename as string | undefined) || 'model.onnx'))) {
+  const file = typeof raw.default_model_filename === 'string' && raw.default_model_filename !== '' ? raw.default_model_filename : 'model.onnx';
+  if (!raw.backend && !raw.platform && (await holdsOnnxModel(dirname(path), file))) {
     raw.backend = 'onnxruntime';
   } else if (text === undefined) {
     throw configError(label, undefined, 'no such file, and no version directory holds an ONNX model to derive a config from');
@@ -75,7 +76,7 @@ function finishConfig(decoded: DecodeResult, label: string, dirName: string, opt
   const raw = fillDefaults(decoded.value, MODEL_CONFIG, UNSUPPORTED_FIELDS);
   checkSupported(raw, loc, dirName);
   for (const field of UNSUPPORTED_FIELDS) delete raw[field];
-  const config = normalizeModelConfig(raw as unknown as ModelConfig, dirName, options);
+  const config = normalizeModelConfig(raw, dirName, options);
   validateModelConfig(config, loc);
   return config;
 }

@@ -3,13 +3,14 @@
 // enums by name, 64-bit integers as JSON numbers, fields in .proto declaration order. Unset
 // message fields are left out, as protobuf does.
 import type { ModelConfig } from '../../contracts/model-config.js';
-import { MODEL_CONFIG } from './schema.js';
-import { defaultValue, type FieldType, type MessageType, type ScalarType, type EnumType } from './schema-types.js';
+import { MODEL_CONFIG } from '../../contracts/model-config-schema.js';
+import type { EnumType, FieldType, MessageType, ScalarType } from '../../contracts/proto-schema.js';
+import { defaultValue } from './proto3.js';
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
 export function modelConfigToJsonValue(config: ModelConfig): Record<string, Json> {
-  const printed = printMessage(config as unknown as Record<string, unknown>, MODEL_CONFIG);
+  const printed = printMessage(config, MODEL_CONFIG);
   // Our ModelConfig always holds a transaction policy; Triton prints one only when the config
   // set it, which in practice means decoupled models.
   if (!config.model_transaction_policy?.decoupled) delete printed.model_transaction_policy;
@@ -21,7 +22,7 @@ export function modelConfigToJson(config: ModelConfig): string {
   return JSON.stringify(modelConfigToJsonValue(config));
 }
 
-function printMessage(value: Record<string, unknown>, type: MessageType): Record<string, Json> {
+function printMessage(value: Readonly<Record<string, unknown>>, type: MessageType): Record<string, Json> {
   const out: Record<string, Json> = {};
   for (const spec of type.fields) {
     const current = value[spec.name];

@@ -1,6 +1,6 @@
 // Triton's NormalizeModelConfig: the defaults a served config carries, so the config endpoint
 // prints what Triton prints and the rest of the server never handles "unset".
-import type { InstanceGroupConfig, ModelConfig, ModelOptimizationPolicy } from '../../contracts/model-config.js';
+import type { InstanceGroupConfig, ModelConfig, ModelOptimizationPolicy, ParsedModelConfig } from '../../contracts/model-config.js';
 import { SUPPORTED_BACKENDS } from './validate.js';
 
 export interface NormalizeOptions {
@@ -15,12 +15,14 @@ export interface NormalizeOptions {
 export const DEFAULT_CPU_INSTANCE_COUNT: Readonly<Record<string, number>> = { onnxruntime: 2, llm: 1 };
 export const DEFAULT_MODEL_FILENAME: Readonly<Record<string, string>> = { onnxruntime: 'model.onnx' };
 
-/** Fills Triton's defaults in place and returns the config. Idempotent. */
-export function normalizeModelConfig(config: ModelConfig, dirName: string, options: NormalizeOptions = {}): ModelConfig {
+/** Fills Triton's defaults in place and returns the config (the same object). Idempotent. */
+export function normalizeModelConfig(parsed: ParsedModelConfig, dirName: string, options: NormalizeOptions = {}): ModelConfig {
+  const config = Object.assign(parsed, {
+    version_policy: parsed.version_policy ?? { latest: { num_versions: 1 } },
+    model_transaction_policy: parsed.model_transaction_policy ?? { decoupled: false },
+  });
   if (config.name === '') config.name = dirName;
   pairBackendAndPlatform(config);
-  config.version_policy ??= { latest: { num_versions: 1 } };
-  config.model_transaction_policy ??= { decoupled: false };
   if (config.default_model_filename === '') config.default_model_filename = DEFAULT_MODEL_FILENAME[config.backend] ?? '';
   config.optimization = normalizeOptimization(config.optimization);
   const batching = config.dynamic_batching;
@@ -31,7 +33,7 @@ export function normalizeModelConfig(config: ModelConfig, dirName: string, optio
   return config;
 }
 
-function pairBackendAndPlatform(config: ModelConfig): void {
+function pairBackendAndPlatform(config: ParsedModelConfig): void {
   if (config.backend === '') {
     const backend = Object.entries(SUPPORTED_BACKENDS).find(([, platform]) => platform !== '' && platform === config.platform);
     if (backend) config.backend = backend[0];

@@ -38,10 +38,10 @@ function validateTensor(tensor: ModelTensorConfig, section: Section, index: numb
       loc.failAt(loc.posOr(tensor, 'reshape'), `${what} reshape ${shapeText(reshape.shape)} does not hold the same elements as dims ${shapeText(tensor.dims)}`);
     }
   }
-  if (tensor.format !== undefined && tensor.format !== 'FORMAT_NONE' && tensor.dims.length !== 3) {
+  if ('format' in tensor && tensor.format !== 'FORMAT_NONE' && tensor.dims.length !== 3) {
     loc.fail(tensor, 'format', `${what} has format ${tensor.format}, which needs 3 dims (without the batch dimension), got ${shapeText(tensor.dims)}`);
   }
-  if (tensor.label_filename) checkRelativeFile(tensor, 'label_filename', tensor.label_filename, `${what} label_filename`, loc);
+  if ('label_filename' in tensor && tensor.label_filename) checkRelativeFile(tensor, 'label_filename', tensor.label_filename, `${what} label_filename`, loc);
 }
 
 function checkDims(owner: object, key: string, dims: readonly number[], what: string, loc: Locator): void {

@@ -1,9 +1,9 @@
 // Triton's config rules (core ValidateModelConfig and the ONNX Runtime backend's checks), with
 // messages that point at the offending field. `checkSupported` runs on the config as written,
 // before normalization fills anything in; `validateModelConfig` runs on the normalized config.
-import type { InstanceGroupConfig, ModelConfig } from '../../contracts/model-config.js';
+import type { InstanceGroupConfig, ModelConfig, ParsedModelConfig, UnsupportedField } from '../../contracts/model-config.js';
+import { UNSUPPORTED_FIELDS } from '../../contracts/model-config-schema.js';
 import type { Locator } from './locate.js';
-import { UNSUPPORTED_FIELDS } from './schema.js';
 import { validateDynamicBatching, validateWarmup } from './validate-batching.js';
 import { checkRelativeFile, validateTensors } from './validate-tensors.js';
 
@@ -11,17 +11,16 @@ import { checkRelativeFile, validateTensors } from './validate-tensors.js';
 export const SUPPORTED_BACKENDS: Readonly<Record<string, string>> = { onnxruntime: 'onnxruntime_onnx', llm: '' };
 
 /** Refuses what Conveyor cannot serve: scheduling kinds, platforms, backends; checks the name. */
-export function checkSupported(config: Record<string, unknown>, loc: Locator, dirName: string): void {
+export function checkSupported(config: ParsedModelConfig & Partial<Record<UnsupportedField, unknown>>, loc: Locator, dirName: string): void {
   for (const field of UNSUPPORTED_FIELDS) {
     const value = config[field];
     // Triton's own config JSON prints `"batch_input": []`; an empty list asks for nothing.
     const empty = Array.isArray(value) && value.length === 0;
     if (value !== undefined && !empty) loc.fail(config, field, `${field} is not supported yet`, 'UNSUPPORTED');
   }
-  const name = config.name as string;
+  const name = config.name;
   if (name !== '' && name !== dirName) loc.fail(config, 'name', `model name '${name}' does not match its directory name '${dirName}'`);
-  const backend = config.backend as string;
-  const platform = config.platform as string;
+  const { backend, platform } = config;
   if (platform === 'ensemble') loc.fail(config, 'platform', `platform 'ensemble' is not supported yet`, 'UNSUPPORTED');
   if (backend !== '' && !Object.hasOwn(SUPPORTED_BACKENDS, backend)) {
     loc.fail(config, 'backend', `backend '${backend}' is not supported (Conveyor serves backends ${Object.keys(SUPPORTED_BACKENDS).map((b) => `'${b}'`).join(' and ')})`, 'UNSUPPORTED');
@@ -51,15 +50,15 @@ export function validateModelConfig(config: ModelConfig, loc: Locator): void {
 }
 
 function validateVersionPolicy(config: ModelConfig, loc: Locator): void {
-  const policy = config.version_policy;
-  if ('latest' in policy && policy.latest.num_versions < 1) {
-    loc.failAt(loc.posOr(policy.latest, 'num_versions', [policy, 'latest']), 'version_policy latest.num_versions must be >= 1');
+  const { latest, specific } = config.version_policy;
+  if (latest && latest.num_versions < 1) {
+    loc.failAt(loc.posOr(latest, 'num_versions', [config.version_policy, 'latest']), 'version_policy latest.num_versions must be >= 1');
   }
-  if ('specific' in policy) {
-    const versions = policy.specific.versions;
-    if (versions.length === 0) loc.fail(policy, 'specific', 'version_policy specific lists no versions');
+  if (specific) {
+    const versions = specific.versions;
+    if (versions.length === 0) loc.fail(config.version_policy, 'specific', 'version_policy specific lists no versions');
     versions.forEach((v, i) => {
-      if (v < 1) loc.failAt(loc.posOr(policy.specific, `versions.${i}`), `version_policy specific version ${v} is not a valid version (versions start at 1)`);
+      if (v < 1) loc.failAt(loc.posOr(specific, `versions.${i}`), `version_policy specific version ${v} is not a valid version (versions start at 1)`);
     });
   }
 }

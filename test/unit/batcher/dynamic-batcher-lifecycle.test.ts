@@ -4,21 +4,20 @@ import type { InferRequest } from '../../../src/contracts/infer.js';
 import type { DynamicBatchingConfig, ModelConfig, QueuePolicy } from '../../../src/contracts/model-config.js';
 import { DynamicBatcher } from '../../../src/batcher/dynamic-batcher.js';
 import { ConveyorError } from '../../../src/errors.js';
+import { input, modelConfig, output } from '../../support/model-config.js';
 import { FakeExecutor, FakeTime, flush } from './fakes.js';
 
 function config(dynamicMore: Partial<DynamicBatchingConfig> = {}, policy: Partial<QueuePolicy> = {}): ModelConfig {
-  return {
-    name: 'toy', platform: 'onnxruntime_onnx', backend: 'onnxruntime', version_policy: { latest: { num_versions: 1 } },
-    max_batch_size: 8,
-    input: [{ name: 'x', data_type: 'TYPE_FP32', dims: [-1] }],
-    output: [{ name: 'y', data_type: 'TYPE_FP32', dims: [-1] }],
-    instance_group: [], default_model_filename: 'model.onnx', parameters: {}, model_transaction_policy: { decoupled: false },
+  return modelConfig({
+    name: 'toy', max_batch_size: 8,
+    input: [input('x', 'TYPE_FP32', [-1])],
+    output: [output('y', 'TYPE_FP32', [-1])],
     dynamic_batching: {
       preferred_batch_size: [], max_queue_delay_microseconds: 0, preserve_ordering: false, priority_levels: 0, default_priority_level: 0, priority_queue_policy: {},
       default_queue_policy: { timeout_action: 'REJECT', default_timeout_microseconds: 0, allow_timeout_override: false, max_queue_size: 0, ...policy },
       ...dynamicMore,
     },
-  };
+  });
 }
 
 function request(value: number, more: Partial<InferRequest> = {}): InferRequest {

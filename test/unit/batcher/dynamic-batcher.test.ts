@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { InferRequest } from '../../../src/contracts/infer.js';
 import type { DynamicBatchingConfig, ModelConfig } from '../../../src/contracts/model-config.js';
 import { DynamicBatcher, type BatchedResult } from '../../../src/batcher/dynamic-batcher.js';
+import { input, modelConfig, output } from '../../support/model-config.js';
 import { FakeExecutor, FakeTime, flush } from './fakes.js';
 
 function dynamic(more: Partial<DynamicBatchingConfig> = {}): DynamicBatchingConfig {
@@ -10,15 +11,13 @@ function dynamic(more: Partial<DynamicBatchingConfig> = {}): DynamicBatchingConf
 
 /** A toy model: input x FP32 [-1, -1] (variable item dim), outputs y = 2x and n = row index. */
 function config(more: Partial<ModelConfig> = {}): ModelConfig {
-  return {
-    name: 'toy', platform: 'onnxruntime_onnx', backend: 'onnxruntime', version_policy: { latest: { num_versions: 1 } },
-    max_batch_size: 8,
-    input: [{ name: 'x', data_type: 'TYPE_FP32', dims: [-1] }],
-    output: [{ name: 'y', data_type: 'TYPE_FP32', dims: [-1] }, { name: 'n', data_type: 'TYPE_INT32', dims: [1] }],
-    instance_group: [], default_model_filename: 'model.onnx', parameters: {}, model_transaction_policy: { decoupled: false },
+  return modelConfig({
+    name: 'toy', max_batch_size: 8,
+    input: [input('x', 'TYPE_FP32', [-1])],
+    output: [output('y', 'TYPE_FP32', [-1]), output('n', 'TYPE_INT32', [1])],
     dynamic_batching: dynamic(),
     ...more,
-  };
+  });
 }
 
 /** `rows` rows of `width` copies of `value`. */
@@ -125,7 +124,7 @@ describe('DynamicBatcher: scheduling without batching', () => {
   });
 
   it('with max_batch_size 0 passes each request’s tensors through untouched', async () => {
-    const cfg = config({ max_batch_size: 0, input: [{ name: 'x', data_type: 'TYPE_FP32', dims: [2, 2] }] });
+    const cfg = config({ max_batch_size: 0, input: [input('x', 'TYPE_FP32', [2, 2])] });
     const { executor, batcher } = setup(1, cfg);
     const requests = [request(1, 2), request(2, 2)];
     const all = requests.map((r) => batcher.enqueue(r));

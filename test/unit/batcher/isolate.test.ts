@@ -8,6 +8,7 @@ import type { Tensor } from '../../../src/contracts/tensors.js';
 import { DynamicBatcher } from '../../../src/batcher/dynamic-batcher.js';
 import { bisect, executeIsolating, type GroupOutcome } from '../../../src/batcher/isolate.js';
 import { ConveyorError, ExecutionRejected } from '../../../src/errors.js';
+import { input, modelConfig, output } from '../../support/model-config.js';
 import { compute, FakeTime } from './fakes.js';
 
 interface Item {
@@ -107,14 +108,12 @@ class PoisonExecutor implements ModelExecutor {
   }
 }
 
-const toy: ModelConfig = {
-  name: 'toy', platform: 'onnxruntime_onnx', backend: 'onnxruntime', version_policy: { latest: { num_versions: 1 } },
-  max_batch_size: 8,
-  input: [{ name: 'x', data_type: 'TYPE_FP32', dims: [-1] }],
-  output: [{ name: 'y', data_type: 'TYPE_FP32', dims: [-1] }],
-  instance_group: [], default_model_filename: 'model.onnx', parameters: {}, model_transaction_policy: { decoupled: false },
+const toy: ModelConfig = modelConfig({
+  name: 'toy', max_batch_size: 8,
+  input: [input('x', 'TYPE_FP32', [-1])],
+  output: [output('y', 'TYPE_FP32', [-1])],
   dynamic_batching: { preferred_batch_size: [5], max_queue_delay_microseconds: 1_000_000, preserve_ordering: false, priority_levels: 0, default_priority_level: 0, priority_queue_policy: {} },
-};
+});
 const request = (value: number): InferRequest => ({ model: 'toy', parameters: {}, inputs: [{ name: 'x', datatype: 'FP32', shape: [1, 2], data: new Float32Array(2).fill(value) }] });
 
 describe('DynamicBatcher: a refused batch', () => {

@@ -8,8 +8,9 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { modelConfigFromJson, modelConfigToJson, parseModelConfig } from '../../../src/repository/config/index.js';
-import { MODEL_CONFIG } from '../../../src/repository/config/schema.js';
-import { jsonName, type FieldSpec, type FieldType, type MessageType } from '../../../src/repository/config/schema-types.js';
+import { MODEL_CONFIG } from '../../../src/contracts/model-config-schema.js';
+import type { FieldSpec, FieldType, MessageType } from '../../../src/contracts/proto-schema.js';
+import { jsonName } from '../../../src/repository/config/proto3.js';
 import { mutatedText, outcome, PROTOTYPE_KEYS, runs, trickyString } from './support.js';
 
 const DIR = 'm';

@@ -6,7 +6,6 @@
 
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { ModelConfig } from '../../../src/contracts/model-config.js';
 import type { DataType, Tensor } from '../../../src/contracts/tensors.js';
 import { buildTritonLlmRequest, tritonInputsFromTensors } from '../../../src/server/generation/triton-llm-request.js';
 import { decodeBinaryData, serializeBytesElements } from '../../../src/server/http/codec/binary-tensor.js';
@@ -14,6 +13,7 @@ import { decodeInferRequest, parseHeaderLength } from '../../../src/server/http/
 import { parseJson } from '../../../src/server/http/codec/json-body.js';
 import { decodeJsonData } from '../../../src/server/http/codec/json-tensor.js';
 import { decodeRawInferRequest } from '../../../src/server/http/codec/raw-request.js';
+import { input, modelConfig } from '../../support/model-config.js';
 import { sometimes, BYTES_PER_ELEMENT, DATATYPES, expectConsistentTensor, extremeNumber, maybe, mutatedText, nested, objectOf, outcome, ownRecord, PROTOTYPE_KEYS, runs, trickyString, weirdValue } from './support.js';
 
 const dim = fc.oneof({ weight: 6, arbitrary: fc.integer({ min: 0, max: 4 }) }, { weight: 1, arbitrary: fc.constantFrom(-1, 2 ** 31, 2 ** 32 + 1, 2 ** 53 - 1, 2 ** 53, 1.5) });
@@ -154,7 +154,7 @@ describe('KServe HTTP codec fuzzing', () => {
     const config = fc.tuple(fc.constantFrom('TYPE_FP32', 'TYPE_INT64', 'TYPE_STRING', 'TYPE_BOOL', 'TYPE_FP16', 'TYPE_UINT8'), fc.array(fc.constantFrom(-1, 0, 1, 2, 3, 2 ** 31), { maxLength: 3 }), fc.nat({ max: 2 }));
     fc.assert(
       fc.property(config, fc.uint8Array({ maxLength: 32 }), ([dataType, dims, maxBatch], bytes) => {
-        const model = { input: [{ name: 'x', data_type: dataType, dims }], max_batch_size: maxBatch } as unknown as ModelConfig;
+        const model = modelConfig({ input: [input('x', dataType, dims)], max_batch_size: maxBatch });
         const result = outcome(() => decodeRawInferRequest('m', undefined, model, Buffer.from(bytes)));
         if (result.ok) result.value.inputs.forEach(expectConsistentTensor);
       }),

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { backoffMs, DEFAULT_RESTART_POLICY, recordCrash, type RestartPolicy } from '../../../src/runtime/restart-policy.js';
 import { WorkerSupervisor } from '../../../src/runtime/worker-supervisor.js';
 import { faultInjectionOf, FaultPoint, parseFaultInjection } from '../../../src/runtime/fault-injection.js';
-import type { ModelConfig } from '../../../src/contracts/model-config.js';
+import { modelConfig } from '../../support/model-config.js';
 
 const policy: RestartPolicy = { initialBackoffMs: 500, backoffFactor: 2, maxBackoffMs: 3000, maxCrashesInWindow: 6, windowMs: 60_000 };
 
@@ -141,7 +141,7 @@ describe('WorkerSupervisor', () => {
 });
 
 describe('fault injection (test-only)', () => {
-  const config = (spec: string, backend = 'llm') => ({ name: 'm', backend, parameters: { fault_injection: { string_value: spec } } }) as unknown as ModelConfig;
+  const config = (spec: string, backend = 'llm') => modelConfig({ backend, parameters: { fault_injection: { string_value: spec } } });
 
   it('parses the four forms and refuses anything else', () => {
     expect(parseFaultInjection('throw_at_step:5')).toEqual({ action: 'throw', at: 'step', count: 5 });

@@ -1,10 +1,10 @@
 // Range checks for inputs that index the model's tables, sized from a Hugging Face config.json.
 import { describe, expect, it } from 'vitest';
-import type { ModelConfig } from '../../../src/contracts/model-config.js';
 import type { Tensor } from '../../../src/contracts/tensors.js';
 import { checkInputRanges, inputRangesFromHfConfig, NO_INPUT_RANGES } from '../../../src/serving/input-ranges.js';
+import { input, modelConfig } from '../../support/model-config.js';
 
-const bert = { input: ['input_ids', 'attention_mask', 'token_type_ids'].map((name) => ({ name, data_type: 'TYPE_INT64', dims: [-1] })) } as unknown as ModelConfig;
+const bert = modelConfig({ input: ['input_ids', 'attention_mask', 'token_type_ids'].map((name) => input(name, 'TYPE_INT64', [-1])) });
 const hf = { vocab_size: 100, type_vocab_size: 2, max_position_embeddings: 8 };
 const ids = (name: string, values: readonly number[], rows = 1): Tensor => ({ name, datatype: 'INT64', shape: [rows, values.length / rows], data: BigInt64Array.from(values.map(BigInt)) });
 

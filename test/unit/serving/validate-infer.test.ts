@@ -3,17 +3,13 @@ import type { ModelConfig } from '../../../src/contracts/model-config.js';
 import type { Tensor } from '../../../src/contracts/tensors.js';
 import { classify } from '../../../src/serving/classification.js';
 import { validateInferRequest } from '../../../src/serving/validate-infer.js';
+import { input, modelConfig, output } from '../../support/model-config.js';
 
-const config: ModelConfig = {
-  name: 'm', platform: 'onnxruntime_onnx', backend: 'onnxruntime', version_policy: { latest: { num_versions: 1 } },
+const config: ModelConfig = modelConfig({
   max_batch_size: 4,
-  input: [
-    { name: 'ids', data_type: 'TYPE_INT64', dims: [-1] },
-    { name: 'image', data_type: 'TYPE_FP32', dims: [2, 3], reshape: { shape: [6] }, optional: true },
-  ],
-  output: [{ name: 'out', data_type: 'TYPE_FP32', dims: [3] }],
-  instance_group: [], default_model_filename: 'model.onnx', parameters: {}, model_transaction_policy: { decoupled: false },
-};
+  input: [input('ids', 'TYPE_INT64', [-1]), input('image', 'TYPE_FP32', [2, 3], { reshape: { shape: [6] }, optional: true })],
+  output: [output('out', 'TYPE_FP32', [3])],
+});
 const ids = (shape: number[]): Tensor => ({ name: 'ids', datatype: 'INT64', shape, data: new BigInt64Array(shape.reduce((a, b) => a * b, 1)) });
 const request = (inputs: Tensor[], outputs?: string[]) => ({ model: 'm', parameters: {}, inputs, ...(outputs ? { outputs: outputs.map((name) => ({ name, parameters: {} })) } : {}) });
 

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { decodeTree, fillDefaults, integerLiteral } from '../../../../src/repository/config/decode.js';
 import { parseJsonConfig } from '../../../../src/repository/config/json-parser.js';
 import { parseTextFormat } from '../../../../src/repository/config/text-parser.js';
-import { enumType, mapOf, messageType, repeated, single } from '../../../../src/repository/config/schema-types.js';
+import { enumType, mapOf, messageType, repeated, single } from '../../../../src/contracts/proto-schema.js';
 import { expectError } from './helpers.js';
 
 const COLOR = enumType('Color', ['RED', 'GREEN', 'BLUE']);

@@ -186,6 +186,7 @@ describe('features Conveyor does not serve', () => {
     expectError(() => parse('platform: "ensemble"\nensemble_scheduling { step [ { model_name: "a" model_version: -1 input_map { key: "x" value: "y" } } ] }'),
       'config.pbtxt:2:1: ensemble_scheduling is not supported yet', 'UNSUPPORTED');
     expectError(() => parse('platform: "ensemble"\nensemble_scheduling { step { model_nam: "a" } }'), "config.pbtxt:2:30: unknown field 'model_nam' in ModelEnsembling.Step");
+    expectError(() => parse('platform: "ensemble"\nensemble_scheduling { max_inflight_requests: 4 }'), 'config.pbtxt:2:1: ensemble_scheduling is not supported yet', 'UNSUPPORTED');
     expectError(() => parse('platform: "ensemble"'), "config.pbtxt:1:1: platform 'ensemble' is not supported yet", 'UNSUPPORTED');
   });
 

@@ -6,6 +6,7 @@ import type { ModelConfig } from '../../../../src/contracts/model-config.js';
 import { loadOverrideFromWire, unloadOptionsFromWire } from '../../../../src/server/grpc/repository-codec.js';
 import { loadServiceDefinitions } from '../../../../src/server/grpc/server.js';
 import { ConveyorError } from '../../../../src/errors.js';
+import { group, input, modelConfig, output } from '../../../support/model-config.js';
 
 const { inference } = loadServiceDefinitions();
 
@@ -17,22 +18,20 @@ function roundTrip(rpc: string, response: unknown): Record<string, unknown> {
 const duration = (count: number, ns: number) => ({ count, ns });
 
 describe('ModelConfig response', () => {
-  const config: ModelConfig = {
-    name: 'resnet', platform: 'onnxruntime_onnx', backend: 'onnxruntime',
+  const config: ModelConfig = modelConfig({
+    name: 'resnet',
     version_policy: { specific: { versions: [1, 3] } },
     max_batch_size: 8,
-    input: [{ name: 'x', data_type: 'TYPE_FP32', format: 'FORMAT_NCHW', dims: [3, -1, -1] }],
-    output: [{ name: 'label', data_type: 'TYPE_STRING', dims: [1], label_filename: 'labels.txt' }],
-    instance_group: [{ name: 'g', count: 2, kind: 'KIND_CPU', gpus: [] }],
-    default_model_filename: 'model.onnx',
+    input: [input('x', 'TYPE_FP32', [3, -1, -1], { format: 'FORMAT_NCHW' })],
+    output: [output('label', 'TYPE_STRING', [1], { label_filename: 'labels.txt' })],
+    instance_group: [group('g', 'KIND_CPU', 2)],
     dynamic_batching: {
       preferred_batch_size: [4, 8], max_queue_delay_microseconds: 500, preserve_ordering: false, priority_levels: 2, default_priority_level: 1,
       default_queue_policy: { timeout_action: 'DELAY', default_timeout_microseconds: 1000, allow_timeout_override: true, max_queue_size: 16 },
       priority_queue_policy: {},
     },
     parameters: { intra_op_thread_count: { string_value: '1' } },
-    model_transaction_policy: { decoupled: false },
-  };
+  });
 
   it('encodes every contract field into the proto message', () => {
     const decoded = roundTrip('ModelConfig', { config })['config'] as Record<string, unknown>;
@@ -53,8 +52,7 @@ describe('ModelConfig response', () => {
   });
 
   it('encodes the fields the config endpoint only echoes', () => {
-    // Built untyped: these parts of the contract are still being extended by the repository work.
-    const extended = {
+    const extended: ModelConfig = {
       ...config,
       runtime: 'libtriton_onnxruntime.so',
       cc_model_filenames: { '8.0': 'model_a100.onnx' },
@@ -67,7 +65,7 @@ describe('ModelConfig response', () => {
       model_warmup: [{ name: 'w', batch_size: 1, count: 0, inputs: { x: { data_type: 'TYPE_FP32', dims: [3, 8, 8], random_data: true } } }],
       response_cache: { enable: true },
       model_metrics: { metric_control: [{ metric_identifier: { family: 'nv_inference_first_response_histogram_ms' }, histogram_options: { buckets: [1, 10] } }] },
-      instance_group: [{ name: 'g', count: 1, kind: 'KIND_GPU', gpus: [0], rate_limiter: { resources: [{ name: 'r', global: true, count: 2 }], priority: 1 } }],
+      instance_group: [{ ...group('g', 'KIND_GPU', 1, [0]), rate_limiter: { resources: [{ name: 'r', global: true, count: 2 }], priority: 1 } }],
     };
     const decoded = roundTrip('ModelConfig', { config: extended })['config'] as Record<string, unknown>;
     expect(decoded).toMatchObject({

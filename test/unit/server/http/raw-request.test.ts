@@ -1,16 +1,15 @@
 import { describe, expect, it } from 'vitest';
-import type { ModelConfig, ModelTensorConfig } from '../../../../src/contracts/model-config.js';
+import type { ModelConfig, ModelInput } from '../../../../src/contracts/model-config.js';
 import { decodeRawInferRequest } from '../../../../src/server/http/codec/raw-request.js';
+import { input as modelInput, modelConfig, output } from '../../../support/model-config.js';
 import { bytesOf, errorOf } from './support.js';
 
-function config(maxBatchSize: number, input: Partial<ModelTensorConfig>[]): ModelConfig {
-  return {
-    name: 'm', platform: 'onnxruntime_onnx', backend: 'onnxruntime', version_policy: { latest: { num_versions: 1 } },
+function config(maxBatchSize: number, input: Partial<ModelInput>[]): ModelConfig {
+  return modelConfig({
     max_batch_size: maxBatchSize,
-    input: input.map((t, i) => ({ name: `in${i}`, data_type: 'TYPE_FP32', dims: [], ...t })),
-    output: [{ name: 'out', data_type: 'TYPE_FP32', dims: [-1] }],
-    instance_group: [], default_model_filename: 'model.onnx', parameters: {}, model_transaction_policy: { decoupled: false },
-  };
+    input: input.map((t, i) => modelInput(`in${i}`, 'TYPE_FP32', [], t)),
+    output: [output('out', 'TYPE_FP32', [-1])],
+  });
 }
 
 const fp32 = (...values: number[]) => bytesOf(new Float32Array(values));

@@ -1,8 +1,10 @@
-// model_config.proto (Triton's ModelConfig) described for the decoder and the JSON printer.
-// Field names, types, labels and declaration order follow the proto; messages Conveyor only
-// parses to reject (sequence_batching, ensemble_scheduling, batch_input, …) are described too,
-// so that mistakes inside them are reported as precisely as anywhere else.
-import { enumType, mapOf, messageType, repeated, single, type FieldSpec } from './schema-types.js';
+// model_config.proto (Triton's ModelConfig) declared once: the config decoder and the JSON
+// printer walk this value, and model-config.ts reads the ModelConfig type off it. Field names,
+// types, labels and declaration order follow the proto (test/unit/contracts/model-config-schema
+// .test.ts checks them against protos/model_config.proto); messages Conveyor only parses to reject
+// (sequence_batching, ensemble_scheduling, batch_input, …) are described too, so that mistakes
+// inside them are reported as precisely as anywhere else.
+import { enumType, mapOf, messageType, repeated, single } from './proto-schema.js';
 
 export const DATA_TYPE = enumType('DataType', [
   'TYPE_INVALID', 'TYPE_BOOL', 'TYPE_UINT8', 'TYPE_UINT16', 'TYPE_UINT32', 'TYPE_UINT64',
@@ -179,7 +181,7 @@ const ENSEMBLE = messageType('ModelEnsembling', [
     mapOf('output_map', 'string', 'string'),
     single('model_namespace', 'string'),
   ])),
-  single('max_inflight_responses', 'uint32'),
+  single('max_inflight_requests', 'uint32'),
 ]);
 
 const WARMUP = messageType('ModelWarmup', [
@@ -202,7 +204,7 @@ const METRICS = messageType('ModelMetrics', [
   ])),
 ]);
 
-const MODEL_CONFIG_FIELDS: readonly FieldSpec[] = [
+export const MODEL_CONFIG = messageType('ModelConfig', [
   single('name', 'string'),
   single('platform', 'string'),
   single('backend', 'string'),
@@ -230,14 +232,12 @@ const MODEL_CONFIG_FIELDS: readonly FieldSpec[] = [
   ])),
   single('response_cache', messageType('ModelResponseCache', [single('enable', 'bool')])),
   single('model_metrics', METRICS),
-];
-
-export const MODEL_CONFIG = messageType('ModelConfig', MODEL_CONFIG_FIELDS);
+]);
 
 /**
  * Top-level fields Conveyor parses but cannot serve yet; a config that sets one is refused with
  * UNSUPPORTED instead of being served with the setting silently ignored.
  */
-export const UNSUPPORTED_FIELDS: readonly string[] = [
+export const UNSUPPORTED_FIELDS = [
   'sequence_batching', 'ensemble_scheduling', 'batch_input', 'batch_output', 'model_operations', 'model_repository_agents',
-];
+] as const;

@@ -29,7 +29,7 @@ const RULES: readonly Rule[] = [
   { description: 'kernels/ depends on nothing else in the project', appliesTo: under('kernels/'), forbids: (s, f) => ['src', 'models', 'bench', 'openai-compat', 'test'].some((d) => reaches(f, s, d)) },
   { description: 'models/ depends only on kernels/', appliesTo: under('models/'), forbids: (s, f) => ['src', 'bench', 'openai-compat', 'test'].some((d) => reaches(f, s, d)) },
   { description: 'src/ and openai-compat/ never import bench/ or test/', appliesTo: under('src/', 'openai-compat/'), forbids: (s, f) => ['bench', 'test'].some((d) => reaches(f, s, d)) },
-  { description: 'src/contracts/ holds types only', appliesTo: under('src/contracts/'), forbids: (s, f) => !reaches(f, s, 'src/contracts') },
+  { description: 'src/contracts/ holds types and pure declarations, importing nothing outside it', appliesTo: under('src/contracts/'), forbids: (s, f) => !reaches(f, s, 'src/contracts') },
 ];
 
 function sourceFiles(dir: string): string[] {

@@ -4,7 +4,7 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { crossLayerImports, cycles, dependencySpecifiers, graphOf, isPending, layeredFiles, layerOf, LAYERS, layerViolation, PENDING, resolveSpecifier, ROOT } from './layers.js';
+import { crossLayerImports, cycles, DOC_TABLE_MARKERS, layersDocTable, dependencySpecifiers, graphOf, isPending, layeredFiles, layerOf, LAYERS, layerViolation, PENDING, resolveSpecifier, ROOT } from './layers.js';
 const SOURCE_DIRS = ['src', 'openai-compat', 'kernels', 'models', 'bench'];
 
 interface Rule {
@@ -95,6 +95,15 @@ describe('layers (test/unit/architecture/layers.ts)', () => {
   it('places every server file in a layer', () => {
     expect(files.filter((f) => layerOf(f) === undefined)).toEqual([]);
     expect(files.length).toBeGreaterThan(100);
+  });
+
+  it('docs/architecture.md shows this table (regenerate: npx tsx test/unit/architecture/layers.ts --doc)', () => {
+    const doc = readFileSync(join(ROOT, 'docs', 'architecture.md'), 'utf8');
+    const [begin, end] = DOC_TABLE_MARKERS;
+    const start = doc.indexOf(begin);
+    const stop = doc.indexOf(end);
+    expect(start, 'the layers table markers are missing from docs/architecture.md').toBeGreaterThanOrEqual(0);
+    expect(doc.slice(start + begin.length, stop).trim()).toBe(layersDocTable());
   });
 
   it('every import between folders is one the table allows', () => {

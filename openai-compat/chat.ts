@@ -6,12 +6,13 @@
 import type { FastifyReply } from 'fastify';
 import type { ChatMessage, GenerationEvent } from '../src/contracts/text-generation.js';
 import { invalidArg } from '../src/errors.js';
+import { readWireParams } from '../src/generation-params/index.js';
 import type { GenerateInput } from '../src/serving/llm-backend.js';
 import type { OpenAIContext } from './context.js';
 import { prepareChoices, runChoices } from './generation.js';
 import { chatLogprobs, type ChatTokenLogprob } from './logprobs.js';
 import {
-  CHAT_FIELDS, checkFields, checkNoOps, choiceCount, optionalFlag, requireModel, requireObject, samplingFields, schedulingExtras, streamSettings, type Body,
+  CHAT_FIELDS, CHAT_VOCABULARY, checkFields, checkNoOps, choiceCount, optionalFlag, requireModel, requireObject, streamSettings, type Body,
 } from './request-fields.js';
 import { collectChoices, streamChoices } from './respond.js';
 import { responseHead, responseMeta, UsageTally } from './wire.js';
@@ -28,8 +29,7 @@ export function chatInput(body: Body): GenerateInput {
       addGenerationPrompt: optionalFlag(body, 'add_generation_prompt', true),
       chatTemplateKwargs: (kwargs ?? null) as Readonly<Record<string, unknown>> | null,
     },
-    sampling: samplingFields(body, ['max_completion_tokens', 'top_logprobs']),
-    ...schedulingExtras(body),
+    ...readWireParams(body, CHAT_VOCABULARY),
   };
 }
 

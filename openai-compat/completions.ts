@@ -6,13 +6,14 @@
 import type { FastifyReply } from 'fastify';
 import type { GenerationEvent, ProcessedRequest, PromptInput } from '../src/contracts/text-generation.js';
 import { invalidArg } from '../src/errors.js';
+import { readWireParams, type WireParams } from '../src/generation-params/index.js';
 import type { LlmModel } from '../src/serving/llm-backend.js';
 import type { OpenAIContext } from './context.js';
 import { unsupportedParameter } from './errors.js';
 import { prepareChoices, runChoices } from './generation.js';
 import { appendCompletionLogprobs, completionLogprobs, type CompletionLogprobs } from './logprobs.js';
 import {
-  checkFields, checkNoOps, choiceCount, COMPLETION_FIELDS, MAX_CHOICES, optionalFlag, requireModel, requireObject, samplingFields, schedulingExtras, streamSettings, type Body,
+  checkFields, checkNoOps, choiceCount, COMPLETION_FIELDS, COMPLETION_VOCABULARY, MAX_CHOICES, optionalFlag, requireModel, requireObject, streamSettings, type Body,
 } from './request-fields.js';
 import { collectChoices, streamChoices } from './respond.js';
 import { responseHead, responseMeta, UsageTally } from './wire.js';
@@ -41,13 +42,18 @@ function logprobCount(body: Body): number | null {
   return value;
 }
 
+/** The generation parameters, with OpenAI's default output length for this API. */
+export function completionParams(body: Body): WireParams {
+  const { sampling, wireNames } = readWireParams(body, COMPLETION_VOCABULARY);
+  return { sampling: body.max_tokens === undefined ? { ...sampling, max_tokens: DEFAULT_MAX_TOKENS } : sampling, wireNames };
+}
+
 /** Every prompt prepared n times: all validation (and context checks) happens before anything runs. */
 async function prepareAll(model: LlmModel, body: Body, n: number): Promise<{ choices: ProcessedRequest[]; prompts: PromptInput[] }> {
   const prompts = completionPrompts(body.prompt, optionalFlag(body, 'add_special_tokens', true));
   if (prompts.length * n > MAX_CHOICES) throw invalidArg(`${prompts.length} prompts × n=${n} exceed the ${MAX_CHOICES} choices one request may have`, 'n');
-  const sampling = { ...samplingFields(body, []), ...(body.max_tokens === undefined ? { max_tokens: DEFAULT_MAX_TOKENS } : {}) };
-  const extras = schedulingExtras(body);
-  const choices = (await Promise.all(prompts.map((prompt) => prepareChoices(model, { prompt, sampling, ...extras }, n)))).flat();
+  const params = completionParams(body);
+  const choices = (await Promise.all(prompts.map((prompt) => prepareChoices(model, { prompt, ...params }, n)))).flat();
   return { choices, prompts };
 }
 

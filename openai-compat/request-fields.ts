@@ -5,7 +5,7 @@
 // audio) or because nobody defines it. Nothing changes output while being silently dropped.
 
 import { invalidArg } from '../src/errors.js';
-import type { RawSamplingParams } from '../src/vocabulary/sampling-params.js';
+import { wireFieldNames, type WireVocabulary } from '../src/generation-params/index.js';
 import { unknownParameter, unsupportedParameter } from './errors.js';
 
 export type Body = Readonly<Record<string, unknown>>;
@@ -13,20 +13,18 @@ export type Body = Readonly<Record<string, unknown>>;
 /** Most choices (n × prompts) one request may fan out into. */
 export const MAX_CHOICES = 128;
 
-/** Sampling fields both APIs pass to the input processor unchanged (OpenAI names, vLLM extras). */
-const SAMPLING_FIELDS = [
-  'temperature', 'top_p', 'top_k', 'min_p', 'repetition_penalty', 'frequency_penalty', 'presence_penalty',
-  'logit_bias', 'max_tokens', 'min_tokens', 'seed', 'stop', 'stop_token_ids', 'ignore_eos',
-  'include_stop_str_in_output', 'skip_special_tokens',
-] as const;
+/** The generation parameters (src/generation-params) under chat's names: OpenAI's newer name for max_tokens wins when both are sent. */
+export const CHAT_VOCABULARY: WireVocabulary = { aliases: { max_completion_tokens: 'max_tokens' } };
+/** Completions' logprobs is the number of alternatives itself; there is no top_logprobs. */
+export const COMPLETION_VOCABULARY: WireVocabulary = { omit: ['top_logprobs'] };
 
 /** Fields that label a request without changing its output; accepted and deliberately unused. */
 const NO_OP_FIELDS = ['user', 'metadata', 'safety_identifier', 'prompt_cache_key', 'parallel_tool_calls', 'request_id'];
 
-const COMMON_FIELDS = ['model', 'n', 'stream', 'stream_options', 'priority', 'cache_salt', 'logprobs', ...SAMPLING_FIELDS, ...NO_OP_FIELDS];
+const COMMON_FIELDS = ['model', 'n', 'stream', 'stream_options', ...NO_OP_FIELDS];
 
-export const CHAT_FIELDS = new Set([...COMMON_FIELDS, 'messages', 'max_completion_tokens', 'top_logprobs', 'chat_template_kwargs', 'add_generation_prompt']);
-export const COMPLETION_FIELDS = new Set([...COMMON_FIELDS, 'prompt', 'echo', 'add_special_tokens']);
+export const CHAT_FIELDS = new Set([...COMMON_FIELDS, ...wireFieldNames(CHAT_VOCABULARY), 'messages', 'chat_template_kwargs', 'add_generation_prompt']);
+export const COMPLETION_FIELDS = new Set([...COMMON_FIELDS, ...wireFieldNames(COMPLETION_VOCABULARY), 'prompt', 'echo', 'add_special_tokens']);
 
 const isEmptyList = (v: unknown): boolean => Array.isArray(v) && v.length === 0;
 
@@ -124,21 +122,6 @@ export function choiceCount(body: Body): number {
 
 export function optionalFlag(body: Body, key: string, fallback: boolean): boolean {
   return optionalBoolean(body, key, fallback);
-}
-
-/** The engine-side extras: scheduling priority (lower first) and the prefix-cache namespace. */
-export function schedulingExtras(body: Body): { priority?: number; cacheSalt?: string } {
-  const { priority, cache_salt: salt } = body;
-  if (priority !== undefined && priority !== null && (typeof priority !== 'number' || !Number.isSafeInteger(priority))) throw invalidArg('priority must be an integer', 'priority');
-  if (salt !== undefined && salt !== null && (typeof salt !== 'string' || salt.length === 0)) throw invalidArg('cache_salt must be a non-empty string', 'cache_salt');
-  return { ...(typeof priority === 'number' ? { priority } : {}), ...(typeof salt === 'string' ? { cacheSalt: salt } : {}) };
-}
-
-/** The sampling fields as the input processor validates them; `logprobs` is checked per API first. */
-export function samplingFields(body: Body, extra: readonly string[]): RawSamplingParams {
-  const picked: Record<string, unknown> = {};
-  for (const key of [...SAMPLING_FIELDS, 'logprobs', ...extra]) if (body[key] !== undefined) picked[key] = body[key];
-  return picked as RawSamplingParams;
 }
 
 /** OpenAI's `user` is an end-user label for abuse monitoring: checked, never used. */

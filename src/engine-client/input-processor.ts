@@ -1,7 +1,8 @@
-// The input processor (main thread): turns a chat, text or token-id prompt plus raw sampling
-// values into a GenerateRequest of token ids, rejecting anything the engine could not serve —
-// invalid sampling values, unknown token ids, prompts that fill the context, max_tokens beyond
-// it — before anything is scheduled. Text lives here and in the output processor only.
+// The input processor (main thread): turns a chat, text or token-id prompt plus unchecked
+// generation parameters into a GenerateRequest of token ids, rejecting anything the engine could
+// not serve — invalid parameters, unknown token ids, prompts that fill the context, max_tokens
+// beyond it — before anything is scheduled. The context-length check lives here alone, where the
+// prompt's length is known. Text lives here and in the output processor only.
 
 import type { GenerateRequest } from '../contracts/generate.js';
 import type { ChatMessage, ChatTemplateOptions, OutputOptions, ProcessedRequest, PromptInput } from '../contracts/text-generation.js';
@@ -13,16 +14,18 @@ import { ChatTemplate, messageChars, selectChatTemplate } from './input-processo
 import { createTokenizer, modelInfo, readModelFiles, type ModelFiles, type ModelInfo } from '../tokenizer/model-files.js';
 import { OffThreadTokenizer } from './offthread-tokenizer.js';
 import { encodePlain, SpecialTokenEscaper, specialTokenContents, type PromptPiece } from './special-token-escape.js';
-import { validateSamplingParams, validateTokenIds, type RawSamplingParams, type SamplingDefaults, type ValidatedSampling } from '../vocabulary/sampling-params.js';
+import type { UncheckedParams, WireNames } from '../generation-params/index.js';
+import { validateSamplingParams, validateTokenIds, type SamplingDefaults, type ValidatedSampling } from '../vocabulary/sampling-params.js';
 
 export interface ProcessInput {
   readonly id: string;
   readonly prompt: PromptInput;
-  readonly sampling?: RawSamplingParams;
+  /** The generation parameters (sampling, stop, logprobs, scheduling) by their declared names (src/generation-params). */
+  readonly sampling?: UncheckedParams;
+  /** The caller's names for fields its protocol renames, so errors name them as the caller does. */
+  readonly wireNames?: WireNames;
   /** ms on the engine's clock. */
   readonly arrivalTimeMs: number;
-  readonly priority?: number;
-  readonly cacheSalt?: string | null;
 }
 
 export interface InputProcessorOptions {
@@ -154,7 +157,7 @@ export class InputProcessor {
 
   private validate(input: ProcessInput): ValidatedSampling {
     if (typeof input.id !== 'string' || input.id.length === 0) throw invalidArg('request id must be a non-empty string', 'id');
-    return validateSamplingParams(input.sampling ?? {}, { vocabSize: this.info.vocabSize, maxLogprobs: this.options.maxLogprobs ?? 20 }, this.info.samplingDefaults);
+    return validateSamplingParams(input.sampling ?? {}, { vocabSize: this.info.vocabSize, maxLogprobs: this.options.maxLogprobs ?? 20 }, this.info.samplingDefaults, input.wireNames);
   }
 
   private build(input: ProcessInput, validated: ValidatedSampling, { tokenIds, text }: { tokenIds: number[]; text: string | null }): ProcessedRequest {
@@ -172,9 +175,9 @@ export class InputProcessor {
         ignoreEos: validated.ignoreEos,
         stopTokenIds: validated.stopTokenIds,
       },
-      priority: input.priority ?? 0,
+      priority: validated.priority,
       arrivalTimeMs: input.arrivalTimeMs,
-      cacheSalt: input.cacheSalt ?? null,
+      cacheSalt: validated.cacheSalt,
     };
     return { request, output: validated.output, promptText: text };
   }

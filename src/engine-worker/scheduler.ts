@@ -102,9 +102,10 @@ export class Scheduler {
   }
 
   /**
-   * Queues a request. Throws a ConveyorError, changing nothing, when the request is malformed,
-   * its id is live, or it could never fit: its longest possible sequence needs more KV blocks
-   * than the whole cache has, so waiting would be forever.
+   * Queues a request. Throws a ConveyorError, changing nothing, when its id is live, when it
+   * could never fit (its longest possible sequence needs more KV blocks than the whole cache has,
+   * so waiting would be forever), or, as INTERNAL, when it breaks what the input processor
+   * guarantees (a prompt within max_model_len, max_tokens ≥ 1).
    */
   add(request: GenerateRequest): void {
     this.validate(request);
@@ -184,10 +185,10 @@ export class Scheduler {
     const { maxModelLen } = this.config;
     const numPrompt = request.promptTokenIds.length;
     if (this.requests.has(request.id)) throw new ConveyorError('ALREADY_EXISTS', `request id ${request.id} is already in the engine`);
-    if (numPrompt < 1) throw invalidArg('the prompt has no tokens', 'prompt');
-    if (!Number.isInteger(request.stop.maxTokens) || request.stop.maxTokens < 1) throw invalidArg(`max_tokens must be at least 1, got ${request.stop.maxTokens}`, 'max_tokens');
-    if (numPrompt >= maxModelLen) {
-      throw new ConveyorError('CONTEXT_LENGTH_EXCEEDED', `This model's maximum context length is ${maxModelLen} tokens; the prompt has ${numPrompt}, leaving no room for output.`, 'prompt');
+    // The input processor checks prompt and max_tokens against the context, once, with the
+    // caller's field names; a request breaking that here is a bug upstream, not bad input.
+    if (numPrompt < 1 || numPrompt >= maxModelLen || !Number.isInteger(request.stop.maxTokens) || request.stop.maxTokens < 1) {
+      throw new ConveyorError('INTERNAL', `engine invariant broken: request ${request.id} has ${numPrompt} prompt tokens and max_tokens ${request.stop.maxTokens}; the input processor admits only 1 ≤ prompt < ${maxModelLen} (max_model_len) and max_tokens ≥ 1`);
     }
     // The last sampled token is never fed back, so the KV holds at most (final length − 1) positions.
     const maxPositions = Math.min(numPrompt + request.stop.maxTokens, maxModelLen) - 1;

@@ -23,7 +23,7 @@ import type { BackendLoadRequest, ServedModel } from './served-model.js';
 import { DEFAULT_LIMITS } from '../config/limits.js';
 
 
-/** A generation request before tokenization: the prompt and raw sampling values of any front end. */
+/** A generation request before tokenization: the prompt and the unchecked generation parameters of any front end. */
 export type GenerateInput = Omit<ProcessInput, 'id' | 'arrivalTimeMs'>;
 
 function parameter(config: ModelConfig, key: string): string | undefined {

@@ -7,10 +7,8 @@
 
 import type { Parameters } from '../../contracts/infer.js';
 import type { Tensor } from '../../contracts/tensors.js';
-import type { RawSamplingParams } from '../../vocabulary/sampling-params.js';
 import { invalidArg } from '../../errors.js';
-
-type ValueKind = 'string' | 'bool' | 'int' | 'number' | 'strings' | 'ints' | 'object';
+import { carriedFields, valueKind, type GenerationField, type UncheckedParams, type ValueKind, type WireVocabulary } from '../../generation-params/index.js';
 
 /** The inputs an LLM request may carry, by the kind of value each holds. */
 export const TRITON_LLM_INPUTS = {
@@ -31,13 +29,10 @@ export const isTritonInput = (key: string): key is TritonInputName => Object.has
 /** Each input's single element, as received (checked and converted by buildTritonLlmRequest). */
 export type TritonInputValues = Partial<Record<TritonInputName, unknown>>;
 
-/** The vLLM SamplingParams fields this engine implements, by kind. */
-const SAMPLING_FIELDS: Readonly<Record<string, ValueKind>> = {
-  temperature: 'number', top_p: 'number', top_k: 'int', min_p: 'number', repetition_penalty: 'number',
-  frequency_penalty: 'number', presence_penalty: 'number', max_tokens: 'int', min_tokens: 'int', seed: 'int',
-  stop: 'strings', stop_token_ids: 'ints', ignore_eos: 'bool', include_stop_str_in_output: 'bool',
-  skip_special_tokens: 'bool', logit_bias: 'object',
-};
+/** The generation parameters (src/generation-params) under vLLM's names; Triton's vLLM backend has no logprobs, and priority is a reserved parameter. */
+const TRITON_VOCABULARY: WireVocabulary = { omit: ['logprobs', 'top_logprobs', 'priority', 'cache_salt'] };
+const SAMPLING_FIELDS: readonly GenerationField[] = carriedFields(TRITON_VOCABULARY);
+const isSamplingField = (key: string): key is GenerationField => (SAMPLING_FIELDS as readonly string[]).includes(key);
 
 /** Triton's reserved request parameters: they steer the server, not sampling. */
 const RESERVED_PARAMETERS = new Set(['sequence_id', 'sequence_start', 'sequence_end', 'priority', 'timeout', 'headers', 'binary_data_output']);
@@ -51,7 +46,7 @@ export interface TritonLlmRequest {
   readonly stream: boolean;
   /** The vLLM backend prepends the prompt to a non-streamed text_output unless this is set. */
   readonly excludeInputInOutput: boolean;
-  readonly sampling: RawSamplingParams;
+  readonly sampling: UncheckedParams;
   readonly returnFinishReason: boolean;
   readonly returnNumInputTokens: boolean;
   readonly returnNumOutputTokens: boolean;
@@ -92,7 +87,7 @@ export function buildTritonLlmRequest(ref: RequestRef, inputs: TritonInputValues
   for (const [key, value] of Object.entries(parameters)) {
     if (key.startsWith('triton_') || RESERVED_PARAMETERS.has(key)) continue;
     // The vLLM backend's examples put stream in parameters; honour it where no tensor says otherwise.
-    if (isTritonInput(key) && !Object.hasOwn(SAMPLING_FIELDS, key)) fromParameters[key] = value;
+    if (isTritonInput(key) && !isSamplingField(key)) fromParameters[key] = value;
     else raw[key] = value;
   }
   const merged = { ...fromParameters, ...inputs };
@@ -111,7 +106,7 @@ export function buildTritonLlmRequest(ref: RequestRef, inputs: TritonInputValues
     prompt,
     stream,
     excludeInputInOutput: exclude,
-    sampling: maxTokens === undefined ? sampling : { ...sampling, max_tokens: maxTokens as number },
+    sampling: maxTokens === undefined ? sampling : { ...sampling, max_tokens: maxTokens },
     returnFinishReason: flag(value('return_finish_reason'), 'return_finish_reason'),
     returnNumInputTokens: flag(value('return_num_input_tokens'), 'return_num_input_tokens'),
     returnNumOutputTokens: flag(value('return_num_output_tokens'), 'return_num_output_tokens'),
@@ -136,14 +131,17 @@ function samplingFromJson(text: unknown): Record<string, unknown> {
 }
 
 /** vLLM sampling fields with their values converted; anything else is refused by name, never ignored. */
-export function samplingParams(raw: Readonly<Record<string, unknown>>): RawSamplingParams {
-  const unknown = Object.keys(raw).filter((key) => !Object.hasOwn(SAMPLING_FIELDS, key));
-  if (unknown.length > 0) {
-    throw invalidArg(`unsupported parameter${unknown.length > 1 ? 's' : ''}: ${unknown.join(', ')} (supported: ${Object.keys(SAMPLING_FIELDS).join(', ')})`, unknown[0]);
+export function samplingParams(raw: Readonly<Record<string, unknown>>): UncheckedParams {
+  const out: { [F in GenerationField]?: unknown } = {};
+  const unknown: string[] = [];
+  for (const [key, value] of Object.entries(raw)) {
+    if (isSamplingField(key)) out[key] = convert(value, valueKind(key), key);
+    else unknown.push(key);
   }
-  const out: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(raw)) out[key] = convert(value, SAMPLING_FIELDS[key]!, key);
-  return out as RawSamplingParams;
+  if (unknown.length > 0) {
+    throw invalidArg(`unsupported parameter${unknown.length > 1 ? 's' : ''}: ${unknown.join(', ')} (supported: ${SAMPLING_FIELDS.join(', ')})`, unknown[0]);
+  }
+  return out;
 }
 
 /**

@@ -4,8 +4,8 @@
 
 import type { TokenLogprob } from '../../contracts/generate.js';
 import type { GenerationEvent } from '../../contracts/text-generation.js';
-import type { RawSamplingParams } from '../../vocabulary/sampling-params.js';
 import { invalidArg } from '../../errors.js';
+import { carriedFields, type GenerationField, type UncheckedParams, type WireVocabulary } from '../../generation-params/index.js';
 import type { GenerateInput } from '../../serving/llm-backend.js';
 import type { WireLong } from './wire-types.js';
 
@@ -103,22 +103,23 @@ function promptFromWire(wire: WireGenerateRequest): GenerateInput['prompt'] {
   }
 }
 
-const SCALAR_FIELDS = [
-  'temperature', 'top_p', 'top_k', 'min_p', 'repetition_penalty', 'frequency_penalty', 'presence_penalty',
-  'max_tokens', 'min_tokens', 'ignore_eos', 'include_stop_str_in_output', 'skip_special_tokens', 'logprobs', 'top_logprobs',
-] as const;
+/** The generation parameters (src/generation-params) under their own names; SamplingParameters has no scheduling extras. */
+const GRPC_VOCABULARY: WireVocabulary = { omit: ['priority', 'cache_salt'] };
+const GRPC_FIELDS: ReadonlySet<string> = new Set(carriedFields(GRPC_VOCABULARY));
+const isGrpcField = (key: string): key is GenerationField => GRPC_FIELDS.has(key);
+
+/** proto3 cannot tell an empty repeated field or map from an unset one: both mean "none". */
+const isEmpty = (value: unknown): boolean => (Array.isArray(value) ? value.length === 0 : typeof value === 'object' && value !== null && Object.keys(value).length === 0);
 
 /** Unset fields stay absent so the model's defaults apply; empty lists and maps mean "none". */
-export function samplingFromWire(wire: WireSamplingParameters | null): RawSamplingParams {
+export function samplingFromWire(wire: WireSamplingParameters | null): UncheckedParams {
   if (!wire) return {};
-  const out: Record<string, unknown> = {};
-  for (const field of SCALAR_FIELDS) if (wire[field] !== undefined) out[field] = wire[field];
+  const out: { [F in GenerationField]?: unknown } = {};
+  // Own fields of the message only: proto-loader adds virtual oneof members (`_temperature`) beside them.
+  for (const [key, value] of Object.entries(wire)) if (isGrpcField(key) && value !== undefined && !isEmpty(value)) out[key] = value;
   // int64 arrives as a decimal string; an unsafe one stays a string so the validator names it.
-  if (wire.seed !== undefined) out['seed'] = Number.isSafeInteger(Number(wire.seed)) ? Number(wire.seed) : wire.seed;
-  if (wire.stop.length > 0) out['stop'] = wire.stop;
-  if (wire.stop_token_ids.length > 0) out['stop_token_ids'] = wire.stop_token_ids;
-  if (Object.keys(wire.logit_bias).length > 0) out['logit_bias'] = wire.logit_bias;
-  return out as RawSamplingParams;
+  if (wire.seed !== undefined) out.seed = Number.isSafeInteger(Number(wire.seed)) ? Number(wire.seed) : wire.seed;
+  return out;
 }
 
 export function deltaToWire(requestId: string, event: GenerationEvent): WireGenerateResponse {

@@ -156,7 +156,7 @@ describe('process', () => {
   const base: ProcessInput = { id: 'req-1', prompt: { kind: 'text', text: 'Hello world' }, arrivalTimeMs: 1000 };
 
   it('builds the GenerateRequest with model defaults and the remaining context as max_tokens', () => {
-    const { request, output, promptText } = qwen3.process({ ...base, sampling: { seed: 5, stop: ['\n'], stop_token_ids: [ENDOFTEXT] }, priority: 2, cacheSalt: 'tenant' });
+    const { request, output, promptText } = qwen3.process({ ...base, sampling: { seed: 5, stop: ['\n'], stop_token_ids: [ENDOFTEXT], priority: 2, cache_salt: 'tenant' } });
     expect(request).toEqual({
       id: 'req-1',
       promptTokenIds: [9707, 1879],
@@ -192,7 +192,7 @@ describe('process', () => {
     const error = rejection(() => small.process({ ...base, sampling: { max_tokens: 9 } }));
     expect(error).toMatchObject({ code: 'CONTEXT_LENGTH_EXCEEDED', param: 'max_tokens' });
     expect(error.message).toBe("max_tokens is too large: 9. This model's maximum context length is 10 tokens and your prompt has 2 tokens (9 > 10 - 2).");
-    expect(rejection(() => small.process({ ...base, sampling: { max_completion_tokens: 20 } })).param).toBe('max_completion_tokens');
+    expect(rejection(() => small.process({ ...base, sampling: { max_tokens: 20 }, wireNames: { max_tokens: 'max_completion_tokens' } })).param).toBe('max_completion_tokens');
     expect(rejection(() => small.process({ ...base, sampling: { min_tokens: 9 } })).param).toBe('min_tokens');
   });
 

@@ -171,11 +171,12 @@ describe('Scheduler: admission errors', () => {
     expect(h.scheduler.hasUnfinished()).toBe(false);
   });
 
-  it('rejects prompts that fill the context, empty prompts, bad max_tokens and live duplicate ids', () => {
+  it('refuses, as a broken invariant, what the input processor never admits (prompts that fill the context, empty prompts, max_tokens below 1), and live duplicate ids', () => {
     const h = harness({ numBlocks: 64, maxModelLen: 8 });
-    expect(thrown(() => h.scheduler.add(makeRequest('x', seq(8))))).toMatchObject({ code: 'CONTEXT_LENGTH_EXCEEDED', param: 'prompt' });
-    expect(thrown(() => h.scheduler.add(makeRequest('x', [])))).toMatchObject({ code: 'INVALID_ARG' });
-    expect(thrown(() => h.scheduler.add(makeRequest('x', seq(2), { maxTokens: 0 })))).toMatchObject({ code: 'INVALID_ARG', param: 'max_tokens' });
+    for (const request of [makeRequest('x', seq(8)), makeRequest('x', []), makeRequest('x', seq(2), { maxTokens: 0 })]) {
+      expect(thrown(() => h.scheduler.add(request))).toMatchObject({ code: 'INTERNAL', message: expect.stringMatching(/engine invariant broken/) });
+    }
+    expect(h.scheduler.hasUnfinished()).toBe(false);
     h.scheduler.add(makeRequest('x', seq(2)));
     expect(thrown(() => h.scheduler.add(makeRequest('x', seq(2))))).toMatchObject({ code: 'ALREADY_EXISTS' });
     expect(h.scheduler.stats().numWaiting).toBe(1);

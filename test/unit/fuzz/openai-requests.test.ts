@@ -9,11 +9,11 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { chatInput } from '../../../openai-compat/chat.js';
-import { completionPrompts, DEFAULT_MAX_TOKENS } from '../../../openai-compat/completions.js';
+import { completionParams, completionPrompts, DEFAULT_MAX_TOKENS } from '../../../openai-compat/completions.js';
 import { loadEncoderTokenizer, type EncoderTokenizer } from '../../../src/serving/encoder-tokenizer.js';
 import { tokenizeInputs } from '../../../openai-compat/embeddings.js';
 import {
-  CHAT_FIELDS, checkFields, checkNoOps, choiceCount, COMPLETION_FIELDS, optionalFlag, requireModel, requireObject, samplingFields, schedulingExtras, streamSettings, type Body,
+  CHAT_FIELDS, checkFields, checkNoOps, choiceCount, COMPLETION_FIELDS, optionalFlag, requireModel, requireObject, streamSettings, type Body,
 } from '../../../openai-compat/request-fields.js';
 import type { ProcessedRequest } from '../../../src/contracts/text-generation.js';
 import { InputProcessor } from '../../../src/engine-client/input-processor.js';
@@ -113,8 +113,8 @@ function validateCompletion(raw: unknown): ProcessedRequest[] {
   streamSettings(body);
   choiceCount(body);
   const prompts = completionPrompts(body.prompt, optionalFlag(body, 'add_special_tokens', true));
-  const sampling = { ...samplingFields(body, []), ...(body.max_tokens === undefined ? { max_tokens: DEFAULT_MAX_TOKENS } : {}) };
-  return prompts.map((prompt) => prepare({ prompt, sampling, ...schedulingExtras(body) }));
+  const params = completionParams(body);
+  return prompts.map((prompt) => prepare({ prompt, ...params }));
 }
 
 /** A prepared request the engine can run: real token ids, finite sampling values, room to generate. */

@@ -1,12 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { ConveyorError } from '../../../src/errors.js';
-import { validateSamplingParams, type RawSamplingParams } from '../../../src/vocabulary/sampling-params.js';
+import { validateSamplingParams } from '../../../src/vocabulary/sampling-params.js';
+import type { UncheckedParams, WireNames } from '../../../src/generation-params/index.js';
 
 const LIMITS = { vocabSize: 151_669 };
 
-function rejection(raw: Record<string, unknown>): ConveyorError {
+function rejection(raw: UncheckedParams, names: WireNames = {}): ConveyorError {
   try {
-    validateSamplingParams(raw as RawSamplingParams, LIMITS);
+    validateSamplingParams(raw, LIMITS, {}, names);
   } catch (error) {
     expect(error).toBeInstanceOf(ConveyorError);
     return error as ConveyorError;
@@ -56,8 +57,7 @@ describe('validateSamplingParams', () => {
         logit_bias: { '151643': -100, '42': 5.5 },
         logprobs: true,
         top_logprobs: 20,
-        max_tokens: 10,
-        max_completion_tokens: 64,
+        max_tokens: 64,
         min_tokens: 3,
         seed: -7,
         stop: ['\n\n', 'END', 'END'],
@@ -67,6 +67,8 @@ describe('validateSamplingParams', () => {
         skip_special_tokens: false,
       },
       LIMITS,
+      {},
+      { max_tokens: 'max_completion_tokens' },
     );
     expect(v.sampling).toEqual({
       temperature: 0.7,
@@ -96,7 +98,7 @@ describe('validateSamplingParams', () => {
     expect(validateSamplingParams({ stop: 'x' }, LIMITS).output.stop).toEqual(['x']);
   });
 
-  const cases: [string, Record<string, unknown>, string, RegExp][] = [
+  const cases: [string, UncheckedParams, string, RegExp, WireNames?][] = [
     ['negative temperature', { temperature: -0.1 }, 'temperature', /temperature must be non-negative, got -0.1/],
     ['non-numeric temperature', { temperature: 'hot' }, 'temperature', /temperature must be a finite number, got "hot"/],
     ['NaN temperature', { temperature: NaN }, 'temperature', /finite number/],
@@ -121,7 +123,7 @@ describe('validateSamplingParams', () => {
     ['logprobs as a string', { logprobs: 'yes' }, 'logprobs', /logprobs must be a boolean, got "yes"/],
     ['max_tokens of 0', { max_tokens: 0 }, 'max_tokens', /max_tokens must be at least 1, got 0/],
     ['fractional max_tokens', { max_tokens: 1.5 }, 'max_tokens', /max_tokens must be an integer, got 1.5/],
-    ['max_completion_tokens of -1', { max_completion_tokens: -1 }, 'max_completion_tokens', /max_completion_tokens must be at least 1, got -1/],
+    ['max_completion_tokens of -1', { max_tokens: -1 }, 'max_completion_tokens', /max_completion_tokens must be at least 1, got -1/, { max_tokens: 'max_completion_tokens' }],
     ['min_tokens above max_tokens', { max_tokens: 2, min_tokens: 3 }, 'min_tokens', /min_tokens \(3\) must not exceed max_tokens \(2\)/],
     ['negative min_tokens', { min_tokens: -1 }, 'min_tokens', /min_tokens must be non-negative, got -1/],
     ['fractional seed', { seed: 1.5 }, 'seed', /seed must be an integer within ±\(2\^53 − 1\), got 1.5/],
@@ -134,9 +136,9 @@ describe('validateSamplingParams', () => {
     ['non-boolean ignore_eos', { ignore_eos: 1 }, 'ignore_eos', /ignore_eos must be a boolean, got 1/],
   ];
 
-  for (const [name, raw, param, message] of cases) {
+  for (const [name, raw, param, message, names] of cases) {
     it(`rejects ${name} naming ${param}`, () => {
-      const error = rejection(raw);
+      const error = rejection(raw, names);
       expect(error.code).toBe('INVALID_ARG');
       expect(error.param).toBe(param);
       expect(error.message).toMatch(message);

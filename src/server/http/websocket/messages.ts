@@ -4,6 +4,7 @@
 import type { TokenLogprob } from '../../../contracts/generate.js';
 import type { GenerationEvent } from '../../../contracts/text-generation.js';
 import { asConveyorError, ConveyorError, ERROR_CATALOG, invalidArg } from '../../../errors.js';
+import { readWireParams, wireFieldNames, type WireVocabulary } from '../../../generation-params/index.js';
 import type { GenerateInput } from '../../../serving/llm-backend.js';
 
 export const MAX_ID_LENGTH = 256;
@@ -12,13 +13,9 @@ export type ClientMessage =
   | { readonly type: 'generate'; readonly id: string; readonly model: string; readonly version?: string; readonly input: GenerateInput }
   | { readonly type: 'cancel'; readonly id: string };
 
-/** Sampling fields a generate message may carry (vLLM / OpenAI names, checked by the input processor). */
-const SAMPLING_KEYS = new Set([
-  'temperature', 'top_p', 'top_k', 'min_p', 'repetition_penalty', 'frequency_penalty', 'presence_penalty', 'logit_bias',
-  'logprobs', 'top_logprobs', 'max_tokens', 'max_completion_tokens', 'min_tokens', 'seed', 'stop', 'stop_token_ids',
-  'ignore_eos', 'include_stop_str_in_output', 'skip_special_tokens',
-]);
-const GENERATE_KEYS = new Set(['type', 'id', 'model', 'version', 'messages', 'prompt', 'chat_template_kwargs', 'add_special_tokens', 'priority', ...SAMPLING_KEYS]);
+/** The generation parameters a generate message carries (src/generation-params), under OpenAI's names; checked by the input processor. */
+const WS_VOCABULARY: WireVocabulary = { omit: ['cache_salt'], aliases: { max_completion_tokens: 'max_tokens' } };
+const GENERATE_KEYS = new Set(['type', 'id', 'model', 'version', 'messages', 'prompt', 'chat_template_kwargs', 'add_special_tokens', ...wireFieldNames(WS_VOCABULARY)]);
 
 /** A frame's JSON; `id` is whatever id could be read, so an error can name the generation it belongs to. */
 export function parseClientMessage(text: string): ClientMessage {
@@ -58,10 +55,7 @@ function parseGenerate(value: Record<string, unknown>, id: string): ClientMessag
   if (typeof model !== 'string' || model === '') throw invalidArg('model must be a non-empty string', 'model');
   if (version !== undefined && typeof version !== 'string') throw invalidArg('version must be a string', 'version');
   if ((messages === undefined) === (prompt === undefined)) throw invalidArg('send exactly one of messages (chat) or prompt (text or token ids)', messages === undefined ? 'prompt' : 'messages');
-  const sampling = Object.fromEntries(Object.entries(value).filter(([key]) => SAMPLING_KEYS.has(key)));
-  const priority = value['priority'];
-  if (priority !== undefined && !Number.isSafeInteger(priority)) throw invalidArg('priority must be an integer', 'priority');
-  const input: GenerateInput = { prompt: promptOf(value), sampling, ...(priority !== undefined ? { priority: priority as number } : {}) };
+  const input: GenerateInput = { prompt: promptOf(value), ...readWireParams(value, WS_VOCABULARY) };
   return { type: 'generate', id, model, ...(version ? { version } : {}), input };
 }
 

@@ -6,7 +6,7 @@
 import type { FastifyReply } from 'fastify';
 import type { ChatMessage, GenerationEvent } from '../src/contracts/text-generation.js';
 import { invalidArg } from '../src/errors.js';
-import { readWireParams } from '../src/generation-params/index.js';
+import { readWireParams } from '../src/vocabulary/index.js';
 import type { GenerateInput } from '../src/serving/llm-backend.js';
 import type { OpenAIContext } from './context.js';
 import { prepareChoices, runChoices } from './generation.js';

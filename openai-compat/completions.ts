@@ -6,7 +6,7 @@
 import type { FastifyReply } from 'fastify';
 import type { GenerationEvent, ProcessedRequest, PromptInput } from '../src/contracts/text-generation.js';
 import { invalidArg } from '../src/errors.js';
-import { readWireParams, type WireParams } from '../src/generation-params/index.js';
+import { readWireParams, type WireParams } from '../src/vocabulary/index.js';
 import type { LlmModel } from '../src/serving/llm-backend.js';
 import type { OpenAIContext } from './context.js';
 import { unsupportedParameter } from './errors.js';

@@ -5,7 +5,7 @@
 // audio) or because nobody defines it. Nothing changes output while being silently dropped.
 
 import { invalidArg } from '../src/errors.js';
-import { wireFieldNames, type WireVocabulary } from '../src/generation-params/index.js';
+import { wireFieldNames, type WireVocabulary } from '../src/vocabulary/index.js';
 import { unknownParameter, unsupportedParameter } from './errors.js';
 
 export type Body = Readonly<Record<string, unknown>>;
@@ -13,7 +13,7 @@ export type Body = Readonly<Record<string, unknown>>;
 /** Most choices (n × prompts) one request may fan out into. */
 export const MAX_CHOICES = 128;
 
-/** The generation parameters (src/generation-params) under chat's names: OpenAI's newer name for max_tokens wins when both are sent. */
+/** The generation parameters (src/vocabulary) under chat's names: OpenAI's newer name for max_tokens wins when both are sent. */
 export const CHAT_VOCABULARY: WireVocabulary = { aliases: { max_completion_tokens: 'max_tokens' } };
 /** Completions' logprobs is the number of alternatives itself; there is no top_logprobs. */
 export const COMPLETION_VOCABULARY: WireVocabulary = { omit: ['top_logprobs'] };

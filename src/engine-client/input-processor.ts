@@ -14,13 +14,13 @@ import { ChatTemplate, messageChars, selectChatTemplate } from './input-processo
 import { createTokenizer, modelInfo, readModelFiles, type ModelFiles, type ModelInfo } from '../tokenizer/model-files.js';
 import { OffThreadTokenizer } from './offthread-tokenizer.js';
 import { encodePlain, SpecialTokenEscaper, specialTokenContents, type PromptPiece } from './special-token-escape.js';
-import type { UncheckedParams, WireNames } from '../generation-params/index.js';
+import type { UncheckedParams, WireNames } from '../vocabulary/index.js';
 import { validateSamplingParams, validateTokenIds, type SamplingDefaults, type ValidatedSampling } from '../vocabulary/sampling-params.js';
 
 export interface ProcessInput {
   readonly id: string;
   readonly prompt: PromptInput;
-  /** The generation parameters (sampling, stop, logprobs, scheduling) by their declared names (src/generation-params). */
+  /** The generation parameters (sampling, stop, logprobs, scheduling) by their declared names (src/vocabulary). */
   readonly sampling?: UncheckedParams;
   /** The caller's names for fields its protocol renames, so errors name them as the caller does. */
   readonly wireNames?: WireNames;

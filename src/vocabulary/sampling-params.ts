@@ -1,11 +1,11 @@
-// A generation's checked parameters (src/generation-params declares and checks them) turned
+// A generation's checked parameters (src/vocabulary declares and checks them) turned
 // into the engine's SamplingParams plus the stop and output options around it, with the model's
 // defaults for omitted fields. Every rejection is an INVALID_ARG ConveyorError whose `param`
 // names the field at fault in the caller's wire name, raised before anything is scheduled.
 
 import type { SamplingParams } from '../contracts/generate.js';
 import type { OutputOptions } from '../contracts/text-generation.js';
-import { checkTokenIds, parseGenerationParams, wireName, type GenerationLimits, type GenerationParams, type UncheckedParams, type WireNames } from '../generation-params/index.js';
+import { checkTokenIds, parseGenerationParams, wireName, type GenerationLimits, type GenerationParams, type UncheckedParams, type WireNames } from './index.js';
 
 /** Model-level defaults for omitted fields (generation_config.json, as vLLM applies them). */
 export interface SamplingDefaults {

@@ -8,7 +8,7 @@
 import type { Parameters } from '../../contracts/infer.js';
 import type { Tensor } from '../../contracts/tensors.js';
 import { invalidArg } from '../../errors.js';
-import { carriedFields, valueKind, type GenerationField, type UncheckedParams, type ValueKind, type WireVocabulary } from '../../generation-params/index.js';
+import { carriedFields, valueKind, type GenerationField, type UncheckedParams, type ValueKind, type WireVocabulary } from '../../vocabulary/index.js';
 
 /** The inputs an LLM request may carry, by the kind of value each holds. */
 export const TRITON_LLM_INPUTS = {
@@ -29,7 +29,7 @@ export const isTritonInput = (key: string): key is TritonInputName => Object.has
 /** Each input's single element, as received (checked and converted by buildTritonLlmRequest). */
 export type TritonInputValues = Partial<Record<TritonInputName, unknown>>;
 
-/** The generation parameters (src/generation-params) under vLLM's names; Triton's vLLM backend has no logprobs, and priority is a reserved parameter. */
+/** The generation parameters (src/vocabulary) under vLLM's names; Triton's vLLM backend has no logprobs, and priority is a reserved parameter. */
 const TRITON_VOCABULARY: WireVocabulary = { omit: ['logprobs', 'top_logprobs', 'priority', 'cache_salt'] };
 const SAMPLING_FIELDS: readonly GenerationField[] = carriedFields(TRITON_VOCABULARY);
 const isSamplingField = (key: string): key is GenerationField => (SAMPLING_FIELDS as readonly string[]).includes(key);

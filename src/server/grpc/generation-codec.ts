@@ -5,7 +5,7 @@
 import type { TokenLogprob } from '../../contracts/generate.js';
 import type { GenerationEvent } from '../../contracts/text-generation.js';
 import { invalidArg } from '../../errors.js';
-import { carriedFields, type GenerationField, type UncheckedParams, type WireVocabulary } from '../../generation-params/index.js';
+import { carriedFields, type GenerationField, type UncheckedParams, type WireVocabulary } from '../../vocabulary/index.js';
 import type { GenerateInput } from '../../serving/llm-backend.js';
 import type { WireLong } from './wire-types.js';
 
@@ -103,7 +103,7 @@ function promptFromWire(wire: WireGenerateRequest): GenerateInput['prompt'] {
   }
 }
 
-/** The generation parameters (src/generation-params) under their own names; SamplingParameters has no scheduling extras. */
+/** The generation parameters (src/vocabulary) under their own names; SamplingParameters has no scheduling extras. */
 const GRPC_VOCABULARY: WireVocabulary = { omit: ['priority', 'cache_salt'] };
 const GRPC_FIELDS: ReadonlySet<string> = new Set(carriedFields(GRPC_VOCABULARY));
 const isGrpcField = (key: string): key is GenerationField => GRPC_FIELDS.has(key);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ConveyorError } from '../../../src/errors.js';
 import { validateSamplingParams } from '../../../src/vocabulary/sampling-params.js';
-import type { UncheckedParams, WireNames } from '../../../src/generation-params/index.js';
+import type { UncheckedParams, WireNames } from '../../../src/vocabulary/index.js';
 
 const LIMITS = { vocabSize: 151_669 };
 

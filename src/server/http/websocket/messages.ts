@@ -4,7 +4,7 @@
 import type { TokenLogprob } from '../../../contracts/generate.js';
 import type { GenerationEvent } from '../../../contracts/text-generation.js';
 import { asConveyorError, ConveyorError, ERROR_CATALOG, invalidArg } from '../../../errors.js';
-import { readWireParams, wireFieldNames, type WireVocabulary } from '../../../generation-params/index.js';
+import { readWireParams, wireFieldNames, type WireVocabulary } from '../../../vocabulary/index.js';
 import type { GenerateInput } from '../../../serving/llm-backend.js';
 
 export const MAX_ID_LENGTH = 256;
@@ -13,7 +13,7 @@ export type ClientMessage =
   | { readonly type: 'generate'; readonly id: string; readonly model: string; readonly version?: string; readonly input: GenerateInput }
   | { readonly type: 'cancel'; readonly id: string };
 
-/** The generation parameters a generate message carries (src/generation-params), under OpenAI's names; checked by the input processor. */
+/** The generation parameters a generate message carries (src/vocabulary), under OpenAI's names; checked by the input processor. */
 const WS_VOCABULARY: WireVocabulary = { omit: ['cache_salt'], aliases: { max_completion_tokens: 'max_tokens' } };
 const GENERATE_KEYS = new Set(['type', 'id', 'model', 'version', 'messages', 'prompt', 'chat_template_kwargs', 'add_special_tokens', ...wireFieldNames(WS_VOCABULARY)]);
 

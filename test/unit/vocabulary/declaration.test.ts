@@ -8,7 +8,7 @@ import { completionParams } from '../../../openai-compat/completions.js';
 import { CHAT_FIELDS, COMPLETION_FIELDS } from '../../../openai-compat/request-fields.js';
 import { validateSamplingParams } from '../../../src/vocabulary/sampling-params.js';
 import { ConveyorError } from '../../../src/errors.js';
-import { GENERATION_FIELDS, generationParamsSchema, parseGenerationParams, valueKind, type UncheckedParams, type WireNames } from '../../../src/generation-params/index.js';
+import { GENERATION_FIELDS, generationParamsSchema, parseGenerationParams, valueKind, type UncheckedParams, type WireNames } from '../../../src/vocabulary/index.js';
 import { buildTritonLlmRequest } from '../../../src/server/generation/triton-llm-request.js';
 import { generateCallFromWire, type WireSamplingParameters } from '../../../src/server/grpc/generation-codec.js';
 import { parseClientMessage } from '../../../src/server/http/websocket/messages.js';

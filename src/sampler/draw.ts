@@ -89,12 +89,14 @@ export class Drawer {
     // A large top_k counts every candidate, so it always takes the complete path.
     if (params.topK > SMALL_TOP_K) return this.drawExact(row, n, params, u);
     const { c, headNats } = this;
+    // gather + min_p + top_k over the head only; whatever eligible token is left out weighs at most `slack`.
     if (!gatherEligible(c, row, n, params, headNats)) return argmax(row, n);
     const headFloor = c.max - headNats * params.temperature;
     const slack = c.floor >= headFloor ? 0 : (n - c.count) * this.tailMassPerToken;
     const topP = params.topP < 1;
     weigh(c, params.temperature, topP);
     const headMass = c.total;
+    // top_p, then walk: from the head when the nucleus is the same for any tail mass in [0, slack].
     if (topP) {
       const target = params.topP * (headMass + slack);
       if (target > headMass) return this.drawExact(row, n, params, u);
@@ -104,6 +106,7 @@ export class Drawer {
       if (slack > 0 && mass - smallest >= params.topP * headMass) return this.drawExact(row, n, params, u);
       return walk(c, u * mass);
     }
+    // walk: a draw over head + slack that lands in the head is exact as it is.
     const target = u * (headMass + slack);
     if (target < headMass) return walk(c, target);
     return this.drawTail(row, n, params, target - headMass, headFloor, key, counter);

@@ -2,7 +2,7 @@
 // (the processed row, or the model's raw one), and its most probable alternatives.
 
 import type { TopLogprob } from '../contracts/generate.js';
-import { NEGLIGIBLE_NATS, PER_NAT, expScaled } from './exp-table.js';
+import { logSumExpNear } from './exp-table.js';
 import { topN } from './select.js';
 
 export interface LogprobBasis {
@@ -28,23 +28,4 @@ export class LogprobTable {
     for (let i = 0; i < found; i++) top[i] = { tokenId: this.topIds[i]!, logprob: this.topVals[i]! - lse };
     return { lse, top };
   }
-}
-
-/**
- * log Σ exp(row[i]) over row[0, n), given its maximum. Terms more than NEGLIGIBLE_NATS below the
- * maximum are skipped: each is < 1e-13 of the largest and together they move the result by less
- * than V·e^-30 ≈ 1.4e-8 on a 151,936 vocabulary, below float32 logit precision.
- */
-export function logSumExpNear(row: Float32Array, n: number, max: number): number {
-  if (!Number.isFinite(max)) return max;
-  const floor = max - NEGLIGIBLE_NATS;
-  let sum = 0;
-  for (let i = 0; i < n; i++) {
-    const x = row[i]!;
-    if (x >= floor) {
-      const y = (max - x) * PER_NAT;
-      sum += expScaled(y, (y + 0.5) | 0);
-    }
-  }
-  return max + Math.log(sum);
 }

@@ -1,8 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { argmax, gatherNearMax, keepAtLeast, keepTopK, keepTopMass, topN } from '../../../src/sampler/select.js';
 import { Candidates, keepTopKByBuckets, keepTopP, weigh } from '../../../src/sampler/draw.js';
-import { NEGLIGIBLE_NATS } from '../../../src/sampler/exp-table.js';
-import { logSumExpNear } from '../../../src/sampler/logprobs.js';
+import { NEGLIGIBLE_NATS, logSumExpNear } from '../../../src/sampler/exp-table.js';
 
 const VOCAB = 151_936;
 

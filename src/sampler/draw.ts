@@ -1,21 +1,32 @@
-// One random draw from a processed logits row: temperature → min_p → top_k → top_p → sample.
+// One random draw from a processed logits row, as a pipeline of stages over one candidate set:
 //
-// Exponentials dominate the cost, so the common path computes them only for the "head": tokens
+//   gather   the tokens near the maximum, as logits (the window below; temperature sets its width)
+//   min_p    a logit floor, max + T·ln(min_p): no exponentials needed
+//   top_k    a small k by quickselect among the gathered or a bounded heap over the row; a large k
+//            by a histogram of buckets
+//   weigh    temperature: each logit becomes its unnormalized probability exp((logit − max) / T)
+//   top_p    the nucleus, by a histogram of masses per bucket and a partition of the boundary one
+//   walk     the token whose cumulative mass first exceeds u · total
+//
+// Exponentials dominate the cost, so the common path (`draw`) weighs only the "head": tokens
 // within 18 nats (after temperature) of the best. Every other eligible token has mass below
 // e^-18 of the best one, so their total is bounded by `slack` = count · e^-18 (≤ 2.3e-3 of the
 // head on a 151,936 vocabulary). The draw stays exact by rejection: a uniform draw over
 // head + slack that lands in the head is a head token with exactly the right probability; one
 // that lands in the slack (rarely) resolves the tail exactly, and if it falls past the true tail
-// mass, redraws from the complete distribution. top_p likewise decides from the head alone only
-// when every tail mass in [0, slack] gives the same nucleus. Trained models put nearly all tokens
-// far below the best, so the head is small; a random-weight model's flat row is all head.
+// mass, redraws from the complete distribution (`drawExact`: the same stages over the 30-nat
+// window). top_p likewise decides from the head alone only when every tail mass in [0, slack]
+// gives the same nucleus. Trained models put nearly all tokens far below the best, so the head is
+// small; a random-weight model's flat row is all head. Tokens more than 30 nats below the best
+// have probability < 1e-13 each and < 1.5e-8 together, under float32 logit resolution: mass 0.
 //
-// Tokens more than 30 nats below the best are treated as mass 0 (see sampler-truncate.ts).
+// Stages rearrange the candidates so the kept ones are [0, count), never sort them, and work in
+// typed arrays sized once per sampler.
 
 import type { SamplingParams } from '../contracts/generate.js';
+import { NEGLIGIBLE_NATS, NUM_BUCKETS, PER_NAT, expScaled } from './exp-table.js';
 import { redrawKey, uniformAt, type StreamKey } from './rng.js';
-import { argmax, gatherBetween, gatherNearMax, keepAtLeast, keepTopK, kthLargest } from './select.js';
-import { CandidateTruncation, NEGLIGIBLE_NATS } from './truncate.js';
+import { argmax, gatherBetween, gatherNearMax, keepAtLeast, keepTopK, keepTopMass, kthLargest } from './select.js';
 
 /** Up to this k, top_k selects from the gathered window or with a bounded heap over the row. */
 export const SMALL_TOP_K = 256;
@@ -23,16 +34,40 @@ export const SMALL_TOP_K = 256;
 const QUICKSELECT_LIMIT = 8192;
 const HEAD_NATS = 18;
 
+/** The candidate set of one draw and the scratch its stages work in. */
+export class Candidates {
+  /** Token ids, parallel to `vals`; entries [0, count) are the candidates. */
+  readonly ids: Int32Array;
+  /** Logits until `weigh`, unnormalized probabilities after. */
+  readonly vals: Float64Array;
+  count = 0;
+  /** The row's maximum, found by the gather. */
+  max = -Infinity;
+  /** The eligibility floor from min_p and a small top_k alone (no window), as a logit. */
+  floor = -Infinity;
+  /** The candidates' mass, left by `weigh`. */
+  total = 0;
+  /** Each candidate's bucket (its distance below the maximum, see exp-table.ts). */
+  readonly buckets: Uint16Array;
+  readonly countPerBucket = new Uint32Array(NUM_BUCKETS);
+  readonly massPerBucket = new Float64Array(NUM_BUCKETS);
+  // The boundary bucket's entries, set aside while the rest is compacted.
+  readonly sideIds: Int32Array;
+  readonly sideVals: Float64Array;
+  readonly heapIds = new Int32Array(SMALL_TOP_K);
+  readonly heapVals = new Float64Array(SMALL_TOP_K);
+
+  constructor(capacity: number) {
+    this.ids = new Int32Array(capacity);
+    this.vals = new Float64Array(capacity);
+    this.buckets = new Uint16Array(capacity);
+    this.sideIds = new Int32Array(capacity);
+    this.sideVals = new Float64Array(capacity);
+  }
+}
+
 export class Drawer {
-  /** The row's maximum seen by the last draw (the logprobs need it too). */
-  readonly gathered = { max: -Infinity };
-  private readonly ids: Int32Array;
-  private readonly vals: Float64Array;
-  private readonly heapIds = new Int32Array(SMALL_TOP_K);
-  private readonly heapVals = new Float64Array(SMALL_TOP_K);
-  private readonly truncation: CandidateTruncation;
-  /** Eligibility floor from min_p and a small top_k for the current draw (no window). */
-  private floor = -Infinity;
+  private readonly c: Candidates;
   private readonly tailMassPerToken: number;
 
   /** `headNats` exists for tests, which need a tail heavy enough to observe. */
@@ -40,129 +75,241 @@ export class Drawer {
     capacity: number,
     private readonly headNats = HEAD_NATS,
   ) {
+    this.c = new Candidates(capacity);
     this.tailMassPerToken = Math.exp(-headNats);
-    this.ids = new Int32Array(capacity);
-    this.vals = new Float64Array(capacity);
-    this.truncation = new CandidateTruncation(capacity);
+  }
+
+  /** The row's maximum seen by the last draw (the logprobs need it too). */
+  get max(): number {
+    return this.c.max;
   }
 
   draw(row: Float32Array, n: number, params: SamplingParams, key: StreamKey, counter: number): number {
     const u = uniformAt(key, counter);
     // A large top_k counts every candidate, so it always takes the complete path.
     if (params.topK > SMALL_TOP_K) return this.drawExact(row, n, params, u);
-    const t = params.temperature;
-    const count = this.gatherEligible(row, n, params, this.headNats);
-    const max = this.gathered.max;
-    if (count < 0) return argmax(row, n);
-    const headFloor = max - this.headNats * t;
-    const slack = this.floor >= headFloor ? 0 : (n - count) * this.tailMassPerToken;
-    const { ids, vals, truncation } = this;
+    const { c, headNats } = this;
+    // gather + min_p + top_k over the head only; whatever eligible token is left out weighs at most `slack`.
+    if (!gatherEligible(c, row, n, params, headNats)) return argmax(row, n);
+    const headFloor = c.max - headNats * params.temperature;
+    const slack = c.floor >= headFloor ? 0 : (n - c.count) * this.tailMassPerToken;
     const topP = params.topP < 1;
-    let kept = truncation.weigh(ids, vals, count, max, t, headFloor, topP);
-    const headMass = truncation.total;
+    weigh(c, params.temperature, topP);
+    const headMass = c.total;
+    // top_p, then walk: from the head when the nucleus is the same for any tail mass in [0, slack].
     if (topP) {
       const target = params.topP * (headMass + slack);
       if (target > headMass) return this.drawExact(row, n, params, u);
-      kept = truncation.topP(ids, vals, kept, target);
-      let mass = 0;
-      let smallest = Infinity;
-      for (let j = 0; j < kept; j++) {
-        mass += vals[j]!;
-        if (vals[j]! < smallest) smallest = vals[j]!;
-      }
+      keepTopP(c, target);
+      const { mass, smallest } = massAndSmallest(c);
       // The nucleus must not depend on the unknown tail mass: the boundary token must cross for any of it.
       if (slack > 0 && mass - smallest >= params.topP * headMass) return this.drawExact(row, n, params, u);
-      return walk(ids, vals, kept, u * mass);
+      return walk(c, u * mass);
     }
+    // walk: a draw over head + slack that lands in the head is exact as it is.
     const target = u * (headMass + slack);
-    if (target < headMass) return walk(ids, vals, kept, target);
+    if (target < headMass) return walk(c, target);
     return this.drawTail(row, n, params, target - headMass, headFloor, key, counter);
-  }
-
-  /**
-   * Gathers eligible tokens within `window` nats (after temperature) of the best, as logits:
-   * above min_p's floor and within a small top_k. Sets `gathered.max` and `floor` (the floor
-   * from min_p and top_k alone); returns the count, or −1 when the row has no finite maximum.
-   */
-  private gatherEligible(row: Float32Array, n: number, params: SamplingParams, window: number): number {
-    const t = params.temperature;
-    const k = params.topK;
-    const smallK = k > 0 && k <= SMALL_TOP_K;
-    // A small top_k over a flat row would gather everything only to select a few: stop early and use the heap.
-    let count = gatherNearMax(row, n, window * t, this.ids, this.vals, this.gathered, smallK ? QUICKSELECT_LIMIT : n);
-    if (smallK && count > QUICKSELECT_LIMIT) return this.gatherTopKByHeap(row, n, params, window);
-    const max = this.gathered.max;
-    // Everything banned, or an infinite logit: no distribution to draw from, only a best token.
-    if (!Number.isFinite(max)) return -1;
-    const windowFloor = max - window * t;
-    const floorP = minPFloor(params, max);
-    count = keepAtLeast(this.ids, this.vals, count, Math.max(floorP, windowFloor));
-    this.floor = floorP;
-    if (!smallK) return count;
-    if (count >= k) {
-      // The k best are all in the window: select them among the few gathered.
-      count = keepTopK(this.ids, this.vals, 0, count, k);
-      let kth = Infinity;
-      for (let j = 0; j < count; j++) kth = Math.min(kth, this.vals[j]!);
-      this.floor = Math.max(floorP, kth);
-      return count;
-    }
-    // Fewer than k eligible tokens and all of them gathered: top_k keeps them all.
-    if (floorP >= windowFloor) return count;
-    return this.gatherTopKByHeap(row, n, params, window);
-  }
-
-  /** A small top_k's k-th value from a bounded heap over the whole row, then the tokens above it. */
-  private gatherTopKByHeap(row: Float32Array, n: number, params: SamplingParams, window: number): number {
-    const kth = kthLargest(row, n, params.topK, this.heapIds, this.heapVals, this.gathered);
-    const max = this.gathered.max;
-    if (!Number.isFinite(max)) return -1;
-    this.floor = Math.max(minPFloor(params, max), kth);
-    return gatherBetween(row, n, Math.max(this.floor, max - window * params.temperature), Infinity, this.ids, this.vals);
   }
 
   /** The complete path: every eligible token within the 30-nat window, weighed exactly. */
   private drawExact(row: Float32Array, n: number, params: SamplingParams, u: number): number {
-    const t = params.temperature;
-    const { ids, vals, truncation } = this;
-    let count = this.gatherEligible(row, n, params, NEGLIGIBLE_NATS);
-    if (count < 0) return argmax(row, n);
-    const max = this.gathered.max;
-    if (params.topK > SMALL_TOP_K) count = truncation.topK(ids, vals, count, params.topK, max, t);
+    const { c } = this;
+    if (!gatherEligible(c, row, n, params, NEGLIGIBLE_NATS)) return argmax(row, n);
+    if (params.topK > SMALL_TOP_K) keepTopKByBuckets(c, params.topK, params.temperature);
     const topP = params.topP < 1;
-    count = truncation.weigh(ids, vals, count, max, t, -Infinity, topP);
-    let total = truncation.total;
-    if (topP && count > 1) {
-      count = truncation.topP(ids, vals, count, params.topP * total);
-      total = 0;
-      for (let j = 0; j < count; j++) total += vals[j]!;
+    weigh(c, params.temperature, topP);
+    let total = c.total;
+    if (topP && c.count > 1) {
+      keepTopP(c, params.topP * total);
+      total = massAndSmallest(c).mass;
     }
-    return walk(ids, vals, count, u * total);
+    return walk(c, u * total);
   }
 
   /** A draw that landed `offset` past the head mass: the exact tail decides, or a fresh complete draw. */
   private drawTail(row: Float32Array, n: number, params: SamplingParams, offset: number, headFloor: number, key: StreamKey, counter: number): number {
-    const t = params.temperature;
-    const max = this.gathered.max;
-    const lo = Math.max(this.floor, max - NEGLIGIBLE_NATS * t);
-    const count = this.truncation.weigh(this.ids, this.vals, gatherBetween(row, n, lo, headFloor, this.ids, this.vals), max, t, -Infinity, false);
-    if (offset < this.truncation.total) return walk(this.ids, this.vals, count, offset);
+    const { c } = this;
+    const lo = Math.max(c.floor, c.max - NEGLIGIBLE_NATS * params.temperature);
+    c.count = gatherBetween(row, n, lo, headFloor, c.ids, c.vals);
+    weigh(c, params.temperature, false);
+    if (offset < c.total) return walk(c, offset);
     // Rejected (the slack over-estimated the tail): a fresh draw from the full distribution is exact.
     return this.drawExact(row, n, params, uniformAt(redrawKey(key), counter));
   }
 }
 
-/** min_p keeps p ≥ min_p · p_max, i.e. logit ≥ max + T·ln(min_p): no exponentials needed. */
+// ---------------------------------------------------------------------------------------------
+// Stages, in pipeline order.
+
+/**
+ * gather + min_p + small top_k: the eligible tokens within `window` nats (after temperature) of
+ * the best, as logits. Sets `max`, `count` and `floor`; false when the row has no finite maximum
+ * (everything banned, or an infinite logit: no distribution to draw from, only a best token).
+ */
+export function gatherEligible(c: Candidates, row: Float32Array, n: number, params: SamplingParams, window: number): boolean {
+  const k = params.topK;
+  const smallK = k > 0 && k <= SMALL_TOP_K;
+  // A small top_k over a flat row would gather everything only to select a few: stop early and use the heap.
+  const gathered = gatherNearMax(row, n, window * params.temperature, c.ids, c.vals, c, smallK ? QUICKSELECT_LIMIT : n);
+  if (smallK && gathered > QUICKSELECT_LIMIT) return gatherTopKByHeap(c, row, n, params, window);
+  if (!Number.isFinite(c.max)) return false;
+  const windowFloor = c.max - window * params.temperature;
+  const floorP = minPFloor(params, c.max);
+  c.count = keepAtLeast(c.ids, c.vals, gathered, Math.max(floorP, windowFloor));
+  c.floor = floorP;
+  if (!smallK) return true;
+  if (c.count >= k) {
+    // The k best are all in the window: select them among the few gathered.
+    c.count = keepTopK(c.ids, c.vals, 0, c.count, k);
+    let kth = Infinity;
+    for (let j = 0; j < c.count; j++) kth = Math.min(kth, c.vals[j]!);
+    c.floor = Math.max(floorP, kth);
+    return true;
+  }
+  // Fewer than k eligible tokens and all of them gathered: top_k keeps them all.
+  if (floorP >= windowFloor) return true;
+  return gatherTopKByHeap(c, row, n, params, window);
+}
+
+/** min_p keeps p ≥ min_p · p_max, i.e. logit ≥ max + T·ln(min_p). */
 function minPFloor(params: SamplingParams, max: number): number {
   return params.minP > 0 ? max + params.temperature * Math.log(params.minP) : -Infinity;
 }
 
+/** A small top_k's k-th value from a bounded heap over the whole row, then the tokens above it. */
+function gatherTopKByHeap(c: Candidates, row: Float32Array, n: number, params: SamplingParams, window: number): boolean {
+  const kth = kthLargest(row, n, params.topK, c.heapIds, c.heapVals, c);
+  if (!Number.isFinite(c.max)) return false;
+  c.floor = Math.max(minPFloor(params, c.max), kth);
+  c.count = gatherBetween(row, n, Math.max(c.floor, c.max - window * params.temperature), Infinity, c.ids, c.vals);
+  return true;
+}
+
+/**
+ * A large top_k over candidates that are still logits: keeps the k largest plus ties with the
+ * k-th. The buckets above the k-th's are kept wholesale; only the boundary bucket is partitioned.
+ */
+export function keepTopKByBuckets(c: Candidates, k: number, temperature: number): void {
+  if (k >= c.count) return;
+  const scale = PER_NAT / temperature;
+  const { buckets, countPerBucket: counts } = c;
+  counts.fill(0);
+  for (let j = 0; j < c.count; j++) {
+    const b = bucketOf(c.max, c.vals[j]!, scale);
+    buckets[j] = b;
+    counts[b] = counts[b]! + 1;
+  }
+  let boundary = 0;
+  let above = 0;
+  while (above + counts[boundary]! < k) above += counts[boundary++]!;
+  const side = setBoundaryAside(c, boundary);
+  appendSide(c, keepTopK(c.sideIds, c.sideVals, 0, side, k - above));
+}
+
+/**
+ * Temperature: replaces each candidate's logit with its unnormalized probability
+ * exp((logit − max) / T) and leaves their sum in `total`. With `forTopP`, also records each
+ * one's bucket and the mass per bucket for keepTopP.
+ */
+export function weigh(c: Candidates, temperature: number, forTopP: boolean): void {
+  const { vals, max, count } = c;
+  const scale = PER_NAT / temperature;
+  let total = 0;
+  // Two loops rather than a branch per candidate: this is the draw's hottest loop on a flat row.
+  if (!forTopP) {
+    for (let j = 0; j < count; j++) {
+      const y = (max - vals[j]!) * scale;
+      const p = expScaled(y, Math.min((y + 0.5) | 0, NUM_BUCKETS - 1));
+      vals[j] = p;
+      total += p;
+    }
+    c.total = total;
+    return;
+  }
+  const { buckets, massPerBucket: masses } = c;
+  masses.fill(0);
+  for (let j = 0; j < count; j++) {
+    const y = (max - vals[j]!) * scale;
+    const k = Math.min((y + 0.5) | 0, NUM_BUCKETS - 1);
+    const p = expScaled(y, k);
+    buckets[j] = k;
+    vals[j] = p;
+    masses[k] = masses[k]! + p;
+    total += p;
+  }
+  c.total = total;
+}
+
+/**
+ * top_p over weighed candidates: keeps the most probable tokens while the mass kept before each
+ * is below `target` (= top_p × total), so the token that crosses it stays.
+ */
+export function keepTopP(c: Candidates, target: number): void {
+  const masses = c.massPerBucket;
+  let boundary = 0;
+  let above = 0;
+  while (boundary < NUM_BUCKETS - 1 && above + masses[boundary]! < target) above += masses[boundary++]!;
+  const side = setBoundaryAside(c, boundary);
+  appendSide(c, keepTopMass(c.sideIds, c.sideVals, 0, side, above, target));
+}
+
 /** The token whose cumulative mass first exceeds `target`, walking the candidates in order. */
-function walk(ids: Int32Array, vals: Float64Array, count: number, target: number): number {
+function walk(c: Candidates, target: number): number {
+  const { ids, vals, count } = c;
   let acc = 0;
   for (let j = 0; j < count; j++) {
     acc += vals[j]!;
     if (target < acc) return ids[j]!;
   }
   return ids[Math.max(0, count - 1)]!;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Helpers of the bucketed stages.
+
+function bucketOf(max: number, logit: number, scale: number): number {
+  return Math.min(((max - logit) * scale + 0.5) | 0, NUM_BUCKETS - 1);
+}
+
+function massAndSmallest(c: Candidates): { mass: number; smallest: number } {
+  let mass = 0;
+  let smallest = Infinity;
+  for (let j = 0; j < c.count; j++) {
+    mass += c.vals[j]!;
+    if (c.vals[j]! < smallest) smallest = c.vals[j]!;
+  }
+  return { mass, smallest };
+}
+
+/**
+ * Moves the candidates of buckets above `boundary` to the front (in order), sets the boundary
+ * bucket's aside and drops the rest; `count` becomes the front's length and the return value the
+ * number set aside. Copying forward is safe because every position is read before it is written.
+ */
+function setBoundaryAside(c: Candidates, boundary: number): number {
+  const { ids, vals, buckets, sideIds, sideVals, count } = c;
+  let w = 0;
+  let side = 0;
+  for (let j = 0; j < count; j++) {
+    const b = buckets[j]!;
+    if (b < boundary) {
+      ids[w] = ids[j]!;
+      vals[w++] = vals[j]!;
+    } else if (b === boundary) {
+      sideIds[side] = ids[j]!;
+      sideVals[side++] = vals[j]!;
+    }
+  }
+  c.count = w;
+  return side;
+}
+
+/** Appends the first `kept` set-aside entries after the front. */
+function appendSide(c: Candidates, kept: number): void {
+  for (let j = 0; j < kept; j++) {
+    c.ids[c.count + j] = c.sideIds[j]!;
+    c.vals[c.count + j] = c.sideVals[j]!;
+  }
+  c.count += kept;
 }

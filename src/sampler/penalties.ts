@@ -38,8 +38,8 @@ export interface PenaltyInput {
   readonly bannedTokenIds: ArrayLike<number> | null;
 }
 
-/** True when `apply` would change anything: lets the sampler skip the call entirely. */
-export function hasLogitProcessors(input: PenaltyInput): boolean {
+/** True when `apply` would change anything. */
+function hasLogitProcessors(input: PenaltyInput): boolean {
   const p = input.params;
   return (
     (input.bannedTokenIds !== null && input.bannedTokenIds.length > 0) ||
@@ -78,8 +78,10 @@ export class LogitProcessors {
    * Applies, in vLLM V1's order: banned tokens and logit_bias (the logits processors), then the
    * repetition penalty (HF: positive logits ÷ p, negative × p, over prompt ∪ output), then the
    * frequency and presence penalties (OpenAI: − f·count − p·[count > 0], over the output only).
+   * Returns false, touching nothing, when the request has none of them.
    */
-  apply(row: Float32Array, input: PenaltyInput): void {
+  apply(row: Float32Array, input: PenaltyInput): boolean {
+    if (!hasLogitProcessors(input)) return false;
     this.nextEpoch();
     const { params, bannedTokenIds } = input;
     if (bannedTokenIds) {
@@ -90,7 +92,7 @@ export class LogitProcessors {
       for (let i = 0; i < ids.length; i++) this.set(row, ids[i]!, row[ids[i]!]! + values[i]!);
     }
     const needCounts = params.frequencyPenalty !== 0 || params.presencePenalty !== 0 || params.repetitionPenalty !== 1;
-    if (!needCounts) return;
+    if (!needCounts) return true;
     this.countOutput(input.outputTokenIds);
     if (params.repetitionPenalty !== 1) this.applyRepetition(row, input.promptTokenIds, params.repetitionPenalty);
     if (params.frequencyPenalty !== 0 || params.presencePenalty !== 0) {
@@ -99,6 +101,7 @@ export class LogitProcessors {
         this.set(row, t, row[t]! - params.frequencyPenalty * this.counts[t]! - params.presencePenalty);
       }
     }
+    return true;
   }
 
   /** The row's value for `tokenId` before the last `apply` touched it. */

@@ -1,26 +1,29 @@
 // The sampler: one token per sequence from a float32 logits row, on the engine worker.
 //
-// Pipeline (vLLM V1's order): banned tokens and logit_bias → repetition, frequency and presence
-// penalties → greedy argmax when temperature < 1e-5, otherwise temperature → min_p → top_k →
-// top_p → one draw from the request's own counter-based stream (sampler-rng.ts).
+// One token, top to bottom (vLLM V1's order), all in `sample`:
+//   1. logit processors (penalties.ts): banned tokens and logit_bias, then the repetition,
+//      frequency and presence penalties, in place, touching only seen tokens;
+//   2. greedy argmax when temperature < 1e-5, otherwise one random draw (draw.ts): temperature →
+//      min_p → top_k → top_p → a draw from the request's own counter-based stream (rng.ts);
+//   3. logprobs beside the draw (logprobs.ts).
 //
 // Cost model on a 151,936-token row: the penalties touch only seen tokens; greedy is one compare
 // pass; a random draw is one compare pass that gathers the tokens near the maximum, exponentials
-// for those only, and top_k / top_p by bounded heaps and partitioning, never a sort of the row
-// (sampler-draw.ts). Tokens more than 30 nats below the best have probability < 1e-13 each and
-// < 1.5e-8 together, under float32 logit resolution, so they count as zero.
+// for those only, and top_k / top_p by bounded heaps and partitioning, never a sort of the row.
+// Tokens more than 30 nats below the best have probability < 1e-13 each and < 1.5e-8 together,
+// under float32 logit resolution, so they count as zero.
 //
 // Logprobs are the log-softmax over the sampleable vocabulary of the logits after banned tokens,
 // logit_bias and penalties, before temperature and truncation ("processed", the contract's
 // definition: a greedy request still gets meaningful values). `logprobsMode: 'raw'` reports the
 // model's unprocessed log-softmax instead, which is vLLM V1's default.
 
-import type { SampledTokens, SamplingParams, TokenLogprob, TopLogprob } from '../contracts/generate.js';
-import { LogitProcessors, hasLogitProcessors, type PenaltyInput } from './penalties.js';
-import { seededKey, unseededKey, type StreamKey } from './rng.js';
+import type { SampledTokens, SamplingParams, TokenLogprob } from '../contracts/generate.js';
 import { Drawer } from './draw.js';
-import { argmax, topN } from './select.js';
-import { logSumExpNear } from './truncate.js';
+import { LogprobTable, type LogprobBasis } from './logprobs.js';
+import { LogitProcessors, type PenaltyInput } from './penalties.js';
+import { seededKey, unseededKey, type StreamKey } from './rng.js';
+import { argmax } from './select.js';
 
 /** Temperatures below this are greedy (vLLM's _SAMPLING_EPS). */
 export const SAMPLING_EPS = 1e-5;
@@ -60,8 +63,7 @@ export class Sampler {
   private readonly mode: LogprobsMode;
   private readonly processors: LogitProcessors;
   private readonly drawer: Drawer;
-  private topIds = new Int32Array(32);
-  private topVals = new Float64Array(32);
+  private readonly logprobs = new LogprobTable();
 
   constructor(options: SamplerOptions) {
     this.vocabSize = options.vocabSize;
@@ -75,27 +77,20 @@ export class Sampler {
   sample(input: SamplerInput): SampleResult {
     const { logits: row, params } = input;
     const n = Math.min(row.length, this.sampleable);
-    let raw: { lse: number; top: TopLogprob[] } | null = null;
-    if (params.logprobs && this.mode === 'raw') raw = this.logprobBasis(row, n, row[argmax(row, n)]!, params.topLogprobs);
-    const processed = hasLogitProcessors(input);
-    if (processed) this.processors.apply(row, input);
+    const wantsLogprobs = params.logprobs;
+    // Raw logprobs describe the row before any processor touches it.
+    const raw = wantsLogprobs && this.mode === 'raw' ? this.logprobs.basis(row, n, row[argmax(row, n)]!, params.topLogprobs) : null;
 
-    let tokenId: number;
-    let max: number;
-    if (params.temperature < SAMPLING_EPS) {
-      tokenId = argmax(row, n);
-      max = row[tokenId]!;
-    } else {
-      tokenId = this.drawer.draw(row, n, params, streamKey(input.requestId, params), input.outputTokenIds.length);
-      max = this.drawer.gathered.max;
-    }
-    if (!params.logprobs) return { tokenId, logprob: null };
-    if (raw) {
-      const chosen = processed ? this.processors.originalValue(row, tokenId) : row[tokenId]!;
-      return { tokenId, logprob: { tokenId, logprob: chosen - raw.lse, top: raw.top } };
-    }
-    const basis = this.logprobBasis(row, n, max, params.topLogprobs);
-    return { tokenId, logprob: { tokenId, logprob: row[tokenId]! - basis.lse, top: basis.top } };
+    const processed = this.processors.apply(row, input);
+
+    const greedy = params.temperature < SAMPLING_EPS;
+    const tokenId = greedy ? argmax(row, n) : this.drawer.draw(row, n, params, streamKey(input.requestId, params), input.outputTokenIds.length);
+
+    if (!wantsLogprobs) return { tokenId, logprob: null };
+    if (raw) return { tokenId, logprob: logprobOf(tokenId, processed ? this.processors.originalValue(row, tokenId) : row[tokenId]!, raw) };
+    // Greedy and the draw both found the processed row's maximum already.
+    const max = greedy ? row[tokenId]! : this.drawer.max;
+    return { tokenId, logprob: logprobOf(tokenId, row[tokenId]!, this.logprobs.basis(row, n, max, params.topLogprobs)) };
   }
 
   /**
@@ -110,18 +105,10 @@ export class Sampler {
       return { requestId: row.requestId, tokenIds: [tokenId], logprobs: logprob ? [logprob] : null };
     });
   }
+}
 
-  private logprobBasis(row: Float32Array, n: number, max: number, numTop: number): { lse: number; top: TopLogprob[] } {
-    const lse = logSumExpNear(row, n, max);
-    if (numTop > this.topIds.length) {
-      this.topIds = new Int32Array(numTop);
-      this.topVals = new Float64Array(numTop);
-    }
-    const found = topN(row, n, numTop, this.topIds, this.topVals);
-    const top: TopLogprob[] = new Array(found);
-    for (let i = 0; i < found; i++) top[i] = { tokenId: this.topIds[i]!, logprob: this.topVals[i]! - lse };
-    return { lse, top };
-  }
+function logprobOf(tokenId: number, logit: number, basis: LogprobBasis): TokenLogprob {
+  return { tokenId, logprob: logit - basis.lse, top: basis.top };
 }
 
 function streamKey(requestId: string, params: SamplingParams): StreamKey {

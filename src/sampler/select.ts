@@ -8,7 +8,7 @@
 /** Where a three-way partition left its regions; module-level so partitioning never allocates. */
 const region = { gt: 0, lt: 0 };
 
-export function swap(val: Float64Array, idx: Int32Array, i: number, j: number): void {
+function swap(val: Float64Array, idx: Int32Array, i: number, j: number): void {
   const v = val[i]!;
   val[i] = val[j]!;
   val[j] = v;

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { argmax, gatherNearMax, keepAtLeast, keepTopK, keepTopMass, topN } from '../../../src/sampler/select.js';
-import { CandidateTruncation, NEGLIGIBLE_NATS, logSumExpNear } from '../../../src/sampler/truncate.js';
+import { Candidates, keepTopKByBuckets, keepTopP, weigh } from '../../../src/sampler/draw.js';
+import { NEGLIGIBLE_NATS, logSumExpNear } from '../../../src/sampler/exp-table.js';
 
 const VOCAB = 151_936;
 
@@ -28,13 +29,12 @@ function reference(row: Float32Array, temperature: number): { order: number[]; m
 
 const sorted = (ids: Int32Array, count: number): number[] => Array.from(ids.subarray(0, count)).sort((a, b) => a - b);
 
-function candidates(row: Float32Array, temperature: number): { ids: Int32Array; vals: Float64Array; count: number; max: number } {
-  const ids = new Int32Array(VOCAB);
-  const vals = new Float64Array(VOCAB);
-  const out = { max: 0 };
-  let count = gatherNearMax(row, VOCAB, NEGLIGIBLE_NATS * temperature, ids, vals, out);
-  count = keepAtLeast(ids, vals, count, out.max - NEGLIGIBLE_NATS * temperature);
-  return { ids, vals, count, max: out.max };
+/** The candidate set within the negligible-mass window of the maximum, as the draw's gather leaves it. */
+function candidates(row: Float32Array, temperature: number): Candidates {
+  const c = new Candidates(VOCAB);
+  const gathered = gatherNearMax(row, VOCAB, NEGLIGIBLE_NATS * temperature, c.ids, c.vals, c);
+  c.count = keepAtLeast(c.ids, c.vals, gathered, c.max - NEGLIGIBLE_NATS * temperature);
+  return c;
 }
 
 describe('selection kernels on a 151,936 vocabulary match a full sort', () => {
@@ -55,8 +55,8 @@ describe('selection kernels on a 151,936 vocabulary match a full sort', () => {
         const kth = row[order[k - 1]!]!;
         const expected = order.filter((i) => row[i]! >= kth).sort((a, b) => a - b);
         const c = candidates(row, 1);
-        const kept = new CandidateTruncation(VOCAB).topK(c.ids, c.vals, c.count, k, c.max, 1);
-        expect(sorted(c.ids, kept)).toEqual(expected);
+        keepTopKByBuckets(c, k, 1);
+        expect(sorted(c.ids, c.count)).toEqual(expected);
         const d = candidates(row, 1);
         expect(sorted(d.ids, keepTopK(d.ids, d.vals, 0, d.count, k))).toEqual(expected);
       });
@@ -74,18 +74,18 @@ describe('selection kernels on a 151,936 vocabulary match a full sort', () => {
           above += mass[i]!;
         }
         const c = candidates(row, 1);
-        const truncation = new CandidateTruncation(VOCAB);
-        const count = truncation.weigh(c.ids, c.vals, c.count, c.max, 1, -Infinity, true);
-        expect(truncation.total / total).toBeCloseTo(1, 7);
-        const kept = truncation.topP(c.ids, c.vals, count, p * truncation.total);
+        weigh(c, 1, true);
+        expect(c.total / total).toBeCloseTo(1, 7);
+        keepTopP(c, p * c.total);
+        const kept = c.count;
         // Ties at the boundary may be resolved differently; the count and every strictly better token agree.
         expect(kept).toBe(expected.length);
         const boundary = row[expected[expected.length - 1]!]!;
         const keptSet = new Set(c.ids.subarray(0, kept));
         for (const i of expected) if (row[i]! > boundary) expect(keptSet.has(i)).toBe(true);
         const weighed = candidates(row, 1);
-        const n2 = new CandidateTruncation(VOCAB).weigh(weighed.ids, weighed.vals, weighed.count, weighed.max, 1, -Infinity, false);
-        expect(keepTopMass(weighed.ids, weighed.vals, 0, n2, 0, p * truncation.total)).toBe(expected.length);
+        weigh(weighed, 1, false);
+        expect(keepTopMass(weighed.ids, weighed.vals, 0, weighed.count, 0, p * c.total)).toBe(expected.length);
       });
     }
 

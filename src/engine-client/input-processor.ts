@@ -23,8 +23,6 @@ export interface ProcessInput {
   readonly id: string;
   readonly prompt: PromptInput;
   readonly sampling?: RawSamplingParams;
-  /** ms on the engine's clock. */
-  readonly arrivalTimeMs: number;
   readonly priority?: number;
   readonly cacheSalt?: string | null;
 }
@@ -185,7 +183,6 @@ export class InputProcessor {
         stopTokenIds: validated.stopTokenIds,
       },
       priority: input.priority ?? 0,
-      arrivalTimeMs: input.arrivalTimeMs,
       cacheSalt: input.cacheSalt ?? null,
     };
     return { request, output: validated.output, promptText: text };

@@ -15,7 +15,7 @@ export interface Usage {
 }
 
 export interface GenerationTimings {
-  /** ms since the epoch. */
+  /** Arrival at the engine; every time here is ms on the engine's clock (about the epoch). */
   readonly arrivalMs: number;
   readonly scheduledMs: number | null;
   readonly firstTokenMs: number | null;
@@ -47,7 +47,6 @@ export class OutputProcessor {
     decoder: TokenDecoder,
     promptTokenIds: readonly number[],
     private readonly options: OutputOptions,
-    private readonly arrivalMs: number,
   ) {
     this.detokenizer = new IncrementalDetokenizer(decoder, { skipSpecialTokens: options.skipSpecialTokens, contextTokenIds: promptTokenIds });
     this.stops = new StopStringMatcher(options.stop, options.includeStopStrInOutput);
@@ -82,7 +81,7 @@ export class OutputProcessor {
       finishReason,
       stopReason: this.stopString ?? update.stopTokenId,
       usage: { promptTokens: update.numPromptTokens, completionTokens: update.numOutputTokens, cachedTokens: update.numCachedTokens },
-      timings: { arrivalMs: this.arrivalMs, scheduledMs: update.scheduledTimeMs, firstTokenMs: update.firstTokenTimeMs, tokenMs: timeMs },
+      timings: { arrivalMs: update.arrivalTimeMs, scheduledMs: update.scheduledTimeMs, firstTokenMs: update.firstTokenTimeMs, tokenMs: timeMs },
     };
   }
 }

@@ -1,7 +1,7 @@
 // Messages between the main thread and an LLM engine worker. Token output crosses as one
 // message per engine step (StepOutput), never one per token.
 
-import type { GenerateRequest, StepOutput } from './generate.js';
+import type { GenerateRequest, SchedulingPolicy, StepOutput } from './generate.js';
 import type { Device, FaultInjection } from './worker-messages.js';
 
 /** workerData of an engine worker (mirrors EngineConfig; plain data). */
@@ -15,6 +15,8 @@ export interface EngineWorkerData {
   readonly blockSize: number;
   readonly kvCacheBytes: number;
   readonly enablePrefixCaching: boolean;
+  /** 'fcfs' when absent. */
+  readonly schedulingPolicy?: SchedulingPolicy;
   readonly sampleableVocabSize?: number;
   /** Absent unless a test enabled fault injection. */
   readonly faultInjection?: FaultInjection;

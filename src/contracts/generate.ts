@@ -57,14 +57,19 @@ export interface GenerateRequest {
   readonly stop: StopConditions;
   /** Lower runs first under the priority policy (vLLM's convention); ignored under FCFS. */
   readonly priority: number;
-  /** When the front end received the request, ms on the engine's clock (TTFT starts here). */
-  readonly arrivalTimeMs: number;
   /**
    * Separates prefix-cache namespaces: a LoRA adapter or model variant whose KV differs for the
    * same tokens, or a tenant's cache salt. Null shares the default namespace.
    */
   readonly cacheSalt: string | null;
 }
+
+/**
+ * The order of waiting requests (vLLM's --scheduling-policy). fcfs: by arrival, `priority`
+ * ignored. priority: lower `priority` first, then arrival; a waiting request that outranks a
+ * running one and finds no seat or blocks preempts the lowest-ranked running request.
+ */
+export type SchedulingPolicy = 'fcfs' | 'priority';
 
 // ---------------------------------------------------------------------------------------------
 // Scheduler → runner
@@ -163,6 +168,11 @@ export interface SequenceUpdate {
   readonly numCachedTokens: number;
   /** Times the request was preempted (and recomputed) so far. */
   readonly numPreemptions: number;
+  /**
+   * When the engine worker received the request, ms on the engine clock. The worker stamps it, not
+   * the front end, so queue time and TTFT are differences of one clock.
+   */
+  readonly arrivalTimeMs: number;
   /** First time the request was scheduled, ms on the engine clock; null if it never was (aborted while waiting). */
   readonly scheduledTimeMs: number | null;
   /** When its first output token was applied, ms; null before that. */

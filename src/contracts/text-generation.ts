@@ -60,7 +60,7 @@ export interface Usage {
 }
 
 export interface GenerationTimings {
-  /** ms since the epoch. */
+  /** Arrival at the engine; every time here is ms on the engine's clock (about the epoch). */
   readonly arrivalMs: number;
   readonly scheduledMs: number | null;
   readonly firstTokenMs: number | null;

@@ -24,8 +24,6 @@ export interface ProcessInput {
   readonly sampling?: UncheckedParams;
   /** The caller's names for fields its protocol renames, so errors name them as the caller does. */
   readonly wireNames?: WireNames;
-  /** ms on the engine's clock. */
-  readonly arrivalTimeMs: number;
 }
 
 export interface InputProcessorOptions {
@@ -176,7 +174,6 @@ export class InputProcessor {
         stopTokenIds: validated.stopTokenIds,
       },
       priority: validated.priority,
-      arrivalTimeMs: input.arrivalTimeMs,
       cacheSalt: validated.cacheSalt,
     };
     return { request, output: validated.output, promptText: text };

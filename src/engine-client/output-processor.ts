@@ -17,7 +17,6 @@ export class OutputProcessor {
     decoder: TokenDecoder,
     promptTokenIds: readonly number[],
     options: OutputOptions,
-    private readonly arrivalMs: number,
   ) {
     this.detokenizer = new IncrementalDetokenizer(decoder, { skipSpecialTokens: options.skipSpecialTokens, contextTokenIds: promptTokenIds });
     this.stops = new StopStringMatcher(options.stop, options.includeStopStrInOutput);
@@ -52,7 +51,7 @@ export class OutputProcessor {
       finishReason,
       stopReason: this.stopString ?? update.stopTokenId,
       usage: { promptTokens: update.numPromptTokens, completionTokens: update.numOutputTokens, cachedTokens: update.numCachedTokens },
-      timings: { arrivalMs: this.arrivalMs, scheduledMs: update.scheduledTimeMs, firstTokenMs: update.firstTokenTimeMs, tokenMs: timeMs },
+      timings: { arrivalMs: update.arrivalTimeMs, scheduledMs: update.scheduledTimeMs, firstTokenMs: update.firstTokenTimeMs, tokenMs: timeMs },
     };
   }
 }

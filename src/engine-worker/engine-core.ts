@@ -21,8 +21,15 @@ export type EngineConfig = EngineWorkerData;
 /** What the core itself reads: the rest of the config opened the runner it is given. */
 export type EngineSettings = Omit<EngineConfig, keyof RunnerOptions>;
 
+/**
+ * The engine's clock, ms: arrival, scheduling, first-token and step times all come from it, so
+ * queue time and TTFT are differences of one clock. (A worker's timeOrigin is its own start, so
+ * only the sum is comparable across threads.)
+ */
+const engineClock = (): number => performance.timeOrigin + performance.now();
+
 type HeldMessage =
-  | { readonly kind: 'add'; readonly request: GenerateRequest }
+  | { readonly kind: 'add'; readonly request: GenerateRequest; readonly arrivalTimeMs: number }
   | { readonly kind: 'abort'; readonly requestId: string; readonly reason: 'abort' | 'stop' };
 
 export class EngineCore {
@@ -48,9 +55,9 @@ export class EngineCore {
     const { numBlocks, blockSize, shape } = runner.info;
     const kv = new KvCacheManager({ numBlocks, blockSize, enablePrefixCaching: config.enablePrefixCaching });
     const scheduler = new Scheduler(
-      { maxNumSeqs: config.maxNumSeqs, maxNumBatchedTokens: config.maxNumBatchedTokens, maxModelLen: config.maxModelLen },
+      { maxNumSeqs: config.maxNumSeqs, maxNumBatchedTokens: config.maxNumBatchedTokens, maxModelLen: config.maxModelLen, policy: config.schedulingPolicy ?? 'fcfs' },
       kv,
-      { now: () => performance.timeOrigin + performance.now(), log: (event: PreemptionEvent) => log(event.message) },
+      { now: engineClock, log: (event: PreemptionEvent) => log(event.message) },
     );
     const sampler = new Sampler({ vocabSize: shape.vocabSize, sampleableVocabSize: config.sampleableVocabSize ?? shape.vocabSize });
     return new EngineCore(scheduler, kv, runner, sampler);
@@ -60,10 +67,14 @@ export class EngineCore {
     return this.runner.info;
   }
 
-  /** Queues a request; a refusal (never fits, duplicate id) is reported in the next step message. */
+  /**
+   * Queues a request; a refusal (never fits, duplicate id) is reported in the next step message.
+   * Its arrival is stamped now, even when it is held until the running step is applied.
+   */
   add(request: GenerateRequest): void {
-    if (this.stepping) this.held.push({ kind: 'add', request });
-    else this.addNow(request);
+    const arrivalTimeMs = engineClock();
+    if (this.stepping) this.held.push({ kind: 'add', request, arrivalTimeMs });
+    else this.addNow(request, arrivalTimeMs);
   }
 
   /**
@@ -75,9 +86,9 @@ export class EngineCore {
     else this.abortNow(requestId, reason);
   }
 
-  private addNow(request: GenerateRequest): void {
+  private addNow(request: GenerateRequest, arrivalTimeMs: number): void {
     try {
-      this.scheduler.add(request);
+      this.scheduler.add(request, arrivalTimeMs);
     } catch (error) {
       const e = asConveyorError(error);
       this.pendingRejections.push({ requestId: request.id, code: e.code, message: e.message });
@@ -140,7 +151,7 @@ export class EngineCore {
   private applyHeld(): Set<string> {
     const ended = new Set<string>();
     for (const message of this.held.splice(0)) {
-      if (message.kind === 'add') this.addNow(message.request);
+      if (message.kind === 'add') this.addNow(message.request, message.arrivalTimeMs);
       else if (this.abortNow(message.requestId, message.reason)) ended.add(message.requestId);
     }
     return ended;
@@ -148,7 +159,7 @@ export class EngineCore {
 
   /** A message with only the aborts and rejections gathered since the last one. */
   flush(): StepOutput {
-    return this.withPending({ stepId: -1, timeMs: performance.timeOrigin + performance.now(), updates: [], rejections: [], stats: this.scheduler.stats() });
+    return this.withPending({ stepId: -1, timeMs: engineClock(), updates: [], rejections: [], stats: this.scheduler.stats() });
   }
 
   checkIntegrity(): void {

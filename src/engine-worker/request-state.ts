@@ -33,6 +33,8 @@ export class RequestState {
   constructor(
     readonly request: GenerateRequest,
     sequence: number,
+    /** When the engine received the request, on the engine clock. */
+    readonly arrivalTimeMs: number,
   ) {
     this.id = request.id;
     this.tokenIds = [...request.promptTokenIds];
@@ -60,6 +62,7 @@ export class RequestState {
       numOutputTokens: this.numOutputTokens,
       numCachedTokens: this.numCachedTokens,
       numPreemptions: this.numPreemptions,
+      arrivalTimeMs: this.arrivalTimeMs,
       scheduledTimeMs: this.scheduledTimeMs,
       firstTokenTimeMs: this.firstTokenTimeMs,
     };

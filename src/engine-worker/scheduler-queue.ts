@@ -5,9 +5,10 @@
 //             which puts it ahead of every later arrival of its priority.
 // The same order ranks running requests: the last one is the preemption victim.
 
+import type { SchedulingPolicy } from '../contracts/generate.js';
 import type { RequestState } from './request-state.js';
 
-export type SchedulingPolicy = 'fcfs' | 'priority';
+export type { SchedulingPolicy };
 
 export interface WaitingQueue extends Iterable<RequestState> {
   readonly length: number;
@@ -22,7 +23,7 @@ export interface WaitingQueue extends Iterable<RequestState> {
 
 export type RequestOrder = (a: RequestState, b: RequestState) => number;
 
-const byArrival: RequestOrder = (a, b) => a.request.arrivalTimeMs - b.request.arrivalTimeMs || a.sequence - b.sequence;
+const byArrival: RequestOrder = (a, b) => a.arrivalTimeMs - b.arrivalTimeMs || a.sequence - b.sequence;
 const byPriority: RequestOrder = (a, b) => a.request.priority - b.request.priority || byArrival(a, b);
 
 export function requestOrder(policy: SchedulingPolicy): RequestOrder {

@@ -20,7 +20,7 @@ export interface SchedulerConfig {
   readonly maxNumBatchedTokens: number;
   /** The model's context length: prompt + output never exceeds it. */
   readonly maxModelLen: number;
-  /** 'fcfs' by default. */
+  /** 'fcfs' by default (vLLM's default too). */
   readonly policy?: SchedulingPolicy;
 }
 
@@ -60,6 +60,8 @@ export class Scheduler {
   /** Kept in policy order; the last element is the preemption victim. */
   private readonly running: RequestState[] = [];
   private readonly order: RequestOrder;
+  /** Under the priority policy a waiting request may take a running one's seat and blocks. */
+  private readonly preemptsForRank: boolean;
   private readonly now: () => number;
   private readonly log: ((event: PreemptionEvent) => void) | undefined;
   private pending: Pending | null = null;
@@ -79,6 +81,7 @@ export class Scheduler {
     const policy = config.policy ?? 'fcfs';
     this.waiting = createWaitingQueue(policy);
     this.order = requestOrder(policy);
+    this.preemptsForRank = policy === 'priority';
     this.now = options.now;
     this.log = options.log;
   }
@@ -105,11 +108,12 @@ export class Scheduler {
    * Queues a request. Throws a ConveyorError, changing nothing, when its id is live, when it
    * could never fit (its longest possible sequence needs more KV blocks than the whole cache has,
    * so waiting would be forever), or, as INTERNAL, when it breaks what the input processor
-   * guarantees (a prompt within max_model_len, max_tokens ≥ 1).
+   * guarantees (a prompt within max_model_len, max_tokens ≥ 1). `arrivalTimeMs` is on the
+   * injected clock: now, unless the caller stamped the request when it reached the engine.
    */
-  add(request: GenerateRequest): void {
+  add(request: GenerateRequest, arrivalTimeMs: number = this.now()): void {
     this.validate(request);
-    const state = new RequestState(request, this.nextSequence++);
+    const state = new RequestState(request, this.nextSequence++, arrivalTimeMs);
     this.requests.set(request.id, state);
     this.waiting.add(state);
   }
@@ -225,29 +229,59 @@ export class Scheduler {
     let preempted = false;
     while (!this.kv.allocate(state.id, numTokens)) {
       const victim = this.running[this.running.length - 1]!;
-      this.preempt(victim);
+      this.preempt(victim, 'KV cache full');
       if (victim === state) return 'self-preempted';
       preempted = true;
     }
     return preempted ? 'allocated-after-preemption' : 'allocated';
   }
 
-  /** Admits waiting requests in order while seats, budget and blocks last; the head blocks the rest. */
+  /**
+   * Admits waiting requests in order while seats, budget and blocks last; the head blocks the
+   * rest. Under the priority policy a head that finds no seat or too few blocks preempts the
+   * lowest-ranked running request while that one ranks below it, then tries again.
+   */
   private scheduleWaiting(budget: { tokens: number }, chunks: Chunk[]): void {
-    while (budget.tokens > 0 && this.running.length < this.config.maxNumSeqs) {
+    // Nothing ranked at or below a request preempted here is admitted this step: it would only
+    // take back what was just given up (thrashing).
+    let victim: RequestState | undefined;
+    while (budget.tokens > 0) {
       const state = this.waiting.peek();
-      if (!state) return;
-      const prefix = this.kv.lookupPrefix(state.tokenIds, state.request.cacheSalt);
-      const numNew = Math.min(state.numTokens - prefix.numTokens, budget.tokens);
-      if (!this.kv.allocate(state.id, prefix.numTokens + numNew, prefix)) return;
-      this.waiting.shift();
-      if (state.numPreemptions === 0) state.numCachedTokens = prefix.numTokens;
-      state.numComputedTokens = prefix.numTokens;
-      state.status = 'running';
-      insertOrdered(this.running, state, this.order);
-      chunks.push({ state, numNew });
-      budget.tokens -= numNew;
+      if (!state || (victim && this.order(state, victim) >= 0)) return;
+      if (this.running.length < this.config.maxNumSeqs && this.admit(state, budget, chunks)) continue;
+      victim = this.victimFor(state);
+      if (!victim) return;
+      this.preemptForRank(victim, state, budget, chunks);
     }
+  }
+
+  /** Admits `state` with its first chunk if its blocks can be had (all or nothing). */
+  private admit(state: RequestState, budget: { tokens: number }, chunks: Chunk[]): boolean {
+    const prefix = this.kv.lookupPrefix(state.tokenIds, state.request.cacheSalt);
+    const numNew = Math.min(state.numTokens - prefix.numTokens, budget.tokens);
+    if (!this.kv.allocate(state.id, prefix.numTokens + numNew, prefix)) return false;
+    this.waiting.shift();
+    if (state.numPreemptions === 0) state.numCachedTokens = prefix.numTokens;
+    state.numComputedTokens = prefix.numTokens;
+    state.status = 'running';
+    insertOrdered(this.running, state, this.order);
+    chunks.push({ state, numNew });
+    budget.tokens -= numNew;
+    return true;
+  }
+
+  /** The running request that `state` may displace: the lowest-ranked, if it ranks below `state` (priority policy only). */
+  private victimFor(state: RequestState): RequestState | undefined {
+    if (!this.preemptsForRank) return undefined;
+    const lowest = this.running[this.running.length - 1];
+    return lowest && this.order(lowest, state) > 0 ? lowest : undefined;
+  }
+
+  /** Preempts `victim` for `winner`, taking back the chunk and budget it got earlier this step. */
+  private preemptForRank(victim: RequestState, winner: RequestState, budget: { tokens: number }, chunks: Chunk[]): void {
+    const index = chunks.findIndex((chunk) => chunk.state === victim);
+    if (index >= 0) budget.tokens += chunks.splice(index, 1)[0]!.numNew;
+    this.preempt(victim, `request ${winner.id} (priority ${winner.request.priority}) outranks it (priority ${victim.request.priority})`);
   }
 
   private buildPlan(chunks: readonly Chunk[]): StepPlan {
@@ -286,7 +320,7 @@ export class Scheduler {
     return state.toUpdate(tokenIds.slice(0, numAccepted), logprobs ? logprobs.slice(0, numAccepted) : null, stop);
   }
 
-  private preempt(victim: RequestState): void {
+  private preempt(victim: RequestState, cause: string): void {
     const numLostTokens = victim.numComputedTokens;
     this.kv.free(victim.id);
     this.running.splice(this.running.indexOf(victim), 1);
@@ -303,7 +337,7 @@ export class Scheduler {
       numLostTokens,
       numPreemptions: victim.numPreemptions,
       totalPreemptions: this.totalPreemptions,
-      message: `preempted request ${victim.id} (recompute ${numLostTokens} tokens; preemption ${victim.numPreemptions} of this request, ${this.totalPreemptions} in all): KV cache full`,
+      message: `preempted request ${victim.id} (recompute ${numLostTokens} tokens; preemption ${victim.numPreemptions} of this request, ${this.totalPreemptions} in all): ${cause}`,
     });
   }
 

@@ -14,7 +14,7 @@ import { FINISHED_REASONS, LLM_COUNTERS, LLM_GAUGES, LLM_HISTOGRAMS } from './me
 export interface FinishedRequest {
   readonly model: string;
   readonly reason: FinishReason;
-  /** Arrival at the front end (GenerateRequest.arrivalTimeMs). */
+  /** Arrival at the engine (SequenceUpdate.arrivalTimeMs). */
   readonly arrivalMs: number;
   /** First scheduled (SequenceUpdate.scheduledTimeMs); null if it never ran. */
   readonly scheduledMs: number | null;
@@ -42,9 +42,9 @@ export interface LlmEngineMetrics {
 }
 
 /** The FinishedRequest of a request's final update, as EngineClient delivers it. */
-export function finishedRequest(model: string, arrivalMs: number, final: SequenceUpdate, stepTimeMs: number): FinishedRequest {
+export function finishedRequest(model: string, final: SequenceUpdate, stepTimeMs: number): FinishedRequest {
   return {
-    model, arrivalMs, finishedMs: stepTimeMs,
+    model, arrivalMs: final.arrivalTimeMs, finishedMs: stepTimeMs,
     reason: final.finishReason ?? 'abort',
     scheduledMs: final.scheduledTimeMs,
     firstTokenMs: final.firstTokenTimeMs,

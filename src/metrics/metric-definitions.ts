@@ -64,7 +64,7 @@ const TOKEN_COUNT_BUCKETS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 500
 
 /** LLM definitions carry the name after the prefix. */
 export const LLM_HISTOGRAMS = {
-  timeToFirstToken: { name: 'time_to_first_token_seconds', kind: 'histogram', labels: LLM_LABELS, buckets: TTFT_BUCKETS, help: 'Seconds from arrival at the front end to the first output token' },
+  timeToFirstToken: { name: 'time_to_first_token_seconds', kind: 'histogram', labels: LLM_LABELS, buckets: TTFT_BUCKETS, help: 'Seconds from arrival at the engine to the first output token' },
   interTokenLatency: { name: 'inter_token_latency_seconds', kind: 'histogram', labels: LLM_LABELS, buckets: TOKEN_LATENCY_BUCKETS, help: 'Seconds between consecutive token-bearing steps of a request' },
   timePerOutputToken: { name: 'request_time_per_output_token_seconds', kind: 'histogram', labels: LLM_LABELS, buckets: TOKEN_LATENCY_BUCKETS, help: 'Per request: decode seconds divided by (output tokens - 1)' },
   e2eLatency: { name: 'e2e_request_latency_seconds', kind: 'histogram', labels: LLM_LABELS, buckets: REQUEST_LATENCY_BUCKETS, help: 'Seconds from arrival to the last output token' },

@@ -17,14 +17,14 @@ import { OutputProcessor } from '../engine-client/output-processor.js';
 import { ConveyorError, invalidArg, unavailable } from '../errors.js';
 import { faultInjectionOf } from '../runtime/fault-injection.js';
 import { finishedRequest, NO_LLM_METRICS, type FinishedRequest, type LlmEngineMetrics, type LlmMetricsObserver } from '../metrics/index.js';
-import type { SequenceUpdate } from '../contracts/generate.js';
+import type { SchedulingPolicy, SequenceUpdate } from '../contracts/generate.js';
 import type { GenerationEvent, ProcessedRequest } from '../contracts/text-generation.js';
 import type { BackendLoadRequest, ServedModel } from './served-model.js';
 import { DEFAULT_LIMITS } from '../config/limits.js';
 
 
 /** A generation request before tokenization: the prompt and the unchecked generation parameters of any front end. */
-export type GenerateInput = Omit<ProcessInput, 'id' | 'arrivalTimeMs'>;
+export type GenerateInput = Omit<ProcessInput, 'id'>;
 
 function parameter(config: ModelConfig, key: string): string | undefined {
   return config.parameters[key]?.string_value;
@@ -36,6 +36,18 @@ function positiveInt(config: ModelConfig, key: string, fallback: number): number
   const value = Number(raw);
   if (!Number.isInteger(value) || value < 1) throw invalidArg(`parameter ${key} must be a positive integer, got '${raw}'`);
   return value;
+}
+
+/** The `scheduling_policy` choices; the Record makes the compiler insist on every SchedulingPolicy. */
+const SCHEDULING_POLICIES: Record<SchedulingPolicy, true> = { fcfs: true, priority: true };
+
+const isSchedulingPolicy = (raw: string): raw is SchedulingPolicy => Object.hasOwn(SCHEDULING_POLICIES, raw);
+
+/** vLLM's --scheduling-policy: fcfs (the default) or priority. */
+function schedulingPolicy(config: ModelConfig): SchedulingPolicy {
+  const raw = parameter(config, 'scheduling_policy') ?? 'fcfs';
+  if (isSchedulingPolicy(raw)) return raw;
+  throw invalidArg(`parameter scheduling_policy must be ${Object.keys(SCHEDULING_POLICIES).join(' or ')}, got '${raw}'`);
 }
 
 export async function loadLlmModel(request: BackendLoadRequest): Promise<LlmModel> {
@@ -52,6 +64,7 @@ export async function loadLlmModel(request: BackendLoadRequest): Promise<LlmMode
   const chatSpecialTokens = parameter(config, 'chat_special_tokens') ?? 'text';
   if (chatSpecialTokens !== 'text' && chatSpecialTokens !== 'special') throw invalidArg(`parameter chat_special_tokens must be text or special, got '${chatSpecialTokens}'`);
   const limits = request.limits ?? DEFAULT_LIMITS;
+  const policy = schedulingPolicy(config);
   const processor = await InputProcessor.load(versionDir, {
     ...(maxModelLen ? { maxModelLen: positiveInt(config, 'max_model_len', 1) } : {}),
     maxPromptChars: limits.maxPromptChars,
@@ -70,6 +83,7 @@ export async function loadLlmModel(request: BackendLoadRequest): Promise<LlmMode
       blockSize: positiveInt(config, 'block_size', 16),
       kvCacheBytes: positiveInt(config, 'kv_cache_bytes', 256 * 2 ** 20),
       enablePrefixCaching: parameter(config, 'enable_prefix_caching') !== 'false',
+      schedulingPolicy: policy,
       sampleableVocabSize: processor.info.vocabSize,
       ...(faultInjection ? { faultInjection } : {}),
     },
@@ -99,7 +113,7 @@ export class LlmModel implements ServedModel {
     readonly engine: EngineClient,
     private readonly metrics: { readonly observer: LlmMetricsObserver; readonly engine: LlmEngineMetrics } = { observer: NO_LLM_METRICS, engine: NO_LLM_METRICS.attach('') },
     private readonly log: (line: string, fields?: Record<string, unknown>) => void = () => {},
-    /** maxRequestSecs: a generation still running this long after arrival is aborted; 0 = no limit. */
+    /** maxRequestSecs: a generation still running this long after it started is aborted; 0 = no limit. */
     private readonly limits: { readonly maxRequestSecs: number } = { maxRequestSecs: 0 },
   ) {
     this.stats = new ModelStatsRecorder(name, String(version));
@@ -108,19 +122,20 @@ export class LlmModel implements ServedModel {
   /** Validates and tokenizes (long prompts off the main thread); rejects with INVALID_ARG / CONTEXT_LENGTH_EXCEEDED before anything is queued. */
   async prepare(input: GenerateInput): Promise<ProcessedRequest> {
     if (!this.accepting) throw unavailable(`model '${this.name}' is unloading`);
-    return this.processor.processAsync({ ...input, id: randomUUID(), arrivalTimeMs: Date.now() });
+    // No arrival time here: the engine stamps it on its own clock when the request reaches it.
+    return this.processor.processAsync({ ...input, id: randomUUID() });
   }
 
   /** Streams a prepared request's text events; aborting `signal` (client gone) frees its blocks within a step. */
   async *generate(prepared: ProcessedRequest, signal?: AbortSignal): AsyncGenerator<GenerationEvent> {
     const { request } = prepared;
     if (signal?.aborted) throw new ConveyorError('CANCELLED', 'the request was cancelled');
-    const output = new OutputProcessor(this.processor.tokenizer, request.promptTokenIds, prepared.output, request.arrivalTimeMs);
+    const output = new OutputProcessor(this.processor.tokenizer, request.promptTokenIds, prepared.output);
     const stream = this.engine.submit(request);
     const onAbort = (): void => this.engine.abort(request.id);
     signal?.addEventListener('abort', onAbort, { once: true });
     // The limit aborts in the engine even while the consumer is not pulling (a paused client).
-    const deadline = this.startDeadline(request.id, request.arrivalTimeMs);
+    const deadline = this.startDeadline(request.id);
     this.streaming.add(request.id);
     let finished: GenerationEvent | undefined;
     let last: { update: SequenceUpdate; timeMs: number } | undefined;
@@ -144,7 +159,7 @@ export class LlmModel implements ServedModel {
       if (last) {
         // A stop string or a consumer that went away ends the request before the engine says so.
         const final = { ...last.update, finishReason: finished?.finishReason ?? 'abort' };
-        const summary = finishedRequest(this.name, request.arrivalTimeMs, final, last.timeMs);
+        const summary = finishedRequest(this.name, final, last.timeMs);
         this.metrics.observer.observeRequestFinished(summary);
         this.logFinished(request.id, summary);
       }
@@ -153,14 +168,15 @@ export class LlmModel implements ServedModel {
     }
   }
 
-  private startDeadline(requestId: string, arrivalTimeMs: number): { readonly expired: boolean; error(): ConveyorError; clear(): void } {
+  /** The server's time limit, a main-thread timer from submission (it reads no timestamps, so no clock is mixed). */
+  private startDeadline(requestId: string): { readonly expired: boolean; error(): ConveyorError; clear(): void } {
     const limitSecs = this.limits.maxRequestSecs;
     const state = { expired: false };
     const timer = limitSecs > 0
       ? setTimeout(() => {
           state.expired = true;
           this.engine.abort(requestId);
-        }, Math.max(0, arrivalTimeMs + limitSecs * 1000 - Date.now()))
+        }, limitSecs * 1000)
       : undefined;
     return {
       get expired() {
@@ -221,16 +237,19 @@ export class LlmModel implements ServedModel {
     });
   }
 
-  /** Triton-style statistics for a finished generation: one inference, its queue and total time. */
+  /**
+   * Triton-style statistics for a finished generation: one inference, its queue and total time,
+   * all differences of engine-clock times (arrival to the step of its last event).
+   */
   private record(event: GenerationEvent | undefined): void {
     const now = Date.now();
     if (!event || event.finishReason === 'abort') {
-      this.stats.recordFailure(Math.max(0, (now - (event?.timings.arrivalMs ?? now)) * 1e6), 'CANCELED');
+      this.stats.recordFailure(event ? Math.max(0, (event.timings.tokenMs - event.timings.arrivalMs) * 1e6) : 0, 'CANCELED');
       return;
     }
-    const { arrivalMs, scheduledMs } = event.timings;
+    const { arrivalMs, scheduledMs, tokenMs } = event.timings;
     const queueNs = Math.max(0, ((scheduledMs ?? arrivalMs) - arrivalMs) * 1e6);
-    const requestNs = Math.max(0, (now - arrivalMs) * 1e6);
+    const requestNs = Math.max(0, (tokenMs - arrivalMs) * 1e6);
     const computeNs = Math.max(0, requestNs - queueNs);
     this.stats.recordExecution(1, { computeInputNs: 0, computeInferNs: computeNs, computeOutputNs: 0 }, now);
     this.stats.recordSuccess({ requestNs, queueNs, computeInputNs: 0, computeInferNs: computeNs, computeOutputNs: 0 }, now);

@@ -68,15 +68,14 @@ export class FakeRunner {
   }
 }
 
-export function makeRequest(id: string, prompt: readonly number[], over: Partial<GenerateRequest['stop']> & { priority?: number; arrivalTimeMs?: number; cacheSalt?: string | null } = {}): GenerateRequest {
-  const { priority = 0, arrivalTimeMs = 0, cacheSalt = null, ...stop } = over;
+export function makeRequest(id: string, prompt: readonly number[], over: Partial<GenerateRequest['stop']> & { priority?: number; cacheSalt?: string | null } = {}): GenerateRequest {
+  const { priority = 0, cacheSalt = null, ...stop } = over;
   return {
     id,
     promptTokenIds: prompt,
     sampling: { temperature: 0, topK: 0, topP: 1, minP: 0, repetitionPenalty: 1, frequencyPenalty: 0, presencePenalty: 0, logitBias: null, logprobs: false, topLogprobs: 0, seed: null },
     stop: { maxTokens: 16, minTokens: 0, eosTokenIds: [EOS], ignoreEos: false, stopTokenIds: [], ...stop },
     priority,
-    arrivalTimeMs,
     cacheSalt,
   };
 }
@@ -139,8 +138,8 @@ export function runToCompletion(h: Harness, arrivals: readonly { step: number; r
   const record: RunRecord = { outputs: new Map(), finish: new Map(), cached: new Map(), plans: [] };
   const queue = [...arrivals].sort((a, b) => a.step - b.step);
   for (let step = 0; step < maxSteps && (queue.length > 0 || h.scheduler.hasUnfinished()); step++) {
-    while (queue[0] && queue[0].step <= step) h.scheduler.add(queue.shift()!.request);
     h.clock.ms = step;
+    while (queue[0] && queue[0].step <= step) h.scheduler.add(queue.shift()!.request);
     const plan = h.scheduler.schedule();
     record.plans.push(plan);
     expect(plan.scheduled.length).toBeLessThanOrEqual(config.maxNumSeqs);

@@ -15,11 +15,9 @@ const GREEDY: SamplingParams = {
 /** Below Qwen3's special tokens (151,643 and up), so a random prompt is ordinary text to the model. */
 const ORDINARY_TOKENS = 151_643;
 
-export const engineNow = (): number => performance.timeOrigin + performance.now();
-
 export function benchRequest(id: string, promptTokenIds: readonly number[], maxTokens: number): GenerateRequest {
   return {
-    id, promptTokenIds, sampling: GREEDY, priority: 0, arrivalTimeMs: engineNow(), cacheSalt: null,
+    id, promptTokenIds, sampling: GREEDY, priority: 0, cacheSalt: null,
     stop: { maxTokens, minTokens: 0, eosTokenIds: [], ignoreEos: true, stopTokenIds: [] },
   };
 }
@@ -90,7 +88,7 @@ async function follow(engine: EngineClient, request: GenerateRequest, trace: Wor
     }
     record.points.push({ timeMs, numOutputTokens: update.numOutputTokens, finished: update.finishReason !== null });
     record.numCachedTokens = update.numCachedTokens;
-    if (update.firstTokenTimeMs !== null && record.engineTtftMs === null) record.engineTtftMs = update.firstTokenTimeMs - request.arrivalTimeMs;
+    if (update.firstTokenTimeMs !== null && record.engineTtftMs === null) record.engineTtftMs = update.firstTokenTimeMs - update.arrivalTimeMs;
   }
 }
 

@@ -9,7 +9,7 @@ import { greedy } from '../../support/decoder.js';
 
 const MODEL = join(DEFAULT_REPOSITORY, 'qwen3-tiny', '1', 'onnx', 'model.onnx');
 const request = (id: string, prompt: number[], maxTokens: number): GenerateRequest => ({
-  id, promptTokenIds: prompt, priority: 0, arrivalTimeMs: Date.now(), cacheSalt: null,
+  id, promptTokenIds: prompt, priority: 0, cacheSalt: null,
   sampling: { temperature: 0, topK: 0, topP: 1, minP: 0, repetitionPenalty: 1, frequencyPenalty: 0, presencePenalty: 0, logitBias: null, logprobs: false, topLogprobs: 0, seed: null },
   stop: { maxTokens, minTokens: 0, eosTokenIds: [], ignoreEos: true, stopTokenIds: [] },
 });

@@ -16,7 +16,7 @@ const GREEDY: SamplingParams = {
   logitBias: null, logprobs: false, topLogprobs: 0, seed: null,
 };
 const request = (id: string, prompt: number[], maxTokens: number, sampling: SamplingParams = GREEDY): GenerateRequest => ({
-  id, promptTokenIds: prompt, sampling, priority: 0, arrivalTimeMs: Date.now(), cacheSalt: null,
+  id, promptTokenIds: prompt, sampling, priority: 0, cacheSalt: null,
   stop: { maxTokens, minTokens: 0, eosTokenIds: [], ignoreEos: true, stopTokenIds: [] },
 });
 const config = (overrides: Partial<EngineConfig> = {}): EngineConfig => ({

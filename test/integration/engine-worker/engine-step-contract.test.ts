@@ -83,7 +83,7 @@ async function reference(seed: number, length: number): Promise<number[]> {
 }
 
 const toRequest = (id: string, c: RequestCase): GenerateRequest => ({
-  id, promptTokenIds: promptTokens(c.promptSeed, c.promptLength), sampling: GREEDY, priority: 0, arrivalTimeMs: 0, cacheSalt: null,
+  id, promptTokenIds: promptTokens(c.promptSeed, c.promptLength), sampling: GREEDY, priority: 0, cacheSalt: null,
   stop: { maxTokens: c.maxTokens, minTokens: 0, eosTokenIds: [], ignoreEos: true, stopTokenIds: [] },
 });
 

@@ -153,7 +153,7 @@ describe('tokenization', () => {
 });
 
 describe('process', () => {
-  const base: ProcessInput = { id: 'req-1', prompt: { kind: 'text', text: 'Hello world' }, arrivalTimeMs: 1000 };
+  const base: ProcessInput = { id: 'req-1', prompt: { kind: 'text', text: 'Hello world' } };
 
   it('builds the GenerateRequest with model defaults and the remaining context as max_tokens', () => {
     const { request, output, promptText } = qwen3.process({ ...base, sampling: { seed: 5, stop: ['\n'], stop_token_ids: [ENDOFTEXT], priority: 2, cache_salt: 'tenant' } });
@@ -163,7 +163,6 @@ describe('process', () => {
       sampling: { temperature: 0.6, topK: 20, topP: 0.95, minP: 0, repetitionPenalty: 1, frequencyPenalty: 0, presencePenalty: 0, logitBias: null, logprobs: false, topLogprobs: 0, seed: 5 },
       stop: { maxTokens: 40_960 - 2, minTokens: 0, eosTokenIds: [IM_END, ENDOFTEXT], ignoreEos: false, stopTokenIds: [ENDOFTEXT] },
       priority: 2,
-      arrivalTimeMs: 1000,
       cacheSalt: 'tenant',
     });
     expect(output).toEqual({ stop: ['\n'], includeStopStrInOutput: false, skipSpecialTokens: true });

@@ -3,7 +3,7 @@ import { RequestState, checkStop } from '../../../src/engine-worker/request-stat
 import { EOS, makeRequest } from '../../support/fake-model.js';
 
 function stateAfter(output: number[], over: Parameters<typeof makeRequest>[2] = {}): RequestState {
-  const state = new RequestState(makeRequest('r', [1, 2, 3], over), 0);
+  const state = new RequestState(makeRequest('r', [1, 2, 3], over), 0, 0);
   state.tokenIds.push(...output);
   return state;
 }

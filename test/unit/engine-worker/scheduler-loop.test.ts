@@ -29,7 +29,7 @@ function workload(seed: number, o: WorkloadOptions): { step: number; request: Ge
     const prefix = o.prefixes ? o.prefixes[next(o.prefixes.length)]! : [];
     const prompt = [...prefix, ...randomTokens(next, 1 + next(o.maxPrompt))];
     const step = next(o.spread);
-    const request = makeRequest(`r${i}`, prompt, { maxTokens: 1 + next(o.maxOutput), stopTokenIds: o.stopTokenIds ?? [], arrivalTimeMs: step });
+    const request = makeRequest(`r${i}`, prompt, { maxTokens: 1 + next(o.maxOutput), stopTokenIds: o.stopTokenIds ?? [] });
     return { step, request };
   });
 }

@@ -69,8 +69,8 @@ describe('Scheduler: chunked prefill and interleaving', () => {
   it('admits by priority under the priority policy, FCFS otherwise', () => {
     for (const policy of ['fcfs', 'priority'] as const) {
       const h = harness({ numBlocks: 64, maxNumSeqs: 1, policy });
-      h.scheduler.add(makeRequest('low', seq(4), { priority: 5, arrivalTimeMs: 0, maxTokens: 1 }));
-      h.scheduler.add(makeRequest('high', seq(4), { priority: -1, arrivalTimeMs: 1, maxTokens: 1 }));
+      h.scheduler.add(makeRequest('low', seq(4), { priority: 5, maxTokens: 1 }));
+      h.scheduler.add(makeRequest('high', seq(4), { priority: -1, maxTokens: 1 }));
       expect(step(h).plan.scheduled[0]!.requestId).toBe(policy === 'fcfs' ? 'low' : 'high');
       step(h);
     }
@@ -82,9 +82,9 @@ describe('Scheduler: preemption by recompute', () => {
     const events: PreemptionEvent[] = [];
     // 6 blocks of 4: a and b take 3 each after their prompts, so the next block b needs is missing.
     const h = harness({ numBlocks: 6, log: (e) => events.push(e) });
-    h.scheduler.add(makeRequest('a', seq(8), { maxTokens: 8, ignoreEos: true, arrivalTimeMs: 0 }));
-    h.scheduler.add(makeRequest('b', seq(8, 50), { maxTokens: 8, ignoreEos: true, arrivalTimeMs: 1 }));
-    h.scheduler.add(makeRequest('c', seq(3, 90), { maxTokens: 1, arrivalTimeMs: 2 }));
+    h.scheduler.add(makeRequest('a', seq(8), { maxTokens: 8, ignoreEos: true }));
+    h.scheduler.add(makeRequest('b', seq(8, 50), { maxTokens: 8, ignoreEos: true }));
+    h.scheduler.add(makeRequest('c', seq(3, 90), { maxTokens: 1 }));
     step(h); // a, b prefilled (2 blocks each); c admitted too (1 block)
     const { plan } = step(h); // c done; a and b each need a third block: 6 - 4 = 2 free
     expect(plan.scheduled.map((s) => s.requestId)).toEqual(['a', 'b']);
@@ -106,9 +106,9 @@ describe('Scheduler: preemption by recompute', () => {
     // after its own preemption, which is exactly the thrashing the rule avoids.
     // c waits for a seat the whole time; b, once preempted, goes back in front of it.
     const h = harness({ numBlocks: 4, maxNumSeqs: 2, maxNumBatchedTokens: 2, enablePrefixCaching: false });
-    h.scheduler.add(makeRequest('a', seq(2), { maxTokens: 12, ignoreEos: true, arrivalTimeMs: 0 }));
-    h.scheduler.add(makeRequest('b', seq(2, 50), { maxTokens: 12, ignoreEos: true, arrivalTimeMs: 1 }));
-    h.scheduler.add(makeRequest('c', [7], { maxTokens: 1, arrivalTimeMs: 2 }));
+    h.scheduler.add(makeRequest('a', seq(2), { maxTokens: 12, ignoreEos: true }));
+    h.scheduler.add(makeRequest('b', seq(2, 50), { maxTokens: 12, ignoreEos: true }));
+    h.scheduler.add(makeRequest('c', [7], { maxTokens: 1 }));
     let preempting: StepPlan | undefined;
     for (let i = 0; i < 20 && !preempting; i++) {
       const { plan } = step(h);
@@ -123,8 +123,8 @@ describe('Scheduler: preemption by recompute', () => {
   it('under the priority policy, preempts the least important request even if it came first', () => {
     const events: PreemptionEvent[] = [];
     const h = harness({ numBlocks: 4, policy: 'priority', log: (e) => events.push(e) });
-    h.scheduler.add(makeRequest('background', seq(4), { priority: 9, arrivalTimeMs: 0, maxTokens: 9, ignoreEos: true }));
-    h.scheduler.add(makeRequest('urgent', seq(4, 50), { priority: 0, arrivalTimeMs: 1, maxTokens: 9, ignoreEos: true }));
+    h.scheduler.add(makeRequest('background', seq(4), { priority: 9, maxTokens: 9, ignoreEos: true }));
+    h.scheduler.add(makeRequest('urgent', seq(4, 50), { priority: 0, maxTokens: 9, ignoreEos: true }));
     expect(step(h).plan.scheduled.map((s) => s.requestId)).toEqual(['urgent', 'background']);
     expect(step(h).plan.scheduled.map((s) => s.requestId)).toEqual(['urgent', 'background']);
     while (events.length === 0) step(h);
@@ -133,7 +133,7 @@ describe('Scheduler: preemption by recompute', () => {
   });
 
   it('produces the same tokens as a run that never preempts', () => {
-    const requests = ['a', 'b', 'c'].map((id, i) => makeRequest(id, seq(6, i * 10), { maxTokens: 12, ignoreEos: true, arrivalTimeMs: i }));
+    const requests = ['a', 'b', 'c'].map((id, i) => makeRequest(id, seq(6, i * 10), { maxTokens: 12, ignoreEos: true }));
     const tight = harness({ numBlocks: 7 });
     const outputs = new Map<string, number[]>();
     for (const r of requests) tight.scheduler.add(r);
@@ -299,15 +299,18 @@ describe('Scheduler: stops, prefix hits and the step contract', () => {
     h.scheduler.abort('second');
   });
 
-  it('stamps scheduled, first-token and step times from the injected clock', () => {
+  it('stamps arrival, scheduled, first-token and step times from the injected clock', () => {
     const h = harness({ numBlocks: 16, maxNumBatchedTokens: 4 });
-    h.scheduler.add(makeRequest('t', seq(6), { arrivalTimeMs: 0, ignoreEos: true }));
+    h.clock.ms = 3;
+    h.scheduler.add(makeRequest('t', seq(6), { ignoreEos: true }));
+    h.scheduler.add(makeRequest('stamped', seq(6, 50), { ignoreEos: true }), 5);
     h.clock.ms = 10;
     step(h);
     h.clock.ms = 20;
     const { out } = step(h);
     expect(out.timeMs).toBe(20);
-    expect(out.updates[0]).toMatchObject({ scheduledTimeMs: 10, firstTokenTimeMs: 20 });
+    expect(out.updates[0]).toMatchObject({ arrivalTimeMs: 3, scheduledTimeMs: 10, firstTokenTimeMs: 20 });
+    expect(h.scheduler.abort('stamped')).toMatchObject({ arrivalTimeMs: 5 });
     h.scheduler.abort('t');
   });
 

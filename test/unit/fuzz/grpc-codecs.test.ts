@@ -173,7 +173,7 @@ function checkRepository(parameters: Record<string, WireRepositoryParameter>): v
 function checkGenerate(wire: WireGenerateRequest): void {
   const call = outcome(() => generateCallFromWire(wire));
   if (!call.ok) return;
-  const processed = outcome(() => qwen3.process({ ...call.value.input, id: 'g', arrivalTimeMs: 0 }));
+  const processed = outcome(() => qwen3.process({ ...call.value.input, id: 'g' }));
   if (processed.ok) {
     for (const id of processed.value.request.promptTokenIds) expect(id).toBeLessThan(qwen3.info.vocabSize);
     expect(processed.value.request.stop.maxTokens).toBeGreaterThanOrEqual(1);

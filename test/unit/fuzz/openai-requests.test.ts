@@ -92,7 +92,7 @@ const asParsedJson = (value: unknown): unknown => JSON.parse(jsonText(value));
 
 /** What each route checks before it prepares choices, then what model.prepare() runs. */
 function prepare(input: GenerateInput): ProcessedRequest {
-  return qwen3.process({ ...input, id: 'fuzz', arrivalTimeMs: 0 });
+  return qwen3.process({ ...input, id: 'fuzz' });
 }
 
 function validateChat(raw: unknown): ProcessedRequest {

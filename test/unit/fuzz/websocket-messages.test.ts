@@ -64,7 +64,7 @@ describe('WebSocket message fuzzing', () => {
         expect(message.id.length).toBeGreaterThan(0);
         expect(message.id.length).toBeLessThanOrEqual(MAX_ID_LENGTH);
         if (message.type !== 'generate') return;
-        const processed = outcome(() => qwen3.process({ ...message.input, id: message.id, arrivalTimeMs: 0 }));
+        const processed = outcome(() => qwen3.process({ ...message.input, id: message.id }));
         if (!processed.ok) return;
         prepared++;
         const { request } = processed.value;
@@ -82,6 +82,6 @@ describe('WebSocket message fuzzing', () => {
     const parsed = outcome(() => parseClientMessage(deep));
     if (!parsed.ok || parsed.value.type !== 'generate') throw new Error('the frame should parse as a generate message');
     const { input } = parsed.value;
-    expect(outcome(() => qwen3.process({ ...input, id: 'a', arrivalTimeMs: 0 })).ok).toBe(false);
+    expect(outcome(() => qwen3.process({ ...input, id: 'a' })).ok).toBe(false);
   });
 });

@@ -15,7 +15,7 @@ const stats = (over: Partial<EngineStats> = {}): EngineStats => ({
 function update(requestId: string, over: Partial<SequenceUpdate> = {}): SequenceUpdate {
   return {
     requestId, newTokenIds: [7], logprobs: null, finishReason: null, stopTokenId: null, numPromptTokens: 5, numOutputTokens: 1,
-    numCachedTokens: 0, numPreemptions: 0, scheduledTimeMs: 100, firstTokenTimeMs: 200, ...over,
+    numCachedTokens: 0, numPreemptions: 0, arrivalTimeMs: 0, scheduledTimeMs: 100, firstTokenTimeMs: 200, ...over,
   };
 }
 
@@ -127,7 +127,7 @@ describe('LlmMetricsObserver.observeRequestFinished', () => {
   it("observes each phase of a finished request with vLLM's definitions", async () => {
     const final = update('a', { numOutputTokens: 3, finishReason: 'length', scheduledTimeMs: 100, firstTokenTimeMs: 200 });
     qwen().observeStep(step(0, 200, [update('a')]));
-    observer.observeRequestFinished(finishedRequest('qwen', 0, final, 330));
+    observer.observeRequestFinished(finishedRequest('qwen', final, 330));
     const m = await scrape();
     const sum = (name: string) => m.value(`conveyor:${name}_sum`, M);
     expect(sum('e2e_request_latency_seconds')).toBeCloseTo(0.33, 9);
@@ -146,8 +146,8 @@ describe('LlmMetricsObserver.observeRequestFinished', () => {
   });
 
   it('observes only the end-to-end latency of a request aborted while waiting', async () => {
-    const final = update('a', { newTokenIds: [], numOutputTokens: 0, finishReason: 'abort', scheduledTimeMs: null, firstTokenTimeMs: null });
-    observer.observeRequestFinished(finishedRequest('qwen', 1000, final, 1500));
+    const final = update('a', { newTokenIds: [], numOutputTokens: 0, finishReason: 'abort', arrivalTimeMs: 1000, scheduledTimeMs: null, firstTokenTimeMs: null });
+    observer.observeRequestFinished(finishedRequest('qwen', final, 1500));
     const m = await scrape();
     expect(m.value('conveyor:e2e_request_latency_seconds_sum', M)).toBeCloseTo(0.5, 9);
     for (const name of ['request_queue_time_seconds', 'time_to_first_token_seconds', 'request_decode_time_seconds', 'request_time_per_output_token_seconds']) {
@@ -161,7 +161,7 @@ describe('vllm: names', () => {
   it('exports the same series under both prefixes', async () => {
     observer = new PromLlmMetrics((registry = new Registry()), [LLM_PREFIX, VLLM_PREFIX]);
     qwen().observeStep(step(0, 200, [update('a')], stats({ prefixCacheQueries: 5, prefixCacheHits: 5 })));
-    observer.observeRequestFinished(finishedRequest('qwen', 0, update('a', { finishReason: 'stop' }), 200));
+    observer.observeRequestFinished(finishedRequest('qwen', update('a', { finishReason: 'stop' }), 200));
     const m = await scrape();
     const names = [...new Set(m.samples.map((s) => s.name))];
     const conveyor = m.samples.filter((s) => s.name.startsWith('conveyor:'));

@@ -21,10 +21,7 @@ export function causalMask(g: GraphBuilder, attentionMask: string, newTokens: st
   const firstQuery = g.op1('Sub', [totalLength, newLength]); // past length P
   const keyPositions = g.op1('Range', [g.ints(0), totalLength, g.ints(1)]); // [T]
   const queryPositions = g.op1('Range', [firstQuery, totalLength, g.ints(1)]); // [S]: P .. T-1
-  const causal = g.op1('LessOrEqual', [
-    g.op1('Unsqueeze', [keyPositions, g.ints([0])]),
-    g.op1('Unsqueeze', [queryPositions, g.ints([1])]),
-  ]); // [S, T]
+  const causal = g.op1('LessOrEqual', [g.op1('Unsqueeze', [keyPositions, g.ints([0])]), g.op1('Unsqueeze', [queryPositions, g.ints([1])])]); // [S, T]
   const attended = g.op1('Cast', [g.op1('Unsqueeze', [attentionMask, g.ints([1, 2])])], { to: 9 }); // [B, 1, 1, T]
   const visible = g.op1('And', [causal, attended]); // [B, 1, S, T]
   return groups === 1 ? visible : g.op1('Tile', [visible, g.ints([1, 1, groups, 1])]); // rows ordered (g, s)

@@ -51,15 +51,7 @@ export interface ConvBnNames {
   readonly bn: string;
 }
 
-export function convBn(
-  g: GraphBuilder,
-  x: string,
-  names: ConvBnNames,
-  layer: ConvBnLayer,
-  precision: Precision,
-  relu: boolean,
-  int8: Int8ConvFormulation = DEFAULT_INT8_CONV,
-): string {
+export function convBn(g: GraphBuilder, x: string, names: ConvBnNames, layer: ConvBnLayer, precision: Precision, relu: boolean, int8: Int8ConvFormulation = DEFAULT_INT8_CONV): string {
   if (precision === 'int8') return quantizedConv(g, x, names.conv, foldBatchNorm(layer, BN_EPSILON), relu, int8);
   const { inChannels, outChannels, kernel, stride, bn } = layer;
   const pad = convPadding(kernel);

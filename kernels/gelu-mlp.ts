@@ -14,13 +14,7 @@ export interface GeluMlpWeights {
 /** Hugging Face BERT's names for the two projections, relative to `encoder.layer.{i}`. */
 export const BERT_MLP_NAMES = { intermediate: 'intermediate.dense', output: 'output.dense' } as const;
 
-export function geluMlp(
-  g: GraphBuilder,
-  x: string,
-  w: GeluMlpWeights,
-  precision: Precision,
-  names: { intermediate: string; output: string } = BERT_MLP_NAMES,
-): string {
+export function geluMlp(g: GraphBuilder, x: string, w: GeluMlpWeights, precision: Precision, names: { intermediate: string; output: string } = BERT_MLP_NAMES): string {
   const hidden = linear(g, x, names.intermediate, w.intermediate, precision);
   return linear(g, gelu(g, hidden), names.output, w.output, precision);
 }

@@ -24,4 +24,3 @@ export function rmsNormReference(x: RefTensor, weight: Float64Array, epsilon: nu
   }
   return { dims: x.dims, data: out };
 }
-

@@ -49,11 +49,7 @@ interface Manifest {
 }
 
 /** Builds the model into `dir` (default models/build/<family>-<size>/) unless an identical build is there. */
-export async function ensureBuilt(
-  family: ModelFamily,
-  size: ModelSize,
-  options: { dir?: string; log?: (line: string) => void } = {},
-): Promise<BuiltModel> {
+export async function ensureBuilt(family: ModelFamily, size: ModelSize, options: { dir?: string; log?: (line: string) => void } = {}): Promise<BuiltModel> {
   const builder = BUILDERS[family];
   const dir = resolve(options.dir ?? join(MODELS_ROOT, 'build', `${family}-${size}`));
   const log = options.log ?? ((line: string) => process.stderr.write(`[models] ${line}\n`));

@@ -16,10 +16,7 @@ export const DEFAULT_MODELS: readonly { name: string; family: ModelFamily }[] = 
   { name: 'resnet-tiny', family: 'resnet' },
 ];
 
-export async function ensureDefaultRepository(
-  root = DEFAULT_REPOSITORY,
-  log?: (line: string) => void,
-): Promise<Record<string, BuiltModel>> {
+export async function ensureDefaultRepository(root = DEFAULT_REPOSITORY, log?: (line: string) => void): Promise<Record<string, BuiltModel>> {
   const built: Record<string, BuiltModel> = {};
   for (const { name, family } of DEFAULT_MODELS) {
     built[name] = await ensureBuilt(family, 'tiny', { dir: join(root, name, '1'), ...(log ? { log } : {}) });

@@ -11,14 +11,13 @@ import type { GenerateInput } from '../src/serving/llm-backend.js';
 import type { OpenAIContext } from './context.js';
 import { prepareChoices, runChoices } from './generation.js';
 import { chatLogprobs, type ChatTokenLogprob } from './logprobs.js';
-import {
-  CHAT_FIELDS, CHAT_VOCABULARY, checkFields, checkNoOps, choiceCount, optionalFlag, requireModel, requireObject, streamSettings, type Body,
-} from './request-fields.js';
+import { CHAT_FIELDS, CHAT_VOCABULARY, checkFields, checkNoOps, choiceCount, optionalFlag, requireModel, requireObject, streamSettings, type Body } from './request-fields.js';
 import { collectChoices, streamChoices } from './respond.js';
 import { responseHead, responseMeta, UsageTally } from './wire.js';
 
 export function chatInput(body: Body): GenerateInput {
-  if (body.logprobs !== undefined && body.logprobs !== null && typeof body.logprobs !== 'boolean') throw invalidArg('logprobs must be a boolean (use top_logprobs for the number of alternatives)', 'logprobs');
+  if (body.logprobs !== undefined && body.logprobs !== null && typeof body.logprobs !== 'boolean')
+    throw invalidArg('logprobs must be a boolean (use top_logprobs for the number of alternatives)', 'logprobs');
   const kwargs = body.chat_template_kwargs;
   if (kwargs !== undefined && kwargs !== null && (typeof kwargs !== 'object' || Array.isArray(kwargs))) throw invalidArg('chat_template_kwargs must be an object', 'chat_template_kwargs');
   return {
@@ -58,7 +57,11 @@ export async function chatCompletions(ctx: OpenAIContext, rawBody: unknown, repl
   if (stream) {
     const started = new Set<number>();
     await streamChoices(reply, events, {
-      meta, object: 'chat.completion.chunk', includeUsage, usage, sendTimeoutMs: ctx.options.streamSendTimeoutMs,
+      meta,
+      object: 'chat.completion.chunk',
+      includeUsage,
+      usage,
+      sendTimeoutMs: ctx.options.streamSendTimeoutMs,
       choice: (index, event) => {
         const content = logprobsOf(event);
         const first = !started.has(index);

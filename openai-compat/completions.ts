@@ -12,9 +12,7 @@ import type { OpenAIContext } from './context.js';
 import { unsupportedParameter } from './errors.js';
 import { prepareChoices, runChoices } from './generation.js';
 import { appendCompletionLogprobs, completionLogprobs, type CompletionLogprobs } from './logprobs.js';
-import {
-  checkFields, checkNoOps, choiceCount, COMPLETION_FIELDS, COMPLETION_VOCABULARY, MAX_CHOICES, optionalFlag, requireModel, requireObject, streamSettings, type Body,
-} from './request-fields.js';
+import { checkFields, checkNoOps, choiceCount, COMPLETION_FIELDS, COMPLETION_VOCABULARY, MAX_CHOICES, optionalFlag, requireModel, requireObject, streamSettings, type Body } from './request-fields.js';
 import { collectChoices, streamChoices } from './respond.js';
 import { responseHead, responseMeta, UsageTally } from './wire.js';
 
@@ -80,7 +78,7 @@ export async function completions(ctx: OpenAIContext, rawBody: unknown, reply: F
   if (echo && topLogprobs !== null) throw unsupportedParameter('echo', 'cannot be combined with logprobs (prompt logprobs are not computed)');
   const { choices } = await prepareAll(model, body, n);
   const tokenText = ctx.tokenText(model);
-  const echoed = choices.map((c) => (echo ? c.promptText ?? model.processor.tokenizer.decode([...c.request.promptTokenIds], { skip_special_tokens: false }) : ''));
+  const echoed = choices.map((c) => (echo ? (c.promptText ?? model.processor.tokenizer.decode([...c.request.promptTokenIds], { skip_special_tokens: false })) : ''));
   const state: CompletionChoice[] = echoed.map((e) => ({ text: '', logprobs: topLogprobs === null ? null : emptyLogprobs(), offset: e.length, finishReason: null, started: false }));
   const events = runChoices(model, choices, signal, ctx.admission);
   const meta = responseMeta('cmpl', requested, model);
@@ -98,7 +96,11 @@ export async function completions(ctx: OpenAIContext, rawBody: unknown, reply: F
 
   if (stream) {
     await streamChoices(reply, events, {
-      meta, object: 'text_completion', includeUsage, usage, sendTimeoutMs: ctx.options.streamSendTimeoutMs,
+      meta,
+      object: 'text_completion',
+      includeUsage,
+      usage,
+      sendTimeoutMs: ctx.options.streamSendTimeoutMs,
       choice: (index, event) => {
         const { text, logprobs } = step(index, event);
         if (text === '' && (logprobs === null || logprobs.tokens.length === 0) && event.finishReason === null) return null;
@@ -126,4 +128,3 @@ export async function completions(ctx: OpenAIContext, rawBody: unknown, reply: F
 function emptyLogprobs(): CompletionLogprobs {
   return { tokens: [], token_logprobs: [], top_logprobs: [], text_offset: [] };
 }
-

@@ -65,4 +65,3 @@ export class OpenAIContext {
     return text;
   }
 }
-

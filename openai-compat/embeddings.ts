@@ -65,7 +65,12 @@ function tokenizeItem(item: unknown, i: number, encoder: EncoderTokenizer, addSp
     if (item.length === 0) throw invalidArg(`input[${i}] must not be an empty string`, 'input');
     // An input this long cannot fit the context anyway; refusing it unread costs no tokenizing.
     const maxChars = promptCharLimit({ maxPromptChars: 0 }, encoder.maxLength);
-    if (item.length > maxChars) throw new ConveyorError('CONTEXT_LENGTH_EXCEEDED', `input[${i}] has ${item.length} characters, more than the ${maxChars} this server accepts for a ${encoder.maxLength}-token model. Please shorten the input.`, 'input');
+    if (item.length > maxChars)
+      throw new ConveyorError(
+        'CONTEXT_LENGTH_EXCEEDED',
+        `input[${i}] has ${item.length} characters, more than the ${maxChars} this server accepts for a ${encoder.maxLength}-token model. Please shorten the input.`,
+        'input',
+      );
     ids = encoder.tokenizer.encode(item, { add_special_tokens: addSpecialTokens }).ids;
   } else if (isTokenList(item)) {
     if (!item.every((t) => Number.isInteger(t) && t >= 0 && t < encoder.vocabSize)) throw invalidArg(`input[${i}] holds a token id outside the vocabulary (0..${encoder.vocabSize - 1})`, 'input');
@@ -74,7 +79,11 @@ function tokenizeItem(item: unknown, i: number, encoder: EncoderTokenizer, addSp
     throw invalidArg(`input[${i}] must be a string or a non-empty array of token ids`, 'input');
   }
   if (ids.length > encoder.maxLength) {
-    throw new ConveyorError('CONTEXT_LENGTH_EXCEEDED', `This model's maximum context length is ${encoder.maxLength} tokens. However, input[${i}] has ${ids.length} tokens. Please shorten the input.`, 'input');
+    throw new ConveyorError(
+      'CONTEXT_LENGTH_EXCEEDED',
+      `This model's maximum context length is ${encoder.maxLength} tokens. However, input[${i}] has ${ids.length} tokens. Please shorten the input.`,
+      'input',
+    );
   }
   return ids;
 }
@@ -91,10 +100,12 @@ function inferRequest(model: EmbeddingModel, rows: readonly number[][]): InferRe
   const width = Math.max(...rows.map((r) => r.length));
   const ids = new BigInt64Array(rows.length * width);
   const mask = new BigInt64Array(rows.length * width);
-  rows.forEach((row, r) => row.forEach((id, t) => {
-    ids[r * width + t] = BigInt(id);
-    mask[r * width + t] = 1n;
-  }));
+  rows.forEach((row, r) =>
+    row.forEach((id, t) => {
+      ids[r * width + t] = BigInt(id);
+      mask[r * width + t] = 1n;
+    }),
+  );
   const shape = [rows.length, width];
   const available: Record<string, Tensor> = {
     input_ids: { name: 'input_ids', datatype: 'INT64', shape, data: ids },
@@ -114,15 +125,26 @@ function encodeBase64(row: Float32Array): string {
 
 async function embedAll(ctx: OpenAIContext, model: EmbeddingModel, tokens: number[][], signal: AbortSignal): Promise<Float32Array[]> {
   const batch = model.config.max_batch_size > 0 ? model.config.max_batch_size : 1;
-  const groups = groupByLength(tokens.map((t) => t.length), batch);
+  const groups = groupByLength(
+    tokens.map((t) => t.length),
+    batch,
+  );
   const rows: Float32Array[] = new Array(tokens.length);
-  await Promise.all(groups.map(async (group) => {
-    const response = await ctx.service.infer(inferRequest(model, group.map((i) => tokens[i]!)), signal);
-    const output = response.outputs.find((o) => o.name === EMBEDDING_OUTPUT);
-    if (!output || !(output.data instanceof Float32Array)) throw new ConveyorError('INTERNAL', `model '${model.name}' returned no FP32 ${EMBEDDING_OUTPUT}`);
-    const dim = output.data.length / group.length;
-    group.forEach((index, r) => (rows[index] = output.data.slice(r * dim, (r + 1) * dim) as Float32Array));
-  }));
+  await Promise.all(
+    groups.map(async (group) => {
+      const response = await ctx.service.infer(
+        inferRequest(
+          model,
+          group.map((i) => tokens[i]!),
+        ),
+        signal,
+      );
+      const output = response.outputs.find((o) => o.name === EMBEDDING_OUTPUT);
+      if (!output || !(output.data instanceof Float32Array)) throw new ConveyorError('INTERNAL', `model '${model.name}' returned no FP32 ${EMBEDDING_OUTPUT}`);
+      const dim = output.data.length / group.length;
+      group.forEach((index, r) => (rows[index] = output.data.slice(r * dim, (r + 1) * dim) as Float32Array));
+    }),
+  );
   return rows;
 }
 

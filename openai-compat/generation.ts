@@ -43,12 +43,7 @@ interface Queue {
  * overloaded) happens on the first pull, before anything is submitted; each choice gives its
  * slot back with its first token.
  */
-export async function* runChoices(
-  model: LlmModel,
-  choices: readonly ProcessedRequest[],
-  signal: AbortSignal,
-  admission: Admission,
-): AsyncGenerator<ChoiceEvent> {
+export async function* runChoices(model: LlmModel, choices: readonly ProcessedRequest[], signal: AbortSignal, admission: Admission): AsyncGenerator<ChoiceEvent> {
   admission.enter(model.name, choices.length);
   const stop = new AbortController();
   const combined = AbortSignal.any([signal, stop.signal]);

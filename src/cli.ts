@@ -40,10 +40,7 @@ const FORCED_EXIT_CODES: Readonly<Record<'SIGINT' | 'SIGTERM', number>> = { SIGI
  * second one during the drain is an operator who will not wait: exit at once, with 130 / 143 so
  * a supervisor can tell a cut-short drain from a clean one.
  */
-function handleSignals(
-  stop: () => Promise<void>,
-  log: (line: string, fields?: Record<string, unknown>) => void,
-): void {
+function handleSignals(stop: () => Promise<void>, log: (line: string, fields?: Record<string, unknown>) => void): void {
   let draining = false;
   const onSignal = (signal: 'SIGINT' | 'SIGTERM'): void => {
     if (draining) {
@@ -76,6 +73,6 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
-  process.stderr.write(`${error instanceof OptionsError ? error.message : (error as Error).stack ?? String(error)}\n`);
+  process.stderr.write(`${error instanceof OptionsError ? error.message : ((error as Error).stack ?? String(error))}\n`);
   process.exit(error instanceof OptionsError ? 2 : 1);
 });

@@ -24,7 +24,19 @@ interface CatalogEntry {
 }
 
 // gRPC status codes (grpc/status.h).
-const GRPC = { CANCELLED: 1, UNKNOWN: 2, INVALID_ARGUMENT: 3, DEADLINE_EXCEEDED: 4, NOT_FOUND: 5, ALREADY_EXISTS: 6, PERMISSION_DENIED: 7, UNIMPLEMENTED: 12, INTERNAL: 13, UNAVAILABLE: 14, UNAUTHENTICATED: 16 } as const;
+const GRPC = {
+  CANCELLED: 1,
+  UNKNOWN: 2,
+  INVALID_ARGUMENT: 3,
+  DEADLINE_EXCEEDED: 4,
+  NOT_FOUND: 5,
+  ALREADY_EXISTS: 6,
+  PERMISSION_DENIED: 7,
+  UNIMPLEMENTED: 12,
+  INTERNAL: 13,
+  UNAVAILABLE: 14,
+  UNAUTHENTICATED: 16,
+} as const;
 
 export const ERROR_CATALOG: Readonly<Record<ErrorCode, CatalogEntry>> = {
   // Triton answers 400 for an unknown model too; NOT_FOUND is for missing versions/resources.
@@ -91,9 +103,7 @@ export const notFound = (message: string): ConveyorError => new ConveyorError('N
 export const unavailable = (message: string): ConveyorError => new ConveyorError('UNAVAILABLE', message);
 
 /** A new request while the server drains for shutdown: retryable, on another replica or after the restart. */
-export const serverDraining = (): ConveyorError =>
-  unavailable('the server is shutting down and accepts no new requests; retry on another replica or after the restart');
+export const serverDraining = (): ConveyorError => unavailable('the server is shutting down and accepts no new requests; retry on another replica or after the restart');
 
 /** A generation still running when the shutdown's exit timeout ended it (its blocks are freed). */
-export const cutByShutdown = (): ConveyorError =>
-  unavailable('the server shut down before the generation finished (exit timeout reached); retry the request');
+export const cutByShutdown = (): ConveyorError => unavailable('the server shut down before the generation finished (exit timeout reached); retry the request');

@@ -63,21 +63,24 @@ export function positiveInt(value: string | boolean | undefined, fallback: numbe
 /** Comma-separated list of integers ≥ 1, e.g. '--batches 1,8,32'. */
 export function intList(value: string | boolean | undefined, fallback: readonly number[], flag: string): number[] {
   if (value === undefined) return [...fallback];
-  return String(value).split(',').map((part) => positiveInt(part.trim(), 0, flag, 1));
+  return String(value)
+    .split(',')
+    .map((part) => positiveInt(part.trim(), 0, flag, 1));
 }
 
 export function stringList<T extends string>(value: string | boolean | undefined, allowed: readonly T[], fallback: readonly T[], flag: string): T[] {
   if (value === undefined) return [...fallback];
-  return String(value).split(',').map((part) => {
-    const item = part.trim() as T;
-    if (!allowed.includes(item)) throw new Error(`${flag}: '${item}' is not one of ${allowed.join(', ')}`);
-    return item;
-  });
+  return String(value)
+    .split(',')
+    .map((part) => {
+      const item = part.trim() as T;
+      if (!allowed.includes(item)) throw new Error(`${flag}: '${item}' is not one of ${allowed.join(', ')}`);
+      return item;
+    });
 }
 
 export function helpText(scenarios: readonly Scenario[], only?: Scenario): string {
-  const flagLines = (flags: Readonly<Record<string, FlagSpec>>): string[] =>
-    Object.values(flags).map((f) => `    ${f.usage.padEnd(26)} ${f.description}`);
+  const flagLines = (flags: Readonly<Record<string, FlagSpec>>): string[] => Object.values(flags).map((f) => `    ${f.usage.padEnd(26)} ${f.description}`);
   const lines = ['Usage: npm run bench -- <scenario> [--flags]', '', 'Scenarios:'];
   for (const s of only ? [only] : scenarios) {
     lines.push(`  ${s.name.padEnd(12)} ${s.description}`);

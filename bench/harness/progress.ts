@@ -24,7 +24,10 @@ export class Progress {
   private lastDrawAt = -Infinity;
   private drawnInPlace = false;
 
-  constructor(private readonly title: string, options: ProgressOptions = {}) {
+  constructor(
+    private readonly title: string,
+    options: ProgressOptions = {},
+  ) {
     this.stream = options.stream ?? process.stderr;
     this.now = options.now ?? (() => performance.now());
     this.logIntervalMs = options.logIntervalMs ?? 15_000;

@@ -43,7 +43,7 @@ function gaussian(next: () => number): number {
 
 function makeRow(shape: 'peaked' | 'flat', seed: number): Float32Array {
   let s = seed >>> 0;
-  const next = (): number => ((s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 4294967296);
+  const next = (): number => (s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 4294967296;
   const row = new Float32Array(VOCAB);
   for (let i = 0; i < VOCAB; i++) row[i] = shape === 'peaked' ? 2.5 * gaussian(next) : gaussian(next);
   if (shape === 'peaked') for (let j = 0; j < 20; j++) row[Math.floor(next() * SAMPLEABLE)] = 18 + 6 * next();

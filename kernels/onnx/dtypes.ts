@@ -60,12 +60,12 @@ function float32BitsToFloat16Bits(x: number): number {
     const half = 1 << (shift - 1);
     const rest = mantissa & ((1 << shift) - 1);
     let result = mantissa >>> shift;
-    if (rest > half || (rest === half && (result & 1))) result += 1;
+    if (rest > half || (rest === half && result & 1)) result += 1;
     return sign | result;
   }
   let result = (e << 10) | (mantissa >>> 13);
   const rest = mantissa & 0x1fff;
-  if (rest > 0x1000 || (rest === 0x1000 && (result & 1))) result += 1; // may carry into the exponent: correct
+  if (rest > 0x1000 || (rest === 0x1000 && result & 1)) result += 1; // may carry into the exponent: correct
   return sign | result;
 }
 
@@ -100,14 +100,7 @@ export function fromFloat16Array(bits: Uint16Array): Float32Array {
 export function floatTensor(dtype: 'float32' | 'float16' | 'float64', dims: readonly number[], values: ArrayLike<number>): TensorValue {
   if (values.length !== elementCount(dims)) throw new Error(`floatTensor: ${values.length} values for dims [${dims}]`);
   // A Float32Array is used as is (weights are large and never mutated after init).
-  const data =
-    dtype === 'float16'
-      ? toFloat16Array(values)
-      : dtype === 'float64'
-        ? Float64Array.from(values)
-        : values instanceof Float32Array
-          ? values
-          : Float32Array.from(values);
+  const data = dtype === 'float16' ? toFloat16Array(values) : dtype === 'float64' ? Float64Array.from(values) : values instanceof Float32Array ? values : Float32Array.from(values);
   return { dtype, dims: [...dims], data };
 }
 

@@ -57,7 +57,10 @@ export class GraphBuilder {
   private readonly domainsUsed = new Set<string>();
   private scopes: string[] = [];
 
-  constructor(readonly graphName: string, floatType: 'float32' | 'float16' = 'float32') {
+  constructor(
+    readonly graphName: string,
+    floatType: 'float32' | 'float16' = 'float32',
+  ) {
     this.floatType = floatType;
   }
 
@@ -138,9 +141,7 @@ export class GraphBuilder {
 
   /** Float scalar (or 1-D) constant in the graph's float type, or a given float type. */
   floats(values: readonly number[] | number, dtype: 'float32' | 'float16' | 'float64' = this.floatType): string {
-    return typeof values === 'number'
-      ? this.constant(floatTensor(dtype, [], [values]))
-      : this.constant(floatTensor(dtype, [values.length], values));
+    return typeof values === 'number' ? this.constant(floatTensor(dtype, [], [values])) : this.constant(floatTensor(dtype, [values.length], values));
   }
 
   /** Adds a node and returns its output names. */

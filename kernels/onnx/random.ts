@@ -38,7 +38,7 @@ export class SeededRandom {
 
 /** Derives a child seed from a parent seed and a name, so each weight has its own stream. */
 export function seedFor(parent: number, name: string): number {
-  let h = parent >>> 0 ^ 0x811c9dc5;
+  let h = (parent >>> 0) ^ 0x811c9dc5;
   for (let i = 0; i < name.length; i++) h = Math.imul(h ^ name.charCodeAt(i), 0x01000193) >>> 0;
   return h >>> 0;
 }

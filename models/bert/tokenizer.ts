@@ -55,10 +55,7 @@ export function bertTokenizerJson(vocab: readonly string[]): Record<string, unkn
     post_processor: {
       type: 'TemplateProcessing',
       single: [piece('SpecialToken', '[CLS]', 0), piece('Sequence', 'A', 0), piece('SpecialToken', '[SEP]', 0)],
-      pair: [
-        piece('SpecialToken', '[CLS]', 0), piece('Sequence', 'A', 0), piece('SpecialToken', '[SEP]', 0),
-        piece('Sequence', 'B', 1), piece('SpecialToken', '[SEP]', 1),
-      ],
+      pair: [piece('SpecialToken', '[CLS]', 0), piece('Sequence', 'A', 0), piece('SpecialToken', '[SEP]', 0), piece('Sequence', 'B', 1), piece('SpecialToken', '[SEP]', 1)],
       special_tokens: {
         '[CLS]': { id: '[CLS]', ids: [CLS_ID], tokens: ['[CLS]'] },
         '[SEP]': { id: '[SEP]', ids: [SEP_ID], tokens: ['[SEP]'] },

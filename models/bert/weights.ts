@@ -44,7 +44,9 @@ export function initBertWeights(c: BertConfig, seed = DEFAULT_BERT_SEED): BertWe
   });
   // Norm weights near 1 and biases near 0 (not exactly) so a kernel that ignored them would be caught.
   const norm = (name: string, width: number): NormWeights => ({
-    weight: stream(`${name}.weight`).uniformWithStd(width, 0.1).map((x) => 1 + x),
+    weight: stream(`${name}.weight`)
+      .uniformWithStd(width, 0.1)
+      .map((x) => 1 + x),
     bias: stream(`${name}.bias`).uniformWithStd(width, 0.05),
   });
   const table = (name: string, rows: number): Float32Array => stream(`${name}.weight`).uniformWithStd(rows * c.hiddenSize, c.embeddingStd);

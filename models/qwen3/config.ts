@@ -25,15 +25,33 @@ const QWEN3_VOCAB = { vocabSize: 151_936, tokenizerVocabSize: 151_669 } as const
 
 export const DECODER_CONFIGS: Record<ModelSize, DecoderConfig> = {
   tiny: {
-    hiddenSize: 64, numLayers: 4, numHeads: 4, numKvHeads: 2, headDim: 16, intermediateSize: 192,
-    ...QWEN3_VOCAB, maxPositionEmbeddings: 4096, ropeTheta: 1_000_000, rmsNormEps: 1e-6,
-    projectionStd: 0.17, embeddingStd: 0.05,
+    hiddenSize: 64,
+    numLayers: 4,
+    numHeads: 4,
+    numKvHeads: 2,
+    headDim: 16,
+    intermediateSize: 192,
+    ...QWEN3_VOCAB,
+    maxPositionEmbeddings: 4096,
+    ropeTheta: 1_000_000,
+    rmsNormEps: 1e-6,
+    projectionStd: 0.17,
+    embeddingStd: 0.05,
   },
   // ≈100M parameters, the shape whose forward-pass floor reference/onnxruntime-node.md records.
   bench: {
-    hiddenSize: 512, numLayers: 8, numHeads: 8, numKvHeads: 2, headDim: 64, intermediateSize: 1408,
-    ...QWEN3_VOCAB, maxPositionEmbeddings: 4096, ropeTheta: 1_000_000, rmsNormEps: 1e-6,
-    projectionStd: 0.17, embeddingStd: 0.05,
+    hiddenSize: 512,
+    numLayers: 8,
+    numHeads: 8,
+    numKvHeads: 2,
+    headDim: 64,
+    intermediateSize: 1408,
+    ...QWEN3_VOCAB,
+    maxPositionEmbeddings: 4096,
+    ropeTheta: 1_000_000,
+    rmsNormEps: 1e-6,
+    projectionStd: 0.17,
+    embeddingStd: 0.05,
   },
 };
 

@@ -40,7 +40,9 @@ export function buildDecoderGraph(c: DecoderConfig, weights: DecoderWeights, pre
 
   const embedding = tiedEmbedding(g, 'model.embed_tokens', weights.embedding, c, precision);
   const context: LayerContext = {
-    g, c, precision,
+    g,
+    c,
+    precision,
     rotary: rotaryTables(g, positionIds, c.headDim, c.ropeTheta),
     mask: causalMask(g, attentionMask, inputIds, c.numHeads / c.numKvHeads),
   };
@@ -95,9 +97,7 @@ function decoderLayer(
     return { ...result, output: linear(g, result.output, 'o_proj', w.o, precision) };
   });
   const afterAttention = g.op1('Add', [x, attention.output]);
-  const mlpInput = g.scope('post_attention_layernorm', () =>
-    rmsNorm(g, afterAttention, g.weight('weight', [c.hiddenSize], w.postAttentionNorm), c.rmsNormEps),
-  );
+  const mlpInput = g.scope('post_attention_layernorm', () => rmsNorm(g, afterAttention, g.weight('weight', [c.hiddenSize], w.postAttentionNorm), c.rmsNormEps));
   const mlp = g.scope('mlp', () => swigluMlp(g, mlpInput, { gate: w.gate, up: w.up, down: w.down }, precision));
   return { hidden: g.op1('Add', [afterAttention, mlp]), presentKey: attention.presentKey, presentValue: attention.presentValue };
 }

@@ -39,7 +39,10 @@ export function initDecoderWeights(c: DecoderConfig, seed = DEFAULT_DECODER_SEED
     weight: stream(`${name}.weight`).uniformWithStd(inFeatures * outFeatures, c.projectionStd / Math.sqrt(inFeatures / 64)),
   });
   // Norm weights near 1 (not exactly 1) so a kernel that ignored them would be caught by tests.
-  const norm = (name: string, width: number): Float32Array => stream(`${name}.weight`).uniformWithStd(width, 0.1).map((x) => 1 + x);
+  const norm = (name: string, width: number): Float32Array =>
+    stream(`${name}.weight`)
+      .uniformWithStd(width, 0.1)
+      .map((x) => 1 + x);
 
   const embedding = stream('model.embed_tokens.weight').uniformWithStd(c.vocabSize * c.hiddenSize, c.embeddingStd);
   embedding.fill(0, c.tokenizerVocabSize * c.hiddenSize);

@@ -33,7 +33,9 @@ export async function writeQwen3Directory(dir: string, size: ModelSize, log: (li
   await writeJson('generation_config.json', hfGenerationConfig());
   for (const [name, source] of Object.entries(QWEN3_TOKENIZER_FILES)) {
     await copyFile(source, join(dir, name));
-    files[name] = createHash('sha256').update(await readFile(source)).digest('hex');
+    files[name] = createHash('sha256')
+      .update(await readFile(source))
+      .digest('hex');
   }
   log(`qwen3-${size}: initialising weights`);
   const weights = initDecoderWeights(config);

@@ -40,7 +40,9 @@ function calibrateConv(stream: Stream, names: { conv: string; bn: string }, x: R
   const inChannels = x.dims[1]!;
   const fanIn = inChannels * kernel * kernel;
   const weight = stream(`${names.conv}.weight`).uniformWithStd(outChannels * fanIn, Math.sqrt(2 / fanIn));
-  const gamma = stream(`${names.bn}.weight`).uniformWithStd(outChannels, 0.1).map((v) => 1 + v);
+  const gamma = stream(`${names.bn}.weight`)
+    .uniformWithStd(outChannels, 0.1)
+    .map((v) => 1 + v);
   const beta = stream(`${names.bn}.bias`).uniformWithStd(outChannels, 0.1);
   const conv = conv2dReference(x, weight, outChannels, kernel, stride);
   const { mean, variance } = channelMoments(conv);
@@ -95,7 +97,10 @@ function calibrateClassifier(stream: Stream, features: RefTensor, numClasses: nu
   const raw = stream('fc.weight').uniformWithStd(width * numClasses, 1 / Math.sqrt(width));
   const meanFeature = new Float64Array(width);
   for (let i = 0; i < n * width; i++) meanFeature[i % width]! += features.data[i]! / n;
-  const centred = refTensor(features.dims, features.data.map((v, i) => v - meanFeature[i % width]!));
+  const centred = refTensor(
+    features.dims,
+    features.data.map((v, i) => v - meanFeature[i % width]!),
+  );
   const logits = refMatMul(centred, refTensor([width, numClasses], raw)).data;
   const std = Math.sqrt(logits.reduce((sum, v) => sum + v * v, 0) / logits.length);
   const weight = raw.map((v) => (v * LOGIT_STD) / std);

@@ -222,7 +222,10 @@ export class DynamicBatcher {
         }
         if (decision.kind === 'dispatch') {
           this.queue.remove(decision.batch);
-          void this.run(decision.batch.map((entry) => entry.payload), decision.batchSize);
+          void this.run(
+            decision.batch.map((entry) => entry.payload),
+            decision.batchSize,
+          );
           continue;
         }
         this.setTimer(decision.kind === 'wait' ? decision.until : undefined);
@@ -239,11 +242,14 @@ export class DynamicBatcher {
     this.timer = undefined;
     this.timerDue = until;
     if (until === undefined) return;
-    this.timer = this.timers.set(() => {
-      this.timer = undefined;
-      this.timerDue = undefined;
-      this.pump();
-    }, Math.max(0, until - this.clock.now()));
+    this.timer = this.timers.set(
+      () => {
+        this.timer = undefined;
+        this.timerDue = undefined;
+        this.pump();
+      },
+      Math.max(0, until - this.clock.now()),
+    );
   }
 
   /**
@@ -307,7 +313,13 @@ export class DynamicBatcher {
 
   /** Each job's requested outputs, in the order it asked for them. */
   private split(jobs: readonly Job[], result: ExecutionResult): Tensor[][] {
-    const perJob = jobs.length === 1 ? [[...result.outputs]] : splitOutputs(result.outputs, jobs.map((job) => job.rows));
+    const perJob =
+      jobs.length === 1
+        ? [[...result.outputs]]
+        : splitOutputs(
+            result.outputs,
+            jobs.map((job) => job.rows),
+          );
     return jobs.map((job, i) =>
       job.outputNames.map((name) => {
         const output = perJob[i]!.find((t) => t.name === name);

@@ -10,9 +10,19 @@ type Storage = { new (length: number): NumericData; readonly name: string };
 
 /** The typed array each datatype is stored in (src/contracts/tensors.ts). */
 export const STORAGE: Readonly<Record<NumericType, Storage>> = {
-  BOOL: Uint8Array, UINT8: Uint8Array, UINT16: Uint16Array, UINT32: Uint32Array, UINT64: BigUint64Array,
-  INT8: Int8Array, INT16: Int16Array, INT32: Int32Array, INT64: BigInt64Array,
-  FP16: Uint16Array, BF16: Uint16Array, FP32: Float32Array, FP64: Float64Array,
+  BOOL: Uint8Array,
+  UINT8: Uint8Array,
+  UINT16: Uint16Array,
+  UINT32: Uint32Array,
+  UINT64: BigUint64Array,
+  INT8: Int8Array,
+  INT16: Int16Array,
+  INT32: Int32Array,
+  INT64: BigInt64Array,
+  FP16: Uint16Array,
+  BF16: Uint16Array,
+  FP32: Float32Array,
+  FP64: Float64Array,
 };
 
 const internal = (message: string): ConveyorError => new ConveyorError('INTERNAL', message);
@@ -81,7 +91,15 @@ export function stackInputs(requests: readonly (readonly Tensor[])[]): Tensor[] 
       }
     }
     const rows = parts.reduce((n, t) => n + (t.shape[0] ?? 0), 0);
-    return { name: head.name, datatype: head.datatype, shape: [rows, ...itemShape], data: concatData(head.datatype, parts.map((t) => t.data)) };
+    return {
+      name: head.name,
+      datatype: head.datatype,
+      shape: [rows, ...itemShape],
+      data: concatData(
+        head.datatype,
+        parts.map((t) => t.data),
+      ),
+    };
   });
 }
 

@@ -18,7 +18,13 @@ export const LIMITS = {
   httpHeaderTimeoutSecs: { flag: '--http-header-timeout-secs', default: 30, unit: 'secs', help: 'time a client has to send the request line and headers (slow-loris guard)' },
   httpRequestTimeoutSecs: { flag: '--http-request-timeout-secs', default: 120, unit: 'secs', help: 'time a client has to send a whole request, body included' },
   httpIdleTimeoutSecs: { flag: '--http-idle-timeout-secs', default: 72, unit: 'secs', help: 'an idle keep-alive connection is closed after this long' },
-  httpMaxConnections: { flag: '--http-max-connections', default: 2048, unit: 'count', help: 'open HTTP connections (WebSockets included); new ones past it are closed at once', zeroMeans: 'unbounded' },
+  httpMaxConnections: {
+    flag: '--http-max-connections',
+    default: 2048,
+    unit: 'count',
+    help: 'open HTTP connections (WebSockets included); new ones past it are closed at once',
+    zeroMeans: 'unbounded',
+  },
   httpMaxBodyBytes: { flag: '--http-max-body-bytes', default: 256 * MiB, unit: 'bytes', help: 'largest KServe request body, measured after gzip/deflate decoding' },
   jsonMaxBodyBytes: { flag: '--json-max-body-bytes', default: 8 * MiB, unit: 'bytes', help: 'largest OpenAI / tokenize JSON request body' },
   jsonMaxDepth: { flag: '--json-max-depth', default: 64, unit: 'levels', help: 'deepest nesting of arrays and objects in a JSON body or WebSocket message' },
@@ -29,7 +35,12 @@ export const LIMITS = {
   wsMaxBufferedBytes: { flag: '--ws-max-buffered-bytes', default: 16 * MiB, unit: 'bytes', help: 'unsent bytes a WebSocket may hold before the client is dropped' },
   wsMaxInvalidMessages: { flag: '--ws-max-invalid-messages', default: 100, unit: 'count', help: 'a WebSocket client sending this many invalid messages in a row is disconnected (1008)' },
   wsSendTimeoutSecs: { flag: '--ws-send-timeout-secs', default: 30, unit: 'secs', help: 'a WebSocket client that reads nothing for this long while output waits is dropped' },
-  streamSendTimeoutSecs: { flag: '--stream-send-timeout-secs', default: 30, unit: 'secs', help: 'an SSE client (OpenAI streams, generate_stream) that reads nothing for this long while output waits is dropped' },
+  streamSendTimeoutSecs: {
+    flag: '--stream-send-timeout-secs',
+    default: 30,
+    unit: 'secs',
+    help: 'an SSE client (OpenAI streams, generate_stream) that reads nothing for this long while output waits is dropped',
+  },
   grpcMaxConcurrentStreams: { flag: '--grpc-max-concurrent-streams', default: 128, unit: 'count', help: 'concurrent calls (HTTP/2 streams) per gRPC connection' },
   grpcMaxMessageBytes: { flag: '--grpc-max-message-bytes', default: 2 ** 31 - 1, unit: 'bytes', help: "largest gRPC message received or sent (Triton's and tritonclient's INT32_MAX)" },
 } as const satisfies Record<string, LimitSpec>;
@@ -37,9 +48,7 @@ export const LIMITS = {
 export type LimitName = keyof typeof LIMITS;
 export type ResourceLimits = { readonly [K in LimitName]: number };
 
-export const DEFAULT_LIMITS: ResourceLimits = Object.fromEntries(
-  Object.entries(LIMITS).map(([name, spec]) => [name, spec.default]),
-) as ResourceLimits;
+export const DEFAULT_LIMITS: ResourceLimits = Object.fromEntries(Object.entries(LIMITS).map(([name, spec]) => [name, spec.default])) as ResourceLimits;
 
 const LIMIT_SPECS: readonly [LimitName, LimitSpec][] = Object.entries(LIMITS) as [LimitName, LimitSpec][];
 

@@ -146,8 +146,12 @@ export function parseServerOptions(argv: readonly string[]): ServerOptions {
   if (v.model !== undefined && v['model-repository'] !== undefined) throw new OptionsError('--model and --model-repository are alternatives; give one');
   if (v['served-model-name'] !== undefined && v.model === undefined) throw new OptionsError('--served-model-name needs --model');
   const access = accessOptions({
-    apiKeys: v['api-key'], apiKeyFiles: v['api-key-file'], adminKeys: v['admin-key'], adminKeyFiles: v['admin-key-file'],
-    authHealth: v['auth-health'], authMetrics: v['auth-metrics'],
+    apiKeys: v['api-key'],
+    apiKeyFiles: v['api-key-file'],
+    adminKeys: v['admin-key'],
+    adminKeyFiles: v['admin-key-file'],
+    authHealth: v['auth-health'],
+    authMetrics: v['auth-metrics'],
   });
   return {
     modelRepository: resolve(v['model-repository'] ?? DEFAULT_REPOSITORY_PATH),

@@ -39,10 +39,7 @@ export interface ModelStatistics {
   readonly last_inference: number;
   readonly inference_count: number;
   readonly execution_count: number;
-  readonly inference_stats: Record<
-    'success' | 'fail' | 'queue' | 'compute_input' | 'compute_infer' | 'compute_output' | 'cache_hit' | 'cache_miss',
-    StatisticDuration
-  >;
+  readonly inference_stats: Record<'success' | 'fail' | 'queue' | 'compute_input' | 'compute_infer' | 'compute_output' | 'cache_hit' | 'cache_miss', StatisticDuration>;
   readonly batch_stats: readonly {
     batch_size: number;
     compute_input: StatisticDuration;

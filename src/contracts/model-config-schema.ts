@@ -7,9 +7,21 @@
 import { enumType, mapOf, messageType, repeated, single } from './proto-schema.js';
 
 export const DATA_TYPE = enumType('DataType', [
-  'TYPE_INVALID', 'TYPE_BOOL', 'TYPE_UINT8', 'TYPE_UINT16', 'TYPE_UINT32', 'TYPE_UINT64',
-  'TYPE_INT8', 'TYPE_INT16', 'TYPE_INT32', 'TYPE_INT64',
-  'TYPE_FP16', 'TYPE_FP32', 'TYPE_FP64', 'TYPE_STRING', 'TYPE_BF16',
+  'TYPE_INVALID',
+  'TYPE_BOOL',
+  'TYPE_UINT8',
+  'TYPE_UINT16',
+  'TYPE_UINT32',
+  'TYPE_UINT64',
+  'TYPE_INT8',
+  'TYPE_INT16',
+  'TYPE_INT32',
+  'TYPE_INT64',
+  'TYPE_FP16',
+  'TYPE_FP32',
+  'TYPE_FP64',
+  'TYPE_STRING',
+  'TYPE_BF16',
 ]);
 const KIND = enumType('ModelInstanceGroup.Kind', ['KIND_AUTO', 'KIND_GPU', 'KIND_CPU', 'KIND_MODEL']);
 const FORMAT = enumType('ModelInput.Format', ['FORMAT_NONE', 'FORMAT_NHWC', 'FORMAT_NCHW']);
@@ -25,10 +37,10 @@ const INSTANCE_GROUP = messageType('ModelInstanceGroup', [
   single('count', 'int32'),
   single('rate_limiter', RATE_LIMITER),
   repeated('gpus', 'int32'),
-  repeated('secondary_devices', messageType('ModelInstanceGroup.SecondaryDevice', [
-    single('kind', enumType('ModelInstanceGroup.SecondaryDevice.SecondaryDeviceKind', ['KIND_NVDLA'])),
-    single('device_id', 'int64'),
-  ])),
+  repeated(
+    'secondary_devices',
+    messageType('ModelInstanceGroup.SecondaryDevice', [single('kind', enumType('ModelInstanceGroup.SecondaryDevice.SecondaryDeviceKind', ['KIND_NVDLA'])), single('device_id', 'int64')]),
+  ),
   repeated('profile', 'string'),
   single('passive', 'bool'),
   single('host_policy', 'string'),
@@ -59,10 +71,17 @@ const OUTPUT = messageType('ModelOutput', [
 ]);
 
 const BATCH_INPUT = messageType('BatchInput', [
-  single('kind', enumType('BatchInput.Kind', [
-    'BATCH_ELEMENT_COUNT', 'BATCH_ACCUMULATED_ELEMENT_COUNT', 'BATCH_ACCUMULATED_ELEMENT_COUNT_WITH_ZERO',
-    'BATCH_MAX_ELEMENT_COUNT_AS_SHAPE', 'BATCH_ITEM_SHAPE', 'BATCH_ITEM_SHAPE_FLATTEN',
-  ])),
+  single(
+    'kind',
+    enumType('BatchInput.Kind', [
+      'BATCH_ELEMENT_COUNT',
+      'BATCH_ACCUMULATED_ELEMENT_COUNT',
+      'BATCH_ACCUMULATED_ELEMENT_COUNT_WITH_ZERO',
+      'BATCH_MAX_ELEMENT_COUNT_AS_SHAPE',
+      'BATCH_ITEM_SHAPE',
+      'BATCH_ITEM_SHAPE_FLATTEN',
+    ]),
+  ),
   repeated('target_name', 'string'),
   single('data_type', DATA_TYPE),
   repeated('source_input', 'string'),
@@ -81,32 +100,32 @@ const VERSION_POLICY = messageType('ModelVersionPolicy', [
 ]);
 
 const GRAPH_SHAPE = messageType('ModelOptimizationPolicy.Cuda.GraphSpec.Shape', [repeated('dim', 'int64')]);
-const ACCELERATOR = messageType('ModelOptimizationPolicy.ExecutionAccelerators.Accelerator', [
-  single('name', 'string'),
-  mapOf('parameters', 'string', 'string'),
-]);
+const ACCELERATOR = messageType('ModelOptimizationPolicy.ExecutionAccelerators.Accelerator', [single('name', 'string'), mapOf('parameters', 'string', 'string')]);
 const PINNED = messageType('ModelOptimizationPolicy.PinnedMemoryBuffer', [single('enable', 'bool')]);
 
 const OPTIMIZATION = messageType('ModelOptimizationPolicy', [
   single('graph', messageType('ModelOptimizationPolicy.Graph', [single('level', 'int32')])),
   single('priority', enumType('ModelOptimizationPolicy.ModelPriority', ['PRIORITY_DEFAULT', 'PRIORITY_MAX', 'PRIORITY_MIN'])),
-  single('cuda', messageType('ModelOptimizationPolicy.Cuda', [
-    single('graphs', 'bool'),
-    single('busy_wait_events', 'bool'),
-    repeated('graph_spec', messageType('ModelOptimizationPolicy.Cuda.GraphSpec', [
-      single('batch_size', 'int32'),
-      mapOf('input', 'string', GRAPH_SHAPE),
-      single('graph_lower_bound', messageType('ModelOptimizationPolicy.Cuda.GraphSpec.LowerBound', [
-        single('batch_size', 'int32'),
-        mapOf('input', 'string', GRAPH_SHAPE),
-      ])),
-    ])),
-    single('output_copy_stream', 'bool'),
-  ])),
-  single('execution_accelerators', messageType('ModelOptimizationPolicy.ExecutionAccelerators', [
-    repeated('gpu_execution_accelerator', ACCELERATOR),
-    repeated('cpu_execution_accelerator', ACCELERATOR),
-  ])),
+  single(
+    'cuda',
+    messageType('ModelOptimizationPolicy.Cuda', [
+      single('graphs', 'bool'),
+      single('busy_wait_events', 'bool'),
+      repeated(
+        'graph_spec',
+        messageType('ModelOptimizationPolicy.Cuda.GraphSpec', [
+          single('batch_size', 'int32'),
+          mapOf('input', 'string', GRAPH_SHAPE),
+          single('graph_lower_bound', messageType('ModelOptimizationPolicy.Cuda.GraphSpec.LowerBound', [single('batch_size', 'int32'), mapOf('input', 'string', GRAPH_SHAPE)])),
+        ]),
+      ),
+      single('output_copy_stream', 'bool'),
+    ]),
+  ),
+  single(
+    'execution_accelerators',
+    messageType('ModelOptimizationPolicy.ExecutionAccelerators', [repeated('gpu_execution_accelerator', ACCELERATOR), repeated('cpu_execution_accelerator', ACCELERATOR)]),
+  ),
   single('input_pinned_memory', PINNED),
   single('output_pinned_memory', PINNED),
   single('gather_kernel_buffer_threshold', 'uint32'),
@@ -131,9 +150,7 @@ const DYNAMIC_BATCHING = messageType('ModelDynamicBatching', [
 ]);
 
 const SEQUENCE_CONTROL = messageType('ModelSequenceBatching.Control', [
-  single('kind', enumType('ModelSequenceBatching.Control.Kind', [
-    'CONTROL_SEQUENCE_START', 'CONTROL_SEQUENCE_READY', 'CONTROL_SEQUENCE_END', 'CONTROL_SEQUENCE_CORRID',
-  ])),
+  single('kind', enumType('ModelSequenceBatching.Control.Kind', ['CONTROL_SEQUENCE_START', 'CONTROL_SEQUENCE_READY', 'CONTROL_SEQUENCE_END', 'CONTROL_SEQUENCE_CORRID'])),
   repeated('int32_false_true', 'int32'),
   repeated('fp32_false_true', 'float'),
   repeated('bool_false_true', 'bool'),
@@ -145,28 +162,32 @@ const SEQUENCE_STATE = messageType('ModelSequenceBatching.State', [
   single('output_name', 'string'),
   single('data_type', DATA_TYPE),
   repeated('dims', 'int64'),
-  repeated('initial_state', messageType('ModelSequenceBatching.InitialState', [
-    single('data_type', DATA_TYPE),
-    repeated('dims', 'int64'),
-    single('zero_data', 'bool', 'state_data'),
-    single('data_file', 'string', 'state_data'),
-    single('name', 'string'),
-  ])),
+  repeated(
+    'initial_state',
+    messageType('ModelSequenceBatching.InitialState', [
+      single('data_type', DATA_TYPE),
+      repeated('dims', 'int64'),
+      single('zero_data', 'bool', 'state_data'),
+      single('data_file', 'string', 'state_data'),
+      single('name', 'string'),
+    ]),
+  ),
   single('use_same_buffer_for_input_output', 'bool'),
   single('use_growable_memory', 'bool'),
 ]);
 
 const SEQUENCE_BATCHING = messageType('ModelSequenceBatching', [
-  single('direct', messageType('ModelSequenceBatching.StrategyDirect', [
-    single('max_queue_delay_microseconds', 'uint64'),
-    single('minimum_slot_utilization', 'float'),
-  ]), 'strategy_choice'),
-  single('oldest', messageType('ModelSequenceBatching.StrategyOldest', [
-    single('max_candidate_sequences', 'int32'),
-    repeated('preferred_batch_size', 'int32'),
-    single('max_queue_delay_microseconds', 'uint64'),
-    single('preserve_ordering', 'bool'),
-  ]), 'strategy_choice'),
+  single('direct', messageType('ModelSequenceBatching.StrategyDirect', [single('max_queue_delay_microseconds', 'uint64'), single('minimum_slot_utilization', 'float')]), 'strategy_choice'),
+  single(
+    'oldest',
+    messageType('ModelSequenceBatching.StrategyOldest', [
+      single('max_candidate_sequences', 'int32'),
+      repeated('preferred_batch_size', 'int32'),
+      single('max_queue_delay_microseconds', 'uint64'),
+      single('preserve_ordering', 'bool'),
+    ]),
+    'strategy_choice',
+  ),
   single('max_sequence_idle_microseconds', 'uint64'),
   repeated('control_input', messageType('ModelSequenceBatching.ControlInput', [single('name', 'string'), repeated('control', SEQUENCE_CONTROL)])),
   repeated('state', SEQUENCE_STATE),
@@ -174,34 +195,44 @@ const SEQUENCE_BATCHING = messageType('ModelSequenceBatching', [
 ]);
 
 const ENSEMBLE = messageType('ModelEnsembling', [
-  repeated('step', messageType('ModelEnsembling.Step', [
-    single('model_name', 'string'),
-    single('model_version', 'int64'),
-    mapOf('input_map', 'string', 'string'),
-    mapOf('output_map', 'string', 'string'),
-    single('model_namespace', 'string'),
-  ])),
+  repeated(
+    'step',
+    messageType('ModelEnsembling.Step', [
+      single('model_name', 'string'),
+      single('model_version', 'int64'),
+      mapOf('input_map', 'string', 'string'),
+      mapOf('output_map', 'string', 'string'),
+      single('model_namespace', 'string'),
+    ]),
+  ),
   single('max_inflight_requests', 'uint32'),
 ]);
 
 const WARMUP = messageType('ModelWarmup', [
   single('name', 'string'),
   single('batch_size', 'uint32'),
-  mapOf('inputs', 'string', messageType('ModelWarmup.Input', [
-    single('data_type', DATA_TYPE),
-    repeated('dims', 'int64'),
-    single('zero_data', 'bool', 'input_data_type'),
-    single('random_data', 'bool', 'input_data_type'),
-    single('input_data_file', 'string', 'input_data_type'),
-  ])),
+  mapOf(
+    'inputs',
+    'string',
+    messageType('ModelWarmup.Input', [
+      single('data_type', DATA_TYPE),
+      repeated('dims', 'int64'),
+      single('zero_data', 'bool', 'input_data_type'),
+      single('random_data', 'bool', 'input_data_type'),
+      single('input_data_file', 'string', 'input_data_type'),
+    ]),
+  ),
   single('count', 'uint32'),
 ]);
 
 const METRICS = messageType('ModelMetrics', [
-  repeated('metric_control', messageType('ModelMetrics.MetricControl', [
-    single('metric_identifier', messageType('ModelMetrics.MetricControl.MetricIdentifier', [single('family', 'string')])),
-    single('histogram_options', messageType('ModelMetrics.MetricControl.HistogramOptions', [repeated('buckets', 'double')]), 'metric_options'),
-  ])),
+  repeated(
+    'metric_control',
+    messageType('ModelMetrics.MetricControl', [
+      single('metric_identifier', messageType('ModelMetrics.MetricControl.MetricIdentifier', [single('family', 'string')])),
+      single('histogram_options', messageType('ModelMetrics.MetricControl.HistogramOptions', [repeated('buckets', 'double')]), 'metric_options'),
+    ]),
+  ),
 ]);
 
 export const MODEL_CONFIG = messageType('ModelConfig', [
@@ -227,9 +258,10 @@ export const MODEL_CONFIG = messageType('ModelConfig', [
   repeated('model_warmup', WARMUP),
   single('model_operations', messageType('ModelOperations', [repeated('op_library_filename', 'string')])),
   single('model_transaction_policy', messageType('ModelTransactionPolicy', [single('decoupled', 'bool')])),
-  single('model_repository_agents', messageType('ModelRepositoryAgents', [
-    repeated('agents', messageType('ModelRepositoryAgents.Agent', [single('name', 'string'), mapOf('parameters', 'string', 'string')])),
-  ])),
+  single(
+    'model_repository_agents',
+    messageType('ModelRepositoryAgents', [repeated('agents', messageType('ModelRepositoryAgents.Agent', [single('name', 'string'), mapOf('parameters', 'string', 'string')]))]),
+  ),
   single('response_cache', messageType('ModelResponseCache', [single('enable', 'bool')])),
   single('model_metrics', METRICS),
 ]);
@@ -238,6 +270,4 @@ export const MODEL_CONFIG = messageType('ModelConfig', [
  * Top-level fields Conveyor parses but cannot serve yet; a config that sets one is refused with
  * UNSUPPORTED instead of being served with the setting silently ignored.
  */
-export const UNSUPPORTED_FIELDS = [
-  'sequence_batching', 'ensemble_scheduling', 'batch_input', 'batch_output', 'model_operations', 'model_repository_agents',
-] as const;
+export const UNSUPPORTED_FIELDS = ['sequence_batching', 'ensemble_scheduling', 'batch_input', 'batch_output', 'model_operations', 'model_repository_agents'] as const;

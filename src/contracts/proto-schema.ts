@@ -52,24 +52,14 @@ export const mapOf = <const N extends string, const T extends FieldType>(name: N
 
 type ScalarValue<T extends ScalarType> = T extends 'string' ? string : T extends 'bool' ? boolean : number;
 
-export type TypeValue<T extends FieldType> =
-  T extends ScalarType ? ScalarValue<T>
-  : T extends EnumType<infer V> ? V
-  : T extends MessageType<infer F> ? FieldsValue<F>
-  : never;
+export type TypeValue<T extends FieldType> = T extends ScalarType ? ScalarValue<T> : T extends EnumType<infer V> ? V : T extends MessageType<infer F> ? FieldsValue<F> : never;
 
-type FieldValue<S extends FieldSpec> =
-  S['label'] extends 'repeated' ? TypeValue<S['type']>[]
-  : S['label'] extends 'map' ? Record<string, TypeValue<S['type']>>
-  : TypeValue<S['type']>;
+type FieldValue<S extends FieldSpec> = S['label'] extends 'repeated' ? TypeValue<S['type']>[] : S['label'] extends 'map' ? Record<string, TypeValue<S['type']>> : TypeValue<S['type']>;
 
-type HasPresence<S extends FieldSpec> = S extends { readonly label: 'single' }
-  ? S extends { readonly oneof: string } ? true : S['type'] extends MessageType ? true : false
-  : false;
+type HasPresence<S extends FieldSpec> = S extends { readonly label: 'single' } ? (S extends { readonly oneof: string } ? true : S['type'] extends MessageType ? true : false) : false;
 
 type FieldsValue<F extends readonly FieldSpec[]> = Flat<
-  { -readonly [S in F[number] as HasPresence<S> extends true ? never : S['name']]: FieldValue<S> }
-  & { -readonly [S in F[number] as HasPresence<S> extends true ? S['name'] : never]?: FieldValue<S> }
+  { -readonly [S in F[number] as HasPresence<S> extends true ? never : S['name']]: FieldValue<S> } & { -readonly [S in F[number] as HasPresence<S> extends true ? S['name'] : never]?: FieldValue<S> }
 >;
 
 type Flat<T> = { [K in keyof T]: T[K] };

@@ -5,11 +5,7 @@ import type { ExecutionTimings } from './execution.js';
 import type { Tensor } from './tensors.js';
 
 /** ONNX Runtime's element type names (onnxruntime-common Tensor.Type). */
-export type OrtElementType =
-  | 'float32' | 'float16' | 'float64' | 'bfloat16'
-  | 'int8' | 'int16' | 'int32' | 'int64'
-  | 'uint8' | 'uint16' | 'uint32' | 'uint64'
-  | 'bool' | 'string';
+export type OrtElementType = 'float32' | 'float16' | 'float64' | 'bfloat16' | 'int8' | 'int16' | 'int32' | 'int64' | 'uint8' | 'uint16' | 'uint32' | 'uint64' | 'bool' | 'string';
 
 export interface TensorInfo {
   readonly name: string;
@@ -45,9 +41,7 @@ export interface InstanceWorkerData {
   readonly faultInjection?: FaultInjection;
 }
 
-export type ToInstanceWorker =
-  | { readonly type: 'run'; readonly id: number; readonly inputs: readonly Tensor[]; readonly outputNames: readonly string[] }
-  | { readonly type: 'close' };
+export type ToInstanceWorker = { readonly type: 'run'; readonly id: number; readonly inputs: readonly Tensor[]; readonly outputNames: readonly string[] } | { readonly type: 'close' };
 
 export type FromInstanceWorker =
   | { readonly type: 'ready'; readonly metadata: SessionMetadata; readonly device: Device; readonly note?: string }

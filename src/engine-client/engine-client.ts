@@ -12,7 +12,6 @@ import { ENGINE_WORKER_ENTRY } from '../engine-worker/entry.js';
 import { spawnWorker } from '../runtime/spawn-worker.js';
 import { WorkerSupervisor, type SupervisionStatus } from '../runtime/worker-supervisor.js';
 
-
 /** What a request's stream yields: its updates, each stamped with the step's engine time. */
 export interface EngineUpdate {
   readonly update: SequenceUpdate;
@@ -72,7 +71,10 @@ export class EngineClient {
   ) {
     this.label = supervision.label ?? 'engine';
     this.supervisor = new WorkerSupervisor({
-      label: 'engine', numWorkers: 1, log, respawn: () => this.respawn(),
+      label: 'engine',
+      numWorkers: 1,
+      log,
+      respawn: () => this.respawn(),
       ...(supervision.policy ? { policy: supervision.policy } : {}),
     });
     this.attach(worker);

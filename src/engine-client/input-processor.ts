@@ -101,7 +101,9 @@ export class InputProcessor {
   tokenize(prompt: PromptInput): { tokenIds: number[]; text: string | null } {
     if (prompt.kind === 'tokens') return { tokenIds: validateTokenIds(prompt.tokenIds, 'prompt', this.info.vocabSize), text: null };
     const plan = this.plan(prompt);
-    const tokenIds = plan.pieces.flatMap((piece) => (piece.kind === 'plain' ? encodePlain(this.tokenizer, piece.text) : this.tokenizer.encode(piece.text, { add_special_tokens: plan.addSpecialTokens }).ids));
+    const tokenIds = plan.pieces.flatMap((piece) =>
+      piece.kind === 'plain' ? encodePlain(this.tokenizer, piece.text) : this.tokenizer.encode(piece.text, { add_special_tokens: plan.addSpecialTokens }).ids,
+    );
     return { tokenIds, text: plan.text };
   }
 
@@ -109,9 +111,7 @@ export class InputProcessor {
   async tokenizeAsync(prompt: PromptInput): Promise<{ tokenIds: number[]; text: string | null }> {
     if (prompt.kind === 'tokens') return this.tokenize(prompt);
     const plan = this.plan(prompt);
-    const parts = await Promise.all(
-      plan.pieces.map((piece) => (piece.kind === 'plain' ? encodePlain(this.tokenizer, piece.text) : this.offThread.encode(piece.text, plan.addSpecialTokens))),
-    );
+    const parts = await Promise.all(plan.pieces.map((piece) => (piece.kind === 'plain' ? encodePlain(this.tokenizer, piece.text) : this.offThread.encode(piece.text, plan.addSpecialTokens))));
     return { tokenIds: parts.flat(), text: plan.text };
   }
 
@@ -190,7 +190,13 @@ export class InputProcessor {
  * max_tokens beyond the remaining context (OpenAI and vLLM reject rather than clamp). Without
  * one, the remaining context, capped by generation_config's max_new_tokens.
  */
-export function resolveMaxTokens(numPromptTokens: number, contextLength: number, validated: Pick<ValidatedSampling, 'maxTokens' | 'maxTokensParam' | 'minTokens'>, defaults: SamplingDefaults, promptParam: string): number {
+export function resolveMaxTokens(
+  numPromptTokens: number,
+  contextLength: number,
+  validated: Pick<ValidatedSampling, 'maxTokens' | 'maxTokensParam' | 'minTokens'>,
+  defaults: SamplingDefaults,
+  promptParam: string,
+): number {
   if (numPromptTokens >= contextLength) {
     throw new ConveyorError(
       'CONTEXT_LENGTH_EXCEEDED',

@@ -10,7 +10,6 @@ import { OFFTHREAD_MIN_CHARS } from '../config/limits.js';
 import type { ModelFiles } from '../tokenizer/model-files.js';
 import { TOKENIZER_WORKER_ENTRY, type TokenizeJob, type TokenizeResult, type TokenizerWorkerData } from '../tokenizer-worker/entry.js';
 
-
 interface Pending {
   readonly resolve: (ids: number[]) => void;
   readonly reject: (error: Error) => void;

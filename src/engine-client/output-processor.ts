@@ -13,11 +13,7 @@ export class OutputProcessor {
   private readonly stops: StopStringMatcher;
   private stopString: string | null = null;
 
-  constructor(
-    decoder: TokenDecoder,
-    promptTokenIds: readonly number[],
-    options: OutputOptions,
-  ) {
+  constructor(decoder: TokenDecoder, promptTokenIds: readonly number[], options: OutputOptions) {
     this.detokenizer = new IncrementalDetokenizer(decoder, { skipSpecialTokens: options.skipSpecialTokens, contextTokenIds: promptTokenIds });
     this.stops = new StopStringMatcher(options.stop, options.includeStopStrInOutput);
   }

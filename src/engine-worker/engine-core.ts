@@ -139,12 +139,14 @@ export class EngineCore {
 
   /** Every row the plan samples, with the inputs its sampling reads, fixed before the forward pass. */
   private samplingContexts(plan: StepPlan): SamplerRow[] {
-    return plan.scheduled.filter((entry) => entry.sample).map((entry) => {
-      const { request, tokenIds, numPromptTokens } = this.scheduler.get(entry.requestId)!;
-      const outputTokenIds = tokenIds.slice(numPromptTokens);
-      const banned = outputTokenIds.length < request.stop.minTokens ? [...request.stop.eosTokenIds, ...request.stop.stopTokenIds] : null;
-      return { requestId: entry.requestId, params: request.sampling, promptTokenIds: request.promptTokenIds, outputTokenIds, bannedTokenIds: banned };
-    });
+    return plan.scheduled
+      .filter((entry) => entry.sample)
+      .map((entry) => {
+        const { request, tokenIds, numPromptTokens } = this.scheduler.get(entry.requestId)!;
+        const outputTokenIds = tokenIds.slice(numPromptTokens);
+        const banned = outputTokenIds.length < request.stop.minTokens ? [...request.stop.eosTokenIds, ...request.stop.stopTokenIds] : null;
+        return { requestId: entry.requestId, params: request.sampling, promptTokenIds: request.promptTokenIds, outputTokenIds, bannedTokenIds: banned };
+      });
   }
 
   /** Applies the messages held during the step, in order; returns the ids of requests they ended. */

@@ -40,7 +40,11 @@ async function main(): Promise<void> {
     }
     wake?.();
   });
-  await runSteps(core, () => closing || failed !== undefined, (resolve) => (wake = resolve));
+  await runSteps(
+    core,
+    () => closing || failed !== undefined,
+    (resolve) => (wake = resolve),
+  );
   if (failed !== undefined) throw failed;
   await core.release();
   post({ type: 'closed' });

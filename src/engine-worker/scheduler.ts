@@ -192,7 +192,10 @@ export class Scheduler {
     // The input processor checks prompt and max_tokens against the context, once, with the
     // caller's field names; a request breaking that here is a bug upstream, not bad input.
     if (numPrompt < 1 || numPrompt >= maxModelLen || !Number.isInteger(request.stop.maxTokens) || request.stop.maxTokens < 1) {
-      throw new ConveyorError('INTERNAL', `engine invariant broken: request ${request.id} has ${numPrompt} prompt tokens and max_tokens ${request.stop.maxTokens}; the input processor admits only 1 ≤ prompt < ${maxModelLen} (max_model_len) and max_tokens ≥ 1`);
+      throw new ConveyorError(
+        'INTERNAL',
+        `engine invariant broken: request ${request.id} has ${numPrompt} prompt tokens and max_tokens ${request.stop.maxTokens}; the input processor admits only 1 ≤ prompt < ${maxModelLen} (max_model_len) and max_tokens ≥ 1`,
+      );
     }
     // The last sampled token is never fed back, so the KV holds at most (final length − 1) positions.
     const maxPositions = Math.min(numPrompt + request.stop.maxTokens, maxModelLen) - 1;

@@ -44,7 +44,9 @@ export interface LlmEngineMetrics {
 /** The FinishedRequest of a request's final update, as EngineClient delivers it. */
 export function finishedRequest(model: string, final: SequenceUpdate, stepTimeMs: number): FinishedRequest {
   return {
-    model, arrivalMs: final.arrivalTimeMs, finishedMs: stepTimeMs,
+    model,
+    arrivalMs: final.arrivalTimeMs,
+    finishedMs: stepTimeMs,
     reason: final.finishReason ?? 'abort',
     scheduledMs: final.scheduledTimeMs,
     firstTokenMs: final.firstTokenTimeMs,
@@ -144,8 +146,14 @@ export class PromLlmMetrics implements LlmMetricsObserver {
     if (reporting.length === 0) return;
     const labels = { model_name: model };
     for (const set of this.sets) {
-      set.gauges.numRunning.set(labels, reporting.reduce((n, s) => n + s.numRunning, 0));
-      set.gauges.numWaiting.set(labels, reporting.reduce((n, s) => n + s.numWaiting, 0));
+      set.gauges.numRunning.set(
+        labels,
+        reporting.reduce((n, s) => n + s.numRunning, 0),
+      );
+      set.gauges.numWaiting.set(
+        labels,
+        reporting.reduce((n, s) => n + s.numWaiting, 0),
+      );
       set.gauges.kvCacheUsage.set(labels, reporting.at(-1)!.kvCacheUsage);
     }
   }

@@ -65,8 +65,20 @@ const TOKEN_COUNT_BUCKETS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 500
 /** LLM definitions carry the name after the prefix. */
 export const LLM_HISTOGRAMS = {
   timeToFirstToken: { name: 'time_to_first_token_seconds', kind: 'histogram', labels: LLM_LABELS, buckets: TTFT_BUCKETS, help: 'Seconds from arrival at the engine to the first output token' },
-  interTokenLatency: { name: 'inter_token_latency_seconds', kind: 'histogram', labels: LLM_LABELS, buckets: TOKEN_LATENCY_BUCKETS, help: 'Seconds between consecutive token-bearing steps of a request' },
-  timePerOutputToken: { name: 'request_time_per_output_token_seconds', kind: 'histogram', labels: LLM_LABELS, buckets: TOKEN_LATENCY_BUCKETS, help: 'Per request: decode seconds divided by (output tokens - 1)' },
+  interTokenLatency: {
+    name: 'inter_token_latency_seconds',
+    kind: 'histogram',
+    labels: LLM_LABELS,
+    buckets: TOKEN_LATENCY_BUCKETS,
+    help: 'Seconds between consecutive token-bearing steps of a request',
+  },
+  timePerOutputToken: {
+    name: 'request_time_per_output_token_seconds',
+    kind: 'histogram',
+    labels: LLM_LABELS,
+    buckets: TOKEN_LATENCY_BUCKETS,
+    help: 'Per request: decode seconds divided by (output tokens - 1)',
+  },
   e2eLatency: { name: 'e2e_request_latency_seconds', kind: 'histogram', labels: LLM_LABELS, buckets: REQUEST_LATENCY_BUCKETS, help: 'Seconds from arrival to the last output token' },
   queueTime: { name: 'request_queue_time_seconds', kind: 'histogram', labels: LLM_LABELS, buckets: REQUEST_LATENCY_BUCKETS, help: 'Seconds from arrival until first scheduled' },
   inferenceTime: { name: 'request_inference_time_seconds', kind: 'histogram', labels: LLM_LABELS, buckets: REQUEST_LATENCY_BUCKETS, help: 'Seconds from first scheduled to the last output token' },
@@ -74,7 +86,13 @@ export const LLM_HISTOGRAMS = {
   decodeTime: { name: 'request_decode_time_seconds', kind: 'histogram', labels: LLM_LABELS, buckets: REQUEST_LATENCY_BUCKETS, help: 'Seconds from the first to the last output token' },
   requestPromptTokens: { name: 'request_prompt_tokens', kind: 'histogram', labels: LLM_LABELS, buckets: TOKEN_COUNT_BUCKETS, help: 'Prompt length of each finished request, tokens' },
   requestGenerationTokens: { name: 'request_generation_tokens', kind: 'histogram', labels: LLM_LABELS, buckets: TOKEN_COUNT_BUCKETS, help: 'Output length of each finished request, tokens' },
-  iterationTokens: { name: 'iteration_tokens_total', kind: 'histogram', labels: LLM_LABELS, buckets: ITERATION_TOKEN_BUCKETS, help: 'Tokens per engine step: prompts completing their prefill plus tokens generated' },
+  iterationTokens: {
+    name: 'iteration_tokens_total',
+    kind: 'histogram',
+    labels: LLM_LABELS,
+    buckets: ITERATION_TOKEN_BUCKETS,
+    help: 'Tokens per engine step: prompts completing their prefill plus tokens generated',
+  },
 } as const satisfies Record<string, MetricDefinition>;
 
 // Counter names include `_total` because that is the sample name vLLM's exporter writes and
@@ -106,16 +124,17 @@ export const EVENT_LOOP_MONITORING_PRECISION_MS = 10;
 
 export const PROCESS_METRICS = {
   workerAlive: { name: 'conveyor_worker_alive', kind: 'gauge', labels: [...TRITON_LABELS, 'worker'], help: 'Whether each worker thread (model instance or LLM engine) is running: 1 alive, 0 dead' },
-  workerRestarts: { name: 'conveyor_worker_restarts_total', kind: 'counter', labels: TRITON_LABELS, help: 'Worker threads (model instances or LLM engines) restarted after a crash since the version loaded' },
+  workerRestarts: {
+    name: 'conveyor_worker_restarts_total',
+    kind: 'counter',
+    labels: TRITON_LABELS,
+    help: 'Worker threads (model instances or LLM engines) restarted after a crash since the version loaded',
+  },
 } as const satisfies Record<string, MetricDefinition>;
 
 /** Every definition with its full exported name(s), for documentation and tests. */
 export function allMetricNames(vllmNames: boolean): string[] {
   const llm = [LLM_HISTOGRAMS, LLM_COUNTERS, LLM_GAUGES].flatMap((group) => Object.values(group).map((d) => d.name));
   const prefixes = vllmNames ? [LLM_PREFIX, VLLM_PREFIX] : [LLM_PREFIX];
-  return [
-    ...Object.values(TRITON_METRICS).map((d) => d.name),
-    ...prefixes.flatMap((p) => llm.map((n) => `${p}${n}`)),
-    ...Object.values(PROCESS_METRICS).map((d) => d.name),
-  ];
+  return [...Object.values(TRITON_METRICS).map((d) => d.name), ...prefixes.flatMap((p) => llm.map((n) => `${p}${n}`)), ...Object.values(PROCESS_METRICS).map((d) => d.name)];
 }

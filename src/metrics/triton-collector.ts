@@ -34,7 +34,10 @@ export function readModel(source: ModelSnapshotSource): ModelReading {
   const statistics = source.statistics();
   const failures = source.failures?.() ?? { REJECTED: 0, CANCELED: 0, BACKEND: 0, OTHER: statistics.inference_stats.fail.count };
   return {
-    statistics, failures, pending: source.pendingRequests?.(), workersAlive: source.workersAlive?.() ?? [],
+    statistics,
+    failures,
+    pending: source.pendingRequests?.(),
+    workersAlive: source.workersAlive?.() ?? [],
     restarts: source.supervision?.().restarts,
   };
 }

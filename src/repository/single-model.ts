@@ -12,7 +12,6 @@ import { basename, join, resolve } from 'node:path';
 import { OptionsError } from '../config/server-options.js';
 import { PRECISION_VARIANTS } from './variants.js';
 
-
 /** A bad --model directory is a usage error: the CLI prints the message and exits 2. */
 export class SingleModelError extends OptionsError {}
 

@@ -42,10 +42,7 @@ export function chooseRunner(names: ModelIoNames): RunnerKind {
   const match = misses.find((m) => m.missing.length === 0);
   if (match) return match.contract.kind;
   const supported = misses.map((m) => `${m.contract.description}, which needs ${m.missing.join(', ')}`).join('; ');
-  throw new ConveyorError(
-    'UNSUPPORTED',
-    `no runner for this model: inputs [${summarize(names.inputs)}], outputs [${summarize(names.outputs)}]; supported: ${supported}`,
-  );
+  throw new ConveyorError('UNSUPPORTED', `no runner for this model: inputs [${summarize(names.inputs)}], outputs [${summarize(names.outputs)}]; supported: ${supported}`);
 }
 
 /**

@@ -30,12 +30,7 @@ export function parseFaultInjection(spec: string): FaultInjection {
  * backend counts ('step' for the LLM engine, 'execution' for instances); asking for the other
  * is a config error.
  */
-export function faultInjectionOf(
-  config: ModelConfig,
-  at: FaultInjection['at'],
-  log: (line: string) => void,
-  env: NodeJS.ProcessEnv = process.env,
-): FaultInjection | undefined {
+export function faultInjectionOf(config: ModelConfig, at: FaultInjection['at'], log: (line: string) => void, env: NodeJS.ProcessEnv = process.env): FaultInjection | undefined {
   const spec = config.parameters[FAULT_INJECTION_PARAMETER]?.string_value;
   if (spec === undefined) return undefined;
   const fault = parseFaultInjection(spec);

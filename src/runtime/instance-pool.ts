@@ -51,7 +51,9 @@ export class InstancePool implements ModelExecutor {
     private readonly data: InstanceWorkerData,
   ) {
     this.supervisor = new WorkerSupervisor({
-      label: `${options.label} instance`, numWorkers: instances.length, log: options.log,
+      label: `${options.label} instance`,
+      numWorkers: instances.length,
+      log: options.log,
       respawn: (slot) => this.respawn(slot),
       // Queued requests must not wait for an instance that will never come back.
       onGiveUp: () => this.released(),

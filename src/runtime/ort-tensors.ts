@@ -6,9 +6,20 @@ import type { DataType, Tensor, TensorData } from '../contracts/tensors.js';
 import type { OrtElementType } from '../contracts/worker-messages.js';
 
 const TO_ORT: Record<DataType, OrtElementType> = {
-  BOOL: 'bool', UINT8: 'uint8', UINT16: 'uint16', UINT32: 'uint32', UINT64: 'uint64',
-  INT8: 'int8', INT16: 'int16', INT32: 'int32', INT64: 'int64',
-  FP16: 'float16', FP32: 'float32', FP64: 'float64', BF16: 'bfloat16', BYTES: 'string',
+  BOOL: 'bool',
+  UINT8: 'uint8',
+  UINT16: 'uint16',
+  UINT32: 'uint32',
+  UINT64: 'uint64',
+  INT8: 'int8',
+  INT16: 'int16',
+  INT32: 'int32',
+  INT64: 'int64',
+  FP16: 'float16',
+  FP32: 'float32',
+  FP64: 'float64',
+  BF16: 'bfloat16',
+  BYTES: 'string',
 };
 
 const FROM_ORT = Object.fromEntries(Object.entries(TO_ORT).map(([k, v]) => [v, k])) as Record<OrtElementType, DataType>;
@@ -29,7 +40,11 @@ const encoder = new TextEncoder();
 export function toOrt(tensor: Tensor): ort.Tensor {
   const type = TO_ORT[tensor.datatype];
   if (type === 'string') {
-    return new ort.Tensor('string', (tensor.data as Uint8Array[]).map((bytes) => decoder.decode(bytes)), [...tensor.shape]);
+    return new ort.Tensor(
+      'string',
+      (tensor.data as Uint8Array[]).map((bytes) => decoder.decode(bytes)),
+      [...tensor.shape],
+    );
   }
   if (type === 'bfloat16') throw invalidArg('BF16 tensors are not supported by the ONNX Runtime CPU backend');
   // BOOL travels as 0/1 bytes; ORT's bool tensors take a Uint8Array.

@@ -88,9 +88,7 @@ export class AccessPolicy {
     if (needed === 'key' || (needed === 'admin-key' && presented === 'admin')) return;
     throw new ConveyorError(
       'PERMISSION_DENIED',
-      needed === 'refused'
-        ? 'control routes are disabled: this server has API keys but no admin key (--admin-key)'
-        : 'this route needs an admin key; an API key does not grant it',
+      needed === 'refused' ? 'control routes are disabled: this server has API keys but no admin key (--admin-key)' : 'this route needs an admin key; an API key does not grant it',
     );
   }
 

@@ -71,7 +71,16 @@ export async function startServer(options: ServerOptions, start: StartOptions): 
     jsonMaxDepth: limits.jsonMaxDepth,
     streamSendTimeoutMs: limits.streamSendTimeoutSecs * 1000,
   });
-  http.register(openaiRoutes(service, { corsAllowOrigins, maxQueuedRequests, modelRepository: root, jsonMaxBodyBytes: limits.jsonMaxBodyBytes, jsonMaxDepth: limits.jsonMaxDepth, streamSendTimeoutMs: limits.streamSendTimeoutSecs * 1000 }));
+  http.register(
+    openaiRoutes(service, {
+      corsAllowOrigins,
+      maxQueuedRequests,
+      modelRepository: root,
+      jsonMaxBodyBytes: limits.jsonMaxBodyBytes,
+      jsonMaxDepth: limits.jsonMaxDepth,
+      streamSendTimeoutMs: limits.streamSendTimeoutSecs * 1000,
+    }),
+  );
   await http.listen({ host: options.host, port: options.httpPort });
   const httpPort = (http.server.address() as { port: number }).port;
   const grpc = createGrpcServer(service, {

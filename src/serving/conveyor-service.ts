@@ -2,9 +2,7 @@
 // statistics and the repository API, on top of the ModelManager.
 
 import type { InferRequest, InferResponse } from '../contracts/infer.js';
-import type {
-  InferenceService, LoadOverride, ModelMetadata, ModelStatistics, RepositoryIndexEntry, ServerMetadata,
-} from '../contracts/inference-service.js';
+import type { InferenceService, LoadOverride, ModelMetadata, ModelStatistics, RepositoryIndexEntry, ServerMetadata } from '../contracts/inference-service.js';
 import type { ModelConfig, ModelTensorConfig } from '../contracts/model-config.js';
 import type { ModelControlMode } from '../config/server-options.js';
 import { ConveyorError, invalidArg, serverDraining } from '../errors.js';
@@ -17,8 +15,14 @@ export const SERVER_VERSION = '0.1.0';
 
 /** The KServe / Triton extensions this server implements (perf_analyzer looks for statistics). */
 export const EXTENSIONS = [
-  'classification', 'model_repository', 'model_repository(unload_dependents)', 'schedule_policy',
-  'model_configuration', 'binary_tensor_data', 'parameters', 'statistics',
+  'classification',
+  'model_repository',
+  'model_repository(unload_dependents)',
+  'schedule_policy',
+  'model_configuration',
+  'binary_tensor_data',
+  'parameters',
+  'statistics',
 ] as const;
 
 export interface ServiceOptions {
@@ -76,7 +80,11 @@ export class ConveyorService implements InferenceService {
     const describe = (t: ModelTensorConfig) => ({ name: t.name, datatype: wireDataType(t.data_type), shape: wireShape(config, t) });
     const versions = version
       ? [version]
-      : this.manager.servedModels().filter((m) => m.name === name).map((m) => String(m.version)).sort((a, b) => Number(a) - Number(b));
+      : this.manager
+          .servedModels()
+          .filter((m) => m.name === name)
+          .map((m) => String(m.version))
+          .sort((a, b) => Number(a) - Number(b));
     return {
       name,
       versions,

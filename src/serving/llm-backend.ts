@@ -22,7 +22,6 @@ import type { GenerationEvent, ProcessedRequest } from '../contracts/text-genera
 import type { BackendLoadRequest, ServedModel } from './served-model.js';
 import { DEFAULT_LIMITS } from '../config/limits.js';
 
-
 /** A generation request before tokenization: the prompt and the unchecked generation parameters of any front end. */
 export type GenerateInput = Omit<ProcessInput, 'id'>;
 
@@ -172,12 +171,13 @@ export class LlmModel implements ServedModel {
   private startDeadline(requestId: string): { readonly expired: boolean; error(): ConveyorError; clear(): void } {
     const limitSecs = this.limits.maxRequestSecs;
     const state = { expired: false };
-    const timer = limitSecs > 0
-      ? setTimeout(() => {
-          state.expired = true;
-          this.engine.abort(requestId);
-        }, limitSecs * 1000)
-      : undefined;
+    const timer =
+      limitSecs > 0
+        ? setTimeout(() => {
+            state.expired = true;
+            this.engine.abort(requestId);
+          }, limitSecs * 1000)
+        : undefined;
     return {
       get expired() {
         return state.expired;
@@ -188,9 +188,7 @@ export class LlmModel implements ServedModel {
   }
 
   infer(_request: InferRequest): Promise<InferResponse> {
-    return Promise.reject(
-      new ConveyorError('UNSUPPORTED', `model '${this.name}' is decoupled: use the generate endpoints, ModelStreamInfer or the OpenAI API`),
-    );
+    return Promise.reject(new ConveyorError('UNSUPPORTED', `model '${this.name}' is decoupled: use the generate endpoints, ModelStreamInfer or the OpenAI API`));
   }
 
   statistics() {
@@ -232,8 +230,14 @@ export class LlmModel implements ServedModel {
   private logFinished(requestId: string, r: FinishedRequest): void {
     const ms = (from: number | null, to: number | null) => (from === null || to === null ? null : Math.round((to - from) * 10) / 10);
     this.log(`generation finished (${r.reason})`, {
-      requestId, model: r.model, finishReason: r.reason, promptTokens: r.promptTokens, outputTokens: r.outputTokens,
-      queueMs: ms(r.arrivalMs, r.scheduledMs), ttftMs: ms(r.arrivalMs, r.firstTokenMs), e2eMs: ms(r.arrivalMs, r.finishedMs),
+      requestId,
+      model: r.model,
+      finishReason: r.reason,
+      promptTokens: r.promptTokens,
+      outputTokens: r.outputTokens,
+      queueMs: ms(r.arrivalMs, r.scheduledMs),
+      ttftMs: ms(r.arrivalMs, r.firstTokenMs),
+      e2eMs: ms(r.arrivalMs, r.finishedMs),
     });
   }
 

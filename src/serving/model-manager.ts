@@ -221,7 +221,10 @@ export class ModelManager {
   private redacted(error: unknown, name: string, overrideDir: string | undefined): unknown {
     if (!(error instanceof ConveyorError)) return error;
     const modelDir = overrideDir ?? join(this.options.root, name);
-    const message = redactPaths(error.message, [[modelDir, name], [this.options.root, '<repository>']]);
+    const message = redactPaths(error.message, [
+      [modelDir, name],
+      [this.options.root, '<repository>'],
+    ]);
     return message === error.message ? error : new ConveyorError(error.code, message, error.param);
   }
 
@@ -229,9 +232,7 @@ export class ModelManager {
     if (!existsSync(modelDir)) throw invalidArg(`failed to load '${name}', model directory not found in the repository`);
     let config: ModelConfig;
     try {
-      config = override?.config
-        ? modelConfigFromJson(override.config, name)
-        : await loadModelConfig(join(modelDir, 'config.pbtxt'), name, { label: `${name}/config.pbtxt` });
+      config = override?.config ? modelConfigFromJson(override.config, name) : await loadModelConfig(join(modelDir, 'config.pbtxt'), name, { label: `${name}/config.pbtxt` });
     } catch (error) {
       const reason = (error as Error).message;
       if (!entry.loaded) entry.error = reason;
@@ -280,7 +281,11 @@ export class ModelManager {
     }
     entry.versions = fresh;
     await Promise.all([...old.values()].map((v) => v.served?.close()));
-    if ([...fresh.values()].some((v) => v.state !== 'READY')) throw loadFailure(name, [...fresh.values()].filter((v) => v.state !== 'READY'));
+    if ([...fresh.values()].some((v) => v.state !== 'READY'))
+      throw loadFailure(
+        name,
+        [...fresh.values()].filter((v) => v.state !== 'READY'),
+      );
   }
 
   private async unloadNow(name: string, entry: ModelEntry): Promise<void> {

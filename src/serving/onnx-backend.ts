@@ -27,7 +27,10 @@ export function modelFileFor(config: ModelConfig): string {
 }
 
 function instancePlan(config: ModelConfig): { count: number; device: Device; threads: number } {
-  const count = Math.max(1, config.instance_group.reduce((sum, g) => sum + g.count, 0));
+  const count = Math.max(
+    1,
+    config.instance_group.reduce((sum, g) => sum + g.count, 0),
+  );
   const device: Device = config.instance_group.some((g) => g.kind === 'KIND_GPU') ? 'cuda' : 'cpu';
   const configured = Number(config.parameters.intra_op_thread_count?.string_value ?? NaN);
   // Instances share the cores: more instances, fewer threads each.
@@ -41,7 +44,10 @@ async function readLabels(request: BackendLoadRequest, config: ModelConfig): Pro
   for (const output of config.output) {
     if (!output.label_filename) continue;
     const file = await existingConfinedFile(modelRoot, output.label_filename, `label file of output '${output.name}'`);
-    labels.set(output.name, (await readFile(file.path, 'utf8')).split('\n').filter((line, i, all) => line !== '' || i < all.length - 1));
+    labels.set(
+      output.name,
+      (await readFile(file.path, 'utf8')).split('\n').filter((line, i, all) => line !== '' || i < all.length - 1),
+    );
   }
   return labels;
 }
@@ -53,12 +59,23 @@ export async function loadOnnxModel(request: BackendLoadRequest): Promise<Served
   const plan = instancePlan(request.config);
   const faultInjection = faultInjectionOf(request.config, 'execution', request.log);
   const pool = await InstancePool.start({
-    modelPath: model.path, count: plan.count, device: plan.device, intraOpNumThreads: plan.threads,
-    label: `${request.name}:${request.version}`, log: request.log, ...(faultInjection ? { faultInjection } : {}),
+    modelPath: model.path,
+    count: plan.count,
+    device: plan.device,
+    intraOpNumThreads: plan.threads,
+    label: `${request.name}:${request.version}`,
+    log: request.log,
+    ...(faultInjection ? { faultInjection } : {}),
   }).catch((error: unknown) => {
     // onnxruntime quotes the path it was given; messages name it relative to the repository.
     const e = asConveyorError(error);
-    throw new ConveyorError(e.code, redactPaths(e.message, [[model.path, model.display], [request.versionDir, versionRoot.display]]));
+    throw new ConveyorError(
+      e.code,
+      redactPaths(e.message, [
+        [model.path, model.display],
+        [request.versionDir, versionRoot.display],
+      ]),
+    );
   });
   try {
     const config = completeFromModelMetadata(request.config, pool.metadata);

@@ -33,7 +33,10 @@ function logitBias(vocabSize: number) {
     .custom<Readonly<Record<string, number>>>(isMap, { error: '{} must be an object mapping token ids to biases' })
     .transform((map, ctx) => {
       const entries = Object.entries(map);
-      const fail = (message: string) => (ctx.addIssue({ code: 'custom', message }), z.NEVER);
+      const fail = (message: string) => {
+        ctx.addIssue({ code: 'custom', message });
+        return z.NEVER;
+      };
       if (entries.length > MAX_LOGIT_BIAS_ENTRIES) return fail(`{} has ${entries.length} entries; at most ${MAX_LOGIT_BIAS_ENTRIES} are allowed`);
       const bias: Record<number, number> = {};
       for (const [key, value] of entries) {

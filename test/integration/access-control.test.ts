@@ -144,7 +144,11 @@ const ABSENT = 'absent';
 const ABSENT_CONTROL = 'absent-control';
 const targetOf = (access: AccessClass) => (access === 'control' ? ABSENT_CONTROL : ABSENT);
 const concretePath = (url: string) =>
-  url.replace(':model', targetOf(HTTP_ROUTES[`POST ${url}`] ?? 'api')).replace(':version', '1').replace(':id', ABSENT).replace('*', 'x');
+  url
+    .replace(':model', targetOf(HTTP_ROUTES[`POST ${url}`] ?? 'api'))
+    .replace(':version', '1')
+    .replace(':id', ABSENT)
+    .replace('*', 'x');
 
 interface HttpAnswer {
   readonly status: number;
@@ -316,7 +320,12 @@ describe('keys end to end (API and admin keys)', () => {
     metadata.set('authorization', `Bearer ${API}`);
     const call = client.makeServerStreamRequest(method.path, method.requestSerialize, method.responseDeserialize, { model: 'qwen3', text: 'hi', sampling: { max_tokens: 2 } }, metadata);
     const messages: object[] = [];
-    await new Promise<void>((resolve, reject) => call.on('data', (m: object) => messages.push(m)).on('end', resolve).on('error', reject));
+    await new Promise<void>((resolve, reject) =>
+      call
+        .on('data', (m: object) => messages.push(m))
+        .on('end', resolve)
+        .on('error', reject),
+    );
     client.close();
     expect(messages.at(-1)).toMatchObject({ final: expect.anything() });
   });

@@ -13,7 +13,10 @@ import { configOf, makeRepository, startTestServer, type TestServer } from '../s
 
 const SEQUENCE = 8;
 /** Batches of eight wait up to 200 ms to fill, so concurrent requests share executions. */
-const batchingConfig = (name: string) => configOf('bert-tiny', name, (t) => t.replace('preferred_batch_size: [ 8, 16, 32 ]', 'preferred_batch_size: [ 8 ]').replace('max_queue_delay_microseconds: 2000', 'max_queue_delay_microseconds: 200000'));
+const batchingConfig = (name: string) =>
+  configOf('bert-tiny', name, (t) =>
+    t.replace('preferred_batch_size: [ 8, 16, 32 ]', 'preferred_batch_size: [ 8 ]').replace('max_queue_delay_microseconds: 2000', 'max_queue_delay_microseconds: 200000'),
+  );
 
 let server: TestServer;
 
@@ -45,12 +48,24 @@ interface BadInput {
 }
 
 const outOfVocabulary = (): BadInput => ({ ids: goodIds(3).map((id, t) => (t === 4 ? 40_000 : id)), types: Array(SEQUENCE).fill(0) });
-const badTokenType = (): BadInput => ({ ids: goodIds(4), types: Array(SEQUENCE).fill(0).map((_, t) => (t === 2 ? 2 : 0)) });
+const badTokenType = (): BadInput => ({
+  ids: goodIds(4),
+  types: Array(SEQUENCE)
+    .fill(0)
+    .map((_, t) => (t === 2 ? 2 : 0)),
+});
 const tooLong = (): BadInput => ({ ids: Array(600).fill(1000), types: Array(600).fill(0) });
 
 async function inferKserve(model: string, bad: BadInput): Promise<{ status: number; body: { error?: string } }> {
   const tensor = (name: string, data: number[]) => ({ name, datatype: 'INT64', shape: [1, data.length], data });
-  const inputs = [tensor('input_ids', bad.ids), tensor('attention_mask', bad.ids.map(() => 1)), tensor('token_type_ids', bad.types)];
+  const inputs = [
+    tensor('input_ids', bad.ids),
+    tensor(
+      'attention_mask',
+      bad.ids.map(() => 1),
+    ),
+    tensor('token_type_ids', bad.types),
+  ];
   const response = await fetch(`${server.http}/v2/models/${model}/infer`, { method: 'POST', body: JSON.stringify({ inputs }) });
   return { status: response.status, body: (await response.json()) as { error?: string } };
 }
@@ -88,12 +103,26 @@ describe('batch isolation', () => {
   it('answers gRPC ModelInfer with INVALID_ARGUMENT for out-of-vocabulary ids', async () => {
     const definition = loadSync(['grpc_service.proto'], { keepCase: true, longs: String, enums: String, defaults: true, oneofs: true, includeDirs: [join(import.meta.dirname, '..', '..', 'protos')] });
     const root = grpc.loadPackageDefinition(definition) as unknown as { inference: { GRPCInferenceService: new (address: string, credentials: grpc.ChannelCredentials) => grpc.Client } };
-    const client = new root.inference.GRPCInferenceService(server.grpcAddress, grpc.credentials.createInsecure()) as grpc.Client & Record<string, (request: object, callback: (error: grpc.ServiceError | null) => void) => void>;
+    const client = new root.inference.GRPCInferenceService(server.grpcAddress, grpc.credentials.createInsecure()) as grpc.Client &
+      Record<string, (request: object, callback: (error: grpc.ServiceError | null) => void) => void>;
     const bad = outOfVocabulary();
     const tensor = (name: string, data: number[]) => ({ name, datatype: 'INT64', shape: [1, data.length], contents: { int64_contents: data } });
     for (const model of ['bert', 'bert-raw']) {
       const error = await new Promise<grpc.ServiceError | null>((resolve) => {
-        client.ModelInfer!({ model_name: model, inputs: [tensor('input_ids', bad.ids), tensor('attention_mask', bad.ids.map(() => 1)), tensor('token_type_ids', bad.types)] }, resolve);
+        client.ModelInfer!(
+          {
+            model_name: model,
+            inputs: [
+              tensor('input_ids', bad.ids),
+              tensor(
+                'attention_mask',
+                bad.ids.map(() => 1),
+              ),
+              tensor('token_type_ids', bad.types),
+            ],
+          },
+          resolve,
+        );
       });
       expect(error).toMatchObject({ code: grpc.status.INVALID_ARGUMENT });
       expect(error!.details).toMatch(model === 'bert' ? /input 'input_ids' holds 40000/ : /could not run on this request's input/);

@@ -33,7 +33,17 @@ describe('npm run bench -- soak --quick', () => {
     expect(m['goodRequests']).toBeGreaterThan(0);
     expect(m['badRequests']).toBeGreaterThan(0);
     expect(m['kvUsageAfter']).toBe(0);
-    for (const actor of ['streaming chat 0', 'completions with stop strings', 'embeddings', 'CNN infer (KServe binary)', 'bad requests', 'hang-up streams 0', 'WebSocket that stops reading', 'WebSocket sending garbage', 'precision swap']) {
+    for (const actor of [
+      'streaming chat 0',
+      'completions with stop strings',
+      'embeddings',
+      'CNN infer (KServe binary)',
+      'bad requests',
+      'hang-up streams 0',
+      'WebSocket that stops reading',
+      'WebSocket sending garbage',
+      'precision swap',
+    ]) {
       expect(rows.map((r) => r.actor)).toContain(actor);
     }
     expect((m['samples'] as unknown[]).length).toBeGreaterThan(5);

@@ -38,7 +38,14 @@ describe('the engine survives its clients', () => {
     for (let round = 0; round < 4; round++) {
       const answers = await Promise.all(
         Array.from({ length: 8 }, (_, i) =>
-          client.completions.create({ model: 'qwen3', prompt: `Round ${round} request ${i}: ${'tell me something '.repeat(1 + i)}`, max_tokens: 24, temperature: 0.8, seed: round * 8 + i, stop: ['e', 'a', 'o', ' '] }),
+          client.completions.create({
+            model: 'qwen3',
+            prompt: `Round ${round} request ${i}: ${'tell me something '.repeat(1 + i)}`,
+            max_tokens: 24,
+            temperature: 0.8,
+            seed: round * 8 + i,
+            stop: ['e', 'a', 'o', ' '],
+          }),
         ),
       );
       for (const answer of answers) expect(['stop', 'length']).toContain(answer.choices[0]!.finish_reason);

@@ -55,7 +55,11 @@ describe('conveyor.v1.GenerationService/Generate', () => {
     const { messages, error } = await generate({ model: LLM, request_id: 'r1', chat: chat('Hello!'), sampling: GREEDY });
     expect(error).toBeUndefined();
     const expected = await engineOutput(model, { prompt: { kind: 'chat', ...chat('Hello!') }, sampling: GREEDY });
-    expect(deltas(messages).map((d) => d.text).join('')).toBe(expected.text);
+    expect(
+      deltas(messages)
+        .map((d) => d.text)
+        .join(''),
+    ).toBe(expected.text);
     expect(deltas(messages).flatMap((d) => d.token_ids)).toEqual(expected.tokenIds);
     expect(messages.every((m) => m['request_id'] === 'r1')).toBe(true);
     const last = messages.at(-1)!;
@@ -69,7 +73,11 @@ describe('conveyor.v1.GenerationService/Generate', () => {
   it('takes text and token-id prompts', async () => {
     const text = await generate({ model: LLM, text: 'Once upon a time', sampling: GREEDY });
     const expected = await engineOutput(model, { prompt: { kind: 'text', text: 'Once upon a time' }, sampling: GREEDY });
-    expect(deltas(text.messages).map((d) => d.text).join('')).toBe(expected.text);
+    expect(
+      deltas(text.messages)
+        .map((d) => d.text)
+        .join(''),
+    ).toBe(expected.text);
     const tokens = await generate({ model: LLM, tokens: { ids: [9707, 11, 1879] }, sampling: { ...GREEDY, max_tokens: 3 } });
     expect(deltas(tokens.messages).flatMap((d) => d.token_ids)).toHaveLength(3);
   });
@@ -112,8 +120,7 @@ function textOutput(response: Reply): string {
   const raw = (response['infer_response'] as { raw_output_contents: Buffer[] }).raw_output_contents[0]!;
   return raw.subarray(4, 4 + raw.readUInt32LE(0)).toString('utf8');
 }
-const isFinal = (response: Reply) =>
-  (response['infer_response'] as { parameters: Record<string, { bool_param?: boolean }> }).parameters['triton_final_response']?.bool_param === true;
+const isFinal = (response: Reply) => (response['infer_response'] as { parameters: Record<string, { bool_param?: boolean }> }).parameters['triton_final_response']?.bool_param === true;
 const responseId = (response: Reply) => (response['infer_response'] as { id: string } | null)?.id;
 
 const samplingParameters = { temperature: { double_param: 0 }, ignore_eos: { bool_param: true } };
@@ -163,10 +170,12 @@ describe('ModelStreamInfer on the LLM (decoupled, Triton vLLM-backend style)', (
     call.write(streamRequest('a', 'first', { stream: true, parameters: { max_tokens: { int64_param: 1000 }, ignore_eos: { bool_param: true } } }));
     call.write(streamRequest('b', 'second', { stream: true, parameters: { max_tokens: { int64_param: 1000 }, ignore_eos: { bool_param: true } } }));
     const seen = new Set<string>();
-    await new Promise<void>((resolve) => call.on('data', (r: Reply) => {
-      seen.add(responseId(r)!);
-      if (seen.size === 2) resolve();
-    }));
+    await new Promise<void>((resolve) =>
+      call.on('data', (r: Reply) => {
+        seen.add(responseId(r)!);
+        if (seen.size === 2) resolve();
+      }),
+    );
     call.cancel();
     await expectAbortedAndIdle(model, cancelled, 2);
   });

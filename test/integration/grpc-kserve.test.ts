@@ -84,7 +84,8 @@ const floats = (raw: Uint8Array) => new Float32Array(new Uint8Array(raw).buffer)
 
 function inferRequest(batch: number, id: string): object {
   return {
-    model_name: 'resnet', id,
+    model_name: 'resnet',
+    id,
     inputs: [{ name: 'input', datatype: 'FP32', shape: [batch, 3, 224, 224] }],
     raw_input_contents: [rawBytes(images(batch))],
   };
@@ -112,12 +113,15 @@ describe('gRPC GRPCInferenceService (real server)', () => {
     expect(await unary(inference, 'ModelReady', { name: 'resnet' })).toEqual({ ready: true });
     expect((await unary(inference, 'ServerMetadata', {}))['extensions']).toContain('statistics');
     expect(await unary(inference, 'ModelMetadata', { name: 'resnet' })).toMatchObject({
-      name: 'resnet', versions: ['1'],
+      name: 'resnet',
+      versions: ['1'],
       inputs: [{ name: 'input', datatype: 'FP32', shape: ['-1', '3', '224', '224'] }],
       outputs: [{ name: 'logits', datatype: 'FP32', shape: ['-1', '1000'] }],
     });
     expect((await unary(inference, 'ModelConfig', { name: 'resnet' }))['config']).toMatchObject({
-      name: 'resnet', max_batch_size: 32, input: [{ name: 'input', data_type: 'TYPE_FP32', format: 'FORMAT_NCHW', dims: ['3', '224', '224'] }],
+      name: 'resnet',
+      max_batch_size: 32,
+      input: [{ name: 'input', data_type: 'TYPE_FP32', format: 'FORMAT_NCHW', dims: ['3', '224', '224'] }],
       dynamic_batching: { preferred_batch_size: [8, 16, 32], max_queue_delay_microseconds: '5000' },
     });
     expect(await unary(health, 'Check', { service: '' })).toEqual({ status: 'SERVING' });
@@ -145,9 +149,13 @@ describe('gRPC GRPCInferenceService (real server)', () => {
   it('maps errors to gRPC statuses from the catalog', async () => {
     const unknown = await statusOf(unary(inference, 'ModelInfer', { ...inferRequest(1, 'x'), model_name: 'missing' }));
     expect(unknown.code).toBe(grpc.status.INVALID_ARGUMENT);
-    const mixed = await statusOf(unary(inference, 'ModelInfer', {
-      model_name: 'resnet', inputs: [{ name: 'input', datatype: 'FP32', shape: [1, 3, 224, 224], contents: { fp32_contents: [1] } }], raw_input_contents: [rawBytes(images(1))],
-    }));
+    const mixed = await statusOf(
+      unary(inference, 'ModelInfer', {
+        model_name: 'resnet',
+        inputs: [{ name: 'input', datatype: 'FP32', shape: [1, 3, 224, 224], contents: { fp32_contents: [1] } }],
+        raw_input_contents: [rawBytes(images(1))],
+      }),
+    );
     expect(mixed).toMatchObject({ code: grpc.status.INVALID_ARGUMENT, details: expect.stringMatching(/raw_input_contents/) });
     expect((await statusOf(unary(inference, 'SystemSharedMemoryStatus', {}))).code).toBe(grpc.status.UNIMPLEMENTED);
   });
@@ -212,7 +220,12 @@ describe('gRPC repository control (explicit mode)', () => {
 
   it('loads with a config override and unloads', async () => {
     expect(await unary(inference, 'ModelReady', { name: 'resnet' }).catch(() => ({ ready: false }))).toEqual({ ready: false });
-    const config = JSON.stringify({ backend: 'onnxruntime', max_batch_size: 4, input: [{ name: 'input', data_type: 'TYPE_FP32', dims: [3, 224, 224] }], output: [{ name: 'logits', data_type: 'TYPE_FP32', dims: [1000] }] });
+    const config = JSON.stringify({
+      backend: 'onnxruntime',
+      max_batch_size: 4,
+      input: [{ name: 'input', data_type: 'TYPE_FP32', dims: [3, 224, 224] }],
+      output: [{ name: 'logits', data_type: 'TYPE_FP32', dims: [1000] }],
+    });
     await unary(inference, 'RepositoryModelLoad', { model_name: 'resnet', parameters: { config: { string_param: config } } });
     expect(await unary(inference, 'ModelReady', { name: 'resnet' })).toEqual({ ready: true });
     expect(((await unary(inference, 'ModelConfig', { name: 'resnet' }))['config'] as Reply)['max_batch_size']).toBe(4);

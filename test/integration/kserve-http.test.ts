@@ -8,39 +8,60 @@ let server: TestServer;
 const post = (path: string, body: unknown, headers: Record<string, string> = {}) =>
   fetch(`${server.http}${path}`, { method: 'POST', body: typeof body === 'string' || body instanceof Uint8Array ? body : JSON.stringify(body), headers });
 const image = (batch: number, seed = 1) => Array.from({ length: batch * 3 * 224 * 224 }, (_, i) => Math.sin((i + seed) * 0.01));
-const bertInputs = (ids: number[][]) => ['input_ids', 'attention_mask', 'token_type_ids'].map((name) => ({
-  name, datatype: 'INT64', shape: [ids.length, ids[0]!.length],
-  data: ids.flat().map((id) => (name === 'input_ids' ? id : name === 'attention_mask' ? 1 : 0)),
-}));
+const bertInputs = (ids: number[][]) =>
+  ['input_ids', 'attention_mask', 'token_type_ids'].map((name) => ({
+    name,
+    datatype: 'INT64',
+    shape: [ids.length, ids[0]!.length],
+    data: ids.flat().map((id) => (name === 'input_ids' ? id : name === 'attention_mask' ? 1 : 0)),
+  }));
 
 beforeAll(async () => {
   const repository = await makeRepository([
     { name: 'bert', from: 'bert-tiny', config: configOf('bert-tiny', 'bert') },
     { name: 'resnet', from: 'resnet-tiny', config: configOf('resnet-tiny', 'resnet') },
     {
-      name: 'resnet_queue', from: 'resnet-tiny',
-      config: configOf('resnet-tiny', 'resnet_queue', (t) => t.replace(/dynamic_batching \{[\s\S]*?\n\}/, `dynamic_batching {
+      name: 'resnet_queue',
+      from: 'resnet-tiny',
+      config: configOf('resnet-tiny', 'resnet_queue', (t) =>
+        t.replace(
+          /dynamic_batching \{[\s\S]*?\n\}/,
+          `dynamic_batching {
   preferred_batch_size: [ 32 ]
   max_queue_delay_microseconds: 3000000
   default_queue_policy { max_queue_size: 2 }
-}`)),
+}`,
+        ),
+      ),
     },
     {
       // Batches of 4 with a long delay: 12 concurrent requests form 3 batches however slowly
       // their (1 MB JSON) bodies are parsed on a loaded machine; 5 ms would be a race.
-      name: 'resnet_batch', from: 'resnet-tiny',
-      config: configOf('resnet-tiny', 'resnet_batch', (t) => t.replace(/dynamic_batching \{[\s\S]*?\n\}/, `dynamic_batching {
+      name: 'resnet_batch',
+      from: 'resnet-tiny',
+      config: configOf('resnet-tiny', 'resnet_batch', (t) =>
+        t.replace(
+          /dynamic_batching \{[\s\S]*?\n\}/,
+          `dynamic_batching {
   preferred_batch_size: [ 4 ]
   max_queue_delay_microseconds: 10000000
-}`)),
+}`,
+        ),
+      ),
     },
     {
-      name: 'resnet_timeout', from: 'resnet-tiny',
-      config: configOf('resnet-tiny', 'resnet_timeout', (t) => t.replace(/dynamic_batching \{[\s\S]*?\n\}/, `dynamic_batching {
+      name: 'resnet_timeout',
+      from: 'resnet-tiny',
+      config: configOf('resnet-tiny', 'resnet_timeout', (t) =>
+        t.replace(
+          /dynamic_batching \{[\s\S]*?\n\}/,
+          `dynamic_batching {
   preferred_batch_size: [ 32 ]
   max_queue_delay_microseconds: 3000000
   default_queue_policy { timeout_action: REJECT default_timeout_microseconds: 100000 }
-}`)),
+}`,
+        ),
+      ),
     },
   ]);
   server = await startTestServer(repository);
@@ -60,7 +81,9 @@ describe('KServe v2 HTTP', () => {
   it('serves model metadata and config as Triton prints them', async () => {
     const metadata = await (await fetch(`${server.http}/v2/models/resnet`)).json();
     expect(metadata).toEqual({
-      name: 'resnet', versions: ['1'], platform: 'onnxruntime_onnx',
+      name: 'resnet',
+      versions: ['1'],
+      platform: 'onnxruntime_onnx',
       inputs: [{ name: 'input', datatype: 'FP32', shape: [-1, 3, 224, 224] }],
       outputs: [{ name: 'logits', datatype: 'FP32', shape: [-1, 1000] }],
     });
@@ -70,7 +93,14 @@ describe('KServe v2 HTTP', () => {
   });
 
   it('runs JSON inference on BERT and echoes the request id', async () => {
-    const response = await post('/v2/models/bert/infer', { id: 'req-7', inputs: bertInputs([[101, 7592, 2088, 102], [101, 2023, 2003, 102]]), outputs: [{ name: 'sentence_embedding' }] });
+    const response = await post('/v2/models/bert/infer', {
+      id: 'req-7',
+      inputs: bertInputs([
+        [101, 7592, 2088, 102],
+        [101, 2023, 2003, 102],
+      ]),
+      outputs: [{ name: 'sentence_embedding' }],
+    });
     expect(response.status).toBe(200);
     const body = await response.json();
     expect(body).toMatchObject({ model_name: 'bert', model_version: '1', id: 'req-7' });
@@ -81,10 +111,15 @@ describe('KServe v2 HTTP', () => {
 
   it('runs binary-tensor inference on ResNet as tritonclient sends it (no Content-Type, gzip)', async () => {
     const pixels = Float32Array.from(image(2));
-    const header = Buffer.from(JSON.stringify({
-      inputs: [{ name: 'input', shape: [2, 3, 224, 224], datatype: 'FP32', parameters: { binary_data_size: pixels.byteLength } }],
-      outputs: [{ name: 'logits', parameters: { binary_data: true } }, { name: 'logits', parameters: { classification: 3 } }].slice(0, 1),
-    }));
+    const header = Buffer.from(
+      JSON.stringify({
+        inputs: [{ name: 'input', shape: [2, 3, 224, 224], datatype: 'FP32', parameters: { binary_data_size: pixels.byteLength } }],
+        outputs: [
+          { name: 'logits', parameters: { binary_data: true } },
+          { name: 'logits', parameters: { classification: 3 } },
+        ].slice(0, 1),
+      }),
+    );
     const body = gzipSync(Buffer.concat([header, Buffer.from(pixels.buffer)]));
     const response = await post('/v2/models/resnet/infer', body, { 'Inference-Header-Content-Length': String(header.length), 'Content-Encoding': 'gzip' });
     expect(response.status).toBe(200);
@@ -97,19 +132,25 @@ describe('KServe v2 HTTP', () => {
   });
 
   it('returns top-K classes with labels (classification extension)', async () => {
-    const body = await (await post('/v2/models/resnet/infer', {
-      inputs: [{ name: 'input', datatype: 'FP32', shape: [1, 3, 224, 224], data: image(1) }],
-      outputs: [{ name: 'logits', parameters: { classification: 3 } }],
-    })).json();
+    const body = await (
+      await post('/v2/models/resnet/infer', {
+        inputs: [{ name: 'input', datatype: 'FP32', shape: [1, 3, 224, 224], data: image(1) }],
+        outputs: [{ name: 'logits', parameters: { classification: 3 } }],
+      })
+    ).json();
     expect(body.outputs[0]).toMatchObject({ name: 'logits', datatype: 'BYTES', shape: [1, 3] });
     expect(body.outputs[0].data[0]).toMatch(/^-?[\d.e-]+:\d+:.+$/);
   });
 
   it('batches concurrent requests: fewer executions than inferences', async () => {
     const before = (await (await fetch(`${server.http}/v2/models/resnet_batch/stats`)).json()).model_stats[0];
-    await Promise.all(Array.from({ length: 12 }, (_, i) => post('/v2/models/resnet_batch/infer', {
-      inputs: [{ name: 'input', datatype: 'FP32', shape: [1, 3, 224, 224], data: image(1, i) }],
-    }).then((r) => expect(r.status).toBe(200))));
+    await Promise.all(
+      Array.from({ length: 12 }, (_, i) =>
+        post('/v2/models/resnet_batch/infer', {
+          inputs: [{ name: 'input', datatype: 'FP32', shape: [1, 3, 224, 224], data: image(1, i) }],
+        }).then((r) => expect(r.status).toBe(200)),
+      ),
+    );
     const after = (await (await fetch(`${server.http}/v2/models/resnet_batch/stats`)).json()).model_stats[0];
     const inferences = after.inference_count - before.inference_count;
     const executions = after.execution_count - before.execution_count;
@@ -123,7 +164,11 @@ describe('KServe v2 HTTP', () => {
     const send = () => post('/v2/models/resnet_queue/infer', { inputs: [{ name: 'input', datatype: 'FP32', shape: [1, 3, 224, 224], data: image(1) }] });
     const waiting = [send(), send()];
     // Both wait out the 3 s batching delay in the queue, which holds 2: the next one must be refused.
-    const queued = () => server.manager.servedModels().find((m) => m.name === 'resnet_queue')?.pendingRequests?.() ?? 0;
+    const queued = () =>
+      server.manager
+        .servedModels()
+        .find((m) => m.name === 'resnet_queue')
+        ?.pendingRequests?.() ?? 0;
     await vi.waitFor(() => expect(queued()).toBe(2), { timeout: 15_000, interval: 5 });
     const rejected = await send();
     expect(rejected.status).toBe(503);

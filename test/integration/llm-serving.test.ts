@@ -74,7 +74,7 @@ describe('LLM serving (qwen3-tiny)', () => {
     const controller = new AbortController();
     const events: GenerationEvent[] = [];
     const generation = (async () => {
-      for await (const event of model.generate(await model.prepare({ prompt: chat("long"), sampling: { max_tokens: 1000, ignore_eos: true } }), controller.signal)) {
+      for await (const event of model.generate(await model.prepare({ prompt: chat('long'), sampling: { max_tokens: 1000, ignore_eos: true } }), controller.signal)) {
         events.push(event);
         if (events.length === 5) controller.abort();
       }

@@ -9,12 +9,14 @@ import { parseExposition, type Exposition } from '../unit/metrics/exposition.js'
 let server: TestServer;
 const image = (batch: number, seed = 1) => Array.from({ length: batch * 3 * 224 * 224 }, (_, i) => Math.sin((i + seed) * 0.01));
 const resnetBody = (batch: number, seed = 1) => ({ inputs: [{ name: 'input', datatype: 'FP32', shape: [batch, 3, 224, 224], data: image(batch, seed) }] });
-const bertInputs = (ids: number[][]) => ['input_ids', 'attention_mask', 'token_type_ids'].map((name) => ({
-  name, datatype: 'INT64', shape: [ids.length, ids[0]!.length],
-  data: ids.flat().map((id) => (name === 'input_ids' ? id : name === 'attention_mask' ? 1 : 0)),
-}));
-const infer = (model: string, body: unknown, signal?: AbortSignal) =>
-  fetch(`${server.http}/v2/models/${model}/infer`, { method: 'POST', body: JSON.stringify(body), signal });
+const bertInputs = (ids: number[][]) =>
+  ['input_ids', 'attention_mask', 'token_type_ids'].map((name) => ({
+    name,
+    datatype: 'INT64',
+    shape: [ids.length, ids[0]!.length],
+    data: ids.flat().map((id) => (name === 'input_ids' ? id : name === 'attention_mask' ? 1 : 0)),
+  }));
+const infer = (model: string, body: unknown, signal?: AbortSignal) => fetch(`${server.http}/v2/models/${model}/infer`, { method: 'POST', body: JSON.stringify(body), signal });
 const scrape = async (): Promise<Exposition> => {
   const response = await fetch(`http://127.0.0.1:${server.metricsPort}/metrics`);
   expect(response.status).toBe(200);
@@ -59,15 +61,15 @@ describe('metrics endpoint', () => {
 
   it('reports every instance worker alive', async () => {
     const m = await scrape();
-    expect(m.all('conveyor_worker_alive', of('resnet')).map((s) => [s.labels.worker, s.value])).toEqual([['0', 1], ['1', 1]]);
+    expect(m.all('conveyor_worker_alive', of('resnet')).map((s) => [s.labels.worker, s.value])).toEqual([
+      ['0', 1],
+      ['1', 1],
+    ]);
     expect(m.value('conveyor_worker_alive', { ...of('bert'), worker: '0' })).toBe(1);
   });
 
   it('counts requests, inferences and executions as Triton does', async () => {
-    const responses = await Promise.all([
-      ...Array.from({ length: 12 }, (_, i) => infer('resnet', resnetBody(1, i))),
-      infer('resnet', resnetBody(2, 99)),
-    ]);
+    const responses = await Promise.all([...Array.from({ length: 12 }, (_, i) => infer('resnet', resnetBody(1, i))), infer('resnet', resnetBody(2, 99))]);
     expect(responses.map((r) => r.status)).toEqual(Array(13).fill(200));
     const m = await scrape();
     expect(m.value('nv_inference_request_success', of('resnet'))).toBe(13);
@@ -122,7 +124,10 @@ describe('metrics endpoint', () => {
       expect(m.value('nv_inference_request_success', l), model).toBe(s.inference_stats.success.count);
       expect(m.value('nv_inference_count', l), model).toBe(s.inference_count);
       expect(m.value('nv_inference_exec_count', l), model).toBe(s.execution_count);
-      expect(m.all('nv_inference_request_failure', l).reduce((sum, x) => sum + x.value, 0), model).toBe(s.inference_stats.fail.count);
+      expect(
+        m.all('nv_inference_request_failure', l).reduce((sum, x) => sum + x.value, 0),
+        model,
+      ).toBe(s.inference_stats.fail.count);
       expect(m.value('nv_inference_request_duration_us', l), model).toBe(us('success'));
       expect(m.value('nv_inference_queue_duration_us', l), model).toBe(us('queue'));
       expect(m.value('nv_inference_compute_input_duration_us', l), model).toBe(us('compute_input'));
@@ -135,7 +140,15 @@ describe('metrics endpoint', () => {
 
   it('declares the LLM families under conveyor: and, with --vllm-metric-names, vllm:', async () => {
     const m = await scrape();
-    for (const name of ['time_to_first_token_seconds', 'inter_token_latency_seconds', 'e2e_request_latency_seconds', 'num_requests_running', 'kv_cache_usage_perc', 'prompt_tokens_total', 'request_success_total']) {
+    for (const name of [
+      'time_to_first_token_seconds',
+      'inter_token_latency_seconds',
+      'e2e_request_latency_seconds',
+      'num_requests_running',
+      'kv_cache_usage_perc',
+      'prompt_tokens_total',
+      'request_success_total',
+    ]) {
       expect(m.types.has(`conveyor:${name}`), name).toBe(true);
       expect(m.types.has(`vllm:${name}`), name).toBe(true);
     }

@@ -37,7 +37,7 @@ async function engineText(input: GenerateInput): Promise<{ text: string; tokens:
 }
 
 describe('models', () => {
-  it('lists the LLM and the embedding model in OpenAI\'s list shape', async () => {
+  it("lists the LLM and the embedding model in OpenAI's list shape", async () => {
     const page = await client.models.list();
     expect(page.data.map((m) => m.id)).toEqual(['bert', 'qwen3']);
     expect(page.data[1]).toMatchObject({ id: 'qwen3', object: 'model', owned_by: 'conveyor', max_model_len: 4096 });
@@ -47,8 +47,8 @@ describe('models', () => {
 });
 
 describe('chat completions', () => {
-  it('answers with exactly the engine\'s greedy output, in the chat.completion shape', async () => {
-    const completion = await client.chat.completions.create({ model: 'qwen3', messages: user('Hello there'), ...greedy } as never) as OpenAI.ChatCompletion;
+  it("answers with exactly the engine's greedy output, in the chat.completion shape", async () => {
+    const completion = (await client.chat.completions.create({ model: 'qwen3', messages: user('Hello there'), ...greedy } as never)) as OpenAI.ChatCompletion;
     const engine = await engineText({ prompt: { kind: 'chat', messages: user('Hello there') }, sampling: greedy });
     expect(completion).toMatchObject({ object: 'chat.completion', model: 'qwen3' });
     expect(completion.id).toMatch(/^chatcmpl-[0-9a-f]{32}$/);
@@ -58,7 +58,13 @@ describe('chat completions', () => {
   });
 
   it('streams the same text, role with the first content, finish_reason only at the end, usage last', async () => {
-    const stream = await client.chat.completions.create({ model: 'qwen3', messages: user('Hello there'), stream: true, stream_options: { include_usage: true }, ...greedy } as never) as unknown as AsyncIterable<OpenAI.ChatCompletionChunk>;
+    const stream = (await client.chat.completions.create({
+      model: 'qwen3',
+      messages: user('Hello there'),
+      stream: true,
+      stream_options: { include_usage: true },
+      ...greedy,
+    } as never)) as unknown as AsyncIterable<OpenAI.ChatCompletionChunk>;
     const chunks: OpenAI.ChatCompletionChunk[] = [];
     for await (const chunk of stream) chunks.push(chunk);
     const engine = await engineText({ prompt: { kind: 'chat', messages: user('Hello there') }, sampling: greedy });
@@ -74,7 +80,7 @@ describe('chat completions', () => {
   });
 
   it('sends no usage at all without include_usage', async () => {
-    const stream = await client.chat.completions.create({ model: 'qwen3', messages: user('x'), stream: true, max_tokens: 3 }) as AsyncIterable<OpenAI.ChatCompletionChunk>;
+    const stream = (await client.chat.completions.create({ model: 'qwen3', messages: user('x'), stream: true, max_tokens: 3 })) as AsyncIterable<OpenAI.ChatCompletionChunk>;
     for await (const chunk of stream) {
       expect('usage' in chunk).toBe(false);
       expect(chunk.choices).toHaveLength(1);
@@ -83,19 +89,19 @@ describe('chat completions', () => {
 
   it('fans n out into indexed choices; a seed gives each choice its own reproducible sample', async () => {
     const request = { model: 'qwen3', messages: user('Tell me a story'), n: 3, temperature: 1, seed: 42, max_tokens: 10, ignore_eos: true } as never;
-    const first = await client.chat.completions.create(request) as OpenAI.ChatCompletion;
-    const again = await client.chat.completions.create(request) as OpenAI.ChatCompletion;
+    const first = (await client.chat.completions.create(request)) as OpenAI.ChatCompletion;
+    const again = (await client.chat.completions.create(request)) as OpenAI.ChatCompletion;
     expect(first.choices.map((c) => c.index)).toEqual([0, 1, 2]);
     expect(again.choices.map((c) => c.message.content)).toEqual(first.choices.map((c) => c.message.content));
     expect(new Set(first.choices.map((c) => c.message.content)).size).toBe(3);
     expect(first.usage).toMatchObject({ completion_tokens: 30, total_tokens: first.usage!.prompt_tokens + 30 });
   });
 
-  it('submits n choices together so the later ones share the prompt\'s cached blocks', async () => {
+  it("submits n choices together so the later ones share the prompt's cached blocks", async () => {
     const hits = () => model.engine.stats!.prefixCacheHits;
     const before = hits();
     const long = 'Pack my box with five dozen liquor jugs. '.repeat(10);
-    const completion = await client.chat.completions.create({ model: 'qwen3', messages: user(long), n: 4, max_tokens: 2 }) as OpenAI.ChatCompletion;
+    const completion = (await client.chat.completions.create({ model: 'qwen3', messages: user(long), n: 4, max_tokens: 2 })) as OpenAI.ChatCompletion;
     const fullBlocks = Math.floor(completion.usage!.prompt_tokens / 16) * 16;
     expect(fullBlocks).toBeGreaterThanOrEqual(64);
     // Choices 1..3 find every full block of the prompt that choice 0 computes.
@@ -103,7 +109,14 @@ describe('chat completions', () => {
   });
 
   it('streams n choices, each starting with the role and finishing once', async () => {
-    const stream = await client.chat.completions.create({ model: 'qwen3', messages: user('hi'), n: 2, max_tokens: 4, ignore_eos: true, stream: true } as never) as unknown as AsyncIterable<OpenAI.ChatCompletionChunk>;
+    const stream = (await client.chat.completions.create({
+      model: 'qwen3',
+      messages: user('hi'),
+      n: 2,
+      max_tokens: 4,
+      ignore_eos: true,
+      stream: true,
+    } as never)) as unknown as AsyncIterable<OpenAI.ChatCompletionChunk>;
     const byIndex = new Map<number, OpenAI.ChatCompletionChunk.Choice[]>();
     for await (const chunk of stream) for (const c of chunk.choices) byIndex.set(c.index, [...(byIndex.get(c.index) ?? []), c]);
     expect([...byIndex.keys()].sort()).toEqual([0, 1]);
@@ -114,7 +127,7 @@ describe('chat completions', () => {
   });
 
   it('returns logprobs as content[] with bytes that rebuild the text and top_logprobs alternatives', async () => {
-    const completion = await client.chat.completions.create({ model: 'qwen3', messages: user('bytes'), logprobs: true, top_logprobs: 3, ...greedy } as never) as OpenAI.ChatCompletion;
+    const completion = (await client.chat.completions.create({ model: 'qwen3', messages: user('bytes'), logprobs: true, top_logprobs: 3, ...greedy } as never)) as OpenAI.ChatCompletion;
     const { content, refusal } = completion.choices[0]!.logprobs!;
     expect(refusal).toBeNull();
     expect(content).toHaveLength(12);
@@ -139,11 +152,26 @@ describe('chat completions', () => {
   });
 
   it('passes chat_template_kwargs and the vLLM extras through', async () => {
-    const completion = await client.chat.completions.create({
-      model: 'qwen3', messages: [{ role: 'system', content: 'Be brief.' }, { role: 'user', content: [{ type: 'text', text: 'Hi' }] }],
-      max_completion_tokens: 5, min_tokens: 5, top_k: 5, min_p: 0.01, repetition_penalty: 1.1, stop_token_ids: [0], chat_template_kwargs: { enable_thinking: false },
-      presence_penalty: 0.5, frequency_penalty: 0.5, logit_bias: { '100': 5 }, stop: ['zzz'], user: 'u-1', skip_special_tokens: true,
-    } as never) as OpenAI.ChatCompletion;
+    const completion = (await client.chat.completions.create({
+      model: 'qwen3',
+      messages: [
+        { role: 'system', content: 'Be brief.' },
+        { role: 'user', content: [{ type: 'text', text: 'Hi' }] },
+      ],
+      max_completion_tokens: 5,
+      min_tokens: 5,
+      top_k: 5,
+      min_p: 0.01,
+      repetition_penalty: 1.1,
+      stop_token_ids: [0],
+      chat_template_kwargs: { enable_thinking: false },
+      presence_penalty: 0.5,
+      frequency_penalty: 0.5,
+      logit_bias: { '100': 5 },
+      stop: ['zzz'],
+      user: 'u-1',
+      skip_special_tokens: true,
+    } as never)) as OpenAI.ChatCompletion;
     expect(completion.usage!.completion_tokens).toBe(5);
   });
 });
@@ -152,29 +180,29 @@ describe('completions', () => {
   it('equals the engine for a token-id prompt; streaming gives the same text', async () => {
     const prompt = [9707, 11, 1879, 0];
     const body = { model: 'qwen3', prompt, ...greedy } as never;
-    const completion = await client.completions.create(body) as OpenAI.Completion;
+    const completion = (await client.completions.create(body)) as OpenAI.Completion;
     const engine = await engineText({ prompt: { kind: 'tokens', tokenIds: prompt }, sampling: greedy });
     expect(completion).toMatchObject({ object: 'text_completion', choices: [{ index: 0, text: engine.text, logprobs: null, finish_reason: 'length' }] });
     expect(completion.id).toMatch(/^cmpl-/);
-    const stream = await client.completions.create({ ...(body as object), stream: true } as never) as unknown as AsyncIterable<OpenAI.Completion>;
+    const stream = (await client.completions.create({ ...(body as object), stream: true } as never)) as unknown as AsyncIterable<OpenAI.Completion>;
     let text = '';
     for await (const chunk of stream) text += chunk.choices[0]?.text ?? '';
     expect(text).toBe(engine.text);
   });
 
   it('defaults max_tokens to 16 and numbers choices prompt × n', async () => {
-    const completion = await client.completions.create({ model: 'qwen3', prompt: ['one', 'two'], n: 2, ignore_eos: true } as never) as OpenAI.Completion;
+    const completion = (await client.completions.create({ model: 'qwen3', prompt: ['one', 'two'], n: 2, ignore_eos: true } as never)) as OpenAI.Completion;
     expect(completion.choices.map((c) => c.index)).toEqual([0, 1, 2, 3]);
     expect(completion.usage!.completion_tokens).toBe(64);
   });
 
   it('echoes the prompt ahead of the completion', async () => {
-    const completion = await client.completions.create({ model: 'qwen3', prompt: 'Echo me', echo: true, max_tokens: 3 }) as OpenAI.Completion;
+    const completion = (await client.completions.create({ model: 'qwen3', prompt: 'Echo me', echo: true, max_tokens: 3 })) as OpenAI.Completion;
     expect(completion.choices[0]!.text.startsWith('Echo me')).toBe(true);
   });
 
   it('returns tokens / token_logprobs / top_logprobs / text_offset', async () => {
-    const completion = await client.completions.create({ model: 'qwen3', prompt: 'Count', logprobs: 2, ...greedy } as never) as OpenAI.Completion;
+    const completion = (await client.completions.create({ model: 'qwen3', prompt: 'Count', logprobs: 2, ...greedy } as never)) as OpenAI.Completion;
     const choice = completion.choices[0]!;
     const lp = choice.logprobs!;
     expect(lp.tokens).toHaveLength(12);
@@ -235,7 +263,7 @@ describe('errors', () => {
     expect(tooMany).toMatchObject({ status: 400, code: 'context_length_exceeded', param: 'max_completion_tokens' });
   });
 
-  it('answers an unknown /v1 path with a 404 in OpenAI\'s shape', async () => {
+  it("answers an unknown /v1 path with a 404 in OpenAI's shape", async () => {
     const response = await fetch(`${server.http}/v1/does/not/exist`, { method: 'POST', body: '{}' });
     expect(response.status).toBe(404);
     expect(await response.json()).toEqual({ error: { message: expect.stringContaining('/v1/does/not/exist'), type: 'invalid_request_error', param: null, code: null } });
@@ -249,7 +277,7 @@ describe('errors', () => {
     expect(preflight.headers.get('access-control-allow-origin')).toBeNull();
   });
 
-  it('answers malformed JSON with a 400 in OpenAI\'s shape', async () => {
+  it("answers malformed JSON with a 400 in OpenAI's shape", async () => {
     const response = await fetch(`${server.http}/v1/chat/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"model": ' });
     expect(response.status).toBe(400);
     expect(await response.json()).toMatchObject({ error: { type: 'invalid_request_error', param: null, code: null } });
@@ -258,12 +286,13 @@ describe('errors', () => {
 
 describe('tokenize and detokenize (vLLM)', () => {
   it('round-trips a prompt and counts chat tokens as chat completions does', async () => {
-    const post = async (path: string, body: unknown) => (await fetch(`${server.http}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })).json() as Promise<Record<string, unknown>>;
+    const post = async (path: string, body: unknown) =>
+      (await fetch(`${server.http}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) })).json() as Promise<Record<string, unknown>>;
     const tokens = await post('/tokenize', { model: 'qwen3', prompt: 'hello world' });
     expect(tokens).toMatchObject({ count: 2, max_model_len: 4096, token_strs: null });
     expect(await post('/detokenize', { model: 'qwen3', tokens: tokens.tokens })).toEqual({ prompt: 'hello world' });
     const chat = await post('/tokenize', { messages: user('Hello there') });
-    const completion = await client.chat.completions.create({ model: 'qwen3', messages: user('Hello there'), max_tokens: 1 }) as OpenAI.ChatCompletion;
+    const completion = (await client.chat.completions.create({ model: 'qwen3', messages: user('Hello there'), max_tokens: 1 })) as OpenAI.ChatCompletion;
     expect(chat.count).toBe(completion.usage!.prompt_tokens);
   });
 });

@@ -32,7 +32,9 @@ const chat = { model: 'qwen3', messages: [{ role: 'user' as const, content: 'hi'
 
 describe('--api-key', () => {
   it('refuses a wrong or missing key with AuthenticationError and accepts the right one', async () => {
-    const wrong = await sdk('sk-wrong').chat.completions.create(chat).catch((e: unknown) => e);
+    const wrong = await sdk('sk-wrong')
+      .chat.completions.create(chat)
+      .catch((e: unknown) => e);
     expect(wrong).toBeInstanceOf(AuthenticationError);
     expect(wrong).toMatchObject({ status: 401, code: 'invalid_api_key', type: 'authentication_error' });
     const missing = await fetch(`${server.http}/v1/models`);
@@ -119,7 +121,9 @@ describe('--max-queued-requests', () => {
     const waiting = longStream();
     await until(() => model.engine.numActive === 2);
     expect(model.engine.numActive).toBe(2);
-    const shed = await sdk(KEY).chat.completions.create(chat).catch((e: unknown) => e);
+    const shed = await sdk(KEY)
+      .chat.completions.create(chat)
+      .catch((e: unknown) => e);
     expect(shed).toBeInstanceOf(InternalServerError);
     expect(shed).toMatchObject({ status: 503, type: 'server_error', code: 'service_unavailable' });
     expect((shed as InternalServerError).headers.get('retry-after')).toBe('1');

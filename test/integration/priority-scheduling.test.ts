@@ -58,10 +58,9 @@ function firstTokens(model: LlmModel): { readonly order: number[]; readonly time
  * (logprobs on), far longer than queueing a few requests; finishing by itself fails the test.
  */
 async function occupy(model: string, priority: number, controller: AbortController): Promise<{ readonly gone: Promise<void> }> {
-  const stream = await client.completions.create(
-    { model, prompt: prompt(1), max_tokens: 4000, ignore_eos: true, logprobs: 0, stream: true, priority } as OpenAI.CompletionCreateParamsStreaming,
-    { signal: controller.signal },
-  );
+  const stream = await client.completions.create({ model, prompt: prompt(1), max_tokens: 4000, ignore_eos: true, logprobs: 0, stream: true, priority } as OpenAI.CompletionCreateParamsStreaming, {
+    signal: controller.signal,
+  });
   const gone = (async () => {
     try {
       for await (const chunk of stream) if (chunk.choices[0]?.finish_reason) throw new Error(`the occupier finished by itself (${chunk.choices[0].finish_reason}) before the test ended it`);
@@ -77,8 +76,7 @@ const complete = (model: string, promptLength: number, priority: number) =>
   client.completions.create({ model, prompt: prompt(promptLength), max_tokens: 2, ignore_eos: true, priority } as OpenAI.CompletionCreateParamsNonStreaming);
 
 /** Waits until the engine reports `count` waiting requests (stats arrive with every step the occupier runs). */
-const waitingCount = (model: LlmModel, count: number) =>
-  vi.waitFor(() => expect(model.engine.stats?.numWaiting).toBe(count), { timeout: 60_000, interval: 10 });
+const waitingCount = (model: LlmModel, count: number) => vi.waitFor(() => expect(model.engine.stats?.numWaiting).toBe(count), { timeout: 60_000, interval: 10 });
 
 describe('scheduling_policy', () => {
   // Queued one after another (each seen waiting before the next is sent): prompt length → priority.
@@ -91,33 +89,37 @@ describe('scheduling_policy', () => {
   it.each([
     { name: 'by-priority', expected: [3, 4, 2] },
     { name: 'by-arrival', expected: [2, 3, 4] },
-  ])('$name: queued requests get their first token in the policy order', async ({ name, expected }) => {
-    const model = server.service.llmModel(name);
-    const record = firstTokens(model);
-    const controller = new AbortController();
-    // The occupier outranks every queued request, so it holds the seat under both policies.
-    const occupied = await occupy(name, 0, controller);
-    const answers = [];
-    for (const [i, q] of queued.entries()) {
-      answers.push(complete(name, q.length, q.priority));
-      await waitingCount(model, i + 1);
-    }
-    expect(model.engine.stats).toMatchObject({ numRunning: 1, numWaiting: 3, numPreemptions: 0 });
-    controller.abort();
-    await occupied.gone;
-    const done = await Promise.all(answers);
-    expect(done.map((a) => a.usage?.prompt_tokens)).toEqual(queued.map((q) => q.length));
-    expect(record.order).toEqual([1, ...expected]);
-    expect(model.engine.stats?.numPreemptions).toBe(0);
-    // One clock: arrivals in the order sent, and every queued request waited for the seat.
-    const arrivals = queued.map((q) => record.times.get(q.length)!.arrival);
-    expect([...arrivals].sort((x, y) => x - y)).toEqual(arrivals);
-    for (const { length } of queued) {
-      const t = record.times.get(length)!;
-      expect(t.scheduled).toBeGreaterThan(t.arrival);
-      expect(t.firstToken).toBeGreaterThanOrEqual(t.scheduled);
-    }
-  }, 120_000);
+  ])(
+    '$name: queued requests get their first token in the policy order',
+    async ({ name, expected }) => {
+      const model = server.service.llmModel(name);
+      const record = firstTokens(model);
+      const controller = new AbortController();
+      // The occupier outranks every queued request, so it holds the seat under both policies.
+      const occupied = await occupy(name, 0, controller);
+      const answers = [];
+      for (const [i, q] of queued.entries()) {
+        answers.push(complete(name, q.length, q.priority));
+        await waitingCount(model, i + 1);
+      }
+      expect(model.engine.stats).toMatchObject({ numRunning: 1, numWaiting: 3, numPreemptions: 0 });
+      controller.abort();
+      await occupied.gone;
+      const done = await Promise.all(answers);
+      expect(done.map((a) => a.usage?.prompt_tokens)).toEqual(queued.map((q) => q.length));
+      expect(record.order).toEqual([1, ...expected]);
+      expect(model.engine.stats?.numPreemptions).toBe(0);
+      // One clock: arrivals in the order sent, and every queued request waited for the seat.
+      const arrivals = queued.map((q) => record.times.get(q.length)!.arrival);
+      expect([...arrivals].sort((x, y) => x - y)).toEqual(arrivals);
+      for (const { length } of queued) {
+        const t = record.times.get(length)!;
+        expect(t.scheduled).toBeGreaterThan(t.arrival);
+        expect(t.firstToken).toBeGreaterThanOrEqual(t.scheduled);
+      }
+    },
+    120_000,
+  );
 
   it('priority: a more important request preempts the running one and finishes while it waits', async () => {
     const model = server.service.llmModel('by-priority');

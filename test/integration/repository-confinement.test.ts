@@ -37,7 +37,9 @@ afterAll(async () => {
 /** The cnn config as the load API's JSON `config` parameter, with `edit` applied. */
 function configJson(name: string, edit: (config: Record<string, unknown>) => void = () => {}): string {
   const config: Record<string, unknown> = {
-    name, backend: 'onnxruntime', max_batch_size: 8,
+    name,
+    backend: 'onnxruntime',
+    max_batch_size: 8,
     input: [{ name: 'input', data_type: 'TYPE_FP32', dims: [3, 224, 224] }],
     output: [{ name: 'logits', data_type: 'TYPE_FP32', dims: [1000] }],
     instance_group: [{ count: 1, kind: 'KIND_CPU' }],
@@ -67,8 +69,11 @@ async function expectRefused(name: string, parameters: Record<string, string>, m
 
 describe('repository load confinement', () => {
   it("refuses a default_model_filename with '..' or an absolute path", async () => {
-    await expectRefused('cnn', { config: configJson('cnn', (c) => (c.default_model_filename = '../../other/1/model.onnx')) },
-      /default_model_filename '\.\.\/\.\.\/other\/1\/model\.onnx' must stay inside the model directory/);
+    await expectRefused(
+      'cnn',
+      { config: configJson('cnn', (c) => (c.default_model_filename = '../../other/1/model.onnx')) },
+      /default_model_filename '\.\.\/\.\.\/other\/1\/model\.onnx' must stay inside the model directory/,
+    );
     const absolute = join(repository, 'other', '1', 'model.onnx');
     await expectRefused('cnn', { config: configJson('cnn', (c) => (c.default_model_filename = absolute)) }, /default_model_filename must be relative to the model directory, not absolute/);
   });
@@ -81,7 +86,11 @@ describe('repository load confinement', () => {
   });
 
   it('refuses a model file that is a link out, with the same answer whether or not its target exists', async () => {
-    const escape = await expectRefused('linked', { config: configJson('linked', (c) => (c.default_model_filename = 'escape.onnx')) }, /model file 'linked\/1\/escape\.onnx' leads outside its directory through a symbolic link/);
+    const escape = await expectRefused(
+      'linked',
+      { config: configJson('linked', (c) => (c.default_model_filename = 'escape.onnx')) },
+      /model file 'linked\/1\/escape\.onnx' leads outside its directory through a symbolic link/,
+    );
     const dangling = await expectRefused('linked', { config: configJson('linked', (c) => (c.default_model_filename = 'dangling.onnx')) }, /leads outside/);
     expect(dangling).toBe(escape.replace('escape.onnx', 'dangling.onnx'));
     await expectRefused('linked', { config: configJson('linked', (c) => (c.default_model_filename = 'alias.onnx')) }, /model file 'linked\/1\/alias\.onnx' leads outside/);

@@ -82,7 +82,11 @@ describe('model lifecycle', () => {
     const repository = await makeRepository([{ name: 'cnn', from: 'resnet-tiny', config: configOf('resnet-tiny', 'cnn') }]);
     await writeFile(join(repository, 'README'), 'not a model');
     // node itself, not npx: a signal sent to an npx wrapper does not reach the server, which would outlive the test.
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve', '--model-repository', repository, '--host', '127.0.0.1', '--http-port', '0', '--grpc-port', '0', '--metrics-port', '0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', 'src/cli.ts', 'serve', '--model-repository', repository, '--host', '127.0.0.1', '--http-port', '0', '--grpc-port', '0', '--metrics-port', '0'],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
     let out = '';
     try {
       const port = await new Promise<number>((resolve, reject) => {

@@ -21,11 +21,23 @@ let model: LlmModel;
 beforeAll(async () => {
   const repository = await makeRepository([{ name: LLM, from: 'qwen3-tiny', config: configOf('qwen3-tiny', LLM) }]);
   server = await startTestServer(repository, [
-    '--http-header-timeout-secs', '1', '--http-request-timeout-secs', '2', '--http-max-body-bytes', String(1 << 20),
-    '--ws-send-timeout-secs', '1', '--ws-max-buffered-bytes', String(256 * 1024), '--max-prompt-chars', '2000000',
-    '--stream-send-timeout-secs', '1',
+    '--http-header-timeout-secs',
+    '1',
+    '--http-request-timeout-secs',
+    '2',
+    '--http-max-body-bytes',
+    String(1 << 20),
+    '--ws-send-timeout-secs',
+    '1',
+    '--ws-max-buffered-bytes',
+    String(256 * 1024),
+    '--max-prompt-chars',
+    '2000000',
+    '--stream-send-timeout-secs',
+    '1',
     // The flood below tests flow control and the send timeout, not the invalid-message cap.
-    '--ws-max-invalid-messages', '1000000',
+    '--ws-max-invalid-messages',
+    '1000000',
   ]);
   model = server.service.llmModel(LLM);
   capped = await startTestServer(repository, ['--http-max-connections', '3', '--max-request-secs', '0.5', '--grpc-max-message-bytes', String(64 * 1024)]);
@@ -70,7 +82,9 @@ describe('HTTP connections', () => {
         httpRequest({ host: '127.0.0.1', port: capped.httpPort, path: '/v2/health/ready', agent }, (res) => {
           res.resume();
           res.on('end', () => resolve(res.statusCode ?? 0));
-        }).on('error', reject).end();
+        })
+          .on('error', reject)
+          .end();
       });
     expect(await health()).toBe(200); // one kept-alive connection
     const idle = [await open(capped.httpPort), await open(capped.httpPort)]; // the cap (3) is reached
@@ -106,7 +120,10 @@ describe('body limits', () => {
 describe('prompts', () => {
   it('refuses a prompt over --max-prompt-chars on /tokenize and completions with 400 before tokenizing', async () => {
     const text = 'x '.repeat(1_000_001);
-    for (const [path, body] of [['/tokenize', { model: LLM, prompt: text }], ['/v1/completions', { model: LLM, prompt: text, max_tokens: 1 }]] as const) {
+    for (const [path, body] of [
+      ['/tokenize', { model: LLM, prompt: text }],
+      ['/v1/completions', { model: LLM, prompt: text, max_tokens: 1 }],
+    ] as const) {
       const response = await postJson(server.http, path, JSON.stringify(body));
       expect(response.status).toBe(400);
       expect(await response.json()).toMatchObject({ error: { code: 'context_length_exceeded', message: expect.stringContaining('2000002 characters, more than the 2000000') } });
@@ -167,7 +184,10 @@ describe('an SSE client that stops reading', () => {
         response.pause();
         // A paused reader notices the drop only once it reads again.
         vi.waitFor(() => expect(model.engine.numActive).toBe(0), { timeout: 90_000, interval: 50 }).then(() => {
-          response.on('error', () => resolve()).on('close', () => resolve()).resume();
+          response
+            .on('error', () => resolve())
+            .on('close', () => resolve())
+            .resume();
         }, reject);
       });
       request.on('error', () => resolve());

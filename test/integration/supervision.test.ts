@@ -21,7 +21,9 @@ type Reply = Record<string, unknown>;
 /** The crash happens at this engine step, long after every request below has arrived. */
 const CRASH_STEP = 200;
 const faulty = (name: string, from: string, spec: string): TestModel => ({
-  name, from, config: configOf(from, name, (t) => `${t}\nparameters: { key: "fault_injection" value: { string_value: "${spec}" } }\n`),
+  name,
+  from,
+  config: configOf(from, name, (t) => `${t}\nparameters: { key: "fault_injection" value: { string_value: "${spec}" } }\n`),
 });
 
 let server: TestServer;
@@ -83,12 +85,16 @@ async function openaiNonStreaming(model: string): Promise<Outcome> {
 /** Raw SSE, to see the framing: chunks, then `data: {"error":…}` and `data: [DONE]`. */
 async function openaiStreaming(model: string): Promise<Outcome & { chunks: number }> {
   const response = await fetch(`${server.http}/v1/completions`, {
-    method: 'POST', headers: { 'content-type': 'application/json' },
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ model, prompt: PROMPT, stream: true, ...LONG }),
   });
   const text = await response.text();
   if (response.status !== 200) return { protocol: 'sse', status: response.status, message: JSON.parse(text).error.message, chunks: 0 };
-  const events = text.split('\n\n').filter((e) => e.startsWith('data: ')).map((e) => e.slice(6));
+  const events = text
+    .split('\n\n')
+    .filter((e) => e.startsWith('data: '))
+    .map((e) => e.slice(6));
   expect(events.at(-1)).toBe('[DONE]');
   const last = JSON.parse(events.at(-2)!);
   expect(last.error).toMatchObject({ type: 'server_error', code: 'service_unavailable' });
@@ -97,7 +103,8 @@ async function openaiStreaming(model: string): Promise<Outcome & { chunks: numbe
 
 async function kserveGenerate(model: string): Promise<Outcome> {
   const response = await fetch(`${server.http}/v2/models/${model}/generate`, {
-    method: 'POST', body: JSON.stringify({ text_input: PROMPT, max_tokens: 1000, parameters: { ignore_eos: true, temperature: 0 } }),
+    method: 'POST',
+    body: JSON.stringify({ text_input: PROMPT, max_tokens: 1000, parameters: { ignore_eos: true, temperature: 0 } }),
   });
   const body = await response.json();
   return { protocol: 'kserve', status: response.status, message: body.error };
@@ -133,12 +140,14 @@ describe.each([
 ])('an LLM engine that %s mid-step', (_, model) => {
   it('fails each in-flight request in its protocol shape, is not ready at once, restarts fresh and answers correctly', async () => {
     const reference = await greedyText('llm');
-    const outcomes = await Promise.all([
-      openaiNonStreaming(model), openaiNonStreaming(model), openaiStreaming(model), openaiStreaming(model), kserveGenerate(model), grpcGenerate(model),
-    ]);
+    const outcomes = await Promise.all([openaiNonStreaming(model), openaiNonStreaming(model), openaiStreaming(model), openaiStreaming(model), kserveGenerate(model), grpcGenerate(model)]);
     // Readiness is false in the same moment the errors went out (the restart waits 0.5 s first).
     const [modelReady, serverReady, grpcReady, card, row] = await Promise.all([
-      httpStatus(`/v2/models/${model}/ready`), httpStatus('/v2/health/ready'), grpcModelReady(model), cardState(model), indexRow(model),
+      httpStatus(`/v2/models/${model}/ready`),
+      httpStatus('/v2/health/ready'),
+      grpcModelReady(model),
+      cardState(model),
+      indexRow(model),
     ]);
     expect({ modelReady, serverReady, grpcReady, card: card.state, row: row.state }).toEqual({ modelReady: 400, serverReady: 400, grpcReady: false, card: 'UNAVAILABLE', row: 'UNAVAILABLE' });
     expect(row.reason).toMatch(/^restarting after a crash: /);
@@ -169,7 +178,10 @@ describe.each([
 
 const bertBody = (ids: number[]) => ({
   inputs: ['input_ids', 'attention_mask', 'token_type_ids'].map((name) => ({
-    name, datatype: 'INT64', shape: [1, ids.length], data: ids.map((id) => (name === 'input_ids' ? id : name === 'attention_mask' ? 1 : 0)),
+    name,
+    datatype: 'INT64',
+    shape: [1, ids.length],
+    data: ids.map((id) => (name === 'input_ids' ? id : name === 'attention_mask' ? 1 : 0)),
   })),
 });
 const bertInfer = (ids: number[]) => fetch(`${server.http}/v2/models/bert/infer`, { method: 'POST', body: JSON.stringify(bertBody(ids)) });

@@ -23,11 +23,14 @@ const greedy = (maxTokens: number) => ({ temperature: 0, ignore_eos: true, max_t
 /** The `data:` payloads of an SSE body, checking the framing byte by byte. */
 function sseEvents(body: string): unknown[] {
   expect(body.endsWith('\n\n')).toBe(true);
-  return body.slice(0, -2).split('\n\n').map((frame) => {
-    expect(frame.startsWith('data: ')).toBe(true);
-    expect(frame.slice(6)).not.toContain('\n');
-    return JSON.parse(frame.slice(6));
-  });
+  return body
+    .slice(0, -2)
+    .split('\n\n')
+    .map((frame) => {
+      expect(frame.startsWith('data: ')).toBe(true);
+      expect(frame.slice(6)).not.toContain('\n');
+      return JSON.parse(frame.slice(6));
+    });
 }
 
 describe('Triton generate extension', () => {
@@ -40,11 +43,24 @@ describe('Triton generate extension', () => {
   });
 
   it('maps top-level keys to inputs (max_tokens, exclude_input_in_output, return_*) and honours versions', async () => {
-    const body = { text_input: PROMPT, max_tokens: 6, exclude_input_in_output: true, return_finish_reason: true, return_num_input_tokens: true, return_num_output_tokens: true, parameters: { temperature: 0, ignore_eos: true, max_tokens: 99 } };
+    const body = {
+      text_input: PROMPT,
+      max_tokens: 6,
+      exclude_input_in_output: true,
+      return_finish_reason: true,
+      return_num_input_tokens: true,
+      return_num_output_tokens: true,
+      parameters: { temperature: 0, ignore_eos: true, max_tokens: 99 },
+    };
     const response = await fetch(`${server.http}/v2/models/${LLM}/versions/1/generate`, { method: 'POST', body: JSON.stringify(body) });
     const expected = await engineOutput(model, { prompt: { kind: 'text', text: PROMPT }, sampling: { ...GREEDY, max_tokens: 6 } });
     expect(await response.json()).toEqual({
-      model_name: LLM, model_version: '1', text_output: expected.text, finish_reason: 'length', num_input_tokens: expected.promptTokens, num_output_tokens: 6,
+      model_name: LLM,
+      model_version: '1',
+      text_output: expected.text,
+      finish_reason: 'length',
+      num_input_tokens: expected.promptTokens,
+      num_output_tokens: 6,
     });
   });
 

@@ -37,10 +37,13 @@ describe('unload under traffic', () => {
     await stream.framesAtLeast(1);
     // The unload waits for the running stream, so the model stays UNLOADING until it ends.
     const unloaded = fetch(`${server.http}/v2/repository/models/${LLM}/unload`, { method: 'POST' });
-    await vi.waitFor(async () => {
-      const index = (await (await fetch(`${server.http}/v2/repository/index`, { method: 'POST' })).json()) as { state: string }[];
-      expect(index[0]!.state).toBe('UNLOADING');
-    }, { timeout: 30_000, interval: 20 });
+    await vi.waitFor(
+      async () => {
+        const index = (await (await fetch(`${server.http}/v2/repository/index`, { method: 'POST' })).json()) as { state: string }[];
+        expect(index[0]!.state).toBe('UNLOADING');
+      },
+      { timeout: 30_000, interval: 20 },
+    );
 
     const openai = await chat(LLM);
     expect(openai.status).toBe(503);

@@ -57,11 +57,16 @@ class Client {
   }
 
   text(id: string): string {
-    return this.of(id).filter((m) => m.type === 'delta').map((m) => m['text']).join('');
+    return this.of(id)
+      .filter((m) => m.type === 'delta')
+      .map((m) => m['text'])
+      .join('');
   }
 
   tokens(id: string): number[] {
-    return this.of(id).filter((m) => m.type === 'delta').flatMap((m) => m['token_ids'] as number[]);
+    return this.of(id)
+      .filter((m) => m.type === 'delta')
+      .flatMap((m) => m['token_ids'] as number[]);
   }
 
   close(): void {

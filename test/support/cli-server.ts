@@ -21,7 +21,6 @@ export interface CliServer {
   signal(name: 'SIGTERM' | 'SIGINT'): void;
 }
 
-
 export async function startCliServer(repository: string, args: readonly string[] = []): Promise<CliServer> {
   const child = spawn(
     process.execPath,
@@ -60,7 +59,13 @@ export async function startCliServer(repository: string, args: readonly string[]
   const httpPort = await port(/^HTTP \(KServe v2\) listening on 127\.0\.0\.1:(\d+)/);
   const grpcPort = await port(/^gRPC \(KServe v2\) listening on 127\.0\.0\.1:(\d+)/);
   return {
-    child, http: `http://127.0.0.1:${httpPort}`, httpPort, grpcAddress: `127.0.0.1:${grpcPort}`, lines, waitForLog, exited,
+    child,
+    http: `http://127.0.0.1:${httpPort}`,
+    httpPort,
+    grpcAddress: `127.0.0.1:${grpcPort}`,
+    lines,
+    waitForLog,
+    exited,
     signal: (name) => child.kill(name),
   };
 }

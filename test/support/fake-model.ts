@@ -87,7 +87,7 @@ export function rng(seed: number): (n: number) => number {
     a = (a + 0x6d2b79f5) | 0;
     let t = Math.imul(a ^ (a >>> 15), 1 | a);
     t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return (((t ^ (t >>> 14)) >>> 0) / 4294967296) * n | 0;
+    return ((((t ^ (t >>> 14)) >>> 0) / 4294967296) * n) | 0;
   };
 }
 
@@ -134,7 +134,12 @@ export interface RunRecord {
  * Drives schedule → execute → apply until nothing is left, submitting each request at its
  * arrival step. Checks the budgets and the pool's integrity after every step.
  */
-export function runToCompletion(h: Harness, arrivals: readonly { step: number; request: GenerateRequest }[], config: { maxNumSeqs: number; maxNumBatchedTokens: number }, maxSteps = 10_000): RunRecord {
+export function runToCompletion(
+  h: Harness,
+  arrivals: readonly { step: number; request: GenerateRequest }[],
+  config: { maxNumSeqs: number; maxNumBatchedTokens: number },
+  maxSteps = 10_000,
+): RunRecord {
   const record: RunRecord = { outputs: new Map(), finish: new Map(), cached: new Map(), plans: [] };
   const queue = [...arrivals].sort((a, b) => a.step - b.step);
   for (let step = 0; step < maxSteps && (queue.length > 0 || h.scheduler.hasUnfinished()); step++) {

@@ -36,11 +36,13 @@ export class FakeModelRunner implements ModelRunner {
     const gate = this.gate;
     this.gate = null;
     if (gate) await gate;
-    return new Map(sampled.map((s) => {
-      const logits = new Float32Array(VOCAB);
-      logits[s.tokenIds[0]!] = 1;
-      return [s.requestId, logits];
-    }));
+    return new Map(
+      sampled.map((s) => {
+        const logits = new Float32Array(VOCAB);
+        logits[s.tokenIds[0]!] = 1;
+        return [s.requestId, logits];
+      }),
+    );
   }
 
   async release(): Promise<void> {

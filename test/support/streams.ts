@@ -66,7 +66,10 @@ export function postSse(url: string, body: object): Promise<SseStream> {
         waiters.wake();
       });
       resolve({
-        status: response.statusCode!, headers: response.headers, frames, ended,
+        status: response.statusCode!,
+        headers: response.headers,
+        frames,
+        ended,
         framesAtLeast: (count) => waiters.until(() => done || frames.length >= count),
         disconnect: () => request.destroy(),
       });
@@ -99,7 +102,9 @@ export async function openWebSocket(httpPort: number): Promise<WsClient> {
     socket.once('error', reject);
   });
   return {
-    socket, messages, closed,
+    socket,
+    messages,
+    closed,
     send: (message) => socket.send(JSON.stringify(message)),
     next: async (match) => {
       await waiters.until(() => messages.some(match));

@@ -22,7 +22,12 @@ export function renderBarChart(data: BarChartData): string {
   const widestLabel = Math.max(0, ...data.categories.map((c) => textWidth(c)));
   const plotWidth = Math.max(480, data.categories.length * Math.max(clusterWidth, widestLabel + 12));
   const width = MARGIN.left + plotWidth + MARGIN.right;
-  const key = legend(data.series.map((s) => s.name), MARGIN.left, 52, plotWidth);
+  const key = legend(
+    data.series.map((s) => s.name),
+    MARGIN.left,
+    52,
+    plotWidth,
+  );
   const plot: Box = { left: MARGIN.left, top: 52 + key.height + 16, width: plotWidth, height: PLOT_HEIGHT };
   const height = plot.top + plot.height + MARGIN.bottom;
 

@@ -75,10 +75,7 @@ export function legend(names: readonly string[], left: number, top: number, maxW
       x = left;
       y += rowHeight;
     }
-    markup.push(
-      `<g class="legend-item"><rect x="${x}" y="${y - 10}" width="12" height="12" fill="${colorOf(i)}"/>` +
-        `<text x="${x + 17}" y="${y}" fill="#222222">${escapeXml(name)}</text></g>`,
-    );
+    markup.push(`<g class="legend-item"><rect x="${x}" y="${y - 10}" width="12" height="12" fill="${colorOf(i)}"/>` + `<text x="${x + 17}" y="${y}" fill="#222222">${escapeXml(name)}</text></g>`);
     x += itemWidth;
   });
   return { markup, height: names.length > 0 ? y - top + rowHeight : 0 };

@@ -21,7 +21,12 @@ const PLOT = { width: 560, height: 300 };
 
 export function renderLineChart(data: LineChartData): string {
   const width = MARGIN.left + PLOT.width + MARGIN.right;
-  const key = legend(data.series.map((s) => s.name), MARGIN.left, 52, PLOT.width);
+  const key = legend(
+    data.series.map((s) => s.name),
+    MARGIN.left,
+    52,
+    PLOT.width,
+  );
   const plot: Box = { left: MARGIN.left, top: 52 + key.height + 16, width: PLOT.width, height: PLOT.height };
   const height = plot.top + plot.height + MARGIN.bottom;
   const points = data.series.flatMap((s) => s.points).filter(([x, y]) => Number.isFinite(x) && Number.isFinite(y));

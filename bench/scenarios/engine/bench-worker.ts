@@ -18,7 +18,11 @@ const feeds = new Map<string, Feeds>();
 
 async function prepareFloor(shapes: readonly FloorShape[]): Promise<void> {
   session ??= await ort.InferenceSession.create(data.modelPath, {
-    intraOpNumThreads: data.threads, interOpNumThreads: 1, executionMode: 'sequential', graphOptimizationLevel: 'all', logSeverityLevel: 3,
+    intraOpNumThreads: data.threads,
+    interOpNumThreads: 1,
+    executionMode: 'sequential',
+    graphOptimizationLevel: 'all',
+    logSeverityLevel: 3,
   });
   const layout = inspectDecoder(session);
   for (const shape of shapes) {

@@ -32,9 +32,16 @@ export interface Engines {
 
 export function throughputCases(config: EngineBenchConfig, engines: Engines, observations: Observations): BenchCase[] {
   return config.concurrency.flatMap((concurrency) =>
-    ([['batched', engines.batched], ['serial', engines.serial]] as const).map(([key, engine]) => {
+    (
+      [
+        ['batched', engines.batched],
+        ['serial', engines.serial],
+      ] as const
+    ).map(([key, engine]) => {
       const info = {
-        group: GROUP.throughput, variant: VARIANT[key], point: `c${concurrency}`,
+        group: GROUP.throughput,
+        variant: VARIANT[key],
+        point: `c${concurrency}`,
         params: { concurrency, promptTokens: config.promptTokens, outputTokens: config.outputTokens },
         work: { count: concurrency * config.outputTokens, unit: 'tok' },
       };
@@ -66,7 +73,9 @@ export function floorShapes(config: EngineBenchConfig): (FloorShape & { phase: s
 export function floorCases(config: EngineBenchConfig, worker: BenchWorker, stepTimes: StepTimes): BenchCase[] {
   return floorShapes(config).map(({ point, phase, batch, past, seq, calls }) => {
     const info = {
-      group: GROUP.forward, variant: VARIANT.floor, point,
+      group: GROUP.forward,
+      variant: VARIANT.floor,
+      point,
       params: { phase, batch, past, seq, stepsPerRun: calls },
       work: { count: batch * seq * calls, unit: 'tok' },
     };
@@ -106,7 +115,9 @@ export function ttftCases(config: EngineBenchConfig, engines: Engines, observati
   const prefix = sharedPrefix(config);
   return (['cacheOn', 'cacheOff'] as const).map((key) => {
     const info = {
-      group: GROUP.ttft, variant: VARIANT[key], point: `prefix ${config.prefixTokens}`,
+      group: GROUP.ttft,
+      variant: VARIANT[key],
+      point: `prefix ${config.prefixTokens}`,
       params: { prefixTokens: config.prefixTokens, suffixTokens: config.suffixTokens, requestsPerRun: config.ttftRequests },
       work: { count: config.ttftRequests, unit: 'req' },
     };
@@ -136,7 +147,9 @@ export function kvCase(config: EngineBenchConfig, engine: EngineClient, observat
   const lengths = Array.from({ length: config.mixedRequests }, () => ({ prompt: between(random, config.mixedPrompt), output: between(random, config.mixedOutput) }));
   const outputs = lengths.reduce((sum, l) => sum + l.output, 0);
   const info = {
-    group: GROUP.kv, variant: VARIANT.batched, point: `mixed ${config.mixedRequests}`,
+    group: GROUP.kv,
+    variant: VARIANT.batched,
+    point: `mixed ${config.mixedRequests}`,
     params: { requests: config.mixedRequests, promptRange: config.mixedPrompt.join('-'), outputRange: config.mixedOutput.join('-') },
     work: { count: outputs, unit: 'tok' },
   };

@@ -24,7 +24,14 @@ export interface KvWaste {
 }
 
 export function kvWaste(trace: WorkloadTrace, blockSize: number, maxModelLen: number): KvWaste {
-  let samples = 0, skipped = 0, agreeing = 0, blockSlots = 0, storedTokens = 0, maxLenSlots = 0, promptMaxSlots = 0, peak = 0;
+  let samples = 0,
+    skipped = 0,
+    agreeing = 0,
+    blockSlots = 0,
+    storedTokens = 0,
+    maxLenSlots = 0,
+    promptMaxSlots = 0,
+    peak = 0;
   for (const [timeMs, stats] of trace.stepStats) {
     const live = trace.requests.map((r) => storedAt(r, timeMs)).filter((s): s is Stored => s !== null);
     if (stats.numWaiting > 0 || stats.numRunning !== live.length || live.length === 0) {
@@ -44,8 +51,15 @@ export function kvWaste(trace: WorkloadTrace, blockSize: number, maxModelLen: nu
   }
   const waste = (slots: number): number => (slots > 0 ? 1 - storedTokens / slots : NaN);
   return {
-    samples, skipped, agreeing, blockSlots, storedTokens, peakBlocksInUse: peak,
-    pagedWaste: waste(blockSlots), maxModelLenWaste: waste(maxLenSlots), promptPlusMaxWaste: waste(promptMaxSlots),
+    samples,
+    skipped,
+    agreeing,
+    blockSlots,
+    storedTokens,
+    peakBlocksInUse: peak,
+    pagedWaste: waste(blockSlots),
+    maxModelLenWaste: waste(maxLenSlots),
+    promptPlusMaxWaste: waste(promptMaxSlots),
   };
 }
 

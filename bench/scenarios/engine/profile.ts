@@ -71,8 +71,15 @@ async function profileBatch(config: EngineBenchConfig, core: EngineCore, batch: 
   const ortMs = medianOf(samples.ort);
   const copyMs = medianOf(samples.copy);
   return {
-    batch, past: config.promptTokens + 1, steps: samples.step.length, stepMs, ortMs, copyMs,
-    otherMs: Math.max(0, stepMs - ortMs - copyMs), samplerMs: timeSampler(core.info.shape.vocabSize, batch), ortCalls: medianOf(samples.calls),
+    batch,
+    past: config.promptTokens + 1,
+    steps: samples.step.length,
+    stepMs,
+    ortMs,
+    copyMs,
+    otherMs: Math.max(0, stepMs - ortMs - copyMs),
+    samplerMs: timeSampler(core.info.shape.vocabSize, batch),
+    ortCalls: medianOf(samples.calls),
     reusedPast: core.runnerStats.reusedPastCalls - reusedBefore,
   };
 }

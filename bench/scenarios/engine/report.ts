@@ -42,16 +42,26 @@ export function conclude(results: readonly CaseResult[], observed: Observed, con
   const look = lookup(results, metrics);
   const top = Math.max(...config.concurrency);
   const targets = targetRows(config, look, top, [...kv.values()][0]);
-  const sections = [
-    '### Throughput and step time', '', throughputTable(config, look), '',
-    '### Time to first token', '', ttftTable(results, metrics), '',
-    '### KV cache waste', '', kvTable(kv), '',
-  ];
+  const sections = ['### Throughput and step time', '', throughputTable(config, look), '', '### Time to first token', '', ttftTable(results, metrics), '', '### KV cache waste', '', kvTable(kv), ''];
   if (profile.length > 0) sections.push('### Decode step profile (EngineCore driven directly, in a worker)', '', profileTable(profile), '');
-  sections.push('### Every case', '', resultsTable(results, baseline), '', '### Targets', '', markdownTable(['Target', 'Aim', 'Measured', 'Met'], targets.map((t) => [t.name, t.aim, t.measured, t.met]), ['left', 'left', 'right', 'left']));
+  sections.push(
+    '### Every case',
+    '',
+    resultsTable(results, baseline),
+    '',
+    '### Targets',
+    '',
+    markdownTable(
+      ['Target', 'Aim', 'Measured', 'Met'],
+      targets.map((t) => [t.name, t.aim, t.measured, t.met]),
+      ['left', 'left', 'right', 'left'],
+    ),
+  );
   const notes = targets.map((t) => `${t.name}: ${t.measured} (aim ${t.aim}) — ${t.met}`);
   const bound = forwardOnlyRate(config, top, look) / look.floorRate(`decode b${top}`);
-  notes.push(`at c${top} the forward passes alone (prefill calls + decode steps at the floor's medians) reach ${percent(bound)} of the decode floor: the prefill share bounds what the aggregate can reach`);
+  notes.push(
+    `at c${top} the forward passes alone (prefill calls + decode steps at the floor's medians) reach ${percent(bound)} of the decode floor: the prefill share bounds what the aggregate can reach`,
+  );
   return { metrics, notes, results: sections.join('\n') };
 }
 
@@ -108,8 +118,18 @@ function lookup(results: readonly CaseResult[], metrics: ReadonlyMap<string, Met
 
 function throughputTable(config: EngineBenchConfig, look: Lookup): string {
   const headers = [
-    'Concurrency', 'Batched tok/s', 'max_num_seqs=1 tok/s', 'Batched / max_num_seqs=1', 'Decode floor tok/s', 'Batched / decode floor', 'Forward-only tok/s',
-    'Batched / forward-only', 'Engine step ms', 'Forward call ms', 'Step overhead', 'Step overhead (min / min)',
+    'Concurrency',
+    'Batched tok/s',
+    'max_num_seqs=1 tok/s',
+    'Batched / max_num_seqs=1',
+    'Decode floor tok/s',
+    'Batched / decode floor',
+    'Forward-only tok/s',
+    'Batched / forward-only',
+    'Engine step ms',
+    'Forward call ms',
+    'Step overhead',
+    'Step overhead (min / min)',
   ];
   const rows = config.concurrency.map((c) => {
     const batched = look.rate(VARIANT.batched, c);
@@ -122,11 +142,25 @@ function throughputTable(config: EngineBenchConfig, look: Lookup): string {
     const minRatio = look.metric(engineCase, 'minDecodeStepMs') / look.metric(look.find(GROUP.forward, VARIANT.floor, `decode b${c}`), 'minStepMs');
     const forwardOnly = forwardOnlyRate(config, c, look);
     return [
-      String(c), fmtRate(batched), fmtRate(serial), times(batched / serial), fmtRate(floor), percent(batched / floor),
-      fmtRate(forwardOnly), percent(batched / forwardOnly), fmt(step), fmt(forward), times(step / forward), times(minRatio),
+      String(c),
+      fmtRate(batched),
+      fmtRate(serial),
+      times(batched / serial),
+      fmtRate(floor),
+      percent(batched / floor),
+      fmtRate(forwardOnly),
+      percent(batched / forwardOnly),
+      fmt(step),
+      fmt(forward),
+      times(step / forward),
+      times(minRatio),
     ];
   });
-  return markdownTable(headers, rows, headers.map((_, i) => (i === 0 ? 'left' : 'right')));
+  return markdownTable(
+    headers,
+    rows,
+    headers.map((_, i) => (i === 0 ? 'left' : 'right')),
+  );
 }
 
 /**
@@ -141,26 +175,53 @@ function forwardOnlyRate(config: EngineBenchConfig, c: number, look: Lookup): nu
 }
 
 function ttftTable(results: readonly CaseResult[], metrics: ReadonlyMap<string, Metrics>): string {
-  const rows = results.filter((r) => r.group === GROUP.ttft).map((r) => {
-    const m = metrics.get(r.id) ?? {};
-    return [r.variant, r.point, String(Number(r.params['prefixTokens']) + Number(r.params['suffixTokens'])), fmt(num(m['ttftMs'])), fmt(num(m['engineTtftMs'])), String(m['cachedTokens'] ?? '')];
-  });
+  const rows = results
+    .filter((r) => r.group === GROUP.ttft)
+    .map((r) => {
+      const m = metrics.get(r.id) ?? {};
+      return [r.variant, r.point, String(Number(r.params['prefixTokens']) + Number(r.params['suffixTokens'])), fmt(num(m['ttftMs'])), fmt(num(m['engineTtftMs'])), String(m['cachedTokens'] ?? '')];
+    });
   return markdownTable(['Variant', 'Case', 'Prompt tokens', 'TTFT ms (client, median)', 'TTFT ms (engine stamps)', 'Cached tokens'], rows, ['left', 'left', 'right', 'right', 'right', 'right']);
 }
 
 function kvTable(kv: ReadonlyMap<string, KvWaste>): string {
   const rows = [...kv].map(([id, w]) => [
-    id, `${w.samples} (${w.skipped} skipped)`, `${w.agreeing}/${w.samples}`, String(w.peakBlocksInUse),
-    percent(w.pagedWaste, 2), percent(w.promptPlusMaxWaste, 1), percent(w.maxModelLenWaste, 1),
+    id,
+    `${w.samples} (${w.skipped} skipped)`,
+    `${w.agreeing}/${w.samples}`,
+    String(w.peakBlocksInUse),
+    percent(w.pagedWaste, 2),
+    percent(w.promptPlusMaxWaste, 1),
+    percent(w.maxModelLenWaste, 1),
   ]);
   const headers = ['Case', 'Step samples', 'Blocks = Σ⌈stored/16⌉', 'Peak blocks', 'Paged waste', 'Contiguous prompt+max_tokens', 'Contiguous max_model_len'];
-  return markdownTable(headers, rows, headers.map((_, i) => (i === 0 ? 'left' : 'right')));
+  return markdownTable(
+    headers,
+    rows,
+    headers.map((_, i) => (i === 0 ? 'left' : 'right')),
+  );
 }
 
 function profileTable(profile: readonly StepProfile[]): string {
-  const rows = profile.map((p) => [String(p.batch), String(p.past), String(p.steps), fmt(p.stepMs), fmt(p.ortMs), fmt(p.copyMs), fmt(p.otherMs), fmt(p.samplerMs), String(p.ortCalls), `${p.reusedPast}/${p.steps}`, percent(1 - p.ortMs / p.stepMs)]);
+  const rows = profile.map((p) => [
+    String(p.batch),
+    String(p.past),
+    String(p.steps),
+    fmt(p.stepMs),
+    fmt(p.ortMs),
+    fmt(p.copyMs),
+    fmt(p.otherMs),
+    fmt(p.samplerMs),
+    String(p.ortCalls),
+    `${p.reusedPast}/${p.steps}`,
+    percent(1 - p.ortMs / p.stepMs),
+  ]);
   const headers = ['Batch', 'Past', 'Steps', 'Step ms', 'ORT ms', 'KV copy ms', 'Other ms', 'Sampler alone ms', 'ORT calls', 'Past reused', 'Outside ORT'];
-  return markdownTable(headers, rows, headers.map(() => 'right'));
+  return markdownTable(
+    headers,
+    rows,
+    headers.map(() => 'right'),
+  );
 }
 
 interface Target {
@@ -178,18 +239,32 @@ function targetRows(config: EngineBenchConfig, look: Lookup, top: number, waste:
   const ttftGain = ttftOf(VARIANT.cacheOff) / ttftOf(VARIANT.cacheOn);
   const verdict = (ok: boolean, value: number) => (Number.isNaN(value) ? 'no data' : ok ? 'met' : 'missed');
   return [
-    { name: `aggregate tok/s at c${top} / forward floor at b${top}`, aim: `≥ ${percent(TARGETS.floorShare)}`, measured: percent(batched / floor), met: verdict(batched / floor >= TARGETS.floorShare, batched / floor) },
+    {
+      name: `aggregate tok/s at c${top} / forward floor at b${top}`,
+      aim: `≥ ${percent(TARGETS.floorShare)}`,
+      measured: percent(batched / floor),
+      met: verdict(batched / floor >= TARGETS.floorShare, batched / floor),
+    },
     { name: `batched / max_num_seqs=1 at c${top}`, aim: `≥ ${TARGETS.batchingGain}×`, measured: times(batched / serial), met: verdict(batched / serial >= TARGETS.batchingGain, batched / serial) },
     { name: `TTFT prefix cache off / on (${config.prefixTokens}-token prefix)`, aim: `≥ ${TARGETS.ttftGain}×`, measured: times(ttftGain), met: verdict(ttftGain >= TARGETS.ttftGain, ttftGain) },
-    { name: 'KV waste of the paged cache (mixed workload)', aim: `< ${percent(TARGETS.kvWaste)}`, measured: percent(waste?.pagedWaste ?? NaN, 2), met: verdict((waste?.pagedWaste ?? NaN) < TARGETS.kvWaste, waste?.pagedWaste ?? NaN) },
+    {
+      name: 'KV waste of the paged cache (mixed workload)',
+      aim: `< ${percent(TARGETS.kvWaste)}`,
+      measured: percent(waste?.pagedWaste ?? NaN, 2),
+      met: verdict((waste?.pagedWaste ?? NaN) < TARGETS.kvWaste, waste?.pagedWaste ?? NaN),
+    },
   ];
 }
 
 export function engineCharts(config: EngineBenchConfig, label: string): ChartRequest[] {
   return [
     {
-      kind: 'line', file: 'engine-throughput.svg', title: `${label}: output tokens/s vs concurrent requests (prompt ${config.promptTokens}, output ${config.outputTokens})`,
-      xLabel: 'concurrent requests (floor: batch)', yLabel: 'tokens/s', logX: true,
+      kind: 'line',
+      file: 'engine-throughput.svg',
+      title: `${label}: output tokens/s vs concurrent requests (prompt ${config.promptTokens}, output ${config.outputTokens})`,
+      xLabel: 'concurrent requests (floor: batch)',
+      yLabel: 'tokens/s',
+      logX: true,
       select: (r) => r.group === GROUP.throughput || (r.group === GROUP.forward && r.params['phase'] === 'decode'),
       seriesOf: (r) => r.variant,
       x: (r) => Number(r.params['concurrency'] ?? r.params['batch']),
@@ -197,8 +272,12 @@ export function engineCharts(config: EngineBenchConfig, label: string): ChartReq
       y: (r) => (r.group === GROUP.forward ? num(r.metrics?.['tokPerSec']) : (r.throughput?.perSecond ?? NaN)),
     },
     {
-      kind: 'bar', file: 'engine-ttft.svg', title: `${label}: time to first token, ${config.prefixTokens}-token shared prefix (median ms)`,
-      yLabel: 'ms', select: (r) => r.group === GROUP.ttft, seriesOf: (r) => r.variant,
+      kind: 'bar',
+      file: 'engine-ttft.svg',
+      title: `${label}: time to first token, ${config.prefixTokens}-token shared prefix (median ms)`,
+      yLabel: 'ms',
+      select: (r) => r.group === GROUP.ttft,
+      seriesOf: (r) => r.variant,
       value: (r) => num(r.metrics?.['ttftMs']) || r.stats.median / config.ttftRequests,
     },
   ];

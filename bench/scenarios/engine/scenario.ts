@@ -68,7 +68,9 @@ async function prepareEngine(source: DecoderSource, context: ScenarioContext): P
       settings: { ...config, modelPath, numBlocks: engines.batched.info.numBlocks, batchedMaxNumSeqs: configs.batched.maxNumSeqs },
       conclude: (results: readonly CaseResult[]) => {
         const conclusion = conclude(results, observed, config, profile, VARIANT.serial);
-        const load = loadavg().map((x) => x.toFixed(2)).join(' / ');
+        const load = loadavg()
+          .map((x) => x.toFixed(2))
+          .join(' / ');
         const notes = [...conclusion.notes, `load average (1/5/15 min) at the end: ${load} on ${config.threads} threads`];
         if (config.size !== 'bench') notes.push(`the targets are set for the bench decoder; on the ${config.size} one they only show the pipeline works`);
         return { ...conclusion, notes };
@@ -125,8 +127,7 @@ function byPoint(throughput: readonly BenchCase[], floor: readonly BenchCase[]):
 /** Every engine runs the shapes it will be timed on once, so ORT's arenas and threads are warm. */
 async function warmUp(config: EngineBenchConfig, engines: Engines): Promise<void> {
   const random = new SeededRandom(7);
-  const batch = (name: string, count: number) =>
-    Array.from({ length: count }, (_, i) => benchRequest(`warm-${name}-${i}`, randomTokens(random, config.promptTokens), 4));
+  const batch = (name: string, count: number) => Array.from({ length: count }, (_, i) => benchRequest(`warm-${name}-${i}`, randomTokens(random, config.promptTokens), 4));
   await runWorkload(engines.batched, batch('batched', Math.max(...config.concurrency)));
   await runWorkload(engines.serial, batch('serial', 2));
   await seedPrefix(config, engines.cacheOn, 'on');

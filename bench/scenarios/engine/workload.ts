@@ -4,12 +4,21 @@
 
 import type { EngineStats, GenerateRequest, SamplingParams } from '../../../src/contracts/generate.js';
 import type { EngineClient } from '../../../src/engine-client/engine-client.js';
-import { SeededRandom } from '../../../kernels/onnx/random.js';
+import type { SeededRandom } from '../../../kernels/onnx/random.js';
 import { summarize } from '../../harness/stats.js';
 
 const GREEDY: SamplingParams = {
-  temperature: 0, topK: 0, topP: 1, minP: 0, repetitionPenalty: 1, frequencyPenalty: 0, presencePenalty: 0,
-  logitBias: null, logprobs: false, topLogprobs: 0, seed: null,
+  temperature: 0,
+  topK: 0,
+  topP: 1,
+  minP: 0,
+  repetitionPenalty: 1,
+  frequencyPenalty: 0,
+  presencePenalty: 0,
+  logitBias: null,
+  logprobs: false,
+  topLogprobs: 0,
+  seed: null,
 };
 
 /** Below Qwen3's special tokens (151,643 and up), so a random prompt is ordinary text to the model. */
@@ -17,7 +26,11 @@ const ORDINARY_TOKENS = 151_643;
 
 export function benchRequest(id: string, promptTokenIds: readonly number[], maxTokens: number): GenerateRequest {
   return {
-    id, promptTokenIds, sampling: GREEDY, priority: 0, cacheSalt: null,
+    id,
+    promptTokenIds,
+    sampling: GREEDY,
+    priority: 0,
+    cacheSalt: null,
     stop: { maxTokens, minTokens: 0, eosTokenIds: [], ignoreEos: true, stopTokenIds: [] },
   };
 }
@@ -73,8 +86,14 @@ export async function runWorkload(engine: EngineClient, requests: readonly Gener
 
 async function follow(engine: EngineClient, request: GenerateRequest, trace: WorkloadTrace, seenStats: Set<EngineStats>): Promise<void> {
   const record: RequestTrace = {
-    id: request.id, numPromptTokens: request.promptTokenIds.length, maxTokens: request.stop.maxTokens,
-    submittedMs: performance.now(), firstSeenMs: null, points: [], numCachedTokens: 0, engineTtftMs: null,
+    id: request.id,
+    numPromptTokens: request.promptTokenIds.length,
+    maxTokens: request.stop.maxTokens,
+    submittedMs: performance.now(),
+    firstSeenMs: null,
+    points: [],
+    numCachedTokens: 0,
+    engineTtftMs: null,
   };
   trace.requests.push(record);
   for await (const { update, timeMs } of engine.submit(request)) {

@@ -137,6 +137,9 @@ function intTensor(type: 'int64' | 'int32', dims: readonly number[], values: rea
 }
 
 function randomFloats(type: 'float32' | 'float16', dims: readonly number[], random: SeededRandom): Float32Array | Uint16Array {
-  const values = random.uniformWithStd(dims.reduce((a, b) => a * b, 1), 1);
+  const values = random.uniformWithStd(
+    dims.reduce((a, b) => a * b, 1),
+    1,
+  );
   return type === 'float16' ? toFloat16Array(values) : values;
 }

@@ -35,8 +35,7 @@ export interface MeasuredPoint {
 export type MetricsByCase = Map<string, MeasuredPoint>;
 
 export function conclude(cases: readonly CaseResult[], measured: ReadonlyMap<string, MeasuredPoint>, settings: ReportSettings): ScenarioConclusion {
-  const find = (key: PointKey, variant: Variant): PointMetrics | undefined =>
-    [...measured.values()].find((m) => m.variant === variant && sameKey(m.key, key))?.metrics;
+  const find = (key: PointKey, variant: Variant): PointMetrics | undefined => [...measured.values()].find((m) => m.variant === variant && sameKey(m.key, key))?.metrics;
   const metrics = new Map<string, Record<string, unknown>>();
   for (const c of cases) {
     const entry = measured.get(c.id);
@@ -58,9 +57,7 @@ function sameKey(a: PointKey, b: PointKey): boolean {
 }
 
 function pointKeys(settings: ReportSettings): PointKey[] {
-  return settings.families.flatMap((family) =>
-    settings.protocols.flatMap((protocol) => settings.concurrency.map((concurrency) => ({ family, protocol, concurrency }))),
-  );
+  return settings.families.flatMap((family) => settings.protocols.flatMap((protocol) => settings.concurrency.map((concurrency) => ({ family, protocol, concurrency }))));
 }
 
 type Find = (key: PointKey, variant: Variant) => PointMetrics | undefined;
@@ -71,15 +68,35 @@ const latencies = (m: PointMetrics | undefined): string => (m ? `${formatMs(m.p5
 const split = (m: PointMetrics | undefined): string => (m ? `${num(m.server.queueMs, formatMs)} / ${num(computeMs(m), formatMs)}` : '–');
 
 function pointTable(keys: readonly PointKey[], find: Find): string {
-  const headers = ['Model', 'Protocol', 'Conc.', 'Batched infer/s', 'Unbatched infer/s', 'Batched ÷ unbatched', 'Batched p50 / p90 / p99 ms', 'Unbatched p50 / p90 / p99 ms', 'Avg batch', 'Batched queue / compute ms', 'Unbatched queue / compute ms'];
+  const headers = [
+    'Model',
+    'Protocol',
+    'Conc.',
+    'Batched infer/s',
+    'Unbatched infer/s',
+    'Batched ÷ unbatched',
+    'Batched p50 / p90 / p99 ms',
+    'Unbatched p50 / p90 / p99 ms',
+    'Avg batch',
+    'Batched queue / compute ms',
+    'Unbatched queue / compute ms',
+  ];
   const align: Align[] = ['left', 'left', 'right', 'right', 'right', 'right', 'right', 'right', 'right', 'right', 'right'];
   const rows = keys.map((key) => {
     const b = find(key, 'batched');
     const u = find(key, 'unbatched');
     return [
-      key.family, key.protocol, String(key.concurrency),
-      num(b?.throughput, formatRate), num(u?.throughput, formatRate), b && u ? `${(b.throughput / u.throughput).toFixed(2)}×` : '–',
-      latencies(b), latencies(u), num(b?.server.avgBatch, (n) => n.toFixed(1)), split(b), split(u),
+      key.family,
+      key.protocol,
+      String(key.concurrency),
+      num(b?.throughput, formatRate),
+      num(u?.throughput, formatRate),
+      b && u ? `${(b.throughput / u.throughput).toFixed(2)}×` : '–',
+      latencies(b),
+      latencies(u),
+      num(b?.server.avgBatch, (n) => n.toFixed(1)),
+      split(b),
+      split(u),
     ];
   });
   return markdownTable(headers, rows, align);
@@ -108,9 +125,13 @@ function computeSection(points: readonly MeasuredPoint[], settings: ReportSettin
     return [family, ...settings.batchSizes.map((b) => num(perItem(b), formatMs)), num(gain, (n) => `${n.toFixed(2)}×`)];
   });
   return [
-    '- Mean compute (input + infer + output) per execution ÷ batch size, from the statistics\' batch_stats over every measured window (– where no execution had exactly that size).',
+    "- Mean compute (input + infer + output) per execution ÷ batch size, from the statistics' batch_stats over every measured window (– where no execution had exactly that size).",
     '',
-    markdownTable(headers, rows, headers.map((_, i): Align => (i === 0 ? 'left' : 'right'))),
+    markdownTable(
+      headers,
+      rows,
+      headers.map((_, i): Align => (i === 0 ? 'left' : 'right')),
+    ),
   ];
 }
 
@@ -120,10 +141,22 @@ function targetSection(keys: readonly PointKey[], find: Find, settings: ReportSe
   const delayMs = settings.queueDelayUs / 1000;
   const lines = [
     `- Throughput: batched ≥ ${settings.targetRatio}× unbatched. Latency: batched p99 ≤ queue delay (${formatMs(delayMs)} ms) + 2 × the batched model's mean compute per execution, from the statistics.`,
-    '- Compute gain per item: the unbatched model\'s compute per execution (batch 1) ÷ the batched model\'s compute per item at its average batch, i.e. the most batching could give if compute were all there is. Unbatched busy: the share of the window its instances spent computing. With the unbatched model near 100% busy the server is compute-bound, and the throughput ratio cannot exceed the compute gain per item.',
+    "- Compute gain per item: the unbatched model's compute per execution (batch 1) ÷ the batched model's compute per item at its average batch, i.e. the most batching could give if compute were all there is. Unbatched busy: the share of the window its instances spent computing. With the unbatched model near 100% busy the server is compute-bound, and the throughput ratio cannot exceed the compute gain per item.",
     '',
   ];
-  const headers = ['Model', 'Protocol', 'Batched infer/s', 'Unbatched infer/s', 'Ratio', `≥ ${settings.targetRatio}×`, 'Batched p99 ms', 'p99 bound ms', 'p99 ok', 'Compute gain per item', 'Unbatched busy'];
+  const headers = [
+    'Model',
+    'Protocol',
+    'Batched infer/s',
+    'Unbatched infer/s',
+    'Ratio',
+    `≥ ${settings.targetRatio}×`,
+    'Batched p99 ms',
+    'p99 bound ms',
+    'p99 ok',
+    'Compute gain per item',
+    'Unbatched busy',
+  ];
   const align: Align[] = ['left', 'left', 'right', 'right', 'right', 'left', 'right', 'right', 'left', 'right', 'right'];
   const rows = at.map((key) => {
     const b = find(key, 'batched');
@@ -134,8 +167,17 @@ function targetSection(keys: readonly PointKey[], find: Find, settings: ReportSe
     const gain = u.server.batchComputeMs / (b.server.batchComputeMs / b.server.avgBatch);
     const busy = (u.throughput * u.server.batchComputeMs) / 1000;
     return [
-      key.family, key.protocol, formatRate(b.throughput), formatRate(u.throughput), `${ratio.toFixed(2)}×`, verdict(ratio >= settings.targetRatio),
-      formatMs(b.p99Ms), num(bound, formatMs), verdict(b.p99Ms <= bound), num(gain, (n) => `${n.toFixed(2)}×`), num(busy, (n) => `${Math.round(n * 100)}%`),
+      key.family,
+      key.protocol,
+      formatRate(b.throughput),
+      formatRate(u.throughput),
+      `${ratio.toFixed(2)}×`,
+      verdict(ratio >= settings.targetRatio),
+      formatMs(b.p99Ms),
+      num(bound, formatMs),
+      verdict(b.p99Ms <= bound),
+      num(gain, (n) => `${n.toFixed(2)}×`),
+      num(busy, (n) => `${Math.round(n * 100)}%`),
     ];
   });
   return [...lines, markdownTable(headers, rows, align)];

@@ -62,8 +62,7 @@ export function servedName(family: string, variant: Variant): string {
 }
 
 export function configText(name: string, variant: Variant, settings: BatchingSettings, io: Pick<RepositoryModel, 'inputs' | 'outputs'>): string {
-  const tensors = (list: readonly TensorIo[]): string =>
-    list.map((t) => `  { name: "${t.name}" data_type: ${t.dataType} dims: [ ${t.dims.join(', ')} ] }`).join(',\n');
+  const tensors = (list: readonly TensorIo[]): string => list.map((t) => `  { name: "${t.name}" data_type: ${t.dataType} dims: [ ${t.dims.join(', ')} ] }`).join(',\n');
   const lines = [
     `name: "${name}"`,
     'backend: "onnxruntime"',
@@ -73,12 +72,7 @@ export function configText(name: string, variant: Variant, settings: BatchingSet
     `instance_group [ { count: ${settings.instances} kind: KIND_CPU } ]`,
   ];
   if (variant === 'batched') {
-    lines.push(
-      'dynamic_batching {',
-      `  preferred_batch_size: [ ${settings.preferred.join(', ')} ]`,
-      `  max_queue_delay_microseconds: ${settings.queueDelayUs}`,
-      '}',
-    );
+    lines.push('dynamic_batching {', `  preferred_batch_size: [ ${settings.preferred.join(', ')} ]`, `  max_queue_delay_microseconds: ${settings.queueDelayUs}`, '}');
   }
   return `${lines.join('\n')}\n`;
 }

@@ -131,7 +131,13 @@ async function prepareInfer(source: ModelSource, context: ScenarioContext): Prom
       notes: [...setupNotes(config, server), ...notes],
       settings: { ...config, batching: JSON.stringify(config.batching), cores: availableParallelism() },
       conclude: (results) => {
-        const conclusion = conclude(results, measured, { ...config, queueDelayUs: config.batching.queueDelayUs, targetConcurrency: TARGET.concurrency, targetRatio: TARGET.ratio, batchSizes: batchSizesOf(config.batching) });
+        const conclusion = conclude(results, measured, {
+          ...config,
+          queueDelayUs: config.batching.queueDelayUs,
+          targetConcurrency: TARGET.concurrency,
+          targetRatio: TARGET.ratio,
+          batchSizes: batchSizesOf(config.batching),
+        });
         const load = `1-minute load average ${loadAtStart.toFixed(2)} before the sweep, ${loadavg()[0]!.toFixed(2)} after, on ${availableParallelism()} cores (server, load generator and anything else running share them).`;
         return { ...conclusion, notes: [load] };
       },

@@ -59,9 +59,10 @@ const DURATION_KEYS = ['success', 'fail', 'queue', 'computeInput', 'computeInfer
 /** after − before; with sign = 1 instead, before + after (to add up the windows of one point). */
 export function combineStats(before: StatsSnapshot, after: StatsSnapshot, sign: 1 | -1): StatsSnapshot {
   const op = (a: number, b: number): number => a + sign * b;
-  const durations = Object.fromEntries(
-    DURATION_KEYS.map((key) => [key, { count: op(after[key].count, before[key].count), ns: op(after[key].ns, before[key].ns) }]),
-  ) as Record<(typeof DURATION_KEYS)[number], Duration>;
+  const durations = Object.fromEntries(DURATION_KEYS.map((key) => [key, { count: op(after[key].count, before[key].count), ns: op(after[key].ns, before[key].ns) }])) as Record<
+    (typeof DURATION_KEYS)[number],
+    Duration
+  >;
   const batches = new Map<number, Duration>();
   for (const size of new Set([...before.batches.keys(), ...after.batches.keys()])) {
     const a = after.batches.get(size) ?? { count: 0, ns: 0 };

@@ -49,12 +49,7 @@ export interface WindowResult {
   readonly server: StatsSnapshot;
 }
 
-export async function measureWindow(
-  driver: LoadDriver,
-  concurrency: number,
-  timing: WindowTiming,
-  hooks: WindowHooks,
-): Promise<WindowResult> {
+export async function measureWindow(driver: LoadDriver, concurrency: number, timing: WindowTiming, hooks: WindowHooks): Promise<WindowResult> {
   const latenciesMs: number[] = [];
   let errors = 0;
   let firstError: string | undefined;

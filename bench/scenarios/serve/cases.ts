@@ -42,7 +42,10 @@ export function groupLabel(config: ServeConfig): string {
 export class Datasets {
   private readonly built = new Map<string, PromptRequest[]>();
 
-  constructor(private readonly config: ServeConfig, private readonly tokenizer: PromptTokenizer | null) {}
+  constructor(
+    private readonly config: ServeConfig,
+    private readonly tokenizer: PromptTokenizer | null,
+  ) {}
 
   get(pointIndex: number, concurrency: number, rep: number, warmup: boolean): PromptRequest[] {
     const key = `${pointIndex}/${rep}/${warmup}`;
@@ -51,7 +54,16 @@ export class Datasets {
       const c = this.config;
       // Distinct seeds per point, repetition and phase: distinct prompts, no cache hits between runs.
       const seed = c.seed * 1_000_003 + pointIndex * 1009 + rep * 2 + (warmup ? 1 : 0) + 1;
-      const spec = { kind: c.dataset, numPrompts: promptsAt(c, concurrency, pointIndex), inputLen: c.inputLen, outputLen: c.outputLen, rangeRatio: c.rangeRatio, prefixLen: c.prefixLen, numPrefixes: c.numPrefixes, seed };
+      const spec = {
+        kind: c.dataset,
+        numPrompts: promptsAt(c, concurrency, pointIndex),
+        inputLen: c.inputLen,
+        outputLen: c.outputLen,
+        rangeRatio: c.rangeRatio,
+        prefixLen: c.prefixLen,
+        numPrefixes: c.numPrefixes,
+        seed,
+      };
       prompts = buildDataset(spec, this.tokenizer);
       this.built.set(key, prompts);
     }

@@ -84,7 +84,10 @@ export class StreamTrace {
   private promptTokens: number;
   private text = '';
 
-  constructor(private readonly startMs: number, promptLen: number) {
+  constructor(
+    private readonly startMs: number,
+    promptLen: number,
+  ) {
     this.promptTokens = promptLen;
   }
 

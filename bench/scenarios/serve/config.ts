@@ -18,7 +18,11 @@ export const SERVE_FLAGS: Readonly<Record<string, FlagSpec>> = {
   tokenizer: { type: 'string', usage: '--tokenizer DIR|none', description: 'tokenizer for exact prompt lengths (default the model directory; none: random words)' },
   systems: { type: 'string', usage: '--systems a,b', description: `systems to run (default ${SYSTEMS.join(',')})` },
   dataset: { type: 'string', usage: '--dataset random|shared-prefix', description: 'prompt set (default random)' },
-  'num-prompts': { type: 'string', usage: '--num-prompts N[,N…]', description: 'requests per point and system, one for all or one per point (default 2 × concurrency, at least 8; --quick: at least 2)' },
+  'num-prompts': {
+    type: 'string',
+    usage: '--num-prompts N[,N…]',
+    description: 'requests per point and system, one for all or one per point (default 2 × concurrency, at least 8; --quick: at least 2)',
+  },
   'request-rate': { type: 'string', usage: '--request-rate R|inf', description: 'requests per second, gamma arrivals (default inf: all at once)' },
   burstiness: { type: 'string', usage: '--burstiness B', description: 'gamma shape of the arrivals; 1 = Poisson (default 1)' },
   'max-concurrency': { type: 'string', usage: '--max-concurrency 1,8,32', description: 'requests in flight at most, one point each; inf = no cap (default 1,8,32; --quick: 1,4)' },

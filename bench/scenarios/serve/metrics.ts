@@ -112,11 +112,7 @@ function hasSlo(slo: GoodputSlo): boolean {
 }
 
 function meetsSlo(output: RequestOutput, tpotMs: number, slo: GoodputSlo): boolean {
-  return (
-    (slo.ttftMs === undefined || output.ttftMs <= slo.ttftMs) &&
-    (slo.tpotMs === undefined || tpotMs <= slo.tpotMs) &&
-    (slo.e2elMs === undefined || output.latencyMs <= slo.e2elMs)
-  );
+  return (slo.ttftMs === undefined || output.ttftMs <= slo.ttftMs) && (slo.tpotMs === undefined || tpotMs <= slo.tpotMs) && (slo.e2elMs === undefined || output.latencyMs <= slo.e2elMs);
 }
 
 /** Each token event counts as one token, in one-second buckets from the earliest start. */

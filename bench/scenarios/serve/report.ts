@@ -73,14 +73,27 @@ function throughputTable(settings: ReportSettings, find: Find, findLoad: FindLoa
   const body = rows(settings, find).map(({ concurrency, system, m }) => {
     const naive = find(TARGET.baseline, concurrency);
     const cells = [
-      conc(concurrency), system, String(m.completed), String(m.failed), m.durationS.toFixed(1), num(m.requestThroughput, formatRate),
-      num(m.outputThroughput, formatRate), num(m.totalTokenThroughput, formatRate), naive && system !== TARGET.baseline ? `${(m.outputThroughput / naive.outputThroughput).toFixed(2)}×` : '',
-      String(m.maxOutputTokensPerS), String(m.maxConcurrentRequests), (findLoad(system, concurrency) ?? []).map((l) => l.toFixed(1)).join(', '),
+      conc(concurrency),
+      system,
+      String(m.completed),
+      String(m.failed),
+      m.durationS.toFixed(1),
+      num(m.requestThroughput, formatRate),
+      num(m.outputThroughput, formatRate),
+      num(m.totalTokenThroughput, formatRate),
+      naive && system !== TARGET.baseline ? `${(m.outputThroughput / naive.outputThroughput).toFixed(2)}×` : '',
+      String(m.maxOutputTokensPerS),
+      String(m.maxConcurrentRequests),
+      (findLoad(system, concurrency) ?? []).map((l) => l.toFixed(1)).join(', '),
     ];
     if (settings.withGoodput) cells.push(num(m.requestGoodput, formatRate));
     return cells;
   });
-  return markdownTable(headers, body, headers.map((_, i): Align => (i === 1 ? 'left' : 'right')));
+  return markdownTable(
+    headers,
+    body,
+    headers.map((_, i): Align => (i === 1 ? 'left' : 'right')),
+  );
 }
 
 function spread(d: Distribution): string {
@@ -90,7 +103,11 @@ function spread(d: Distribution): string {
 function latencyTable(settings: ReportSettings, find: Find): string {
   const headers = ['Conc.', 'System', 'TTFT', 'TPOT', 'ITL', 'E2E'];
   const body = rows(settings, find).map(({ concurrency, system, m }) => [conc(concurrency), system, spread(m.ttftMs), spread(m.tpotMs), spread(m.itlMs), spread(m.e2elMs)]);
-  return markdownTable(headers, body, headers.map((_, i): Align => (i === 1 ? 'left' : 'right')));
+  return markdownTable(
+    headers,
+    body,
+    headers.map((_, i): Align => (i === 1 ? 'left' : 'right')),
+  );
 }
 
 export function targetSection(settings: ReportSettings, find: Find): string[] {
@@ -98,7 +115,8 @@ export function targetSection(settings: ReportSettings, find: Find): string[] {
   if (!settings.concurrency.includes(c)) return [`_Concurrency ${c} was not in the sweep, so the target was not checked._`];
   const conveyor = find(TARGET.system, c);
   const naive = find(TARGET.baseline, c);
-  if (!conveyor || !naive) return [`_The target needs both \`${TARGET.system}\` and \`${TARGET.baseline}\` measured at concurrency ${c}; ${conveyor ? TARGET.baseline : TARGET.system} was not, so it was not checked._`];
+  if (!conveyor || !naive)
+    return [`_The target needs both \`${TARGET.system}\` and \`${TARGET.baseline}\` measured at concurrency ${c}; ${conveyor ? TARGET.baseline : TARGET.system} was not, so it was not checked._`];
   const ratio = conveyor.outputThroughput / naive.outputThroughput;
   const ttftSpread = conveyor.ttftMs.p99 / conveyor.ttftMs.median;
   const serial = find('conveyor-serial', c);
@@ -110,8 +128,18 @@ export function targetSection(settings: ReportSettings, find: Find): string[] {
   const table = markdownTable(
     ['Check', 'Measured', 'Target', 'Verdict'],
     [
-      ['Output tok/s vs naive', `${formatRate(conveyor.outputThroughput)} ÷ ${formatRate(naive.outputThroughput)} = ${ratio.toFixed(2)}×`, `≥ ${TARGET.throughputRatio}×`, verdict(ratio >= TARGET.throughputRatio)],
-      ['p99 TTFT vs median', `${formatMs(conveyor.ttftMs.p99)} ÷ ${formatMs(conveyor.ttftMs.median)} ms = ${ttftSpread.toFixed(2)}×`, `≤ ${TARGET.ttftSpread}×`, verdict(ttftSpread <= TARGET.ttftSpread)],
+      [
+        'Output tok/s vs naive',
+        `${formatRate(conveyor.outputThroughput)} ÷ ${formatRate(naive.outputThroughput)} = ${ratio.toFixed(2)}×`,
+        `≥ ${TARGET.throughputRatio}×`,
+        verdict(ratio >= TARGET.throughputRatio),
+      ],
+      [
+        'p99 TTFT vs median',
+        `${formatMs(conveyor.ttftMs.p99)} ÷ ${formatMs(conveyor.ttftMs.median)} ms = ${ttftSpread.toFixed(2)}×`,
+        `≤ ${TARGET.ttftSpread}×`,
+        verdict(ttftSpread <= TARGET.ttftSpread),
+      ],
     ],
     ['left', 'right', 'right', 'left'],
   );

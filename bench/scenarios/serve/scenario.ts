@@ -21,7 +21,7 @@ export type DecoderSource = (size: ModelSize) => Promise<Pick<BuiltModel, 'dir'>
 export function serveScenario(source: DecoderSource = (size) => ensureBuilt('qwen3', size)): Scenario {
   return {
     name: 'serve',
-    description: "vLLM-style serving benchmark over OpenAI streaming completions: Conveyor, Conveyor with batching off, and a naive server, or any --base-url",
+    description: 'vLLM-style serving benchmark over OpenAI streaming completions: Conveyor, Conveyor with batching off, and a naive server, or any --base-url',
     flags: SERVE_FLAGS,
     // A run is a whole load test; the systems are warmed with a few requests in prepare() instead.
     defaults: { full: { reps: 1, warmup: 0 }, quick: { reps: 1, warmup: 0 }, baseline: TARGET.baseline },
@@ -32,7 +32,7 @@ export function serveScenario(source: DecoderSource = (size) => ensureBuilt('qwe
 async function prepareServe(source: DecoderSource, context: ScenarioContext): Promise<PreparedScenario> {
   const config = serveConfig(context.flags, context.quick);
   const loadAtStart = loadavg()[0]!;
-  const modelDir = config.modelDir ?? (config.baseUrl && config.tokenizer ? undefined : (await buildDecoder(source, config, context.log)));
+  const modelDir = config.modelDir ?? (config.baseUrl && config.tokenizer ? undefined : await buildDecoder(source, config, context.log));
   const tokenizerDir = config.tokenizer === 'none' ? undefined : (config.tokenizer ?? modelDir);
   const tokenizerLoad = tokenizerDir ? loadPromptTokenizer(tokenizerDir) : Promise.resolve(null);
   let started: StartedSystems | undefined;
@@ -100,7 +100,10 @@ async function externalTarget(config: ServeConfig) {
  * the way.
  */
 async function warmUp(systems: readonly System[], config: ServeConfig, tokenizer: PromptTokenizer | null, skipped: SkippedCase[], log: (line: string) => void): Promise<System[]> {
-  const prompts = buildDataset({ kind: 'random', numPrompts: 2, inputLen: Math.min(config.inputLen, 16), outputLen: Math.min(config.outputLen, 4), rangeRatio: 0, prefixLen: 0, numPrefixes: 1, seed: 999_983 }, tokenizer);
+  const prompts = buildDataset(
+    { kind: 'random', numPrompts: 2, inputLen: Math.min(config.inputLen, 16), outputLen: Math.min(config.outputLen, 4), rangeRatio: 0, prefixLen: 0, numPrefixes: 1, seed: 999_983 },
+    tokenizer,
+  );
   const ready: System[] = [];
   for (const system of systems) {
     log(`warming up ${system.name}…`);

@@ -114,7 +114,12 @@ async function startConveyor(setup: ServeSetup, which: readonly SystemName[], cl
   try {
     // A model that failed to load says so in the log; no point waiting out the timeout then.
     const failed = (): string | undefined => /failed to load[^\n]*/.exec(child.tail())?.[0];
-    await waitForModels(child.address, served.map((s) => s.model), STARTUP_MS, failed);
+    await waitForModels(
+      child.address,
+      served.map((s) => s.model),
+      STARTUP_MS,
+      failed,
+    );
   } catch (error) {
     await child.stop();
     throw new Error(`${messageOf(error)}\n${child.tail()}`);
@@ -139,7 +144,7 @@ export async function waitForModels(baseUrl: string, names: readonly string[], t
     if (failure !== undefined) throw new Error(failure);
     try {
       const response = await fetch(`${baseUrl}/v1/models`);
-      const listed = response.ok ? ((await response.json()) as { data?: { id?: string }[] }).data?.map((m) => m.id) ?? [] : [];
+      const listed = response.ok ? (((await response.json()) as { data?: { id?: string }[] }).data?.map((m) => m.id) ?? []) : [];
       if (names.every((name) => listed.includes(name))) return;
       last = response.ok ? `listed: ${listed.join(', ') || 'none'}` : `HTTP ${response.status}`;
     } catch (error) {

@@ -64,7 +64,14 @@ async function readStream(response: Response): Promise<{ label: string; ok: bool
 
 export const streamingChat = (index: number): Actor =>
   loop(`streaming chat ${index}`, 'good', async ({ target, random }) => {
-    const body = { model: target.llm, messages: [{ role: 'user', content: `Soak ${index}: tell me about ${random(1000)}` }], max_tokens: 8 + random(40), temperature: 0.7, seed: random(1 << 30), stream: true };
+    const body = {
+      model: target.llm,
+      messages: [{ role: 'user', content: `Soak ${index}: tell me about ${random(1000)}` }],
+      max_tokens: 8 + random(40),
+      temperature: 0.7,
+      seed: random(1 << 30),
+      stream: true,
+    };
     const response = await fetch(`${target.http}/v1/chat/completions`, { method: 'POST', headers: json, body: JSON.stringify(body), signal: AbortSignal.timeout(target.requestTimeoutMs) });
     return readStream(response);
   });
@@ -79,7 +86,12 @@ export const stopStringCompletions = loop('completions with stop strings', 'good
 
 export const embeddings = loop('embeddings', 'good', async ({ target, random }) => {
   const input = Array.from({ length: 1 + random(4) }, (_, i) => `sentence ${i} number ${random(10_000)}`);
-  const response = await fetch(`${target.http}/v1/embeddings`, { method: 'POST', headers: json, body: JSON.stringify({ model: target.encoder, input }), signal: AbortSignal.timeout(target.requestTimeoutMs) });
+  const response = await fetch(`${target.http}/v1/embeddings`, {
+    method: 'POST',
+    headers: json,
+    body: JSON.stringify({ model: target.encoder, input }),
+    signal: AbortSignal.timeout(target.requestTimeoutMs),
+  });
   if (response.status !== 200) return { label: `HTTP ${response.status}`, ok: false };
   const data = ((await response.json()) as { data: unknown[] }).data;
   return data.length === input.length ? { label: 'ok', ok: true } : { label: `${data.length} embeddings for ${input.length} inputs`, ok: false };
@@ -87,7 +99,10 @@ export const embeddings = loop('embeddings', 'good', async ({ target, random }) 
 
 export const cnnInfer = loop('CNN infer (KServe binary)', 'good', async ({ target }) => {
   const response = await fetch(`${target.http}/v2/models/${target.cnn}/infer`, {
-    method: 'POST', headers: target.cnnRequest.headers, body: target.cnnRequest.body, signal: AbortSignal.timeout(target.requestTimeoutMs),
+    method: 'POST',
+    headers: target.cnnRequest.headers,
+    body: target.cnnRequest.body,
+    signal: AbortSignal.timeout(target.requestTimeoutMs),
   });
   const body = Buffer.from(await response.arrayBuffer());
   checkHttpResponse(response.status, body, response.headers.get('inference-header-content-length'), target.cnnMetadata);
@@ -202,7 +217,10 @@ async function swapTo(target: SoakTarget, precision: string): Promise<string> {
   const config = (await current.json()) as { parameters?: Record<string, { string_value: string }> };
   config.parameters = { ...config.parameters, precision: { string_value: precision } };
   const response = await fetch(`${target.http}/v2/repository/models/${target.llm}/load`, {
-    method: 'POST', headers: json, body: JSON.stringify({ parameters: { config: JSON.stringify(config) } }), signal: AbortSignal.timeout(target.requestTimeoutMs * 2),
+    method: 'POST',
+    headers: json,
+    body: JSON.stringify({ parameters: { config: JSON.stringify(config) } }),
+    signal: AbortSignal.timeout(target.requestTimeoutMs * 2),
   });
   const text = await response.text();
   return response.status === 200 ? 'ok' : `load: HTTP ${response.status} ${text.slice(0, 120)}`;

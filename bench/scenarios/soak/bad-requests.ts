@@ -48,7 +48,11 @@ export const BAD_REQUESTS: readonly BadRequest[] = [
   { name: 'embeddings of nothing', path: () => '/v1/embeddings', body: (t) => JSON.stringify({ model: t.encoder, input: [] }) },
   { name: 'BERT token id past the vocabulary', path: (t) => `/v2/models/${t.encoder}/infer`, body: () => encoderTensors('input_ids', 10_000_000) },
   { name: 'BERT token type past the table', path: (t) => `/v2/models/${t.encoder}/infer`, body: () => encoderTensors('token_type_ids', 7) },
-  { name: 'CNN tensor of the wrong shape', path: (t) => `/v2/models/${t.cnn}/infer`, body: () => JSON.stringify({ inputs: [{ name: 'input', shape: [1, 3, 2, 2], datatype: 'FP32', data: Array(12).fill(0) }] }) },
+  {
+    name: 'CNN tensor of the wrong shape',
+    path: (t) => `/v2/models/${t.cnn}/infer`,
+    body: () => JSON.stringify({ inputs: [{ name: 'input', shape: [1, 3, 2, 2], datatype: 'FP32', data: Array(12).fill(0) }] }),
+  },
   { name: 'tensor nested 100,000 deep', path: (t) => `/v2/models/${t.cnn}/infer`, body: () => deeplyNested(100_000) },
   { name: 'gzip bomb', path: (t) => `/v2/models/${t.cnn}/infer`, headers: { 'content-encoding': 'gzip', 'content-type': 'application/json' }, body: gzipBomb },
 ];

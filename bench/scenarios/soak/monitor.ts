@@ -77,7 +77,10 @@ export async function sample(server: ServerEndpoints, t: number): Promise<Sample
     () => null,
   );
   const healthMs = health === null ? null : performance.now() - healthStarted;
-  const exposition = await fetch(`${server.metrics}/metrics`, { signal: AbortSignal.timeout(10_000) }).then((r) => r.text(), () => '');
+  const exposition = await fetch(`${server.metrics}/metrics`, { signal: AbortSignal.timeout(10_000) }).then(
+    (r) => r.text(),
+    () => '',
+  );
   const ms = (seconds: number | null): number | null => (seconds === null ? null : seconds * 1000);
   const alive = metricValues(exposition, PROCESS_METRICS.workerAlive.name);
   return {

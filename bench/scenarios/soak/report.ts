@@ -34,7 +34,11 @@ export function memoryTrend(samples: readonly Sample[]): MemoryTrend | null {
   if (rss.length < 10) return null;
   const afterWarmup = rss.slice(Math.floor(rss.length / 5));
   const tenth = Math.max(1, Math.floor(afterWarmup.length / 10));
-  const median = (values: number[]) => percentile([...values].sort((a, b) => a - b), 50);
+  const median = (values: number[]) =>
+    percentile(
+      [...values].sort((a, b) => a - b),
+      50,
+    );
   const start = median(afterWarmup.slice(0, tenth));
   const end = median(afterWarmup.slice(-tenth));
   return { afterWarmupMiB: start, endMiB: end, growthPct: ((end - start) / start) * 100 };
@@ -96,7 +100,13 @@ export function soakResults(record: SoakRecord): string {
     '',
     '| client | kind | requests | failed | outcomes |',
     '|---|---|---:|---:|---|',
-    ...record.rows.map((r) => `| ${r.actor} | ${r.kind} | ${r.total} | ${r.failed} | ${r.outcomes.map(([label, n]) => `${label} × ${n}`).join('; ').replace(/\|/g, '\\|')} |`),
+    ...record.rows.map(
+      (r) =>
+        `| ${r.actor} | ${r.kind} | ${r.total} | ${r.failed} | ${r.outcomes
+          .map(([label, n]) => `${label} × ${n}`)
+          .join('; ')
+          .replace(/\|/g, '\\|')} |`,
+    ),
     '',
     '## Server over time',
     '',
@@ -121,9 +131,24 @@ const seriesOf = (result: CaseResult, pick: (s: Sample) => number | null): (read
 export function soakCharts(title: string): ChartRequest[] {
   const select = (r: CaseResult) => r.group === 'soak';
   return [
-    { kind: 'timeline', file: 'soak-rss.svg', title: `Resident memory, ${title}`, xLabel: 'seconds', yLabel: 'RSS (MiB)', select, seriesOf: () => 'server', lines: (r) => [{ name: 'RSS', points: seriesOf(r, (s) => s.rssMiB) }] },
     {
-      kind: 'timeline', file: 'soak-lag.svg', title: `Event-loop lag and health latency, ${title}`, xLabel: 'seconds', yLabel: 'ms', select, seriesOf: () => 'server',
+      kind: 'timeline',
+      file: 'soak-rss.svg',
+      title: `Resident memory, ${title}`,
+      xLabel: 'seconds',
+      yLabel: 'RSS (MiB)',
+      select,
+      seriesOf: () => 'server',
+      lines: (r) => [{ name: 'RSS', points: seriesOf(r, (s) => s.rssMiB) }],
+    },
+    {
+      kind: 'timeline',
+      file: 'soak-lag.svg',
+      title: `Event-loop lag and health latency, ${title}`,
+      xLabel: 'seconds',
+      yLabel: 'ms',
+      select,
+      seriesOf: () => 'server',
       lines: (r) => [
         { name: 'lag p99', points: seriesOf(r, (s) => s.lagP99Ms) },
         { name: 'lag max', points: seriesOf(r, (s) => s.lagMaxMs) },

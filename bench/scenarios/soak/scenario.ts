@@ -15,7 +15,20 @@ import { caseId, type BenchCase } from '../../harness/types.js';
 import { buildInputs, httpBinaryRequest, type ModelMetadata } from '../infer/payloads.js';
 import { startServerProcess, type ServerProcess } from '../infer/server-process.js';
 import { waitForModels } from '../serve/systems.js';
-import { badRequests, cnnInfer, embeddings, garbageWebSocket, hangUps, precisionSwaps, stalledWebSocket, stopStringCompletions, streamingChat, type Actor, type ActorContext, type SoakTarget } from './actors.js';
+import {
+  badRequests,
+  cnnInfer,
+  embeddings,
+  garbageWebSocket,
+  hangUps,
+  precisionSwaps,
+  stalledWebSocket,
+  stopStringCompletions,
+  streamingChat,
+  type Actor,
+  type ActorContext,
+  type SoakTarget,
+} from './actors.js';
 import { startMonitor, sample, type Sample } from './monitor.js';
 import { soakCharts, soakMetrics, soakResults, type SoakRecord } from './report.js';
 import { Tally } from './tally.js';
@@ -23,8 +36,16 @@ import { Tally } from './tally.js';
 const FLAGS: Readonly<Record<string, FlagSpec>> = {
   'duration-secs': { type: 'string', usage: '--duration-secs N', description: 'length of the load (default 600; --quick: 20)' },
   'swap-every-secs': { type: 'string', usage: '--swap-every-secs N', description: 'reload the LLM with the other precision this often (default 60; --quick: 8)' },
-  'malloc-arena-max': { type: 'string', usage: '--malloc-arena-max N|default', description: "glibc's MALLOC_ARENA_MAX for the server (default 1, the setting README recommends on Linux; 'default' leaves glibc's own, 8 per core)" },
-  'ws-send-timeout-secs': { type: 'string', usage: '--ws-send-timeout-secs N', description: "the server's --ws-send-timeout-secs: a WebSocket client that stops reading must be dropped within it (default 10; --quick: 2)" },
+  'malloc-arena-max': {
+    type: 'string',
+    usage: '--malloc-arena-max N|default',
+    description: "glibc's MALLOC_ARENA_MAX for the server (default 1, the setting README recommends on Linux; 'default' leaves glibc's own, 8 per core)",
+  },
+  'ws-send-timeout-secs': {
+    type: 'string',
+    usage: '--ws-send-timeout-secs N',
+    description: "the server's --ws-send-timeout-secs: a WebSocket client that stops reading must be dropped within it (default 10; --quick: 2)",
+  },
 };
 
 const MODELS = { llm: 'qwen3-tiny', encoder: 'bert-tiny', cnn: 'resnet-tiny' } as const;
@@ -82,7 +103,12 @@ async function prepareSoak(context: ScenarioContext): Promise<PreparedScenario> 
   };
   try {
     log('starting the server on the default repository’s tiny models…');
-    server = await startServerProcess(root, 180_000, ['--model-control-mode', 'explicit', '--load-model', '*', '--exit-timeout-secs', '5', '--ws-send-timeout-secs', String(wsSendTimeoutS)], mallocArenaMax ? { MALLOC_ARENA_MAX: mallocArenaMax } : {});
+    server = await startServerProcess(
+      root,
+      180_000,
+      ['--model-control-mode', 'explicit', '--load-model', '*', '--exit-timeout-secs', '5', '--ws-send-timeout-secs', String(wsSendTimeoutS)],
+      mallocArenaMax ? { MALLOC_ARENA_MAX: mallocArenaMax } : {},
+    );
     await waitForModels(server.http, [MODELS.llm, MODELS.encoder], 120_000);
     const cnnMetadata = (await (await fetch(`${server.http}/v2/models/${MODELS.cnn}`)).json()) as ModelMetadata;
     const target: SoakTarget = { http: server.http, ...MODELS, cnnMetadata, cnnRequest: httpBinaryRequest(buildInputs(cnnMetadata, 1)), requestTimeoutMs: 60_000 };
@@ -109,7 +135,9 @@ async function prepareSoak(context: ScenarioContext): Promise<PreparedScenario> 
       settings: { durationS, swapEveryS, wsSendTimeoutS, mallocArenaMax: mallocArenaMax ?? 'default', cores: availableParallelism() },
       conclude: () => {
         if (!record) return { notes: ['the soak did not run'] };
-        const load = `Machine load: 1/5/15-minute load averages ${loadAtStart.map((l) => l.toFixed(2)).join(' / ')} before and ${loadavg().map((l) => l.toFixed(2)).join(' / ')} after, on ${availableParallelism()} cores.`;
+        const load = `Machine load: 1/5/15-minute load averages ${loadAtStart.map((l) => l.toFixed(2)).join(' / ')} before and ${loadavg()
+          .map((l) => l.toFixed(2))
+          .join(' / ')} after, on ${availableParallelism()} cores.`;
         return { metrics: new Map([[caseId(info), soakMetrics(record)]]), results: soakResults(record), notes: [load] };
       },
       dispose,
@@ -131,8 +159,7 @@ async function runSoak(server: ServerProcess, target: SoakTarget, settings: Soak
   let running = true;
   let endNow: () => void = () => {};
   const ended = new Promise<void>((resolve) => (endNow = resolve));
-  const pause = (ms: number): Promise<void> =>
-    Promise.race([ended, new Promise<void>((resolve) => setTimeout(resolve, ms).unref())]);
+  const pause = (ms: number): Promise<void> => Promise.race([ended, new Promise<void>((resolve) => setTimeout(resolve, ms).unref())]);
   const context: ActorContext = { target, tally, running: () => running && !server.exited(), pause, random: random(20261201) };
   const actors: Actor[] = [
     ...[0, 1, 2, 3].map(streamingChat),
@@ -178,7 +205,10 @@ async function settle(server: ServerProcess, target: SoakTarget, started: number
     last = await sample(server, (performance.now() - started) / 1000);
     if (last.running === null) {
       const probe = { model: target.llm, prompt: 'probe', max_tokens: 1 };
-      await fetch(`${target.http}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(probe) }).then((r) => r.arrayBuffer(), () => undefined);
+      await fetch(`${target.http}/v1/completions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(probe) }).then(
+        (r) => r.arrayBuffer(),
+        () => undefined,
+      );
       last = await sample(server, (performance.now() - started) / 1000);
     }
     if (last.running === 0 && last.waiting === 0) return { kvUsageAfter: last.kvUsage, settledAfterS: (performance.now() - ended) / 1000, notIdle: null };

@@ -130,7 +130,10 @@ function resultsTable(rows: readonly { transport: Transport; m: TransportMetrics
 }
 
 export function streamingCharts(label: string): ChartRequest[] {
-  const metric = (name: keyof TransportMetrics) => (r: CaseResult): number => (r.metrics?.[name] as number | null | undefined) ?? 0;
+  const metric =
+    (name: keyof TransportMetrics) =>
+    (r: CaseResult): number =>
+      (r.metrics?.[name] as number | null | undefined) ?? 0;
   const common = { kind: 'bar' as const, select: () => true, seriesOf: (r: CaseResult) => r.variant };
   return [
     { ...common, file: 'streaming-throughput.svg', title: `${label}: output tokens/s per transport`, yLabel: 'output tokens/s', value: (r) => r.throughput?.perSecond ?? 0 },

@@ -31,9 +31,20 @@ export const DEFAULT_MAX_BATCH_SIZE = 4;
 
 /** ONNX Runtime element types → config data types (Triton's ORT backend table, plus bfloat16). */
 export const ORT_TO_CONFIG_TYPE: Readonly<Record<string, ConfigDataType>> = {
-  bool: 'TYPE_BOOL', uint8: 'TYPE_UINT8', uint16: 'TYPE_UINT16', uint32: 'TYPE_UINT32', uint64: 'TYPE_UINT64',
-  int8: 'TYPE_INT8', int16: 'TYPE_INT16', int32: 'TYPE_INT32', int64: 'TYPE_INT64',
-  float16: 'TYPE_FP16', float32: 'TYPE_FP32', float64: 'TYPE_FP64', string: 'TYPE_STRING', bfloat16: 'TYPE_BF16',
+  bool: 'TYPE_BOOL',
+  uint8: 'TYPE_UINT8',
+  uint16: 'TYPE_UINT16',
+  uint32: 'TYPE_UINT32',
+  uint64: 'TYPE_UINT64',
+  int8: 'TYPE_INT8',
+  int16: 'TYPE_INT16',
+  int32: 'TYPE_INT32',
+  int64: 'TYPE_INT64',
+  float16: 'TYPE_FP16',
+  float32: 'TYPE_FP32',
+  float64: 'TYPE_FP64',
+  string: 'TYPE_STRING',
+  bfloat16: 'TYPE_BF16',
 };
 
 const isVariable = (dim: number | string): boolean => typeof dim === 'string' || dim < 0;
@@ -76,8 +87,12 @@ function completeMaxBatchSize(config: ModelConfig, metadata: ModelIoMetadata, de
   if (config.max_batch_size === 0) config.max_batch_size = Math.max(0, defaultMaxBatchSize);
   if (config.max_batch_size > 1 && !config.dynamic_batching) {
     config.dynamic_batching = {
-      preferred_batch_size: [], max_queue_delay_microseconds: 0, preserve_ordering: false,
-      priority_levels: 0, default_priority_level: 0, priority_queue_policy: {},
+      preferred_batch_size: [],
+      max_queue_delay_microseconds: 0,
+      preserve_ordering: false,
+      priority_levels: 0,
+      default_priority_level: 0,
+      priority_queue_policy: {},
     };
   }
 }

@@ -113,7 +113,10 @@ async function checkLabelFiles(config: ModelConfig, modelDir: ConfinementRoot, l
     } catch (error) {
       loc.fail(output, 'label_filename', (error as Error).message);
     }
-    const isFile = await stat(found.path).then((s) => s.isFile(), () => false);
+    const isFile = await stat(found.path).then(
+      (s) => s.isFile(),
+      () => false,
+    );
     if (!isFile) loc.fail(output, 'label_filename', `${what} '${found.display}' is not a file`);
   }
 }

@@ -61,8 +61,14 @@ function normalizeInstanceGroups(config: ModelConfig, available: readonly number
   if (config.instance_group.length === 0) {
     const kind = available.length > 0 ? 'KIND_GPU' : 'KIND_CPU';
     config.instance_group.push({
-      name: config.name, kind, count: defaultCount(config, kind), gpus: [...available],
-      secondary_devices: [], profile: [], passive: false, host_policy: '',
+      name: config.name,
+      kind,
+      count: defaultCount(config, kind),
+      gpus: [...available],
+      secondary_devices: [],
+      profile: [],
+      passive: false,
+      host_policy: '',
     });
     return;
   }

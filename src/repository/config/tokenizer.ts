@@ -16,7 +16,17 @@ export interface Token {
 const SYMBOLS = new Set(['{', '}', '<', '>', '[', ']', ':', ',', ';', '-']);
 const JSON_ESCAPES = new Set(['"', '\\', '/', 'b', 'f', 'n', 'r', 't', 'u']);
 const SIMPLE_ESCAPES: Readonly<Record<string, number>> = {
-  n: 0x0a, t: 0x09, r: 0x0d, '\\': 0x5c, "'": 0x27, '"': 0x22, a: 0x07, b: 0x08, f: 0x0c, v: 0x0b, '?': 0x3f,
+  n: 0x0a,
+  t: 0x09,
+  r: 0x0d,
+  '\\': 0x5c,
+  "'": 0x27,
+  '"': 0x22,
+  a: 0x07,
+  b: 0x08,
+  f: 0x0c,
+  v: 0x0b,
+  '?': 0x3f,
 };
 const isDigit = (c: string | undefined) => c !== undefined && c >= '0' && c <= '9';
 const isHex = (c: string | undefined) => c !== undefined && /^[0-9a-fA-F]$/.test(c);

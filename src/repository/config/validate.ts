@@ -23,7 +23,14 @@ export function checkSupported(config: ParsedModelConfig & Partial<Record<Unsupp
   const { backend, platform } = config;
   if (platform === 'ensemble') loc.fail(config, 'platform', `platform 'ensemble' is not supported yet`, 'UNSUPPORTED');
   if (backend !== '' && !Object.hasOwn(SUPPORTED_BACKENDS, backend)) {
-    loc.fail(config, 'backend', `backend '${backend}' is not supported (Conveyor serves backends ${Object.keys(SUPPORTED_BACKENDS).map((b) => `'${b}'`).join(' and ')})`, 'UNSUPPORTED');
+    loc.fail(
+      config,
+      'backend',
+      `backend '${backend}' is not supported (Conveyor serves backends ${Object.keys(SUPPORTED_BACKENDS)
+        .map((b) => `'${b}'`)
+        .join(' and ')})`,
+      'UNSUPPORTED',
+    );
   }
   const platforms = Object.values(SUPPORTED_BACKENDS).filter((p) => p !== '');
   if (platform !== '' && !platforms.includes(platform)) {

@@ -164,7 +164,7 @@ function convert(value: unknown, kind: ValueKind, name: string): unknown {
       return typeof value === 'string' ? parseJsonText(value, name) : value;
     case 'strings':
       // A plain string is one stop string; JSON array text is a list of them.
-      return typeof value === 'string' && value.startsWith('[') ? tryJson(value) ?? value : value;
+      return typeof value === 'string' && value.startsWith('[') ? (tryJson(value) ?? value) : value;
     case 'string':
       return value;
   }

@@ -3,9 +3,7 @@
 // against the policy (src/security/access-policy.ts) before any handler runs, and answers a
 // refusal with UNAUTHENTICATED or PERMISSION_DENIED.
 
-import {
-  ResponderBuilder, ServerInterceptingCall, ServerListenerBuilder, type Metadata, type ServerInterceptor,
-} from '@grpc/grpc-js';
+import { ResponderBuilder, ServerInterceptingCall, ServerListenerBuilder, type Metadata, type ServerInterceptor } from '@grpc/grpc-js';
 import { asConveyorError } from '../../errors.js';
 import type { AccessClass, AccessPolicy } from '../../security/access-policy.js';
 

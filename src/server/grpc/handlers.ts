@@ -8,9 +8,7 @@ import { inferRequestFromWire, inferResponseToWire } from './infer-codec.js';
 import { loadOverrideFromWire, unloadOptionsFromWire } from './repository-codec.js';
 import { cancelledError, toGrpcStatus, unsupported } from './status.js';
 import { handleModelStreamInfer, isDecoupled, type DecoupledInfer } from './stream-infer.js';
-import type {
-  WireInferRequest, WireInferResponse, WireModelRef, WireRepositoryIndexRequest, WireRepositoryModelRequest,
-} from './wire-types.js';
+import type { WireInferRequest, WireInferResponse, WireModelRef, WireRepositoryIndexRequest, WireRepositoryModelRequest } from './wire-types.js';
 
 type Handler<Req, Res> = (request: Req, call: ServerUnaryCall<Req, Res>) => Res | Promise<Res>;
 
@@ -19,7 +17,10 @@ function unary<Req, Res>(handler: Handler<Req, Res>): (call: ServerUnaryCall<Req
   return (call, callback) => {
     Promise.resolve()
       .then(() => handler(call.request, call))
-      .then((response) => callback(null, response), (error: unknown) => callback(toGrpcStatus(error)));
+      .then(
+        (response) => callback(null, response),
+        (error: unknown) => callback(toGrpcStatus(error)),
+      );
   };
 }
 
@@ -27,9 +28,14 @@ function unary<Req, Res>(handler: Handler<Req, Res>): (call: ServerUnaryCall<Req
 const optional = (value: string): string | undefined => (value === '' ? undefined : value);
 
 const UNIMPLEMENTED_RPCS = [
-  'SystemSharedMemoryStatus', 'SystemSharedMemoryRegister', 'SystemSharedMemoryUnregister',
-  'CudaSharedMemoryStatus', 'CudaSharedMemoryRegister', 'CudaSharedMemoryUnregister',
-  'TraceSetting', 'LogSettings',
+  'SystemSharedMemoryStatus',
+  'SystemSharedMemoryRegister',
+  'SystemSharedMemoryUnregister',
+  'CudaSharedMemoryStatus',
+  'CudaSharedMemoryRegister',
+  'CudaSharedMemoryUnregister',
+  'TraceSetting',
+  'LogSettings',
 ] as const;
 
 export function inferenceHandlers(service: InferenceService, decoupled?: DecoupledInfer): UntypedServiceImplementation {
@@ -62,11 +68,7 @@ export function inferenceHandlers(service: InferenceService, decoupled?: Decoupl
   return handlers;
 }
 
-async function modelInfer(
-  service: InferenceService,
-  wire: WireInferRequest,
-  call: ServerUnaryCall<WireInferRequest, WireInferResponse>,
-): Promise<WireInferResponse> {
+async function modelInfer(service: InferenceService, wire: WireInferRequest, call: ServerUnaryCall<WireInferRequest, WireInferResponse>): Promise<WireInferResponse> {
   const request = inferRequestFromWire(wire);
   // Decoupled models answer 0..N times per request, which a unary RPC cannot carry (Triton too).
   if (isDecoupled(service, request.model, request.version)) {

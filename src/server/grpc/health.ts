@@ -54,16 +54,14 @@ export function createHealthService(service: InferenceService, watchIntervalMs: 
   };
 }
 
-function watch(
-  service: InferenceService,
-  call: ServerWritableStream<WireHealthCheckRequest, WireHealthCheckResponse>,
-  intervalMs: number,
-  watchers: Set<() => void>,
-): () => void {
+function watch(service: InferenceService, call: ServerWritableStream<WireHealthCheckRequest, WireHealthCheckResponse>, intervalMs: number, watchers: Set<() => void>): () => void {
   let last: WireServingStatus | undefined;
   let stopped = false;
   const poll = async () => {
-    const current = await servingStatus(service, call.request.service).then((s) => s ?? 'SERVICE_UNKNOWN', () => 'UNKNOWN' as const);
+    const current = await servingStatus(service, call.request.service).then(
+      (s) => s ?? 'SERVICE_UNKNOWN',
+      () => 'UNKNOWN' as const,
+    );
     if (stopped || current === last) return;
     last = current;
     call.write({ status: current });

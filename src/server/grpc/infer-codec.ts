@@ -20,12 +20,18 @@ function longValue(value: WireLong): number | bigint {
 
 function parameterFromWire(parameter: WireInferParameter): ParameterValue | undefined {
   switch (parameter.parameter_choice) {
-    case 'bool_param': return parameter.bool_param;
-    case 'string_param': return parameter.string_param;
-    case 'double_param': return parameter.double_param;
-    case 'int64_param': return parameter.int64_param === undefined ? undefined : longValue(parameter.int64_param);
-    case 'uint64_param': return parameter.uint64_param === undefined ? undefined : longValue(parameter.uint64_param);
-    default: return undefined; // an InferParameter with no member set carries nothing
+    case 'bool_param':
+      return parameter.bool_param;
+    case 'string_param':
+      return parameter.string_param;
+    case 'double_param':
+      return parameter.double_param;
+    case 'int64_param':
+      return parameter.int64_param === undefined ? undefined : longValue(parameter.int64_param);
+    case 'uint64_param':
+      return parameter.uint64_param === undefined ? undefined : longValue(parameter.uint64_param);
+    default:
+      return undefined; // an InferParameter with no member set carries nothing
   }
 }
 

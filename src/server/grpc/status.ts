@@ -1,6 +1,6 @@
 // Errors → gRPC status through the catalog (src/errors.ts): front ends never invent statuses.
 
-import { status, type ServerErrorResponse, type StatusObject } from '@grpc/grpc-js';
+import type { status, ServerErrorResponse, StatusObject } from '@grpc/grpc-js';
 import { asConveyorError, ConveyorError } from '../../errors.js';
 
 export function toGrpcStatus(error: unknown): Partial<StatusObject> & ServerErrorResponse {

@@ -62,8 +62,7 @@ export function handleModelStreamInfer(service: InferenceService, decoupled?: De
         call.once('drain', done);
         controller.signal.addEventListener('abort', done, { once: true });
       }));
-    const write = (message: WireStreamInferResponse): Promise<void> =>
-      controller.signal.aborted || call.write(message) ? Promise.resolve() : waitForDrain();
+    const write = (message: WireStreamInferResponse): Promise<void> => (controller.signal.aborted || call.write(message) ? Promise.resolve() : waitForDrain());
 
     call.on('cancelled', () => controller.abort(cancelledError()));
     call.on('data', (wire: WireInferRequest) => {

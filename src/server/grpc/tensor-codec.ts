@@ -7,10 +7,7 @@ import type { DataType, Tensor, TensorData } from '../../contracts/tensors.js';
 import { invalidArg } from '../../errors.js';
 import type { WireLong, WireTensorContents } from './wire-types.js';
 
-const DATA_TYPES: ReadonlySet<string> = new Set<DataType>([
-  'BOOL', 'UINT8', 'UINT16', 'UINT32', 'UINT64', 'INT8', 'INT16', 'INT32', 'INT64',
-  'FP16', 'FP32', 'FP64', 'BF16', 'BYTES',
-]);
+const DATA_TYPES: ReadonlySet<string> = new Set<DataType>(['BOOL', 'UINT8', 'UINT16', 'UINT32', 'UINT64', 'INT8', 'INT16', 'INT32', 'INT64', 'FP16', 'FP32', 'FP64', 'BF16', 'BYTES']);
 
 export function isDataType(value: string): value is DataType {
   return DATA_TYPES.has(value);
@@ -20,31 +17,65 @@ type FixedType = Exclude<DataType, 'BYTES'>;
 
 /** Bytes per element of each fixed-size datatype. */
 export const ELEMENT_BYTES: Readonly<Record<FixedType, number>> = {
-  BOOL: 1, UINT8: 1, UINT16: 2, UINT32: 4, UINT64: 8, INT8: 1, INT16: 2, INT32: 4, INT64: 8,
-  FP16: 2, FP32: 4, FP64: 8, BF16: 2,
+  BOOL: 1,
+  UINT8: 1,
+  UINT16: 2,
+  UINT32: 4,
+  UINT64: 8,
+  INT8: 1,
+  INT16: 2,
+  INT32: 4,
+  INT64: 8,
+  FP16: 2,
+  FP32: 4,
+  FP64: 8,
+  BF16: 2,
 };
 
 type ArrayCtor = new (buffer: ArrayBufferLike, byteOffset: number, length: number) => Exclude<TensorData, Uint8Array[]>;
 
 const STORAGE: Readonly<Record<FixedType, ArrayCtor>> = {
-  BOOL: Uint8Array, UINT8: Uint8Array, UINT16: Uint16Array, UINT32: Uint32Array, UINT64: BigUint64Array,
-  INT8: Int8Array, INT16: Int16Array, INT32: Int32Array, INT64: BigInt64Array,
-  FP16: Uint16Array, FP32: Float32Array, FP64: Float64Array, BF16: Uint16Array,
+  BOOL: Uint8Array,
+  UINT8: Uint8Array,
+  UINT16: Uint16Array,
+  UINT32: Uint32Array,
+  UINT64: BigUint64Array,
+  INT8: Int8Array,
+  INT16: Int16Array,
+  INT32: Int32Array,
+  INT64: BigInt64Array,
+  FP16: Uint16Array,
+  FP32: Float32Array,
+  FP64: Float64Array,
+  BF16: Uint16Array,
 };
 
 /** The `contents` field each datatype travels in; FP16 and BF16 have none (raw only). */
 export const CONTENTS_FIELD: Readonly<Record<DataType, keyof WireTensorContents | null>> = {
-  BOOL: 'bool_contents', INT8: 'int_contents', INT16: 'int_contents', INT32: 'int_contents',
-  INT64: 'int64_contents', UINT8: 'uint_contents', UINT16: 'uint_contents', UINT32: 'uint_contents',
-  UINT64: 'uint64_contents', FP32: 'fp32_contents', FP64: 'fp64_contents', BYTES: 'bytes_contents',
-  FP16: null, BF16: null,
+  BOOL: 'bool_contents',
+  INT8: 'int_contents',
+  INT16: 'int_contents',
+  INT32: 'int_contents',
+  INT64: 'int64_contents',
+  UINT8: 'uint_contents',
+  UINT16: 'uint_contents',
+  UINT32: 'uint_contents',
+  UINT64: 'uint64_contents',
+  FP32: 'fp32_contents',
+  FP64: 'fp64_contents',
+  BYTES: 'bytes_contents',
+  FP16: null,
+  BF16: null,
 };
 
 const CONTENTS_FIELD_NAMES: ReadonlySet<string> = new Set(Object.values(CONTENTS_FIELD).filter((f) => f !== null));
 
 /** Inclusive value ranges of the types that share a wider `contents` field. */
 const NARROW_RANGE: Partial<Record<DataType, readonly [number, number]>> = {
-  INT8: [-128, 127], INT16: [-32768, 32767], UINT8: [0, 255], UINT16: [0, 65535],
+  INT8: [-128, 127],
+  INT16: [-32768, 32767],
+  UINT8: [0, 255],
+  UINT16: [0, 65535],
 };
 
 /** Wire shape (int64 decimal strings) → dimensions, each a non-negative safe integer. */

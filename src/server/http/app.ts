@@ -61,9 +61,7 @@ export function createHttpApp(service: InferenceService, options: HttpAppOptions
   if (options.llm) app.register(websocketRoutes(options.llm, options.websocket));
   // Errors outside the front ends' own plugins (a refused /v1/ws upgrade) in Triton's shape too.
   app.setErrorHandler((error, request, reply) => sendFailure(error, request, reply));
-  app.setNotFoundHandler((request, reply) =>
-    reply.code(404).send({ error: `no route for ${request.method} ${request.url}` }),
-  );
+  app.setNotFoundHandler((request, reply) => reply.code(404).send({ error: `no route for ${request.method} ${request.url}` }));
   return app;
 }
 

@@ -14,7 +14,10 @@ export type ContentCoding = 'gzip' | 'deflate';
 
 /** An error fastify's error handler sends with its own status (413 has no catalog code). */
 export class HttpStatusError extends Error {
-  constructor(readonly statusCode: number, message: string) {
+  constructor(
+    readonly statusCode: number,
+    message: string,
+  ) {
     super(message);
   }
 }

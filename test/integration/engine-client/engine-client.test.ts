@@ -9,17 +9,31 @@ import { greedy } from '../../support/decoder.js';
 
 const MODEL = join(DEFAULT_REPOSITORY, 'qwen3-tiny', '1', 'onnx', 'model.onnx');
 const request = (id: string, prompt: number[], maxTokens: number): GenerateRequest => ({
-  id, promptTokenIds: prompt, priority: 0, cacheSalt: null,
+  id,
+  promptTokenIds: prompt,
+  priority: 0,
+  cacheSalt: null,
   sampling: { temperature: 0, topK: 0, topP: 1, minP: 0, repetitionPenalty: 1, frequencyPenalty: 0, presencePenalty: 0, logitBias: null, logprobs: false, topLogprobs: 0, seed: null },
   stop: { maxTokens, minTokens: 0, eosTokenIds: [], ignoreEos: true, stopTokenIds: [] },
 });
 let engine: EngineClient;
 
 beforeAll(async () => {
-  engine = await EngineClient.start({
-    modelPath: MODEL, device: 'cpu', intraOpNumThreads: 1, maxNumSeqs: 16, maxNumBatchedTokens: 64, maxModelLen: 1024,
-    blockSize: 16, kvCacheBytes: 8 << 20, enablePrefixCaching: true, sampleableVocabSize: 151_669,
-  }, () => {});
+  engine = await EngineClient.start(
+    {
+      modelPath: MODEL,
+      device: 'cpu',
+      intraOpNumThreads: 1,
+      maxNumSeqs: 16,
+      maxNumBatchedTokens: 64,
+      maxModelLen: 1024,
+      blockSize: 16,
+      kvCacheBytes: 8 << 20,
+      enablePrefixCaching: true,
+      sampleableVocabSize: 151_669,
+    },
+    () => {},
+  );
 });
 afterAll(async () => engine?.close());
 
@@ -36,7 +50,11 @@ async function collect(stream: AsyncIterable<{ update: { newTokenIds: readonly n
 describe('EngineClient', () => {
   it('streams concurrent requests from the worker with the tokens each gets alone', async () => {
     const session = await ort.InferenceSession.create(MODEL, { intraOpNumThreads: 1 });
-    const prompts = [[1, 2, 3, 4, 5], [100, 200, 300], [5000, 6000, 7000, 8000, 9000, 10000, 11000]];
+    const prompts = [
+      [1, 2, 3, 4, 5],
+      [100, 200, 300],
+      [5000, 6000, 7000, 8000, 9000, 10000, 11000],
+    ];
     const results = await Promise.all(prompts.map((p, i) => collect(engine.submit(request(`r${i}`, p, 10 + i)))));
     for (const [i, p] of prompts.entries()) {
       expect(results[i]!.tokens).toEqual(await greedy(session, ort, p, 10 + i));
@@ -63,7 +81,17 @@ describe('EngineClient', () => {
 
   it('surfaces a rejection as an error on the stream', async () => {
     // Past max_model_len: the input processor refuses these for users; the engine still never admits one.
-    await expect(collect(engine.submit(request('long', Array.from({ length: 1100 }, (_, i) => i + 1), 5)))).rejects.toMatchObject({ code: 'INTERNAL' });
+    await expect(
+      collect(
+        engine.submit(
+          request(
+            'long',
+            Array.from({ length: 1100 }, (_, i) => i + 1),
+            5,
+          ),
+        ),
+      ),
+    ).rejects.toMatchObject({ code: 'INTERNAL' });
   });
 
   it('keeps the main thread responsive while generating', async () => {

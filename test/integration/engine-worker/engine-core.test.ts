@@ -12,16 +12,38 @@ import { greedy } from '../../support/decoder.js';
 
 const MODEL = join(DEFAULT_REPOSITORY, 'qwen3-tiny', '1', 'onnx', 'model.onnx');
 const GREEDY: SamplingParams = {
-  temperature: 0, topK: 0, topP: 1, minP: 0, repetitionPenalty: 1, frequencyPenalty: 0, presencePenalty: 0,
-  logitBias: null, logprobs: false, topLogprobs: 0, seed: null,
+  temperature: 0,
+  topK: 0,
+  topP: 1,
+  minP: 0,
+  repetitionPenalty: 1,
+  frequencyPenalty: 0,
+  presencePenalty: 0,
+  logitBias: null,
+  logprobs: false,
+  topLogprobs: 0,
+  seed: null,
 };
 const request = (id: string, prompt: number[], maxTokens: number, sampling: SamplingParams = GREEDY): GenerateRequest => ({
-  id, promptTokenIds: prompt, sampling, priority: 0, cacheSalt: null,
+  id,
+  promptTokenIds: prompt,
+  sampling,
+  priority: 0,
+  cacheSalt: null,
   stop: { maxTokens, minTokens: 0, eosTokenIds: [], ignoreEos: true, stopTokenIds: [] },
 });
 const config = (overrides: Partial<EngineConfig> = {}): EngineConfig => ({
-  modelPath: MODEL, device: 'cpu', intraOpNumThreads: 1, maxNumSeqs: 8, maxNumBatchedTokens: 24, maxModelLen: 512,
-  blockSize: 4, kvCacheBytes: 4 << 20, enablePrefixCaching: true, sampleableVocabSize: 151_669, ...overrides,
+  modelPath: MODEL,
+  device: 'cpu',
+  intraOpNumThreads: 1,
+  maxNumSeqs: 8,
+  maxNumBatchedTokens: 24,
+  maxModelLen: 512,
+  blockSize: 4,
+  kvCacheBytes: 4 << 20,
+  enablePrefixCaching: true,
+  sampleableVocabSize: 151_669,
+  ...overrides,
 });
 /** The engine as its worker builds it: the runner the model's inputs call for, then the core. */
 const open = async (c: EngineConfig, log: (line: string) => void = () => {}): Promise<EngineCore> => EngineCore.create(c, await openModelRunner(c), log);

@@ -20,8 +20,17 @@ const MODEL = join(DEFAULT_REPOSITORY, 'qwen3-tiny', '1', 'onnx', 'model.onnx');
 const BYTES_PER_BLOCK = 4 * 2 * 2 * 4 * 16 * 4;
 const MAX_TOKENS = 16;
 const GREEDY: SamplingParams = {
-  temperature: 0, topK: 0, topP: 1, minP: 0, repetitionPenalty: 1, frequencyPenalty: 0, presencePenalty: 0,
-  logitBias: null, logprobs: false, topLogprobs: 0, seed: null,
+  temperature: 0,
+  topK: 0,
+  topP: 1,
+  minP: 0,
+  repetitionPenalty: 1,
+  frequencyPenalty: 0,
+  presencePenalty: 0,
+  logitBias: null,
+  logprobs: false,
+  topLogprobs: 0,
+  seed: null,
 };
 
 /** Prompts with the same seed share their leading tokens, so prefix-cache hits happen. */
@@ -83,7 +92,11 @@ async function reference(seed: number, length: number): Promise<number[]> {
 }
 
 const toRequest = (id: string, c: RequestCase): GenerateRequest => ({
-  id, promptTokenIds: promptTokens(c.promptSeed, c.promptLength), sampling: GREEDY, priority: 0, cacheSalt: null,
+  id,
+  promptTokenIds: promptTokens(c.promptSeed, c.promptLength),
+  sampling: GREEDY,
+  priority: 0,
+  cacheSalt: null,
   stop: { maxTokens: c.maxTokens, minTokens: 0, eosTokenIds: [], ignoreEos: true, stopTokenIds: [] },
 });
 
@@ -98,8 +111,16 @@ const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve)
 /** Drives one scenario through a fresh engine, the way the engine worker's loop and message handler do. */
 async function run(scenario: Scenario): Promise<Outcome> {
   const config: EngineConfig = {
-    modelPath: MODEL, device: 'cpu', intraOpNumThreads: 1, maxNumSeqs: scenario.maxNumSeqs, maxNumBatchedTokens: scenario.maxNumBatchedTokens,
-    maxModelLen: 512, blockSize: 4, kvCacheBytes: scenario.numBlocks * BYTES_PER_BLOCK, enablePrefixCaching: true, sampleableVocabSize: 151_669,
+    modelPath: MODEL,
+    device: 'cpu',
+    intraOpNumThreads: 1,
+    maxNumSeqs: scenario.maxNumSeqs,
+    maxNumBatchedTokens: scenario.maxNumBatchedTokens,
+    maxModelLen: 512,
+    blockSize: 4,
+    kvCacheBytes: scenario.numBlocks * BYTES_PER_BLOCK,
+    enablePrefixCaching: true,
+    sampleableVocabSize: 151_669,
   };
   const engine = EngineCore.create(config, await openModelRunner(config), () => {});
   const outcome: Outcome = { tokens: new Map(), finish: new Map(), ended: new Set() };

@@ -7,7 +7,12 @@ import { openModelRunner } from '../../../src/runners/create-runner.js';
 import type { RunnerOptions } from '../../../src/runners/model-runner.js';
 
 const options = (modelPath: string, over: Partial<RunnerOptions> = {}): RunnerOptions => ({
-  modelPath, device: 'cpu', intraOpNumThreads: 1, kvCacheBytes: 1 << 20, blockSize: 4, ...over,
+  modelPath,
+  device: 'cpu',
+  intraOpNumThreads: 1,
+  kvCacheBytes: 1 << 20,
+  blockSize: 4,
+  ...over,
 });
 const decoder = (file: string) => join(DEFAULT_REPOSITORY, 'qwen3-tiny', '1', 'onnx', file);
 /** One KV block of the tiny decoder: 4 layers × (K, V) × 2 KV heads × block 4 × head_dim 16 × 4 bytes. */
@@ -36,6 +41,9 @@ describe('openModelRunner', () => {
 
   it('refuses an encoder with UNSUPPORTED, naming the inputs it found', async () => {
     const attempt = openModelRunner(options(join(DEFAULT_REPOSITORY, 'bert-tiny', '1', 'model.onnx')));
-    await expect(attempt).rejects.toMatchObject({ code: 'UNSUPPORTED', message: expect.stringMatching(/^no runner for this model: inputs \[input_ids, .*supported: an Optimum decoder with past_key_values/) });
+    await expect(attempt).rejects.toMatchObject({
+      code: 'UNSUPPORTED',
+      message: expect.stringMatching(/^no runner for this model: inputs \[input_ids, .*supported: an Optimum decoder with past_key_values/),
+    });
   });
 });

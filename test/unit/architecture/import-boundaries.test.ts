@@ -4,7 +4,22 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { crossLayerImports, cycles, DOC_TABLE_MARKERS, layersDocTable, dependencySpecifiers, graphOf, isPending, layeredFiles, layerOf, LAYERS, layerViolation, PENDING, resolveSpecifier, ROOT } from './layers.js';
+import {
+  crossLayerImports,
+  cycles,
+  DOC_TABLE_MARKERS,
+  layersDocTable,
+  dependencySpecifiers,
+  graphOf,
+  isPending,
+  layeredFiles,
+  layerOf,
+  LAYERS,
+  layerViolation,
+  PENDING,
+  resolveSpecifier,
+  ROOT,
+} from './layers.js';
 const SOURCE_DIRS = ['src', 'openai-compat', 'kernels', 'models', 'bench'];
 
 interface Rule {
@@ -15,18 +30,31 @@ interface Rule {
   readonly forbids: (specifier: string, file: string) => boolean;
 }
 
-const under = (...prefixes: string[]) => (file: string) => prefixes.some((p) => file.startsWith(p));
-const notUnder = (...prefixes: string[]) => (file: string) => !prefixes.some((p) => file.startsWith(p));
+const under =
+  (...prefixes: string[]) =>
+  (file: string) =>
+    prefixes.some((p) => file.startsWith(p));
+const notUnder =
+  (...prefixes: string[]) =>
+  (file: string) =>
+    !prefixes.some((p) => file.startsWith(p));
 const isPackage = (name: string) => (s: string) => s === name || s.startsWith(`${name}/`);
-const reaches = (file: string, specifier: string, dir: string) =>
-  specifier.startsWith('.') && join(file, '..', specifier).startsWith(dir);
+const reaches = (file: string, specifier: string, dir: string) => specifier.startsWith('.') && join(file, '..', specifier).startsWith(dir);
 
 const RULES: readonly Rule[] = [
   { description: 'only src/runtime/ imports onnxruntime-node', appliesTo: (f) => under('src/', 'openai-compat/')(f) && notUnder('src/runtime/')(f), forbids: isPackage('onnxruntime-node') },
   // bench/ holds load generators: gRPC clients, like the tests, not a second server seam.
-  { description: 'only src/server/grpc/ imports @grpc/grpc-js', appliesTo: notUnder('src/server/grpc/', 'bench/'), forbids: (s) => isPackage('@grpc/grpc-js')(s) || isPackage('@grpc/proto-loader')(s) },
+  {
+    description: 'only src/server/grpc/ imports @grpc/grpc-js',
+    appliesTo: notUnder('src/server/grpc/', 'bench/'),
+    forbids: (s) => isPackage('@grpc/grpc-js')(s) || isPackage('@grpc/proto-loader')(s),
+  },
   { description: 'only src/metrics/ imports prom-client', appliesTo: notUnder('src/metrics/', 'bench/'), forbids: isPackage('prom-client') },
-  { description: 'kernels/ depends on nothing else in the project', appliesTo: under('kernels/'), forbids: (s, f) => ['src', 'models', 'bench', 'openai-compat', 'test'].some((d) => reaches(f, s, d)) },
+  {
+    description: 'kernels/ depends on nothing else in the project',
+    appliesTo: under('kernels/'),
+    forbids: (s, f) => ['src', 'models', 'bench', 'openai-compat', 'test'].some((d) => reaches(f, s, d)),
+  },
   { description: 'models/ depends only on kernels/', appliesTo: under('models/'), forbids: (s, f) => ['src', 'bench', 'openai-compat', 'test'].some((d) => reaches(f, s, d)) },
   { description: 'src/ and openai-compat/ never import bench/ or test/', appliesTo: under('src/', 'openai-compat/'), forbids: (s, f) => ['bench', 'test'].some((d) => reaches(f, s, d)) },
   { description: 'src/contracts/ holds types and pure declarations, importing nothing outside it', appliesTo: under('src/contracts/'), forbids: (s, f) => !reaches(f, s, 'src/contracts') },
@@ -61,9 +89,11 @@ describe('import boundaries (ARCHITECTURE.md)', () => {
   });
 
   it.each(RULES.map((r) => [r.description, r] as const))('%s', (_, rule) => {
-    const violations = files
-      .filter(rule.appliesTo)
-      .flatMap((file) => importSpecifiers(readFileSync(join(ROOT, file), 'utf8')).filter((s) => rule.forbids(s, file)).map((s) => `${file} imports ${s}`));
+    const violations = files.filter(rule.appliesTo).flatMap((file) =>
+      importSpecifiers(readFileSync(join(ROOT, file), 'utf8'))
+        .filter((s) => rule.forbids(s, file))
+        .map((s) => `${file} imports ${s}`),
+    );
     expect(violations).toEqual([]);
   });
 
@@ -123,7 +153,11 @@ describe('layers (test/unit/architecture/layers.ts)', () => {
   });
 
   it("the table keeps the issue's rules", () => {
-    for (const frontEnd of FRONT_ENDS) expect(LAYERS[frontEnd]!.imports.filter((l) => ENGINE_INTERNALS.includes(l)), frontEnd).toEqual([]);
+    for (const frontEnd of FRONT_ENDS)
+      expect(
+        LAYERS[frontEnd]!.imports.filter((l) => ENGINE_INTERNALS.includes(l)),
+        frontEnd,
+      ).toEqual([]);
     for (const engine of ['src/engine-worker', 'src/sampler']) expect(LAYERS[engine]!.imports, engine).not.toContain('src/runtime');
     expect(LAYERS['src/kv-cache']!.imports.filter((l) => l !== 'src/errors.ts' && l !== 'src/contracts')).toEqual([]);
     expect(LAYERS['src/contracts']!.imports).toEqual([]);
@@ -143,7 +177,9 @@ describe('layers (test/unit/architecture/layers.ts)', () => {
     expect(layerViolation('src/server/http/transport.ts', '../../../openai-compat/sse.js')).toMatch(/src\/server\/http may not import openai-compat/);
     // A worker thread's code is reached only through its entry.
     expect(layerViolation('src/engine-client/engine-client.ts', '../engine-worker/entry.js')).toBeNull();
-    expect(layerViolation('src/engine-client/engine-client.ts', '../engine-worker/scheduler.js')).toMatch(/src\/engine-worker runs on its own thread; other layers import only src\/engine-worker\/entry.ts/);
+    expect(layerViolation('src/engine-client/engine-client.ts', '../engine-worker/scheduler.js')).toMatch(
+      /src\/engine-worker runs on its own thread; other layers import only src\/engine-worker\/entry.ts/,
+    );
     expect(layerViolation('src/engine-client/offthread-tokenizer.ts', '../tokenizer-worker/main.js')).toMatch(/import only src\/tokenizer-worker\/entry.ts/);
     // A new folder must be given a place in the table.
     expect(layerViolation('src/structured-output/grammar.ts', '../contracts/generate.js')).toMatch(/belongs to no layer/);
@@ -151,7 +187,13 @@ describe('layers (test/unit/architecture/layers.ts)', () => {
   });
 
   it('finds a cycle of any length', () => {
-    const graph = graphOf([{ from: 'a', to: 'b' }, { from: 'b', to: 'c' }, { from: 'c', to: 'a' }, { from: 'c', to: 'd' }, { from: 'd', to: 'e' }]);
+    const graph = graphOf([
+      { from: 'a', to: 'b' },
+      { from: 'b', to: 'c' },
+      { from: 'c', to: 'a' },
+      { from: 'c', to: 'd' },
+      { from: 'd', to: 'e' },
+    ]);
     expect(cycles(graph)).toEqual([['a', 'b', 'c']]);
     expect(cycles(graphOf([{ from: 'x', to: 'y' }]))).toEqual([]);
   });

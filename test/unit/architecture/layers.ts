@@ -55,7 +55,19 @@ export const LAYERS: Readonly<Record<string, Layer>> = {
   'src/repository/config': { holds: 'config.pbtxt and JSON config: parser, schema, printer', imports: ['src/contracts', 'src/errors.ts', 'src/repository'] },
   'src/serving': {
     holds: 'served models behind the front ends: the model manager, the onnx and llm backends, ConveyorService',
-    imports: ['src/contracts', 'src/errors.ts', 'src/config', 'src/vocabulary', 'src/batcher', 'src/metrics', 'src/repository', 'src/repository/config', 'src/runtime', 'src/engine-client', 'src/tokenizer'],
+    imports: [
+      'src/contracts',
+      'src/errors.ts',
+      'src/config',
+      'src/vocabulary',
+      'src/batcher',
+      'src/metrics',
+      'src/repository',
+      'src/repository/config',
+      'src/runtime',
+      'src/engine-client',
+      'src/tokenizer',
+    ],
   },
   'src/server/generation': { holds: 'generation shared by the KServe front ends (Triton generate, model lookup)', imports: FRONT_END_BASE },
   // The config endpoint prints ModelConfig as Triton does, from the schema the repository parses it with.
@@ -77,8 +89,7 @@ export const LAYERS: Readonly<Record<string, Layer>> = {
  * an entry when merging that change. The test fails on an entry that matches no import, so none
  * outlives its fix.
  */
-export const PENDING: readonly { readonly file: string; readonly target: string; readonly until: string }[] = [
-];
+export const PENDING: readonly { readonly file: string; readonly target: string; readonly until: string }[] = [];
 
 /** The layer a repository-relative path belongs to, or undefined when none does. */
 export function layerOf(path: string): string | undefined {
@@ -91,7 +102,8 @@ export function layerOf(path: string): string | undefined {
 
 /** Relative specifiers of static, type-only, dynamic and re-export imports, and worker-entry URLs. */
 export function dependencySpecifiers(source: string): string[] {
-  const pattern = /(?:^|[\s;])(?:import|export)\s[^'"]*?from\s*['"]([^'"]+)['"]|(?:^|[\s;])import\s*['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)|new\s+URL\(\s*['"]([^'"]+\.m?[jt]s)['"]\s*,\s*import\.meta\.url\s*\)/gm;
+  const pattern =
+    /(?:^|[\s;])(?:import|export)\s[^'"]*?from\s*['"]([^'"]+)['"]|(?:^|[\s;])import\s*['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)|new\s+URL\(\s*['"]([^'"]+\.m?[jt]s)['"]\s*,\s*import\.meta\.url\s*\)/gm;
   return [...source.matchAll(pattern)].map((m) => m[1] ?? m[2] ?? m[3] ?? m[4]!).filter((s) => s.startsWith('.'));
 }
 

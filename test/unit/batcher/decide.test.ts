@@ -142,7 +142,10 @@ describe('decide: queue delay', () => {
 
 describe('decide: priority levels', () => {
   it('takes level 1 first, FIFO within a level, then fills from lower levels', () => {
-    const levels = [[e('h1', 5), e('h2', 6)], [e('l1', 0), e('l2', 1)]];
+    const levels = [
+      [e('h1', 5), e('h2', 6)],
+      [e('l1', 0), e('l2', 1)],
+    ];
     expect(dispatched(run(levels, policy(3)))).toEqual(['h1', 'h2', 'l1']);
   });
 

@@ -9,11 +9,17 @@ import { FakeExecutor, FakeTime, flush } from './fakes.js';
 
 function config(dynamicMore: Partial<DynamicBatchingConfig> = {}, policy: Partial<QueuePolicy> = {}): ModelConfig {
   return modelConfig({
-    name: 'toy', max_batch_size: 8,
+    name: 'toy',
+    max_batch_size: 8,
     input: [input('x', 'TYPE_FP32', [-1])],
     output: [output('y', 'TYPE_FP32', [-1])],
     dynamic_batching: {
-      preferred_batch_size: [], max_queue_delay_microseconds: 0, preserve_ordering: false, priority_levels: 0, default_priority_level: 0, priority_queue_policy: {},
+      preferred_batch_size: [],
+      max_queue_delay_microseconds: 0,
+      preserve_ordering: false,
+      priority_levels: 0,
+      default_priority_level: 0,
+      priority_queue_policy: {},
       default_queue_policy: { timeout_action: 'REJECT', default_timeout_microseconds: 0, allow_timeout_override: false, max_queue_size: 0, ...policy },
       ...dynamicMore,
     },
@@ -34,7 +40,10 @@ function setup(instances: number, cfg: ModelConfig) {
 /** Settlement of a promise, observed without awaiting it. */
 function track<T>(promise: Promise<T>): () => string | undefined {
   let state: string | undefined;
-  promise.then(() => (state = 'ok'), (e: ConveyorError) => (state = `${e.code}: ${e.message}`));
+  promise.then(
+    () => (state = 'ok'),
+    (e: ConveyorError) => (state = `${e.code}: ${e.message}`),
+  );
   return () => state;
 }
 

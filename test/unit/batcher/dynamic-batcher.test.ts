@@ -12,7 +12,8 @@ function dynamic(more: Partial<DynamicBatchingConfig> = {}): DynamicBatchingConf
 /** A toy model: input x FP32 [-1, -1] (variable item dim), outputs y = 2x and n = row index. */
 function config(more: Partial<ModelConfig> = {}): ModelConfig {
   return modelConfig({
-    name: 'toy', max_batch_size: 8,
+    name: 'toy',
+    max_batch_size: 8,
     input: [input('x', 'TYPE_FP32', [-1])],
     output: [output('y', 'TYPE_FP32', [-1]), output('n', 'TYPE_INT32', [1])],
     dynamic_batching: dynamic(),
@@ -74,7 +75,10 @@ describe('DynamicBatcher: batching under concurrency', () => {
     expect(s.inference_stats.queue).toEqual({ count: 3, ns: 0 + 4e6 + 4e6 });
     expect(s.inference_stats.compute_infer).toEqual({ count: 3, ns: 3000 });
     expect(s.inference_stats.fail).toEqual({ count: 0, ns: 0 });
-    expect(s.batch_stats.map((b) => [b.batch_size, b.compute_infer.count, b.compute_input.ns])).toEqual([[1, 1, 100], [3, 1, 100]]);
+    expect(s.batch_stats.map((b) => [b.batch_size, b.compute_infer.count, b.compute_input.ns])).toEqual([
+      [1, 1, 100],
+      [3, 1, 100],
+    ]);
   });
 });
 
@@ -109,7 +113,12 @@ describe('DynamicBatcher: delay and preferred sizes', () => {
     const queued = [batcher.enqueue(request(1, 1, {}, 2)), batcher.enqueue(request(2, 1, {}, 3)), batcher.enqueue(request(3, 1, {}, 2))];
     for (let i = 0; i < 4; i += 1) executor.batches[i]!.finish();
     const results = await Promise.all([busy, ...queued]);
-    expect(executor.batches.map((b) => b.inputs[0]!.shape)).toEqual([[1, 2], [1, 2], [1, 3], [1, 2]]);
+    expect(executor.batches.map((b) => b.inputs[0]!.shape)).toEqual([
+      [1, 2],
+      [1, 2],
+      [1, 3],
+      [1, 2],
+    ]);
     expect(results.map((r) => y(r)[0])).toEqual([0, 2, 4, 6]);
   });
 });

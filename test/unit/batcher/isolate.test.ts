@@ -29,10 +29,11 @@ async function isolate(items: readonly Item[], fail: (group: readonly Item[]) =>
       if (error) throw error;
       return `ran ${group.map((i) => i.id).join(',')}`;
     },
-    (group, outcome) => group.forEach((item) => {
-      expect(outcomes.has(item.id)).toBe(false); // every item settles exactly once
-      outcomes.set(item.id, outcome);
-    }),
+    (group, outcome) =>
+      group.forEach((item) => {
+        expect(outcomes.has(item.id)).toBe(false); // every item settles exactly once
+        outcomes.set(item.id, outcome);
+      }),
   );
   return { executed, outcomes };
 }
@@ -61,7 +62,12 @@ describe('executeIsolating', () => {
 
   it('finds several culprits and treats a refused single request as its own fault', async () => {
     const { outcomes } = await isolate(items(7, [0, 6]), refusePoison);
-    expect([...outcomes.entries()].filter(([, o]) => !o.ok).map(([id]) => id).sort()).toEqual([0, 6]);
+    expect(
+      [...outcomes.entries()]
+        .filter(([, o]) => !o.ok)
+        .map(([id]) => id)
+        .sort(),
+    ).toEqual([0, 6]);
     const alone = await isolate(items(1, [0]), refusePoison);
     expect(alone.executed).toEqual([[0]]);
     expect(alone.outcomes.get(0)).toMatchObject({ ok: false, error: { code: 'INVALID_ARG' } });
@@ -74,7 +80,10 @@ describe('executeIsolating', () => {
   });
 
   it('bisect splits into halves, the first taking the odd item', () => {
-    expect(bisect([1, 2, 3, 4, 5])).toEqual([[1, 2, 3], [4, 5]]);
+    expect(bisect([1, 2, 3, 4, 5])).toEqual([
+      [1, 2, 3],
+      [4, 5],
+    ]);
     expect(bisect([1, 2])).toEqual([[1], [2]]);
   });
 });
@@ -109,7 +118,8 @@ class PoisonExecutor implements ModelExecutor {
 }
 
 const toy: ModelConfig = modelConfig({
-  name: 'toy', max_batch_size: 8,
+  name: 'toy',
+  max_batch_size: 8,
   input: [input('x', 'TYPE_FP32', [-1])],
   output: [output('y', 'TYPE_FP32', [-1])],
   dynamic_batching: { preferred_batch_size: [5], max_queue_delay_microseconds: 1_000_000, preserve_ordering: false, priority_levels: 0, default_priority_level: 0, priority_queue_policy: {} },

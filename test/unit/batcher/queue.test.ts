@@ -12,8 +12,7 @@ function dynamic(more: Partial<DynamicBatchingConfig> = {}): DynamicBatchingConf
   return { preferred_batch_size: [], max_queue_delay_microseconds: 0, preserve_ordering: false, priority_levels: 0, default_priority_level: 0, priority_queue_policy: {}, ...more };
 }
 
-const add = (q: RequestQueue<string>, payload: string, parameters: Parameters = {}, now = 0) =>
-  q.add({ payload, batchSize: 1, signature: '', parameters }, now);
+const add = (q: RequestQueue<string>, payload: string, parameters: Parameters = {}, now = 0) => q.add({ payload, batchSize: 1, signature: '', parameters }, now);
 
 const payloads = (q: RequestQueue<string>) => q.view.map((level) => level.map((entry) => entry.payload));
 
@@ -35,7 +34,10 @@ describe('RequestQueue: priority levels', () => {
     add(fresh, 'b', { priority: 1 });
     add(fresh, 'c');
     add(fresh, 'd', { priority: 1 });
-    expect(payloads(fresh)).toEqual([['b', 'd'], ['a', 'c']]);
+    expect(payloads(fresh)).toEqual([
+      ['b', 'd'],
+      ['a', 'c'],
+    ]);
     expect(fresh.size).toBe(4);
   });
 

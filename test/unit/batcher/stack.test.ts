@@ -39,7 +39,16 @@ function values(datatype: DataType, count: number, seed: number): TensorData {
 }
 
 function tensor(name: string, datatype: DataType, shape: number[], seed: number): Tensor {
-  return { name, datatype, shape, data: values(datatype, shape.reduce((n, d) => n * d, 1), seed) };
+  return {
+    name,
+    datatype,
+    shape,
+    data: values(
+      datatype,
+      shape.reduce((n, d) => n * d, 1),
+      seed,
+    ),
+  };
 }
 
 const plain = (data: TensorData): unknown[] => (Array.isArray(data) ? data.map((b) => Array.from(b)) : Array.from(data as ArrayLike<unknown>));
@@ -68,7 +77,10 @@ describe('stackInputs / splitOutputs round trip', () => {
     const r1 = [tensor('ids', 'INT64', [1, 4], 1), tensor('mask', 'INT64', [1, 4], 2)];
     const r2 = [tensor('mask', 'INT64', [2, 4], 3), tensor('ids', 'INT64', [2, 4], 4)];
     const stacked = stackInputs([r1, r2]);
-    expect(stacked.map((t) => [t.name, t.shape])).toEqual([['ids', [3, 4]], ['mask', [3, 4]]]);
+    expect(stacked.map((t) => [t.name, t.shape])).toEqual([
+      ['ids', [3, 4]],
+      ['mask', [3, 4]],
+    ]);
     expect(plain(stacked[1]!.data)).toEqual([...plain(r1[1]!.data), ...plain(r2[0]!.data)]);
   });
 

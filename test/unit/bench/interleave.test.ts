@@ -18,7 +18,16 @@ describe('interleavedSchedule', () => {
     const slots = interleavedSchedule(3, 2, 0); // A B C A B C
     expect(estimateRemainingMs(slots, 0, new Map())).toBeUndefined();
     // A = 10, B = 30, C unseen → 20
-    expect(estimateRemainingMs(slots, 2, new Map([[0, 10], [1, 30]]))).toBe(20 + 10 + 30 + 20);
+    expect(
+      estimateRemainingMs(
+        slots,
+        2,
+        new Map([
+          [0, 10],
+          [1, 30],
+        ]),
+      ),
+    ).toBe(20 + 10 + 30 + 20);
   });
 });
 

@@ -19,9 +19,22 @@ function traced(startMs: number, promptLen: number, events: readonly [number, st
 // B: start 50, events at 250 and 300, but usage says 3 tokens (one event carried two); usage at 900.
 // D: start 100, a single token at 400; usage 30 + 1.
 // C: failed with HTTP 500. The run took 500 ms.
-const A = traced(0, 99, [[100, text('a')], [150, text('b')], [250, text('c')], [300, text('d')], [310, usage(10, 4)]]);
-const B = traced(50, 20, [[250, text('')], [300, text('xy')], [900, usage(20, 3)]]);
-const D = traced(100, 30, [[400, text('z')], [401, usage(30, 1)]]);
+const A = traced(0, 99, [
+  [100, text('a')],
+  [150, text('b')],
+  [250, text('c')],
+  [300, text('d')],
+  [310, usage(10, 4)],
+]);
+const B = traced(50, 20, [
+  [250, text('')],
+  [300, text('xy')],
+  [900, usage(20, 3)],
+]);
+const D = traced(100, 30, [
+  [400, text('z')],
+  [401, usage(30, 1)],
+]);
 const C: RequestOutput = new StreamTrace(60, 40).failed('HTTP 500: boom');
 const RUN = [A, B, C, D];
 
@@ -41,7 +54,10 @@ describe('per-request timing', () => {
   });
 
   it('keeps the dataset prompt length when the server sends no usage', () => {
-    const output = traced(0, 17, [[10, text('a')], [20, text('b')]]);
+    const output = traced(0, 17, [
+      [10, text('a')],
+      [20, text('b')],
+    ]);
     expect(output).toMatchObject({ outputTokens: null, promptTokens: 17 });
   });
 });
@@ -103,7 +119,11 @@ describe('calculateMetrics', () => {
   });
 
   it('without usage, counts output tokens by re-tokenizing the text, else one per event', () => {
-    const noUsage = traced(0, 5, [[10, text('ab')], [30, text('cd')], [40, text('e')]]);
+    const noUsage = traced(0, 5, [
+      [10, text('ab')],
+      [30, text('cd')],
+      [40, text('e')],
+    ]);
     expect(calculateMetrics([noUsage], 1000).totalOutputTokens).toBe(3);
     const byChars = calculateMetrics([noUsage], 1000, { countTokens: (t) => t.length });
     expect(byChars.totalOutputTokens).toBe(5);

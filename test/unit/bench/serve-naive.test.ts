@@ -45,7 +45,12 @@ describe('naive server', () => {
     const chunks = events.slice(0, -1).map((e) => JSON.parse(e.slice('data: '.length)) as { choices: { text: string; finish_reason: string | null }[]; usage?: object });
     expect(chunks).toHaveLength(7);
     expect(chunks.slice(0, 6).map((c) => c.choices[0]!.finish_reason)).toEqual([null, null, null, null, null, 'length']);
-    expect(chunks.slice(0, 6).map((c) => c.choices[0]!.text).join('')).toBe(model.tokenizer.decode(expected, { skip_special_tokens: true }));
+    expect(
+      chunks
+        .slice(0, 6)
+        .map((c) => c.choices[0]!.text)
+        .join(''),
+    ).toBe(model.tokenizer.decode(expected, { skip_special_tokens: true }));
     expect(chunks[6]).toMatchObject({ choices: [], usage: { prompt_tokens: ids.length, completion_tokens: 6, total_tokens: ids.length + 6 } });
   });
 

@@ -7,7 +7,10 @@ describe('SseParser', () => {
     for (let cut = 0; cut <= stream.length; cut++) {
       const parser = new SseParser();
       const events = [...parser.push(stream.slice(0, cut)), ...parser.push(stream.slice(cut)), ...parser.end()];
-      expect(events.map((e) => e.data), `cut at ${cut}`).toEqual(['{"a":1}', '{"b":2}', '[DONE]']);
+      expect(
+        events.map((e) => e.data),
+        `cut at ${cut}`,
+      ).toEqual(['{"a":1}', '{"b":2}', '[DONE]']);
     }
   });
 

@@ -67,8 +67,22 @@ describe('renderLineChart', () => {
     yLabel: 'tokens/s',
     logX: true,
     series: [
-      { name: 'qwen3 fp32', points: [[1, 52.7], [8, 221], [32, 256]] as [number, number][] },
-      { name: 'qwen3 int8', points: [[1, 80], [8, 300], [32, 410]] as [number, number][] },
+      {
+        name: 'qwen3 fp32',
+        points: [
+          [1, 52.7],
+          [8, 221],
+          [32, 256],
+        ] as [number, number][],
+      },
+      {
+        name: 'qwen3 int8',
+        points: [
+          [1, 80],
+          [8, 300],
+          [32, 410],
+        ] as [number, number][],
+      },
     ],
   };
 

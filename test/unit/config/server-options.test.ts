@@ -64,8 +64,30 @@ describe('parseServerOptions', () => {
 
   it('reads every resource limit from the limits table, with its default when absent', () => {
     expect(parseServerOptions([]).limits).toEqual(DEFAULT_LIMITS);
-    expect(DEFAULT_LIMITS).toMatchObject({ httpHeaderTimeoutSecs: 30, httpRequestTimeoutSecs: 120, httpMaxConnections: 2048, jsonMaxDepth: 64, maxPromptChars: 0, maxRequestSecs: 0, wsMaxGenerations: 16, grpcMaxMessageBytes: 2 ** 31 - 1 });
-    const o = parseServerOptions(['--http-request-timeout-secs', '2.5', '--http-header-timeout-secs', '1', '--http-max-connections', '0', '--max-prompt-chars', '1000', '--ws-max-generations', '4', '--grpc-max-concurrent-streams', '8']);
+    expect(DEFAULT_LIMITS).toMatchObject({
+      httpHeaderTimeoutSecs: 30,
+      httpRequestTimeoutSecs: 120,
+      httpMaxConnections: 2048,
+      jsonMaxDepth: 64,
+      maxPromptChars: 0,
+      maxRequestSecs: 0,
+      wsMaxGenerations: 16,
+      grpcMaxMessageBytes: 2 ** 31 - 1,
+    });
+    const o = parseServerOptions([
+      '--http-request-timeout-secs',
+      '2.5',
+      '--http-header-timeout-secs',
+      '1',
+      '--http-max-connections',
+      '0',
+      '--max-prompt-chars',
+      '1000',
+      '--ws-max-generations',
+      '4',
+      '--grpc-max-concurrent-streams',
+      '8',
+    ]);
     expect(o.limits).toMatchObject({ httpRequestTimeoutSecs: 2.5, httpHeaderTimeoutSecs: 1, httpMaxConnections: 0, maxPromptChars: 1000, wsMaxGenerations: 4, grpcMaxConcurrentStreams: 8 });
     for (const spec of Object.values(LIMITS)) expect(USAGE).toContain(spec.flag);
   });

@@ -54,7 +54,8 @@ function fieldDifferences(where: string, spec: FieldSpec, field: protobuf.Field,
     const byNumber = Object.entries(resolved.values).sort(([, a], [, b]) => a - b);
     const dense = byNumber.every(([, n], i) => n === i);
     const names = byNumber.map(([name]) => name);
-    if (!dense || names.join() !== type.values.join()) problems.push(`${where}: enum ${type.name} values [${type.values.join(', ')}], proto [${names.join(', ')}]${dense ? '' : ' (not dense from 0)'}`);
+    if (!dense || names.join() !== type.values.join())
+      problems.push(`${where}: enum ${type.name} values [${type.values.join(', ')}], proto [${names.join(', ')}]${dense ? '' : ' (not dense from 0)'}`);
   } else {
     if (!(resolved instanceof protobuf.Type) || resolved.fullName !== `.${PACKAGE}.${type.name}`) return [...problems, `${where}: declared message ${type.name}, proto ${field.type}`];
     problems.push(...differences(type, mode, seen));
@@ -89,9 +90,7 @@ describe('the ModelConfig declaration and protos/model_config.proto', () => {
   });
 
   it('reports a drifted declaration', () => {
-    const drifted = messageType('ModelInput', [
-      single('name', 'int32'), single('data_type', 'string'), repeated('dims', 'int32'), single('format', 'bool', 'choice'), single('shape', 'int64'),
-    ]);
+    const drifted = messageType('ModelInput', [single('name', 'int32'), single('data_type', 'string'), repeated('dims', 'int32'), single('format', 'bool', 'choice'), single('shape', 'int64')]);
     expect(differences(drifted)).toEqual([
       ...['reshape', 'is_shape_tensor', 'allow_ragged_batch', 'optional', 'is_non_linear_format_io'].map((f) => `ModelInput.${f}: in the proto, not declared`),
       'ModelInput.name: declared int32, proto string',

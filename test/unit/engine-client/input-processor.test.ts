@@ -14,7 +14,11 @@ beforeAll(async () => {
 
 /** A processor over the same tokenizer with other configs (building a tokenizer takes seconds). */
 function variant(over: { config?: object | null; generationConfig?: object | null; maxModelLen?: number }): InputProcessor {
-  const files = { ...qwen3Files(), config: (over.config === undefined ? QWEN3_CONFIG : over.config) as Record<string, unknown> | null, generationConfig: (over.generationConfig ?? null) as Record<string, unknown> | null };
+  const files = {
+    ...qwen3Files(),
+    config: (over.config === undefined ? QWEN3_CONFIG : over.config) as Record<string, unknown> | null,
+    generationConfig: (over.generationConfig ?? null) as Record<string, unknown> | null,
+  };
   return InputProcessor.fromFiles(files, over.maxModelLen === undefined ? {} : { maxModelLen: over.maxModelLen }, qwen3Tokenizer());
 }
 
@@ -32,7 +36,13 @@ const CONVERSATION: ChatMessage[] = [
   { role: 'system', content: 'You are a helpful assistant.' },
   { role: 'user', content: 'What is 2 + 2?' },
   { role: 'assistant', content: '<think>\nSimple arithmetic.\n</think>\n\n2 + 2 = 4.' },
-  { role: 'user', content: [{ type: 'text', text: 'And times 3?' }, { type: 'text', text: 'Be brief.' }] },
+  {
+    role: 'user',
+    content: [
+      { type: 'text', text: 'And times 3?' },
+      { type: 'text', text: 'Be brief.' },
+    ],
+  },
 ];
 
 describe('model directory facts', () => {
@@ -104,7 +114,15 @@ describe('Qwen3 chat template', () => {
   });
 
   it('renders the developer role as system', () => {
-    expect(qwen3.applyChatTemplate([{ role: 'developer', content: 'Rules.' }, { role: 'user', content: 'Go' }], { addGenerationPrompt: false })).toBe('<|im_start|>system\nRules.<|im_end|>\n<|im_start|>user\nGo<|im_end|>\n');
+    expect(
+      qwen3.applyChatTemplate(
+        [
+          { role: 'developer', content: 'Rules.' },
+          { role: 'user', content: 'Go' },
+        ],
+        { addGenerationPrompt: false },
+      ),
+    ).toBe('<|im_start|>system\nRules.<|im_end|>\n<|im_start|>user\nGo<|im_end|>\n');
   });
 
   it('rejects malformed messages naming messages', () => {

@@ -170,7 +170,11 @@ describe('admission and preemption order (property)', () => {
           for (let t = 0; queue.length > 0 || h.scheduler.hasUnfinished(); t++) {
             h.clock.ms = t;
             while (queue[0] && queue[0].step <= t) h.scheduler.add(queue.shift()!.request);
-            admitted.push(...step(h).scheduled.filter((s) => s.isNew).map((s) => s.requestId));
+            admitted.push(
+              ...step(h)
+                .scheduled.filter((s) => s.isNew)
+                .map((s) => s.requestId),
+            );
           }
           return admitted;
         };
@@ -233,7 +237,10 @@ describe('priority preemption for a waiting request', () => {
     h.scheduler.add(makeRequest('mid', seq(7, 100), { priority: 1, maxTokens: 2, ignoreEos: true }));
     const plan = step(h);
     // low's decode token was handed back: mid's 7-token prompt fits the 8-token budget beside top.
-    expect(plan.scheduled.map((s) => [s.requestId, s.tokenIds.length])).toEqual([['top', 1], ['mid', 7]]);
+    expect(plan.scheduled.map((s) => [s.requestId, s.tokenIds.length])).toEqual([
+      ['top', 1],
+      ['mid', 7],
+    ]);
     expect(plan.numScheduledTokens).toBe(8);
     expect(plan.releasedRequestIds).toEqual(['low']);
     expect(h.kv.has('low')).toBe(false);
@@ -241,7 +248,10 @@ describe('priority preemption for a waiting request', () => {
   });
 
   it('does not preempt for an equal priority (ties go by arrival) nor under fcfs', () => {
-    for (const [policy, priority] of [['priority', 5], ['fcfs', 0]] as const) {
+    for (const [policy, priority] of [
+      ['priority', 5],
+      ['fcfs', 0],
+    ] as const) {
       const h = harness({ numBlocks: 64, maxNumSeqs: 1, policy });
       h.scheduler.add(makeRequest('first', seq(4), { priority: 5, maxTokens: 4, ignoreEos: true }));
       step(h);
@@ -267,7 +277,10 @@ describe('priority preemption for a waiting request', () => {
     expect(plan.scheduled.map((s) => [s.requestId, s.tokenIds.length])).toEqual([['high', 14]]);
     expect(plan.releasedRequestIds).toEqual(['low']);
     expect(h.kv.numFreeBlocks).toBe(4);
-    expect(step(h).scheduled.map((s) => [s.requestId, s.isNew])).toEqual([['high', false], ['low', true]]);
+    expect(step(h).scheduled.map((s) => [s.requestId, s.isNew])).toEqual([
+      ['high', false],
+      ['low', true],
+    ]);
     while (h.scheduler.hasUnfinished()) step(h);
   });
 

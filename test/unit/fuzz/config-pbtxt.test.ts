@@ -26,14 +26,35 @@ const scalar = (text: string, json: unknown): Doc => ({ kind: 'scalar', text, js
 const quoted = (s: string): Doc => scalar(JSON.stringify(s), s);
 
 const INTEGERS: Doc[] = [
-  scalar('0', 0), scalar('1', 1), scalar('2', 2), scalar('8', 8), scalar('-1', -1), scalar('-2', -2), scalar('0x1F', 31), scalar('017', 15),
-  scalar('2147483648', 2147483648), scalar('-2147483649', -2147483649), scalar('4294967296', 4294967296),
-  scalar('9007199254740993', '9007199254740993'), scalar('18446744073709551616', '18446744073709551616'),
-  scalar('0xFFFFFFFFFFFFFFFFFF', '1e400'), scalar('1.5', 1.5), scalar('1e3', 1e3), scalar('"7"', '7'),
+  scalar('0', 0),
+  scalar('1', 1),
+  scalar('2', 2),
+  scalar('8', 8),
+  scalar('-1', -1),
+  scalar('-2', -2),
+  scalar('0x1F', 31),
+  scalar('017', 15),
+  scalar('2147483648', 2147483648),
+  scalar('-2147483649', -2147483649),
+  scalar('4294967296', 4294967296),
+  scalar('9007199254740993', '9007199254740993'),
+  scalar('18446744073709551616', '18446744073709551616'),
+  scalar('0xFFFFFFFFFFFFFFFFFF', '1e400'),
+  scalar('1.5', 1.5),
+  scalar('1e3', 1e3),
+  scalar('"7"', '7'),
 ];
 const FLOATS: Doc[] = [
-  scalar('0.5', 0.5), scalar('-1e-9', -1e-9), scalar('1e400', Infinity), scalar('inf', 'Infinity'), scalar('-inf', '-Infinity'), scalar('nan', 'NaN'),
-  scalar('2.5f', 2.5), scalar('.5', 0.5), scalar('3', 3), scalar('-infinity', '-Infinity'),
+  scalar('0.5', 0.5),
+  scalar('-1e-9', -1e-9),
+  scalar('1e400', Infinity),
+  scalar('inf', 'Infinity'),
+  scalar('-inf', '-Infinity'),
+  scalar('nan', 'NaN'),
+  scalar('2.5f', 2.5),
+  scalar('.5', 0.5),
+  scalar('3', 3),
+  scalar('-infinity', '-Infinity'),
 ];
 const BOOLS: Doc[] = [scalar('true', true), scalar('false', false), scalar('t', true), scalar('False', false), scalar('1', true), scalar('0', false), scalar('yes', 'yes')];
 const NAMES = ['a', 'b', 'input_ids', DIR, 'x y', ''];
@@ -43,7 +64,10 @@ function scalarDoc(type: FieldType): fc.Arbitrary<Doc> {
   const wrong = fc.oneof(fc.constantFrom(...INTEGERS, ...FLOATS, ...BOOLS), trickyString.map(quoted), fc.constantFrom(scalar('IDENT', 'IDENT'), scalar('-x', '-x')));
   let right: fc.Arbitrary<Doc>;
   if (typeof type === 'object' && type.kind === 'enum') {
-    right = fc.oneof(fc.constantFrom(...type.values).map((v) => scalar(v, v)), fc.nat({ max: type.values.length + 1 }).map((n) => scalar(String(n), n)));
+    right = fc.oneof(
+      fc.constantFrom(...type.values).map((v) => scalar(v, v)),
+      fc.nat({ max: type.values.length + 1 }).map((n) => scalar(String(n), n)),
+    );
   } else if (type === 'string') right = fc.oneof(fc.constantFrom(...NAMES, 'onnxruntime', 'llm', 'onnxruntime_onnx', 'ensemble', 'labels.txt', '../x').map(quoted), trickyString.map(quoted));
   else if (type === 'bool') right = fc.constantFrom(...BOOLS);
   else if (type === 'float' || type === 'double') right = fc.constantFrom(...FLOATS, ...INTEGERS.slice(0, 6));
@@ -64,11 +88,16 @@ function fieldDoc(spec: FieldSpec, depth: number): fc.Arbitrary<readonly [string
   let doc: fc.Arbitrary<Doc>;
   if (spec.label === 'repeated') doc = fc.oneof({ weight: 4, arbitrary: fc.array(value, { maxLength: 3 }).map((items): Doc => ({ kind: 'list', items })) }, { weight: 1, arbitrary: value });
   else if (spec.label === 'map') {
-    const key = spec.mapKey === 'uint64' ? fc.constantFrom(...INTEGERS.slice(0, 6), quoted('x')) : fc.oneof(fc.constantFrom(...NAMES, 'precision', ...PROTOTYPE_KEYS).map(quoted), trickyString.map(quoted));
+    const key =
+      spec.mapKey === 'uint64' ? fc.constantFrom(...INTEGERS.slice(0, 6), quoted('x')) : fc.oneof(fc.constantFrom(...NAMES, 'precision', ...PROTOTYPE_KEYS).map(quoted), trickyString.map(quoted));
     doc = fc.array(fc.tuple(key, value), { maxLength: 3 }).map((entries): Doc => ({ kind: 'map', entries }));
   } else doc = fc.oneof({ weight: 8, arbitrary: value }, { weight: 1, arbitrary: fc.array(value, { maxLength: 2 }).map((items): Doc => ({ kind: 'list', items })) });
   // JSON may spell a field in lowerCamelCase; an unknown name now and then.
-  const name = fc.oneof({ weight: 10, arbitrary: fc.constant(spec.name) }, { weight: 1, arbitrary: fc.constant(jsonName(spec.name)) }, { weight: 1, arbitrary: fc.constantFrom('bogus', ...PROTOTYPE_KEYS) });
+  const name = fc.oneof(
+    { weight: 10, arbitrary: fc.constant(spec.name) },
+    { weight: 1, arbitrary: fc.constant(jsonName(spec.name)) },
+    { weight: 1, arbitrary: fc.constantFrom('bogus', ...PROTOTYPE_KEYS) },
+  );
   return fc.tuple(name, doc);
 }
 
@@ -81,17 +110,26 @@ function messageDoc(type: MessageType, depth: number): fc.Arbitrary<Doc> {
 const field = (name: string) => MODEL_CONFIG.fields.find((f) => f.name === name)!;
 
 /** A tensor section that validates: one named FP32 tensor with fixed dims. */
-const plainTensors = (name: string): readonly [string, Doc] => [name === 'input' ? 'input' : 'output', {
-  kind: 'list',
-  items: [{ kind: 'message', fields: [['name', quoted(name === 'input' ? 'x' : 'y')], ['data_type', scalar('TYPE_FP32', 'TYPE_FP32')], ['dims', { kind: 'list', items: [scalar('2', 2)] }]] }],
-}];
+const plainTensors = (name: string): readonly [string, Doc] => [
+  name === 'input' ? 'input' : 'output',
+  {
+    kind: 'list',
+    items: [
+      {
+        kind: 'message',
+        fields: [
+          ['name', quoted(name === 'input' ? 'x' : 'y')],
+          ['data_type', scalar('TYPE_FP32', 'TYPE_FP32')],
+          ['dims', { kind: 'list', items: [scalar('2', 2)] }],
+        ],
+      },
+    ],
+  },
+];
 
 /** Tensors that validate most of the time, else generated from the schema, else none. */
-const tensorSection = (name: 'input' | 'output') => fc.oneof(
-  { weight: 4, arbitrary: fc.constant(plainTensors(name)) },
-  { weight: 2, arbitrary: fieldDoc(field(name), 3) },
-  { weight: 1, arbitrary: fc.constant(undefined) },
-);
+const tensorSection = (name: 'input' | 'output') =>
+  fc.oneof({ weight: 4, arbitrary: fc.constant(plainTensors(name)) }, { weight: 2, arbitrary: fieldDoc(field(name), 3) }, { weight: 1, arbitrary: fc.constant(undefined) });
 
 /** A ModelConfig document: usually a plausible served model plus a few fields generated from the schema. */
 const configDoc: fc.Arbitrary<Doc> = fc
@@ -99,7 +137,10 @@ const configDoc: fc.Arbitrary<Doc> = fc
     fc.oneof({ weight: 6, arbitrary: fc.constantFrom('onnxruntime', 'llm') }, { weight: 1, arbitrary: fc.constantFrom('tensorflow', '', ...PROTOTYPE_KEYS) }),
     tensorSection('input'),
     tensorSection('output'),
-    fc.array(fc.constantFrom(...MODEL_CONFIG.fields).chain((spec) => fieldDoc(spec, 4)), { maxLength: 3 }),
+    fc.array(
+      fc.constantFrom(...MODEL_CONFIG.fields).chain((spec) => fieldDoc(spec, 4)),
+      { maxLength: 3 },
+    ),
   )
   .map(([backend, input, output, rest]): Doc => {
     const fields: (readonly [string, Doc])[] = [['backend', quoted(backend)]];
@@ -111,10 +152,14 @@ const configDoc: fc.Arbitrary<Doc> = fc
 
 function toText(doc: Doc): string {
   switch (doc.kind) {
-    case 'scalar': return doc.text;
-    case 'list': return `[${doc.items.map(toText).join(', ')}]`;
-    case 'map': return `[${doc.entries.map(([k, v]) => `{ key: ${toText(k)} value: ${toText(v)} }`).join(', ')}]`;
-    case 'message': return `{ ${doc.fields.map(([name, value]) => fieldText(name, value)).join('\n')} }`;
+    case 'scalar':
+      return doc.text;
+    case 'list':
+      return `[${doc.items.map(toText).join(', ')}]`;
+    case 'map':
+      return `[${doc.entries.map(([k, v]) => `{ key: ${toText(k)} value: ${toText(v)} }`).join(', ')}]`;
+    case 'message':
+      return `{ ${doc.fields.map(([name, value]) => fieldText(name, value)).join('\n')} }`;
   }
 }
 
@@ -127,10 +172,14 @@ const documentText = (doc: Doc): string => (doc.kind === 'message' ? doc.fields.
 
 function toJson(doc: Doc): unknown {
   switch (doc.kind) {
-    case 'scalar': return doc.json;
-    case 'list': return doc.items.map(toJson);
-    case 'map': return ownObject(doc.entries.map(([k, v]) => [String(toJson(k)), toJson(v)]));
-    case 'message': return ownObject(doc.fields.map(([n, v]) => [n, toJson(v)]));
+    case 'scalar':
+      return doc.json;
+    case 'list':
+      return doc.items.map(toJson);
+    case 'map':
+      return ownObject(doc.entries.map(([k, v]) => [String(toJson(k)), toJson(v)]));
+    case 'message':
+      return ownObject(doc.fields.map(([n, v]) => [n, toJson(v)]));
   }
 }
 
@@ -194,7 +243,12 @@ describe('config fuzzing', () => {
   });
 
   it('mangled documents and raw text never escape as a non-protocol error', () => {
-    const text = fc.oneof(configDoc.map(documentText), configDoc.map((d) => stringify(toJson(d))), fc.string({ maxLength: 60 }), fc.string({ unit: 'binary', maxLength: 60 }));
+    const text = fc.oneof(
+      configDoc.map(documentText),
+      configDoc.map((d) => stringify(toJson(d))),
+      fc.string({ maxLength: 60 }),
+      fc.string({ unit: 'binary', maxLength: 60 }),
+    );
     fc.assert(
       fc.property(mutatedText(text), (source) => {
         const pbtxt = outcome(() => parseModelConfig(source, 'config.pbtxt', DIR));

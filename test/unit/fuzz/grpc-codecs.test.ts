@@ -29,7 +29,10 @@ beforeAll(async () => {
   qwen3 = await InputProcessor.load(join(process.cwd(), 'models/repository/qwen3-tiny/1'));
 });
 
-const keyName = fc.oneof(fc.constantFrom('a', 'shared_memory_region', 'binary_data', 'classification', 'priority', 'config', 'file:1/model.onnx', 'file:', 'unload_dependents', ...PROTOTYPE_KEYS), fc.string({ maxLength: 6 }));
+const keyName = fc.oneof(
+  fc.constantFrom('a', 'shared_memory_region', 'binary_data', 'classification', 'priority', 'config', 'file:1/model.onnx', 'file:', 'unload_dependents', ...PROTOTYPE_KEYS),
+  fc.string({ maxLength: 6 }),
+);
 const longText = fc.oneof(fc.integer({ min: -3, max: 6 }).map(String), fc.constantFrom('9007199254740993', '9223372036854775807', '-9223372036854775808', '18446744073709551615', '4294967296'));
 
 const inferParameter: fc.Arbitrary<WireInferParameter> = fc.oneof(
@@ -40,19 +43,27 @@ const inferParameter: fc.Arbitrary<WireInferParameter> = fc.oneof(
   fc.double().map((v) => ({ double_param: v, parameter_choice: 'double_param' as const })),
   fc.constant({}),
 );
-const parameterMap = <T,>(value: fc.Arbitrary<T>) => fc.array(fc.tuple(keyName, value), { maxLength: 3 }).map((e) => ownRecord(e) as Record<string, T>);
+const parameterMap = <T>(value: fc.Arbitrary<T>) => fc.array(fc.tuple(keyName, value), { maxLength: 3 }).map((e) => ownRecord(e) as Record<string, T>);
 
 const int = fc.integer({ min: -(2 ** 31), max: 2 ** 31 - 1 });
-const contents: fc.Arbitrary<Partial<WireTensorContents>> = fc.record({
-  bool_contents: fc.array(fc.boolean(), { maxLength: 4 }),
-  int_contents: fc.array(fc.oneof(fc.integer({ min: -200, max: 300 }), fc.constantFrom(65535, 65536, -32769), int), { maxLength: 4 }),
-  int64_contents: fc.array(longText, { maxLength: 4 }),
-  uint_contents: fc.array(fc.oneof(fc.nat({ max: 300 }), fc.constant(2 ** 32 - 1)), { maxLength: 4 }),
-  uint64_contents: fc.array(longText.filter((t) => !t.startsWith('-')), { maxLength: 4 }),
-  fp32_contents: fc.array(fc.float(), { maxLength: 4 }),
-  fp64_contents: fc.array(fc.double(), { maxLength: 4 }),
-  bytes_contents: fc.array(fc.uint8Array({ maxLength: 4 }), { maxLength: 4 }),
-}, { requiredKeys: [] }).map((c) => ({ bool_contents: [], int_contents: [], int64_contents: [], uint_contents: [], uint64_contents: [], fp32_contents: [], fp64_contents: [], bytes_contents: [], ...c }));
+const contents: fc.Arbitrary<Partial<WireTensorContents>> = fc
+  .record(
+    {
+      bool_contents: fc.array(fc.boolean(), { maxLength: 4 }),
+      int_contents: fc.array(fc.oneof(fc.integer({ min: -200, max: 300 }), fc.constantFrom(65535, 65536, -32769), int), { maxLength: 4 }),
+      int64_contents: fc.array(longText, { maxLength: 4 }),
+      uint_contents: fc.array(fc.oneof(fc.nat({ max: 300 }), fc.constant(2 ** 32 - 1)), { maxLength: 4 }),
+      uint64_contents: fc.array(
+        longText.filter((t) => !t.startsWith('-')),
+        { maxLength: 4 },
+      ),
+      fp32_contents: fc.array(fc.float(), { maxLength: 4 }),
+      fp64_contents: fc.array(fc.double(), { maxLength: 4 }),
+      bytes_contents: fc.array(fc.uint8Array({ maxLength: 4 }), { maxLength: 4 }),
+    },
+    { requiredKeys: [] },
+  )
+  .map((c) => ({ bool_contents: [], int_contents: [], int64_contents: [], uint_contents: [], uint64_contents: [], fp32_contents: [], fp64_contents: [], bytes_contents: [], ...c }));
 
 const inputTensor: fc.Arbitrary<WireInputTensor> = fc.record({
   name: fc.constantFrom('a', 'b', '', 'constructor'),
@@ -70,13 +81,24 @@ const rawFor = (input: WireInputTensor): fc.Arbitrary<Uint8Array> => {
 };
 
 const inferRequest: fc.Arbitrary<WireInferRequest> = fc
-  .tuple(fc.array(inputTensor, { maxLength: 3 }), fc.boolean(), fc.array(fc.record({ name: fc.constantFrom('y', ''), parameters: parameterMap(inferParameter) }), { maxLength: 2 }), parameterMap(inferParameter))
+  .tuple(
+    fc.array(inputTensor, { maxLength: 3 }),
+    fc.boolean(),
+    fc.array(fc.record({ name: fc.constantFrom('y', ''), parameters: parameterMap(inferParameter) }), { maxLength: 2 }),
+    parameterMap(inferParameter),
+  )
   .chain(([inputs, raw, outputs, parameters]) =>
-    (raw ? fc.tuple(...inputs.map(rawFor)) : fc.constant([] as Uint8Array[])).map((rawContents): WireInferRequest => ({
-      model_name: 'm', model_version: '', id: 'r', parameters, outputs,
-      inputs: raw ? inputs.map((i) => ({ ...i, contents: null })) : inputs,
-      raw_input_contents: rawContents,
-    })),
+    (raw ? fc.tuple(...inputs.map(rawFor)) : fc.constant([] as Uint8Array[])).map(
+      (rawContents): WireInferRequest => ({
+        model_name: 'm',
+        model_version: '',
+        id: 'r',
+        parameters,
+        outputs,
+        inputs: raw ? inputs.map((i) => ({ ...i, contents: null })) : inputs,
+        raw_input_contents: rawContents,
+      }),
+    ),
   );
 
 const repositoryParameter: fc.Arbitrary<WireRepositoryParameter> = fc.oneof(
@@ -86,34 +108,54 @@ const repositoryParameter: fc.Arbitrary<WireRepositoryParameter> = fc.oneof(
   fc.uint8Array({ maxLength: 6 }).map((v) => ({ bytes_param: v, parameter_choice: 'bytes_param' as const })),
   fc.constant({}),
 );
-const repositoryKey = fc.oneof(keyName, fc.constantFrom(...PROTOTYPE_KEYS).map((k) => `file:${k}`));
+const repositoryKey = fc.oneof(
+  keyName,
+  fc.constantFrom(...PROTOTYPE_KEYS).map((k) => `file:${k}`),
+);
 const repositoryParameters = fc.array(fc.tuple(repositoryKey, repositoryParameter), { maxLength: 4 }).map((e) => ownRecord(e) as Record<string, WireRepositoryParameter>);
 
-const optional = <T,>(arb: fc.Arbitrary<T>) => fc.option(arb, { nil: undefined, freq: 2 });
-const sampling: fc.Arbitrary<WireSamplingParameters> = fc.record({
-  temperature: optional(fc.double()), top_p: optional(fc.double()), top_k: optional(int), min_p: optional(fc.double()),
-  repetition_penalty: optional(fc.double()), frequency_penalty: optional(fc.double()), presence_penalty: optional(fc.double()),
-  max_tokens: optional(fc.nat({ max: 50_000 })), min_tokens: optional(fc.nat({ max: 40 })), seed: optional(longText),
-  stop: fc.array(fc.string({ maxLength: 2 }), { maxLength: 3 }), stop_token_ids: fc.array(fc.nat({ max: 160_000 }), { maxLength: 2 }),
-  ignore_eos: optional(fc.boolean()), include_stop_str_in_output: optional(fc.boolean()), skip_special_tokens: optional(fc.boolean()),
-  logit_bias: fc.array(fc.tuple(fc.nat({ max: 160_000 }).map(String), fc.float()), { maxLength: 2 }).map((e) => ownRecord(e) as Record<string, number>),
-  logprobs: optional(fc.boolean()), top_logprobs: optional(fc.nat({ max: 30 })),
-}).map((s) => Object.fromEntries(Object.entries(s).filter(([, v]) => v !== undefined)) as unknown as WireSamplingParameters);
+const optional = <T>(arb: fc.Arbitrary<T>) => fc.option(arb, { nil: undefined, freq: 2 });
+const sampling: fc.Arbitrary<WireSamplingParameters> = fc
+  .record({
+    temperature: optional(fc.double()),
+    top_p: optional(fc.double()),
+    top_k: optional(int),
+    min_p: optional(fc.double()),
+    repetition_penalty: optional(fc.double()),
+    frequency_penalty: optional(fc.double()),
+    presence_penalty: optional(fc.double()),
+    max_tokens: optional(fc.nat({ max: 50_000 })),
+    min_tokens: optional(fc.nat({ max: 40 })),
+    seed: optional(longText),
+    stop: fc.array(fc.string({ maxLength: 2 }), { maxLength: 3 }),
+    stop_token_ids: fc.array(fc.nat({ max: 160_000 }), { maxLength: 2 }),
+    ignore_eos: optional(fc.boolean()),
+    include_stop_str_in_output: optional(fc.boolean()),
+    skip_special_tokens: optional(fc.boolean()),
+    logit_bias: fc.array(fc.tuple(fc.nat({ max: 160_000 }).map(String), fc.float()), { maxLength: 2 }).map((e) => ownRecord(e) as Record<string, number>),
+    logprobs: optional(fc.boolean()),
+    top_logprobs: optional(fc.nat({ max: 30 })),
+  })
+  .map((s) => Object.fromEntries(Object.entries(s).filter(([, v]) => v !== undefined)) as unknown as WireSamplingParameters);
 
-const generateRequest: fc.Arbitrary<WireGenerateRequest> = fc.record({
-  model: fc.constantFrom('qwen3', ''),
-  model_version: fc.constantFrom('', '1'),
-  request_id: fc.string({ maxLength: 4 }),
-  prompt: fc.constantFrom('text', 'chat', 'tokens', undefined),
-  text: fc.string({ maxLength: 12 }),
-  chat: fc.record({ messages: fc.array(fc.record({ role: fc.constantFrom('user', 'system', 'assistant', 'robot', ''), content: fc.string({ maxLength: 8 }), name: fc.constantFrom('', 'n') }), { maxLength: 2 }) }),
-  tokens: fc.record({ ids: fc.array(fc.nat({ max: 160_000 }), { maxLength: 4 }) }),
-  sampling: fc.option(sampling, { nil: null }),
-}).map((r) => {
-  // A oneof carries only its chosen member, as proto-loader decodes it.
-  const { prompt, text, chat, tokens, ...rest } = r;
-  return { ...rest, ...(prompt ? { prompt, [prompt]: { text, chat, tokens }[prompt] } : {}) } as WireGenerateRequest;
-});
+const generateRequest: fc.Arbitrary<WireGenerateRequest> = fc
+  .record({
+    model: fc.constantFrom('qwen3', ''),
+    model_version: fc.constantFrom('', '1'),
+    request_id: fc.string({ maxLength: 4 }),
+    prompt: fc.constantFrom('text', 'chat', 'tokens', undefined),
+    text: fc.string({ maxLength: 12 }),
+    chat: fc.record({
+      messages: fc.array(fc.record({ role: fc.constantFrom('user', 'system', 'assistant', 'robot', ''), content: fc.string({ maxLength: 8 }), name: fc.constantFrom('', 'n') }), { maxLength: 2 }),
+    }),
+    tokens: fc.record({ ids: fc.array(fc.nat({ max: 160_000 }), { maxLength: 4 }) }),
+    sampling: fc.option(sampling, { nil: null }),
+  })
+  .map((r) => {
+    // A oneof carries only its chosen member, as proto-loader decodes it.
+    const { prompt, text, chat, tokens, ...rest } = r;
+    return { ...rest, ...(prompt ? { prompt, [prompt]: { text, chat, tokens }[prompt] } : {}) } as WireGenerateRequest;
+  });
 
 /** Bytes: a serialized structured message, as is or with a few byte-level mutations, or plain noise. */
 function mutatedBytes<T>(message: fc.Arbitrary<T>, serialize: (value: T) => Buffer): fc.Arbitrary<Buffer> {
@@ -183,7 +225,10 @@ function checkGenerate(wire: WireGenerateRequest): void {
 describe('gRPC codec fuzzing: decoded-message shapes', () => {
   it('any ModelInferRequest becomes consistent tensors or a protocol error', () => {
     let decoded = 0;
-    fc.assert(fc.property(inferRequest, (wire) => void (decoded += Number(checkInfer(wire)))), { numRuns: runs(1500) });
+    fc.assert(
+      fc.property(inferRequest, (wire) => void (decoded += Number(checkInfer(wire)))),
+      { numRuns: runs(1500) },
+    );
     expect(decoded).toBeGreaterThan(0);
   });
 
@@ -200,28 +245,43 @@ describe('gRPC codec fuzzing: bytes through the real deserializers', () => {
   it('ModelInfer bytes', () => {
     const bytes = mutatedBytes(inferRequest, (m) => modelInfer.requestSerialize(m));
     let decoded = 0;
-    fc.assert(fc.property(bytes, (b) => {
-      const wire = deserialized<WireInferRequest>(modelInfer, b);
-      if (wire && checkInfer(wire)) decoded++;
-    }), { numRuns: runs(1000) });
+    fc.assert(
+      fc.property(bytes, (b) => {
+        const wire = deserialized<WireInferRequest>(modelInfer, b);
+        if (wire && checkInfer(wire)) decoded++;
+      }),
+      { numRuns: runs(1000) },
+    );
     expect(decoded).toBeGreaterThan(0);
   });
 
   it('RepositoryModelLoad and RepositoryModelUnload bytes', () => {
     const request = repositoryParameters.map((parameters) => ({ repository_name: '', model_name: 'm', parameters }));
-    fc.assert(fc.property(mutatedBytes(request, (m) => repositoryLoad.requestSerialize(m)), (b) => {
-      for (const definition of [repositoryLoad, repositoryUnload]) {
-        const wire = deserialized<{ parameters: Record<string, WireRepositoryParameter> }>(definition, b);
-        if (wire) checkRepository(wire.parameters);
-      }
-    }), { numRuns: runs(600) });
+    fc.assert(
+      fc.property(
+        mutatedBytes(request, (m) => repositoryLoad.requestSerialize(m)),
+        (b) => {
+          for (const definition of [repositoryLoad, repositoryUnload]) {
+            const wire = deserialized<{ parameters: Record<string, WireRepositoryParameter> }>(definition, b);
+            if (wire) checkRepository(wire.parameters);
+          }
+        },
+      ),
+      { numRuns: runs(600) },
+    );
   });
 
   it('Generate bytes', () => {
-    fc.assert(fc.property(mutatedBytes(generateRequest, (m) => generate.requestSerialize(m)), (b) => {
-      const wire = deserialized<WireGenerateRequest>(generate, b);
-      if (wire) checkGenerate(wire);
-    }), { numRuns: runs(500) });
+    fc.assert(
+      fc.property(
+        mutatedBytes(generateRequest, (m) => generate.requestSerialize(m)),
+        (b) => {
+          const wire = deserialized<WireGenerateRequest>(generate, b);
+          if (wire) checkGenerate(wire);
+        },
+      ),
+      { numRuns: runs(500) },
+    );
   });
 });
 
@@ -234,7 +294,15 @@ describe('gRPC codec fuzzing regressions', () => {
   });
 
   it('raw BOOL bytes other than 0 and 1 are refused, as over HTTP', () => {
-    const wire = { model_name: 'm', model_version: '', id: '', parameters: {}, outputs: [], inputs: [{ name: 'b', datatype: 'BOOL', shape: ['2'], parameters: {}, contents: null }], raw_input_contents: [new Uint8Array([1, 2])] };
+    const wire = {
+      model_name: 'm',
+      model_version: '',
+      id: '',
+      parameters: {},
+      outputs: [],
+      inputs: [{ name: 'b', datatype: 'BOOL', shape: ['2'], parameters: {}, contents: null }],
+      raw_input_contents: [new Uint8Array([1, 2])],
+    };
     expect(() => inferRequestFromWire(wire)).toThrow("input 'b': element 1 of BOOL data is 2, expected 0 or 1");
   });
 });

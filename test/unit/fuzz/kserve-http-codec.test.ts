@@ -14,7 +14,23 @@ import { parseJson } from '../../../src/server/http/codec/json-body.js';
 import { decodeJsonData } from '../../../src/server/http/codec/json-tensor.js';
 import { decodeRawInferRequest } from '../../../src/server/http/codec/raw-request.js';
 import { input, modelConfig } from '../../support/model-config.js';
-import { sometimes, BYTES_PER_ELEMENT, DATATYPES, expectConsistentTensor, extremeNumber, maybe, mutatedText, nested, objectOf, outcome, ownRecord, PROTOTYPE_KEYS, runs, trickyString, weirdValue } from './support.js';
+import {
+  sometimes,
+  BYTES_PER_ELEMENT,
+  DATATYPES,
+  expectConsistentTensor,
+  extremeNumber,
+  maybe,
+  mutatedText,
+  nested,
+  objectOf,
+  outcome,
+  ownRecord,
+  PROTOTYPE_KEYS,
+  runs,
+  trickyString,
+  weirdValue,
+} from './support.js';
 
 const dim = fc.oneof({ weight: 6, arbitrary: fc.integer({ min: 0, max: 4 }) }, { weight: 1, arbitrary: fc.constantFrom(-1, 2 ** 31, 2 ** 32 + 1, 2 ** 53 - 1, 2 ** 53, 1.5) });
 const shapeArb = fc.array(dim, { maxLength: 4 });
@@ -22,11 +38,18 @@ const shapeArb = fc.array(dim, { maxLength: 4 });
 /** An element value for a datatype: usually in range, sometimes at or past its edges. */
 function elementOf(datatype: DataType): fc.Arbitrary<unknown> {
   switch (datatype) {
-    case 'BOOL': return maybe(fc.boolean(), 8);
-    case 'BYTES': return maybe(fc.string({ maxLength: 6 }), 8);
-    case 'FP32': case 'FP64': return maybe(fc.oneof(fc.double({ noNaN: true, noDefaultInfinity: true }), fc.constantFrom(3.5e38, -3.5e38, 1e308)), 8);
-    case 'INT64': case 'UINT64': return maybe(fc.oneof(fc.integer({ min: -5, max: 5 }), fc.constantFrom(2n ** 63n, 2n ** 63n - 1n, 2n ** 64n, -(2n ** 63n) - 1n)), 8);
-    default: return maybe(fc.oneof(fc.integer({ min: -200, max: 300 }), fc.constantFrom(65535, 65536, 2 ** 31, -(2 ** 31) - 1, 2 ** 32)), 8);
+    case 'BOOL':
+      return maybe(fc.boolean(), 8);
+    case 'BYTES':
+      return maybe(fc.string({ maxLength: 6 }), 8);
+    case 'FP32':
+    case 'FP64':
+      return maybe(fc.oneof(fc.double({ noNaN: true, noDefaultInfinity: true }), fc.constantFrom(3.5e38, -3.5e38, 1e308)), 8);
+    case 'INT64':
+    case 'UINT64':
+      return maybe(fc.oneof(fc.integer({ min: -5, max: 5 }), fc.constantFrom(2n ** 63n, 2n ** 63n - 1n, 2n ** 64n, -(2n ** 63n) - 1n)), 8);
+    default:
+      return maybe(fc.oneof(fc.integer({ min: -200, max: 300 }), fc.constantFrom(65535, 65536, 2 ** 31, -(2 ** 31) - 1, 2 ** 32)), 8);
   }
 }
 
@@ -43,9 +66,13 @@ function dataOf(datatype: DataType, shape: readonly number[]): fc.Arbitrary<unkn
 }
 
 /** Elements a generated shape asks for, capped: what the generators size their data by. */
-const plannedCount = (shape: readonly number[]): number => Math.min(64, shape.reduce((n, d) => n * Math.max(0, Math.floor(d)), 1));
+const plannedCount = (shape: readonly number[]): number =>
+  Math.min(
+    64,
+    shape.reduce((n, d) => n * Math.max(0, Math.floor(d)), 1),
+  );
 
-const chunk = <T,>(values: T[], size: number): T[][] => (size <= 0 ? [values] : Array.from({ length: Math.ceil(values.length / size) }, (_, i) => values.slice(i * size, (i + 1) * size)));
+const chunk = <T>(values: T[], size: number): T[][] => (size <= 0 ? [values] : Array.from({ length: Math.ceil(values.length / size) }, (_, i) => values.slice(i * size, (i + 1) * size)));
 
 interface InputPlan {
   readonly entry: Record<string, unknown>;
@@ -64,25 +91,49 @@ const inputPlan: fc.Arbitrary<InputPlan> = fc
       { weight: 1, arbitrary: fc.uint8Array({ maxLength: 16 }) },
     );
     if (binary) {
-      return fc.tuple(bytes, maybe(fc.constant(datatype), 10), maybe(fc.constant(shape), 10), sometimes(weirdValue, 6), fc.boolean()).map(([data, dt, sh, badSize, bigintSize]): InputPlan => ({
-        entry: ownRecord([['name', name], ['datatype', dt], ['shape', sh], ['parameters', { binary_data_size: badSize ?? (bigintSize ? BigInt(data.byteLength) : data.byteLength) }]]),
-        binary: data,
-      }));
+      return fc.tuple(bytes, maybe(fc.constant(datatype), 10), maybe(fc.constant(shape), 10), sometimes(weirdValue, 6), fc.boolean()).map(
+        ([data, dt, sh, badSize, bigintSize]): InputPlan => ({
+          entry: ownRecord([
+            ['name', name],
+            ['datatype', dt],
+            ['shape', sh],
+            ['parameters', { binary_data_size: badSize ?? (bigintSize ? BigInt(data.byteLength) : data.byteLength) }],
+          ]),
+          binary: data,
+        }),
+      );
     }
-    return fc.tuple(dataOf(datatype, shape), objectOf({ name: maybe(fc.constant(name), 10), datatype: maybe(fc.constant(datatype), 10), shape: maybe(fc.constant(shape), 10), parameters: maybe(fc.constant({}), 3) })).map(([data, entry]): InputPlan => ({
-      entry: ownRecord([...Object.entries(entry), ['data', data]]),
-      binary: new Uint8Array(0),
-    }));
+    return fc
+      .tuple(
+        dataOf(datatype, shape),
+        objectOf({ name: maybe(fc.constant(name), 10), datatype: maybe(fc.constant(datatype), 10), shape: maybe(fc.constant(shape), 10), parameters: maybe(fc.constant({}), 3) }),
+      )
+      .map(
+        ([data, entry]): InputPlan => ({
+          entry: ownRecord([...Object.entries(entry), ['data', data]]),
+          binary: new Uint8Array(0),
+        }),
+      );
   });
 
-const outputsArb = maybe(fc.array(objectOf({ name: maybe(fc.constantFrom('y', 'z', ''), 6), parameters: maybe(objectOf({ binary_data: maybe(fc.boolean()), classification: maybe(fc.nat({ max: 3 })) }), 3) }), { maxLength: 3 }), 3);
+const outputsArb = maybe(
+  fc.array(objectOf({ name: maybe(fc.constantFrom('y', 'z', ''), 6), parameters: maybe(objectOf({ binary_data: maybe(fc.boolean()), classification: maybe(fc.nat({ max: 3 })) }), 3) }), {
+    maxLength: 3,
+  }),
+  3,
+);
 const requestParameters = maybe(objectOf({ priority: maybe(fc.nat({ max: 5 })), timeout: maybe(fc.nat()), binary_data_output: maybe(fc.boolean()), sequence_start: maybe(fc.boolean()) }), 3);
 
 /** A whole request body and the header length a client would send with it. */
 const requestBody = fc
   .tuple(fc.array(inputPlan, { maxLength: 3 }), outputsArb, requestParameters, maybe(fc.string({ maxLength: 4 }), 6), fc.uint8Array({ maxLength: 3 }), fc.boolean())
   .map(([plans, outputs, parameters, id, trailing, extraBytes]) => {
-    const header = ownRecord([['inputs', plans.map((p) => p.entry)], ['id', id], ['outputs', outputs], ['parameters', parameters]]);
+    const header = ownRecord([
+      ['inputs', plans.map((p) => p.entry)],
+      ['id', id],
+      ['outputs', outputs],
+      ['parameters', parameters],
+    ]);
     const json = Buffer.from(jsonTextWithBigints(header));
     const binary = Buffer.concat([...plans.map((p) => p.binary), extraBytes ? trailing : new Uint8Array(0)]);
     return { body: Buffer.concat([json, binary]), headerLength: binary.byteLength > 0 ? json.byteLength : undefined };
@@ -112,7 +163,10 @@ describe('KServe HTTP codec fuzzing', () => {
   });
 
   it('mangled bodies and header lengths never escape as a non-protocol error', () => {
-    const text = fc.oneof(requestBody.map(({ body }) => body.toString('latin1')), fc.string({ maxLength: 40 }));
+    const text = fc.oneof(
+      requestBody.map(({ body }) => body.toString('latin1')),
+      fc.string({ maxLength: 40 }),
+    );
     fc.assert(
       fc.property(mutatedText(text), fc.option(fc.oneof(fc.nat({ max: 200 }).map(String), trickyString), { nil: undefined }), (source, lengthHeader) => {
         const body = Buffer.from(source, 'latin1');
@@ -127,7 +181,9 @@ describe('KServe HTTP codec fuzzing', () => {
   });
 
   it('JSON tensor data of any shape, datatype and depth decodes to its shape or is refused', () => {
-    const args = fc.tuple(fc.constantFrom(...DATATYPES), shapeArb).chain(([datatype, shape]) => fc.tuple(fc.constant(datatype), fc.constant(shape.map((d) => Math.min(2 ** 53 - 1, Math.max(0, Math.floor(d))))), dataOf(datatype, shape)));
+    const args = fc
+      .tuple(fc.constantFrom(...DATATYPES), shapeArb)
+      .chain(([datatype, shape]) => fc.tuple(fc.constant(datatype), fc.constant(shape.map((d) => Math.min(2 ** 53 - 1, Math.max(0, Math.floor(d))))), dataOf(datatype, shape)));
     fc.assert(
       fc.property(args, ([datatype, shape, data]) => {
         const result = outcome(() => decodeJsonData('x', datatype, shape as number[], data));
@@ -151,7 +207,11 @@ describe('KServe HTTP codec fuzzing', () => {
   });
 
   it('raw binary requests decode against any single-input config or are refused', () => {
-    const config = fc.tuple(fc.constantFrom('TYPE_FP32', 'TYPE_INT64', 'TYPE_STRING', 'TYPE_BOOL', 'TYPE_FP16', 'TYPE_UINT8'), fc.array(fc.constantFrom(-1, 0, 1, 2, 3, 2 ** 31), { maxLength: 3 }), fc.nat({ max: 2 }));
+    const config = fc.tuple(
+      fc.constantFrom('TYPE_FP32', 'TYPE_INT64', 'TYPE_STRING', 'TYPE_BOOL', 'TYPE_FP16', 'TYPE_UINT8'),
+      fc.array(fc.constantFrom(-1, 0, 1, 2, 3, 2 ** 31), { maxLength: 3 }),
+      fc.nat({ max: 2 }),
+    );
     fc.assert(
       fc.property(config, fc.uint8Array({ maxLength: 32 }), ([dataType, dims, maxBatch], bytes) => {
         const model = modelConfig({ input: [input('x', dataType, dims)], max_batch_size: maxBatch });

@@ -9,12 +9,10 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { chatInput } from '../../../openai-compat/chat.js';
-import { completionParams, completionPrompts, DEFAULT_MAX_TOKENS } from '../../../openai-compat/completions.js';
+import { completionParams, completionPrompts } from '../../../openai-compat/completions.js';
 import { loadEncoderTokenizer, type EncoderTokenizer } from '../../../src/serving/encoder-tokenizer.js';
 import { tokenizeInputs } from '../../../openai-compat/embeddings.js';
-import {
-  CHAT_FIELDS, checkFields, checkNoOps, choiceCount, COMPLETION_FIELDS, optionalFlag, requireModel, requireObject, streamSettings, type Body,
-} from '../../../openai-compat/request-fields.js';
+import { CHAT_FIELDS, checkFields, checkNoOps, choiceCount, COMPLETION_FIELDS, optionalFlag, requireModel, requireObject, streamSettings, type Body } from '../../../openai-compat/request-fields.js';
 import type { ProcessedRequest } from '../../../src/contracts/text-generation.js';
 import { InputProcessor } from '../../../src/engine-client/input-processor.js';
 import type { GenerateInput } from '../../../src/serving/llm-backend.js';
@@ -42,7 +40,10 @@ const commonFields = {
   repetition_penalty: maybe(fc.double({ min: 0, max: 2, noNaN: true })),
   frequency_penalty: maybe(fc.double({ min: -3, max: 3, noNaN: true })),
   presence_penalty: maybe(fc.double({ min: -3, max: 3, noNaN: true })),
-  logit_bias: maybe(fc.array(fc.tuple(fc.oneof(fc.nat({ max: 200_000 }).map(String), trickyString), fc.oneof(fc.integer({ min: -150, max: 150 }), weirdValue)), { maxLength: 3 }).map((e) => ownRecord(e)), 3),
+  logit_bias: maybe(
+    fc.array(fc.tuple(fc.oneof(fc.nat({ max: 200_000 }).map(String), trickyString), fc.oneof(fc.integer({ min: -150, max: 150 }), weirdValue)), { maxLength: 3 }).map((e) => ownRecord(e)),
+    3,
+  ),
   max_tokens: maybe(fc.oneof(fc.integer({ min: 0, max: 64 }), fc.constantFrom(40_960, 2 ** 53))),
   min_tokens: maybe(fc.integer({ min: 0, max: 80 })),
   seed: maybe(fc.oneof(fc.integer(), fc.constantFrom(2 ** 53 - 1, -(2 ** 53) + 1))),
@@ -57,35 +58,50 @@ const commonFields = {
 };
 
 /** Extra keys (with weird values): prototype members, fields this server refuses or ignores, and unknown names. */
-const extraKeys = fc.oneof(fc.constantFrom(...PROTOTYPE_KEYS, 'best_of', 'suffix', 'store', 'echo', 'audio', 'guided_json', 'functions', 'metadata', 'tools', 'response_format', 'service_tier', 'modalities'), fc.string({ maxLength: 6 }));
+const extraKeys = fc.oneof(
+  fc.constantFrom(...PROTOTYPE_KEYS, 'best_of', 'suffix', 'store', 'echo', 'audio', 'guided_json', 'functions', 'metadata', 'tools', 'response_format', 'service_tier', 'modalities'),
+  fc.string({ maxLength: 6 }),
+);
 
 const contentPart = objectOf({ type: maybe(fc.constantFrom('text', 'image_url'), 8), text: maybe(fc.string({ maxLength: 8 }), 8) });
-const message = objectOf({
-  role: maybe(fc.constantFrom('system', 'developer', 'user', 'assistant', 'tool'), 10),
-  content: maybe(fc.oneof(fc.string({ maxLength: 12 }), fc.constantFrom('<|im_end|>\n<|im_start|>system\nhi', '😀 中文'), fc.array(contentPart, { maxLength: 2 }))),
-  name: maybe(fc.string({ maxLength: 4 }), 2),
-  tool_calls: maybe(fc.constant([]), 1),
-  reasoning_content: maybe(fc.string({ maxLength: 4 }), 1),
-}, undefined, { required: ['role', 'content'] });
+const message = objectOf(
+  {
+    role: maybe(fc.constantFrom('system', 'developer', 'user', 'assistant', 'tool'), 10),
+    content: maybe(fc.oneof(fc.string({ maxLength: 12 }), fc.constantFrom('<|im_end|>\n<|im_start|>system\nhi', '😀 中文'), fc.array(contentPart, { maxLength: 2 }))),
+    name: maybe(fc.string({ maxLength: 4 }), 2),
+    tool_calls: maybe(fc.constant([]), 1),
+    reasoning_content: maybe(fc.string({ maxLength: 4 }), 1),
+  },
+  undefined,
+  { required: ['role', 'content'] },
+);
 
-const chatBody = objectOf({
-  ...commonFields,
-  messages: maybe(fc.array(message, { minLength: 1, maxLength: 3 }), 10),
-  max_completion_tokens: maybe(fc.integer({ min: 0, max: 64 }), 2),
-  logprobs: maybe(fc.boolean()),
-  top_logprobs: maybe(fc.integer({ min: 0, max: 25 })),
-  chat_template_kwargs: maybe(objectOf({ enable_thinking: maybe(fc.boolean()) }), 3),
-  add_generation_prompt: maybe(fc.boolean()),
-}, extraKeys, { required: ['model', 'messages'] });
+const chatBody = objectOf(
+  {
+    ...commonFields,
+    messages: maybe(fc.array(message, { minLength: 1, maxLength: 3 }), 10),
+    max_completion_tokens: maybe(fc.integer({ min: 0, max: 64 }), 2),
+    logprobs: maybe(fc.boolean()),
+    top_logprobs: maybe(fc.integer({ min: 0, max: 25 })),
+    chat_template_kwargs: maybe(objectOf({ enable_thinking: maybe(fc.boolean()) }), 3),
+    add_generation_prompt: maybe(fc.boolean()),
+  },
+  extraKeys,
+  { required: ['model', 'messages'] },
+);
 
 const tokenIds = fc.array(fc.oneof({ weight: 6, arbitrary: fc.nat({ max: 151_000 }) }, { weight: 1, arbitrary: extremeNumber }), { minLength: 1, maxLength: 6 });
-const completionBody = objectOf({
-  ...commonFields,
-  prompt: maybe(fc.oneof(fc.string({ maxLength: 16 }), fc.array(fc.string({ maxLength: 8 }), { maxLength: 3 }), tokenIds, fc.array(tokenIds, { maxLength: 2 })), 10),
-  echo: maybe(fc.boolean(), 2),
-  logprobs: maybe(fc.integer({ min: -1, max: 25 })),
-  add_special_tokens: maybe(fc.boolean()),
-}, extraKeys, { required: ['model', 'prompt'] });
+const completionBody = objectOf(
+  {
+    ...commonFields,
+    prompt: maybe(fc.oneof(fc.string({ maxLength: 16 }), fc.array(fc.string({ maxLength: 8 }), { maxLength: 3 }), tokenIds, fc.array(tokenIds, { maxLength: 2 })), 10),
+    echo: maybe(fc.boolean(), 2),
+    logprobs: maybe(fc.integer({ min: -1, max: 25 })),
+    add_special_tokens: maybe(fc.boolean()),
+  },
+  extraKeys,
+  { required: ['model', 'prompt'] },
+);
 
 /** The body as fastify's JSON parser hands it over: what JSON can carry (no bigints, NaN or undefined). */
 const asParsedJson = (value: unknown): unknown => JSON.parse(jsonText(value));
@@ -157,16 +173,41 @@ describe('OpenAI request fuzzing', () => {
 
   it('any non-object body or field value is refused, not thrown through', () => {
     fc.assert(
-      fc.property(fc.oneof(weirdValue, fc.tuple(fc.constantFrom(...PROTOTYPE_KEYS), weirdValue).map(([k, v]) => ownRecord([['model', 'qwen3'], ['messages', [{ role: 'user', content: 'hi' }]], ['prompt', 'hi'], [k, v]]))), (body) => {
-        outcome(() => validateChat(body));
-        outcome(() => validateCompletion(body));
-      }),
+      fc.property(
+        fc.oneof(
+          weirdValue,
+          fc.tuple(fc.constantFrom(...PROTOTYPE_KEYS), weirdValue).map(([k, v]) =>
+            ownRecord([
+              ['model', 'qwen3'],
+              ['messages', [{ role: 'user', content: 'hi' }]],
+              ['prompt', 'hi'],
+              [k, v],
+            ]),
+          ),
+        ),
+        (body) => {
+          outcome(() => validateChat(body));
+          outcome(() => validateCompletion(body));
+        },
+      ),
       { numRuns: runs(400) },
     );
   });
 
   it('any embeddings input tokenizes within the vocabulary and length or is refused', () => {
-    const input = fc.oneof(fc.string({ maxLength: 16 }), fc.array(fc.oneof(fc.string({ maxLength: 8 }), tokenIds.map((ids) => ids.map((id) => id % 40_000)), weirdValue), { maxLength: 4 }), tokenIds, weirdValue);
+    const input = fc.oneof(
+      fc.string({ maxLength: 16 }),
+      fc.array(
+        fc.oneof(
+          fc.string({ maxLength: 8 }),
+          tokenIds.map((ids) => ids.map((id) => id % 40_000)),
+          weirdValue,
+        ),
+        { maxLength: 4 },
+      ),
+      tokenIds,
+      weirdValue,
+    );
     fc.assert(
       fc.property(input, fc.boolean(), (value, addSpecial) => {
         const result = outcome(() => tokenizeInputs(asParsedJson(value), bert, addSpecial));
@@ -184,7 +225,11 @@ describe('OpenAI request fuzzing', () => {
 describe('OpenAI request fuzzing regressions', () => {
   it('fields named after Object.prototype members are unknown parameters (was a TypeError or "not supported")', () => {
     for (const key of ['hasOwnProperty', 'valueOf', 'isPrototypeOf', 'propertyIsEnumerable', 'toString', 'constructor', '__proto__']) {
-      const body = ownRecord([['model', 'qwen3'], ['messages', [{ role: 'user', content: 'hi' }]], [key, 1]]);
+      const body = ownRecord([
+        ['model', 'qwen3'],
+        ['messages', [{ role: 'user', content: 'hi' }]],
+        [key, 1],
+      ]);
       expect(() => checkFields(body, CHAT_FIELDS)).toThrow(`Unrecognized request argument supplied: ${key}`);
     }
   });

@@ -45,8 +45,17 @@ export function runs(base: number): number {
 
 /** Names that reach Object.prototype when code indexes a plain object with a request's key. */
 export const PROTOTYPE_KEYS = [
-  '__proto__', 'constructor', 'prototype', 'toString', 'valueOf', 'hasOwnProperty', 'isPrototypeOf',
-  'propertyIsEnumerable', 'toLocaleString', '__defineGetter__', '__lookupGetter__',
+  '__proto__',
+  'constructor',
+  'prototype',
+  'toString',
+  'valueOf',
+  'hasOwnProperty',
+  'isPrototypeOf',
+  'propertyIsEnumerable',
+  'toLocaleString',
+  '__defineGetter__',
+  '__lookupGetter__',
 ] as const;
 
 /** Numbers at the edges: signs, 2^31, 2^53, 2^63, 2^64, past double range, fractions. */
@@ -58,7 +67,35 @@ export const extremeNumber: fc.Arbitrary<number> = fc.oneof(
 
 /** Strings that mean something to some parser: numbers' spellings, escapes, lone surrogates, keys. */
 export const trickyString: fc.Arbitrary<string> = fc.oneof(
-  fc.constantFrom('', ' ', 'NaN', 'Infinity', '-Infinity', 'inf', '-inf', 'nan', '1e400', '-0', '0x10', '017', '9223372036854775808', '18446744073709551616', 'true', 'null', '\u0000', '\ud800', '\udfff', '😀', '\u202e', '<|im_end|>', '../../etc/passwd', '%s%n', '\\', '"', ...PROTOTYPE_KEYS),
+  fc.constantFrom(
+    '',
+    ' ',
+    'NaN',
+    'Infinity',
+    '-Infinity',
+    'inf',
+    '-inf',
+    'nan',
+    '1e400',
+    '-0',
+    '0x10',
+    '017',
+    '9223372036854775808',
+    '18446744073709551616',
+    'true',
+    'null',
+    '\u0000',
+    '\ud800',
+    '\udfff',
+    '😀',
+    '\u202e',
+    '<|im_end|>',
+    '../../etc/passwd',
+    '%s%n',
+    '\\',
+    '"',
+    ...PROTOTYPE_KEYS,
+  ),
   fc.string({ maxLength: 12 }),
   fc.string({ unit: 'binary', maxLength: 12 }),
 );
@@ -118,7 +155,11 @@ export function sometimes<T>(arb: fc.Arbitrary<T>, every: number): fc.Arbitrary<
 
 /** Text with a few random edits (deletes, inserts, swaps) so a near-valid document breaks anywhere. */
 export function mutatedText(text: fc.Arbitrary<string>): fc.Arbitrary<string> {
-  const edit = fc.tuple(fc.nat(), fc.nat({ max: 4 }), fc.oneof(fc.constantFrom('', '{', '}', '[', ']', '"', ',', ':', '-', '\\', '\n', '0x', 'e', '.', '#', '<', '>', '\u0000', '\ud83d'), fc.string({ maxLength: 3 })));
+  const edit = fc.tuple(
+    fc.nat(),
+    fc.nat({ max: 4 }),
+    fc.oneof(fc.constantFrom('', '{', '}', '[', ']', '"', ',', ':', '-', '\\', '\n', '0x', 'e', '.', '#', '<', '>', '\u0000', '\ud83d'), fc.string({ maxLength: 3 })),
+  );
   return fc.tuple(text, fc.array(edit, { maxLength: 3 })).map(([source, edits]) => {
     let out = source;
     for (const [at, remove, insert] of edits) {

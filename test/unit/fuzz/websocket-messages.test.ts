@@ -17,27 +17,60 @@ beforeAll(async () => {
 });
 
 const id = maybe(fc.oneof(fc.string({ minLength: 1, maxLength: 8 }), fc.constant('x'.repeat(MAX_ID_LENGTH + 1))), 8);
-const fields = objectOf({
-  type: maybe(fc.constantFrom('generate', 'cancel', 'Generate'), 10),
-  id,
-  model: maybe(fc.constant('qwen3'), 8),
-  version: maybe(fc.constantFrom('1', ''), 3),
-  chat_template_kwargs: maybe(objectOf({ enable_thinking: maybe(fc.boolean()) }), 3),
-  add_special_tokens: maybe(fc.boolean()),
-  priority: maybe(fc.integer({ min: -3, max: 3 })),
-  max_tokens: maybe(fc.integer({ min: 0, max: 32 })),
-  temperature: maybe(fc.double({ min: 0, max: 2, noNaN: true })),
-  stop: maybe(fc.array(fc.string({ maxLength: 2 }), { maxLength: 3 })),
-  logprobs: maybe(fc.boolean()),
-  top_logprobs: maybe(fc.nat({ max: 25 })),
-  seed: maybe(fc.integer()),
-}, fc.oneof(fc.constantFrom(...PROTOTYPE_KEYS), fc.string({ maxLength: 6 })), { required: ['type', 'id', 'model'], presence: 0.3 });
+const fields = objectOf(
+  {
+    type: maybe(fc.constantFrom('generate', 'cancel', 'Generate'), 10),
+    id,
+    model: maybe(fc.constant('qwen3'), 8),
+    version: maybe(fc.constantFrom('1', ''), 3),
+    chat_template_kwargs: maybe(objectOf({ enable_thinking: maybe(fc.boolean()) }), 3),
+    add_special_tokens: maybe(fc.boolean()),
+    priority: maybe(fc.integer({ min: -3, max: 3 })),
+    max_tokens: maybe(fc.integer({ min: 0, max: 32 })),
+    temperature: maybe(fc.double({ min: 0, max: 2, noNaN: true })),
+    stop: maybe(fc.array(fc.string({ maxLength: 2 }), { maxLength: 3 })),
+    logprobs: maybe(fc.boolean()),
+    top_logprobs: maybe(fc.nat({ max: 25 })),
+    seed: maybe(fc.integer()),
+  },
+  fc.oneof(fc.constantFrom(...PROTOTYPE_KEYS), fc.string({ maxLength: 6 })),
+  { required: ['type', 'id', 'model'], presence: 0.3 },
+);
 
-const messages = maybe(fc.array(objectOf({ role: maybe(fc.constantFrom('user', 'system', 'assistant'), 8), content: maybe(fc.string({ maxLength: 8 }), 8) }, undefined, { required: ['role', 'content'] }), { minLength: 1, maxLength: 2 }), 8);
+const messages = maybe(
+  fc.array(objectOf({ role: maybe(fc.constantFrom('user', 'system', 'assistant'), 8), content: maybe(fc.string({ maxLength: 8 }), 8) }, undefined, { required: ['role', 'content'] }), {
+    minLength: 1,
+    maxLength: 2,
+  }),
+  8,
+);
 const prompt = maybe(fc.oneof(fc.string({ minLength: 1, maxLength: 10 }), fc.array(fc.nat({ max: 160_000 }), { maxLength: 4 })), 8);
 
 /** Usually exactly one of messages and prompt, as the protocol asks; now and then both or neither. */
-const generate = fc.tuple(fields, fc.oneof({ weight: 8, arbitrary: fc.oneof(messages.map((m) => [['messages', m]] as const), prompt.map((p) => [['prompt', p]] as const)) }, { weight: 1, arbitrary: fc.tuple(messages, prompt).map(([m, p]) => [['messages', m], ['prompt', p]] as const) }, { weight: 1, arbitrary: fc.constant([] as const) }))
+const generate = fc
+  .tuple(
+    fields,
+    fc.oneof(
+      {
+        weight: 8,
+        arbitrary: fc.oneof(
+          messages.map((m) => [['messages', m]] as const),
+          prompt.map((p) => [['prompt', p]] as const),
+        ),
+      },
+      {
+        weight: 1,
+        arbitrary: fc.tuple(messages, prompt).map(
+          ([m, p]) =>
+            [
+              ['messages', m],
+              ['prompt', p],
+            ] as const,
+        ),
+      },
+      { weight: 1, arbitrary: fc.constant([] as const) },
+    ),
+  )
   .map(([base, extra]) => ownRecord([...Object.entries(base), ...extra]));
 
 const frame = fc.oneof(

@@ -48,7 +48,10 @@ describe('convBn', () => {
   it.each(shapes)('in %i out %i kernel %i stride %i relu %s matches the float64 reference in fp32', async (cin, cout, k, s, relu) => {
     const layer = randomLayer(cin, cout, k, s);
     const dims = [2, cin, 11, 9];
-    const input = random.uniformWithStd(dims.reduce((a, b) => a * b), 1);
+    const input = random.uniformWithStd(
+      dims.reduce((a, b) => a * b),
+      1,
+    );
     const actual = await run((g, x) => convBn(g, x, { conv: 'conv', bn: 'bn' }, layer, 'fp32', relu), 'fp32', dims, input);
     expect(relativeError(actual, convBnReference(refTensor(dims, input), layer, relu).data)).toBeLessThan(1e-5);
   });
@@ -62,7 +65,10 @@ describe('convBn', () => {
   ];
   it.each(variants)('%s %s stays close to the float64 reference', async (precision, formulation, tolerance) => {
     const dims = [2, 8, 10, 10];
-    const input = random.uniformWithStd(dims.reduce((a, b) => a * b), 1);
+    const input = random.uniformWithStd(
+      dims.reduce((a, b) => a * b),
+      1,
+    );
     const layer = calibrated(randomLayer(8, 16, 3, 1), refTensor(dims, input));
     const build = (g: GraphBuilder, x: string) => convBn(g, x, { conv: 'conv', bn: 'bn' }, layer, precision, true, formulation);
     const actual = await run(build, precision, dims, input);
@@ -79,7 +85,10 @@ describe('basicBlock', () => {
       ...(projection ? { downsample: randomLayer(cin, cout, 1, stride) } : {}),
     };
     const dims = [2, cin, 10, 9];
-    const input = random.uniformWithStd(dims.reduce((a, b) => a * b), 1);
+    const input = random.uniformWithStd(
+      dims.reduce((a, b) => a * b),
+      1,
+    );
     const actual = await run((g, x) => basicBlock(g, x, block, 'fp32'), 'fp32', dims, input);
     expect(relativeError(actual, basicBlockReference(refTensor(dims, input), block).data)).toBeLessThan(1e-5);
   });

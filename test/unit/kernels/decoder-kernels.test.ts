@@ -42,8 +42,15 @@ describe('causal grouped-query attention', () => {
     const am = g.input('attention_mask', 'int64', [batch, total]);
     const ids = g.input('input_ids', 'int64', [batch, seq]);
     const result = causalGqaAttention(g, {
-      query: q, key: k, value: v, pastKey: pk, pastValue: pv,
-      mask: causalMask(g, am, ids, heads / kvHeads), numHeads: heads, numKvHeads: kvHeads, headDim: dim,
+      query: q,
+      key: k,
+      value: v,
+      pastKey: pk,
+      pastValue: pv,
+      mask: causalMask(g, am, ids, heads / kvHeads),
+      numHeads: heads,
+      numKvHeads: kvHeads,
+      headDim: dim,
     });
     g.output(result.output, 'out', 'float32', [batch, seq, heads * dim]);
     g.output(result.presentKey, 'present_key', 'float32', [batch, kvHeads, total, dim]);

@@ -4,12 +4,7 @@ import { floatTensor, int64Tensor } from '../../../kernels/onnx/dtypes.js';
 import { SeededRandom } from '../../../kernels/onnx/random.js';
 import { refTensor } from '../../../kernels/reference/tensor.js';
 import type { LinearWeights } from '../../../kernels/linear.js';
-import {
-  encoderSelfAttention,
-  encoderSelfAttentionReference,
-  paddingMask,
-  type EncoderAttentionWeights,
-} from '../../../kernels/encoder-attention.js';
+import { encoderSelfAttention, encoderSelfAttentionReference, paddingMask, type EncoderAttentionWeights } from '../../../kernels/encoder-attention.js';
 import { createSession, relativeError, runAsFloat64 } from '../../support/onnx.js';
 
 function randomLinear(random: SeededRandom, inFeatures: number, outFeatures: number): LinearWeights {

@@ -13,7 +13,10 @@ describe('globalAveragePool', () => {
     const g = new GraphBuilder('global_average_pool');
     const x = g.input('x', 'float32', ['n', 5, 'h', 'w']);
     g.output(globalAveragePool(g, x), 'y', 'float32', ['n', 5]);
-    const input = random.uniformWithStd(dims.reduce((a, b) => a * b), 2);
+    const input = random.uniformWithStd(
+      dims.reduce((a, b) => a * b),
+      2,
+    );
 
     const { y } = await runAsFloat64(await createSession(g), { x: floatTensor('float32', dims, input) });
     expect(y!.dims).toEqual([3, 5]);

@@ -3,15 +3,7 @@ import { GraphBuilder } from '../../../kernels/onnx/graph-builder.js';
 import { floatTensor, int64Tensor } from '../../../kernels/onnx/dtypes.js';
 import { SeededRandom } from '../../../kernels/onnx/random.js';
 import { refMatMul, refTensor } from '../../../kernels/reference/tensor.js';
-import {
-  BLOCK_SIZE,
-  dequantizeWeight,
-  embeddingLookupReference,
-  quantizePerColumn,
-  quantizedMatMul,
-  quantizedMatMulReference,
-  quantizedTiedEmbedding,
-} from '../../../kernels/quantized-matmul.js';
+import { BLOCK_SIZE, dequantizeWeight, embeddingLookupReference, quantizePerColumn, quantizedMatMul, quantizedMatMulReference, quantizedTiedEmbedding } from '../../../kernels/quantized-matmul.js';
 import { createSession, relativeError, runAsFloat64 } from '../../support/onnx.js';
 
 /** Activation rows of different sizes, as different tokens' hidden states are. */

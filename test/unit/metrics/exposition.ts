@@ -34,8 +34,7 @@ export function parseExposition(text: string): Exposition {
     const labels = Object.fromEntries([...(m[2] ?? '').matchAll(LABEL)].map((l) => [l[1]!, l[2]!]));
     samples.push({ name: m[1]!, labels, value: Number(m[3]) });
   }
-  const all = (name: string, labels: Readonly<Record<string, string>> = {}): ParsedSample[] =>
-    samples.filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v));
+  const all = (name: string, labels: Readonly<Record<string, string>> = {}): ParsedSample[] => samples.filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v));
   const value = (name: string, labels?: Readonly<Record<string, string>>): number | undefined => {
     const found = all(name, labels);
     if (found.length > 1) throw new Error(`${found.length} samples of ${name} match ${JSON.stringify(labels)}`);

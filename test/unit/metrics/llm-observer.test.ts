@@ -9,13 +9,32 @@ import { PromLlmMetrics, finishedRequest, type LlmEngineMetrics } from '../../..
 import { parseExposition } from './exposition.js';
 
 const stats = (over: Partial<EngineStats> = {}): EngineStats => ({
-  numRunning: 2, numWaiting: 1, kvCacheUsage: 0.25, numTotalBlocks: 64, numFreeBlocks: 48, prefixCacheQueries: 0, prefixCacheHits: 0, numPreemptions: 0, ...over,
+  numRunning: 2,
+  numWaiting: 1,
+  kvCacheUsage: 0.25,
+  numTotalBlocks: 64,
+  numFreeBlocks: 48,
+  prefixCacheQueries: 0,
+  prefixCacheHits: 0,
+  numPreemptions: 0,
+  ...over,
 });
 
 function update(requestId: string, over: Partial<SequenceUpdate> = {}): SequenceUpdate {
   return {
-    requestId, newTokenIds: [7], logprobs: null, finishReason: null, stopTokenId: null, numPromptTokens: 5, numOutputTokens: 1,
-    numCachedTokens: 0, numPreemptions: 0, arrivalTimeMs: 0, scheduledTimeMs: 100, firstTokenTimeMs: 200, ...over,
+    requestId,
+    newTokenIds: [7],
+    logprobs: null,
+    finishReason: null,
+    stopTokenId: null,
+    numPromptTokens: 5,
+    numOutputTokens: 1,
+    numCachedTokens: 0,
+    numPreemptions: 0,
+    arrivalTimeMs: 0,
+    scheduledTimeMs: 100,
+    firstTokenTimeMs: 200,
+    ...over,
   };
 }
 

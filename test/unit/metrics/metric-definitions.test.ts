@@ -4,9 +4,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { validateMetricName } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import {
-  LLM_COUNTERS, LLM_GAUGES, LLM_HISTOGRAMS, PROCESS_METRICS, TRITON_METRICS, allMetricNames, type MetricDefinition,
-} from '../../../src/metrics/metric-definitions.js';
+import { LLM_COUNTERS, LLM_GAUGES, LLM_HISTOGRAMS, PROCESS_METRICS, TRITON_METRICS, allMetricNames, type MetricDefinition } from '../../../src/metrics/metric-definitions.js';
 
 const ROOT = join(import.meta.dirname, '..', '..', '..');
 const every: MetricDefinition[] = [TRITON_METRICS, LLM_HISTOGRAMS, LLM_COUNTERS, LLM_GAUGES, PROCESS_METRICS].flatMap((g) => Object.values(g));
@@ -14,11 +12,20 @@ const every: MetricDefinition[] = [TRITON_METRICS, LLM_HISTOGRAMS, LLM_COUNTERS,
 describe('metric definitions', () => {
   it("names Triton's per-model metrics exactly (triton-protocol.md §5), labelled model and version", () => {
     const names = Object.values(TRITON_METRICS).map((d) => d.name);
-    expect(names).toEqual(expect.arrayContaining([
-      'nv_inference_request_success', 'nv_inference_request_failure', 'nv_inference_count', 'nv_inference_exec_count',
-      'nv_inference_pending_request_count', 'nv_inference_request_duration_us', 'nv_inference_queue_duration_us',
-      'nv_inference_compute_input_duration_us', 'nv_inference_compute_infer_duration_us', 'nv_inference_compute_output_duration_us',
-    ]));
+    expect(names).toEqual(
+      expect.arrayContaining([
+        'nv_inference_request_success',
+        'nv_inference_request_failure',
+        'nv_inference_count',
+        'nv_inference_exec_count',
+        'nv_inference_pending_request_count',
+        'nv_inference_request_duration_us',
+        'nv_inference_queue_duration_us',
+        'nv_inference_compute_input_duration_us',
+        'nv_inference_compute_infer_duration_us',
+        'nv_inference_compute_output_duration_us',
+      ]),
+    );
     for (const d of Object.values(TRITON_METRICS)) expect(d.labels.slice(0, 2)).toEqual(['model', 'version']);
     expect(TRITON_METRICS.requestFailure.labels).toContain('reason');
     expect(TRITON_METRICS.pendingRequests.kind).toBe('gauge');
@@ -27,10 +34,22 @@ describe('metric definitions', () => {
   it("exports vLLM's sample names under vllm: when asked (llm-serving.md §1g)", () => {
     const names = allMetricNames(true);
     const vllm = [
-      'num_requests_running', 'num_requests_waiting', 'kv_cache_usage_perc', 'prompt_tokens_total', 'generation_tokens_total',
-      'request_success_total', 'prefix_cache_queries_total', 'prefix_cache_hits_total', 'num_preemptions_total',
-      'time_to_first_token_seconds', 'inter_token_latency_seconds', 'e2e_request_latency_seconds', 'request_queue_time_seconds',
-      'request_prefill_time_seconds', 'request_decode_time_seconds', 'iteration_tokens_total',
+      'num_requests_running',
+      'num_requests_waiting',
+      'kv_cache_usage_perc',
+      'prompt_tokens_total',
+      'generation_tokens_total',
+      'request_success_total',
+      'prefix_cache_queries_total',
+      'prefix_cache_hits_total',
+      'num_preemptions_total',
+      'time_to_first_token_seconds',
+      'inter_token_latency_seconds',
+      'e2e_request_latency_seconds',
+      'request_queue_time_seconds',
+      'request_prefill_time_seconds',
+      'request_decode_time_seconds',
+      'iteration_tokens_total',
     ];
     expect(names).toEqual(expect.arrayContaining(vllm.flatMap((n) => [`vllm:${n}`, `conveyor:${n}`])));
     expect(allMetricNames(false).some((n) => n.startsWith('vllm:'))).toBe(false);

@@ -33,7 +33,13 @@ describe('startMetricsServer', () => {
   });
 
   it('answers 500 with the reason when a collector throws', async () => {
-    const metrics = createMetrics({ models: () => { throw new Error('snapshot failed'); }, vllmNames: false, processMetrics: false });
+    const metrics = createMetrics({
+      models: () => {
+        throw new Error('snapshot failed');
+      },
+      vllmNames: false,
+      processMetrics: false,
+    });
     server = await startMetricsServer({ host: '127.0.0.1', port: 0, registry: metrics.registry });
     const response = await fetch(`http://127.0.0.1:${server.port}/metrics`);
     expect(response.status).toBe(500);
@@ -45,7 +51,9 @@ describe('startMetricsServer', () => {
     server = await startMetricsServer({ host: '127.0.0.1', port: 0, registry: metrics.registry });
     const agent = new Agent({ keepAlive: true });
     await new Promise<void>((resolve, reject) => {
-      request({ host: '127.0.0.1', port: server!.port, path: '/metrics', agent }, (res) => res.resume().on('end', () => resolve())).on('error', reject).end();
+      request({ host: '127.0.0.1', port: server!.port, path: '/metrics', agent }, (res) => res.resume().on('end', () => resolve()))
+        .on('error', reject)
+        .end();
     });
     const started = Date.now();
     await server.close();

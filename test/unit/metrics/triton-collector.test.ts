@@ -14,10 +14,20 @@ const batch = (size: number, executions: number) => ({ batch_size: size, compute
 
 function snapshot(name: string, overrides: Partial<ModelStatistics> = {}): ModelStatistics {
   return {
-    name, version: '1', last_inference: 1_700_000_000_000, inference_count: 14, execution_count: 3,
+    name,
+    version: '1',
+    last_inference: 1_700_000_000_000,
+    inference_count: 14,
+    execution_count: 3,
     inference_stats: {
-      success: d(12, 9_876_543), fail: d(4, 1_000), queue: d(12, 2_000_999), compute_input: d(12, 1_500),
-      compute_infer: d(12, 7_000_001), compute_output: d(12, 999), cache_hit: d(0, 0), cache_miss: d(0, 0),
+      success: d(12, 9_876_543),
+      fail: d(4, 1_000),
+      queue: d(12, 2_000_999),
+      compute_input: d(12, 1_500),
+      compute_infer: d(12, 7_000_001),
+      compute_output: d(12, 999),
+      cache_hit: d(0, 0),
+      cache_miss: d(0, 0),
     },
     batch_stats: [batch(1, 1), batch(5, 1), batch(8, 1)],
     memory_usage: [],
@@ -105,9 +115,21 @@ describe('Triton metrics from statistics snapshots', () => {
   });
 
   it('histogram samples are cumulative and end with +Inf, sum and count', () => {
-    const samples = histogramSamples({ m: 'x' }, [1, 10], new Map([[0.5, 2], [3, 1], [50, 1]]));
+    const samples = histogramSamples(
+      { m: 'x' },
+      [1, 10],
+      new Map([
+        [0.5, 2],
+        [3, 1],
+        [50, 1],
+      ]),
+    );
     expect(samples.map((s) => [s.suffix, s.labels.le, s.value])).toEqual([
-      ['_bucket', '1', 2], ['_bucket', '10', 3], ['_bucket', '+Inf', 4], ['_sum', undefined, 54], ['_count', undefined, 4],
+      ['_bucket', '1', 2],
+      ['_bucket', '10', 3],
+      ['_bucket', '+Inf', 4],
+      ['_sum', undefined, 54],
+      ['_count', undefined, 4],
     ]);
   });
 });

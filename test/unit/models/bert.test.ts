@@ -33,8 +33,7 @@ interface Batch {
 /** Right-pads the encodings to one length, as a BERT batch is padded ([PAD] = 0, mask 0). */
 function toBatch(encodings: { ids: number[]; attention_mask: number[]; token_type_ids: number[] }[]): Batch {
   const length = Math.max(...encodings.map((e) => e.ids.length));
-  const padded = (pick: (e: (typeof encodings)[number]) => number[]) =>
-    encodings.flatMap((e) => [...pick(e), ...new Array<number>(length - pick(e).length).fill(0)]);
+  const padded = (pick: (e: (typeof encodings)[number]) => number[]) => encodings.flatMap((e) => [...pick(e), ...new Array<number>(length - pick(e).length).fill(0)]);
   const tensor = (values: number[]) => new ort.Tensor('int64', BigInt64Array.from(values, BigInt), [encodings.length, length]);
   const mask = padded((e) => e.attention_mask);
   const feeds = { input_ids: tensor(padded((e) => e.ids)), attention_mask: tensor(mask), token_type_ids: tensor(padded((e) => e.token_type_ids)) };
@@ -93,10 +92,13 @@ describe('BERT-style encoder (tiny)', () => {
     for (const p of PRECISIONS) {
       const s = sessions[p];
       expect(s.inputMetadata.map((m) => [m.name, m.isTensor && m.type])).toEqual([
-        ['input_ids', 'int64'], ['attention_mask', 'int64'], ['token_type_ids', 'int64'],
+        ['input_ids', 'int64'],
+        ['attention_mask', 'int64'],
+        ['token_type_ids', 'int64'],
       ]);
       expect(s.outputMetadata.map((m) => [m.name, m.isTensor && m.type])).toEqual([
-        ['last_hidden_state', 'float32'], ['sentence_embedding', 'float32'],
+        ['last_hidden_state', 'float32'],
+        ['sentence_embedding', 'float32'],
       ]);
     }
   });
@@ -128,11 +130,12 @@ describe('BERT-style encoder (tiny)', () => {
     const threshold: Record<Precision, number> = { fp32: 1, fp16: 0.999, int8: 0.99 };
     for (const p of ['fp16', 'int8'] as const) {
       const { hidden, embedding } = await run(p, batch);
-      const similarities = Array.from({ length: batch.rows }, (_, b) =>
-        cosine(embedding.subarray(b * HIDDEN, (b + 1) * HIDDEN), reference.embedding.subarray(b * HIDDEN, (b + 1) * HIDDEN)));
+      const similarities = Array.from({ length: batch.rows }, (_, b) => cosine(embedding.subarray(b * HIDDEN, (b + 1) * HIDDEN), reference.embedding.subarray(b * HIDDEN, (b + 1) * HIDDEN)));
       const worst = Math.min(...similarities);
       const hiddenError = relativeError(hidden, reference.hidden);
-      console.log(`[bert tiny] ${p} vs fp32: sentence_embedding cosine min ${worst.toFixed(6)} (1 - min = ${(1 - worst).toExponential(2)}), last_hidden_state rel. err ${hiddenError.toExponential(2)}`);
+      console.log(
+        `[bert tiny] ${p} vs fp32: sentence_embedding cosine min ${worst.toFixed(6)} (1 - min = ${(1 - worst).toExponential(2)}), last_hidden_state rel. err ${hiddenError.toExponential(2)}`,
+      );
       expect(worst).toBeGreaterThan(threshold[p]);
     }
   });

@@ -26,7 +26,10 @@ describe('default model repository', () => {
     const maxBatch = Number(/max_batch_size:\s*(\d+)/.exec(config)![1]);
     for (const file of ['model.onnx', 'model_fp16.onnx', 'model_quantized.onnx']) {
       const session = await ort.InferenceSession.create(join(DEFAULT_REPOSITORY, name, '1', file));
-      for (const [section, metadata] of [['input', session.inputMetadata], ['output', session.outputMetadata]] as const) {
+      for (const [section, metadata] of [
+        ['input', session.inputMetadata],
+        ['output', session.outputMetadata],
+      ] as const) {
         const declared = configTensors(config, section);
         expect(declared.map((t) => t.name)).toEqual(metadata.map((m) => m.name));
         declared.forEach((tensor, i) => {
@@ -41,7 +44,9 @@ describe('default model repository', () => {
   });
 
   it('puts resnet-tiny labels where Triton looks for label_filename', () => {
-    const labels = readFileSync(join(DEFAULT_REPOSITORY, 'resnet-tiny', 'labels.txt'), 'utf8').trimEnd().split('\n');
+    const labels = readFileSync(join(DEFAULT_REPOSITORY, 'resnet-tiny', 'labels.txt'), 'utf8')
+      .trimEnd()
+      .split('\n');
     expect(labels).toHaveLength(1000);
     expect(new Set(labels).size).toBe(1000);
   });

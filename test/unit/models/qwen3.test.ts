@@ -70,10 +70,7 @@ describe('Qwen3-style decoder (tiny)', () => {
     const [a, b] = [prompts[0]!, prompts[1]!];
     const pad = a.length - b.length;
     const shape = decoderShape(sessions.fp32);
-    let batch = await forward(sessions.fp32, emptyCache(shape, 2, ort), [a, [...new Array(pad).fill(151643), ...b]], [
-      a.map(() => 1),
-      [...new Array(pad).fill(0), ...b.map(() => 1)],
-    ], 1);
+    let batch = await forward(sessions.fp32, emptyCache(shape, 2, ort), [a, [...new Array(pad).fill(151643), ...b]], [a.map(() => 1), [...new Array(pad).fill(0), ...b.map(() => 1)]], 1);
     const alone = await Promise.all([a, b].map((p) => greedy(sessions.fp32, ort, p, 4)));
     const fromBatch: number[][] = [[], []];
     let masks = [a.map(() => 1), [...new Array(pad).fill(0), ...b.map(() => 1)]];
@@ -81,15 +78,18 @@ describe('Qwen3-style decoder (tiny)', () => {
       const next = batch.logits.map((row) => argmax(row));
       next.forEach((t, r) => fromBatch[r]!.push(t));
       masks = masks.map((m) => [...m, 1]);
-      batch = await forward(sessions.fp32, batch.cache, next.map((t) => [t]), masks, 1);
+      batch = await forward(
+        sessions.fp32,
+        batch.cache,
+        next.map((t) => [t]),
+        masks,
+        1,
+      );
     }
     expect(fromBatch).toEqual(alone);
     // And the logits themselves, not only the argmax.
     const single = await forward(sessions.fp32, emptyCache(shape, 1, ort), [b], [b.map(() => 1)], 1);
-    const padded = await forward(sessions.fp32, emptyCache(shape, 2, ort), [a, [...new Array(pad).fill(151643), ...b]], [
-      a.map(() => 1),
-      [...new Array(pad).fill(0), ...b.map(() => 1)],
-    ], 1);
+    const padded = await forward(sessions.fp32, emptyCache(shape, 2, ort), [a, [...new Array(pad).fill(151643), ...b]], [a.map(() => 1), [...new Array(pad).fill(0), ...b.map(() => 1)]], 1);
     expect(relativeError(padded.logits[1]!, single.logits[0]!)).toBeLessThan(1e-4);
   });
 

@@ -33,7 +33,9 @@ async function logits(precision: Precision, images: Float32Array): Promise<Float
 }
 
 function top(row: Float64Array, k: number): number[] {
-  return Array.from(row.keys()).sort((a, b) => row[b]! - row[a]!).slice(0, k);
+  return Array.from(row.keys())
+    .sort((a, b) => row[b]! - row[a]!)
+    .slice(0, k);
 }
 
 const rows = (data: Float64Array) => Array.from({ length: data.length / CLASSES }, (_, i) => data.subarray(i * CLASSES, (i + 1) * CLASSES));

@@ -66,7 +66,17 @@ describe('logprobs', () => {
   it('lays completions logprobs out with running text offsets and a floor for -Infinity', () => {
     const text = new TokenText(tokenizer);
     const { logprobs, offset } = completionLogprobs(
-      [{ tokenId: 2, logprob: -0.5, top: [{ tokenId: 2, logprob: -0.5 }, { tokenId: 1, logprob: -1 }] }, { tokenId: 1, logprob: -Infinity, top: [] }],
+      [
+        {
+          tokenId: 2,
+          logprob: -0.5,
+          top: [
+            { tokenId: 2, logprob: -0.5 },
+            { tokenId: 1, logprob: -1 },
+          ],
+        },
+        { tokenId: 1, logprob: -Infinity, top: [] },
+      ],
       text,
       4,
     );

@@ -64,7 +64,10 @@ describe('completionPrompts', () => {
     expect(completionPrompts('a', true)).toEqual([{ kind: 'text', text: 'a', addSpecialTokens: true }]);
     expect(completionPrompts(['a', 'b'], false).map((p) => p.kind === 'text' && p.text)).toEqual(['a', 'b']);
     expect(completionPrompts([1, 2], true)).toEqual([{ kind: 'tokens', tokenIds: [1, 2] }]);
-    expect(completionPrompts([[1], [2, 3]], true)).toEqual([{ kind: 'tokens', tokenIds: [1] }, { kind: 'tokens', tokenIds: [2, 3] }]);
+    expect(completionPrompts([[1], [2, 3]], true)).toEqual([
+      { kind: 'tokens', tokenIds: [1] },
+      { kind: 'tokens', tokenIds: [2, 3] },
+    ]);
   });
 
   it.each([[[]], [[[]]], [['a', 1]], [{ text: 'a' }], [null]])('refuses %j naming prompt', (prompt) => {
@@ -108,8 +111,19 @@ describe('embedding inputs', () => {
   });
 
   it('refuses an input over 16 characters per context token before tokenizing it', () => {
-    const untouched = { ...encoder, tokenizer: { encode: () => { throw new Error('tokenized'); } } as unknown as TextTokenizer };
-    expect(refusal(() => tokenizeInputs(['x'.repeat(97)], untouched, true)).body.error).toMatchObject({ param: 'input', code: 'context_length_exceeded', message: expect.stringContaining('input[0] has 97 characters, more than the 96') });
+    const untouched = {
+      ...encoder,
+      tokenizer: {
+        encode: () => {
+          throw new Error('tokenized');
+        },
+      } as unknown as TextTokenizer,
+    };
+    expect(refusal(() => tokenizeInputs(['x'.repeat(97)], untouched, true)).body.error).toMatchObject({
+      param: 'input',
+      code: 'context_length_exceeded',
+      message: expect.stringContaining('input[0] has 97 characters, more than the 96'),
+    });
   });
 
   it('groups by length so padding is rare, batches bounded', () => {
@@ -120,7 +134,9 @@ describe('embedding inputs', () => {
 describe('openaiFailure', () => {
   it('takes status, type and code from the catalog', () => {
     expect(openaiFailure(new ConveyorError('CONTEXT_LENGTH_EXCEEDED', 'too long', 'messages'))).toEqual({
-      status: 400, headers: {}, body: { error: { message: 'too long', type: 'invalid_request_error', param: 'messages', code: 'context_length_exceeded' } },
+      status: 400,
+      headers: {},
+      body: { error: { message: 'too long', type: 'invalid_request_error', param: 'messages', code: 'context_length_exceeded' } },
     });
     expect(openaiFailure(new ConveyorError('UNAUTHENTICATED', 'no')).body.error).toMatchObject({ type: 'authentication_error', code: 'invalid_api_key', param: null });
     expect(openaiFailure(new Error('boom'))).toMatchObject({ status: 500, body: { error: { type: 'server_error', code: null } } });

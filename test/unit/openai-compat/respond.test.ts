@@ -11,7 +11,11 @@ import type { GenerationEvent } from '../../../src/contracts/text-generation.js'
 import type { FinishReason } from '../../../src/contracts/generate.js';
 
 const event = (text: string, finishReason: FinishReason | null = null): GenerationEvent => ({
-  text, tokenIds: [1], logprobs: null, finishReason, stopReason: null,
+  text,
+  tokenIds: [1],
+  logprobs: null,
+  finishReason,
+  stopReason: null,
   usage: { promptTokens: 3, completionTokens: 1, cachedTokens: 0 },
   timings: { arrivalMs: 0, scheduledMs: 0, firstTokenMs: 0, tokenMs: 0 },
 });
@@ -20,7 +24,10 @@ async function respond(events: () => AsyncGenerator<ChoiceEvent>) {
   const app = Fastify();
   app.post('/', async (_request, reply) => {
     await streamChoices(reply, events(), {
-      meta: { id: 'cmpl-1', created: 1, model: 'm', system_fingerprint: 'fp_x' }, object: 'text_completion', includeUsage: false, usage: new UsageTally(1),
+      meta: { id: 'cmpl-1', created: 1, model: 'm', system_fingerprint: 'fp_x' },
+      object: 'text_completion',
+      includeUsage: false,
+      usage: new UsageTally(1),
       choice: (index, e) => ({ index, text: e.text, logprobs: null, finish_reason: e.finishReason }),
     });
     return reply;
@@ -37,7 +44,12 @@ describe('streamChoices', () => {
       yield { index: 0, event: event('b', 'stop') };
     });
     expect(response.statusCode).toBe(200);
-    expect(response.body.split('\n\n').filter(Boolean).map((f) => JSON.parse(f.slice(6) === '[DONE]' ? '"DONE"' : f.slice(6)))).toEqual([
+    expect(
+      response.body
+        .split('\n\n')
+        .filter(Boolean)
+        .map((f) => JSON.parse(f.slice(6) === '[DONE]' ? '"DONE"' : f.slice(6))),
+    ).toEqual([
       expect.objectContaining({ choices: [{ index: 0, text: 'a', logprobs: null, finish_reason: null }] }),
       expect.objectContaining({ choices: [{ index: 0, text: 'b', logprobs: null, finish_reason: 'stop' }] }),
       'DONE',

@@ -5,8 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { ConveyorError } from '../../../src/errors.js';
 import { chooseRunner, type ModelIoNames } from '../../../src/runners/create-runner.js';
 
-const perLayer = (prefix: string, numLayers: number): string[] =>
-  Array.from({ length: numLayers }, (_, i) => [`${prefix}.${i}.key`, `${prefix}.${i}.value`]).flat();
+const perLayer = (prefix: string, numLayers: number): string[] => Array.from({ length: numLayers }, (_, i) => [`${prefix}.${i}.key`, `${prefix}.${i}.value`]).flat();
 
 /** An Optimum decoder export's names (optimum-cli / transformers.js layout). */
 const optimumDecoder = (numLayers: number, extraInputs: string[] = []): ModelIoNames => ({
@@ -40,7 +39,9 @@ describe('chooseRunner', () => {
     expect(error.code).toBe('UNSUPPORTED');
     expect(error.message).toContain('inputs [input_ids, attention_mask, token_type_ids]');
     expect(error.message).toContain('outputs [last_hidden_state]');
-    expect(error.message).toContain('an Optimum decoder with past_key_values (PastKeyValuesRunner), which needs past_key_values.0.key, past_key_values.0.value, logits, present.0.key, present.0.value');
+    expect(error.message).toContain(
+      'an Optimum decoder with past_key_values (PastKeyValuesRunner), which needs past_key_values.0.key, past_key_values.0.value, logits, present.0.key, present.0.value',
+    );
   });
 
   it('refuses a decoder exported without KV cache inputs (a plain forward graph)', () => {

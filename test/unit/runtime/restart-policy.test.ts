@@ -70,8 +70,14 @@ function supervisor(numWorkers: number, respawn: (slot: number) => Promise<void>
   const logs: string[] = [];
   const gaveUp: string[] = [];
   const s = new WorkerSupervisor({
-    label: 'm:1 instance', numWorkers, respawn, log: (l) => logs.push(l), onGiveUp: (r) => gaveUp.push(r),
-    policy: { ...policy, maxCrashesInWindow: 3 }, clock: () => now, timers,
+    label: 'm:1 instance',
+    numWorkers,
+    respawn,
+    log: (l) => logs.push(l),
+    onGiveUp: (r) => gaveUp.push(r),
+    policy: { ...policy, maxCrashesInWindow: 3 },
+    clock: () => now,
+    timers,
   });
   return { s, timers, logs, gaveUp, advance: (ms: number) => (now += ms) };
 }

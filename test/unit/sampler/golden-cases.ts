@@ -32,7 +32,7 @@ type Shape = 'peaked' | 'flat' | 'ties' | 'far-tail';
 /** Deterministic Qwen3-sized rows: a trained model's peaked look, a random model's flat one, quantized ties, and a bulk 19 nats down. */
 function makeRow(shape: Shape, seed: number): Float32Array {
   let s = seed >>> 0;
-  const next = (): number => ((s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 4294967296);
+  const next = (): number => (s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 4294967296;
   const row = new Float32Array(VOCAB);
   for (let i = 0; i < VOCAB; i++) {
     const g = Math.sqrt(-2 * Math.log(1 - next())) * Math.cos(2 * Math.PI * next());
@@ -86,7 +86,7 @@ const BIG_CASES: Record<string, RowCase> = {
   },
   'repetition below 1, greedy': { params: p({ temperature: 0, repetitionPenalty: 0.8 }), prompt: PROMPT, output: OUTPUT, positions: 2 },
   'negative frequency and presence': { params: p({ frequencyPenalty: -1.5, presencePenalty: -0.7 }), output: OUTPUT, positions: 4 },
-  'logit bias': { params: p({ logitBias: { 5: 100, 17: 25.5, 99: -100, 1000: 3, 151_000: 40, 151_935: 50 } }), positions: 4 },
+  'logit bias': { params: p({ logitBias: { 5: 100, 17: 25.5, 99: -100, 1000: 3, 151000: 40, 151935: 50 } }), positions: 4 },
   'logit bias greedy clamped': { params: p({ temperature: 0, logitBias: { 3: 250, 4: -7 } }), positions: 2 },
   'banned (min_tokens)': { params: p({ topK: 20 }), banned: [0, 1, 2, 3], positions: 4 },
   'greedy + logprobs 5': { params: p({ temperature: 0, logprobs: true, topLogprobs: 5 }), positions: 2 },

@@ -123,7 +123,16 @@ describe('seeds and streams', () => {
     for (let step = 0; step < steps; step++) {
       for (const b of batch) {
         const out = outputs.get(b.id)!;
-        out.push(sampler.sample({ requestId: b.id, logits: Float32Array.from(rowFor(b.request, step)), params: params({ seed: b.seed, topP: 0.95 }), promptTokenIds: [1, 2], outputTokenIds: out, bannedTokenIds: null }).tokenId);
+        out.push(
+          sampler.sample({
+            requestId: b.id,
+            logits: Float32Array.from(rowFor(b.request, step)),
+            params: params({ seed: b.seed, topP: 0.95 }),
+            promptTokenIds: [1, 2],
+            outputTokenIds: out,
+            bannedTokenIds: null,
+          }).tokenId,
+        );
       }
     }
     return outputs;

@@ -8,7 +8,7 @@ const VOCAB = 151_936;
 /** Deterministic Qwen3-sized rows: "flat" like a random-weight model, "peaked" like a trained one, "ties" quantized. */
 function makeRow(shape: 'flat' | 'peaked' | 'ties', seed: number): Float32Array {
   let s = seed >>> 0;
-  const next = (): number => ((s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 4294967296);
+  const next = (): number => (s = (Math.imul(s, 1664525) + 1013904223) >>> 0) / 4294967296;
   const row = new Float32Array(VOCAB);
   for (let i = 0; i < VOCAB; i++) {
     const g = Math.sqrt(-2 * Math.log(1 - next())) * Math.cos(2 * Math.PI * next());

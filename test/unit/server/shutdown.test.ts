@@ -48,11 +48,14 @@ describe('drain', () => {
   it('at the exit timeout ends the running generations with UNAVAILABLE, then closes', async () => {
     let finish!: () => void;
     const unloading = new Promise<void>((resolve) => (finish = resolve));
-    const { parts: p, events } = parts(() => unloading, () => {
-      // Aborted generations end, so the unload can complete.
-      finish();
-      return 2;
-    });
+    const { parts: p, events } = parts(
+      () => unloading,
+      () => {
+        // Aborted generations end, so the unload can complete.
+        finish();
+        return 2;
+      },
+    );
     expect(await drain(p, 1)).toEqual({ finishedInTime: false, aborted: 2 });
     const order = events.filter((e) => !e.startsWith('log:'));
     expect(order).toEqual(['not ready', 'unloading', 'abort: UNAVAILABLE', 'unloaded', 'front ends closed', 'metrics closed']);

@@ -13,7 +13,10 @@ describe('input ranges', () => {
 
   it('reads the table sizes of the inputs the model declares', () => {
     expect(ranges).toEqual({
-      indexed: [{ input: 'input_ids', size: 100, table: 'vocabulary' }, { input: 'token_type_ids', size: 2, table: 'token type vocabulary' }],
+      indexed: [
+        { input: 'input_ids', size: 100, table: 'vocabulary' },
+        { input: 'token_type_ids', size: 2, table: 'token type vocabulary' },
+      ],
       maxSequence: 8,
       sequenceInputs: ['input_ids', 'attention_mask', 'token_type_ids'],
     });

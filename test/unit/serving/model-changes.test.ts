@@ -28,7 +28,9 @@ async function setUp() {
   const held: BackendLoader = async (request) => {
     await loading.opened;
     const served: ServedModel = {
-      name: request.name, version: request.version, config: request.config,
+      name: request.name,
+      version: request.version,
+      config: request.config,
       infer: () => Promise.reject(new Error('not used')),
       statistics: () => ({ name: request.name, version: String(request.version) }) as ReturnType<ServedModel['statistics']>,
       close: () => closing.opened,

@@ -82,7 +82,10 @@ describe('the declaration: each field at its boundaries', () => {
   it('checks the rules between fields, naming the field at fault and the other by its wire name', () => {
     expect(reject({ top_logprobs: 2 })).toMatchObject({ param: 'top_logprobs', message: 'top_logprobs requires logprobs to be true' });
     expect(reject({ logprobs: 2, top_logprobs: 1 })).toMatchObject({ param: 'top_logprobs', message: 'top_logprobs cannot be combined with an integer logprobs' });
-    expect(reject({ max_tokens: 2, min_tokens: 3 }, { max_tokens: 'max_completion_tokens' })).toMatchObject({ param: 'min_tokens', message: 'min_tokens (3) must not exceed max_completion_tokens (2)' });
+    expect(reject({ max_tokens: 2, min_tokens: 3 }, { max_tokens: 'max_completion_tokens' })).toMatchObject({
+      param: 'min_tokens',
+      message: 'min_tokens (3) must not exceed max_completion_tokens (2)',
+    });
     expect(() => parseGenerationParams({ top_logprobs: 0 }, LIMITS)).not.toThrow();
     expect(() => parseGenerationParams({ max_tokens: 3, min_tokens: 3 }, LIMITS)).not.toThrow();
   });
@@ -93,30 +96,32 @@ describe('the declaration: each field at its boundaries', () => {
 });
 
 /** Valid values for every field, drawn within the declared ranges (limits: vocabulary 1000, 5 alternatives). */
-const validParams = fc.record(
-  {
-    priority: fc.integer(),
-    cache_salt: fc.string({ minLength: 1, maxLength: 4 }),
-    temperature: fc.double({ min: 0, max: 4, noNaN: true }),
-    top_p: fc.double({ min: Number.MIN_VALUE, max: 1, noNaN: true }),
-    top_k: fc.integer({ min: -1, max: 100 }),
-    min_p: fc.double({ min: 0, max: 1, noNaN: true }),
-    repetition_penalty: fc.double({ min: Number.MIN_VALUE, max: 3, noNaN: true }),
-    frequency_penalty: fc.double({ min: -2, max: 2, noNaN: true }),
-    presence_penalty: fc.double({ min: -2, max: 2, noNaN: true }),
-    logit_bias: fc.dictionary(fc.nat({ max: 999 }).map(String), fc.double({ min: -100, max: 100, noNaN: true }), { maxKeys: 4 }),
-    seed: fc.maxSafeInteger(),
-    max_tokens: fc.integer({ min: 10, max: 1000 }),
-    min_tokens: fc.integer({ min: 0, max: 10 }),
-    ignore_eos: fc.boolean(),
-    stop_token_ids: fc.array(fc.nat({ max: 999 }), { maxLength: 3 }),
-    stop: fc.oneof(fc.string({ minLength: 1, maxLength: 3 }), fc.array(fc.string({ minLength: 1, maxLength: 3 }), { maxLength: 4 })),
-    include_stop_str_in_output: fc.boolean(),
-    skip_special_tokens: fc.boolean(),
-    logprobs: fc.oneof(fc.boolean(), fc.nat({ max: 5 })),
-  },
-  { requiredKeys: [] },
-).chain((p): fc.Arbitrary<typeof p & { top_logprobs?: number }> => (p.logprobs === true ? fc.nat({ max: 5 }).map((top) => ({ ...p, top_logprobs: top })) : fc.constant(p)));
+const validParams = fc
+  .record(
+    {
+      priority: fc.integer(),
+      cache_salt: fc.string({ minLength: 1, maxLength: 4 }),
+      temperature: fc.double({ min: 0, max: 4, noNaN: true }),
+      top_p: fc.double({ min: Number.MIN_VALUE, max: 1, noNaN: true }),
+      top_k: fc.integer({ min: -1, max: 100 }),
+      min_p: fc.double({ min: 0, max: 1, noNaN: true }),
+      repetition_penalty: fc.double({ min: Number.MIN_VALUE, max: 3, noNaN: true }),
+      frequency_penalty: fc.double({ min: -2, max: 2, noNaN: true }),
+      presence_penalty: fc.double({ min: -2, max: 2, noNaN: true }),
+      logit_bias: fc.dictionary(fc.nat({ max: 999 }).map(String), fc.double({ min: -100, max: 100, noNaN: true }), { maxKeys: 4 }),
+      seed: fc.maxSafeInteger(),
+      max_tokens: fc.integer({ min: 10, max: 1000 }),
+      min_tokens: fc.integer({ min: 0, max: 10 }),
+      ignore_eos: fc.boolean(),
+      stop_token_ids: fc.array(fc.nat({ max: 999 }), { maxLength: 3 }),
+      stop: fc.oneof(fc.string({ minLength: 1, maxLength: 3 }), fc.array(fc.string({ minLength: 1, maxLength: 3 }), { maxLength: 4 })),
+      include_stop_str_in_output: fc.boolean(),
+      skip_special_tokens: fc.boolean(),
+      logprobs: fc.oneof(fc.boolean(), fc.nat({ max: 5 })),
+    },
+    { requiredKeys: [] },
+  )
+  .chain((p): fc.Arbitrary<typeof p & { top_logprobs?: number }> => (p.logprobs === true ? fc.nat({ max: 5 }).map((top) => ({ ...p, top_logprobs: top })) : fc.constant(p)));
 
 describe('the declaration: accepted values round-trip', () => {
   it('any accepted value passes validation into the SamplingParams the fields spell', () => {
@@ -220,8 +225,40 @@ describe('each protocol maps its wire names onto the declaration', () => {
   });
 
   it('OpenAI accepts exactly the fields it did before the declaration (checkFields)', () => {
-    const sampling = ['temperature', 'top_p', 'top_k', 'min_p', 'repetition_penalty', 'frequency_penalty', 'presence_penalty', 'logit_bias', 'max_tokens', 'min_tokens', 'seed', 'stop', 'stop_token_ids', 'ignore_eos', 'include_stop_str_in_output', 'skip_special_tokens'];
-    const common = ['model', 'n', 'stream', 'stream_options', 'priority', 'cache_salt', 'logprobs', ...sampling, 'user', 'metadata', 'safety_identifier', 'prompt_cache_key', 'parallel_tool_calls', 'request_id'];
+    const sampling = [
+      'temperature',
+      'top_p',
+      'top_k',
+      'min_p',
+      'repetition_penalty',
+      'frequency_penalty',
+      'presence_penalty',
+      'logit_bias',
+      'max_tokens',
+      'min_tokens',
+      'seed',
+      'stop',
+      'stop_token_ids',
+      'ignore_eos',
+      'include_stop_str_in_output',
+      'skip_special_tokens',
+    ];
+    const common = [
+      'model',
+      'n',
+      'stream',
+      'stream_options',
+      'priority',
+      'cache_salt',
+      'logprobs',
+      ...sampling,
+      'user',
+      'metadata',
+      'safety_identifier',
+      'prompt_cache_key',
+      'parallel_tool_calls',
+      'request_id',
+    ];
     expect(CHAT_FIELDS).toEqual(new Set([...common, 'messages', 'max_completion_tokens', 'top_logprobs', 'chat_template_kwargs', 'add_generation_prompt']));
     expect(COMPLETION_FIELDS).toEqual(new Set([...common, 'prompt', 'echo', 'add_special_tokens']));
   });

@@ -12,9 +12,7 @@ export function decodeBinaryData(name: string, datatype: DataType, shape: readon
   if (datatype === 'BYTES') return decodeBytesElements(name, shape, count, bytes);
   const expected = count * elementSize(datatype);
   if (bytes.byteLength !== expected) {
-    throw invalidArg(
-      `input '${name}': binary_data_size ${bytes.byteLength} does not match shape ${formatShape(shape)} of ${datatype} (${expected} bytes)`,
-    );
+    throw invalidArg(`input '${name}': binary_data_size ${bytes.byteLength} does not match shape ${formatShape(shape)} of ${datatype} (${expected} bytes)`);
   }
   const Storage = storageFor(datatype);
   // A typed array view needs an aligned offset; the body buffer's offset is arbitrary.
@@ -47,9 +45,7 @@ function decodeBytesElements(name: string, shape: readonly number[], count: numb
     const length = view.getUint32(offset, true);
     offset += 4;
     if (offset + length > bytes.byteLength) {
-      throw invalidArg(
-        `input '${name}': BYTES element ${elements.length} declares ${length} bytes but only ${bytes.byteLength - offset} remain`,
-      );
+      throw invalidArg(`input '${name}': BYTES element ${elements.length} declares ${length} bytes but only ${bytes.byteLength - offset} remain`);
     }
     // A plain view (not a Buffer slice): the contract's storage is Uint8Array.
     elements.push(new Uint8Array(bytes.buffer, bytes.byteOffset + offset, length));

@@ -17,7 +17,7 @@ export const HEADER_LENGTH_HEADER = 'inference-header-content-length';
  */
 export function parseHeaderLength(value: string | string[] | undefined, bodyLength: number): number | undefined {
   if (value === undefined) return undefined;
-  const text = Array.isArray(value) ? value[0] ?? '' : value;
+  const text = Array.isArray(value) ? (value[0] ?? '') : value;
   if (!/^\d+$/.test(text.trim())) {
     throw invalidArg(`Inference-Header-Content-Length must be a non-negative integer, got '${text}'`);
   }
@@ -44,7 +44,10 @@ export function decodeInferRequest(model: string, version: string | undefined, b
   if (offset !== binary.byteLength) {
     throw invalidArg(`the request has ${binary.byteLength - offset} bytes of binary data that no input claims`);
   }
-  checkUniqueNames(inputs.map((t) => t.name), 'input');
+  checkUniqueNames(
+    inputs.map((t) => t.name),
+    'input',
+  );
   const outputs = decodeRequestedOutputs(header.outputs);
 
   const request: InferRequest = {
@@ -116,7 +119,10 @@ function decodeRequestedOutputs(value: unknown): RequestedOutput[] | undefined {
     rejectSharedMemory('output', output.name, parameters);
     return { name: output.name, parameters };
   });
-  checkUniqueNames(outputs.map((o) => o.name), 'output');
+  checkUniqueNames(
+    outputs.map((o) => o.name),
+    'output',
+  );
   return outputs;
 }
 

@@ -7,8 +7,12 @@ import { elementCount, formatShape } from './datatypes.js';
 import type { FixedTensorData } from './datatypes.js';
 
 const INTEGER_RANGES = {
-  UINT8: [0, 0xff], UINT16: [0, 0xffff], UINT32: [0, 0xffffffff],
-  INT8: [-0x80, 0x7f], INT16: [-0x8000, 0x7fff], INT32: [-0x80000000, 0x7fffffff],
+  UINT8: [0, 0xff],
+  UINT16: [0, 0xffff],
+  UINT32: [0, 0xffffffff],
+  INT8: [-0x80, 0x7f],
+  INT16: [-0x8000, 0x7fff],
+  INT32: [-0x80000000, 0x7fffffff],
 } as const;
 type SmallIntegerType = keyof typeof INTEGER_RANGES;
 
@@ -33,11 +37,18 @@ export function decodeJsonData(name: string, datatype: DataType, shape: readonly
   }
   const fail = (index: number, problem: string) => invalidArg(`input '${name}': element ${index} ${problem}`);
   switch (datatype) {
-    case 'BOOL': return toBool(values, fail);
-    case 'BYTES': return toBytes(values, fail);
-    case 'FP32': case 'FP64': return toFloat(values, datatype, fail);
-    case 'INT64': case 'UINT64': return toBigInteger(values, datatype, fail);
-    default: return toSmallInteger(values, datatype, fail);
+    case 'BOOL':
+      return toBool(values, fail);
+    case 'BYTES':
+      return toBytes(values, fail);
+    case 'FP32':
+    case 'FP64':
+      return toFloat(values, datatype, fail);
+    case 'INT64':
+    case 'UINT64':
+      return toBigInteger(values, datatype, fail);
+    default:
+      return toSmallInteger(values, datatype, fail);
   }
 }
 
@@ -62,8 +73,7 @@ function flatten(data: unknown[]): unknown[] {
 }
 
 /** A request value for an error message; JSON.stringify alone throws on the bigints parseJson revives, at any depth. */
-export const describe = (value: unknown): string =>
-  typeof value === 'bigint' ? value.toString() : String(JSON.stringify(value, (_key, v: unknown) => (typeof v === 'bigint' ? v.toString() : v)));
+export const describe = (value: unknown): string => (typeof value === 'bigint' ? value.toString() : String(JSON.stringify(value, (_key, v: unknown) => (typeof v === 'bigint' ? v.toString() : v))));
 
 function toBool(values: unknown[], fail: Fail): Uint8Array {
   const out = new Uint8Array(values.length);

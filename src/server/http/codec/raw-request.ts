@@ -12,15 +12,11 @@ import { elementSize, formatShape, fromConfigDataType } from './datatypes.js';
 export function decodeRawInferRequest(model: string, version: string | undefined, config: ModelConfig, body: Buffer): InferRequest {
   const [input, ...others] = config.input;
   if (input === undefined || others.length > 0) {
-    throw invalidArg(
-      `a raw binary request (Inference-Header-Content-Length: 0) needs a model with exactly one input; '${model}' has ${config.input.length}`,
-    );
+    throw invalidArg(`a raw binary request (Inference-Header-Content-Length: 0) needs a model with exactly one input; '${model}' has ${config.input.length}`);
   }
   const datatype = fromConfigDataType(input.data_type);
   const batch = config.max_batch_size > 0 ? [1] : [];
-  const tensor: Tensor = datatype === 'BYTES'
-    ? rawBytesInput(input.name, input.dims, batch, body)
-    : rawFixedInput(input.name, datatype, input.dims, batch, body);
+  const tensor: Tensor = datatype === 'BYTES' ? rawBytesInput(input.name, input.dims, batch, body) : rawFixedInput(input.name, datatype, input.dims, batch, body);
   return {
     model,
     ...(version ? { version } : {}),

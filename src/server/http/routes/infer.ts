@@ -18,11 +18,7 @@ export function registerInferRoutes(app: FastifyInstance, service: InferenceServ
   }
 }
 
-async function handleInfer(
-  service: InferenceService,
-  request: FastifyRequest<{ Params: ModelParams }>,
-  reply: FastifyReply,
-): Promise<FastifyReply> {
+async function handleInfer(service: InferenceService, request: FastifyRequest<{ Params: ModelParams }>, reply: FastifyReply): Promise<FastifyReply> {
   const inferRequest = decodeBody(service, request);
   const signal = abortOnDisconnect(reply.raw);
   const response = withRequestId(await service.infer(inferRequest, signal), inferRequest);

@@ -40,9 +40,7 @@ export function registerModelRoutes(app: FastifyInstance, service: InferenceServ
     });
   }
   for (const path of modelPaths('/config')) {
-    app.get<{ Params: ModelParams }>(path, async (request) =>
-      modelConfigToJsonValue(service.modelConfig(request.params.model, versionOf(request.params))),
-    );
+    app.get<{ Params: ModelParams }>(path, async (request) => modelConfigToJsonValue(service.modelConfig(request.params.model, versionOf(request.params))));
   }
   for (const path of ['/v2/models/stats', ...modelPaths('/stats')]) {
     app.get<{ Params: Partial<ModelParams> }>(path, async (request) => {

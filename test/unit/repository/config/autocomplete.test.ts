@@ -4,9 +4,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { ModelConfig } from '../../../../src/contracts/model-config.js';
-import {
-  checkModelMetadata, completeFromModelMetadata, DEFAULT_MAX_BATCH_SIZE, parseModelConfig, type ModelIoMetadata, type TensorMetadata,
-} from '../../../../src/repository/config/index.js';
+import { checkModelMetadata, completeFromModelMetadata, DEFAULT_MAX_BATCH_SIZE, parseModelConfig, type ModelIoMetadata, type TensorMetadata } from '../../../../src/repository/config/index.js';
 import { input, output } from './fixtures.js';
 import { expectError } from './helpers.js';
 
@@ -38,7 +36,12 @@ describe('completeFromModelMetadata', () => {
     expect(DEFAULT_MAX_BATCH_SIZE).toBe(4);
     expect(done.max_batch_size).toBe(4);
     expect(done.dynamic_batching).toEqual({
-      preferred_batch_size: [4], max_queue_delay_microseconds: 0, preserve_ordering: false, priority_levels: 0, default_priority_level: 0, priority_queue_policy: {},
+      preferred_batch_size: [4],
+      max_queue_delay_microseconds: 0,
+      preserve_ordering: false,
+      priority_levels: 0,
+      default_priority_level: 0,
+      priority_queue_policy: {},
     });
     expect(done.input).toEqual([input('ids', 'TYPE_INT64', [-1]), input('mask', 'TYPE_INT64', [-1])]);
     expect(done.output).toEqual([output('hidden', 'TYPE_FP32', [-1, 32]), output('score', 'TYPE_FP16', [1], { reshape: { shape: [] } })]);
@@ -77,13 +80,17 @@ describe('completeFromModelMetadata', () => {
   });
 
   it('refuses a non-zero max_batch_size for a model that cannot batch', () => {
-    expectError(() => completeFromModelMetadata(parse('backend: "onnxruntime" max_batch_size: 2'), FIXED),
-      "model 'm': the model cannot batch (tensor 'image' has shape [3, 8, 8], no variable first dimension) but max_batch_size is 2");
+    expectError(
+      () => completeFromModelMetadata(parse('backend: "onnxruntime" max_batch_size: 2'), FIXED),
+      "model 'm': the model cannot batch (tensor 'image' has shape [3, 8, 8], no variable first dimension) but max_batch_size is 2",
+    );
   });
 
   it('refuses element types the config cannot name', () => {
-    expectError(() => completeFromModelMetadata(parse('backend: "onnxruntime"'), { inputs: [t('q', 'uint4', [2])], outputs: [] }),
-      "model 'm': model input 'q' has element type 'uint4', which has no config data type");
+    expectError(
+      () => completeFromModelMetadata(parse('backend: "onnxruntime"'), { inputs: [t('q', 'uint4', [2])], outputs: [] }),
+      "model 'm': model input 'q' has element type 'uint4', which has no config data type",
+    );
   });
 
   it('validates the completed config', () => {
@@ -99,9 +106,17 @@ describe('checkModelMetadata', () => {
   const fails = (text: string, metadata: ModelIoMetadata, message: string) => expectError(() => checkModelMetadata(declared(text), metadata), `model 'm': ${message}`);
 
   it('accepts matching declarations, stricter dims and a subset of outputs', () => {
-    checkModelMetadata(declared('max_batch_size: 2 input [ { name: "ids" data_type: TYPE_INT64 dims: [ 16 ] }, { name: "mask" data_type: TYPE_INT64 dims: [ -1 ] } ] output { name: "hidden" data_type: TYPE_FP32 dims: [ -1, 32 ] }'), BATCHABLE);
+    checkModelMetadata(
+      declared(
+        'max_batch_size: 2 input [ { name: "ids" data_type: TYPE_INT64 dims: [ 16 ] }, { name: "mask" data_type: TYPE_INT64 dims: [ -1 ] } ] output { name: "hidden" data_type: TYPE_FP32 dims: [ -1, 32 ] }',
+      ),
+      BATCHABLE,
+    );
     checkModelMetadata(declared('input { name: "image" data_type: TYPE_UINT8 dims: [ 3, 8, 8 ] } output { name: "label" data_type: TYPE_INT32 dims: [ 1 ] }'), FIXED);
-    checkModelMetadata(declared('max_batch_size: 2 input [ { name: "ids" data_type: TYPE_INT64 dims: [ -1 ] }, { name: "mask" data_type: TYPE_INT64 dims: [ 2, 4 ] reshape { shape: [ 8 ] } } ]'), BATCHABLE);
+    checkModelMetadata(
+      declared('max_batch_size: 2 input [ { name: "ids" data_type: TYPE_INT64 dims: [ -1 ] }, { name: "mask" data_type: TYPE_INT64 dims: [ 2, 4 ] reshape { shape: [ 8 ] } } ]'),
+      BATCHABLE,
+    );
   });
 
   it('names tensors the model does not have, and model inputs the config lacks', () => {
@@ -117,12 +132,21 @@ describe('checkModelMetadata', () => {
   it('names shape mismatches, with the batch dimension explained', () => {
     fails('input { name: "image" data_type: TYPE_UINT8 dims: [ 3, 8 ] }', FIXED, "input 'image' has dims [3, 8] but the model's shape is [3, 8, 8]; expected [3, 8, 8]");
     fails('input { name: "image" data_type: TYPE_UINT8 dims: [ 3, -1, 8 ] }', FIXED, "input 'image' has dims [3, -1, 8] but the model's shape is [3, 8, 8]; expected [3, 8, 8]");
-    fails('max_batch_size: 2 output { name: "hidden" data_type: TYPE_FP32 dims: [ -1, 16 ] } input [ { name: "ids" data_type: TYPE_INT64 dims: [ -1 ] }, { name: "mask" data_type: TYPE_INT64 dims: [ -1 ] } ]', BATCHABLE,
-      "output 'hidden' has dims [-1, 16] but the model's shape is [batch, seq, 32]; expected [seq, 32] after the batch dimension");
-    fails('max_batch_size: 2 input { name: "ids" data_type: TYPE_INT64 dims: [ 4 ] reshape { shape: [ 2, 2 ] } }', BATCHABLE,
-      "input 'ids' has reshape [2, 2] but the model's shape is [batch, seq]; expected [seq] after the batch dimension");
-    fails('max_batch_size: 2 input { name: "image" data_type: TYPE_UINT8 dims: [ 8, 8 ] }', FIXED,
-      "input 'image': max_batch_size is 2 but the model's shape [3, 8, 8] has no variable first (batch) dimension");
+    fails(
+      'max_batch_size: 2 output { name: "hidden" data_type: TYPE_FP32 dims: [ -1, 16 ] } input [ { name: "ids" data_type: TYPE_INT64 dims: [ -1 ] }, { name: "mask" data_type: TYPE_INT64 dims: [ -1 ] } ]',
+      BATCHABLE,
+      "output 'hidden' has dims [-1, 16] but the model's shape is [batch, seq, 32]; expected [seq, 32] after the batch dimension",
+    );
+    fails(
+      'max_batch_size: 2 input { name: "ids" data_type: TYPE_INT64 dims: [ 4 ] reshape { shape: [ 2, 2 ] } }',
+      BATCHABLE,
+      "input 'ids' has reshape [2, 2] but the model's shape is [batch, seq]; expected [seq] after the batch dimension",
+    );
+    fails(
+      'max_batch_size: 2 input { name: "image" data_type: TYPE_UINT8 dims: [ 8, 8 ] }',
+      FIXED,
+      "input 'image': max_batch_size is 2 but the model's shape [3, 8, 8] has no variable first (batch) dimension",
+    );
   });
 });
 

@@ -8,11 +8,24 @@ import { expectError } from './helpers.js';
 const COLOR = enumType('Color', ['RED', 'GREEN', 'BLUE']);
 const INNER = messageType('Test.Inner', [single('v', 'int32'), single('s', 'string')]);
 const TEST = messageType('Test', [
-  single('s', 'string'), single('b', 'bool'), single('i32', 'int32'), single('u32', 'uint32'),
-  single('i64', 'int64'), single('u64', 'uint64'), single('f', 'float'), single('d', 'double'),
-  single('color', COLOR), single('inner', INNER), repeated('nums', 'int64'), repeated('items', INNER),
-  repeated('colors', COLOR), mapOf('tags', 'string', 'string'), mapOf('byLevel', 'uint64', INNER),
-  single('first', 'string', 'choice'), single('second', INNER, 'choice'), single('max_batch_size', 'int32'),
+  single('s', 'string'),
+  single('b', 'bool'),
+  single('i32', 'int32'),
+  single('u32', 'uint32'),
+  single('i64', 'int64'),
+  single('u64', 'uint64'),
+  single('f', 'float'),
+  single('d', 'double'),
+  single('color', COLOR),
+  single('inner', INNER),
+  repeated('nums', 'int64'),
+  repeated('items', INNER),
+  repeated('colors', COLOR),
+  mapOf('tags', 'string', 'string'),
+  mapOf('byLevel', 'uint64', INNER),
+  single('first', 'string', 'choice'),
+  single('second', INNER, 'choice'),
+  single('max_batch_size', 'int32'),
 ]);
 
 const text = (src: string) => decodeTree(parseTextFormat(src, 'f'), TEST, 'f').value;
@@ -21,12 +34,29 @@ const json = (src: string) => decodeTree(parseJsonConfig(src, 'c'), TEST, 'c').v
 describe('schema decoding (text format)', () => {
   it('decodes each scalar type', () => {
     expect(text('s: "x" b: true i32: -7 u32: 0x10 i64: -9007199254740991 u64: 017 f: 1.5f d: -2e-3 color: BLUE')).toEqual({
-      s: 'x', b: true, i32: -7, u32: 16, i64: -9007199254740991, u64: 15, f: 1.5, d: -0.002, color: 'BLUE',
+      s: 'x',
+      b: true,
+      i32: -7,
+      u32: 16,
+      i64: -9007199254740991,
+      u64: 15,
+      f: 1.5,
+      d: -0.002,
+      color: 'BLUE',
     });
   });
 
   it('takes protobuf boolean spellings and enum numbers', () => {
-    for (const [word, value] of [['true', true], ['True', true], ['t', true], ['1', true], ['false', false], ['False', false], ['f', false], ['0', false]] as const) {
+    for (const [word, value] of [
+      ['true', true],
+      ['True', true],
+      ['t', true],
+      ['1', true],
+      ['false', false],
+      ['False', false],
+      ['f', false],
+      ['0', false],
+    ] as const) {
       expect(text(`b: ${word}`).b).toBe(value);
     }
     expect(text('color: 1').color).toBe('GREEN');
@@ -112,7 +142,12 @@ describe('schema decoding (text format)', () => {
 describe('schema decoding (JSON)', () => {
   it('takes proto names and lowerCamelCase JSON names, quoted 64-bit integers, enum names and numbers', () => {
     expect(json('{"maxBatchSize": 4, "i64": "-12", "u64": 1e3, "color": "GREEN", "colors": [0, "BLUE"], "b": false}')).toEqual({
-      max_batch_size: 4, i64: -12, u64: 1000, color: 'GREEN', colors: ['RED', 'BLUE'], b: false,
+      max_batch_size: 4,
+      i64: -12,
+      u64: 1000,
+      color: 'GREEN',
+      colors: ['RED', 'BLUE'],
+      b: false,
     });
   });
 
@@ -142,8 +177,21 @@ describe('fillDefaults', () => {
   it('fills unset scalars, lists and maps, recursing into set messages only, and skips oneof members', () => {
     const value = fillDefaults(text('inner { v: 2 } items { }'), TEST, ['max_batch_size']);
     expect(value).toEqual({
-      s: '', b: false, i32: 0, u32: 0, i64: 0, u64: 0, f: 0, d: 0, color: 'RED',
-      inner: { v: 2, s: '' }, nums: [], items: [{ v: 0, s: '' }], colors: [], tags: {}, byLevel: {},
+      s: '',
+      b: false,
+      i32: 0,
+      u32: 0,
+      i64: 0,
+      u64: 0,
+      f: 0,
+      d: 0,
+      color: 'RED',
+      inner: { v: 2, s: '' },
+      nums: [],
+      items: [{ v: 0, s: '' }],
+      colors: [],
+      tags: {},
+      byLevel: {},
     });
   });
 });

@@ -7,7 +7,12 @@ describe('JSON config reader', () => {
   it('maps objects to messages, arrays to list fields, and drops null members', () => {
     const root = parseJsonConfig('{"name": "m", "dims": [1, -2.5e1], "x": null, "sub": {"ok": true}, "e": []}', 'config');
     expect(root.json).toBe(true);
-    expect(root.fields.map((f) => [f.name, f.list, f.values.length])).toEqual([['name', false, 1], ['dims', true, 2], ['sub', false, 1], ['e', true, 0]]);
+    expect(root.fields.map((f) => [f.name, f.list, f.values.length])).toEqual([
+      ['name', false, 1],
+      ['dims', true, 2],
+      ['sub', false, 1],
+      ['e', true, 0],
+    ]);
     expect(root.fields[1]!.values).toEqual([
       { kind: 'number', text: '1', integer: true, negative: false, pos: { line: 1, column: 24 } },
       { kind: 'number', text: '2.5e1', integer: false, negative: true, pos: { line: 1, column: 27 } },
@@ -19,7 +24,10 @@ describe('JSON config reader', () => {
 
   it('keeps member positions across lines', () => {
     const root = parseJsonConfig('{\n  "name": "m",\n  "max_batch_size": 4\n}', 'config');
-    expect(root.fields.map((f) => f.pos)).toEqual([{ line: 2, column: 3 }, { line: 3, column: 3 }]);
+    expect(root.fields.map((f) => f.pos)).toEqual([
+      { line: 2, column: 3 },
+      { line: 3, column: 3 },
+    ]);
   });
 
   it('rejects what is not JSON, with positions', () => {

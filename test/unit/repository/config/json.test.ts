@@ -15,7 +15,8 @@ describe('modelConfigToJson', () => {
         'input { name: "images" data_type: TYPE_FP32 dims: [ 3, -1, -1 ] }\n' +
         'output { name: "output" data_type: TYPE_FP32 dims: [ 10 ] }\n' +
         'dynamic_batching { }',
-      'config.pbtxt', 'model_test',
+      'config.pbtxt',
+      'model_test',
     );
     expect(modelConfigToJson(config)).toBe(
       '{"name":"model_test","platform":"onnxruntime_onnx","backend":"onnxruntime","runtime":"","version_policy":{"latest":{"num_versions":1}},' +
@@ -36,13 +37,23 @@ describe('modelConfigToJson', () => {
         'input { name: "t" data_type: TYPE_STRING dims: [ 1 ] reshape { shape: [] } }\n' +
         'model_warmup { name: "w" batch_size: 1 inputs { key: "t" value { data_type: TYPE_STRING dims: [ 1 ] zero_data: true } } }\n' +
         'model_metrics { metric_control { histogram_options { buckets: [ 0.5, inf, nan ] } } }',
-      'config.pbtxt', 'm',
+      'config.pbtxt',
+      'm',
     );
     const printed = modelConfigToJsonValue(config);
-    expect(printed.input).toEqual([{
-      name: 't', data_type: 'TYPE_STRING', format: 'FORMAT_NONE', dims: [1], reshape: { shape: [] },
-      is_shape_tensor: false, allow_ragged_batch: false, optional: false, is_non_linear_format_io: false,
-    }]);
+    expect(printed.input).toEqual([
+      {
+        name: 't',
+        data_type: 'TYPE_STRING',
+        format: 'FORMAT_NONE',
+        dims: [1],
+        reshape: { shape: [] },
+        is_shape_tensor: false,
+        allow_ragged_batch: false,
+        optional: false,
+        is_non_linear_format_io: false,
+      },
+    ]);
     expect(printed.model_warmup).toEqual([{ name: 'w', batch_size: 1, inputs: { t: { data_type: 'TYPE_STRING', dims: [1], zero_data: true } }, count: 0 }]);
     expect(printed.model_transaction_policy).toEqual({ decoupled: true });
     expect(printed.response_cache).toEqual({ enable: false });
@@ -82,7 +93,8 @@ describe('modelConfigFromJson', () => {
         'model_warmup { name: "w" batch_size: 2 inputs { key: "x" value { data_type: TYPE_FP32 dims: [ 4 ] random_data: true } } }\n' +
         'model_metrics { metric_control { histogram_options { buckets: [ -inf, 0.25, nan ] } } }\n' +
         'metric_tags { key: "a" value: "b" }',
-      'config.pbtxt', 'm',
+      'config.pbtxt',
+      'm',
     );
     expect(modelConfigFromJson(modelConfigToJson(config), 'm')).toEqual(config);
   });
@@ -96,7 +108,12 @@ describe('modelConfigFromJson', () => {
     expect(config.input[0]!.data_type).toBe('TYPE_FP32');
     expect(config.input[0]!.dims).toEqual([-1, 3]);
     expect(config.dynamic_batching).toEqual({
-      preferred_batch_size: [2], max_queue_delay_microseconds: 100, preserve_ordering: false, priority_levels: 0, default_priority_level: 0, priority_queue_policy: {},
+      preferred_batch_size: [2],
+      max_queue_delay_microseconds: 100,
+      preserve_ordering: false,
+      priority_levels: 0,
+      default_priority_level: 0,
+      priority_queue_policy: {},
     });
     expect(config.instance_group[0]!.count).toBe(2);
     expect(config.parameters).toEqual({ p: { string_value: 'v' } });
@@ -105,8 +122,10 @@ describe('modelConfigFromJson', () => {
   it('reports errors as config:line:column', () => {
     expectError(() => modelConfigFromJson('{\n  "backend": "onnxruntime",\n  "max_batch": 4\n}', 'm'), "config:3:3: unknown field 'max_batch' in ModelConfig");
     expectError(() => modelConfigFromJson('{"name": "x", "backend": "onnxruntime"}', 'm'), "config:1:2: model name 'x' does not match its directory name 'm'");
-    expectError(() => modelConfigFromJson('{"backend": "onnxruntime", "max_batch_size": 2, "dynamic_batching": {"preferred_batch_size": [4]}}', 'm'),
-      'config:1:95: dynamic_batching preferred_batch_size 4 is larger than max_batch_size 2');
+    expectError(
+      () => modelConfigFromJson('{"backend": "onnxruntime", "max_batch_size": 2, "dynamic_batching": {"preferred_batch_size": [4]}}', 'm'),
+      'config:1:95: dynamic_batching preferred_batch_size 4 is larger than max_batch_size 2',
+    );
     expectError(() => modelConfigFromJson('{"backend": "onnxruntime", "ensemble_scheduling": {}}', 'm'), 'config:1:28: ensemble_scheduling is not supported yet', 'UNSUPPORTED');
     expectError(() => modelConfigFromJson('{"backend": "onnxruntime",}', 'm'), "config:1:27: expected a member name in double quotes, found '}'");
     expectError(() => modelConfigFromJson('', 'm'), 'config:1:1: expected a JSON object, found end of input');

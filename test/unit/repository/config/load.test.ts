@@ -77,8 +77,15 @@ describe('loadModelConfig', () => {
     await addVersionFile('1', 'model.onnx');
     expect(await loadModelConfig(configPath, 'net')).toEqual({
       ...COMMON,
-      name: 'net', platform: 'onnxruntime_onnx', backend: 'onnxruntime', max_batch_size: 0,
-      input: [], output: [], instance_group: [group('net', 'KIND_CPU', 2)], default_model_filename: 'model.onnx', parameters: {},
+      name: 'net',
+      platform: 'onnxruntime_onnx',
+      backend: 'onnxruntime',
+      max_batch_size: 0,
+      input: [],
+      output: [],
+      instance_group: [group('net', 'KIND_CPU', 2)],
+      default_model_filename: 'model.onnx',
+      parameters: {},
     });
   });
 

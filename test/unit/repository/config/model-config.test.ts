@@ -14,7 +14,10 @@ const parse = (text: string, dir = 'm') => parseModelConfig(text, 'config.pbtxt'
 
 const BERT: ModelConfig = {
   ...COMMON,
-  name: 'bert-tiny', platform: 'onnxruntime_onnx', backend: 'onnxruntime', max_batch_size: 32,
+  name: 'bert-tiny',
+  platform: 'onnxruntime_onnx',
+  backend: 'onnxruntime',
+  max_batch_size: 32,
   input: [input('input_ids', 'TYPE_INT64', [-1]), input('attention_mask', 'TYPE_INT64', [-1]), input('token_type_ids', 'TYPE_INT64', [-1])],
   output: [output('last_hidden_state', 'TYPE_FP32', [-1, 32]), output('sentence_embedding', 'TYPE_FP32', [32])],
   instance_group: [group('bert-tiny_0', 'KIND_CPU', 1)],
@@ -25,21 +28,31 @@ const BERT: ModelConfig = {
 
 const QWEN: ModelConfig = {
   ...COMMON,
-  name: 'qwen3-tiny', platform: '', backend: 'llm', max_batch_size: 0,
+  name: 'qwen3-tiny',
+  platform: '',
+  backend: 'llm',
+  max_batch_size: 0,
   model_transaction_policy: { decoupled: true },
   input: [input('text_input', 'TYPE_STRING', [1]), input('stream', 'TYPE_BOOL', [1], { optional: true }), input('max_tokens', 'TYPE_INT32', [1], { optional: true })],
   output: [output('text_output', 'TYPE_STRING', [-1])],
   instance_group: [group('qwen3-tiny_0', 'KIND_CPU', 1)],
   default_model_filename: '',
   parameters: {
-    precision: { string_value: 'fp32' }, max_num_seqs: { string_value: '32' }, max_num_batched_tokens: { string_value: '512' },
-    block_size: { string_value: '16' }, kv_cache_bytes: { string_value: '33554432' }, enable_prefix_caching: { string_value: 'true' },
+    precision: { string_value: 'fp32' },
+    max_num_seqs: { string_value: '32' },
+    max_num_batched_tokens: { string_value: '512' },
+    block_size: { string_value: '16' },
+    kv_cache_bytes: { string_value: '33554432' },
+    enable_prefix_caching: { string_value: 'true' },
   },
 };
 
 const RESNET: ModelConfig = {
   ...COMMON,
-  name: 'resnet-tiny', platform: 'onnxruntime_onnx', backend: 'onnxruntime', max_batch_size: 32,
+  name: 'resnet-tiny',
+  platform: 'onnxruntime_onnx',
+  backend: 'onnxruntime',
+  max_batch_size: 32,
   input: [input('input', 'TYPE_FP32', [3, 224, 224], { format: 'FORMAT_NCHW' })],
   output: [output('logits', 'TYPE_FP32', [1000], { label_filename: 'labels.txt' })],
   instance_group: [group('resnet-tiny_0', 'KIND_CPU', 1)],
@@ -49,11 +62,19 @@ const RESNET: ModelConfig = {
 };
 
 describe('committed repository configs', () => {
-  it.each([['bert-tiny', BERT], ['qwen3-tiny', QWEN], ['resnet-tiny', RESNET]] as const)('%s parses to the expected config', (name, expected) => {
+  it.each([
+    ['bert-tiny', BERT],
+    ['qwen3-tiny', QWEN],
+    ['resnet-tiny', RESNET],
+  ] as const)('%s parses to the expected config', (name, expected) => {
     expect(parseModelConfig(committed(name), `${name}/config.pbtxt`, name)).toEqual(expected);
   });
 
-  it.each([['bert-tiny', BERT], ['qwen3-tiny', QWEN], ['resnet-tiny', RESNET]] as const)('%s loads from disk (labels found)', async (name, expected) => {
+  it.each([
+    ['bert-tiny', BERT],
+    ['qwen3-tiny', QWEN],
+    ['resnet-tiny', RESNET],
+  ] as const)('%s loads from disk (labels found)', async (name, expected) => {
     expect(await loadModelConfig(join(REPOSITORY, name, 'config.pbtxt'), name)).toEqual(expected);
   });
 });
@@ -108,33 +129,49 @@ model_metrics { metric_control { metric_identifier { family: "nv_inference_reque
 describe('every ModelConfig field', () => {
   it('parses, defaults and normalizes a config that sets them all', () => {
     expect(parse(FULL, 'full')).toEqual({
-      name: 'full', platform: 'onnxruntime_onnx', backend: 'onnxruntime', runtime: 'libconveyor.so',
+      name: 'full',
+      platform: 'onnxruntime_onnx',
+      backend: 'onnxruntime',
+      runtime: 'libconveyor.so',
       version_policy: { specific: { versions: [1, 3] } },
       max_batch_size: 8,
-      input: [
-        input('a', 'TYPE_FP16', [4, 4, 3], { format: 'FORMAT_NHWC', allow_ragged_batch: true }),
-        input('b', 'TYPE_INT32', [2, -1], { reshape: { shape: [1, 2, -1] }, optional: true }),
-      ],
+      input: [input('a', 'TYPE_FP16', [4, 4, 3], { format: 'FORMAT_NHWC', allow_ragged_batch: true }), input('b', 'TYPE_INT32', [2, -1], { reshape: { shape: [1, 2, -1] }, optional: true })],
       output: [output('y', 'TYPE_BF16', [1], { reshape: { shape: [] }, is_shape_tensor: true })],
       optimization: {
-        graph: { level: -1 }, priority: 'PRIORITY_MAX',
+        graph: { level: -1 },
+        priority: 'PRIORITY_MAX',
         cuda: {
-          graphs: true, busy_wait_events: false, output_copy_stream: false,
+          graphs: true,
+          busy_wait_events: false,
+          output_copy_stream: false,
           graph_spec: [{ batch_size: 4, input: { a: { dim: [4, 4, 3] } }, graph_lower_bound: { batch_size: 1, input: {} } }],
         },
         execution_accelerators: { gpu_execution_accelerator: [], cpu_execution_accelerator: [{ name: 'openvino', parameters: { k: 'v' } }] },
-        input_pinned_memory: { enable: false }, output_pinned_memory: { enable: true },
-        gather_kernel_buffer_threshold: 2, eager_batching: true,
+        input_pinned_memory: { enable: false },
+        output_pinned_memory: { enable: true },
+        gather_kernel_buffer_threshold: 2,
+        eager_batching: true,
       },
       dynamic_batching: {
-        preferred_batch_size: [4, 8], max_queue_delay_microseconds: 100, preserve_ordering: false, priority_levels: 2, default_priority_level: 2,
+        preferred_batch_size: [4, 8],
+        max_queue_delay_microseconds: 100,
+        preserve_ordering: false,
+        priority_levels: 2,
+        default_priority_level: 2,
         default_queue_policy: { timeout_action: 'DELAY', default_timeout_microseconds: 5000, allow_timeout_override: true, max_queue_size: 16 },
         priority_queue_policy: { '1': { timeout_action: 'REJECT', default_timeout_microseconds: 0, allow_timeout_override: false, max_queue_size: 4 } },
       },
       instance_group: [
         {
-          name: 'g', kind: 'KIND_GPU', count: 3, gpus: [0, 1], profile: ['0'], passive: true, host_policy: 'p',
-          rate_limiter: { resources: [{ name: 'r', global: true, count: 2 }], priority: 2 }, secondary_devices: [{ kind: 'KIND_NVDLA', device_id: 1 }],
+          name: 'g',
+          kind: 'KIND_GPU',
+          count: 3,
+          gpus: [0, 1],
+          profile: ['0'],
+          passive: true,
+          host_policy: 'p',
+          rate_limiter: { resources: [{ name: 'r', global: true, count: 2 }], priority: 2 },
+          secondary_devices: [{ kind: 'KIND_NVDLA', device_id: 1 }],
         },
         group('full_1', 'KIND_MODEL', 1),
       ],
@@ -142,10 +179,14 @@ describe('every ModelConfig field', () => {
       cc_model_filenames: { '8.0': 'm80.onnx' },
       metric_tags: { team: 'ml' },
       parameters: { intra_op_thread_count: { string_value: '2' } },
-      model_warmup: [{
-        name: 'w', batch_size: 2, count: 3,
-        inputs: { a: { data_type: 'TYPE_FP16', dims: [4, 4, 3], random_data: true }, b: { data_type: 'TYPE_INT32', dims: [2, 2], input_data_file: 'b.bin' } },
-      }],
+      model_warmup: [
+        {
+          name: 'w',
+          batch_size: 2,
+          count: 3,
+          inputs: { a: { data_type: 'TYPE_FP16', dims: [4, 4, 3], random_data: true }, b: { data_type: 'TYPE_INT32', dims: [2, 2], input_data_file: 'b.bin' } },
+        },
+      ],
       model_transaction_policy: { decoupled: false },
       response_cache: { enable: true },
       model_metrics: { metric_control: [{ metric_identifier: { family: 'nv_inference_request_duration' }, histogram_options: { buckets: [0.5, 1, 2.5] } }] },
@@ -165,34 +206,53 @@ describe('every ModelConfig field', () => {
   });
 
   it('reports type errors inside nested messages', () => {
-    expectError(() => parse('backend: "onnxruntime"\ninput { name: "x" data_type: TYPE_FLOAT }'),
-      "config.pbtxt:2:30: unknown DataType value 'TYPE_FLOAT' for field 'data_type' (expected one of TYPE_INVALID, TYPE_BOOL, TYPE_UINT8, TYPE_UINT16, TYPE_UINT32, TYPE_UINT64, TYPE_INT8, TYPE_INT16, TYPE_INT32, TYPE_INT64, TYPE_FP16, TYPE_FP32, TYPE_FP64, TYPE_STRING, TYPE_BF16)");
-    expectError(() => parse('backend: "onnxruntime"\ninstance_group { kind: CPU }'),
-      "config.pbtxt:2:24: unknown ModelInstanceGroup.Kind value 'CPU' for field 'kind' (expected one of KIND_AUTO, KIND_GPU, KIND_CPU, KIND_MODEL)");
+    expectError(
+      () => parse('backend: "onnxruntime"\ninput { name: "x" data_type: TYPE_FLOAT }'),
+      "config.pbtxt:2:30: unknown DataType value 'TYPE_FLOAT' for field 'data_type' (expected one of TYPE_INVALID, TYPE_BOOL, TYPE_UINT8, TYPE_UINT16, TYPE_UINT32, TYPE_UINT64, TYPE_INT8, TYPE_INT16, TYPE_INT32, TYPE_INT64, TYPE_FP16, TYPE_FP32, TYPE_FP64, TYPE_STRING, TYPE_BF16)",
+    );
+    expectError(
+      () => parse('backend: "onnxruntime"\ninstance_group { kind: CPU }'),
+      "config.pbtxt:2:24: unknown ModelInstanceGroup.Kind value 'CPU' for field 'kind' (expected one of KIND_AUTO, KIND_GPU, KIND_CPU, KIND_MODEL)",
+    );
     expectError(() => parse('backend: "onnxruntime"\nmax_batch_size: "8"'), `config.pbtxt:2:17: field 'max_batch_size' needs an integer, found string "8"`);
-    expectError(() => parse('backend: "onnxruntime"\ndynamic_batching { max_queue_delay_microseconds: -1 }'),
-      "config.pbtxt:2:50: field 'max_queue_delay_microseconds' needs a non-negative integer, found -1");
-    expectError(() => parse('backend: "onnxruntime"\nversion_policy { latest {} all {} }'),
-      "config.pbtxt:2:28: field 'all' cannot be set together with 'latest' (at 2:18): both belong to oneof 'policy_choice'");
-    expectError(() => parse('backend: "onnxruntime"\ndynamic_batching {}\nsequence_batching {}'),
-      "config.pbtxt:3:1: field 'sequence_batching' cannot be set together with 'dynamic_batching' (at 2:1): both belong to oneof 'scheduling_choice'");
+    expectError(
+      () => parse('backend: "onnxruntime"\ndynamic_batching { max_queue_delay_microseconds: -1 }'),
+      "config.pbtxt:2:50: field 'max_queue_delay_microseconds' needs a non-negative integer, found -1",
+    );
+    expectError(
+      () => parse('backend: "onnxruntime"\nversion_policy { latest {} all {} }'),
+      "config.pbtxt:2:28: field 'all' cannot be set together with 'latest' (at 2:18): both belong to oneof 'policy_choice'",
+    );
+    expectError(
+      () => parse('backend: "onnxruntime"\ndynamic_batching {}\nsequence_batching {}'),
+      "config.pbtxt:3:1: field 'sequence_batching' cannot be set together with 'dynamic_batching' (at 2:1): both belong to oneof 'scheduling_choice'",
+    );
   });
 });
 
 describe('features Conveyor does not serve', () => {
   it('parses sequence_batching and ensemble_scheduling fully, then refuses them as UNSUPPORTED', () => {
-    expectError(() => parse('backend: "onnxruntime"\nsequence_batching { max_sequence_idle_microseconds: 5 oldest { max_candidate_sequences: 4 } }'),
-      'config.pbtxt:2:1: sequence_batching is not supported yet', 'UNSUPPORTED');
-    expectError(() => parse('platform: "ensemble"\nensemble_scheduling { step [ { model_name: "a" model_version: -1 input_map { key: "x" value: "y" } } ] }'),
-      'config.pbtxt:2:1: ensemble_scheduling is not supported yet', 'UNSUPPORTED');
+    expectError(
+      () => parse('backend: "onnxruntime"\nsequence_batching { max_sequence_idle_microseconds: 5 oldest { max_candidate_sequences: 4 } }'),
+      'config.pbtxt:2:1: sequence_batching is not supported yet',
+      'UNSUPPORTED',
+    );
+    expectError(
+      () => parse('platform: "ensemble"\nensemble_scheduling { step [ { model_name: "a" model_version: -1 input_map { key: "x" value: "y" } } ] }'),
+      'config.pbtxt:2:1: ensemble_scheduling is not supported yet',
+      'UNSUPPORTED',
+    );
     expectError(() => parse('platform: "ensemble"\nensemble_scheduling { step { model_nam: "a" } }'), "config.pbtxt:2:30: unknown field 'model_nam' in ModelEnsembling.Step");
     expectError(() => parse('platform: "ensemble"\nensemble_scheduling { max_inflight_requests: 4 }'), 'config.pbtxt:2:1: ensemble_scheduling is not supported yet', 'UNSUPPORTED');
     expectError(() => parse('platform: "ensemble"'), "config.pbtxt:1:1: platform 'ensemble' is not supported yet", 'UNSUPPORTED');
   });
 
   it('refuses other scheduling-adjacent features', () => {
-    expectError(() => parse('backend: "onnxruntime"\nbatch_input { kind: BATCH_ELEMENT_COUNT target_name: "n" data_type: TYPE_INT32 source_input: "x" }'),
-      'config.pbtxt:2:1: batch_input is not supported yet', 'UNSUPPORTED');
+    expectError(
+      () => parse('backend: "onnxruntime"\nbatch_input { kind: BATCH_ELEMENT_COUNT target_name: "n" data_type: TYPE_INT32 source_input: "x" }'),
+      'config.pbtxt:2:1: batch_input is not supported yet',
+      'UNSUPPORTED',
+    );
     expectError(() => parse('backend: "onnxruntime"\nbatch_output { kind: BATCH_SCATTER_WITH_INPUT_SHAPE }'), 'config.pbtxt:2:1: batch_output is not supported yet', 'UNSUPPORTED');
     expectError(() => parse('backend: "onnxruntime"\nmodel_operations { op_library_filename: "x.so" }'), 'config.pbtxt:2:1: model_operations is not supported yet', 'UNSUPPORTED');
     expectError(() => parse('backend: "onnxruntime"\nmodel_repository_agents { agents { name: "checksum" } }'), 'config.pbtxt:2:1: model_repository_agents is not supported yet', 'UNSUPPORTED');

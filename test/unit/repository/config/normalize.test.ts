@@ -9,18 +9,30 @@ describe('normalization defaults', () => {
   it('fills a minimal onnxruntime config the way Triton prints it', () => {
     expect(parse('backend: "onnxruntime"')).toEqual({
       ...COMMON,
-      name: 'm', platform: 'onnxruntime_onnx', backend: 'onnxruntime', max_batch_size: 0,
-      input: [], output: [], instance_group: [group('m', 'KIND_CPU', 2)],
-      default_model_filename: 'model.onnx', parameters: {},
+      name: 'm',
+      platform: 'onnxruntime_onnx',
+      backend: 'onnxruntime',
+      max_batch_size: 0,
+      input: [],
+      output: [],
+      instance_group: [group('m', 'KIND_CPU', 2)],
+      default_model_filename: 'model.onnx',
+      parameters: {},
     });
   });
 
   it('fills a minimal llm config: one CPU instance, no platform, no default file', () => {
     expect(parse('backend: "llm"')).toEqual({
       ...COMMON,
-      name: 'm', platform: '', backend: 'llm', max_batch_size: 0,
-      input: [], output: [], instance_group: [group('m', 'KIND_CPU', 1)],
-      default_model_filename: '', parameters: {},
+      name: 'm',
+      platform: '',
+      backend: 'llm',
+      max_batch_size: 0,
+      input: [],
+      output: [],
+      instance_group: [group('m', 'KIND_CPU', 1)],
+      default_model_filename: '',
+      parameters: {},
     });
   });
 
@@ -39,7 +51,12 @@ describe('normalization defaults', () => {
 
   it('sets preferred_batch_size to [max_batch_size] when dynamic batching leaves it empty', () => {
     expect(parse('backend: "onnxruntime" max_batch_size: 16 dynamic_batching { }').dynamic_batching).toEqual({
-      preferred_batch_size: [16], max_queue_delay_microseconds: 0, preserve_ordering: false, priority_levels: 0, default_priority_level: 0, priority_queue_policy: {},
+      preferred_batch_size: [16],
+      max_queue_delay_microseconds: 0,
+      preserve_ordering: false,
+      priority_levels: 0,
+      default_priority_level: 0,
+      priority_queue_policy: {},
     });
     expect(parse('backend: "onnxruntime" max_batch_size: 16 dynamic_batching { preferred_batch_size: 4 }').dynamic_batching!.preferred_batch_size).toEqual([4]);
     // Without batching there is no size to prefer.
@@ -70,8 +87,12 @@ describe('normalization defaults', () => {
   it('adds pinned-memory settings to the optimization policy, keeping what is set', () => {
     expect(parse('backend: "onnxruntime"').optimization).toEqual(DEFAULT_OPTIMIZATION);
     expect(parse('backend: "onnxruntime" optimization { output_pinned_memory { } graph { level: 1 } }').optimization).toEqual({
-      graph: { level: 1 }, priority: 'PRIORITY_DEFAULT', input_pinned_memory: { enable: true }, output_pinned_memory: { enable: false },
-      gather_kernel_buffer_threshold: 0, eager_batching: false,
+      graph: { level: 1 },
+      priority: 'PRIORITY_DEFAULT',
+      input_pinned_memory: { enable: true },
+      output_pinned_memory: { enable: false },
+      gather_kernel_buffer_threshold: 0,
+      eager_batching: false,
     });
   });
 

@@ -41,7 +41,14 @@ describe('text-format parser', () => {
 
   it('reads lists of scalars and of messages, empty lists, and repeated entries', () => {
     expect(parse('dims: [ 1, -1 ] input [ { n: 1 }, < n: 2 > ] none: [] input { n: 3 }')).toEqual([
-      ['dims', [{ n: '1', int: true }, { n: '-1', int: true }], 'list'],
+      [
+        'dims',
+        [
+          { n: '1', int: true },
+          { n: '-1', int: true },
+        ],
+        'list',
+      ],
       ['input', [[['n', { n: '1', int: true }]], [['n', { n: '2', int: true }]]], 'list'],
       ['none', [], 'list'],
       ['input', [['n', { n: '3', int: true }]]],
@@ -86,7 +93,10 @@ describe('text-format parser', () => {
     expect(element.pos).toEqual({ line: 3, column: 3 });
     const dims = element.fields[0]!;
     expect(dims.pos).toEqual({ line: 4, column: 5 });
-    expect(dims.values.map((v) => v.pos)).toEqual([{ line: 4, column: 13 }, { line: 4, column: 16 }]);
+    expect(dims.values.map((v) => v.pos)).toEqual([
+      { line: 4, column: 13 },
+      { line: 4, column: 16 },
+    ]);
     expect(root.fields[0]!.values[0]!.pos).toEqual({ line: 1, column: 7 });
   });
 

@@ -25,13 +25,29 @@ describe('text-format tokenizer', () => {
 
   it('skips # comments to the end of the line, and CRLF line ends count once', () => {
     const tokens = tokenize('# header\r\na: 1 # trailing\r\n#\nb', 'f');
-    expect(tokens.map((t) => [t.text, t.pos.line, t.pos.column])).toEqual([['a', 2, 1], [':', 2, 2], ['1', 2, 4], ['b', 4, 1], ['', 4, 2]]);
+    expect(tokens.map((t) => [t.text, t.pos.line, t.pos.column])).toEqual([
+      ['a', 2, 1],
+      [':', 2, 2],
+      ['1', 2, 4],
+      ['b', 4, 1],
+      ['', 4, 2],
+    ]);
   });
 
   it('reads decimal, hex, octal and float literals as written', () => {
     expect(kinds('12 0x1F 0X0a 017 0 1.5 .5 1. 2e3 1.5E-2 3f 2.5F')).toEqual([
-      ['integer', '12'], ['integer', '0x1F'], ['integer', '0X0a'], ['integer', '017'], ['integer', '0'],
-      ['float', '1.5'], ['float', '.5'], ['float', '1.'], ['float', '2e3'], ['float', '1.5E-2'], ['float', '3f'], ['float', '2.5F'],
+      ['integer', '12'],
+      ['integer', '0x1F'],
+      ['integer', '0X0a'],
+      ['integer', '017'],
+      ['integer', '0'],
+      ['float', '1.5'],
+      ['float', '.5'],
+      ['float', '1.'],
+      ['float', '2e3'],
+      ['float', '1.5E-2'],
+      ['float', '3f'],
+      ['float', '2.5F'],
       ['eof', ''],
     ]);
   });

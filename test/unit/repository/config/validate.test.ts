@@ -60,7 +60,10 @@ describe('tensor rules', () => {
   it('dimensions are >= 1 or -1, in dims and reshape', () => {
     fails(`${ORT}input { name: "a" data_type: TYPE_FP32 dims: [ 3, 0 ] }`, "2:51: input 'a' dimension 0 is invalid: dimensions are integers >= 1, or -1 for a variable size");
     fails(`${ORT}input { name: "a" data_type: TYPE_FP32 dims: [ -2 ] }`, "2:48: input 'a' dimension -2 is invalid: dimensions are integers >= 1, or -1 for a variable size");
-    fails(`${ORT}input { name: "a" data_type: TYPE_FP32 dims: [ 4 ] reshape { shape: [ 2, 0 ] } }`, "2:74: input 'a' reshape dimension 0 is invalid: dimensions are integers >= 1, or -1 for a variable size");
+    fails(
+      `${ORT}input { name: "a" data_type: TYPE_FP32 dims: [ 4 ] reshape { shape: [ 2, 0 ] } }`,
+      "2:74: input 'a' reshape dimension 0 is invalid: dimensions are integers >= 1, or -1 for a variable size",
+    );
   });
 
   it('reshape holds the same elements as dims', () => {
@@ -78,11 +81,17 @@ describe('tensor rules', () => {
   });
 
   it('image formats need three dims', () => {
-    fails(`${ORT}input { name: "a" data_type: TYPE_FP32 format: FORMAT_NHWC dims: [ 224, 224 ] }`, "2:40: input 'a' has format FORMAT_NHWC, which needs 3 dims (without the batch dimension), got [224, 224]");
+    fails(
+      `${ORT}input { name: "a" data_type: TYPE_FP32 format: FORMAT_NHWC dims: [ 224, 224 ] }`,
+      "2:40: input 'a' has format FORMAT_NHWC, which needs 3 dims (without the batch dimension), got [224, 224]",
+    );
   });
 
   it('label files stay inside the model directory', () => {
-    fails(`${ORT}output { name: "a" data_type: TYPE_FP32 dims: [ 1 ] label_filename: "../secret" }`, "2:53: output 'a' label_filename '../secret' must stay inside the model directory (no '..' segments)");
+    fails(
+      `${ORT}output { name: "a" data_type: TYPE_FP32 dims: [ 1 ] label_filename: "../secret" }`,
+      "2:53: output 'a' label_filename '../secret' must stay inside the model directory (no '..' segments)",
+    );
     fails(`${ORT}output { name: "a" data_type: TYPE_FP32 dims: [ 1 ] label_filename: "/etc/passwd" }`, "2:53: output 'a' label_filename must be relative to the model directory, not absolute");
     expect(parse(`${ORT}output { name: "a" data_type: TYPE_FP32 dims: [ 1 ] label_filename: "labels/a.txt" }`).output[0]!.label_filename).toBe('labels/a.txt');
   });
@@ -127,12 +136,18 @@ describe('dynamic batching rules', () => {
   });
 
   it('preserve_ordering allows one level and no DELAY with a timeout', () => {
-    fails(`${BATCHING}dynamic_batching { preserve_ordering: true priority_levels: 2 default_priority_level: 1 }`,
-      '3:20: dynamic_batching preserve_ordering allows at most one priority level, got priority_levels 2');
-    fails(`${BATCHING}dynamic_batching { preserve_ordering: true\n  default_queue_policy { timeout_action: DELAY default_timeout_microseconds: 10 } }`,
-      '4:26: dynamic_batching default_queue_policy cannot use timeout_action DELAY with a timeout when preserve_ordering is true');
-    fails(`${BATCHING}dynamic_batching { preserve_ordering: true priority_levels: 1 default_priority_level: 1\n  priority_queue_policy { key: 1 value { timeout_action: DELAY default_timeout_microseconds: 10 } } }`,
-      '4:42: dynamic_batching priority_queue_policy 1 cannot use timeout_action DELAY with a timeout when preserve_ordering is true');
+    fails(
+      `${BATCHING}dynamic_batching { preserve_ordering: true priority_levels: 2 default_priority_level: 1 }`,
+      '3:20: dynamic_batching preserve_ordering allows at most one priority level, got priority_levels 2',
+    );
+    fails(
+      `${BATCHING}dynamic_batching { preserve_ordering: true\n  default_queue_policy { timeout_action: DELAY default_timeout_microseconds: 10 } }`,
+      '4:26: dynamic_batching default_queue_policy cannot use timeout_action DELAY with a timeout when preserve_ordering is true',
+    );
+    fails(
+      `${BATCHING}dynamic_batching { preserve_ordering: true priority_levels: 1 default_priority_level: 1\n  priority_queue_policy { key: 1 value { timeout_action: DELAY default_timeout_microseconds: 10 } } }`,
+      '4:42: dynamic_batching priority_queue_policy 1 cannot use timeout_action DELAY with a timeout when preserve_ordering is true',
+    );
     const ok = parse(`${BATCHING}dynamic_batching { preserve_ordering: true default_queue_policy { timeout_action: DELAY } }`);
     expect(ok.dynamic_batching!.preserve_ordering).toBe(true);
   });
@@ -154,13 +169,19 @@ describe('warmup rules', () => {
   });
 
   it('inputs are model inputs with a data source, and required inputs are given', () => {
-    fails(`${WARM}model_warmup { name: "w" batch_size: 1 ${sample} inputs { key: "z" value { data_type: TYPE_FP32 zero_data: true } } }`,
-      "4:126: model_warmup 'w' input 'z' is not an input of the model");
-    fails(`${WARM}model_warmup { name: "w" batch_size: 1 inputs { key: "x" value { data_type: TYPE_FP32 dims: [ 4 ] } } }`,
-      "4:47: model_warmup 'w' input 'x' must set zero_data, random_data or input_data_file");
+    fails(
+      `${WARM}model_warmup { name: "w" batch_size: 1 ${sample} inputs { key: "z" value { data_type: TYPE_FP32 zero_data: true } } }`,
+      "4:126: model_warmup 'w' input 'z' is not an input of the model",
+    );
+    fails(
+      `${WARM}model_warmup { name: "w" batch_size: 1 inputs { key: "x" value { data_type: TYPE_FP32 dims: [ 4 ] } } }`,
+      "4:47: model_warmup 'w' input 'x' must set zero_data, random_data or input_data_file",
+    );
     fails(`${WARM}model_warmup { name: "w" batch_size: 1 inputs { key: "x" value { zero_data: true } } }`, "4:47: model_warmup 'w' input 'x' must set 'data_type'");
-    fails(`${WARM}model_warmup { name: "w" batch_size: 1 inputs { key: "x" value { data_type: TYPE_FP32 input_data_file: "../x" } } }`,
-      "4:87: model_warmup 'w' input 'x' input_data_file '../x' must stay inside the model directory (no '..' segments)");
+    fails(
+      `${WARM}model_warmup { name: "w" batch_size: 1 inputs { key: "x" value { data_type: TYPE_FP32 input_data_file: "../x" } } }`,
+      "4:87: model_warmup 'w' input 'x' input_data_file '../x' must stay inside the model directory (no '..' segments)",
+    );
     fails(`${WARM}model_warmup { name: "w" batch_size: 1 }`, "4:14: model_warmup 'w' does not give required input 'x'");
   });
 });

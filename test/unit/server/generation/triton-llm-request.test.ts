@@ -26,10 +26,22 @@ describe('Triton LLM requests', () => {
   });
 
   it('converts string parameter values and lets the max_tokens input win', () => {
-    const request = buildTritonLlmRequest(ref, { text_input: 'p', max_tokens: 5 }, {
-      temperature: '0.5', top_k: 40n, ignore_eos: 'TRUE', stop: '["a","b"]', stop_token_ids: '[1, 2]', logit_bias: '{"3": -1}', max_tokens: 99,
-      triton_enable_empty_final_response: true, priority: 1, sequence_id: 4,
-    });
+    const request = buildTritonLlmRequest(
+      ref,
+      { text_input: 'p', max_tokens: 5 },
+      {
+        temperature: '0.5',
+        top_k: 40n,
+        ignore_eos: 'TRUE',
+        stop: '["a","b"]',
+        stop_token_ids: '[1, 2]',
+        logit_bias: '{"3": -1}',
+        max_tokens: 99,
+        triton_enable_empty_final_response: true,
+        priority: 1,
+        sequence_id: 4,
+      },
+    );
     expect(request.sampling).toEqual({ temperature: 0.5, top_k: 40, ignore_eos: true, stop: ['a', 'b'], stop_token_ids: [1, 2], logit_bias: { 3: -1 }, max_tokens: 5 });
     expect(samplingParams({ stop: 'plain' })).toEqual({ stop: 'plain' });
     expect(samplingParams({ temperature: 'warm' })).toEqual({ temperature: 'warm' }); // left for the validator to name

@@ -29,11 +29,14 @@ function errorOf(fn: () => unknown): ConveyorError {
 
 describe('ModelInferRequest → InferRequest', () => {
   it('maps names, version, id, parameters and requested outputs', () => {
-    const r = inferRequestFromWire(request({
-      model_version: '2', id: 'req-1',
-      parameters: { priority: { int64_param: '1', parameter_choice: 'int64_param' }, tag: { string_param: 'a', parameter_choice: 'string_param' } },
-      outputs: [{ name: 'probs', parameters: { classification: { int64_param: '3', parameter_choice: 'int64_param' } } }],
-    }));
+    const r = inferRequestFromWire(
+      request({
+        model_version: '2',
+        id: 'req-1',
+        parameters: { priority: { int64_param: '1', parameter_choice: 'int64_param' }, tag: { string_param: 'a', parameter_choice: 'string_param' } },
+        outputs: [{ name: 'probs', parameters: { classification: { int64_param: '3', parameter_choice: 'int64_param' } } }],
+      }),
+    );
     expect(r).toEqual({ model: 'm', version: '2', id: 'req-1', parameters: { priority: 1, tag: 'a' }, inputs: [], outputs: [{ name: 'probs', parameters: { classification: 3 } }] });
   });
 
@@ -43,19 +46,26 @@ describe('ModelInferRequest → InferRequest', () => {
   });
 
   it('reads inputs from typed contents', () => {
-    const r = inferRequestFromWire(request({
-      inputs: [input('a', 'FP32', [1, 2], { fp32_contents: [1, 2] }), input('b', 'BYTES', [1], { bytes_contents: [text('hi')] })],
-    }));
-    expect(r.inputs.map((t) => [t.name, t.datatype, t.shape])).toEqual([['a', 'FP32', [1, 2]], ['b', 'BYTES', [1]]]);
+    const r = inferRequestFromWire(
+      request({
+        inputs: [input('a', 'FP32', [1, 2], { fp32_contents: [1, 2] }), input('b', 'BYTES', [1], { bytes_contents: [text('hi')] })],
+      }),
+    );
+    expect(r.inputs.map((t) => [t.name, t.datatype, t.shape])).toEqual([
+      ['a', 'FP32', [1, 2]],
+      ['b', 'BYTES', [1]],
+    ]);
     expect([...(r.inputs[0]!.data as Float32Array)]).toEqual([1, 2]);
     expect((r.inputs[1]!.data as Uint8Array[]).map((e) => new TextDecoder().decode(e))).toEqual(['hi']);
   });
 
   it('reads inputs from raw_input_contents, one entry per input in order', () => {
-    const r = inferRequestFromWire(request({
-      inputs: [input('a', 'FP32', [2]), input('b', 'BYTES', [2]), input('c', 'FP16', [1])],
-      raw_input_contents: [f32Bytes(3, 4), encodeBytesElements([text('x'), text('yz')]), Uint8Array.from([0x00, 0x3c])],
-    }));
+    const r = inferRequestFromWire(
+      request({
+        inputs: [input('a', 'FP32', [2]), input('b', 'BYTES', [2]), input('c', 'FP16', [1])],
+        raw_input_contents: [f32Bytes(3, 4), encodeBytesElements([text('x'), text('yz')]), Uint8Array.from([0x00, 0x3c])],
+      }),
+    );
     expect([...(r.inputs[0]!.data as Float32Array)]).toEqual([3, 4]);
     expect((r.inputs[1]!.data as Uint8Array[]).map((e) => e.length)).toEqual([1, 2]);
     expect([...(r.inputs[2]!.data as Uint16Array)]).toEqual([0x3c00]);
@@ -68,10 +78,14 @@ describe('ModelInferRequest → InferRequest', () => {
   });
 
   it('rejects mixing raw_input_contents with contents', () => {
-    const e = errorOf(() => inferRequestFromWire(request({
-      inputs: [input('a', 'FP32', [1], { fp32_contents: [1] }), input('b', 'FP32', [1])],
-      raw_input_contents: [f32Bytes(1), f32Bytes(2)],
-    })));
+    const e = errorOf(() =>
+      inferRequestFromWire(
+        request({
+          inputs: [input('a', 'FP32', [1], { fp32_contents: [1] }), input('b', 'FP32', [1])],
+          raw_input_contents: [f32Bytes(1), f32Bytes(2)],
+        }),
+      ),
+    );
     expect(e.code).toBe('INVALID_ARG');
     expect(e.message).toMatch(/input 'a' sets contents while the request uses raw_input_contents/);
   });
@@ -102,7 +116,9 @@ describe('ModelInferRequest → InferRequest', () => {
 
 describe('InferResponse → ModelInferResponse', () => {
   const response: InferResponse = {
-    model: 'm', version: '1', id: 'r',
+    model: 'm',
+    version: '1',
+    id: 'r',
     outputs: [
       { name: 'y', datatype: 'INT32', shape: [2], data: Int32Array.from([1, -1]) },
       { name: 's', datatype: 'BYTES', shape: [1], data: [text('ok')] },
@@ -115,7 +131,10 @@ describe('InferResponse → ModelInferResponse', () => {
       { name: 'y', datatype: 'INT32', shape: [2], parameters: {} },
       { name: 's', datatype: 'BYTES', shape: [1], parameters: {} },
     ]);
-    expect(wire.raw_output_contents.map((b) => [...b])).toEqual([[1, 0, 0, 0, 255, 255, 255, 255], [2, 0, 0, 0, 0x6f, 0x6b]]);
+    expect(wire.raw_output_contents.map((b) => [...b])).toEqual([
+      [1, 0, 0, 0, 255, 255, 255, 255],
+      [2, 0, 0, 0, 0x6f, 0x6b],
+    ]);
     expect(wire).toMatchObject({ model_name: 'm', model_version: '1', id: 'r', parameters: {} });
   });
 
@@ -128,8 +147,12 @@ describe('InferParameter', () => {
   it('maps every member both ways', () => {
     const wire = parametersToWire({ b: true, s: 'x', i: 7, d: 0.5, big: 1n << 62n, huge: 1n << 63n });
     expect(wire).toEqual({
-      b: { bool_param: true }, s: { string_param: 'x' }, i: { int64_param: 7 }, d: { double_param: 0.5 },
-      big: { int64_param: '4611686018427387904' }, huge: { uint64_param: '9223372036854775808' },
+      b: { bool_param: true },
+      s: { string_param: 'x' },
+      i: { int64_param: 7 },
+      d: { double_param: 0.5 },
+      big: { int64_param: '4611686018427387904' },
+      huge: { uint64_param: '9223372036854775808' },
     });
     const decoded = parametersFromWire({
       b: { bool_param: false, parameter_choice: 'bool_param' },
@@ -147,7 +170,8 @@ describe('through the proto (proto-loader serializers)', () => {
 
   it('decodes a tritonclient-style raw request and encodes the response', () => {
     const bytes = rpc.requestSerialize({
-      model_name: 'm', id: '9',
+      model_name: 'm',
+      id: '9',
       inputs: [{ name: 'a', datatype: 'INT64', shape: [1, 2] }],
       raw_input_contents: [new Uint8Array(BigInt64Array.from([9007199254740993n, -1n]).buffer)],
       parameters: { sequence_id: { uint64_param: '18446744073709551615' } },

@@ -26,7 +26,11 @@ describe('ModelConfig response', () => {
     output: [output('label', 'TYPE_STRING', [1], { label_filename: 'labels.txt' })],
     instance_group: [group('g', 'KIND_CPU', 2)],
     dynamic_batching: {
-      preferred_batch_size: [4, 8], max_queue_delay_microseconds: 500, preserve_ordering: false, priority_levels: 2, default_priority_level: 1,
+      preferred_batch_size: [4, 8],
+      max_queue_delay_microseconds: 500,
+      preserve_ordering: false,
+      priority_levels: 2,
+      default_priority_level: 1,
       default_queue_policy: { timeout_action: 'DELAY', default_timeout_microseconds: 1000, allow_timeout_override: true, max_queue_size: 16 },
       priority_queue_policy: {},
     },
@@ -36,14 +40,21 @@ describe('ModelConfig response', () => {
   it('encodes every contract field into the proto message', () => {
     const decoded = roundTrip('ModelConfig', { config })['config'] as Record<string, unknown>;
     expect(decoded).toMatchObject({
-      name: 'resnet', platform: 'onnxruntime_onnx', backend: 'onnxruntime', max_batch_size: 8, default_model_filename: 'model.onnx',
+      name: 'resnet',
+      platform: 'onnxruntime_onnx',
+      backend: 'onnxruntime',
+      max_batch_size: 8,
+      default_model_filename: 'model.onnx',
       version_policy: { specific: { versions: ['1', '3'] }, policy_choice: 'specific' },
       input: [{ name: 'x', data_type: 'TYPE_FP32', format: 'FORMAT_NCHW', dims: ['3', '-1', '-1'] }],
       output: [{ name: 'label', data_type: 'TYPE_STRING', dims: ['1'], label_filename: 'labels.txt' }],
       instance_group: [{ name: 'g', count: 2, kind: 'KIND_CPU', gpus: [] }],
       scheduling_choice: 'dynamic_batching',
       dynamic_batching: {
-        preferred_batch_size: [4, 8], max_queue_delay_microseconds: '500', priority_levels: '2', default_priority_level: '1',
+        preferred_batch_size: [4, 8],
+        max_queue_delay_microseconds: '500',
+        priority_levels: '2',
+        default_priority_level: '1',
         default_queue_policy: { timeout_action: 'DELAY', default_timeout_microseconds: '1000', allow_timeout_override: true, max_queue_size: 16 },
       },
       parameters: { intra_op_thread_count: { string_value: '1' } },
@@ -58,9 +69,12 @@ describe('ModelConfig response', () => {
       cc_model_filenames: { '8.0': 'model_a100.onnx' },
       metric_tags: { team: 'search' },
       optimization: {
-        graph: { level: 1 }, priority: 'PRIORITY_MAX',
+        graph: { level: 1 },
+        priority: 'PRIORITY_MAX',
         execution_accelerators: { gpu_execution_accelerator: [{ name: 'tensorrt', parameters: { precision_mode: 'FP16' } }], cpu_execution_accelerator: [] },
-        input_pinned_memory: { enable: true }, gather_kernel_buffer_threshold: 0, eager_batching: false,
+        input_pinned_memory: { enable: true },
+        gather_kernel_buffer_threshold: 0,
+        eager_batching: false,
       },
       model_warmup: [{ name: 'w', batch_size: 1, count: 0, inputs: { x: { data_type: 'TYPE_FP32', dims: [3, 8, 8], random_data: true } } }],
       response_cache: { enable: true },
@@ -69,9 +83,12 @@ describe('ModelConfig response', () => {
     };
     const decoded = roundTrip('ModelConfig', { config: extended })['config'] as Record<string, unknown>;
     expect(decoded).toMatchObject({
-      runtime: 'libtriton_onnxruntime.so', cc_model_filenames: { '8.0': 'model_a100.onnx' }, metric_tags: { team: 'search' },
+      runtime: 'libtriton_onnxruntime.so',
+      cc_model_filenames: { '8.0': 'model_a100.onnx' },
+      metric_tags: { team: 'search' },
       optimization: {
-        graph: { level: 1 }, priority: 'PRIORITY_MAX',
+        graph: { level: 1 },
+        priority: 'PRIORITY_MAX',
         execution_accelerators: { gpu_execution_accelerator: [{ name: 'tensorrt', parameters: { precision_mode: 'FP16' } }] },
         input_pinned_memory: { enable: true },
       },
@@ -93,32 +110,54 @@ describe('ModelConfig response', () => {
 describe('ModelStatistics and ModelMetadata responses', () => {
   it('encodes the contract statistics', () => {
     const stats: ModelStatistics = {
-      name: 'm', version: '1', last_inference: 1_700_000_000_000, inference_count: 10, execution_count: 3,
+      name: 'm',
+      version: '1',
+      last_inference: 1_700_000_000_000,
+      inference_count: 10,
+      execution_count: 3,
       inference_stats: {
-        success: duration(5, 1000), fail: duration(1, 10), queue: duration(5, 200), compute_input: duration(3, 30),
-        compute_infer: duration(3, 600), compute_output: duration(3, 40), cache_hit: duration(0, 0), cache_miss: duration(0, 0),
+        success: duration(5, 1000),
+        fail: duration(1, 10),
+        queue: duration(5, 200),
+        compute_input: duration(3, 30),
+        compute_infer: duration(3, 600),
+        compute_output: duration(3, 40),
+        cache_hit: duration(0, 0),
+        cache_miss: duration(0, 0),
       },
       batch_stats: [{ batch_size: 4, compute_input: duration(2, 20), compute_infer: duration(2, 400), compute_output: duration(2, 30) }],
       memory_usage: [{ type: 'CPU', id: 0, byte_size: 1024 }],
     };
     const decoded = roundTrip('ModelStatistics', { model_stats: [stats] });
-    expect(decoded['model_stats']).toMatchObject([{
-      name: 'm', version: '1', last_inference: '1700000000000', inference_count: '10', execution_count: '3',
-      inference_stats: { success: { count: '5', ns: '1000' }, compute_infer: { count: '3', ns: '600' } },
-      batch_stats: [{ batch_size: '4', compute_infer: { count: '2', ns: '400' } }],
-      memory_usage: [{ type: 'CPU', id: '0', byte_size: '1024' }],
-      response_stats: {},
-    }]);
+    expect(decoded['model_stats']).toMatchObject([
+      {
+        name: 'm',
+        version: '1',
+        last_inference: '1700000000000',
+        inference_count: '10',
+        execution_count: '3',
+        inference_stats: { success: { count: '5', ns: '1000' }, compute_infer: { count: '3', ns: '600' } },
+        batch_stats: [{ batch_size: '4', compute_infer: { count: '2', ns: '400' } }],
+        memory_usage: [{ type: 'CPU', id: '0', byte_size: '1024' }],
+        response_stats: {},
+      },
+    ]);
   });
 
   it('encodes model metadata with -1 dimensions', () => {
     const metadata: ModelMetadata = {
-      name: 'm', versions: ['1', '2'], platform: 'onnxruntime_onnx',
-      inputs: [{ name: 'x', datatype: 'FP32', shape: [-1, 3] }], outputs: [{ name: 'y', datatype: 'INT64', shape: [-1] }],
+      name: 'm',
+      versions: ['1', '2'],
+      platform: 'onnxruntime_onnx',
+      inputs: [{ name: 'x', datatype: 'FP32', shape: [-1, 3] }],
+      outputs: [{ name: 'y', datatype: 'INT64', shape: [-1] }],
     };
     expect(roundTrip('ModelMetadata', metadata)).toEqual({
-      name: 'm', versions: ['1', '2'], platform: 'onnxruntime_onnx',
-      inputs: [{ name: 'x', datatype: 'FP32', shape: ['-1', '3'] }], outputs: [{ name: 'y', datatype: 'INT64', shape: ['-1'] }],
+      name: 'm',
+      versions: ['1', '2'],
+      platform: 'onnxruntime_onnx',
+      inputs: [{ name: 'x', datatype: 'FP32', shape: ['-1', '3'] }],
+      outputs: [{ name: 'y', datatype: 'INT64', shape: ['-1'] }],
     });
   });
 });

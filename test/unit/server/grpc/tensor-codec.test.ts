@@ -1,9 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { DataType, TensorData } from '../../../../src/contracts/tensors.js';
 import { ConveyorError } from '../../../../src/errors.js';
-import {
-  CONTENTS_FIELD, dataFromContents, dataFromRaw, decodeBytesElements, encodeBytesElements, parseShape, tensorToRaw,
-} from '../../../../src/server/grpc/tensor-codec.js';
+import { CONTENTS_FIELD, dataFromContents, dataFromRaw, decodeBytesElements, encodeBytesElements, parseShape, tensorToRaw } from '../../../../src/server/grpc/tensor-codec.js';
 
 const text = (s: string) => new TextEncoder().encode(s);
 
@@ -56,7 +54,7 @@ describe('typed contents → tensor data', () => {
     expectInvalid(() => dataFromContents('x', 'BYTES', 1, { bytes_contents: [text('a'), text('b')] }), /expected 1 elements/);
   });
 
-  it('rejects data in another datatype\'s field', () => {
+  it("rejects data in another datatype's field", () => {
     expectInvalid(() => dataFromContents('x', 'FP32', 2, { int_contents: [1, 2] }), /belongs in contents.fp32_contents, not int_contents/);
   });
 

@@ -49,15 +49,11 @@ describe('binary tensor data → storage', () => {
     const error = errorOf(() => decodeBinaryData('x', 'FP32', [2, 2], Buffer.alloc(12)));
     expect(error.code).toBe('INVALID_ARG');
     expect(error.message).toBe("input 'x': binary_data_size 12 does not match shape [2,2] of FP32 (16 bytes)");
-    expect(errorOf(() => decodeBinaryData('x', 'INT64', [1], Buffer.alloc(9))).message).toBe(
-      "input 'x': binary_data_size 9 does not match shape [1] of INT64 (8 bytes)",
-    );
+    expect(errorOf(() => decodeBinaryData('x', 'INT64', [1], Buffer.alloc(9))).message).toBe("input 'x': binary_data_size 9 does not match shape [1] of INT64 (8 bytes)");
   });
 
   it('rejects BOOL bytes other than 0 and 1', () => {
-    expect(errorOf(() => decodeBinaryData('x', 'BOOL', [3], Buffer.from([1, 0, 2]))).message).toBe(
-      "input 'x': element 2 of BOOL data is 2, expected 0 or 1",
-    );
+    expect(errorOf(() => decodeBinaryData('x', 'BOOL', [3], Buffer.from([1, 0, 2]))).message).toBe("input 'x': element 2 of BOOL data is 2, expected 0 or 1");
   });
 
   it('decodes BYTES elements framed by 4-byte little-endian lengths', () => {
@@ -67,25 +63,17 @@ describe('binary tensor data → storage', () => {
 
   it('rejects a truncated BYTES length prefix', () => {
     const body = Buffer.concat([framed('ab'), Buffer.from([1, 0])]);
-    expect(errorOf(() => decodeBinaryData('x', 'BYTES', [2], body)).message).toBe(
-      "input 'x': BYTES element 1 has a truncated 4-byte length prefix",
-    );
+    expect(errorOf(() => decodeBinaryData('x', 'BYTES', [2], body)).message).toBe("input 'x': BYTES element 1 has a truncated 4-byte length prefix");
   });
 
   it('rejects a BYTES element longer than the bytes left', () => {
     const body = framed('abcdef').subarray(0, 7);
-    expect(errorOf(() => decodeBinaryData('x', 'BYTES', [1], body)).message).toBe(
-      "input 'x': BYTES element 0 declares 6 bytes but only 3 remain",
-    );
+    expect(errorOf(() => decodeBinaryData('x', 'BYTES', [1], body)).message).toBe("input 'x': BYTES element 0 declares 6 bytes but only 3 remain");
   });
 
   it('requires the BYTES element count the shape gives', () => {
-    expect(errorOf(() => decodeBinaryData('x', 'BYTES', [2, 2], framed('a', 'b', 'c'))).message).toBe(
-      "input 'x': shape [2,2] needs 4 BYTES elements, binary data has 3",
-    );
-    expect(errorOf(() => decodeBinaryData('x', 'BYTES', [1], framed('a', 'b'))).message).toBe(
-      "input 'x': shape [1] needs 1 BYTES elements, binary data has 2",
-    );
+    expect(errorOf(() => decodeBinaryData('x', 'BYTES', [2, 2], framed('a', 'b', 'c'))).message).toBe("input 'x': shape [2,2] needs 4 BYTES elements, binary data has 3");
+    expect(errorOf(() => decodeBinaryData('x', 'BYTES', [1], framed('a', 'b'))).message).toBe("input 'x': shape [1] needs 1 BYTES elements, binary data has 2");
   });
 });
 

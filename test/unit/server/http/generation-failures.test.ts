@@ -15,7 +15,11 @@ import type { LlmModel } from '../../../../src/serving/llm-backend.js';
 
 function event(text: string, finishReason: GenerationEvent['finishReason'] = null): GenerationEvent {
   return {
-    text, tokenIds: [7], logprobs: null, finishReason, stopReason: null,
+    text,
+    tokenIds: [7],
+    logprobs: null,
+    finishReason,
+    stopReason: null,
     usage: { promptTokens: 3, completionTokens: 1, cachedTokens: 0 },
     timings: { arrivalMs: 0, scheduledMs: 0, firstTokenMs: 0, tokenMs: 0 },
   };
@@ -45,8 +49,7 @@ beforeAll(async () => {
 });
 afterAll(async () => app?.close());
 
-const generateStream = (model: string) =>
-  app.inject({ method: 'POST', url: `/v2/models/${model}/generate_stream`, payload: JSON.stringify({ text_input: 'x', stream: true }) });
+const generateStream = (model: string) => app.inject({ method: 'POST', url: `/v2/models/${model}/generate_stream`, payload: JSON.stringify({ text_input: 'x', stream: true }) });
 
 describe('failures after a stream started', () => {
   it('SSE keeps its 200 and reports a later failure as an {"error"} event', async () => {

@@ -45,10 +45,15 @@ describe('JSON inference requests', () => {
     };
     const request = decodeInferRequest('m', '2', jsonOnly(header));
     expect(request).toEqual({
-      model: 'm', version: '2', id: 'req-7',
+      model: 'm',
+      version: '2',
+      id: 'req-7',
       parameters: { priority: 2, timeout: 1000, binary_data_output: true, custom: 'x' },
       inputs: [{ name: 'in', datatype: 'FP32', shape: [1, 2], data: new Float32Array([1, 2]) }],
-      outputs: [{ name: 'out', parameters: { binary_data: false, classification: 3 } }, { name: 'other', parameters: {} }],
+      outputs: [
+        { name: 'out', parameters: { binary_data: false, classification: 3 } },
+        { name: 'other', parameters: {} },
+      ],
     });
   });
 
@@ -73,7 +78,7 @@ describe('JSON inference requests', () => {
     expect(messageOf({ inputs: {} })).toBe("the inference request needs an 'inputs' array");
   });
 
-  it('validates each input\'s name, datatype and shape', () => {
+  it("validates each input's name, datatype and shape", () => {
     expect(messageOf({ inputs: [3] })).toBe('input 0 must be a JSON object');
     expect(messageOf({ inputs: [{ datatype: 'FP32', shape: [1], data: [1] }] })).toBe("input 0 needs a non-empty 'name'");
     expect(messageOf({ inputs: [{ name: 'a', datatype: 'FLOAT', shape: [1], data: [1] }] })).toBe('input \'a\': unknown datatype "FLOAT"');
@@ -130,7 +135,10 @@ describe('binary tensor data in inference requests', () => {
     const { body: b, headerLength } = body(header, bytesOf(a), framed('hello', ''), Buffer.from([1, 0, 1]));
     const request = decodeInferRequest('m', undefined, b, headerLength);
     expect(request.inputs.map((t) => [t.name, t.datatype, t.shape])).toEqual([
-      ['a', 'FP32', [2, 2]], ['j', 'INT32', [1]], ['s', 'BYTES', [2]], ['b', 'BOOL', [3]],
+      ['a', 'FP32', [2, 2]],
+      ['j', 'INT32', [1]],
+      ['s', 'BYTES', [2]],
+      ['b', 'BOOL', [3]],
     ]);
     expect(request.inputs[0]!.data).toEqual(a);
     expect(request.inputs[1]!.data).toEqual(new Int32Array([9]));
@@ -147,9 +155,7 @@ describe('binary tensor data in inference requests', () => {
 
   it('rejects a payload shorter than the sizes declared', () => {
     const { body: b, headerLength } = body({ inputs: [binaryInput('a', 'FP32', [2], 8), binaryInput('b', 'FP32', [2], 8)] }, Buffer.alloc(12));
-    expect(errorOf(() => decodeInferRequest('m', undefined, b, headerLength)).message).toBe(
-      "input 'b': binary_data_size 8 exceeds the 4 bytes of binary data left",
-    );
+    expect(errorOf(() => decodeInferRequest('m', undefined, b, headerLength)).message).toBe("input 'b': binary_data_size 8 exceeds the 4 bytes of binary data left");
   });
 
   it('rejects binary inputs when the header length is missing (no binary data)', () => {
@@ -166,9 +172,7 @@ describe('binary tensor data in inference requests', () => {
 
   it('rejects a binary_data_size that disagrees with the shape', () => {
     const { body: b, headerLength } = body({ inputs: [binaryInput('a', 'FP32', [3], 8)] }, Buffer.alloc(8));
-    expect(errorOf(() => decodeInferRequest('m', undefined, b, headerLength)).message).toBe(
-      "input 'a': binary_data_size 8 does not match shape [3] of FP32 (12 bytes)",
-    );
+    expect(errorOf(() => decodeInferRequest('m', undefined, b, headerLength)).message).toBe("input 'a': binary_data_size 8 does not match shape [3] of FP32 (12 bytes)");
   });
 
   it('rejects a malformed binary_data_size', () => {
@@ -183,8 +187,6 @@ describe('binary tensor data in inference requests', () => {
     const json = Buffer.from(JSON.stringify({ inputs: [binaryInput('a', 'UINT8', [2], 2)] }));
     const request = decodeInferRequest('m', undefined, Buffer.concat([json, Buffer.from([7, 8])]), json.byteLength);
     expect(request.inputs[0]!.data).toEqual(new Uint8Array([7, 8]));
-    expect(errorOf(() => decodeInferRequest('m', undefined, Buffer.concat([json, Buffer.from([7, 8])]), json.byteLength - 1)).message).toMatch(
-      /^failed to parse the request JSON: /,
-    );
+    expect(errorOf(() => decodeInferRequest('m', undefined, Buffer.concat([json, Buffer.from([7, 8])]), json.byteLength - 1)).message).toMatch(/^failed to parse the request JSON: /);
   });
 });

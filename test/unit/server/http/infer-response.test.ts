@@ -25,7 +25,12 @@ function split(body: Buffer, headerLength: number | undefined): { json: { output
 
 describe('binary output choice', () => {
   it('follows binary_data per output over binary_data_output', () => {
-    const choose = binaryOutputChooser(request({ binary_data_output: true }, [{ name: 'a', parameters: { binary_data: false } }, { name: 'b', parameters: {} }]));
+    const choose = binaryOutputChooser(
+      request({ binary_data_output: true }, [
+        { name: 'a', parameters: { binary_data: false } },
+        { name: 'b', parameters: {} },
+      ]),
+    );
     expect([choose('a'), choose('b'), choose('c')]).toEqual([false, true, true]);
     const json = binaryOutputChooser(request({}, [{ name: 'a', parameters: { binary_data: true } }]));
     expect([json('a'), json('b')]).toEqual([true, false]);
@@ -74,8 +79,6 @@ describe('inference responses', () => {
 
   it('refuses FP16 outputs in JSON', () => {
     const half: Tensor = { name: 'half', datatype: 'FP16', shape: [1], data: new Uint16Array([0x3c00]) };
-    expect(errorOf(() => encodeInferResponse(response([half]), () => false)).message).toBe(
-      "output 'half': FP16 has no JSON representation; request it with binary_data",
-    );
+    expect(errorOf(() => encodeInferResponse(response([half]), () => false)).message).toBe("output 'half': FP16 has no JSON representation; request it with binary_data");
   });
 });

@@ -8,9 +8,7 @@ describe('parseJson', () => {
   });
 
   it('keeps integers beyond 2^53 exact as bigint', () => {
-    expect(parseJson('[9223372036854775807,-9223372036854775808,18446744073709551615]')).toEqual([
-      9223372036854775807n, -9223372036854775808n, 18446744073709551615n,
-    ]);
+    expect(parseJson('[9223372036854775807,-9223372036854775808,18446744073709551615]')).toEqual([9223372036854775807n, -9223372036854775808n, 18446744073709551615n]);
   });
 
   it('leaves 16-digit integers that are still safe as numbers', () => {

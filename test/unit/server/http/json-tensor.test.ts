@@ -20,9 +20,7 @@ describe('JSON tensor data → storage', () => {
     expect(decode('INT8', [2], [-128, 127])).toEqual(new Int8Array([-128, 127]));
     expect(decode('INT16', [2], [-32768, 32767])).toEqual(new Int16Array([-32768, 32767]));
     expect(decode('INT32', [2], [-2147483648, 2147483647])).toEqual(new Int32Array([-2147483648, 2147483647]));
-    expect(decode('INT64', [3], [-9223372036854775808n, 5, 9223372036854775807n])).toEqual(
-      new BigInt64Array([-9223372036854775808n, 5n, 9223372036854775807n]),
-    );
+    expect(decode('INT64', [3], [-9223372036854775808n, 5, 9223372036854775807n])).toEqual(new BigInt64Array([-9223372036854775808n, 5n, 9223372036854775807n]));
     expect(decode('FP32', [2], [1.5, -2])).toEqual(new Float32Array([1.5, -2]));
     expect(decode('FP64', [2], [0.1, 1e300])).toEqual(new Float64Array([0.1, 1e300]));
     expect(decode('BYTES', [2], ['hi', 'né'])).toEqual([new TextEncoder().encode('hi'), new TextEncoder().encode('né')]);
@@ -30,9 +28,27 @@ describe('JSON tensor data → storage', () => {
 
   it('accepts nested and flat data for the same shape', () => {
     const flat = decode('INT32', [2, 3], [1, 2, 3, 4, 5, 6]);
-    const nested = decode('INT32', [2, 3], [[1, 2, 3], [4, 5, 6]]);
+    const nested = decode(
+      'INT32',
+      [2, 3],
+      [
+        [1, 2, 3],
+        [4, 5, 6],
+      ],
+    );
     expect(nested).toEqual(flat);
-    expect(decode('FP32', [1, 2, 2], [[[1, 2], [3, 4]]])).toEqual(new Float32Array([1, 2, 3, 4]));
+    expect(
+      decode(
+        'FP32',
+        [1, 2, 2],
+        [
+          [
+            [1, 2],
+            [3, 4],
+          ],
+        ],
+      ),
+    ).toEqual(new Float32Array([1, 2, 3, 4]));
   });
 
   it('accepts a scalar shape with one element and an empty shape dimension with none', () => {
@@ -66,13 +82,22 @@ describe('JSON tensor data → storage', () => {
     expect(messageOf(() => decode('UINT64', [1], ['7']))).toBe('input \'x\': element 0 must be an integer for UINT64, got "7"');
   });
 
-  it('rejects values out of each datatype\'s range', () => {
+  it("rejects values out of each datatype's range", () => {
     const cases: [Parameters<typeof decodeJsonData>[1], unknown, string][] = [
-      ['UINT8', 256, '256'], ['UINT8', -1, '-1'], ['UINT16', 65536, '65536'], ['UINT32', 4294967296, '4294967296'],
-      ['INT8', 128, '128'], ['INT8', -129, '-129'], ['INT16', 32768, '32768'], ['INT32', 2147483648, '2147483648'],
-      ['INT32', -2147483649, '-2147483649'], ['INT64', 9223372036854775808n, '9223372036854775808'],
-      ['INT64', -9223372036854775809n, '-9223372036854775809'], ['UINT64', -1, '-1'],
-      ['UINT64', 18446744073709551616n, '18446744073709551616'], ['FP32', 1e39, '1e+39'],
+      ['UINT8', 256, '256'],
+      ['UINT8', -1, '-1'],
+      ['UINT16', 65536, '65536'],
+      ['UINT32', 4294967296, '4294967296'],
+      ['INT8', 128, '128'],
+      ['INT8', -129, '-129'],
+      ['INT16', 32768, '32768'],
+      ['INT32', 2147483648, '2147483648'],
+      ['INT32', -2147483649, '-2147483649'],
+      ['INT64', 9223372036854775808n, '9223372036854775808'],
+      ['INT64', -9223372036854775809n, '-9223372036854775809'],
+      ['UINT64', -1, '-1'],
+      ['UINT64', 18446744073709551616n, '18446744073709551616'],
+      ['FP32', 1e39, '1e+39'],
     ];
     for (const [datatype, value, text] of cases) {
       expect(messageOf(() => decode(datatype, [1], [value]))).toBe(`input 'x': element 0 (${text}) is out of range for ${datatype}`);
@@ -80,7 +105,18 @@ describe('JSON tensor data → storage', () => {
   });
 
   it('reports the flat index of a bad element in nested data', () => {
-    expect(messageOf(() => decode('INT8', [2, 2], [[1, 2], [3, 300]]))).toBe("input 'x': element 3 (300) is out of range for INT8");
+    expect(
+      messageOf(() =>
+        decode(
+          'INT8',
+          [2, 2],
+          [
+            [1, 2],
+            [3, 300],
+          ],
+        ),
+      ),
+    ).toBe("input 'x': element 3 (300) is out of range for INT8");
   });
 });
 

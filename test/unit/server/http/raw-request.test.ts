@@ -15,15 +15,17 @@ function config(maxBatchSize: number, input: Partial<ModelInput>[]): ModelConfig
 const fp32 = (...values: number[]) => bytesOf(new Float32Array(values));
 
 describe('raw binary requests (Inference-Header-Content-Length: 0)', () => {
-  it('takes the single input\'s datatype and dims from the config, all outputs binary', () => {
+  it("takes the single input's datatype and dims from the config, all outputs binary", () => {
     const request = decodeRawInferRequest('m', '3', config(0, [{ dims: [2, 2] }]), fp32(1, 2, 3, 4));
     expect(request).toEqual({
-      model: 'm', version: '3', parameters: { binary_data_output: true },
+      model: 'm',
+      version: '3',
+      parameters: { binary_data_output: true },
       inputs: [{ name: 'in0', datatype: 'FP32', shape: [2, 2], data: new Float32Array([1, 2, 3, 4]) }],
     });
   });
 
-  it('treats a batching model\'s request as batch 1', () => {
+  it("treats a batching model's request as batch 1", () => {
     const request = decodeRawInferRequest('m', undefined, config(8, [{ dims: [3] }]), fp32(1, 2, 3));
     expect(request.inputs[0]!.shape).toEqual([1, 3]);
     expect(request.version).toBeUndefined();
@@ -60,11 +62,7 @@ describe('raw binary requests (Inference-Header-Content-Length: 0)', () => {
   });
 
   it('rejects a body that does not fit the dims', () => {
-    expect(errorOf(() => decodeRawInferRequest('m', undefined, config(0, [{ dims: [-1, 2] }]), fp32(1, 2, 3))).message).toBe(
-      "raw binary input 'in0': 12 bytes do not fit shape [-1,2] of FP32",
-    );
-    expect(errorOf(() => decodeRawInferRequest('m', undefined, config(0, [{ dims: [2] }]), fp32(1, 2, 3))).message).toBe(
-      "raw binary input 'in0': 12 bytes do not fit shape [2] of FP32",
-    );
+    expect(errorOf(() => decodeRawInferRequest('m', undefined, config(0, [{ dims: [-1, 2] }]), fp32(1, 2, 3))).message).toBe("raw binary input 'in0': 12 bytes do not fit shape [-1,2] of FP32");
+    expect(errorOf(() => decodeRawInferRequest('m', undefined, config(0, [{ dims: [2] }]), fp32(1, 2, 3))).message).toBe("raw binary input 'in0': 12 bytes do not fit shape [2] of FP32");
   });
 });

@@ -16,7 +16,10 @@ const IMAGE = 3 * 224 * 224;
 
 async function repository(): Promise<string> {
   const root = await mkdtemp(join(tmpdir(), 'conveyor-http-'));
-  for (const [from, name] of [['resnet-tiny', 'resnet'], ['bert-tiny', 'bert']] as const) {
+  for (const [from, name] of [
+    ['resnet-tiny', 'resnet'],
+    ['bert-tiny', 'bert'],
+  ] as const) {
     await cp(join(DEFAULT_REPOSITORY, from), join(root, name), { recursive: true });
     const config = join(root, name, 'config.pbtxt');
     await writeFile(config, (await readFile(config, 'utf8')).replace(`name: "${from}"`, `name: "${name}"`));
@@ -56,7 +59,22 @@ describe('KServe v2 HTTP routes on the real service', () => {
   let app: FastifyInstance;
 
   beforeAll(async () => {
-    const options = parseServerOptions(['--model-repository', await repository(), '--host', '127.0.0.1', '--http-port', '0', '--grpc-port', '0', '--metrics-port', '0', '--model-control-mode', 'explicit', '--load-model', '*']);
+    const options = parseServerOptions([
+      '--model-repository',
+      await repository(),
+      '--host',
+      '127.0.0.1',
+      '--http-port',
+      '0',
+      '--grpc-port',
+      '0',
+      '--metrics-port',
+      '0',
+      '--model-control-mode',
+      'explicit',
+      '--load-model',
+      '*',
+    ]);
     server = await startServer(options, { log: () => {} });
     app = createHttpApp(server.service, { bodyLimit: 16 * 1024 * 1024 });
   });
@@ -78,7 +96,9 @@ describe('KServe v2 HTTP routes on the real service', () => {
   it('describes a model with and without a version, and its config as Triton prints it', async () => {
     const metadata = (await app.inject({ method: 'GET', url: '/v2/models/resnet' })).json();
     expect(metadata).toEqual({
-      name: 'resnet', versions: ['1'], platform: 'onnxruntime_onnx',
+      name: 'resnet',
+      versions: ['1'],
+      platform: 'onnxruntime_onnx',
       inputs: [{ name: 'input', datatype: 'FP32', shape: [-1, 3, 224, 224] }],
       outputs: [{ name: 'logits', datatype: 'FP32', shape: [-1, 1000] }],
     });
@@ -104,7 +124,9 @@ describe('KServe v2 HTTP routes on the real service', () => {
     expect(response.headers['content-type']).toBe('application/octet-stream');
     const { json, binary } = splitResponse(response);
     expect(json).toEqual({
-      id: 'r-1', model_name: 'resnet', model_version: '1',
+      id: 'r-1',
+      model_name: 'resnet',
+      model_version: '1',
       outputs: [{ name: 'logits', datatype: 'FP32', shape: [2, 1000], parameters: { binary_data_size: 8000 } }],
     });
     expect(binary.byteLength).toBe(8000);
@@ -117,7 +139,9 @@ describe('KServe v2 HTTP routes on the real service', () => {
     const asJson = await app.inject({ method: 'POST', url: '/v2/models/resnet/infer', payload, headers: { ...headers, 'content-type': 'application/json' } });
     const gz = imageRequest(1, { outputs: [{ name: 'logits', parameters: { binary_data: false } }] });
     const zipped = await app.inject({
-      method: 'POST', url: '/v2/models/resnet/infer', payload: gzipSync(gz.payload),
+      method: 'POST',
+      url: '/v2/models/resnet/infer',
+      payload: gzipSync(gz.payload),
       headers: { ...gz.headers, 'content-encoding': 'gzip', 'accept-encoding': 'gzip' },
     });
     expect(asJson.statusCode).toBe(200);

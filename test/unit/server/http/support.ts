@@ -29,10 +29,12 @@ export function bytesOf(data: ArrayBufferView): Buffer {
 
 /** BYTES elements framed as the binary tensor data extension frames them. */
 export function framed(...elements: string[]): Buffer {
-  return Buffer.concat(elements.map((e) => {
-    const bytes = Buffer.from(e, 'utf8');
-    const length = Buffer.alloc(4);
-    length.writeUInt32LE(bytes.byteLength);
-    return Buffer.concat([length, bytes]);
-  }));
+  return Buffer.concat(
+    elements.map((e) => {
+      const bytes = Buffer.from(e, 'utf8');
+      const length = Buffer.alloc(4);
+      length.writeUInt32LE(bytes.byteLength);
+      return Buffer.concat([length, bytes]);
+    }),
+  );
 }

@@ -57,13 +57,13 @@ describe('request Content-Encoding', () => {
     expect((declared as HttpStatusError).statusCode).toBe(413);
     // Two members of 3000 bytes: each trailer is under the limit, the sum is not.
     const twoMembers = Buffer.concat([gzipSync(Buffer.alloc(3000)), gzipSync(Buffer.alloc(3000))]);
-    expect((await asyncErrorOf(decodeContentEncoding(twoMembers, 'gzip', 5000)) as HttpStatusError).statusCode).toBe(413);
+    expect(((await asyncErrorOf(decodeContentEncoding(twoMembers, 'gzip', 5000))) as HttpStatusError).statusCode).toBe(413);
     expect((await decodeContentEncoding(twoMembers, 'gzip', 6000)).byteLength).toBe(6000);
   });
 });
 
 describe('response compression', () => {
-  it('picks the client\'s first acceptable of gzip and deflate', () => {
+  it("picks the client's first acceptable of gzip and deflate", () => {
     expect(chooseResponseCoding(undefined)).toBeUndefined();
     expect(chooseResponseCoding('gzip')).toBe('gzip');
     expect(chooseResponseCoding('deflate')).toBe('deflate');
@@ -92,7 +92,9 @@ describe('client disconnects', () => {
     const { port } = server.address() as AddressInfo;
     try {
       await new Promise<void>((resolve, reject) => {
-        httpRequest({ port, host: '127.0.0.1', path: '/fast' }, (res) => res.resume().on('end', resolve)).on('error', reject).end();
+        httpRequest({ port, host: '127.0.0.1', path: '/fast' }, (res) => res.resume().on('end', resolve))
+          .on('error', reject)
+          .end();
       });
       const client = httpRequest({ port, host: '127.0.0.1', path: '/slow' });
       client.on('error', () => {});

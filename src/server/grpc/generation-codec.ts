@@ -104,7 +104,7 @@ function promptFromWire(wire: WireGenerateRequest): GenerateInput['prompt'] {
 }
 
 /** The generation parameters (src/vocabulary) under their own names; SamplingParameters has no scheduling extras. */
-const GRPC_VOCABULARY: WireVocabulary = { omit: ['priority', 'cache_salt'] };
+export const GRPC_VOCABULARY: WireVocabulary = { omit: ['priority', 'cache_salt'] };
 const GRPC_FIELDS: ReadonlySet<string> = new Set(carriedFields(GRPC_VOCABULARY));
 const isGrpcField = (key: string): key is GenerationField => GRPC_FIELDS.has(key);
 

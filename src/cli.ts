@@ -1,10 +1,10 @@
 // `conveyor serve [options]` (npm start): builds the default repository's weights on first use,
 // then serves the repository (or the one --model directory) until SIGINT/SIGTERM, which drain
-// it (src/server/shutdown.ts); a second signal during the drain exits at once.
+// it (src/shutdown.ts); a second signal during the drain exits at once.
 
 import { ensureDefaultRepository, DEFAULT_REPOSITORY } from '../models/default-repository.js';
 import { OptionsError, USAGE, parseServerOptions } from './config/server-options.js';
-import { startServer, type RunningServer } from './server/create-server.js';
+import { startServer, type RunningServer } from './main.js';
 import { resolve } from 'node:path';
 import { pino } from 'pino';
 

@@ -8,7 +8,7 @@ import { loadSync } from '@grpc/proto-loader';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_REPOSITORY } from '../../models/default-repository.js';
 import { parseServerOptions } from '../../src/config/server-options.js';
-import { startServer, type RunningServer } from '../../src/server/create-server.js';
+import { startServer, type RunningServer } from '../../src/main.js';
 
 const PROTOS = join(import.meta.dirname, '..', '..', 'protos');
 const IMAGE = 3 * 224 * 224;

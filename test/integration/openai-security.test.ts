@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { DEFAULT_REPOSITORY } from '../../models/default-repository.js';
 import { parseServerOptions } from '../../src/config/server-options.js';
 import { modelNameOf } from '../../src/repository/single-model.js';
-import { startServer } from '../../src/server/create-server.js';
+import { startServer } from '../../src/main.js';
 import type { LlmModel } from '../../src/serving/llm-backend.js';
 import { configOf, makeRepository, startTestServer, type TestServer } from '../support/server.js';
 

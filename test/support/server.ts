@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DEFAULT_REPOSITORY } from '../../models/default-repository.js';
 import { parseServerOptions } from '../../src/config/server-options.js';
-import { startServer, type RunningServer } from '../../src/server/create-server.js';
+import { startServer, type RunningServer } from '../../src/main.js';
 
 export interface TestModel {
   /** Name in the test repository. */

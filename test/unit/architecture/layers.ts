@@ -75,11 +75,12 @@ export const LAYERS: Readonly<Record<string, Layer>> = {
   'src/server/grpc': { holds: 'front end: the only importer of @grpc/grpc-js, KServe v2 gRPC and streaming generation', imports: [...FRONT_END_BASE, 'src/security', 'src/server/generation'] },
   // A fastify plugin on the HTTP app: it shares the app's transport (body depth, disconnects, SSE flow control).
   'openai-compat': { holds: "front end: OpenAI's API and vLLM's /tokenize", imports: [...FRONT_END_BASE, 'src/server/http'] },
-  'src/server': {
-    holds: 'the composition root: create-server.ts wires repository, backends, front ends; shutdown',
-    imports: ['src/contracts', 'src/errors.ts', 'src/config', 'src/security', 'src/metrics', 'src/repository', 'src/serving', 'src/server/http', 'src/server/grpc', 'openai-compat'],
+  'src/shutdown.ts': { holds: 'the drain on shutdown: readiness off, in-flight work finishes, then final errors, then the front ends close', imports: ['src/errors.ts'] },
+  'src/main.ts': {
+    holds: 'the composition root: options → repository → model manager → backends → front ends → metrics port',
+    imports: ['src/contracts', 'src/errors.ts', 'src/config', 'src/security', 'src/metrics', 'src/repository', 'src/serving', 'src/server/http', 'src/server/grpc', 'openai-compat', 'src/shutdown.ts'],
   },
-  'src/cli.ts': { holds: '`conveyor serve …`', imports: ['src/config', 'src/server', 'models'] },
+  'src/cli.ts': { holds: '`conveyor serve …`', imports: ['src/config', 'src/main.ts', 'src/shutdown.ts', 'models'] },
   // Model builders and the default repository; their own boundaries are RULES in import-boundaries.test.ts.
   models: { holds: 'model builders and the default repository', imports: [] },
 };

@@ -7,7 +7,7 @@
 //      their protocol's shape (their KV blocks are freed), given a short while to write it;
 //   4. only then do the front ends close, and the metrics port last.
 
-import { cutByShutdown, type ConveyorError } from '../errors.js';
+import { cutByShutdown, type ConveyorError } from './errors.js';
 
 /** How long step 3 waits for the final error events, and step 4 for the front ends, before moving on. */
 export const FINAL_EVENTS_GRACE_MS = 5000;

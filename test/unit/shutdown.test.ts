@@ -1,9 +1,9 @@
-// The drain's order of events (src/server/shutdown.ts) over parts that record what happens to
+// The drain's order of events (src/shutdown.ts) over parts that record what happens to
 // them: nothing closes before in-flight work is done or the exit timeout passed, and the exit
 // timeout ends the generations still running before the front ends close.
 import { describe, expect, it } from 'vitest';
-import type { ConveyorError } from '../../../src/errors.js';
-import { drain, settlesWithin, type DrainParts } from '../../../src/server/shutdown.js';
+import type { ConveyorError } from '../../src/errors.js';
+import { drain, settlesWithin, type DrainParts } from '../../src/shutdown.js';
 
 function parts(unloadAll: () => Promise<void>, onAbort: (reason: ConveyorError) => number = () => 0): { parts: DrainParts; events: string[] } {
   const events: string[] = [];

@@ -1,21 +1,21 @@
 // Builds and starts the whole server from options: repository → model manager → service →
 // HTTP and gRPC front ends, and the metrics port. Used by the CLI and by the integration tests.
 
-import type { ServerOptions } from '../config/server-options.js';
-import { createMetrics, startMetricsServer, type ConveyorMetrics } from '../metrics/index.js';
-import { ModelManager } from '../serving/model-manager.js';
-import { ConveyorService } from '../serving/conveyor-service.js';
-import { loadLlmModel } from '../serving/llm-backend.js';
-import { loadOnnxModel } from '../serving/onnx-backend.js';
-import type { BackendLoader } from '../serving/served-model.js';
-import { createGrpcServer, llmDecoupledInfer } from './grpc/index.js';
-import { createHttpApp } from './http/app.js';
-import type { HttpRouteAccess } from './http/access.js';
-import { websocketLimits } from './http/websocket/routes.js';
-import { openaiRoutes } from '../../openai-compat/index.js';
-import { AccessPolicy } from '../security/access-policy.js';
-import { singleModelRepository } from '../repository/single-model.js';
-import { IdleConnectionCloser } from './http/idle-connections.js';
+import type { ServerOptions } from './config/server-options.js';
+import { createMetrics, startMetricsServer, type ConveyorMetrics } from './metrics/index.js';
+import { ModelManager } from './serving/model-manager.js';
+import { ConveyorService } from './serving/conveyor-service.js';
+import { loadLlmModel } from './serving/llm-backend.js';
+import { loadOnnxModel } from './serving/onnx-backend.js';
+import type { BackendLoader } from './serving/served-model.js';
+import { createGrpcServer, llmDecoupledInfer } from './server/grpc/index.js';
+import { createHttpApp } from './server/http/app.js';
+import type { HttpRouteAccess } from './server/http/access.js';
+import { websocketLimits } from './server/http/websocket/routes.js';
+import { openaiRoutes } from '../openai-compat/index.js';
+import { AccessPolicy } from './security/access-policy.js';
+import { singleModelRepository } from './repository/single-model.js';
+import { IdleConnectionCloser } from './server/http/idle-connections.js';
 import { drain, FINAL_EVENTS_GRACE_MS, settlesWithin } from './shutdown.js';
 
 export interface RunningServer {

@@ -31,7 +31,7 @@ export function requestOrder(policy: SchedulingPolicy): RequestOrder {
 }
 
 /** Inserts `state` after every element that does not sort after it (stable for equal keys). */
-export function insertOrdered(items: RequestState[], state: RequestState, order: RequestOrder, from = 0): void {
+export function insertOrdered(items: (RequestState | undefined)[], state: RequestState, order: RequestOrder, from = 0): void {
   let lo = from;
   let hi = items.length;
   while (lo < hi) {
@@ -44,7 +44,8 @@ export function insertOrdered(items: RequestState[], state: RequestState, order:
 
 /** An array with a moving head, so taking from the front is O(1) amortized instead of Array.shift's O(n). */
 class Deque implements WaitingQueue {
-  private items: RequestState[] = [];
+  /** Slots before `head` are consumed (undefined) until the next compaction. */
+  private items: (RequestState | undefined)[] = [];
   private head = 0;
 
   constructor(private readonly order: RequestOrder | null) {}
@@ -60,7 +61,7 @@ class Deque implements WaitingQueue {
   shift(): RequestState | undefined {
     const state = this.items[this.head];
     if (state === undefined) return undefined;
-    this.items[this.head++] = undefined as unknown as RequestState;
+    this.items[this.head++] = undefined;
     if (this.head > 64 && this.head * 2 > this.items.length) this.compact();
     return state;
   }

@@ -62,7 +62,30 @@ export interface GenerateRequest {
    * same tokens, or a tenant's cache salt. Null shares the default namespace.
    */
   readonly cacheSalt: string | null;
+  /**
+   * A grammar the output must follow (structured outputs, forced tool calls), applied by the
+   * engine as a token mask at sampling time; null or absent for free text.
+   */
+  readonly grammar?: GrammarSpec | null;
 }
+
+/**
+ * An output constraint as plain data (issue 11). Every front end's structured-output fields
+ * (OpenAI response_format, vLLM structured_outputs / guided_*, tool_choice required or named)
+ * translate to one of these; the engine compiles it once per distinct spec (cached by its
+ * canonical text) and masks every sampled row with it.
+ */
+export type GrammarSpec =
+  /** Any JSON object (response_format json_object). */
+  | { readonly kind: 'json_object' }
+  /** JSON valid under a JSON Schema, as canonical JSON text (keys sorted) so equal schemas share a compile. */
+  | { readonly kind: 'json_schema'; readonly schema: string }
+  /** Text fully matching a regular expression (vLLM's regex). */
+  | { readonly kind: 'regex'; readonly pattern: string }
+  /** Exactly one of the strings (vLLM's choice). */
+  | { readonly kind: 'choice'; readonly choices: readonly string[] }
+  /** An EBNF grammar in xgrammar's (GBNF-like) dialect, rooted at `root`. */
+  | { readonly kind: 'ebnf'; readonly grammar: string };
 
 /**
  * The order of waiting requests (vLLM's --scheduling-policy). fcfs: by arrival, `priority`

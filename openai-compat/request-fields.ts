@@ -1,8 +1,9 @@
 // The request fields the OpenAI routes accept, refuse and ignore. Every top-level field is one
 // of: translated (sampling, prompt, streaming), an accepted no-op whose absence of effect is
 // correct (`user`, `metadata`: labels this server has no use for), or refused with a 400 that
-// names it, either because it asks for behaviour this server lacks (tools, structured output,
-// audio) or because nobody defines it. Nothing changes output while being silently dropped.
+// names it, either because it asks for behaviour this server lacks (tools, audio) or because
+// nobody defines it. Nothing changes output while being silently dropped. The structured-output
+// fields (response_format, structured_outputs, guided_*) are declared in src/vocabulary.
 
 import { invalidArg } from '../src/errors.js';
 import { wireFieldNames, type WireVocabulary } from '../src/vocabulary/index.js';
@@ -38,7 +39,6 @@ const UNSUPPORTED: Readonly<Record<string, (value: unknown) => boolean>> = {
   // Without tools, 'none' and 'auto' both mean plain text.
   tool_choice: (v) => v !== 'none' && v !== 'auto',
   function_call: (v) => v !== 'none' && v !== 'auto',
-  response_format: (v) => (v as { type?: unknown }).type !== 'text',
   audio: () => true,
   modalities: (v) => !(Array.isArray(v) && v.every((m) => m === 'text')),
   prediction: () => true,
@@ -53,11 +53,6 @@ const UNSUPPORTED: Readonly<Record<string, (value: unknown) => boolean>> = {
   continue_final_message: (v) => v !== false,
   chat_template: () => true,
   documents: () => true,
-  structured_outputs: () => true,
-  guided_json: () => true,
-  guided_regex: () => true,
-  guided_choice: () => true,
-  guided_grammar: () => true,
   allowed_token_ids: () => true,
   bad_words: (v) => !isEmptyList(v),
   truncate_prompt_tokens: () => true,

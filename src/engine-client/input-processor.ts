@@ -175,6 +175,8 @@ export class InputProcessor {
       },
       priority: validated.priority,
       cacheSalt: validated.cacheSalt,
+      // Absent rather than null for free text, so unconstrained requests are what they always were.
+      ...(validated.grammar ? { grammar: validated.grammar } : {}),
     };
     return { request, output: validated.output, promptText: text };
   }

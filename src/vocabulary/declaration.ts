@@ -9,6 +9,7 @@
 
 import { z } from 'zod';
 import { byType, describe, finite, flag, integer, optional, tokenIds, valueKinds } from './rules.js';
+import { CONSTRAINT_FIELDS, guidedChoice, guidedGrammar, guidedJson, guidedRegex, responseFormat, structuredOutputs } from './structured-outputs.js';
 
 export const MAX_LOGPROBS = 20;
 export const MAX_LOGIT_BIAS_ENTRIES = 300;
@@ -110,6 +111,17 @@ function fields(limits: GenerationLimits) {
     stop: optional(stopStrings()),
     include_stop_str_in_output: optional(flag()),
     skip_special_tokens: optional(flag()),
+
+    // Structured outputs: each becomes a GrammarSpec (structured-outputs.ts); at most one per request.
+    /** OpenAI: {type: "text" | "json_object" | "json_schema", json_schema: {name, schema, strict, description}}. */
+    response_format: optional(responseFormat()),
+    /** vLLM: exactly one of json (a JSON Schema), regex, choice, grammar (EBNF), json_object. */
+    structured_outputs: optional(structuredOutputs()),
+    /** vLLM's older spellings of structured_outputs' members. */
+    guided_json: optional(guidedJson()),
+    guided_regex: optional(guidedRegex()),
+    guided_choice: optional(guidedChoice()),
+    guided_grammar: optional(guidedGrammar()),
   };
 }
 
@@ -121,6 +133,10 @@ function crossChecks(params: z.output<z.ZodObject<Fields>>, ctx: z.RefinementCtx
   if (typeof logprobs === 'number' && top !== undefined) ctx.addIssue({ code: 'custom', path: ['top_logprobs'], message: '{} cannot be combined with an integer {logprobs}' });
   else if (top !== undefined && top > 0 && logprobs !== true) ctx.addIssue({ code: 'custom', path: ['top_logprobs'], message: '{} requires {logprobs} to be true' });
   if (max !== undefined && min !== undefined && min > max) ctx.addIssue({ code: 'custom', path: ['min_tokens'], message: `{} (${min}) must not exceed {max_tokens} (${max})` });
+  const constraints = CONSTRAINT_FIELDS.filter((field) => params[field] !== undefined);
+  if (constraints.length > 1) {
+    ctx.addIssue({ code: 'custom', path: [constraints[1]!], message: `{} cannot be combined with {${constraints[0]}}: a request takes one output constraint` });
+  }
 }
 
 function build(limits: GenerationLimits) {

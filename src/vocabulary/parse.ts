@@ -29,7 +29,9 @@ export function parseGenerationParams(raw: UncheckedParams, limits: GenerationLi
 function rejection(issue: z.core.$ZodIssue, names: WireNames): ConveyorError {
   const head = issue.path[0];
   const field = typeof head === 'string' && isField(head) ? head : undefined;
-  const own = field === undefined ? 'the parameters' : wireName(field, names);
+  // A part of a structured field (response_format.json_schema.schema) is named by its path.
+  const below = issue.path.slice(1).map((key) => (typeof key === 'number' ? `[${key}]` : `.${String(key)}`));
+  const own = field === undefined ? 'the parameters' : wireName(field, names) + below.join('');
   const message = issue.message.replace(/\{(\w*)\}/g, (_, other: string) => (other === '' ? own : isField(other) ? wireName(other, names) : other));
   return invalidArg(message, field === undefined ? undefined : own);
 }

@@ -3,7 +3,7 @@
 // defaults for omitted fields. Every rejection is an INVALID_ARG ConveyorError whose `param`
 // names the field at fault in the caller's wire name, raised before anything is scheduled.
 
-import type { SamplingParams } from '../contracts/generate.js';
+import type { GrammarSpec, SamplingParams } from '../contracts/generate.js';
 import type { OutputOptions } from '../contracts/text-generation.js';
 import { checkTokenIds, parseGenerationParams, wireName, type GenerationLimits, type GenerationParams, type UncheckedParams, type WireNames } from './index.js';
 
@@ -32,6 +32,8 @@ export interface ValidatedSampling {
   readonly output: OutputOptions;
   readonly priority: number;
   readonly cacheSalt: string | null;
+  /** The request's one output constraint (structured outputs), null for free text. */
+  readonly grammar: GrammarSpec | null;
 }
 
 export function validateSamplingParams(raw: UncheckedParams, limits: SamplingLimits, defaults: SamplingDefaults = {}, names: WireNames = {}): ValidatedSampling {
@@ -66,6 +68,8 @@ export function fromParams(p: GenerationParams, defaults: SamplingDefaults, name
     output: { stop: p.stop ?? [], includeStopStrInOutput: p.include_stop_str_in_output ?? false, skipSpecialTokens: p.skip_special_tokens ?? true },
     priority: p.priority ?? 0,
     cacheSalt: p.cache_salt ?? null,
+    // The declaration lets at most one constraint through.
+    grammar: p.response_format ?? p.structured_outputs ?? p.guided_json ?? p.guided_regex ?? p.guided_choice ?? p.guided_grammar ?? null,
   };
 }
 

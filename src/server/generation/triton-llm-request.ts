@@ -29,8 +29,13 @@ export const isTritonInput = (key: string): key is TritonInputName => Object.has
 /** Each input's single element, as received (checked and converted by buildTritonLlmRequest). */
 export type TritonInputValues = Partial<Record<TritonInputName, unknown>>;
 
-/** The generation parameters (src/vocabulary) under vLLM's names; Triton's vLLM backend has no logprobs, and priority is a reserved parameter. */
-const TRITON_VOCABULARY: WireVocabulary = { omit: ['logprobs', 'top_logprobs', 'priority', 'cache_salt'] };
+/**
+ * The generation parameters (src/vocabulary) under vLLM's names; Triton's vLLM backend has no
+ * logprobs and no OpenAI response_format, priority is a reserved parameter, and the backend's
+ * older `guided_decoding` (a GuidedDecodingParams object) is another name for structured_outputs.
+ */
+const TRITON_VOCABULARY: WireVocabulary = { omit: ['logprobs', 'top_logprobs', 'priority', 'cache_salt', 'response_format'], aliases: { guided_decoding: 'structured_outputs' } };
+const ALIASES: Readonly<Record<string, GenerationField>> = TRITON_VOCABULARY.aliases ?? {};
 const SAMPLING_FIELDS: readonly GenerationField[] = carriedFields(TRITON_VOCABULARY);
 const isSamplingField = (key: string): key is GenerationField => (SAMPLING_FIELDS as readonly string[]).includes(key);
 
@@ -135,11 +140,12 @@ export function samplingParams(raw: Readonly<Record<string, unknown>>): Unchecke
   const out: { [F in GenerationField]?: unknown } = {};
   const unknown: string[] = [];
   for (const [key, value] of Object.entries(raw)) {
-    if (isSamplingField(key)) out[key] = convert(value, valueKind(key), key);
+    const field = isSamplingField(key) ? key : Object.hasOwn(ALIASES, key) ? ALIASES[key]! : undefined;
+    if (field !== undefined) out[field] = convert(value, valueKind(field), key);
     else unknown.push(key);
   }
   if (unknown.length > 0) {
-    throw invalidArg(`unsupported parameter${unknown.length > 1 ? 's' : ''}: ${unknown.join(', ')} (supported: ${SAMPLING_FIELDS.join(', ')})`, unknown[0]);
+    throw invalidArg(`unsupported parameter${unknown.length > 1 ? 's' : ''}: ${unknown.join(', ')} (supported: ${[...SAMPLING_FIELDS, ...Object.keys(ALIASES)].join(', ')})`, unknown[0]);
   }
   return out;
 }

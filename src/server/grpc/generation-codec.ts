@@ -28,6 +28,17 @@ export interface WireSamplingParameters {
   logit_bias: Record<string, number>;
   logprobs?: boolean;
   top_logprobs?: number;
+  structured_outputs?: WireStructuredOutputs | null;
+}
+
+/** StructuredOutputs: proto-loader names the set oneof member in `constraint` (oneofs: true) and leaves the others absent. */
+export interface WireStructuredOutputs {
+  constraint?: 'json' | 'regex' | 'choice' | 'grammar' | 'json_object';
+  json?: string;
+  regex?: string;
+  choice?: { choices: string[] } | null;
+  grammar?: string;
+  json_object?: boolean;
 }
 
 export interface WireChatMessage {
@@ -103,8 +114,14 @@ function promptFromWire(wire: WireGenerateRequest): GenerateInput['prompt'] {
   }
 }
 
-/** The generation parameters (src/vocabulary) under their own names; SamplingParameters has no scheduling extras. */
-export const GRPC_VOCABULARY: WireVocabulary = { omit: ['priority', 'cache_salt'] };
+/**
+ * The generation parameters (src/vocabulary) under their own names; SamplingParameters has no
+ * scheduling extras, and takes structured outputs in one message (structured_outputs) rather
+ * than under OpenAI's and vLLM's older names as well.
+ */
+export const GRPC_VOCABULARY: WireVocabulary = {
+  omit: ['priority', 'cache_salt', 'response_format', 'guided_json', 'guided_regex', 'guided_choice', 'guided_grammar'],
+};
 const GRPC_FIELDS: ReadonlySet<string> = new Set(carriedFields(GRPC_VOCABULARY));
 const isGrpcField = (key: string): key is GenerationField => GRPC_FIELDS.has(key);
 
@@ -119,7 +136,17 @@ export function samplingFromWire(wire: WireSamplingParameters | null): Unchecked
   for (const [key, value] of Object.entries(wire)) if (isGrpcField(key) && value !== undefined && !isEmpty(value)) out[key] = value;
   // int64 arrives as a decimal string; an unsafe one stays a string so the validator names it.
   if (wire.seed !== undefined) out.seed = Number.isSafeInteger(Number(wire.seed)) ? Number(wire.seed) : wire.seed;
+  const constraint = structuredOutputsFromWire(wire.structured_outputs);
+  if (constraint === undefined) delete out.structured_outputs;
+  else out.structured_outputs = constraint;
   return out;
+}
+
+/** The set oneof member as vLLM's structured_outputs object (choice's list unwrapped); unset: none. */
+function structuredOutputsFromWire(wire: WireStructuredOutputs | null | undefined): Record<string, unknown> | undefined {
+  const member = wire?.constraint;
+  if (!wire || member === undefined) return undefined;
+  return { [member]: member === 'choice' ? (wire.choice?.choices ?? []) : wire[member] };
 }
 
 export function deltaToWire(requestId: string, event: GenerationEvent): WireGenerateResponse {

@@ -1,7 +1,10 @@
 // GET /v1/models and /v1/models/{id}: every READY LLM and embedding model, in OpenAI's list
 // shape, plus vLLM's `root` and (for LLMs) `max_model_len`, which benchmark tools read, and
 // `state`: a loaded model whose workers are restarting after a crash stays listed, UNAVAILABLE.
+// `capabilities` (a Conveyor extension; OpenAI's own cards have none) says what a model serves,
+// so a client can tell before sending whether structured outputs or tool calls are available.
 
+import { GRAMMAR_KINDS } from '../src/vocabulary/index.js';
 import type { OpenAIContext } from './context.js';
 import { modelNotFound } from './errors.js';
 
@@ -14,20 +17,35 @@ export interface ModelCard {
   readonly max_model_len?: number;
   /** READY while it takes requests; UNAVAILABLE while its workers restart or after a crash loop. */
   readonly state: 'READY' | 'UNAVAILABLE';
+  readonly capabilities: ModelCapabilities;
 }
+
+export interface ModelCapabilities {
+  /** /v1/completions and /v1/chat/completions (LLMs). */
+  readonly text_generation: boolean;
+  /** /v1/embeddings. */
+  readonly embeddings: boolean;
+  /** The output constraints a request may carry (response_format, structured_outputs, guided_*): json_object, json_schema, regex, choice, ebnf. */
+  readonly structured_outputs: readonly string[];
+  /** `tools` / `tool_choice` in chat requests. */
+  readonly tool_calls: boolean;
+}
+
+const LLM_CAPABILITIES: ModelCapabilities = { text_generation: true, embeddings: false, structured_outputs: GRAMMAR_KINDS, tool_calls: false };
+const EMBEDDING_CAPABILITIES: ModelCapabilities = { text_generation: false, embeddings: true, structured_outputs: [], tool_calls: false };
 
 export const OWNER = 'conveyor';
 
 export function modelCards(ctx: OpenAIContext): ModelCard[] {
   const cards = new Map<string, ModelCard>();
-  const card = (id: string, extra: { max_model_len?: number } = {}): ModelCard => {
+  const card = (id: string, capabilities: ModelCapabilities, extra: { max_model_len?: number } = {}): ModelCard => {
     const state = ctx.service.modelReady(id) ? 'READY' : 'UNAVAILABLE';
-    return { id, object: 'model', created: ctx.startedAt, owned_by: OWNER, root: id, ...extra, state };
+    return { id, object: 'model', created: ctx.startedAt, owned_by: OWNER, root: id, ...extra, state, capabilities };
   };
   for (const model of ctx.service.llmModels()) {
-    if (!cards.has(model.name)) cards.set(model.name, card(model.name, { max_model_len: model.processor.info.contextLength }));
+    if (!cards.has(model.name)) cards.set(model.name, card(model.name, LLM_CAPABILITIES, { max_model_len: model.processor.info.contextLength }));
   }
-  for (const model of ctx.embeddings.list()) if (!cards.has(model.name)) cards.set(model.name, card(model.name));
+  for (const model of ctx.embeddings.list()) if (!cards.has(model.name)) cards.set(model.name, card(model.name, EMBEDDING_CAPABILITIES));
   return [...cards.values()].sort((a, b) => a.id.localeCompare(b.id));
 }
 

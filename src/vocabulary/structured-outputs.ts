@@ -141,5 +141,8 @@ export const guidedRegex = () => constraint((value, ctx) => regexSpec(value, ctx
 export const guidedChoice = () => constraint((value, ctx) => choiceSpec(value, ctx, []), 'strings');
 export const guidedGrammar = () => constraint((value, ctx) => grammarSpec(value, ctx, []), 'string');
 
+/** Every kind of output constraint a request may carry (what /v1/models advertises). */
+export const GRAMMAR_KINDS: readonly GrammarSpec['kind'][] = ['json_object', 'json_schema', 'regex', 'choice', 'ebnf'];
+
 /** The constraint fields in check order: when several are sent, the later one is refused. */
 export const CONSTRAINT_FIELDS = ['response_format', 'structured_outputs', 'guided_json', 'guided_regex', 'guided_choice', 'guided_grammar'] as const;

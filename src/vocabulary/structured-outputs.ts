@@ -92,7 +92,7 @@ export function responseFormat() {
       onlyKeys(value, ['type'], ctx);
       return type === 'text' ? undefined : { kind: 'json_object' };
     }
-    if (type !== 'json_schema') return fail(ctx, `{} type must be one of "text", "json_object", "json_schema", got ${describe(type)}`, ['type']);
+    if (type !== 'json_schema') return fail(ctx, `{} must be one of "text", "json_object", "json_schema", got ${describe(type)}`, ['type']);
     onlyKeys(value, ['type', 'json_schema'], ctx);
     const spec = value['json_schema'];
     if (!isObject(spec)) return fail(ctx, '{} must be an object with a name and a schema', ['json_schema']);

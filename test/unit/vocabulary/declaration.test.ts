@@ -49,6 +49,13 @@ describe('the declaration: each field at its boundaries', () => {
     ['stop', ['x', [], Array.from({ length: 32 }, (_, i) => `s${i}`)], ['', [''], Array.from({ length: 33 }, (_, i) => `s${i}`), [1]]],
     ['include_stop_str_in_output', [true], [0]],
     ['skip_special_tokens', [false], ['no']],
+    // Structured outputs: the shapes at their edges (structured-outputs.test.ts checks each translation and message).
+    ['response_format', [{ type: 'text' }, { type: 'json_object' }, { type: 'json_schema', json_schema: { name: 'x', schema: { type: 'string' } } }], ['json', [], 1]],
+    ['structured_outputs', [{}, { json_object: true }, { choice: ['a'] }], [[], 'json', 1]],
+    ['guided_json', [{ type: 'object' }, '{"type":"object"}', true], [{ $ref: '#' }, 'not json', 1]],
+    ['guided_regex', ['a+', '\\d{2}'], ['', '(', 1]],
+    ['guided_choice', [['a'], ['a', 'b']], [[], 'a', 3]],
+    ['guided_grammar', ['root ::= "a"'], ['', 1]],
   ];
 
   it('covers every declared field but logprobs (checked with top_logprobs below)', () => {
@@ -170,7 +177,8 @@ describe('the declaration: accepted values round-trip', () => {
         if (result.success) return;
         const error = reject(raw);
         expect(error.code).toBe('INVALID_ARG');
-        expect(GENERATION_FIELDS).toContain(error.param);
+        // A structured field's part is named below it: response_format.json_schema.schema.
+        expect(GENERATION_FIELDS).toContain(error.param?.split(/[.[]/)[0]);
         expect(error.message).not.toMatch(/\{\w*\}/);
       }),
       { numRuns: 300 },
@@ -224,7 +232,7 @@ describe('each protocol maps its wire names onto the declaration', () => {
     expect(rejection(() => validate(grpc({ repetition_penalty: 0 })))).toMatchObject({ param: 'repetition_penalty' });
   });
 
-  it('OpenAI accepts exactly the fields it did before the declaration (checkFields)', () => {
+  it('OpenAI accepts exactly the fields it did before the declaration, plus structured outputs (checkFields)', () => {
     const sampling = [
       'temperature',
       'top_p',
@@ -242,6 +250,12 @@ describe('each protocol maps its wire names onto the declaration', () => {
       'ignore_eos',
       'include_stop_str_in_output',
       'skip_special_tokens',
+      'response_format',
+      'structured_outputs',
+      'guided_json',
+      'guided_regex',
+      'guided_choice',
+      'guided_grammar',
     ];
     const common = [
       'model',

@@ -237,7 +237,7 @@ describe('errors', () => {
   it.each([
     ['an invalid value', { temperature: -1 }, 'temperature', null],
     ['an unsupported feature', { tools: [{ type: 'function', function: { name: 'f' } }] }, 'tools', 'unsupported_parameter'],
-    ['response_format json', { response_format: { type: 'json_object' } }, 'response_format', 'unsupported_parameter'],
+    ['an unknown response_format type', { response_format: { type: 'json' } }, 'response_format.type', null],
     ['an unknown field', { frobnicate: true }, 'frobnicate', 'unknown_parameter'],
     ['stream_options without stream', { stream_options: { include_usage: true } }, 'stream_options', null],
     ['integer logprobs on chat', { logprobs: 3 }, 'logprobs', null],

@@ -65,7 +65,12 @@ describe('structured outputs → GrammarSpec', () => {
 describe('structured outputs: bad input names the param', () => {
   const cases: [string, UncheckedParams, string, RegExp][] = [
     ['an invalid schema', { response_format: jsonSchema({ type: 'nope' }) }, 'response_format.json_schema.schema', /not a valid JSON Schema/],
-    ['a $ref cycle', { response_format: jsonSchema({ $defs: { a: { $ref: '#/$defs/b' }, b: { anyOf: [{ $ref: '#/$defs/a' }] } }, $ref: '#/$defs/a' }) }, 'response_format.json_schema.schema', /\$ref cycle/],
+    [
+      'a $ref cycle',
+      { response_format: jsonSchema({ $defs: { a: { $ref: '#/$defs/b' }, b: { anyOf: [{ $ref: '#/$defs/a' }] } }, $ref: '#/$defs/a' }) },
+      'response_format.json_schema.schema',
+      /\$ref cycle/,
+    ],
     ['a self $ref', { guided_json: { $ref: '#' } }, 'guided_json', /\$ref cycle/],
     ['an unresolvable $ref', { structured_outputs: { json: { $ref: '#/$defs/missing' } } }, 'structured_outputs.json', /does not resolve/],
     ['a remote $ref', { guided_json: { $ref: 'https://example.com/schema.json' } }, 'guided_json', /only local references/],

@@ -6,3 +6,4 @@ export type { GenerationField, GenerationLimits, GenerationParams, GenerationPar
 export { checkTokenIds, parseGenerationParams, wireName, type UncheckedParams, type WireNames } from './parse.js';
 export type { ValueKind } from './rules.js';
 export { carriedFields, readWireParams, wireFieldNames, type WireParams, type WireVocabulary } from './wire.js';
+export { MAX_TOOLS, parseToolRequest, TOOL_NAME_PATTERN, type UncheckedToolFields } from './tools.js';

@@ -4,3 +4,4 @@
 
 export { hermes, isToolCallParserName, llama3Json, mistral, TOOL_CALL_FORMATS, type ParsedOutput, type ToolCallFormat, type ToolCallParserName } from './formats.js';
 export { newToolCallId, parseToolCalls, ToolCallStream, type ParsedMessage, type ParseOptions, type ToolCall, type ToolCallDelta } from './stream.js';
+export { canonicalJson, constrainedToolCalls, toolChoiceSchema, type ConstrainedToolCalls } from './constrained.js';

@@ -256,10 +256,9 @@ describe('each protocol maps its wire names onto the declaration', () => {
       'metadata',
       'safety_identifier',
       'prompt_cache_key',
-      'parallel_tool_calls',
       'request_id',
     ];
-    expect(CHAT_FIELDS).toEqual(new Set([...common, 'messages', 'max_completion_tokens', 'top_logprobs', 'chat_template_kwargs', 'add_generation_prompt']));
+    expect(CHAT_FIELDS).toEqual(new Set([...common, 'messages', 'max_completion_tokens', 'top_logprobs', 'chat_template_kwargs', 'add_generation_prompt', 'tools', 'tool_choice', 'parallel_tool_calls']));
     expect(COMPLETION_FIELDS).toEqual(new Set([...common, 'prompt', 'echo', 'add_special_tokens']));
   });
 });

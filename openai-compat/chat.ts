@@ -14,7 +14,7 @@ import { prepareChoices, runChoices } from './generation.js';
 import { chatLogprobs, type ChatTokenLogprob } from './logprobs.js';
 import { CHAT_FIELDS, CHAT_VOCABULARY, checkFields, checkNoOps, choiceCount, optionalFlag, requireModel, requireObject, streamSettings, type Body } from './request-fields.js';
 import { collectChoices, streamChoices } from './respond.js';
-import { ChatDeltaStream, chatMessage, chatToolPlan, keepsSpecialTokens, toolFinishReason, type ChatToolPlan } from './tool-calls.js';
+import { ChatChunks, chatMessage, chatToolPlan, keepsSpecialTokens, toolFinishReason, type ChatToolPlan } from './tool-calls.js';
 import { responseHead, responseMeta, UsageTally } from './wire.js';
 
 export function chatInput(body: Body, tools: ChatToolPlan = { tools: null, format: null, maxCalls: undefined }): GenerateInput {
@@ -61,30 +61,14 @@ export async function chatCompletions(ctx: OpenAIContext, rawBody: unknown, repl
   const logprobsOf = (event: GenerationEvent) => (wantLogprobs && event.logprobs ? chatLogprobs(event.logprobs, tokenText) : []);
 
   if (stream) {
-    const started = new Set<number>();
-    const deltas = choices.map(() => new ChatDeltaStream(tools));
+    const chunks = new ChatChunks(tools, n);
     await streamChoices(reply, events, {
       meta,
       object: 'chat.completion.chunk',
       includeUsage,
       usage,
       sendTimeoutMs: ctx.options.streamSendTimeoutMs,
-      choice: (index, event) => {
-        const content = logprobsOf(event);
-        const stream = deltas[index]!;
-        const pieces = stream.push(event.text, event.finishReason !== null);
-        if (pieces.length === 0 && content.length === 0 && event.finishReason === null) return null;
-        if (pieces.length === 0) pieces.push({});
-        if (!started.has(index)) pieces[0] = { role: 'assistant', content: tools.format === null ? '' : null, ...pieces[0] };
-        started.add(index);
-        const finish = toolFinishReason(event.finishReason, stream.callCount);
-        return pieces.map((delta, i) => ({
-          index,
-          delta,
-          logprobs: i === 0 && content.length > 0 ? { content, refusal: null } : null,
-          finish_reason: i === pieces.length - 1 ? finish : null,
-        }));
-      },
+      choice: (index, event) => chunks.entries(index, event, logprobsOf(event)),
     });
     return reply;
   }

@@ -5,6 +5,7 @@
 // in pieces, as the SDKs' stream helpers accumulate them.
 
 import type { FinishReason } from '../src/contracts/generate.js';
+import type { GenerationEvent } from '../src/contracts/text-generation.js';
 import type { FunctionTool, ToolRequest } from '../src/contracts/tools.js';
 import { invalidArg } from '../src/errors.js';
 import type { LlmModel } from '../src/serving/llm-backend.js';
@@ -85,4 +86,36 @@ function wireDelta(delta: ToolCallDelta): Record<string, unknown> {
   if (delta.kind === 'content') return { content: delta.text };
   if (delta.kind === 'call') return { tool_calls: [{ index: delta.index, id: delta.id, type: 'function', function: { name: delta.name, arguments: '' } }] };
   return { tool_calls: [{ index: delta.index, function: { arguments: delta.text } }] };
+}
+
+/**
+ * The chat.completion.chunk choice entries of every choice of a stream: the role with a choice's
+ * first entry, logprobs with the first entry of their event, the finish reason with the last.
+ */
+export class ChatChunks {
+  private readonly streams: ChatDeltaStream[];
+  private readonly started = new Set<number>();
+
+  constructor(
+    private readonly plan: ChatToolPlan,
+    choices: number,
+  ) {
+    this.streams = Array.from({ length: choices }, () => new ChatDeltaStream(plan));
+  }
+
+  entries(index: number, event: GenerationEvent, logprobs: readonly unknown[]): Record<string, unknown>[] | null {
+    const stream = this.streams[index]!;
+    const pieces = stream.push(event.text, event.finishReason !== null);
+    if (pieces.length === 0 && logprobs.length === 0 && event.finishReason === null) return null;
+    if (pieces.length === 0) pieces.push({});
+    if (!this.started.has(index)) pieces[0] = { role: 'assistant', content: this.plan.format === null ? '' : null, ...pieces[0] };
+    this.started.add(index);
+    const finish = toolFinishReason(event.finishReason, stream.callCount);
+    return pieces.map((delta, i) => ({
+      index,
+      delta,
+      logprobs: i === 0 && logprobs.length > 0 ? { content: logprobs, refusal: null } : null,
+      finish_reason: i === pieces.length - 1 ? finish : null,
+    }));
+  }
 }

@@ -17,7 +17,9 @@ export const MAX_TOOLS = 128;
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 const functionSchema = z.object({
-  name: z.string({ error: 'must be a string' }).regex(TOOL_NAME_PATTERN, { error: (iss) => `must match ${TOOL_NAME_PATTERN.source} (letters, digits, _ and -, at most 64), got ${describe(iss.input)}` }),
+  name: z
+    .string({ error: 'must be a string' })
+    .regex(TOOL_NAME_PATTERN, { error: (iss) => `must match ${TOOL_NAME_PATTERN.source} (letters, digits, _ and -, at most 64), got ${describe(iss.input)}` }),
   description: z.string({ error: 'must be a string' }).nullish(),
   parameters: z.custom<Record<string, unknown>>(isObject, { error: 'must be a JSON Schema object' }).nullish(),
   strict: z.boolean({ error: 'must be a boolean' }).nullish(),

@@ -39,7 +39,12 @@ describe('constrainedToolCalls', () => {
     const plan = constrainedToolCalls({ tools, choice: { kind: 'required' }, parallelToolCalls: true })!;
     if (plan.grammar.kind !== 'json_schema') throw new Error('expected a json_schema grammar');
     const valid = validator(plan.grammar.schema);
-    expect(valid([{ name: 'get_weather', parameters: { city: 'Oslo' } }, { name: 'now', parameters: {} }])).toBe(true);
+    expect(
+      valid([
+        { name: 'get_weather', parameters: { city: 'Oslo' } },
+        { name: 'now', parameters: {} },
+      ]),
+    ).toBe(true);
     expect(valid([])).toBe(false);
     expect(valid([{ name: 'other', parameters: {} }])).toBe(false);
     expect(valid([{ name: 'get_weather', parameters: { days: 2 } }])).toBe(false);
@@ -59,6 +64,11 @@ describe('constrainedToolCalls', () => {
     if (plan.grammar.kind !== 'json_schema') throw new Error('expected a json_schema grammar');
     const valid = validator(plan.grammar.schema);
     expect(valid([{ name: 'now', parameters: {} }])).toBe(true);
-    expect(valid([{ name: 'now', parameters: {} }, { name: 'now', parameters: {} }])).toBe(false);
+    expect(
+      valid([
+        { name: 'now', parameters: {} },
+        { name: 'now', parameters: {} },
+      ]),
+    ).toBe(false);
   });
 });

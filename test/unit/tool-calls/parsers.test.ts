@@ -154,7 +154,16 @@ const llamaCase = fc.tuple(fc.boolean(), fc.array(call, { minLength: 1, maxLengt
 );
 
 const cases: [ToolCallFormat, fc.Arbitrary<Case>, (c: Case) => boolean][] = [
-  [hermes, hermesCase, (c) => !c.expected.content?.includes('<tool_call>') && !c.text.split('</tool_call>').slice(0, -1).some((p) => /<tool_call>[^]*<tool_call>/.test(p))],
+  [
+    hermes,
+    hermesCase,
+    (c) =>
+      !c.expected.content?.includes('<tool_call>') &&
+      !c.text
+        .split('</tool_call>')
+        .slice(0, -1)
+        .some((p) => /<tool_call>[^]*<tool_call>/.test(p)),
+  ],
   [mistral, mistralCase, (c) => !(c.expected.content ?? '').includes('[TOOL_CALLS]')],
   [llama3Json, llamaCase, () => true],
 ];

@@ -154,16 +154,8 @@ const llamaCase = fc.tuple(fc.boolean(), fc.array(call, { minLength: 1, maxLengt
 );
 
 const cases: [ToolCallFormat, fc.Arbitrary<Case>, (c: Case) => boolean][] = [
-  [
-    hermes,
-    hermesCase,
-    (c) =>
-      !c.expected.content?.includes('<tool_call>') &&
-      !c.text
-        .split('</tool_call>')
-        .slice(0, -1)
-        .some((p) => /<tool_call>[^]*<tool_call>/.test(p)),
-  ],
+  // The content alphabet cannot spell a marker; the checks say so should it ever change.
+  [hermes, hermesCase, (c) => !(c.expected.content ?? '').includes('<tool_call>')],
   [mistral, mistralCase, (c) => !(c.expected.content ?? '').includes('[TOOL_CALLS]')],
   [llama3Json, llamaCase, () => true],
 ];

@@ -4,6 +4,7 @@
 // as content[] entries).
 
 import type { FastifyReply } from 'fastify';
+import type { FinishReason } from '../src/contracts/generate.js';
 import type { ChatMessage, GenerationEvent } from '../src/contracts/text-generation.js';
 import { invalidArg } from '../src/errors.js';
 import { readWireParams } from '../src/vocabulary/index.js';
@@ -13,13 +14,15 @@ import { prepareChoices, runChoices } from './generation.js';
 import { chatLogprobs, type ChatTokenLogprob } from './logprobs.js';
 import { CHAT_FIELDS, CHAT_VOCABULARY, checkFields, checkNoOps, choiceCount, optionalFlag, requireModel, requireObject, streamSettings, type Body } from './request-fields.js';
 import { collectChoices, streamChoices } from './respond.js';
+import { ChatChunks, chatMessage, chatToolPlan, keepsSpecialTokens, toolFinishReason, type ChatToolPlan } from './tool-calls.js';
 import { responseHead, responseMeta, UsageTally } from './wire.js';
 
-export function chatInput(body: Body): GenerateInput {
+export function chatInput(body: Body, tools: ChatToolPlan = { tools: null, format: null, maxCalls: undefined }): GenerateInput {
   if (body.logprobs !== undefined && body.logprobs !== null && typeof body.logprobs !== 'boolean')
     throw invalidArg('logprobs must be a boolean (use top_logprobs for the number of alternatives)', 'logprobs');
   const kwargs = body.chat_template_kwargs;
   if (kwargs !== undefined && kwargs !== null && (typeof kwargs !== 'object' || Array.isArray(kwargs))) throw invalidArg('chat_template_kwargs must be an object', 'chat_template_kwargs');
+  const wire = readWireParams(body, CHAT_VOCABULARY);
   return {
     prompt: {
       kind: 'chat',
@@ -27,15 +30,17 @@ export function chatInput(body: Body): GenerateInput {
       messages: body.messages as readonly ChatMessage[],
       addGenerationPrompt: optionalFlag(body, 'add_generation_prompt', true),
       chatTemplateKwargs: (kwargs ?? null) as Readonly<Record<string, unknown>> | null,
+      tools: tools.tools,
     },
-    ...readWireParams(body, CHAT_VOCABULARY),
+    ...wire,
+    sampling: { ...wire.sampling, skip_special_tokens: keepsSpecialTokens(tools, wire.sampling.skip_special_tokens) },
   };
 }
 
 interface ChatChoice {
   text: string;
   logprobs: ChatTokenLogprob[];
-  finishReason: string | null;
+  finishReason: FinishReason | null;
 }
 
 export async function chatCompletions(ctx: OpenAIContext, rawBody: unknown, reply: FastifyReply, signal: AbortSignal): Promise<unknown> {
@@ -46,7 +51,8 @@ export async function chatCompletions(ctx: OpenAIContext, rawBody: unknown, repl
   const model = ctx.llm(requested);
   const { stream, includeUsage } = streamSettings(body);
   const n = choiceCount(body);
-  const choices = await prepareChoices(model, chatInput(body), n);
+  const tools = chatToolPlan(body, model);
+  const choices = await prepareChoices(model, chatInput(body, tools), n);
   const wantLogprobs = body.logprobs === true;
   const tokenText = ctx.tokenText(model);
   const events = runChoices(model, choices, signal, ctx.admission);
@@ -55,21 +61,14 @@ export async function chatCompletions(ctx: OpenAIContext, rawBody: unknown, repl
   const logprobsOf = (event: GenerationEvent) => (wantLogprobs && event.logprobs ? chatLogprobs(event.logprobs, tokenText) : []);
 
   if (stream) {
-    const started = new Set<number>();
+    const chunks = new ChatChunks(tools, n);
     await streamChoices(reply, events, {
       meta,
       object: 'chat.completion.chunk',
       includeUsage,
       usage,
       sendTimeoutMs: ctx.options.streamSendTimeoutMs,
-      choice: (index, event) => {
-        const content = logprobsOf(event);
-        const first = !started.has(index);
-        if (event.text === '' && content.length === 0 && event.finishReason === null) return null;
-        started.add(index);
-        const delta = first ? { role: 'assistant', content: event.text } : event.text === '' ? {} : { content: event.text };
-        return { index, delta, logprobs: content.length > 0 ? { content, refusal: null } : null, finish_reason: event.finishReason };
-      },
+      choice: (index, event) => chunks.entries(index, event, logprobsOf(event)),
     });
     return reply;
   }
@@ -84,12 +83,10 @@ export async function chatCompletions(ctx: OpenAIContext, rawBody: unknown, repl
   reply.header('x-request-id', meta.id);
   return {
     ...responseHead(meta, 'chat.completion'),
-    choices: state.map((c, index) => ({
-      index,
-      message: { role: 'assistant', content: c.text, refusal: null },
-      logprobs: wantLogprobs ? { content: c.logprobs, refusal: null } : null,
-      finish_reason: c.finishReason,
-    })),
+    choices: state.map((c, index) => {
+      const { message, calls } = chatMessage(tools, c.text);
+      return { index, message, logprobs: wantLogprobs ? { content: c.logprobs, refusal: null } : null, finish_reason: toolFinishReason(c.finishReason, calls) };
+    }),
     usage: usage.toWire(),
   };
 }

@@ -31,10 +31,12 @@ export interface ModelCapabilities {
   readonly tool_calls: boolean;
 }
 
-const LLM_CAPABILITIES: ModelCapabilities = { text_generation: true, embeddings: false, structured_outputs: GRAMMAR_KINDS, tool_calls: false };
 const EMBEDDING_CAPABILITIES: ModelCapabilities = { text_generation: false, embeddings: true, structured_outputs: [], tool_calls: false };
 
 export const OWNER = 'conveyor';
+
+/** Tool calls need a parser for the model family's call format (the `tool_call_parser` parameter). */
+const llmCapabilities = (toolCalls: boolean): ModelCapabilities => ({ text_generation: true, embeddings: false, structured_outputs: GRAMMAR_KINDS, tool_calls: toolCalls });
 
 export function modelCards(ctx: OpenAIContext): ModelCard[] {
   const cards = new Map<string, ModelCard>();
@@ -43,7 +45,7 @@ export function modelCards(ctx: OpenAIContext): ModelCard[] {
     return { id, object: 'model', created: ctx.startedAt, owned_by: OWNER, root: id, ...extra, state, capabilities };
   };
   for (const model of ctx.service.llmModels()) {
-    if (!cards.has(model.name)) cards.set(model.name, card(model.name, LLM_CAPABILITIES, { max_model_len: model.processor.info.contextLength }));
+    if (!cards.has(model.name)) cards.set(model.name, card(model.name, llmCapabilities(model.toolCallParser !== null), { max_model_len: model.processor.info.contextLength }));
   }
   for (const model of ctx.embeddings.list()) if (!cards.has(model.name)) cards.set(model.name, card(model.name, EMBEDDING_CAPABILITIES));
   return [...cards.values()].sort((a, b) => a.id.localeCompare(b.id));

@@ -1,9 +1,11 @@
 // The request fields the OpenAI routes accept, refuse and ignore. Every top-level field is one
 // of: translated (sampling, prompt, streaming), an accepted no-op whose absence of effect is
 // correct (`user`, `metadata`: labels this server has no use for), or refused with a 400 that
-// names it, either because it asks for behaviour this server lacks (tools, audio) or because
-// nobody defines it. Nothing changes output while being silently dropped. The structured-output
-// fields (response_format, structured_outputs, guided_*) are declared in src/vocabulary.
+// names it, either because it asks for behaviour this server lacks (audio, legacy functions) or
+// because nobody defines it. Nothing changes output while being silently dropped. The
+// structured-output fields (response_format, structured_outputs, guided_*) are declared in
+// src/vocabulary; chat's tools, tool_choice and parallel_tool_calls are checked in
+// src/vocabulary/tools.ts and served by tool-calls.ts.
 
 import { invalidArg } from '../src/errors.js';
 import { wireFieldNames, type WireVocabulary } from '../src/vocabulary/index.js';
@@ -20,11 +22,14 @@ export const CHAT_VOCABULARY: WireVocabulary = { aliases: { max_completion_token
 export const COMPLETION_VOCABULARY: WireVocabulary = { omit: ['top_logprobs'] };
 
 /** Fields that label a request without changing its output; accepted and deliberately unused. */
-const NO_OP_FIELDS = ['user', 'metadata', 'safety_identifier', 'prompt_cache_key', 'parallel_tool_calls', 'request_id'];
+const NO_OP_FIELDS = ['user', 'metadata', 'safety_identifier', 'prompt_cache_key', 'request_id'];
+
+/** Chat's tool fields (src/vocabulary/tools.ts); completions have none. */
+const TOOL_FIELDS = ['tools', 'tool_choice', 'parallel_tool_calls'];
 
 const COMMON_FIELDS = ['model', 'n', 'stream', 'stream_options', ...NO_OP_FIELDS];
 
-export const CHAT_FIELDS = new Set([...COMMON_FIELDS, ...wireFieldNames(CHAT_VOCABULARY), 'messages', 'chat_template_kwargs', 'add_generation_prompt']);
+export const CHAT_FIELDS = new Set([...COMMON_FIELDS, ...wireFieldNames(CHAT_VOCABULARY), 'messages', 'chat_template_kwargs', 'add_generation_prompt', ...TOOL_FIELDS]);
 export const COMPLETION_FIELDS = new Set([...COMMON_FIELDS, ...wireFieldNames(COMPLETION_VOCABULARY), 'prompt', 'echo', 'add_special_tokens']);
 
 const isEmptyList = (v: unknown): boolean => Array.isArray(v) && v.length === 0;
@@ -34,10 +39,8 @@ const isEmptyList = (v: unknown): boolean => Array.isArray(v) && v.length === 0;
  * missing feature; null / undefined always pass, as do values that ask for the default.
  */
 const UNSUPPORTED: Readonly<Record<string, (value: unknown) => boolean>> = {
-  tools: (v) => !isEmptyList(v),
+  // The legacy functions API; tools replaced it.
   functions: (v) => !isEmptyList(v),
-  // Without tools, 'none' and 'auto' both mean plain text.
-  tool_choice: (v) => v !== 'none' && v !== 'auto',
   function_call: (v) => v !== 'none' && v !== 'auto',
   audio: () => true,
   modalities: (v) => !(Array.isArray(v) && v.every((m) => m === 'text')),

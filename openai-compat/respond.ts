@@ -16,8 +16,8 @@ export interface StreamPlan {
   readonly object: 'chat.completion.chunk' | 'text_completion';
   readonly includeUsage: boolean;
   readonly usage: UsageTally;
-  /** The chunk's choice entry for an event, or null when the event carries nothing to send. */
-  readonly choice: (index: number, event: GenerationEvent) => Record<string, unknown> | null;
+  /** The chunk choice entries for an event (one chunk each, in order); none when it carries nothing to send. */
+  readonly choice: (index: number, event: GenerationEvent) => readonly Record<string, unknown>[] | Record<string, unknown> | null;
   /** A client that reads nothing this long while output waits is dropped; default: the limits table's. */
   readonly sendTimeoutMs?: number | undefined;
 }
@@ -59,10 +59,11 @@ export async function streamChoices(reply: FastifyReply, events: AsyncIterable<C
       if (sse.isClosed) return;
       if (event.finishReason === 'abort') throw abortedByServer();
       if (event.finishReason !== null) plan.usage.record(index, event.usage);
-      const choice = plan.choice(index, event);
-      if (choice === null) continue;
-      open();
-      await sse.send({ ...head, choices: [choice], ...tail });
+      const entries = plan.choice(index, event);
+      for (const choice of entries === null ? [] : Array.isArray(entries) ? entries : [entries]) {
+        open();
+        await sse.send({ ...head, choices: [choice], ...tail });
+      }
     }
     if (sse.isClosed) return;
     open();

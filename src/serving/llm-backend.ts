@@ -21,6 +21,7 @@ import type { SchedulingPolicy, SequenceUpdate } from '../contracts/generate.js'
 import type { GenerationEvent, ProcessedRequest } from '../contracts/text-generation.js';
 import type { BackendLoadRequest, ServedModel } from './served-model.js';
 import { DEFAULT_LIMITS } from '../config/limits.js';
+import { isToolCallParserName, TOOL_CALL_FORMATS, type ToolCallParserName } from '../tool-calls/index.js';
 
 /** A generation request before tokenization: the prompt and the unchecked generation parameters of any front end. */
 export type GenerateInput = Omit<ProcessInput, 'id'>;
@@ -49,6 +50,14 @@ function schedulingPolicy(config: ModelConfig): SchedulingPolicy {
   throw invalidArg(`parameter scheduling_policy must be ${Object.keys(SCHEDULING_POLICIES).join(' or ')}, got '${raw}'`);
 }
 
+/** vLLM's --tool-call-parser: how this model writes tool calls (hermes, llama3_json, mistral); absent, tool_choice auto is refused. */
+export function toolCallParserOf(config: ModelConfig): ToolCallParserName | null {
+  const raw = parameter(config, 'tool_call_parser');
+  if (raw === undefined || raw === '') return null;
+  if (isToolCallParserName(raw)) return raw;
+  throw invalidArg(`parameter tool_call_parser must be one of ${Object.keys(TOOL_CALL_FORMATS).join(', ')}, got '${raw}'`);
+}
+
 export async function loadLlmModel(request: BackendLoadRequest): Promise<LlmModel> {
   const { config, versionDir } = request;
   const precision = parameter(config, 'precision') ?? 'fp32';
@@ -64,6 +73,7 @@ export async function loadLlmModel(request: BackendLoadRequest): Promise<LlmMode
   if (chatSpecialTokens !== 'text' && chatSpecialTokens !== 'special') throw invalidArg(`parameter chat_special_tokens must be text or special, got '${chatSpecialTokens}'`);
   const limits = request.limits ?? DEFAULT_LIMITS;
   const policy = schedulingPolicy(config);
+  toolCallParserOf(config);
   const processor = await InputProcessor.load(versionDir, {
     ...(maxModelLen ? { maxModelLen: positiveInt(config, 'max_model_len', 1) } : {}),
     maxPromptChars: limits.maxPromptChars,
@@ -103,6 +113,8 @@ export class LlmModel implements ServedModel {
   private readonly streaming = new Set<string>();
   /** Set once the server ends the generations still running; they then fail with it. */
   private serverAbort?: ConveyorError;
+  /** How this model writes tool calls (the tool_call_parser parameter), or null. */
+  readonly toolCallParser: ToolCallParserName | null;
 
   constructor(
     readonly name: string,
@@ -116,6 +128,7 @@ export class LlmModel implements ServedModel {
     private readonly limits: { readonly maxRequestSecs: number } = { maxRequestSecs: 0 },
   ) {
     this.stats = new ModelStatsRecorder(name, String(version));
+    this.toolCallParser = toolCallParserOf(config);
   }
 
   /** Validates and tokenizes (long prompts off the main thread); rejects with INVALID_ARG / CONTEXT_LENGTH_EXCEEDED before anything is queued. */

@@ -7,6 +7,7 @@
 
 import { Ajv, type AnySchema } from 'ajv';
 import { Ajv2020 } from 'ajv/dist/2020.js';
+import { canonicalJson } from './canonical-json.js';
 
 /** Longest canonical schema text accepted, in UTF-16 code units (≈ bytes for schema text). */
 export const MAX_SCHEMA_CHARS = 64 * 1024;
@@ -31,7 +32,7 @@ export function checkJsonSchema(value: unknown): string {
   const parsed = typeof value === 'string' ? parseText(value) : value;
   if (typeof parsed !== 'boolean' && !isObject(parsed)) throw new SchemaRejection('must be a JSON Schema (an object or a boolean)');
   checkDepth(parsed, 0);
-  const text = JSON.stringify(canonical(parsed as Json));
+  const text = canonicalJson(parsed);
   if (text.length > MAX_SCHEMA_CHARS) throw new SchemaRejection(`is ${text.length} characters as JSON; at most ${MAX_SCHEMA_CHARS} are allowed`);
   const cached = verdicts.get(text);
   if (cached !== undefined) {
@@ -69,15 +70,6 @@ function checkDepth(value: unknown, depth: number): void {
   if (typeof value !== 'object' || value === null) return;
   if (depth >= MAX_SCHEMA_DEPTH) throw new SchemaRejection(`nests deeper than ${MAX_SCHEMA_DEPTH} levels`);
   for (const child of Object.values(value)) checkDepth(child, depth + 1);
-}
-
-/** Keys sorted at every level; array order kept (it is meaningful: prefixItems, enum order). */
-function canonical(value: Json): Json {
-  if (Array.isArray(value)) return value.map(canonical);
-  if (!isObject(value)) return value;
-  const out: { [key: string]: Json } = {};
-  for (const key of Object.keys(value).sort()) out[key] = canonical(value[key]!);
-  return out;
 }
 
 // Keywords whose subschemas apply at the same place in the instance: a `$ref` reached through

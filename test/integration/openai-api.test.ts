@@ -236,7 +236,8 @@ describe('embeddings', () => {
 describe('errors', () => {
   it.each([
     ['an invalid value', { temperature: -1 }, 'temperature', null],
-    ['an unsupported feature', { tools: [{ type: 'function', function: { name: 'f' } }] }, 'tools', 'unsupported_parameter'],
+    ['an unsupported feature', { functions: [{ name: 'f' }] }, 'functions', 'unsupported_parameter'],
+    ['an invalid tool name', { tools: [{ type: 'function', function: { name: 'has space' } }] }, 'tools[0].function.name', null],
     ['an unknown response_format type', { response_format: { type: 'json' } }, 'response_format.type', null],
     ['an unknown field', { frobnicate: true }, 'frobnicate', 'unknown_parameter'],
     ['stream_options without stream', { stream_options: { include_usage: true } }, 'stream_options', null],

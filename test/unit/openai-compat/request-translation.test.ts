@@ -28,8 +28,7 @@ describe('checkFields', () => {
   });
 
   it.each([
-    [{ tools: [{ type: 'function' }] }, 'tools'],
-    [{ tool_choice: 'required' }, 'tool_choice'],
+    [{ functions: [{ name: 'f' }] }, 'functions'],
     [{ audio: { voice: 'x' } }, 'audio'],
     [{ best_of: 2 }, 'best_of'],
     [{ echo: true }, 'echo'],

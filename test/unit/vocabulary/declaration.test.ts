@@ -257,23 +257,10 @@ describe('each protocol maps its wire names onto the declaration', () => {
       'guided_choice',
       'guided_grammar',
     ];
-    const common = [
-      'model',
-      'n',
-      'stream',
-      'stream_options',
-      'priority',
-      'cache_salt',
-      'logprobs',
-      ...sampling,
-      'user',
-      'metadata',
-      'safety_identifier',
-      'prompt_cache_key',
-      'parallel_tool_calls',
-      'request_id',
-    ];
-    expect(CHAT_FIELDS).toEqual(new Set([...common, 'messages', 'max_completion_tokens', 'top_logprobs', 'chat_template_kwargs', 'add_generation_prompt']));
+    const common = ['model', 'n', 'stream', 'stream_options', 'priority', 'cache_salt', 'logprobs', ...sampling, 'user', 'metadata', 'safety_identifier', 'prompt_cache_key', 'request_id'];
+    expect(CHAT_FIELDS).toEqual(
+      new Set([...common, 'messages', 'max_completion_tokens', 'top_logprobs', 'chat_template_kwargs', 'add_generation_prompt', 'tools', 'tool_choice', 'parallel_tool_calls']),
+    );
     expect(COMPLETION_FIELDS).toEqual(new Set([...common, 'prompt', 'echo', 'add_special_tokens']));
   });
 });

@@ -44,6 +44,7 @@ const QWEN: ModelConfig = {
     block_size: { string_value: '16' },
     kv_cache_bytes: { string_value: '33554432' },
     enable_prefix_caching: { string_value: 'true' },
+    tool_call_parser: { string_value: 'hermes' },
   },
 };
 

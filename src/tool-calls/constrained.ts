@@ -1,0 +1,67 @@
+// tool_choice "required" and a named function, as vLLM serves them: generation is constrained
+// by a JSON Schema (GrammarSpec json_schema) rather than the model's own call format, so the
+// output is always well-formed and its arguments valid under the function's schema:
+//   named f  → the output is f's arguments object itself (schema: f's parameters);
+//   required → a JSON array of at least one (at most one without parallel_tool_calls)
+//              {"name": <one of the tools>, "parameters": <that tool's schema>}.
+// Each comes with the format that reads the constrained output back into calls.
+
+import type { GrammarSpec } from '../contracts/generate.js';
+import type { FunctionTool, ParsedToolCall, ToolRequest } from '../contracts/tools.js';
+import { parseCallArray, type ToolCallFormat } from './formats.js';
+import { callHead, skipWhitespace } from './json-scan.js';
+import { canonicalJson } from '../vocabulary/canonical-json.js';
+
+/** The schema one element of the required array must satisfy for one tool. */
+function callSchema(tool: FunctionTool): Record<string, unknown> {
+  return {
+    type: 'object',
+    properties: { name: { type: 'string', enum: [tool.function.name] }, parameters: tool.function.parameters },
+    required: ['name', 'parameters'],
+    additionalProperties: false,
+  };
+}
+
+/** The JSON Schema tool_choice required or named constrains the output to; null for none / auto. */
+export function toolChoiceSchema(request: ToolRequest): Record<string, unknown> | null {
+  const { choice, tools } = request;
+  if (choice.kind === 'function') return tools.find((t) => t.function.name === choice.name)!.function.parameters;
+  if (choice.kind !== 'required') return null;
+  return { type: 'array', minItems: 1, ...(request.parallelToolCalls ? {} : { maxItems: 1 }), items: { anyOf: tools.map(callSchema) } };
+}
+
+export interface ConstrainedToolCalls {
+  readonly grammar: GrammarSpec;
+  /** Reads the constrained output back into calls (whole or streaming). */
+  readonly format: ToolCallFormat;
+}
+
+/** The grammar and reader for tool_choice required or named; null when the model chooses freely. */
+export function constrainedToolCalls(request: ToolRequest): ConstrainedToolCalls | null {
+  const schema = toolChoiceSchema(request);
+  if (schema === null) return null;
+  const grammar: GrammarSpec = { kind: 'json_schema', schema: canonicalJson(schema) };
+  return { grammar, format: request.choice.kind === 'function' ? namedFormat(request.choice.name) : REQUIRED_FORMAT };
+}
+
+/** The output is the named function's arguments. */
+function namedFormat(name: string): ToolCallFormat {
+  return {
+    name: `named:${name}`,
+    needsSpecialTokens: false,
+    parse: (text) => ({ content: '', calls: [{ name, arguments: text.trimStart() }] satisfies ParsedToolCall[] }),
+  };
+}
+
+const NAME_PARAMETERS = callHead(['parameters']);
+
+/** The output is `[{"name", "parameters"}, …]`. */
+const REQUIRED_FORMAT: ToolCallFormat = {
+  name: 'required',
+  needsSpecialTokens: false,
+  parse(text, final) {
+    const open = skipWhitespace(text, 0);
+    if (text[open] !== '[') return { content: '', calls: [] };
+    return { content: '', calls: parseCallArray(text, open + 1, NAME_PARAMETERS, ['parameters'], final).calls };
+  },
+};

@@ -93,7 +93,10 @@ const percentile = (xs: readonly number[], p: number): number => [...xs].sort((a
 beforeAll(async () => {
   const started = performance.now();
   engine = await GrammarEngine.open({ tokenizerPath: join(MODEL_DIR, 'tokenizer.json'), logitsVocabSize: LOGITS_VOCAB });
-  const tokenizer = createTokenizer({ tokenizerJson: JSON.parse(readFileSync(join(MODEL_DIR, 'tokenizer.json'), 'utf8')), tokenizerConfig: JSON.parse(readFileSync(join(MODEL_DIR, 'tokenizer_config.json'), 'utf8')) });
+  const tokenizer = createTokenizer({
+    tokenizerJson: JSON.parse(readFileSync(join(MODEL_DIR, 'tokenizer.json'), 'utf8')),
+    tokenizerConfig: JSON.parse(readFileSync(join(MODEL_DIR, 'tokenizer_config.json'), 'utf8')),
+  });
   decode = (ids) => (ids.length === 0 ? '' : tokenizer.decode(ids, { skip_special_tokens: false }));
   shortTokens = [];
   for (let c = 0x20; c < 0x7f; c++) {
@@ -116,13 +119,17 @@ describe('constrained random walks on the Qwen3 vocabulary', () => {
     const failures: string[] = [];
     for (const [i, schema] of SCHEMAS.entries()) {
       const validate = ajv.compile(schema);
-      const result = await walks({ kind: 'json_schema', schema: JSON.stringify(schema) }, (text) => {
-        try {
-          return validate(JSON.parse(text)) === true;
-        } catch {
-          return false;
-        }
-      }, i);
+      const result = await walks(
+        { kind: 'json_schema', schema: JSON.stringify(schema) },
+        (text) => {
+          try {
+            return validate(JSON.parse(text)) === true;
+          } catch {
+            return false;
+          }
+        },
+        i,
+      );
       completed += result.completed;
       failures.push(...result.bad.map((text) => `schema ${i} ${JSON.stringify(schema)}: ${JSON.stringify(text)}`));
     }
@@ -144,19 +151,15 @@ describe('constrained random walks on the Qwen3 vocabulary', () => {
     expect(percentile(times, 50)).toBeLessThan(5);
   });
 
-  it.each([
-    ['^[a-z]{2,5}$'.slice(1, -1)],
-    ['\\d{3}-\\d{2}'],
-    ['(cat|dog|bird)s?'],
-    ['[A-Z][a-z]+ [0-9]{1,3}'],
-    ['(ab)+c?'],
-    ['0x[0-9a-f]{4}'],
-  ])('regex %s: every completed walk fully matches', async (pattern) => {
-    const re = new RegExp(`^(?:${pattern})$`);
-    const result = await walks({ kind: 'regex', pattern }, (text) => re.test(text), 7);
-    expect(result.bad).toEqual([]);
-    expect(result.completed).toBeGreaterThan(WALKS / 2);
-  });
+  it.each([['^[a-z]{2,5}$'.slice(1, -1)], ['\\d{3}-\\d{2}'], ['(cat|dog|bird)s?'], ['[A-Z][a-z]+ [0-9]{1,3}'], ['(ab)+c?'], ['0x[0-9a-f]{4}']])(
+    'regex %s: every completed walk fully matches',
+    async (pattern) => {
+      const re = new RegExp(`^(?:${pattern})$`);
+      const result = await walks({ kind: 'regex', pattern }, (text) => re.test(text), 7);
+      expect(result.bad).toEqual([]);
+      expect(result.completed).toBeGreaterThan(WALKS / 2);
+    },
+  );
 
   it('choice: every walk ends on one of the strings, quotes and backslashes included', async () => {
     const choices = ['yes', 'no', 'maybe so', 'say "hi"', 'back\\slash', 'tab\there', 'ünïcødé', 'emoji 🙂'];
@@ -169,14 +172,18 @@ describe('constrained random walks on the Qwen3 vocabulary', () => {
     const ebnf = await walks({ kind: 'ebnf', grammar: 'root ::= "(" num ("+" num)* ")"\nnum ::= [0-9]+' }, (text) => /^\(\d+(\+\d+)*\)$/.test(text), 9);
     expect(ebnf.bad).toEqual([]);
     expect(ebnf.completed).toBeGreaterThan(WALKS / 2);
-    const object = await walks({ kind: 'json_object' }, (text) => {
-      try {
-        const v: unknown = JSON.parse(text);
-        return typeof v === 'object' && v !== null && !Array.isArray(v);
-      } catch {
-        return false;
-      }
-    }, 10);
+    const object = await walks(
+      { kind: 'json_object' },
+      (text) => {
+        try {
+          const v: unknown = JSON.parse(text);
+          return typeof v === 'object' && v !== null && !Array.isArray(v);
+        } catch {
+          return false;
+        }
+      },
+      10,
+    );
     expect(object.bad).toEqual([]);
   });
 });
@@ -188,6 +195,13 @@ describe('refusals', () => {
     ['schema not JSON', { kind: 'json_schema', schema: 'not json' }, /JSON schema cannot be compiled: .*Failed to parse JSON/],
     ['unclosed regex group', { kind: 'regex', pattern: '((' }, /regex cannot be compiled/],
     ['undefined EBNF rule', { kind: 'ebnf', grammar: 'root ::= undefined_rule' }, /EBNF grammar cannot be compiled: .*Rule "undefined_rule" is not defined/],
+    ['bounds on a number (xgrammar does not enforce them)', { kind: 'json_schema', schema: '{"type":"number","minimum":0,"maximum":1}' }, /cannot enforce: minimum\/maximum on "type": "number"/],
+    ['non-ASCII enum (xgrammar mangles it)', { kind: 'json_schema', schema: '{"properties":{"w":{"enum":["naïve"]}},"type":"object"}' }, /cannot enforce: non-ASCII strings in enum or const/],
+    [
+      'maxLength beside a pattern (xgrammar ignores it)',
+      { kind: 'json_schema', schema: '{"maxLength":4,"pattern":"^[a-z]+$","type":"string"}' },
+      /cannot enforce: minLength\/maxLength together with pattern/,
+    ],
     ['no choices', { kind: 'choice', choices: [] }, /choice needs at least one string/],
     ['oversized schema', { kind: 'json_schema', schema: JSON.stringify({ enum: Array.from({ length: 5000 }, (_, i) => `value-${i}`) }) }, /too large to compile/],
   ])('%s is INVALID_ARG naming the feature', async (_, spec, message) => {

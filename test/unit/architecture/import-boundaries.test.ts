@@ -49,6 +49,7 @@ const RULES: readonly Rule[] = [
     appliesTo: notUnder('src/server/grpc/', 'bench/'),
     forbids: (s) => isPackage('@grpc/grpc-js')(s) || isPackage('@grpc/proto-loader')(s),
   },
+  { description: 'only src/grammar/ imports @mlc-ai/web-xgrammar', appliesTo: notUnder('src/grammar/'), forbids: isPackage('@mlc-ai/web-xgrammar') },
   { description: 'only src/metrics/ imports prom-client', appliesTo: notUnder('src/metrics/', 'bench/'), forbids: isPackage('prom-client') },
   {
     description: 'kernels/ depends on nothing else in the project',
@@ -103,6 +104,8 @@ describe('import boundaries (ARCHITECTURE.md)', () => {
     expect(flagged('src/runtime/session.ts', 'onnxruntime-node')).toBe(false);
     expect(flagged('openai-compat/routes.ts', '@grpc/grpc-js')).toBe(true);
     expect(flagged('src/server/http/metrics.ts', 'prom-client')).toBe(true);
+    expect(flagged('src/sampler/sampler.ts', '@mlc-ai/web-xgrammar')).toBe(true);
+    expect(flagged('src/grammar/xgrammar-module.ts', '@mlc-ai/web-xgrammar')).toBe(false);
     expect(flagged('kernels/rms-norm.ts', '../models/catalog.js')).toBe(true);
     expect(flagged('models/qwen3/graph.ts', '../../src/runtime/session.js')).toBe(true);
     expect(flagged('models/qwen3/graph.ts', '../../kernels/linear.js')).toBe(false);

@@ -36,11 +36,15 @@ export const LAYERS: Readonly<Record<string, Layer>> = {
   'src/vocabulary': { holds: 'the generation request vocabulary: sampling fields and their validation', imports: ['src/contracts', 'src/errors.ts'] },
   'src/kv-cache': { holds: 'block pool, KV cache manager, block hashing', imports: ['src/contracts', 'src/errors.ts'] },
   'src/sampler': { holds: 'logits → token (engine worker thread)', imports: ['src/contracts', 'src/errors.ts'] },
+  'src/grammar': {
+    holds: 'the only importer of @mlc-ai/web-xgrammar: grammar specs compiled against a vocabulary, per-request token masks (engine worker thread)',
+    imports: ['src/contracts', 'src/errors.ts'],
+  },
   'src/runtime': { holds: 'the only importer of onnxruntime-node: sessions, instance workers, worker spawning', imports: ['src/contracts', 'src/errors.ts'] },
   'src/runners': { holds: 'model runners: how a decoder consumes the KV cache (the ModelRunner seam and its factory)', imports: ['src/contracts', 'src/errors.ts', 'src/kv-cache', 'src/runtime'] },
   'src/engine-worker': {
     holds: 'the engine worker thread: step loop, scheduler, request state',
-    imports: ['src/contracts', 'src/errors.ts', 'src/kv-cache', 'src/runners', 'src/sampler'],
+    imports: ['src/contracts', 'src/errors.ts', 'src/kv-cache', 'src/runners', 'src/sampler', 'src/grammar'],
     entry: 'entry.ts',
   },
   'src/tokenizer': { holds: "a model's Hugging Face files and the tokenizer built from them (both threads)", imports: ['src/contracts', 'src/vocabulary'] },

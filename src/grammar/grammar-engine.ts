@@ -1,0 +1,170 @@
+// Compiles GrammarSpecs against one model's vocabulary and hands out per-request matchers. One
+// per engine worker, built on the first constrained request (tokenizer info for a 151,936-token
+// vocabulary takes ~0.3 s, which unconstrained deployments never pay).
+//
+// Every spec is first parsed on a disposable checker instance: xgrammar reports a bad spec by
+// aborting its WASM instance (see xgrammar-module.ts), so only specs the checker accepted reach
+// the instance that holds the tokenizer info and the live matchers. Compiled grammars and
+// refusals are cached by the spec's canonical text.
+
+import { readFile } from 'node:fs/promises';
+import type * as XGrammar from '@mlc-ai/web-xgrammar';
+import type { GrammarSpec } from '../contracts/generate.js';
+import { ConveyorError, invalidArg } from '../errors.js';
+import { asciiJson, checkSpecLimits, choiceGrammar, specFeature, specKey } from './grammar-spec.js';
+import { ConstraintMatcher } from './matcher.js';
+import { tokenizerVocabulary } from './tokenizer-vocabulary.js';
+import { fatalReason, loadXGrammar, type XGrammarApi, type XGrammarInstance } from './xgrammar-module.js';
+
+type Grammar = XGrammar.Grammar;
+type CompiledGrammar = XGrammar.CompiledGrammar;
+type GrammarCompiler = XGrammar.GrammarCompiler;
+
+export interface GrammarEngineOptions {
+  /** The model's tokenizer.json. */
+  readonly tokenizerPath: string;
+  /** Logits row length (config.json vocab_size, padded past the tokenizer's ids). */
+  readonly logitsVocabSize: number;
+  /** Compiled grammars kept (least recently used dropped first). */
+  readonly cacheSize?: number;
+}
+
+export interface GrammarEngineStats {
+  readonly tokenizerInfoMs: number;
+  /** Compile times of cache misses that compiled, ms, in order (the last 1,000). */
+  readonly compileMs: readonly number[];
+  readonly cacheHits: number;
+  readonly cacheMisses: number;
+}
+
+/** A compiled constraint, shared by every request with the same spec. */
+export interface CompiledConstraint {
+  readonly key: string;
+  readonly compiled: CompiledGrammar;
+}
+
+/** xgrammar's JSON output settings: one line, ", " and ": " separators, no free whitespace, no properties the schema does not name. */
+const JSON_SCHEMA_ARGS = { anyWhitespace: false, indent: -1, strictMode: true } as const;
+
+const jsonSchemaGrammar = (api: XGrammarApi, schema: string): Promise<Grammar> =>
+  api.Grammar.fromJSONSchema(schema, JSON_SCHEMA_ARGS.anyWhitespace, JSON_SCHEMA_ARGS.indent, undefined, JSON_SCHEMA_ARGS.strictMode);
+
+/** The spec as an xgrammar Grammar, on the given instance. Aborts that instance when the spec is invalid. */
+function toGrammar(api: XGrammarApi, spec: GrammarSpec): Promise<Grammar> {
+  switch (spec.kind) {
+    case 'json_object':
+      // An object, as OpenAI's json_object promises (xgrammar's builtin JSON grammar admits any value
+      // and, at its start, offers a stop token it then refuses).
+      return jsonSchemaGrammar(api, '{"type": "object"}');
+    case 'json_schema':
+      return jsonSchemaGrammar(api, asciiJson(spec.schema));
+    case 'regex':
+      return api.Grammar.fromStructuralTag({ type: 'structural_tag', format: { type: 'regex', pattern: spec.pattern } });
+    case 'choice':
+      return api.Grammar.fromEBNF(choiceGrammar(spec.choices));
+    case 'ebnf':
+      return api.Grammar.fromEBNF(spec.grammar);
+  }
+}
+
+export class GrammarEngine {
+  private checker: XGrammarInstance | null = null;
+  private readonly cache = new Map<string, Promise<CompiledConstraint>>();
+  private readonly cacheSize: number;
+  private readonly compileTimes: number[] = [];
+  private hits = 0;
+  private misses = 0;
+
+  private constructor(
+    private readonly main: XGrammarInstance,
+    private readonly compiler: GrammarCompiler,
+    private readonly tokenizerInfoMs: number,
+    private readonly vocabSize: number,
+    cacheSize: number,
+  ) {
+    this.cacheSize = cacheSize;
+  }
+
+  static async open(options: GrammarEngineOptions): Promise<GrammarEngine> {
+    const json = JSON.parse(await readFile(options.tokenizerPath, 'utf8')) as Parameters<typeof tokenizerVocabulary>[0];
+    const { tokens, vocabType, endTokenIds } = tokenizerVocabulary(json);
+    const vocabSize = Math.max(options.logitsVocabSize, tokens.length);
+    const main = loadXGrammar();
+    const started = performance.now();
+    const info = await main.api.TokenizerInfo.createTokenizerInfo([...tokens], vocabType, false, vocabSize, [...endTokenIds]);
+    const compiler = await main.api.GrammarCompiler.createGrammarCompiler(info);
+    return new GrammarEngine(main, compiler, performance.now() - started, vocabSize, options.cacheSize ?? 256);
+  }
+
+  /** Compiles (or finds cached) a spec; rejects with INVALID_ARG naming the feature when xgrammar refuses it. */
+  compile(spec: GrammarSpec): Promise<CompiledConstraint> {
+    const key = specKey(spec);
+    const cached = this.cache.get(key);
+    if (cached) {
+      this.hits++;
+      // Most recently used last, so eviction drops the stalest.
+      this.cache.delete(key);
+      this.cache.set(key, cached);
+      return cached;
+    }
+    this.misses++;
+    const compiling = this.compileNew(spec, key);
+    this.cache.set(key, compiling);
+    this.evict();
+    return compiling;
+  }
+
+  /** A matcher for one request. `stopTokenIds` end the grammar (EOS and stop ids); empty: the tokenizer's end tokens. */
+  async matcher(constraint: CompiledConstraint, stopTokenIds: readonly number[]): Promise<ConstraintMatcher> {
+    const handle = await this.main.api.GrammarMatcher.createGrammarMatcher(constraint.compiled, stopTokenIds.length > 0 ? [...stopTokenIds] : undefined);
+    return new ConstraintMatcher(handle, this.vocabSize);
+  }
+
+  stats(): GrammarEngineStats {
+    return { tokenizerInfoMs: this.tokenizerInfoMs, compileMs: [...this.compileTimes], cacheHits: this.hits, cacheMisses: this.misses };
+  }
+
+  private async compileNew(spec: GrammarSpec, key: string): Promise<CompiledConstraint> {
+    checkSpecLimits(spec);
+    await this.check(spec);
+    const started = performance.now();
+    const grammar = await toGrammar(this.main.api, spec);
+    try {
+      const compiled = await this.compiler.compileGrammar(grammar);
+      this.compileTimes.push(performance.now() - started);
+      if (this.compileTimes.length > 1000) this.compileTimes.shift();
+      return { key, compiled };
+    } finally {
+      grammar.dispose();
+    }
+  }
+
+  /** Parses the spec on the checker; an abort there costs only that instance, replaced on the next check. */
+  private async check(spec: GrammarSpec): Promise<void> {
+    this.checker ??= loadXGrammar();
+    const checker = this.checker;
+    try {
+      (await toGrammar(checker.api, spec)).dispose();
+      checker.drainLog();
+    } catch (error) {
+      this.checker = null;
+      const reason = fatalReason(checker.drainLog()) ?? (error instanceof Error ? error.message : String(error));
+      throw invalidArg(`the ${specFeature(spec)} cannot be compiled: ${reason}`);
+    }
+  }
+
+  private evict(): void {
+    while (this.cache.size > this.cacheSize) {
+      const [oldest, compiling] = this.cache.entries().next().value!;
+      this.cache.delete(oldest);
+      // A matcher keeps its own reference to the compiled grammar, so disposing the cache's is safe.
+      compiling.then(
+        (c) => c.compiled.dispose(),
+        () => {},
+      );
+    }
+  }
+}
+
+/** True when an error is xgrammar's refusal of a spec (INVALID_ARG), not an engine fault. */
+export const isSpecError = (error: unknown): boolean => error instanceof ConveyorError && error.code === 'INVALID_ARG';

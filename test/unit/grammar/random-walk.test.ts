@@ -1,0 +1,216 @@
+// The proof that the mask is right: with the tiny model's real Qwen3 tokenizer, random walks that
+// sample only tokens the mask allows (until the grammar terminates or a token cap) always produce
+// text the constraint accepts: JSON that parses and validates against its schema (ajv), strings
+// that fully match their regex, one of the choices.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import addFormats from 'ajv-formats';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { GrammarSpec } from '../../../src/contracts/generate.js';
+import { GrammarEngine } from '../../../src/grammar/grammar-engine.js';
+import { type ConstraintMatcher, maskAllows } from '../../../src/grammar/matcher.js';
+import { createTokenizer } from '../../../src/tokenizer/model-files.js';
+import { DEFAULT_REPOSITORY } from '../../../models/default-repository.js';
+import { SCHEMAS } from './schemas.js';
+
+const MODEL_DIR = join(DEFAULT_REPOSITORY, 'qwen3-tiny', '1');
+const LOGITS_VOCAB = 151_936;
+const STOP = [151_645, 151_643];
+const WALKS = 20;
+const TOKEN_CAP = 100;
+
+let engine: GrammarEngine;
+let decode: (ids: number[]) => string;
+/** Single printable-ASCII tokens: a walk that leans on them reaches the grammar's end in few steps. */
+let shortTokens: number[];
+const maskMs: number[] = [];
+
+/** A seeded PRNG (mulberry32), so every walk is reproducible from its seed. */
+function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** A uniform pick among allowed tokens, half the time among short ones (and stop tokens). */
+function pick(mask: Int32Array, random: () => number): number {
+  if (random() < 0.7) {
+    const short = [...shortTokens, ...STOP].filter((id) => maskAllows(mask, id));
+    if (short.length > 0) return short[Math.floor(random() * short.length)]!;
+  }
+  for (let tries = 0; tries < 64; tries++) {
+    const id = Math.floor(random() * LOGITS_VOCAB);
+    if (maskAllows(mask, id)) return id;
+  }
+  const allowed: number[] = [];
+  for (let id = 0; id < LOGITS_VOCAB; id++) if (maskAllows(mask, id)) allowed.push(id);
+  if (allowed.length === 0) throw new Error('the mask allows no token');
+  return allowed[Math.floor(random() * allowed.length)]!;
+}
+
+/** One walk; the text when the grammar terminated within the cap, else null. */
+async function walk(matcher: ConstraintMatcher, seed: number): Promise<string | null> {
+  const random = rng(seed);
+  const out: number[] = [];
+  while (out.length < TOKEN_CAP) {
+    const started = performance.now();
+    const mask = await matcher.nextTokenMask();
+    maskMs.push(performance.now() - started);
+    const id = pick(mask, random);
+    expect(matcher.accept(id), `token ${id} was allowed by the mask but refused after ${JSON.stringify(decode(out))} (${out.join(',')})`).toBe(true);
+    if (matcher.isTerminated()) return decode(out);
+    out.push(id);
+  }
+  return null;
+}
+
+async function walks(spec: GrammarSpec, accepts: (text: string) => boolean, seedBase: number): Promise<{ completed: number; bad: string[] }> {
+  const constraint = await engine.compile(spec);
+  let completed = 0;
+  const bad: string[] = [];
+  for (let i = 0; i < WALKS; i++) {
+    const matcher = await engine.matcher(constraint, STOP);
+    try {
+      const text = await walk(matcher, seedBase * 1000 + i);
+      if (text === null) continue;
+      completed++;
+      if (!accepts(text)) bad.push(text);
+    } finally {
+      matcher.dispose();
+    }
+  }
+  return { completed, bad };
+}
+
+const percentile = (xs: readonly number[], p: number): number => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
+
+beforeAll(async () => {
+  const started = performance.now();
+  engine = await GrammarEngine.open({ tokenizerPath: join(MODEL_DIR, 'tokenizer.json'), logitsVocabSize: LOGITS_VOCAB });
+  const tokenizer = createTokenizer({
+    tokenizerJson: JSON.parse(readFileSync(join(MODEL_DIR, 'tokenizer.json'), 'utf8')),
+    tokenizerConfig: JSON.parse(readFileSync(join(MODEL_DIR, 'tokenizer_config.json'), 'utf8')),
+  });
+  decode = (ids) => (ids.length === 0 ? '' : tokenizer.decode(ids, { skip_special_tokens: false }));
+  shortTokens = [];
+  for (let c = 0x20; c < 0x7f; c++) {
+    const id = tokenizer.token_to_id(c === 0x20 ? 'Ġ' : String.fromCharCode(c));
+    if (id !== undefined) shortTokens.push(id);
+  }
+  console.log(`grammar engine open (tokenizer info): ${engine.stats().tokenizerInfoMs.toFixed(0)} ms (with file read ${(performance.now() - started).toFixed(0)} ms)`);
+}, 120_000);
+
+afterAll(() => {
+  if (maskMs.length > 0) console.log(`mask: ${maskMs.length} masks, p50 ${percentile(maskMs, 50).toFixed(3)} ms, p99 ${percentile(maskMs, 99).toFixed(3)} ms`);
+});
+
+describe('constrained random walks on the Qwen3 vocabulary', () => {
+  it(`${SCHEMAS.length} JSON schemas × ${WALKS} walks: every completed output parses and validates (ajv)`, async () => {
+    expect(SCHEMAS.length).toBeGreaterThanOrEqual(50);
+    const ajv = new Ajv2020({ strict: false });
+    addFormats.default(ajv);
+    let completed = 0;
+    const failures: string[] = [];
+    for (const [i, schema] of SCHEMAS.entries()) {
+      const validate = ajv.compile(schema);
+      const result = await walks(
+        { kind: 'json_schema', schema: JSON.stringify(schema) },
+        (text) => {
+          try {
+            return validate(JSON.parse(text)) === true;
+          } catch {
+            return false;
+          }
+        },
+        i,
+      );
+      completed += result.completed;
+      failures.push(...result.bad.map((text) => `schema ${i} ${JSON.stringify(schema)}: ${JSON.stringify(text)}`));
+    }
+    const compile = engine.stats().compileMs;
+    console.log(`json_schema: ${completed} of ${SCHEMAS.length * WALKS} walks completed; compile cold p50 ${percentile(compile, 50).toFixed(1)} ms, p99 ${percentile(compile, 99).toFixed(1)} ms`);
+    expect(failures).toEqual([]);
+    // Most walks must finish, or the check proves little.
+    expect(completed).toBeGreaterThan(SCHEMAS.length * WALKS * 0.6);
+  }, 240_000);
+
+  it('a cached compile is a lookup', async () => {
+    const times: number[] = [];
+    for (const schema of SCHEMAS) {
+      const started = performance.now();
+      await engine.compile({ kind: 'json_schema', schema: JSON.stringify(schema) });
+      times.push(performance.now() - started);
+    }
+    console.log(`json_schema cached compile: p50 ${percentile(times, 50).toFixed(3)} ms, p99 ${percentile(times, 99).toFixed(3)} ms`);
+    expect(percentile(times, 50)).toBeLessThan(5);
+  });
+
+  it.each([['^[a-z]{2,5}$'.slice(1, -1)], ['\\d{3}-\\d{2}'], ['(cat|dog|bird)s?'], ['[A-Z][a-z]+ [0-9]{1,3}'], ['(ab)+c?'], ['0x[0-9a-f]{4}']])(
+    'regex %s: every completed walk fully matches',
+    async (pattern) => {
+      const re = new RegExp(`^(?:${pattern})$`);
+      const result = await walks({ kind: 'regex', pattern }, (text) => re.test(text), 7);
+      expect(result.bad).toEqual([]);
+      expect(result.completed).toBeGreaterThan(WALKS / 2);
+    },
+  );
+
+  it('choice: every walk ends on one of the strings, quotes and backslashes included', async () => {
+    const choices = ['yes', 'no', 'maybe so', 'say "hi"', 'back\\slash', 'tab\there', 'ünïcødé', 'emoji 🙂'];
+    const result = await walks({ kind: 'choice', choices }, (text) => choices.includes(text), 8);
+    expect(result.bad).toEqual([]);
+    expect(result.completed).toBe(WALKS);
+  });
+
+  it('EBNF and json_object', async () => {
+    const ebnf = await walks({ kind: 'ebnf', grammar: 'root ::= "(" num ("+" num)* ")"\nnum ::= [0-9]+' }, (text) => /^\(\d+(\+\d+)*\)$/.test(text), 9);
+    expect(ebnf.bad).toEqual([]);
+    expect(ebnf.completed).toBeGreaterThan(WALKS / 2);
+    const object = await walks(
+      { kind: 'json_object' },
+      (text) => {
+        try {
+          const v: unknown = JSON.parse(text);
+          return typeof v === 'object' && v !== null && !Array.isArray(v);
+        } catch {
+          return false;
+        }
+      },
+      10,
+    );
+    expect(object.bad).toEqual([]);
+  });
+});
+
+describe('refusals', () => {
+  it.each<[string, GrammarSpec, RegExp]>([
+    ['unknown type', { kind: 'json_schema', schema: '{"type": "foo"}' }, /JSON schema cannot be compiled: Unsupported type "foo"/],
+    ['dangling $ref', { kind: 'json_schema', schema: '{"$ref": "#/$defs/missing"}' }, /JSON schema cannot be compiled/],
+    ['schema not JSON', { kind: 'json_schema', schema: 'not json' }, /JSON schema cannot be compiled: .*Failed to parse JSON/],
+    ['unclosed regex group', { kind: 'regex', pattern: '((' }, /regex cannot be compiled/],
+    ['undefined EBNF rule', { kind: 'ebnf', grammar: 'root ::= undefined_rule' }, /EBNF grammar cannot be compiled: .*Rule "undefined_rule" is not defined/],
+    ['bounds on a number (xgrammar does not enforce them)', { kind: 'json_schema', schema: '{"type":"number","minimum":0,"maximum":1}' }, /cannot enforce: minimum\/maximum on "type": "number"/],
+    ['non-ASCII enum (xgrammar mangles it)', { kind: 'json_schema', schema: '{"properties":{"w":{"enum":["naïve"]}},"type":"object"}' }, /cannot enforce: non-ASCII strings in enum or const/],
+    [
+      'maxLength beside a pattern (xgrammar ignores it)',
+      { kind: 'json_schema', schema: '{"maxLength":4,"pattern":"^[a-z]+$","type":"string"}' },
+      /cannot enforce: minLength\/maxLength together with pattern/,
+    ],
+    ['no choices', { kind: 'choice', choices: [] }, /choice needs at least one string/],
+    ['oversized schema', { kind: 'json_schema', schema: JSON.stringify({ enum: Array.from({ length: 5000 }, (_, i) => `value-${i}`) }) }, /too large to compile/],
+  ])('%s is INVALID_ARG naming the feature', async (_, spec, message) => {
+    await expect(engine.compile(spec)).rejects.toMatchObject({ code: 'INVALID_ARG', message: expect.stringMatching(message) });
+  });
+
+  it('hundreds of refusals leave the engine compiling and matching', async () => {
+    for (let i = 0; i < 100; i++) await expect(engine.compile({ kind: 'json_schema', schema: `{"type": "bogus${i}"}` })).rejects.toMatchObject({ code: 'INVALID_ARG' });
+    const result = await walks({ kind: 'json_schema', schema: JSON.stringify(SCHEMAS[25]) }, (text) => typeof JSON.parse(text) === 'object', 11);
+    expect(result.bad).toEqual([]);
+  }, 120_000);
+});

@@ -24,7 +24,7 @@
 // typed arrays sized once per sampler.
 
 import type { SamplingParams } from '../contracts/generate.js';
-import { NEGLIGIBLE_NATS, NUM_BUCKETS, PER_NAT, expScaled } from './exp-table.js';
+import { NEGLIGIBLE_NATS, NUM_BUCKETS, PER_NAT, bucketAt, expScaled } from './exp-table.js';
 import { redrawKey, uniformAt, type StreamKey } from './rng.js';
 import { argmax, gatherBetween, gatherNearMax, keepAtLeast, keepTopK, keepTopMass, kthLargest } from './select.js';
 
@@ -220,7 +220,7 @@ export function weigh(c: Candidates, temperature: number, forTopP: boolean): voi
   if (!forTopP) {
     for (let j = 0; j < count; j++) {
       const y = (max - vals[j]!) * scale;
-      const p = expScaled(y, Math.min((y + 0.5) | 0, NUM_BUCKETS - 1));
+      const p = expScaled(y, bucketAt(y));
       vals[j] = p;
       total += p;
     }
@@ -231,7 +231,7 @@ export function weigh(c: Candidates, temperature: number, forTopP: boolean): voi
   masses.fill(0);
   for (let j = 0; j < count; j++) {
     const y = (max - vals[j]!) * scale;
-    const k = Math.min((y + 0.5) | 0, NUM_BUCKETS - 1);
+    const k = bucketAt(y);
     const p = expScaled(y, k);
     buckets[j] = k;
     vals[j] = p;
@@ -247,9 +247,10 @@ export function weigh(c: Candidates, temperature: number, forTopP: boolean): voi
  */
 export function keepTopP(c: Candidates, target: number): void {
   const masses = c.massPerBucket;
+  const last = NUM_BUCKETS - 1;
   let boundary = 0;
   let above = 0;
-  while (boundary < NUM_BUCKETS - 1 && above + masses[boundary]! < target) above += masses[boundary++]!;
+  while (boundary < last && above + masses[boundary]! < target) above += masses[boundary++]!;
   const side = setBoundaryAside(c, boundary);
   appendSide(c, keepTopMass(c.sideIds, c.sideVals, 0, side, above, target));
 }
@@ -269,7 +270,7 @@ function walk(c: Candidates, target: number): number {
 // Helpers of the bucketed stages.
 
 function bucketOf(max: number, logit: number, scale: number): number {
-  return Math.min(((max - logit) * scale + 0.5) | 0, NUM_BUCKETS - 1);
+  return bucketAt((max - logit) * scale);
 }
 
 function massAndSmallest(c: Candidates): { mass: number; smallest: number } {

@@ -34,6 +34,7 @@ export function chatInput(body: Body, tools: ChatToolPlan = { tools: null, forma
     },
     ...wire,
     sampling: { ...wire.sampling, skip_special_tokens: keepsSpecialTokens(tools, wire.sampling.skip_special_tokens) },
+    ...(tools.grammar ? { grammar: { spec: tools.grammar, param: 'tool_choice' } } : {}),
   };
 }
 

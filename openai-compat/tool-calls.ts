@@ -4,14 +4,13 @@
 // for a call carries its index, id, type and name (arguments "") and later ones the arguments
 // in pieces, as the SDKs' stream helpers accumulate them.
 
-import type { FinishReason } from '../src/contracts/generate.js';
+import type { FinishReason, GrammarSpec } from '../src/contracts/generate.js';
 import type { GenerationEvent } from '../src/contracts/text-generation.js';
 import type { FunctionTool, ToolRequest } from '../src/contracts/tools.js';
 import { invalidArg } from '../src/errors.js';
 import type { LlmModel } from '../src/serving/llm-backend.js';
 import { constrainedToolCalls, parseToolCalls, TOOL_CALL_FORMATS, ToolCallStream, type ToolCallDelta, type ToolCallFormat } from '../src/tool-calls/index.js';
 import { parseToolRequest } from '../src/vocabulary/index.js';
-import { unsupportedParameter } from './errors.js';
 import type { Body } from './request-fields.js';
 
 export interface ChatToolPlan {
@@ -21,6 +20,8 @@ export interface ChatToolPlan {
   readonly format: ToolCallFormat | null;
   /** 1 when parallel_tool_calls is false. */
   readonly maxCalls: number | undefined;
+  /** The constraint of tool_choice required or a named function; absent when the model chooses. */
+  readonly grammar?: GrammarSpec;
 }
 
 const NO_TOOLS: ChatToolPlan = { tools: null, format: null, maxCalls: undefined };
@@ -32,11 +33,9 @@ export function chatToolPlan(body: Body, model: LlmModel): ChatToolPlan {
   const maxCalls = request.parallelToolCalls ? undefined : 1;
   // As vLLM does by default, tool_choice none still shows the model its tools; only the reading is off.
   if (request.choice.kind === 'none') return { tools: request.tools, format: null, maxCalls };
-  if (constrainedToolCalls(request) !== null) {
-    // TODO(issue 11, grammar engine): send constrainedToolCalls(request).grammar with the request
-    // and read the output with its .format; this refusal goes once the engine honours GrammarSpec.
-    throw unsupportedParameter('tool_choice', 'with "required" or a named function needs grammar-constrained decoding, which this server does not run yet');
-  }
+  // required / named: the engine's grammar makes the output a call to an allowed function, read back by the constraint's own format.
+  const constrained = constrainedToolCalls(request);
+  if (constrained !== null) return { tools: request.tools, format: constrained.format, maxCalls, grammar: constrained.grammar };
   if (model.toolCallParser === null) {
     throw invalidArg(`model '${model.name}' has no tool_call_parser parameter, so its tool calls cannot be read; tool_choice "auto" needs one (hermes, llama3_json or mistral)`, 'tools');
   }

@@ -18,6 +18,8 @@ export interface EngineWorkerData {
   /** 'fcfs' when absent. */
   readonly schedulingPolicy?: SchedulingPolicy;
   readonly sampleableVocabSize?: number;
+  /** The model's tokenizer.json, read when the first grammar-constrained request arrives; absent: such requests are refused. */
+  readonly tokenizerPath?: string;
   /** Absent unless a test enabled fault injection. */
   readonly faultInjection?: FaultInjection;
 }

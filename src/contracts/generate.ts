@@ -159,6 +159,8 @@ export interface SampledTokens {
   readonly tokenIds: readonly number[];
   /** Aligned with tokenIds; null when the request did not ask for logprobs. */
   readonly logprobs: readonly TokenLogprob[] | null;
+  /** True when the last token completed the request's grammar: it finishes with "stop". */
+  readonly grammarEnded?: boolean;
 }
 
 export interface StepResult {
@@ -232,4 +234,6 @@ export interface StepOutput {
   readonly updates: readonly SequenceUpdate[];
   readonly rejections: readonly RequestRejection[];
   readonly stats: EngineStats;
+  /** Grammar masks computed for this step and their time, ms; absent when no row was constrained. */
+  readonly grammarMasks?: { readonly count: number; readonly ms: number };
 }

@@ -50,6 +50,8 @@ export interface ProcessedRequest {
   readonly output: OutputOptions;
   /** The rendered chat or text prompt; null for a token-id prompt. */
   readonly promptText: string | null;
+  /** The caller's name for the field that set request.grammar: the engine's refusal of it names this field. */
+  readonly grammarParam?: string;
 }
 
 export interface Usage {

@@ -4,7 +4,7 @@
 // beyond it — before anything is scheduled. The context-length check lives here alone, where the
 // prompt's length is known. Text lives here and in the output processor only.
 
-import type { GenerateRequest } from '../contracts/generate.js';
+import type { GenerateRequest, GrammarSpec } from '../contracts/generate.js';
 import type { ChatMessage, ChatTemplateOptions, OutputOptions, ProcessedRequest, PromptInput } from '../contracts/text-generation.js';
 import type { TextTokenizer } from '../contracts/tokenizer.js';
 import { ConveyorError, invalidArg } from '../errors.js';
@@ -24,6 +24,11 @@ export interface ProcessInput {
   readonly sampling?: UncheckedParams;
   /** The caller's names for fields its protocol renames, so errors name them as the caller does. */
   readonly wireNames?: WireNames;
+  /**
+   * A constraint the front end derived from other fields (tool_choice required or named), with
+   * that field's name; a request that also sets a structured-output field is refused.
+   */
+  readonly grammar?: { readonly spec: GrammarSpec; readonly param: string };
 }
 
 export interface InputProcessorOptions {
@@ -162,6 +167,7 @@ export class InputProcessor {
     const promptParam = input.prompt.kind === 'chat' ? 'messages' : 'prompt';
     if (tokenIds.length === 0) throw invalidArg('the prompt must not be empty', promptParam);
     const maxTokens = resolveMaxTokens(tokenIds.length, this.info.contextLength, validated, this.info.samplingDefaults, promptParam);
+    const grammar = requestGrammar(input, validated);
     const request: GenerateRequest = {
       id: input.id,
       promptTokenIds: tokenIds,
@@ -176,15 +182,22 @@ export class InputProcessor {
       priority: validated.priority,
       cacheSalt: validated.cacheSalt,
       // Absent rather than null for free text, so unconstrained requests are what they always were.
-      ...(validated.grammar ? { grammar: validated.grammar } : {}),
+      ...(grammar ? { grammar: grammar.spec } : {}),
     };
-    return { request, output: validated.output, promptText: text };
+    return { request, output: validated.output, promptText: text, ...(grammar ? { grammarParam: grammar.param } : {}) };
   }
 
   /** A detokenizer for one request's output, with the prompt's tail as decoding context. */
   createDetokenizer(output: Pick<OutputOptions, 'skipSpecialTokens'>, promptTokenIds: readonly number[]): IncrementalDetokenizer {
     return new IncrementalDetokenizer(this.tokenizer, { skipSpecialTokens: output.skipSpecialTokens, contextTokenIds: promptTokenIds.slice(-CONTEXT_TOKENS) });
   }
+}
+
+/** The request's one constraint and the field it came from: a structured-output field's, or the front end's. */
+function requestGrammar(input: ProcessInput, validated: ValidatedSampling): { spec: GrammarSpec; param: string } | null {
+  const fromFields = validated.grammar && validated.grammarParam ? { spec: validated.grammar, param: validated.grammarParam } : null;
+  if (input.grammar && fromFields) throw invalidArg(`${fromFields.param} cannot be combined with ${input.grammar.param}, which constrains the output itself`, fromFields.param);
+  return input.grammar ?? fromFields;
 }
 
 /**

@@ -6,13 +6,22 @@
 // The forward pass awaits, so the worker's message handler can run in the middle of a step; adds
 // and aborts that arrive then are held and applied in order once the step is applied, never to
 // the request records the step is sampling from.
+//
+// Grammar-constrained requests (GenerateRequest.grammar) compile before they are admitted: add()
+// starts the compile at once (a cache hit is immediate), and the compiled request then enters
+// like any add — applied now, or held when a step is running. A grammar that cannot compile is a
+// rejection (INVALID_ARG), never an engine error. Each step computes the masks of its
+// constrained rows after planning and before the forward pass; the sampler applies them first.
+// (They run on this thread, beside the forward pass in time order only: ORT's run is synchronous
+// here, so true overlap would need the masks on another thread.)
 
 import type { GenerateRequest, RequestRejection, SampledTokens, SequenceUpdate, StepOutput, StepPlan } from '../contracts/generate.js';
 import type { EngineWorkerData } from '../contracts/engine-messages.js';
-import { asConveyorError } from '../errors.js';
+import { asConveyorError, ConveyorError } from '../errors.js';
 import { KvCacheManager } from '../kv-cache/kv-cache-manager.js';
 import type { ModelRunner, RunnerInfo, RunnerOptions, RunnerStats } from '../runners/model-runner.js';
 import { Sampler, type SamplerRow } from '../sampler/sampler.js';
+import { ConstrainedRows } from './constrained-rows.js';
 import { Scheduler, type PreemptionEvent } from './scheduler.js';
 
 /** The engine's settings travel to its worker as plain data, so the contract type is the config. */
@@ -39,12 +48,18 @@ export class EngineCore {
   private stepping = false;
   /** Adds and aborts that arrived during the running step, in arrival order. */
   private held: HeldMessage[] = [];
+  /** Constrained requests whose grammar is compiling, by id: settled when it is admitted or rejected. */
+  private readonly compiling = new Map<string, Promise<void>>();
+  /** Aborts of requests still compiling: applied right after their add. */
+  private readonly abortedWhileCompiling = new Map<string, 'abort' | 'stop'>();
 
   private constructor(
     private readonly scheduler: Scheduler,
     private readonly kv: KvCacheManager,
     private readonly runner: ModelRunner,
     private readonly sampler: Sampler,
+    private readonly rows: ConstrainedRows,
+    private readonly log: (line: string) => void,
   ) {}
 
   /**
@@ -60,7 +75,8 @@ export class EngineCore {
       { now: engineClock, log: (event: PreemptionEvent) => log(event.message) },
     );
     const sampler = new Sampler({ vocabSize: shape.vocabSize, sampleableVocabSize: config.sampleableVocabSize ?? shape.vocabSize });
-    return new EngineCore(scheduler, kv, runner, sampler);
+    const rows = new ConstrainedRows({ tokenizerPath: config.tokenizerPath, vocabSize: shape.vocabSize });
+    return new EngineCore(scheduler, kv, runner, sampler, rows, log);
   }
 
   get info(): RunnerInfo {
@@ -73,8 +89,8 @@ export class EngineCore {
    */
   add(request: GenerateRequest): void {
     const arrivalTimeMs = engineClock();
-    if (this.stepping) this.held.push({ kind: 'add', request, arrivalTimeMs });
-    else this.addNow(request, arrivalTimeMs);
+    if (request.grammar) this.compileThenAdd(request, arrivalTimeMs);
+    else this.enqueue({ kind: 'add', request, arrivalTimeMs });
   }
 
   /**
@@ -82,28 +98,67 @@ export class EngineCore {
    * final update goes out with the next message.
    */
   abort(requestId: string, reason: 'abort' | 'stop' = 'abort'): void {
-    if (this.stepping) this.held.push({ kind: 'abort', requestId, reason });
-    else this.abortNow(requestId, reason);
+    if (this.compiling.has(requestId)) this.abortedWhileCompiling.set(requestId, reason);
+    else this.enqueue({ kind: 'abort', requestId, reason });
+  }
+
+  /** Applies an add or abort now, or holds it until the running step is applied. */
+  private enqueue(message: HeldMessage): void {
+    if (this.stepping) this.held.push(message);
+    else if (message.kind === 'add') this.addNow(message.request, message.arrivalTimeMs);
+    else this.abortNow(message.requestId, message.reason);
+  }
+
+  /** Compiles the request's grammar and makes its matcher, then adds it; a grammar that cannot compile rejects it. */
+  private compileThenAdd(request: GenerateRequest, arrivalTimeMs: number): void {
+    const { id } = request;
+    if (this.compiling.has(id) || this.rows.has(id) || this.scheduler.get(id)) {
+      this.reject(id, new ConveyorError('ALREADY_EXISTS', `request id ${id} is already in the engine`));
+      return;
+    }
+    const settled = this.rows.open(request).then(
+      () => {
+        this.compiling.delete(id);
+        this.enqueue({ kind: 'add', request, arrivalTimeMs });
+        const abort = this.abortedWhileCompiling.get(id);
+        this.abortedWhileCompiling.delete(id);
+        if (abort) this.enqueue({ kind: 'abort', requestId: id, reason: abort });
+      },
+      (error: unknown) => {
+        this.compiling.delete(id);
+        this.abortedWhileCompiling.delete(id);
+        this.reject(id, error);
+      },
+    );
+    this.compiling.set(id, settled);
+  }
+
+  private reject(requestId: string, error: unknown): void {
+    const e = asConveyorError(error);
+    this.pendingRejections.push({ requestId, code: e.code, message: e.message });
   }
 
   private addNow(request: GenerateRequest, arrivalTimeMs: number): void {
     try {
       this.scheduler.add(request, arrivalTimeMs);
     } catch (error) {
-      const e = asConveyorError(error);
-      this.pendingRejections.push({ requestId: request.id, code: e.code, message: e.message });
+      // A duplicate id leaves the live request (and its matcher) alone; any other refusal frees this one's.
+      if (!(error instanceof ConveyorError && error.code === 'ALREADY_EXISTS')) this.rows.release(request.id);
+      this.reject(request.id, error);
     }
   }
 
   /** Returns true when the request was live (its final update is now pending). */
   private abortNow(requestId: string, reason: 'abort' | 'stop'): boolean {
     const update = this.scheduler.abort(requestId, reason);
+    this.rows.release(requestId);
     if (update) this.pendingUpdates.push(update);
     return update !== null;
   }
 
+  /** True while requests are scheduled or a grammar is compiling (step() then waits for it). */
   hasWork(): boolean {
-    return this.scheduler.hasUnfinished();
+    return this.scheduler.hasUnfinished() || this.compiling.size > 0;
   }
 
   /** True when aborts or rejections are waiting to be reported even without a step to run. */
@@ -112,29 +167,63 @@ export class EngineCore {
   }
 
   async step(): Promise<StepOutput> {
+    if (!this.scheduler.hasUnfinished() && this.compiling.size > 0) {
+      // Only compiles pending: wait for one to admit or reject its request, and report that.
+      await Promise.race(this.compiling.values());
+      return this.flush();
+    }
     const plan = this.scheduler.schedule();
     const contexts = this.samplingContexts(plan);
     this.stepping = true;
     let output: StepOutput;
+    const refused: string[] = [];
     try {
+      const masks = await this.grammarMasks(contexts);
       const logits = plan.scheduled.length > 0 ? await this.runner.execute(plan) : new Map<string, Float32Array>();
       const sampled = contexts.map((context): SampledTokens => {
         const row = logits.get(context.requestId);
         if (!row) throw new Error(`the runner returned no logits for planned request ${context.requestId}`);
-        const result = this.sampler.sample({ ...context, logits: row });
-        return { requestId: context.requestId, tokenIds: [result.tokenId], logprobs: result.logprob ? [result.logprob] : null };
+        const result = this.sampler.sample({ ...context, logits: row, allowedTokens: masks.masks.get(context.requestId) ?? null });
+        const tokens = { requestId: context.requestId, tokenIds: [result.tokenId], logprobs: result.logprob ? [result.logprob] : null };
+        const outcome = this.rows.accept(context.requestId, result.tokenId);
+        if (outcome === 'refused') refused.push(context.requestId);
+        return outcome === 'terminated' ? { ...tokens, grammarEnded: true } : tokens;
       });
       output = this.scheduler.apply({ stepId: plan.stepId, sampled });
+      if (masks.masks.size > 0) output = { ...output, grammarMasks: { count: masks.masks.size, ms: masks.ms } };
     } finally {
       this.stepping = false;
     }
-    const abortedDuringStep = this.applyHeld();
+    for (const update of output.updates) if (update.finishReason !== null) this.rows.release(update.requestId);
+    // The mask makes this unreachable; should the grammar engine still refuse a token it offered,
+    // the request ends (abort) rather than continue outside its grammar.
+    for (const id of refused) this.log(`request ${id}: the grammar refused a token its own mask allowed; ending the request`);
+    const abortedDuringStep = this.applyHeld(refused);
     if (abortedDuringStep.size > 0) {
       // The request ended while its row was computed: the row's tokens are not delivered (its
       // final 'abort' / 'stop' update is), and the counters reflect the blocks just freed.
       output = { ...output, updates: output.updates.filter((u) => !abortedDuringStep.has(u.requestId)), stats: this.scheduler.stats() };
     }
     return this.withPending(output);
+  }
+
+  /** The next-token masks of the constrained rows about to be sampled, and the time they took. */
+  private async grammarMasks(contexts: readonly SamplerRow[]): Promise<{ masks: Map<string, Int32Array>; ms: number }> {
+    const masks = new Map<string, Int32Array>();
+    if (this.rows.size === 0) return { masks, ms: 0 };
+    const started = performance.now();
+    for (const context of contexts) {
+      const mask = await this.rows.mask(context.requestId, context.outputTokenIds);
+      if (mask) masks.set(context.requestId, mask);
+    }
+    const ms = performance.now() - started;
+    this.rows.recordMasks(masks.size, ms);
+    return { masks, ms };
+  }
+
+  /** Grammar masks computed since start and their time, ms. */
+  grammarStats(): { readonly masks: number; readonly maskMs: number } {
+    return this.rows.stats();
   }
 
   /** Every row the plan samples, with the inputs its sampling reads, fixed before the forward pass. */
@@ -144,14 +233,16 @@ export class EngineCore {
       .map((entry) => {
         const { request, tokenIds, numPromptTokens } = this.scheduler.get(entry.requestId)!;
         const outputTokenIds = tokenIds.slice(numPromptTokens);
-        const banned = outputTokenIds.length < request.stop.minTokens ? [...request.stop.eosTokenIds, ...request.stop.stopTokenIds] : null;
+        // A constrained row's EOS is the grammar's to allow: banning it could mask the grammar's only way to end.
+        const banned = outputTokenIds.length < request.stop.minTokens && !this.rows.has(entry.requestId) ? [...request.stop.eosTokenIds, ...request.stop.stopTokenIds] : null;
         return { requestId: entry.requestId, params: request.sampling, promptTokenIds: request.promptTokenIds, outputTokenIds, bannedTokenIds: banned };
       });
   }
 
   /** Applies the messages held during the step, in order; returns the ids of requests they ended. */
-  private applyHeld(): Set<string> {
+  private applyHeld(alsoAbort: readonly string[]): Set<string> {
     const ended = new Set<string>();
+    for (const id of alsoAbort) if (this.abortNow(id, 'abort')) ended.add(id);
     for (const message of this.held.splice(0)) {
       if (message.kind === 'add') this.addNow(message.request, message.arrivalTimeMs);
       else if (this.abortNow(message.requestId, message.reason)) ended.add(message.requestId);

@@ -166,7 +166,7 @@ export class Scheduler {
       state.numComputedTokens += entry.tokenIds.length;
       this.kv.commitComputed(state.id, state.tokenIds, state.numComputedTokens);
       const out = sampled[i];
-      if (out) updates.push(this.appendTokens(state, out.tokenIds, out.logprobs, timeMs));
+      if (out) updates.push(this.appendTokens(state, out, timeMs));
     });
     return { stepId: pending.plan.stepId, timeMs, updates, rejections: [], stats: this.stats() };
   }
@@ -310,7 +310,8 @@ export class Scheduler {
     return { stepId: this.nextStepId++, scheduled, numScheduledTokens, releasedRequestIds, blocksToCopy: [] };
   }
 
-  private appendTokens(state: RequestState, tokenIds: readonly number[], logprobs: SequenceUpdate['logprobs'], timeMs: number): SequenceUpdate {
+  private appendTokens(state: RequestState, sampled: SampledTokens, timeMs: number): SequenceUpdate {
+    const { tokenIds, logprobs } = sampled;
     let stop: StopDecision | null = null;
     let numAccepted = 0;
     // Tokens after a stop (speculative decoding) are dropped.
@@ -318,6 +319,9 @@ export class Scheduler {
       state.tokenIds.push(tokenIds[numAccepted++]!);
       stop = checkStop(state, this.config.maxModelLen);
     }
+    // A completed grammar ends the request as its stop token would (xgrammar completes on accepting
+    // one), and outranks a length stop reached with the same token: the output is whole.
+    if (sampled.grammarEnded && numAccepted === tokenIds.length && stop?.reason !== 'stop') stop = { reason: 'stop', stopTokenId: tokenIds[numAccepted - 1]! };
     state.firstTokenTimeMs ??= timeMs;
     if (stop) this.finish(state);
     return state.toUpdate(tokenIds.slice(0, numAccepted), logprobs ? logprobs.slice(0, numAccepted) : null, stop);

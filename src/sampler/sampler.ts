@@ -1,6 +1,7 @@
 // The sampler: one token per sequence from a float32 logits row, on the engine worker.
 //
 // One token, top to bottom (vLLM V1's order), all in `sample`:
+//   0. the grammar mask (mask.ts), for constrained rows only: disallowed tokens to −∞;
 //   1. logit processors (penalties.ts): banned tokens and logit_bias, then the repetition,
 //      frequency and presence penalties, in place, touching only seen tokens;
 //   2. greedy argmax when temperature < 1e-5, otherwise one random draw (draw.ts): temperature →
@@ -21,6 +22,7 @@
 import type { SampledTokens, SamplingParams, TokenLogprob } from '../contracts/generate.js';
 import { Drawer } from './draw.js';
 import { LogprobTable, type LogprobBasis } from './logprobs.js';
+import { applyTokenMask } from './mask.js';
 import { LogitProcessors, type PenaltyInput } from './penalties.js';
 import { seededKey, unseededKey, type StreamKey } from './rng.js';
 import { argmax } from './select.js';
@@ -43,8 +45,10 @@ export interface SamplerOptions {
 
 export interface SamplerInput extends PenaltyInput {
   readonly requestId: string;
-  /** One vocabSize-long row. The sampler overwrites it in place (penalties and bias). */
+  /** One vocabSize-long row. The sampler overwrites it in place (mask, penalties and bias). */
   readonly logits: Float32Array;
+  /** The grammar's allowed next tokens as a bitmask (mask.ts); absent or null: unconstrained. */
+  readonly allowedTokens?: Int32Array | null;
 }
 
 export interface SampleResult {
@@ -81,6 +85,8 @@ export class Sampler {
     // Raw logprobs describe the row before any processor touches it.
     const raw = wantsLogprobs && this.mode === 'raw' ? this.logprobs.basis(row, n, row[argmax(row, n)]!, params.topLogprobs) : null;
 
+    // The mask leaves allowed logits as they are, so the raw value of the sampled token survives it.
+    if (input.allowedTokens) applyTokenMask(row, input.allowedTokens);
     const processed = this.processors.apply(row, input);
 
     const greedy = params.temperature < SAMPLING_EPS;

@@ -66,6 +66,8 @@ export async function loadLlmModel(request: BackendLoadRequest): Promise<LlmMode
   const model = await existingConfinedFile(versionRoot, `onnx/${file}`, 'model file');
   // The tokenizer and config files have fixed names; a link among them must not lead out either.
   for (const name of MODEL_FILE_NAMES) await confinedPath(versionRoot, name, 'model file');
+  // The engine reads the vocabulary from it when a grammar-constrained request first arrives.
+  const tokenizerFile = await confinedPath(versionRoot, 'tokenizer.json', 'model file');
   const maxModelLen = parameter(config, 'max_model_len');
   const log = (line: string): void => request.log(`${request.name}:${request.version}: ${line}`);
   const faultInjection = faultInjectionOf(config, 'step', log);
@@ -94,6 +96,7 @@ export async function loadLlmModel(request: BackendLoadRequest): Promise<LlmMode
       enablePrefixCaching: parameter(config, 'enable_prefix_caching') !== 'false',
       schedulingPolicy: policy,
       sampleableVocabSize: processor.info.vocabSize,
+      ...(tokenizerFile.exists ? { tokenizerPath: tokenizerFile.path } : {}),
       ...(faultInjection ? { faultInjection } : {}),
     },
     log,
@@ -103,6 +106,15 @@ export async function loadLlmModel(request: BackendLoadRequest): Promise<LlmMode
   const engineMetrics = metrics.attach(request.name);
   engine.onStep((output) => engineMetrics.observeStep(output));
   return new LlmModel(request.name, request.version, config, processor, engine, { observer: metrics, engine: engineMetrics }, request.log, { maxRequestSecs: limits.maxRequestSecs });
+}
+
+/**
+ * The engine refuses a grammar it cannot compile as INVALID_ARG without a field (it never saw the
+ * wire); the caller's error names the field that gave the grammar.
+ */
+function namingGrammarField(error: unknown, prepared: ProcessedRequest): unknown {
+  if (!(error instanceof ConveyorError) || error.code !== 'INVALID_ARG' || error.param !== undefined || prepared.grammarParam === undefined) return error;
+  return new ConveyorError('INVALID_ARG', `${prepared.grammarParam}: ${error.message}`, prepared.grammarParam);
 }
 
 export class LlmModel implements ServedModel {
@@ -164,6 +176,8 @@ export class LlmModel implements ServedModel {
         if (finished) return;
       }
       if (deadline.expired) throw deadline.error();
+    } catch (error) {
+      throw namingGrammarField(error, prepared);
     } finally {
       deadline.clear();
       signal?.removeEventListener('abort', onAbort);

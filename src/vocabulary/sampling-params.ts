@@ -5,6 +5,7 @@
 
 import type { GrammarSpec, SamplingParams } from '../contracts/generate.js';
 import type { OutputOptions } from '../contracts/text-generation.js';
+import { CONSTRAINT_FIELDS } from './structured-outputs.js';
 import { checkTokenIds, parseGenerationParams, wireName, type GenerationLimits, type GenerationParams, type UncheckedParams, type WireNames } from './index.js';
 
 /** Model-level defaults for omitted fields (generation_config.json, as vLLM applies them). */
@@ -34,6 +35,8 @@ export interface ValidatedSampling {
   readonly cacheSalt: string | null;
   /** The request's one output constraint (structured outputs), null for free text. */
   readonly grammar: GrammarSpec | null;
+  /** The caller's name for the field that gave the constraint, for errors raised once the engine compiles it. */
+  readonly grammarParam: string | null;
 }
 
 export function validateSamplingParams(raw: UncheckedParams, limits: SamplingLimits, defaults: SamplingDefaults = {}, names: WireNames = {}): ValidatedSampling {
@@ -70,7 +73,14 @@ export function fromParams(p: GenerationParams, defaults: SamplingDefaults, name
     cacheSalt: p.cache_salt ?? null,
     // The declaration lets at most one constraint through.
     grammar: p.response_format ?? p.structured_outputs ?? p.guided_json ?? p.guided_regex ?? p.guided_choice ?? p.guided_grammar ?? null,
+    grammarParam: grammarField(p, names),
   };
+}
+
+/** The caller's name of the one constraint field set, or null. */
+function grammarField(p: GenerationParams, names: WireNames): string | null {
+  const field = CONSTRAINT_FIELDS.find((f) => p[f] !== undefined && p[f] !== null);
+  return field === undefined ? null : wireName(field, names);
 }
 
 /** Integer token ids below vocabSize, for token-id prompts: the rule the declaration gives stop_token_ids. */

@@ -1,9 +1,11 @@
 // Tools through the real server and the official SDK. The random-weight tiny model does not
 // choose to call tools, so these tests pin what holds for any output: the checks on the tool
 // fields, tools reaching the prompt, the response shapes, and streaming accumulating (by the
-// SDK's own helper) to exactly the non-streaming answer. The reading of real call text is
+// SDK's own helper) to exactly the non-streaming answer; tool_choice required and named are
+// constrained by the engine's grammar, so their calls are valid whatever the weights. The reading of real call text is
 // tested on the route layer (test/unit/openai-compat/tool-calls.test.ts).
 
+import { Ajv } from 'ajv';
 import OpenAI, { BadRequestError } from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { configOf, makeRepository, startTestServer, type TestServer } from '../support/server.js';
@@ -39,8 +41,6 @@ describe('tool fields', () => {
     ],
     ['a tool_choice naming no given tool', { tools, tool_choice: { type: 'function', function: { name: 'other' } } }, 'tool_choice', null],
     ['tool_choice required without tools', { tool_choice: 'required' }, 'tool_choice', null],
-    // TODO(issue 11, grammar engine): required and named become real once GrammarSpec is honoured.
-    ['tool_choice required (needs constrained decoding)', { tools, tool_choice: 'required' }, 'tool_choice', 'unsupported_parameter'],
   ])('refuses %s with a 400 naming the field', async (_, extra, param, code) => {
     const error = await client.chat.completions.create({ ...greedy, ...extra } as never).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(BadRequestError);
@@ -87,5 +87,54 @@ describe('tool_choice auto', () => {
     expect(answer.usage!.prompt_tokens).toBeGreaterThan(first.usage!.prompt_tokens + 10);
   });
 
-  it.todo('tool_choice required / named: every output is a call to an allowed function with schema-valid arguments (needs the grammar engine; see src/tool-calls/constrained.ts)');
+  // Small argument schemas (enums, booleans, small integers) let the random model finish a call in a few tokens.
+  const smallTools: OpenAI.ChatCompletionTool[] = [
+    {
+      type: 'function',
+      function: {
+        name: 'set_mode',
+        parameters: {
+          type: 'object',
+          properties: { mode: { type: 'string', enum: ['on', 'off'] }, level: { type: 'integer', minimum: 0, maximum: 3 } },
+          required: ['mode', 'level'],
+          additionalProperties: false,
+        },
+      },
+    },
+    { type: 'function', function: { name: 'ping', parameters: { type: 'object', properties: { loud: { type: 'boolean' } }, required: ['loud'], additionalProperties: false } } },
+  ];
+  const ajv = new Ajv();
+  const validators = new Map(smallTools.map((t) => [t.type === 'function' ? t.function.name : '', ajv.compile(t.type === 'function' ? t.function.parameters! : {})]));
+  const expectValidCalls = (message: OpenAI.ChatCompletionMessage, allowed: readonly string[]): void => {
+    expect(message.tool_calls?.length).toBeGreaterThan(0);
+    for (const call of message.tool_calls!) {
+      expect(call.type).toBe('function');
+      if (call.type !== 'function') continue;
+      expect(allowed).toContain(call.function.name);
+      const validate = validators.get(call.function.name)!;
+      expect(validate(JSON.parse(call.function.arguments)), `${call.function.arguments}: ${JSON.stringify(validate.errors)}`).toBe(true);
+    }
+  };
+
+  it('tool_choice required: every output is a call to an allowed function with schema-valid arguments', async () => {
+    for (const seed of [1, 2, 3]) {
+      const completion = await client.chat.completions.create({ model: 'qwen3', messages, tools: smallTools, tool_choice: 'required', parallel_tool_calls: false, max_tokens: 120, seed });
+      const choice = completion.choices[0]!;
+      expect(choice.finish_reason).toBe('tool_calls');
+      expectValidCalls(choice.message, ['set_mode', 'ping']);
+      expect(choice.message.tool_calls).toHaveLength(1);
+    }
+  });
+
+  it('a named function: the call is to it, and streaming accumulates (SDK helper) to the same call', async () => {
+    const body = { model: 'qwen3', messages, tools: smallTools, tool_choice: { type: 'function', function: { name: 'set_mode' } }, max_tokens: 120, temperature: 0 } as const;
+    const completion = await client.chat.completions.create(body);
+    expect(completion.choices[0]!.finish_reason).toBe('tool_calls');
+    expectValidCalls(completion.choices[0]!.message, ['set_mode']);
+    const streamed = await client.chat.completions.stream(body).finalChatCompletion();
+    expectValidCalls(streamed.choices[0]!.message, ['set_mode']);
+    expect(streamed.choices[0]!.message.tool_calls![0]!.type === 'function' && streamed.choices[0]!.message.tool_calls![0]!.function.arguments).toBe(
+      completion.choices[0]!.message.tool_calls![0]!.type === 'function' && completion.choices[0]!.message.tool_calls![0]!.function.arguments,
+    );
+  });
 });

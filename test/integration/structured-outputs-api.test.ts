@@ -1,7 +1,9 @@
 // Structured outputs at the API, through the official openai SDK against the real server: what
 // `chat.completions.parse` with a zod schema sends is accepted and becomes the right GrammarSpec
 // on the engine's GenerateRequest; every bad constraint is a 400 naming `param`, and nothing
-// reaches the engine. (Masking itself is the engine's; this file checks the API side.)
+// reaches the engine; and, through the engine's mask, every output the tiny random model finishes
+// is valid: parse returns a schema-valid object, json_object parses, choice and regex hold.
+import { Ajv } from 'ajv';
 import OpenAI, { BadRequestError } from 'openai';
 import { zodResponseFormat } from 'openai/helpers/zod';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -38,10 +40,9 @@ describe('chat.completions.parse with zodResponseFormat', () => {
   it('is accepted, and reaches the engine as a json_schema GrammarSpec of the canonical schema', async () => {
     sent.length = 0;
     const stepsBefore = engineSteps;
-    const outcome = await client.chat.completions.parse({ model: 'qwen3', messages: user, response_format: zodResponseFormat(Person, 'person'), max_tokens: 8 }).catch((error: unknown) => error);
-    // Until the engine masks, the tiny model's text is no JSON and the SDK's own parsing may
-    // fail; what must never happen is the server refusing the request.
-    expect(outcome).not.toBeInstanceOf(OpenAI.APIError);
+    // Cut short by max_tokens ("length"), so the SDK's parse is not asked to read it.
+    const outcome = await client.chat.completions.create({ model: 'qwen3', messages: user, response_format: zodResponseFormat(Person, 'person'), max_tokens: 8 });
+    expect(outcome.choices[0]!.finish_reason).toBe('length');
     expect(sent).toHaveLength(1);
     expect(sent[0]!.status).toBe(200);
     // The step counter the bad-input cases rely on does see an accepted request run.
@@ -56,6 +57,21 @@ describe('chat.completions.parse with zodResponseFormat', () => {
     expect(schema).toEqual(format.json_schema.schema);
     // Canonical: keys sorted at every level.
     expect(request.grammar).toMatchObject({ schema: expect.stringMatching(/^\{"\$schema":.*"additionalProperties":false,"properties":\{"age":/) });
+  });
+
+  it('returns a parsed object valid under the schema', async () => {
+    // Short enums, booleans and small integers: the random model's JSON ends in a few tokens.
+    const Answer = z.object({ ok: z.boolean(), size: z.enum(['s', 'm', 'l']), n: z.number().int().min(0).max(9), tags: z.array(z.enum(['a', 'b'])).max(2) });
+    const format = zodResponseFormat(Answer, 'answer');
+    const validate = new Ajv({ strict: false }).compile(format.json_schema.schema!);
+    for (const seed of [1, 2, 3]) {
+      const completion = await client.chat.completions.parse({ model: 'qwen3', messages: user, response_format: format, max_tokens: 120, seed });
+      const choice = completion.choices[0]!;
+      expect(choice.finish_reason).toBe('stop');
+      expect(choice.message.parsed).not.toBeNull();
+      expect(Answer.parse(choice.message.parsed)).toEqual(choice.message.parsed);
+      expect(validate(JSON.parse(choice.message.content!)), JSON.stringify(validate.errors)).toBe(true);
+    }
   });
 
   it('accepts json_object, structured_outputs and guided_* through the SDK, finishing as the engine says', async () => {
@@ -73,6 +89,53 @@ describe('chat.completions.parse with zodResponseFormat', () => {
     }
     const completion = await client.completions.create({ model: 'qwen3', prompt: 'Answer:', max_tokens: 4, structured_outputs: { regex: '\\d+' } } as OpenAI.CompletionCreateParamsNonStreaming);
     expect(completion.choices).toHaveLength(1);
+  });
+});
+
+describe('constrained outputs of the tiny random model', () => {
+  const chat = (extra: Record<string, unknown>, seed: number) =>
+    client.chat.completions.create({ model: 'qwen3', messages: user, max_tokens: 200, seed, ...extra } as OpenAI.ChatCompletionCreateParamsNonStreaming);
+
+  it('json_object: every finished output is a JSON object', async () => {
+    // Greedy: sampled free JSON may wander past max_tokens; the mask alone decides what is valid.
+    const completion = await chat({ response_format: { type: 'json_object' }, temperature: 0 }, 1);
+    const choice = completion.choices[0]!;
+    if (choice.finish_reason === 'stop') {
+      const value = JSON.parse(choice.message.content!) as unknown;
+      expect(typeof value === 'object' && value !== null && !Array.isArray(value)).toBe(true);
+    } else expect(choice.finish_reason).toBe('length');
+  });
+
+  it('structured_outputs.choice: the output is one of the choices', async () => {
+    for (const seed of [1, 2, 3, 4]) {
+      const completion = await chat({ structured_outputs: { choice: ['red', 'green', 'blue'] } }, seed);
+      expect(completion.choices[0]!.finish_reason).toBe('stop');
+      expect(['red', 'green', 'blue']).toContain(completion.choices[0]!.message.content);
+    }
+  });
+
+  it('structured_outputs.regex: the output matches, through chat and completions', async () => {
+    const completion = await chat({ structured_outputs: { regex: '[A-Z]{3}-[0-9]{2}' } }, 5);
+    expect(completion.choices[0]!.finish_reason).toBe('stop');
+    expect(completion.choices[0]!.message.content).toMatch(/^[A-Z]{3}-[0-9]{2}$/);
+    const text = await client.completions.create({
+      model: 'qwen3',
+      prompt: 'Code:',
+      max_tokens: 50,
+      seed: 6,
+      structured_outputs: { regex: '(yes|no), [0-9]' },
+    } as OpenAI.CompletionCreateParamsNonStreaming);
+    expect(text.choices[0]!.finish_reason).toBe('stop');
+    expect(text.choices[0]!.text).toMatch(/^(yes|no), [0-9]$/);
+  });
+
+  it('a grammar the engine cannot compile is a 400 naming the field, and holds no blocks', async () => {
+    const error = await chat({ guided_grammar: 'root ::= missing_rule' }, 1).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(BadRequestError);
+    expect(error).toMatchObject({ status: 400, param: 'guided_grammar', type: 'invalid_request_error' });
+    expect((error as BadRequestError).message).toMatch(/cannot be compiled/);
+    expect(model.engine.numActive).toBe(0);
+    expect(model.engine.stats?.kvCacheUsage ?? 0).toBe(0);
   });
 });
 

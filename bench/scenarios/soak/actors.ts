@@ -128,10 +128,18 @@ export const hangUps = (index: number): Actor =>
       const response = await fetch(`${target.http}/v1/chat/completions`, { method: 'POST', headers: json, body: JSON.stringify(body), signal: controller.signal });
       if (response.status !== 200) return { label: `HTTP ${response.status}`, ok: false };
       const reader = response.body!.getReader();
+      // Counted in SSE events, not reads: a slow client's one read may hold many events, and a
+      // stream of 64 tokens always has more events than the 1–3 it waits for.
       const wanted = 1 + random(3);
-      for (let chunks = 0; chunks < wanted; chunks++) if ((await reader.read()).done) return { label: 'stream ended before the hang-up', ok: false };
+      const decoder = new TextDecoder();
+      let events = 0;
+      while (events < wanted) {
+        const { done, value } = await reader.read();
+        if (done) return { label: 'stream ended before the hang-up', ok: false };
+        events += decoder.decode(value, { stream: true }).split('\n\n').length - 1;
+      }
       controller.abort();
-      return { label: `hung up after ${wanted} reads`, ok: true };
+      return { label: `hung up after ${wanted} events`, ok: true };
     } finally {
       clearTimeout(timeout);
     }

@@ -2,7 +2,8 @@
 // free text is gibberish): constrained and unconstrained requests share batches; every
 // constrained output that finishes with "stop" parses and validates under its schema (ajv);
 // unconstrained greedy outputs equal the same request decoded alone; preemption does not break a
-// constrained request; prefix-cache hits give the same constrained outputs as recomputing; a grammar that cannot compile is a rejection that leaves the KV pool empty.
+// constrained request; prefix-cache hits give the same constrained outputs as recomputing; a
+// grammar that cannot compile is a rejection that leaves the KV pool empty.
 import * as ort from 'onnxruntime-node';
 import { join } from 'node:path';
 import { Ajv } from 'ajv';

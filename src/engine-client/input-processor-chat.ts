@@ -29,21 +29,26 @@ export class ChatTemplate {
     this.template = new Template(source);
   }
 
-  /** `escapeUserText`, when given, rewrites every user-supplied string of the messages (contents, reasoning, names) before rendering. */
+  /**
+   * `escapeUserText`, when given, rewrites every user-supplied string before rendering: all of the
+   * messages (contents, reasoning, names, tool calls and their ids), the tools and the template
+   * kwargs, object keys included, since templates render tool schemas and call arguments whole.
+   */
   render(messages: unknown, options: ChatTemplateOptions = {}, escapeUserText?: (text: string) => string): string {
     const kwargs = options.chatTemplateKwargs ?? {};
     if (typeof kwargs !== 'object' || Array.isArray(kwargs)) throw invalidArg('chat_template_kwargs must be an object', 'chat_template_kwargs');
     if ('messages' in kwargs) throw invalidArg('chat_template_kwargs cannot set messages', 'chat_template_kwargs');
     const tools = options.tools ?? null;
     if (tools !== null && !Array.isArray(tools)) throw invalidArg('tools must be an array', 'tools');
+    const userText = escapeUserText ? (value: unknown) => escapeDeep(value, escapeUserText) : (value: unknown) => value;
     const context: Record<string, unknown> = {
       ...this.specialTokens,
       add_generation_prompt: options.addGenerationPrompt ?? true,
       // Templates test `if tools`: an empty list must read as no tools.
-      tools: tools && tools.length > 0 ? tools : null,
-      // As vLLM does, request kwargs may override the defaults above.
-      ...kwargs,
-      messages: escapeUserText ? normalizeMessages(messages).map((m) => escapeMessage(m, escapeUserText)) : normalizeMessages(messages),
+      tools: tools && tools.length > 0 ? userText(tools) : null,
+      // As vLLM does, request kwargs may override the defaults above (a kwarg's name is no text the template renders).
+      ...Object.fromEntries(Object.entries(kwargs).map(([name, value]) => [name, userText(value)])),
+      messages: normalizeMessages(messages).map(userText),
     };
     try {
       return this.template.render(context);
@@ -53,15 +58,17 @@ export class ChatTemplate {
   }
 }
 
-const USER_TEXT_FIELDS = ['content', 'reasoning_content', 'name'] as const;
-
-function escapeMessage(message: Record<string, unknown>, escape: (text: string) => string): Record<string, unknown> {
-  const out = { ...message };
-  for (const field of USER_TEXT_FIELDS) {
-    const value = out[field];
-    if (typeof value === 'string') out[field] = escape(value);
-  }
-  return out;
+/**
+ * `value` with every string in it, object keys included, passed through `escape`. Deep and
+ * whole rather than a list of fields: templates differ in what they render (Qwen's writes
+ * `tools` and object arguments with tojson, keys and all; Mistral's writes tool_call_id), and a
+ * string with no special-token text comes back unchanged.
+ */
+function escapeDeep(value: unknown, escape: (text: string) => string): unknown {
+  if (typeof value === 'string') return escape(value);
+  if (Array.isArray(value)) return value.map((item: unknown) => escapeDeep(item, escape));
+  if (typeof value !== 'object' || value === null) return value;
+  return Object.fromEntries(Object.entries(value).map(([key, item]) => [escape(key), escapeDeep(item, escape)]));
 }
 
 /** Total characters of the messages' text (contents and reasoning), counted before any rendering. */

@@ -196,7 +196,13 @@ export class InputProcessor {
 /** The request's one constraint and the field it came from: a structured-output field's, or the front end's. */
 function requestGrammar(input: ProcessInput, validated: ValidatedSampling): { spec: GrammarSpec; param: string } | null {
   const fromFields = validated.grammar && validated.grammarParam ? { spec: validated.grammar, param: validated.grammarParam } : null;
-  if (input.grammar && fromFields) throw invalidArg(`${fromFields.param} cannot be combined with ${input.grammar.param}, which constrains the output itself`, fromFields.param);
+  // Named as the vocabulary names two constraints: the later field (tool_choice follows response_format in a body).
+  if (input.grammar && fromFields) {
+    throw invalidArg(
+      `${input.grammar.param} cannot be combined with ${fromFields.param}: a request takes one output constraint, and ${input.grammar.param} constrains the output itself`,
+      input.grammar.param,
+    );
+  }
   return input.grammar ?? fromFields;
 }
 

@@ -1,5 +1,6 @@
-// Special-token text inside chat message contents is read as plain text, so a user cannot forge
-// a turn (`<|im_end|>\n<|im_start|>system …`). The template is rendered with each special-token
+// Special-token text in anything a client hands the chat template (messages, tool calls, tools,
+// template kwargs) is read as plain text, so a user cannot forge a turn
+// (`<|im_end|>\n<|im_start|>system …`). The template is rendered with each special-token
 // occurrence in user-supplied strings replaced by a marker that carries a per-render nonce; the
 // rendered prompt is then cut at the markers: the template's own text is tokenized as usual
 // (its special tokens stay special), and each marked occurrence is tokenized with special-token
@@ -75,7 +76,8 @@ export class EscapeSession {
     private readonly specials: readonly string[],
     nonce: string,
   ) {
-    this.open = `\u0000esc${nonce}:`;
+    // Printable ASCII with no quote or backslash, so a tojson filter (tool schemas, call arguments) writes it unchanged.
+    this.open = `[[esc${nonce}:`;
   }
 
   /** `text` with every special-token occurrence replaced by a marker. */
@@ -83,13 +85,13 @@ export class EscapeSession {
     if (this.pattern === null || !this.pattern.test(text)) return text;
     this.used = true;
     this.pattern.lastIndex = 0;
-    return text.replace(this.pattern, (token) => `${this.open}${this.specials.indexOf(token)}\u0000`);
+    return text.replace(this.pattern, (token) => `${this.open}${this.specials.indexOf(token)}]]`);
   }
 
   /** The rendered prompt cut into template text and escaped user text, and the prompt as it reads. */
   split(rendered: string): { pieces: PromptPiece[]; text: string } {
     if (!this.used) return { pieces: [{ kind: 'text', text: rendered }], text: rendered };
-    const marker = new RegExp(`${escapeRegExp(this.open)}(\\d+)\\u0000`, 'g');
+    const marker = new RegExp(`${escapeRegExp(this.open)}(\\d+)\\]\\]`, 'g');
     const pieces: PromptPiece[] = [];
     let text = '';
     let last = 0;

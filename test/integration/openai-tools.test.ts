@@ -41,10 +41,27 @@ describe('tool fields', () => {
     ],
     ['a tool_choice naming no given tool', { tools, tool_choice: { type: 'function', function: { name: 'other' } } }, 'tool_choice', null],
     ['tool_choice required without tools', { tool_choice: 'required' }, 'tool_choice', null],
+    ['tool_choice required with response_format', { tools, tool_choice: 'required', response_format: { type: 'json_object' } }, 'tool_choice', null],
+    [
+      'a named tool_choice with a structured_outputs constraint',
+      { tools, tool_choice: { type: 'function', function: { name: 'get_weather' } }, structured_outputs: { choice: ['a'] } },
+      'tool_choice',
+      null,
+    ],
   ])('refuses %s with a 400 naming the field', async (_, extra, param, code) => {
     const error = await client.chat.completions.create({ ...greedy, ...extra } as never).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(BadRequestError);
     expect(error).toMatchObject({ status: 400, param, code, type: 'invalid_request_error' });
+  });
+
+  it('names both fields when tool_choice required meets response_format, and lets auto or none through', async () => {
+    const error = (await client.chat.completions.create({ ...greedy, tools, tool_choice: 'required', response_format: { type: 'json_object' } }).catch((e: unknown) => e)) as BadRequestError;
+    expect(error.message).toMatch(/tool_choice cannot be combined with response_format/);
+    // auto and none add no constraint of their own, so response_format alone constrains.
+    for (const choice of ['auto', 'none'] as const) {
+      const completion = await client.chat.completions.create({ ...greedy, tools, tool_choice: choice, response_format: { type: 'json_object' } });
+      expect(['stop', 'length', 'tool_calls']).toContain(completion.choices[0]!.finish_reason);
+    }
   });
 
   it('refuses tool_choice auto for a model with no tool_call_parser, naming tools', async () => {

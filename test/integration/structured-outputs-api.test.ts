@@ -2,7 +2,8 @@
 // `chat.completions.parse` with a zod schema sends is accepted and becomes the right GrammarSpec
 // on the engine's GenerateRequest; every bad constraint is a 400 naming `param`, and nothing
 // reaches the engine; and, through the engine's mask, every output the tiny random model finishes
-// is valid: parse returns a schema-valid object, json_object parses, choice and regex hold.
+// is valid: parse returns a schema-valid object, json_object parses, choice and regex hold; and
+// greedy unconstrained answers do not change when constrained requests share their batches.
 import { Ajv } from 'ajv';
 import OpenAI, { BadRequestError } from 'openai';
 import { zodResponseFormat } from 'openai/helpers/zod';
@@ -136,6 +137,39 @@ describe('constrained outputs of the tiny random model', () => {
     expect((error as BadRequestError).message).toMatch(/cannot be compiled/);
     expect(model.engine.numActive).toBe(0);
     expect(model.engine.stats?.kvCacheUsage ?? 0).toBe(0);
+  });
+});
+
+describe('continuous batching with constrained neighbours', () => {
+  it('greedy unconstrained outputs are identical with and without constrained requests in the same batches', async () => {
+    const free = ['Hello!', 'Tell me a story', '日本語 🙂'].map((content) => ({
+      model: 'qwen3',
+      messages: [{ role: 'user' as const, content }],
+      temperature: 0,
+      max_tokens: 40,
+      ignore_eos: true,
+    }));
+    const run = (bodies: readonly object[]) => Promise.all(bodies.map((body) => client.chat.completions.create(body as OpenAI.ChatCompletionCreateParamsNonStreaming)));
+    const alone = await run(free);
+
+    // Steps that masked some rows while also decoding unconstrained ones: the neighbours did share batches.
+    let mixedSteps = 0;
+    model.engine.onStep((step) => {
+      if (step.grammarMasks && step.updates.length > step.grammarMasks.count) mixedSteps++;
+    });
+    const constrained = [
+      { response_format: { type: 'json_schema', json_schema: { name: 'n', schema: { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'] } } }, seed: 1 },
+      { structured_outputs: { choice: ['red', 'green', 'blue'] }, seed: 2 },
+      { structured_outputs: { regex: '[a-z]{4,12}' }, seed: 3 },
+      { response_format: { type: 'json_object' }, seed: 4 },
+    ].map((extra) => ({ model: 'qwen3', messages: user, max_tokens: 60, ...extra }));
+    const [together] = await Promise.all([run(free), run(constrained)]);
+
+    expect(mixedSteps).toBeGreaterThan(0);
+    for (let i = 0; i < free.length; i++) {
+      expect(together[i]!.choices[0]!.message.content).toBe(alone[i]!.choices[0]!.message.content);
+      expect(together[i]!.usage?.completion_tokens).toBe(40);
+    }
   });
 });
 

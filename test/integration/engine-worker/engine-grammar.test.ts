@@ -2,7 +2,8 @@
 // free text is gibberish): constrained and unconstrained requests share batches; every
 // constrained output that finishes with "stop" parses and validates under its schema (ajv);
 // unconstrained greedy outputs equal the same request decoded alone; preemption does not break a
-// constrained request; a grammar that cannot compile is a rejection that leaves the KV pool empty.
+// constrained request; prefix-cache hits give the same constrained outputs as recomputing; a
+// grammar that cannot compile is a rejection that leaves the KV pool empty.
 import * as ort from 'onnxruntime-node';
 import { join } from 'node:path';
 import { Ajv } from 'ajv';
@@ -64,6 +65,7 @@ interface Finished {
   tokens: number[];
   reason: string | null;
   stopTokenId: number | null;
+  cachedTokens: number;
 }
 
 /** Runs until idle; every request's tokens and finish, and every step's output. */
@@ -75,10 +77,11 @@ async function drive(engine: EngineCore, requests: readonly GenerateRequest[]): 
     const output = await engine.step();
     outputs.push(output);
     for (const u of output.updates) {
-      const r = results.get(u.requestId) ?? { tokens: [], reason: null, stopTokenId: null };
+      const r = results.get(u.requestId) ?? { tokens: [], reason: null, stopTokenId: null, cachedTokens: 0 };
       r.tokens.push(...u.newTokenIds);
       r.reason = u.finishReason;
       r.stopTokenId = u.stopTokenId;
+      r.cachedTokens = u.numCachedTokens;
       results.set(u.requestId, r);
     }
     engine.checkIntegrity();
@@ -159,6 +162,38 @@ describe('grammar-constrained decoding in the engine', () => {
     expect(results.get('pre-free')?.tokens).toEqual(await greedy(session, ort, prompt(32, 20), 30));
     expect(engine.stats().kvCacheUsage).toBe(0);
     await engine.release();
+  }, 300_000);
+
+  it('constrained requests hitting the prefix cache: cached tokens > 0, outputs valid and equal to the uncached ones', async () => {
+    const shared = prompt(50, 48);
+    const first = request('prefix-first', [...shared, 11, 12, 13], 60, { grammar: SCHEMA_SPEC, sampling: seeded(3) });
+    // Later requests share the 48-token prefix (12 full blocks); one continues the first's own output, as a next turn would.
+    const later = (firstOutput: readonly number[]) => [
+      request('prefix-json', [...shared, 21, 22], 60, { grammar: SCHEMA_SPEC }),
+      request('prefix-choice', [...shared, 31], 20, { grammar: { kind: 'choice', choices: ['yes', 'no', 'maybe'] } }),
+      request('prefix-turn', [...first.promptTokenIds, ...firstOutput, 41], 20, { grammar: { kind: 'regex', pattern: '[a-c]{2}-[0-9]{3}' } }),
+    ];
+    const engine = await open(config());
+    const before = await drive(engine, [first]);
+    expectValidJson(before.results.get('prefix-first'));
+    const requests = later(before.results.get('prefix-first')!.tokens);
+    const cached = (await drive(engine, requests)).results;
+    await engine.release();
+    const uncachedEngine = await open(config({ enablePrefixCaching: false }));
+    const uncached = (await drive(uncachedEngine, requests)).results;
+    await uncachedEngine.release();
+
+    for (const r of requests) {
+      expect(cached.get(r.id)?.cachedTokens, r.id).toBeGreaterThanOrEqual(48);
+      expect(uncached.get(r.id)?.cachedTokens, r.id).toBe(0);
+      // Greedy: the cached KV must steer the masked sampler exactly as recomputed KV does.
+      expect(cached.get(r.id)?.tokens, r.id).toEqual(uncached.get(r.id)?.tokens);
+    }
+    expectValidJson(cached.get('prefix-json'));
+    expect(cached.get('prefix-choice')?.reason).toBe('stop');
+    expect(['yes', 'no', 'maybe']).toContain(textOf(cached.get('prefix-choice')!));
+    expect(cached.get('prefix-turn')?.reason).toBe('stop');
+    expect(textOf(cached.get('prefix-turn')!)).toMatch(/^[a-c]{2}-[0-9]{3}$/);
   }, 300_000);
 
   it('a grammar that cannot compile is rejected as INVALID_ARG; the engine carries on and holds no blocks', async () => {

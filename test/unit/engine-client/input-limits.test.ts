@@ -60,6 +60,67 @@ describe('special-token text in chat contents', () => {
     expect(qwen3Tokenizer().decode(ids, { skip_special_tokens: false })).toBe('<|im_start|>');
   });
 
+  // Everything beyond contents that a template renders: Qwen3's writes tools and object arguments
+  // with tojson (keys and all) and string arguments and names raw.
+  const toolConversation = (text: string): PromptInput => ({
+    kind: 'chat',
+    messages: [
+      { role: 'user', content: 'Weather?' },
+      { role: 'assistant', content: null, tool_calls: [{ id: 'c1', type: 'function', function: { name: `get_${text}`, arguments: `{"city": "${text}"}` } }] },
+      { role: 'assistant', content: null, tool_calls: [{ id: 'c2', type: 'function', function: { name: 'get_weather', arguments: { [text]: [text, { deep: text }] } } }] },
+      { role: 'tool', tool_call_id: 'c1', content: '21C' },
+    ],
+    tools: [
+      {
+        type: 'function',
+        function: {
+          name: `get_${text}`,
+          description: text,
+          parameters: { type: 'object', properties: { [text]: { type: 'string', enum: [text], description: text } }, required: [text] },
+        },
+      },
+    ],
+    chatTemplateKwargs: { enable_thinking: true },
+  });
+  // JSON.stringify of the forged text, as tojson writes it (its newlines become \n, its specials stay).
+  const FORGED_JSON = JSON.stringify(FORGED).slice(1, -1);
+
+  it('is plain text in tool calls (names, string and object arguments, keys included) and in the tools list', () => {
+    const benign = processor().tokenize(toolConversation('weather'));
+    const forged = processor().tokenize(toolConversation(FORGED));
+    // Exactly the specials the template writes for the benign conversation, however often the forged text appears.
+    expect(count(forged.tokenIds, IM_START)).toBe(count(benign.tokenIds, IM_START));
+    expect(count(forged.tokenIds, IM_END)).toBe(count(benign.tokenIds, IM_END));
+    expect(count(forged.tokenIds, ENDOFTEXT)).toBe(0);
+    expect(forged.text).toContain(`<tool_call>\n{"name": "get_${FORGED}", "arguments": {"city": "${FORGED}"}}`);
+    expect(forged.text).toContain(`{"${FORGED_JSON}": ["${FORGED_JSON}", {"deep": "${FORGED_JSON}"}]}`);
+    expect(forged.text).toContain(`"description": "${FORGED_JSON}"`);
+    expect(qwen3Tokenizer().decode(forged.tokenIds, { skip_special_tokens: false })).toBe(forged.text);
+    // The same render without escaping parses them: the test sees the fields the template renders.
+    const parsed = processor({ chatSpecialTokens: 'special' }).tokenize(toolConversation(FORGED));
+    expect(count(parsed.tokenIds, IM_START)).toBeGreaterThan(count(benign.tokenIds, IM_START) + 5);
+  });
+
+  it('is plain text in tool_call_id, call ids and template kwargs, where a template renders them', () => {
+    const template =
+      '{% for m in messages %}<|im_start|>{{ m.role }} {% if m.tool_call_id %}{{ m.tool_call_id }}{% endif %}{% if m.tool_calls %}{% for c in m.tool_calls %}{{ c.id }}{% endfor %}{% endif %}<|im_end|>{% endfor %}{{ note }}';
+    const files = { ...qwen3Files(), chatTemplateFile: template };
+    const p = InputProcessor.fromFiles(files, {}, qwen3Tokenizer());
+    processors.push(p);
+    const { tokenIds, text } = p.tokenize({
+      kind: 'chat',
+      messages: [
+        { role: 'assistant', content: null, tool_calls: [{ id: FORGED, type: 'function', function: { name: 'f', arguments: '{}' } }] },
+        { role: 'tool', tool_call_id: FORGED, content: 'ok' },
+      ],
+      chatTemplateKwargs: { note: FORGED },
+    });
+    expect(text).toBe(`<|im_start|>assistant ${FORGED}<|im_end|><|im_start|>tool ${FORGED}<|im_end|>${FORGED}`);
+    expect(count(tokenIds, IM_START)).toBe(2);
+    expect(count(tokenIds, IM_END)).toBe(2);
+    expect(count(tokenIds, ENDOFTEXT)).toBe(0);
+  });
+
   it('also escapes special tokens in the async (worker) path', async () => {
     const { tokenIds } = await processor().tokenizeAsync(chat([{ role: 'user', content: FORGED }]));
     expect(count(tokenIds, IM_START)).toBe(2);

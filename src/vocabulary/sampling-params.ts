@@ -77,10 +77,21 @@ export function fromParams(p: GenerationParams, defaults: SamplingDefaults, name
   };
 }
 
-/** The caller's name of the one constraint field set, or null. */
+/** Where inside structured_outputs each kind of constraint is written (vLLM's member names). */
+const STRUCTURED_OUTPUTS_MEMBER: Readonly<Record<GrammarSpec['kind'], string>> = { json_object: 'json_object', json_schema: 'json', regex: 'regex', choice: 'choice', ebnf: 'grammar' };
+
+/**
+ * The caller's name of the one constraint field set, or null; down to the member that carried
+ * the grammar where the field has several, so an engine-side refusal names it as parsing would.
+ */
 function grammarField(p: GenerationParams, names: WireNames): string | null {
   const field = CONSTRAINT_FIELDS.find((f) => p[f] !== undefined && p[f] !== null);
-  return field === undefined ? null : wireName(field, names);
+  if (field === undefined) return null;
+  const name = wireName(field, names);
+  const spec = p[field] as GrammarSpec;
+  if (field === 'structured_outputs') return `${name}.${STRUCTURED_OUTPUTS_MEMBER[spec.kind]}`;
+  if (field === 'response_format' && spec.kind === 'json_schema') return `${name}.json_schema.schema`;
+  return name;
 }
 
 /** Integer token ids below vocabSize, for token-id prompts: the rule the declaration gives stop_token_ids. */

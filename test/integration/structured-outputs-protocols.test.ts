@@ -129,7 +129,7 @@ describe('WebSocket /v1/ws', () => {
       });
       expect(frames.get('regex')).toEqual([{ type: 'error', id: 'regex', error: expect.objectContaining({ type: 'invalid_request_error', code: 'invalid_arg', param: 'guided_regex' }) }]);
       expect(frames.get('two')).toEqual([{ type: 'error', id: 'two', error: expect.objectContaining({ code: 'invalid_arg', param: 'guided_choice' }) }]);
-      expect(frames.get('grammar')).toEqual([{ type: 'error', id: 'grammar', error: expect.objectContaining({ code: 'invalid_arg', param: 'structured_outputs' }) }]);
+      expect(frames.get('grammar')).toEqual([{ type: 'error', id: 'grammar', error: expect.objectContaining({ code: 'invalid_arg', param: 'structured_outputs.grammar' }) }]);
     });
   });
 });
@@ -174,7 +174,7 @@ describe('gRPC conveyor.v1.GenerationService/Generate', () => {
       const cases: [object, string][] = [
         [{ regex: '([a-z]' }, 'structured_outputs.regex'],
         [{ json: '{"type": "integer", "minimum": "zero"}' }, 'structured_outputs.json'],
-        [{ grammar: 'root ::= missing_rule' }, 'structured_outputs'], // refused by the engine's compile: the field, not the member
+        [{ grammar: 'root ::= missing_rule' }, 'structured_outputs.grammar'], // refused by the engine's compile, named as parsing would
       ];
       for (const [structured, param] of cases) {
         const { messages, error } = await generate({ model: LLM, text: 'x', sampling: { max_tokens: 4, structured_outputs: structured } });

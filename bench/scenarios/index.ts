@@ -7,5 +7,6 @@ import { inferScenario } from './infer/scenario.js';
 import { serveScenario } from './serve/scenario.js';
 import { soakScenario } from './soak/scenario.js';
 import { streamingScenario } from './streaming/scenario.js';
+import { structuredScenario } from './structured/scenario.js';
 
-export const SCENARIOS: readonly Scenario[] = [forwardScenario(), inferScenario(), engineScenario(), serveScenario(), streamingScenario(), soakScenario()];
+export const SCENARIOS: readonly Scenario[] = [forwardScenario(), inferScenario(), engineScenario(), serveScenario(), streamingScenario(), structuredScenario(), soakScenario()];

@@ -12,7 +12,7 @@ import { GrammarEngine } from '../../../src/grammar/grammar-engine.js';
 import { type ConstraintMatcher, maskAllows } from '../../../src/grammar/matcher.js';
 import { createTokenizer } from '../../../src/tokenizer/model-files.js';
 import { DEFAULT_REPOSITORY } from '../../../models/default-repository.js';
-import { SCHEMAS } from './schemas.js';
+import { SCHEMAS } from '../../../bench/scenarios/structured/schemas.js';
 
 const MODEL_DIR = join(DEFAULT_REPOSITORY, 'qwen3-tiny', '1');
 const LOGITS_VOCAB = 151_936;

@@ -124,6 +124,18 @@ export class GrammarEngine {
     return { tokenizerInfoMs: this.tokenizerInfoMs, compileMs: [...this.compileTimes], cacheHits: this.hits, cacheMisses: this.misses };
   }
 
+  /**
+   * Frees the compiled grammars and the compiler; the WASM instances go with the last reference.
+   * Matchers made from it must be disposed first. The engine is unusable afterwards.
+   */
+  async dispose(): Promise<void> {
+    const compiled = [...this.cache.values()];
+    this.cache.clear();
+    for (const settled of await Promise.allSettled(compiled)) if (settled.status === 'fulfilled') settled.value.compiled.dispose();
+    this.compiler.dispose();
+    this.checker = null;
+  }
+
   private async compileNew(spec: GrammarSpec, key: string): Promise<CompiledConstraint> {
     checkSpecLimits(spec);
     await this.check(spec);

@@ -164,6 +164,8 @@ export function compileCases(config: StructuredBenchConfig, tokenizerPath: strin
           await engine.compile(spec);
           compileMs.push(performance.now() - started);
         }
+        // A cold run's engine is its own: freed here so runs do not pile up WASM instances.
+        if (engine !== warm) await engine.dispose();
         if (!slot?.warmup) push(observed.compile, caseId(info), { compileMs, openMs });
       },
     };

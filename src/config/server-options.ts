@@ -38,6 +38,8 @@ export interface ServerOptions extends AccessOptions {
   readonly model?: string;
   /** The OpenAI model id for `--model` (default: the directory's name). */
   readonly servedModelName?: string;
+  /** The --model's tool-call format (the llm backend's `tool_call_parser` parameter: hermes, llama3_json, mistral). */
+  readonly toolCallParser?: string;
   /** Timeouts, caps and sizes (src/config/limits.ts). */
   readonly limits: ResourceLimits;
 }
@@ -60,6 +62,8 @@ export const USAGE = `conveyor serve [options]
   --log-level LEVEL            debug | info | warn | error (default info)
   --model DIR                  serve one Hugging Face ONNX export (no repository or config needed)
   --served-model-name NAME     the model id for --model (default: the directory's name)
+  --tool-call-parser NAME      how the --model writes tool calls: hermes (Qwen), llama3_json, mistral
+                               (vLLM's flag; without it, tools with tool_choice auto are refused)
   --api-key KEY                require 'Authorization: Bearer KEY' on every front end: HTTP,
                                WebSocket and gRPC 'authorization' metadata (repeatable)
   --api-key-file PATH          API keys, one a line; blank lines and # comments skipped (repeatable)
@@ -124,6 +128,7 @@ export function parseServerOptions(argv: readonly string[]): ServerOptions {
         'log-level': { type: 'string' },
         model: { type: 'string' },
         'served-model-name': { type: 'string' },
+        'tool-call-parser': { type: 'string' },
         'api-key': { type: 'string', multiple: true },
         'api-key-file': { type: 'string', multiple: true },
         'admin-key': { type: 'string', multiple: true },
@@ -145,6 +150,10 @@ export function parseServerOptions(argv: readonly string[]): ServerOptions {
   if (loadModels.includes('*') && loadModels.length > 1) throw new OptionsError("--load-model '*' must be the only --load-model");
   if (v.model !== undefined && v['model-repository'] !== undefined) throw new OptionsError('--model and --model-repository are alternatives; give one');
   if (v['served-model-name'] !== undefined && v.model === undefined) throw new OptionsError('--served-model-name needs --model');
+  if (v['tool-call-parser'] !== undefined && v.model === undefined) throw new OptionsError('--tool-call-parser needs --model (a repository model sets the tool_call_parser parameter)');
+  // The name is checked against the parsers when the model loads; here only that it is a plain word for its config line.
+  if (v['tool-call-parser'] !== undefined && !/^[a-z0-9_]+$/.test(v['tool-call-parser']))
+    throw new OptionsError(`--tool-call-parser must be a parser name such as hermes, got '${v['tool-call-parser']}'`);
   const access = accessOptions({
     apiKeys: v['api-key'],
     apiKeyFiles: v['api-key-file'],
@@ -172,6 +181,7 @@ export function parseServerOptions(argv: readonly string[]): ServerOptions {
     limits: readLimits(v, (message) => new OptionsError(message)),
     ...(v.model !== undefined ? { model: resolve(v.model) } : {}),
     ...(v['served-model-name'] !== undefined ? { servedModelName: v['served-model-name'] } : {}),
+    ...(v['tool-call-parser'] !== undefined ? { toolCallParser: v['tool-call-parser'] } : {}),
   };
 }
 

@@ -139,11 +139,29 @@ describe('serve --model', () => {
   it('serves one Hugging Face export directory under its served name, no repository needed', async () => {
     const dir = join(DEFAULT_REPOSITORY, 'qwen3-tiny', '1');
     expect(modelNameOf('/models/Qwen3 0.6B ONNX/')).toBe('Qwen3-0.6B-ONNX');
-    const options = parseServerOptions(['--model', dir, '--served-model-name', 'tiny-chat', '--host', '127.0.0.1', '--http-port', '0', '--grpc-port', '0', '--metrics-port', '0']);
+    const options = parseServerOptions([
+      '--model',
+      dir,
+      '--served-model-name',
+      'tiny-chat',
+      '--tool-call-parser',
+      'hermes',
+      '--host',
+      '127.0.0.1',
+      '--http-port',
+      '0',
+      '--grpc-port',
+      '0',
+      '--metrics-port',
+      '0',
+    ]);
     const single = await startServer(options, { log: () => undefined });
     try {
       const client = new OpenAI({ baseURL: `http://127.0.0.1:${single.httpPort}/v1`, apiKey: 'unused', maxRetries: 0 });
-      expect((await client.models.list()).data.map((m) => m.id)).toEqual(['tiny-chat']);
+      const models = (await client.models.list()).data;
+      expect(models.map((m) => m.id)).toEqual(['tiny-chat']);
+      // --tool-call-parser reaches the generated config: the card says the model serves tool calls.
+      expect(models[0]).toMatchObject({ capabilities: { tool_calls: true } });
       const completion = await client.chat.completions.create({ ...chat, model: 'tiny-chat' });
       expect(completion).toMatchObject({ model: 'tiny-chat', choices: [{ finish_reason: expect.stringMatching(/stop|length/) }] });
     } finally {

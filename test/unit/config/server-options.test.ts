@@ -30,8 +30,23 @@ describe('parseServerOptions', () => {
   });
 
   it('reads the OpenAI front end and --model flags', () => {
-    const o = parseServerOptions(['--api-key', 'k1', '--api-key', 'k2', '--cors-allow-origin', 'https://a.example', '--max-queued-requests', '64', '--model', '/tmp/m', '--served-model-name', 'chat']);
-    expect(o).toMatchObject({ apiKeys: ['k1', 'k2'], corsAllowOrigins: ['https://a.example'], maxQueuedRequests: 64, model: '/tmp/m', servedModelName: 'chat' });
+    const o = parseServerOptions([
+      '--api-key',
+      'k1',
+      '--api-key',
+      'k2',
+      '--cors-allow-origin',
+      'https://a.example',
+      '--max-queued-requests',
+      '64',
+      '--model',
+      '/tmp/m',
+      '--served-model-name',
+      'chat',
+      '--tool-call-parser',
+      'hermes',
+    ]);
+    expect(o).toMatchObject({ apiKeys: ['k1', 'k2'], corsAllowOrigins: ['https://a.example'], maxQueuedRequests: 64, model: '/tmp/m', servedModelName: 'chat', toolCallParser: 'hermes' });
     expect(parseServerOptions([])).toMatchObject({ apiKeys: [], corsAllowOrigins: [], maxQueuedRequests: 0 });
     expect(parseServerOptions([]).model).toBeUndefined();
   });
@@ -106,6 +121,8 @@ describe('parseServerOptions', () => {
   it.each([
     [['--model', '/m', '--model-repository', '/r'], /--model and --model-repository are alternatives/],
     [['--served-model-name', 'x'], /--served-model-name needs --model/],
+    [['--tool-call-parser', 'hermes'], /--tool-call-parser needs --model/],
+    [['--model', '/tmp/m', '--tool-call-parser', 'x" } }'], /--tool-call-parser must be a parser name/],
     [['--api-key', 'a b'], /--api-key must be non-empty/],
     [['--max-queued-requests', '1.5'], /--max-queued-requests must be a non-negative integer/],
     [['--http-port', '70000'], /--http-port must be a port number/],

@@ -6,7 +6,7 @@
 // content counts as none.
 
 import type { ParsedToolCall } from '../contracts/tools.js';
-import { callFromJson, callHead, heldPrefixLength, parseJson, scanCall, skipWhitespace } from './json-scan.js';
+import { callFromJson, callHead, heldPrefixLength, indexOutsideStrings, parseJson, scanCall, skipWhitespace } from './json-scan.js';
 
 export interface ParsedOutput {
   readonly content: string;
@@ -45,7 +45,7 @@ export const hermes: ToolCallFormat = {
       }
       content += text.slice(pos, open);
       const bodyStart = open + HERMES_OPEN.length;
-      const close = text.indexOf(HERMES_CLOSE, bodyStart);
+      const close = indexOutsideStrings(text, HERMES_CLOSE, bodyStart);
       const limit = close >= 0 ? close : final ? text.length : text.length - heldPrefixLength(text, HERMES_CLOSE);
       const scanned = scanCall(text, bodyStart, limit, NAME_ARGUMENTS);
       if (scanned !== null) calls.push(scanned.call);

@@ -18,6 +18,23 @@ export function heldPrefixLength(text: string, marker: string): number {
   return 0;
 }
 
+/**
+ * The first `marker` at or after `from` that is outside every JSON string, or -1: a call's
+ * closing tag written inside its own arguments (`{"text": "</tool_call>"}`) is text, not the end.
+ */
+export function indexOutsideStrings(text: string, marker: string, from: number): number {
+  let inString = false;
+  for (let i = from; i < text.length; i++) {
+    const c = text[i]!;
+    if (inString) {
+      if (c === '\\') i++;
+      else if (c === '"') inString = false;
+    } else if (c === '"') inString = true;
+    else if (c === marker[0] && text.startsWith(marker, i)) return i;
+  }
+  return -1;
+}
+
 /** Scans a container from inside it (`depth` open brackets); the index after the bracket that closes it, or -1. */
 export function closeContainer(text: string, pos: number, depth: number, limit = text.length): number {
   let inString = false;

@@ -49,6 +49,8 @@ describe('hermes', () => {
   it('reads a call written arguments-first, and leaves a block that is no call as text', () => {
     expect(whole(hermes, '<tool_call>{"arguments": {"a": 1}, "name": "f"}</tool_call>').calls).toEqual([{ name: 'f', arguments: '{"a":1}' }]);
     expect(whole(hermes, 'x <tool_call>not json</tool_call>')).toEqual({ content: 'x <tool_call>not json</tool_call>', calls: [] });
+    // The closing tag inside the call's own string arguments is text, not the end of the call.
+    expect(whole(hermes, '<tool_call>{"name": "echo", "arguments": {"text": "a </tool_call> b"}}</tool_call> after').calls).toEqual([{ name: 'echo', arguments: '{"text": "a </tool_call> b"}' }]);
   });
 
   it('has no content when only whitespace surrounds the calls', () => {
@@ -163,14 +165,10 @@ const cases: [ToolCallFormat, fc.Arbitrary<Case>, (c: Case) => boolean][] = [
 describe.each(cases)('%s: streaming equals the whole reading', (format, arbitrary, sane) => {
   it('for random calls and any chunking', () => {
     fc.assert(
-      fc.property(
-        arbitrary.filter((c) => sane(c) && !c.expected.calls.some((x) => x.arguments.includes('</tool_call>'))),
-        chunkSizes,
-        ({ text, expected }, sizes) => {
-          expect(whole(format, text)).toEqual(expected);
-          expect(streamed(format, chunk(text, sizes))).toEqual(expected);
-        },
-      ),
+      fc.property(arbitrary.filter(sane), chunkSizes, ({ text, expected }, sizes) => {
+        expect(whole(format, text)).toEqual(expected);
+        expect(streamed(format, chunk(text, sizes))).toEqual(expected);
+      }),
       { numRuns: 300 },
     );
   });

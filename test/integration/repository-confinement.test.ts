@@ -2,7 +2,7 @@
 // overrides naming files outside the model directory, links that lead out, and file: overrides.
 // Each refusal is a 400 with a message naming paths relative to the repository, loads nothing,
 // and leaves no temporary directory behind.
-import { copyFile, mkdir, readdir, readFile, symlink } from 'node:fs/promises';
+import { copyFile, mkdir, mkdtemp, readdir, readFile, rm, symlink } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -12,8 +12,14 @@ import { configOf, makeRepository, startTestServer, type TestServer } from '../s
 
 let server: TestServer;
 let repository: string;
+const systemTmpdir = process.env.TMPDIR;
+let privateTmpdir: string;
 
 beforeAll(async () => {
+  // The override directories are counted in the temporary directory: a private one, so another
+  // run of this test on the same machine cannot change the count.
+  privateTmpdir = await mkdtemp(join(tmpdir(), 'conveyor-confinement-'));
+  process.env.TMPDIR = privateTmpdir;
   repository = await makeRepository([
     { name: 'cnn', from: 'resnet-tiny', config: configOf('resnet-tiny', 'cnn') },
     { name: 'other', from: 'resnet-tiny', config: configOf('resnet-tiny', 'other') },
@@ -32,6 +38,9 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await server?.stop();
+  if (systemTmpdir === undefined) delete process.env.TMPDIR;
+  else process.env.TMPDIR = systemTmpdir;
+  await rm(privateTmpdir, { recursive: true, force: true });
 });
 
 /** The cnn config as the load API's JSON `config` parameter, with `edit` applied. */

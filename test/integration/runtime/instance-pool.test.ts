@@ -56,13 +56,16 @@ describe('InstancePool', () => {
       lags.push(now - last - 5);
       last = now;
     }, 5);
+    const started = performance.now();
     for (let i = 0; i < 3; i++) await pool.execute([images(8)], ['logits']);
+    const perExecuteMs = (performance.now() - started) / 3;
     clearInterval(timer);
     // Median, not max: on a loaded 2-core machine the OS may delay any single tick, but a
-    // session.run on this thread would block nearly every tick for the whole forward pass.
+    // session.run on this thread would block nearly every tick for the whole forward pass. The
+    // bound scales with the forward pass itself, which a loaded machine slows as much as the ticks.
     lags.sort((a, b) => a - b);
     expect(lags.length).toBeGreaterThan(3);
-    expect(lags[Math.floor(lags.length / 2)]!).toBeLessThan(20);
+    expect(lags[Math.floor(lags.length / 2)]!).toBeLessThan(Math.max(20, perExecuteMs / 2));
   });
 
   it('turns a bad input into an error and keeps serving', async () => {

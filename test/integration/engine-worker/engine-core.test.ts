@@ -9,21 +9,10 @@ import { EngineCore, type EngineConfig } from '../../../src/engine-worker/engine
 import { openModelRunner } from '../../../src/runners/create-runner.js';
 import { DEFAULT_REPOSITORY } from '../../../models/default-repository.js';
 import { greedy } from '../../support/decoder.js';
+import { GREEDY_SAMPLING } from '../../support/sampling.js';
 
 const MODEL = join(DEFAULT_REPOSITORY, 'qwen3-tiny', '1', 'onnx', 'model.onnx');
-const GREEDY: SamplingParams = {
-  temperature: 0,
-  topK: 0,
-  topP: 1,
-  minP: 0,
-  repetitionPenalty: 1,
-  frequencyPenalty: 0,
-  presencePenalty: 0,
-  logitBias: null,
-  logprobs: false,
-  topLogprobs: 0,
-  seed: null,
-};
+const GREEDY = GREEDY_SAMPLING;
 const request = (id: string, prompt: number[], maxTokens: number, sampling: SamplingParams = GREEDY): GenerateRequest => ({
   id,
   promptTokenIds: prompt,

@@ -15,23 +15,12 @@ import { openModelRunner } from '../../../src/runners/create-runner.js';
 import { createTokenizer, readModelFiles } from '../../../src/tokenizer/model-files.js';
 import { DEFAULT_REPOSITORY } from '../../../models/default-repository.js';
 import { greedy } from '../../support/decoder.js';
+import { GREEDY_SAMPLING } from '../../support/sampling.js';
 
 const VERSION_DIR = join(DEFAULT_REPOSITORY, 'qwen3-tiny', '1');
 const MODEL = join(VERSION_DIR, 'onnx', 'model.onnx');
 const IM_END = 151_645;
-const SAMPLING: SamplingParams = {
-  temperature: 0,
-  topK: 0,
-  topP: 1,
-  minP: 0,
-  repetitionPenalty: 1,
-  frequencyPenalty: 0,
-  presencePenalty: 0,
-  logitBias: null,
-  logprobs: false,
-  topLogprobs: 0,
-  seed: null,
-};
+const SAMPLING = GREEDY_SAMPLING;
 const seeded = (seed: number): SamplingParams => ({ ...SAMPLING, temperature: 1, seed });
 const prompt = (seed: number, length: number) => Array.from({ length }, (_, i) => (seed * 7919 + i * 104_729) % 150_000);
 

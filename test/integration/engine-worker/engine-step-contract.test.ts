@@ -9,29 +9,18 @@ import * as ort from 'onnxruntime-node';
 import fc from 'fast-check';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { GenerateRequest, SamplingParams, StepOutput } from '../../../src/contracts/generate.js';
+import type { GenerateRequest, StepOutput } from '../../../src/contracts/generate.js';
 import { EngineCore, type EngineConfig } from '../../../src/engine-worker/engine-core.js';
 import { openModelRunner } from '../../../src/runners/create-runner.js';
 import { DEFAULT_REPOSITORY } from '../../../models/default-repository.js';
 import { greedy } from '../../support/decoder.js';
+import { GREEDY_SAMPLING } from '../../support/sampling.js';
 
 const MODEL = join(DEFAULT_REPOSITORY, 'qwen3-tiny', '1', 'onnx', 'model.onnx');
 /** One KV block of the tiny decoder: 4 layers × (K, V) × 2 KV heads × block 4 × head_dim 16 × fp32. */
 const BYTES_PER_BLOCK = 4 * 2 * 2 * 4 * 16 * 4;
 const MAX_TOKENS = 16;
-const GREEDY: SamplingParams = {
-  temperature: 0,
-  topK: 0,
-  topP: 1,
-  minP: 0,
-  repetitionPenalty: 1,
-  frequencyPenalty: 0,
-  presencePenalty: 0,
-  logitBias: null,
-  logprobs: false,
-  topLogprobs: 0,
-  seed: null,
-};
+const GREEDY = GREEDY_SAMPLING;
 
 /** Prompts with the same seed share their leading tokens, so prefix-cache hits happen. */
 const promptTokens = (seed: number, length: number): number[] => Array.from({ length }, (_, i) => (seed * 7919 + i * 104_729) % 150_000);

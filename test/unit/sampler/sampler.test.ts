@@ -4,20 +4,9 @@ import { Sampler, type SamplerInput } from '../../../src/sampler/sampler.js';
 import { Drawer } from '../../../src/sampler/draw.js';
 import { LogitProcessors } from '../../../src/sampler/penalties.js';
 import { seededKey, uniformAt, unseededKey } from '../../../src/sampler/rng.js';
+import { GREEDY_SAMPLING } from '../../support/sampling.js';
 
-const GREEDY: SamplingParams = {
-  temperature: 0,
-  topK: 0,
-  topP: 1,
-  minP: 0,
-  repetitionPenalty: 1,
-  frequencyPenalty: 0,
-  presencePenalty: 0,
-  logitBias: null,
-  logprobs: false,
-  topLogprobs: 0,
-  seed: null,
-};
+const GREEDY = GREEDY_SAMPLING;
 const params = (over: Partial<SamplingParams>): SamplingParams => ({ ...GREEDY, temperature: 1, ...over });
 
 function input(logits: ArrayLike<number>, p: SamplingParams, over: Partial<SamplerInput> = {}): SamplerInput {

@@ -49,6 +49,12 @@ describe('InstancePool', () => {
   it('keeps the main thread responsive while a model runs', async () => {
     const pool = await InstancePool.start(options(RESNET));
     pools.push(pool);
+    // The batch is built before the clock starts: filling 1.2 M floats with Math.sin is main-thread
+    // work the pool has nothing to do with (it blocked ~40 ms per call and failed CI once). Each
+    // call gets a copy because execute transfers (detaches) its input buffers.
+    const batch = images(8);
+    const copy = (): Tensor => ({ ...batch, data: (batch.data as Float32Array).slice() });
+    await pool.execute([copy()], ['logits']);
     const lags: number[] = [];
     let last = performance.now();
     const timer = setInterval(() => {
@@ -57,7 +63,7 @@ describe('InstancePool', () => {
       last = now;
     }, 5);
     const started = performance.now();
-    for (let i = 0; i < 3; i++) await pool.execute([images(8)], ['logits']);
+    for (let i = 0; i < 3; i++) await pool.execute([copy()], ['logits']);
     const perExecuteMs = (performance.now() - started) / 3;
     clearInterval(timer);
     // Median, not max: on a loaded 2-core machine the OS may delay any single tick, but a

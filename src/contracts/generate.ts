@@ -67,6 +67,34 @@ export interface GenerateRequest {
    * engine as a token mask at sampling time; null or absent for free text.
    */
   readonly grammar?: GrammarSpec | null;
+  /**
+   * A reasoning model's thinking block (the model's reasoning_parser): the engine counts its
+   * tokens, closes it itself when the budget is spent, and applies `grammar` only to the answer
+   * after it. Null or absent: the output has no block the engine knows of.
+   */
+  readonly thinking?: ThinkingSpec | null;
+}
+
+/**
+ * Where a thinking block starts and ends, in token ids (issue 12). The text-level split into
+ * reasoning and content is the output side's (reasoning parsers); the engine needs only this.
+ */
+export interface ThinkingSpec {
+  /** The ids that close the block (the tokenization of `</think>`), ≥ 1. */
+  readonly endTokenIds: readonly number[];
+  /**
+   * True when the prompt already opened the block (DeepSeek-R1's template, Qwen3 templates that
+   * end with `<think>`), so the output starts inside it. False: the block is open only when the
+   * output begins with `startTokenIds`; output that begins otherwise has no block.
+   */
+  readonly startsInside: boolean;
+  /** The ids that open the block (`<think>`); read only when startsInside is false. */
+  readonly startTokenIds: readonly number[];
+  /**
+   * Most tokens inside the block (the opening ids not counted); once reached, the engine forces
+   * `endTokenIds` as the next tokens. Null: no limit beyond max_tokens.
+   */
+  readonly budget: number | null;
 }
 
 /**

@@ -3,6 +3,8 @@
 // same weights under reasoning_parser deepseek_r1, whose output starts inside the block: the
 // whole generation is thinking until a </think>. The same weights without a parser ("plain")
 // give the raw text, which the reasoning model's fields must be the reading of, token for token.
+// A copy of the model whose Qwen3 template opens <think> in the prompt covers the qwen3 parser's
+// prompt-opened block; the engine's budget (max_thinking_tokens) closes blocks at an exact count.
 
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { generateText, streamText } from 'ai';

@@ -26,7 +26,7 @@ beforeAll(async () => {
 afterAll(async () => server?.stop());
 
 const base = { model: 'qwen3', temperature: 0, max_output_tokens: 8 } as const;
-const weather = { type: 'function', name: 'get_weather', description: 'Weather now', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] }, strict: true } as const;
+const weather = { type: 'function', name: 'get_weather', description: 'Weather now', parameters: { type: 'object', properties: { city: { type: 'string', enum: ['Paris', 'Rome'] } }, required: ['city'], additionalProperties: false }, strict: true } as const;
 
 describe('responses.create', () => {
   it('answers a string input with a response object in the documented shape', async () => {
@@ -96,7 +96,7 @@ describe('responses.create', () => {
   });
 
   it.each([['required', 'required' as const], ['named', { type: 'function', name: 'get_weather' } as const]])('answers tool_choice %s with function_call items whose arguments fit the schema', async (_, choice) => {
-    const response = await client.responses.create({ ...base, max_output_tokens: 60, input: 'Weather in Paris?', tools: [weather], tool_choice: choice, parallel_tool_calls: false });
+    const response = await client.responses.create({ ...base, max_output_tokens: 120, input: 'Weather in Paris?', tools: [weather], tool_choice: choice, parallel_tool_calls: false });
     expect(response.status).toBe('completed');
     const calls = response.output.filter((item) => item.type === 'function_call');
     expect(calls).toHaveLength(1);
@@ -114,4 +114,81 @@ async function promptTokens(messages: OpenAI.ChatCompletionMessageParam[]): Prom
   return completion.usage!.prompt_tokens;
 }
 
-void model;
+
+type StreamEvent = OpenAI.Responses.ResponseStreamEvent;
+
+/** Ids and clocks differ between two runs of the same request; everything else must match. The stream helper adds its own parsed fields. */
+function comparable(value: unknown): unknown {
+  const varies = ['id', 'item_id', 'call_id', 'created_at', 'completed_at'];
+  return JSON.parse(JSON.stringify(value), (key, v: unknown) => (varies.includes(key) ? '<varies>' : key === 'parsed' || key === 'output_parsed' ? undefined : v));
+}
+
+/** The documented order of one output item's events. */
+function itemEventTypes(item: OpenAI.Responses.ResponseOutputItem, deltas: number): string[] {
+  if (item.type === 'function_call') return ['response.output_item.added', ...Array(deltas).fill('response.function_call_arguments.delta'), 'response.function_call_arguments.done', 'response.output_item.done'];
+  return ['response.output_item.added', 'response.content_part.added', ...Array(deltas).fill('response.output_text.delta'), 'response.output_text.done', 'response.content_part.done', 'response.output_item.done'];
+}
+
+async function streamed(params: OpenAI.Responses.ResponseCreateParamsStreaming | Omit<OpenAI.Responses.ResponseCreateParamsStreaming, 'stream'>): Promise<{ events: StreamEvent[]; final: OpenAI.Responses.Response }> {
+  const stream = client.responses.stream(params);
+  const events: StreamEvent[] = [];
+  for await (const event of stream) events.push(event);
+  return { events, final: await stream.finalResponse() };
+}
+
+describe('responses.stream', () => {
+  it('sends the documented event sequence, numbered from 0, accumulating to the non-streamed response', async () => {
+    const params = { ...base, input: 'Stream please' };
+    const { events, final } = await streamed(params);
+    expect(events.map((e) => e.sequence_number)).toEqual(events.map((_, i) => i));
+    const deltas = events.filter((e) => e.type === 'response.output_text.delta');
+    expect(events.map((e) => e.type)).toEqual(['response.created', 'response.in_progress', ...itemEventTypes(final.output[0]!, deltas.length), 'response.incomplete']);
+    const [created, inProgress] = events as [OpenAI.Responses.ResponseCreatedEvent, OpenAI.Responses.ResponseInProgressEvent];
+    expect(created.response).toMatchObject({ id: final.id, status: 'in_progress', output: [], usage: null, incomplete_details: null });
+    expect(inProgress.response).toEqual(created.response);
+    const message = final.output[0] as OpenAI.Responses.ResponseOutputMessage;
+    const at = { item_id: message.id, output_index: 0 };
+    expect(events[2]).toEqual({ type: 'response.output_item.added', sequence_number: 2, output_index: 0, item: { id: message.id, type: 'message', status: 'in_progress', role: 'assistant', content: [] } });
+    const part = { type: 'output_text', text: '', annotations: [], logprobs: [] };
+    expect(events[3]).toEqual({ type: 'response.content_part.added', sequence_number: 3, ...at, content_index: 0, part });
+    for (const delta of deltas) expect(delta).toEqual({ type: 'response.output_text.delta', sequence_number: delta.sequence_number, ...at, content_index: 0, delta: expect.any(String), logprobs: [] });
+    const text = deltas.map((d) => (d as OpenAI.Responses.ResponseTextDeltaEvent).delta).join('');
+    const tail = events.slice(-4);
+    expect(tail[0]).toEqual({ type: 'response.output_text.done', sequence_number: tail[0]!.sequence_number, ...at, content_index: 0, text, logprobs: [] });
+    expect(tail[1]).toEqual({ type: 'response.content_part.done', sequence_number: tail[1]!.sequence_number, ...at, content_index: 0, part: { ...part, text } });
+    expect(tail[2]).toEqual({ type: 'response.output_item.done', sequence_number: tail[2]!.sequence_number, output_index: 0, item: { ...message, content: [{ ...part, text }] } });
+    expect(final.output_text).toBe(text);
+    const whole = await client.responses.create(params);
+    expect(comparable(final)).toEqual(comparable(whole));
+  });
+
+  it('streams a function call as output_item.added, argument deltas, .done, output_item.done', async () => {
+    const params = { ...base, max_output_tokens: 120, input: 'Weather?', tools: [weather], tool_choice: 'required' as const, parallel_tool_calls: false };
+    const { events, final } = await streamed(params);
+    const call = final.output.find((item) => item.type === 'function_call') as OpenAI.Responses.ResponseFunctionToolCall;
+    const argumentDeltas = events.filter((e) => e.type === 'response.function_call_arguments.delta');
+    expect(argumentDeltas.map((d) => (d as OpenAI.Responses.ResponseFunctionCallArgumentsDeltaEvent).delta).join('')).toBe(call.arguments);
+    const added = events.find((e) => e.type === 'response.output_item.added' && e.item.type === 'function_call');
+    expect(added).toMatchObject({ item: { id: call.id, type: 'function_call', status: 'in_progress', call_id: call.call_id, name: 'get_weather', arguments: '' } });
+    expect(events.find((e) => e.type === 'response.function_call_arguments.done')).toMatchObject({ item_id: call.id, arguments: call.arguments });
+    expect(events.at(-1)!.type).toBe('response.completed');
+    expect(new Ajv().validate(weather.parameters, JSON.parse(call.arguments))).toBe(true);
+  });
+
+  it('writes named SSE events (`event: <type>` then `data: <json>`) and no [DONE]', async () => {
+    const response = await fetch(`${server.http}/v1/responses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ...base, input: 'Hi', stream: true }) });
+    expect(response.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
+    const frames = (await response.text()).split(/(?<=\n\n)/);
+    for (const frame of frames) {
+      const [, type, data] = /^event: ([a-z_.]+)\ndata: (\{.*\})\n\n$/.exec(frame)!;
+      expect(JSON.parse(data!).type).toBe(type);
+    }
+    expect(frames.at(-1)).toMatch(/^event: response\.incomplete\n/);
+  });
+
+  it('refuses a bad stream with a plain JSON 400 before any event', async () => {
+    const response = await fetch(`${server.http}/v1/responses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ ...base, input: 'Hi', stream: true, temperature: 'hot' }) });
+    expect(response.status).toBe(400);
+    expect(await response.json()).toMatchObject({ error: { param: 'temperature', type: 'invalid_request_error' } });
+  });
+});

@@ -9,7 +9,7 @@
 // response is kept for previous_response_id, GET, input_items and DELETE.
 
 import type { FastifyReply } from 'fastify';
-import type { GenerationEvent } from '../../src/contracts/text-generation.js';
+import type { GenerationEvent, ProcessedRequest } from '../../src/contracts/text-generation.js';
 import { ConveyorError, invalidArg } from '../../src/errors.js';
 import type { GenerateInput, LlmModel } from '../../src/serving/llm-backend.js';
 import type { OpenAIContext } from '../context.js';
@@ -20,7 +20,7 @@ import { SseWriter } from '../sse.js';
 import { chatToolPlan, keepsSpecialTokens, type ChatToolPlan } from '../tool-calls.js';
 import { inputItems, itemsToMessages, type Item } from './input-items.js';
 import { newItemId, ResponseOutput, type OutputEvent, type WireObject } from './output-events.js';
-import { outputReader, type OutputReader } from './output-reader.js';
+import { OutputReader } from './output-reader.js';
 import { inResponsesTerms, readResponsesRequest, type ResponsesRequest } from './request.js';
 import { responseObject, wireUsage, type ResponseIdentity, type ResponseStatus } from './response-object.js';
 import type { ResponseStore, StoredResponse } from './stored.js';
@@ -71,17 +71,17 @@ class ResponseRun {
   status: ResponseStatus = 'in_progress';
   usage: WireObject | null = null;
 
-  constructor(plan: ChatToolPlan) {
-    this.reader = outputReader(plan);
+  constructor(model: LlmModel, prepared: ProcessedRequest, plan: ChatToolPlan) {
+    this.reader = new OutputReader(model, prepared, plan);
   }
 
   onEvent(event: GenerationEvent): OutputEvent[] {
     if (event.finishReason === 'abort') throw new ConveyorError('UNAVAILABLE', 'the generation was aborted by the server (shutting down or the engine stopped); retry the request');
     const last = event.finishReason !== null;
-    const events = this.output.push(this.reader.push(event.text, last));
+    const events = this.output.push(this.reader.push(event));
     if (!last) return events;
     this.status = event.finishReason === 'length' ? 'incomplete' : 'completed';
-    this.usage = wireUsage(event.usage, 0);
+    this.usage = wireUsage(event.usage, this.reader.reasoningTokens);
     return [...events, ...this.output.finish(this.status)];
   }
 }
@@ -91,7 +91,7 @@ export async function createResponse(ctx: OpenAIContext, store: ResponseStore, b
   const engineInput = await inResponsesTerms(() => prepared.model.prepare(prepared.input));
   const identity: ResponseIdentity = { id: newItemId('resp'), createdAt: Math.floor(Date.now() / 1000), model: prepared.request.model };
   const events = runChoices(prepared.model, [engineInput], signal, ctx.admission);
-  const run = new ResponseRun(prepared.plan);
+  const run = new ResponseRun(prepared.model, engineInput, prepared.plan);
   const snapshot = (): WireObject => responseObject(identity, prepared.request.echo, { status: run.status, output: run.output.items, usage: run.usage });
   const keep = (response: WireObject): void => {
     if (prepared.request.store) store.set({ response, input: prepared.ownItems, history: prepared.history });

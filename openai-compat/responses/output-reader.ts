@@ -1,24 +1,36 @@
-// How a response's generated text is read into output parts as it streams: through the tool
-// plan's call format (the model's tool_call_parser, or the constraint's format under tool_choice
-// required / named) when tools are read, else all of it as content.
+// How a response's generated text is read into output parts as it streams: the shared
+// assistant-output reader (src/assistant-output) splits the model's thinking block off first
+// (its reasoning_parser), then reads the answer's function calls through the tool plan's format
+// (the model's tool_call_parser, or the constraint's under tool_choice required / named). The
+// reasoning tokens usage reports are counted on token ids, as the engine budgets them.
 
-import { ToolCallStream } from '../../src/tool-calls/index.js';
+import { AssistantOutputStream } from '../../src/assistant-output/index.js';
+import type { GenerationEvent, ProcessedRequest } from '../../src/contracts/text-generation.js';
+import { ThinkingTokenCounter } from '../../src/reasoning/index.js';
+import type { LlmModel } from '../../src/serving/llm-backend.js';
 import type { ChatToolPlan } from '../tool-calls.js';
 import type { OutputPart } from './output-events.js';
 
-export interface OutputReader {
-  /** The parts newly generated text adds; `last` releases whatever was held back. */
-  push(text: string, last: boolean): OutputPart[];
-}
+export class OutputReader {
+  private readonly stream: AssistantOutputStream;
+  private readonly thinking: ThinkingTokenCounter | null;
 
-export function outputReader(plan: ChatToolPlan): OutputReader {
-  if (plan.format === null) return { push: (text) => (text === '' ? [] : [{ kind: 'content', text }]) };
-  const calls = new ToolCallStream(plan.format, plan.maxCalls === undefined ? {} : { maxCalls: plan.maxCalls });
-  return {
-    push(text, last) {
-      const parts: OutputPart[] = text === '' ? [] : calls.push(text);
-      if (last) parts.push(...calls.finish());
-      return parts;
-    },
-  };
+  constructor(model: LlmModel, prepared: ProcessedRequest, plan: ChatToolPlan) {
+    this.stream = new AssistantOutputStream({ reasoning: model.reasoningOf(prepared), toolCalls: plan.format, maxCalls: plan.maxCalls });
+    const spec = prepared.request.thinking;
+    this.thinking = spec ? new ThinkingTokenCounter(spec) : null;
+  }
+
+  /** Tokens inside the thinking block so far (usage's reasoning_tokens). */
+  get reasoningTokens(): number {
+    return this.thinking?.count ?? 0;
+  }
+
+  /** The parts an engine event adds; its last event releases whatever was held back. */
+  push(event: GenerationEvent): OutputPart[] {
+    this.thinking?.push(event.tokenIds);
+    const parts: OutputPart[] = this.stream.push(event.text);
+    if (event.finishReason !== null) parts.push(...this.stream.finish());
+    return parts;
+  }
 }

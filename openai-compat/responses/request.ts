@@ -10,9 +10,12 @@ import { CONSTRAINT_FIELDS, readWireParams, wireFieldNames, type WireParams, typ
 import { OpenAIRequestError, unsupportedParameter } from '../errors.js';
 import { checkFields, checkNoOps, requireModel, type Body } from '../request-fields.js';
 
-/** The vocabulary under Responses' names: max_output_tokens for max_tokens; output constraints come in text.format; no logprobs output. */
+/**
+ * The vocabulary under Responses' names: max_output_tokens for max_tokens; output constraints
+ * come in text.format and the effort in reasoning.effort; no logprobs output.
+ */
 export const RESPONSES_VOCABULARY: WireVocabulary = {
-  omit: [...CONSTRAINT_FIELDS, 'logprobs', 'top_logprobs', 'max_tokens'],
+  omit: [...CONSTRAINT_FIELDS, 'logprobs', 'top_logprobs', 'max_tokens', 'reasoning_effort'],
   aliases: { max_output_tokens: 'max_tokens' },
 };
 
@@ -60,8 +63,6 @@ const FIELDS = new Set([
   ...wireFieldNames(RESPONSES_VOCABULARY),
   ...Object.keys(UNSUPPORTED),
 ]);
-
-export const REASONING_EFFORTS = ['none', 'minimal', 'low', 'medium', 'high', 'xhigh'] as const;
 
 export interface ResponsesRequest {
   /** The model as the client named it. */
@@ -118,8 +119,8 @@ export function readResponsesRequest(raw: Body): ResponsesRequest {
     input: raw.input,
     chatTools: { tools: tools.map(chatTool), tool_choice: chatToolChoice(raw.tool_choice), parallel_tool_calls: parallel },
     sampling: {
-      sampling: { ...wire.sampling, ...(format.responseFormat === null ? {} : { response_format: format.responseFormat }) },
-      wireNames: { ...wire.wireNames, response_format: 'text.format' },
+      sampling: { ...wire.sampling, ...(format.responseFormat === null ? {} : { response_format: format.responseFormat }), ...(effort === null ? {} : { reasoning_effort: effort }) },
+      wireNames: { ...wire.wireNames, response_format: 'text.format', reasoning_effort: 'reasoning.effort' },
     },
     chatTemplateKwargs: thinking === null ? kwargs : { ...thinking, ...kwargs },
     echo: {
@@ -141,19 +142,18 @@ export function readResponsesRequest(raw: Body): ResponsesRequest {
   };
 }
 
-/** reasoning.effort: "none" turns the template's thinking off (Qwen3's enable_thinking); the others leave it on. */
-function reasoningSettings(reasoning: unknown): { effort: string | null; kwargs: Record<string, unknown> | null } {
+/**
+ * reasoning.effort goes to the vocabulary's reasoning_effort (checked there; each level a
+ * thinking-token budget); "none" also turns the template's thinking off (Qwen3's enable_thinking).
+ */
+function reasoningSettings(reasoning: unknown): { effort: unknown; kwargs: Record<string, unknown> | null } {
   if (absent(reasoning)) return { effort: null, kwargs: null };
   if (!isObject(reasoning)) throw invalidArg('reasoning must be an object', 'reasoning');
   for (const key of Object.keys(reasoning)) if (key !== 'effort' && key !== 'summary' && !absent(reasoning[key])) throw unsupportedParameter(`reasoning.${key}`);
   // Summaries are written by a second model pass this server does not make; "auto" leaves it to the server.
   if (!absent(reasoning.summary) && reasoning.summary !== 'auto') throw unsupportedParameter('reasoning.summary', 'other than "auto" is not supported by this server (no summaries are generated)');
   const effort = reasoning.effort ?? null;
-  if (effort === null) return { effort: null, kwargs: null };
-  if (typeof effort !== 'string' || !(REASONING_EFFORTS as readonly string[]).includes(effort)) {
-    throw invalidArg(`reasoning.effort must be one of ${REASONING_EFFORTS.join(', ')}, got ${JSON.stringify(effort)}`, 'reasoning.effort');
-  }
-  return { effort, kwargs: { enable_thinking: effort !== 'none' } };
+  return { effort, kwargs: effort === 'none' ? { enable_thinking: false } : null };
 }
 
 /** text.format as response_format (null: unconstrained) and as the response echoes it. */

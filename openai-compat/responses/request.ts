@@ -1,8 +1,8 @@
 // A /v1/responses create request read into what the chat machinery takes: the fields checked
 // (unknown ones and ones this server cannot honour refused with a 400 naming them), the flat
 // Responses tools and tool_choice put in chat's shape for the tool plan, text.format put in
-// response_format's shape for the structured-output vocabulary, reasoning.effort mapped onto the
-// chat template's thinking switch, and the fields a response object echoes back. Errors from
+// response_format's shape for the structured-output vocabulary, reasoning.effort as the
+// vocabulary's reasoning_effort, and the fields a response object echoes back. Errors from
 // the shared checks are reworded into Responses' names (tools[0].name, text.format.schema).
 
 import { ConveyorError, invalidArg } from '../../src/errors.js';
@@ -104,7 +104,7 @@ export function readResponsesRequest(raw: Body): ResponsesRequest {
   if (metadata !== null && !(isObject(metadata) && Object.values(metadata).every((v) => typeof v === 'string'))) throw invalidArg('metadata must be an object of string values', 'metadata');
   const kwargs = raw.chat_template_kwargs ?? null;
   if (kwargs !== null && !isObject(kwargs)) throw invalidArg('chat_template_kwargs must be an object', 'chat_template_kwargs');
-  const { effort, kwargs: thinking } = reasoningSettings(raw.reasoning);
+  const effort = reasoningEffort(raw.reasoning);
   const format = textFormat(raw.text);
   const tools = flatTools(raw.tools);
   const wire = readWireParams(raw, RESPONSES_VOCABULARY);
@@ -122,7 +122,7 @@ export function readResponsesRequest(raw: Body): ResponsesRequest {
       sampling: { ...wire.sampling, ...(format.responseFormat === null ? {} : { response_format: format.responseFormat }), ...(effort === null ? {} : { reasoning_effort: effort }) },
       wireNames: { ...wire.wireNames, response_format: 'text.format', reasoning_effort: 'reasoning.effort' },
     },
-    chatTemplateKwargs: thinking === null ? kwargs : { ...thinking, ...kwargs },
+    chatTemplateKwargs: kwargs,
     echo: {
       instructions: raw.instructions ?? null,
       max_output_tokens: raw.max_output_tokens ?? null,
@@ -143,17 +143,16 @@ export function readResponsesRequest(raw: Body): ResponsesRequest {
 }
 
 /**
- * reasoning.effort goes to the vocabulary's reasoning_effort (checked there; each level a
- * thinking-token budget); "none" also turns the template's thinking off (Qwen3's enable_thinking).
+ * reasoning.effort is the vocabulary's reasoning_effort: checked there, each level a
+ * thinking-token budget, "none" the template's thinking switch off (the input processor's rule).
  */
-function reasoningSettings(reasoning: unknown): { effort: unknown; kwargs: Record<string, unknown> | null } {
-  if (absent(reasoning)) return { effort: null, kwargs: null };
+function reasoningEffort(reasoning: unknown): unknown {
+  if (absent(reasoning)) return null;
   if (!isObject(reasoning)) throw invalidArg('reasoning must be an object', 'reasoning');
   for (const key of Object.keys(reasoning)) if (key !== 'effort' && key !== 'summary' && !absent(reasoning[key])) throw unsupportedParameter(`reasoning.${key}`);
   // Summaries are written by a second model pass this server does not make; "auto" leaves it to the server.
   if (!absent(reasoning.summary) && reasoning.summary !== 'auto') throw unsupportedParameter('reasoning.summary', 'other than "auto" is not supported by this server (no summaries are generated)');
-  const effort = reasoning.effort ?? null;
-  return { effort, kwargs: effort === 'none' ? { enable_thinking: false } : null };
+  return reasoning.effort ?? null;
 }
 
 /** text.format as response_format (null: unconstrained) and as the response echoes it. */

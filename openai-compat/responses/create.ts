@@ -6,7 +6,8 @@
 // `error` event and response.failed). Every event carries its sequence_number. A stream's
 // headers go out with the first engine event, so a request refused before it produces anything
 // (overload, a bad prompt) still gets a plain HTTP error. With store (the default) the finished
-// response is kept for previous_response_id, GET, input_items and DELETE.
+// response is kept for previous_response_id, GET, input_items and DELETE; background: true
+// answers at once and generates detached (background.ts).
 
 import type { FastifyReply } from 'fastify';
 import type { GenerationEvent, ProcessedRequest } from '../../src/contracts/text-generation.js';
@@ -19,6 +20,7 @@ import { requireObject } from '../request-fields.js';
 import { SseWriter } from '../sse.js';
 import { chatToolPlan, keepsSpecialTokens, type ChatToolPlan } from '../tool-calls.js';
 import { inputItems, itemsToMessages, type Item } from './input-items.js';
+import { runInBackground } from './background.js';
 import { newItemId, ResponseOutput, type OutputEvent, type WireObject } from './output-events.js';
 import { OutputReader } from './output-reader.js';
 import { inResponsesTerms, readResponsesRequest, type ResponsesRequest } from './request.js';
@@ -90,12 +92,22 @@ export async function createResponse(ctx: OpenAIContext, store: ResponseStore, b
   const prepared = await prepare(ctx, store, body);
   const engineInput = await inResponsesTerms(() => prepared.model.prepare(prepared.input));
   const identity: ResponseIdentity = { id: newItemId('resp'), createdAt: Math.floor(Date.now() / 1000), model: prepared.request.model };
-  const events = runChoices(prepared.model, [engineInput], signal, ctx.admission);
+  // A background response outlives its request: only cancel stops it.
+  const controller = new AbortController();
+  const events = runChoices(prepared.model, [engineInput], prepared.request.background ? controller.signal : signal, ctx.admission);
   const run = new ResponseRun(prepared.model, engineInput, prepared.plan);
   const snapshot = (): WireObject => responseObject(identity, prepared.request.echo, { status: run.status, output: run.output.items, usage: run.usage });
   const keep = (response: WireObject): void => {
     if (prepared.request.store) store.set({ response, input: prepared.ownItems, history: prepared.history });
   };
+  if (prepared.request.background) {
+    run.status = 'queued';
+    const queued = snapshot();
+    keep(queued);
+    runInBackground(store, { id: identity.id, events, run, snapshot, keep, controller });
+    reply.header('x-request-id', identity.id);
+    return queued;
+  }
   if (prepared.request.stream) {
     await streamResponse(ctx, reply, identity.id, events, run, snapshot, keep);
     return reply;

@@ -24,7 +24,6 @@ const absent = (v: unknown): boolean => v === undefined || v === null;
 
 /** Responses fields this server refuses, each with the test for a value that needs the missing feature. */
 const UNSUPPORTED: Readonly<Record<string, (value: unknown) => boolean>> = {
-  background: (v) => v !== false,
   include: (v) => !(Array.isArray(v) && v.length === 0),
   truncation: (v) => v !== 'disabled',
   service_tier: (v) => v !== 'auto' && v !== 'default',
@@ -56,6 +55,7 @@ const FIELDS = new Set([
   'user',
   'stream',
   'previous_response_id',
+  'background',
   'safety_identifier',
   'prompt_cache_key',
   // vLLM's extension, e.g. {enable_thinking: false}.
@@ -69,6 +69,8 @@ export interface ResponsesRequest {
   readonly model: string;
   readonly stream: boolean;
   readonly store: boolean;
+  /** Answer at once with a queued response and generate detached from the client (GET polls, cancel aborts). */
+  readonly background: boolean;
   readonly previousResponseId: string | null;
   readonly instructions: string | null;
   readonly input: unknown;
@@ -110,10 +112,15 @@ export function readResponsesRequest(raw: Body): ResponsesRequest {
   const wire = readWireParams(raw, RESPONSES_VOCABULARY);
   const store = optionalBoolean(raw, 'store', true);
   const parallel = raw.parallel_tool_calls ?? true;
+  const stream = optionalBoolean(raw, 'stream', false);
+  const background = optionalBoolean(raw, 'background', false);
+  if (background && !store) throw invalidArg('background responses must be stored: store cannot be false with background true', 'store');
+  if (background && stream) throw unsupportedParameter('background', 'together with stream is not supported by this server (poll GET /v1/responses/{id} instead)');
   return {
     model,
-    stream: optionalBoolean(raw, 'stream', false),
+    stream,
     store,
+    background,
     previousResponseId: optionalString(raw, 'previous_response_id'),
     instructions: optionalString(raw, 'instructions'),
     input: raw.input,
@@ -124,6 +131,7 @@ export function readResponsesRequest(raw: Body): ResponsesRequest {
     },
     chatTemplateKwargs: kwargs,
     echo: {
+      background,
       instructions: raw.instructions ?? null,
       max_output_tokens: raw.max_output_tokens ?? null,
       metadata: metadata ?? {},

@@ -7,7 +7,7 @@
 import type { Usage } from '../../src/contracts/text-generation.js';
 import type { WireObject } from './output-events.js';
 
-export type ResponseStatus = 'in_progress' | 'completed' | 'incomplete' | 'failed' | 'cancelled';
+export type ResponseStatus = 'queued' | 'in_progress' | 'completed' | 'incomplete' | 'failed' | 'cancelled';
 
 export interface ResponseIdentity {
   readonly id: string;
@@ -35,14 +35,14 @@ export function wireUsage(usage: Usage, reasoningTokens: number): WireObject {
 const nowSeconds = (): number => Math.floor(Date.now() / 1000);
 
 export function responseObject(identity: ResponseIdentity, echo: Readonly<Record<string, unknown>>, state: ResponseState): WireObject {
-  const { instructions, max_output_tokens, metadata, parallel_tool_calls, previous_response_id, reasoning, store, temperature, text, tool_choice, tools, top_p, truncation, user } = echo;
-  const finished = state.status !== 'in_progress';
+  const { background, instructions, max_output_tokens, metadata, parallel_tool_calls, previous_response_id, reasoning, store, temperature, text, tool_choice, tools, top_p, truncation, user } = echo;
+  const finished = state.status !== 'in_progress' && state.status !== 'queued';
   return {
     id: identity.id,
     object: 'response',
     created_at: identity.createdAt,
     status: state.status,
-    background: false,
+    background,
     completed_at: state.status === 'completed' ? nowSeconds() : null,
     error: state.error ?? null,
     // A length stop is the only way this server leaves a response incomplete.

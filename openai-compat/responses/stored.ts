@@ -1,6 +1,6 @@
 // The stored responses (store: true) and the routes that read them: GET /v1/responses/{id},
 // GET /v1/responses/{id}/input_items, DELETE /v1/responses/{id} and POST
-// /v1/responses/{id}/cancel. Each entry keeps the response object, its own input items (ids
+// /v1/responses/{id}/cancel (background.ts runs the cancellable ones). Each entry keeps the response object, its own input items (ids
 // assigned where the client sent none, as input_items lists them) and the whole conversation
 // before its output, which a previous_response_id follow-up continues. The entries live in a
 // bounded ExpiringStore (--responses-store-size, --responses-store-ttl-secs).
@@ -33,6 +33,8 @@ export function responseNotFound(id: string): OpenAIRequestError {
 
 export class ResponseStore {
   private readonly entries: ExpiringStore<StoredResponse>;
+  /** Background responses still generating: each one's cancel. */
+  private readonly running = new Map<string, () => Promise<WireObject>>();
 
   constructor(options: StoreOptions) {
     this.entries = new ExpiringStore(options);
@@ -74,9 +76,23 @@ export class ResponseStore {
     return { id, object: 'response', deleted: true };
   }
 
-  /** POST /v1/responses/{id}/cancel: only background responses can be cancelled, and this server runs none. */
-  cancel(id: string): never {
-    this.retrieve(id);
+  track(id: string, cancel: () => Promise<WireObject>): void {
+    this.running.set(id, cancel);
+  }
+
+  untrack(id: string): void {
+    this.running.delete(id);
+  }
+
+  /**
+   * POST /v1/responses/{id}/cancel: a running background response is aborted and answered
+   * cancelled; a finished background one is answered as it stands; others were never cancellable.
+   */
+  async cancel(id: string): Promise<WireObject> {
+    const running = this.running.get(id);
+    if (running !== undefined) return running();
+    const response = this.retrieve(id);
+    if (response.background === true) return response;
     throw new OpenAIRequestError('INVALID_ARG', 'Cannot cancel a synchronous response.', undefined, null);
   }
 

@@ -365,6 +365,31 @@ describe('stored responses', () => {
   });
 });
 
+/** The SDK adds its output_text helper to create and retrieve answers, not to cancel's. */
+const withoutHelper = ({ output_text: _, ...wire }: OpenAI.Responses.Response): Omit<OpenAI.Responses.Response, 'output_text'> => wire;
+
+describe('background responses', () => {
+  it('answers queued at once; GET polls it to completed', async () => {
+    const queued = await client.responses.create({ ...base, input: 'Later', background: true });
+    expect(queued).toMatchObject({ status: 'queued', background: true, output: [], usage: null });
+    await vi.waitFor(async () => expect((await client.responses.retrieve(queued.id)).status).toBe('incomplete'), { timeout: 30_000, interval: 50 });
+    const done = await client.responses.retrieve(queued.id);
+    expect(done).toMatchObject({ id: queued.id, background: true, incomplete_details: { reason: 'max_output_tokens' }, usage: { output_tokens: 8 } });
+    expect(done.output).toMatchObject([{ type: 'message', status: 'incomplete' }]);
+    // Cancelling a finished background response answers it as it stands.
+    expect(withoutHelper(await client.responses.cancel(queued.id))).toEqual(withoutHelper(done));
+  });
+
+  it('cancel aborts a running one: status cancelled, the engine idle and its KV blocks back', async () => {
+    const queued = await client.responses.create({ model: 'qwen3', input: 'Go on', background: true, max_output_tokens: 2000, ignore_eos: true } as never);
+    await vi.waitFor(async () => expect((await client.responses.retrieve(queued.id)).status).toBe('in_progress'), { timeout: 30_000, interval: 20 });
+    const cancelled = await client.responses.cancel(queued.id);
+    expect(cancelled).toMatchObject({ id: queued.id, status: 'cancelled', background: true });
+    expect(withoutHelper(await client.responses.retrieve(queued.id))).toEqual(withoutHelper(cancelled));
+    await vi.waitFor(() => expect(model.engine.numActive === 0 && (model.engine.stats?.kvCacheUsage ?? 0) === 0).toBe(true), { timeout: 30_000, interval: 20 });
+  });
+});
+
 describe('bad requests', () => {
   it.each<[string, Record<string, unknown>, string]>([
     ['an unknown field', { input: 'x', frobnicate: 1 }, 'frobnicate'],
@@ -375,12 +400,13 @@ describe('bad requests', () => {
     ['an invalid text.format schema', { input: 'x', text: { format: { type: 'json_schema', name: 'a', schema: { type: 'object', properties: { a: { type: 1 } } } } } }, 'text.format.schema'],
     ['an unknown text.format type', { input: 'x', text: { format: { type: 'yaml' } } }, 'text.format.type'],
     ['a bad max_output_tokens', { input: 'x', max_output_tokens: 0 }, 'max_output_tokens'],
-    ['background mode', { input: 'x', background: true }, 'background'],
+    ['background with store false', { input: 'x', background: true, store: false }, 'store'],
+    ['background with stream', { input: 'x', background: true, stream: true }, 'background'],
     ['an unknown item type', { input: [{ type: 'computer_call' }] }, 'input[0].type'],
     ['an image part', { input: [{ role: 'user', content: [{ type: 'input_image', image_url: 'x' }] }] }, 'input[0].content[0].type'],
     ['a bad role', { input: [{ role: 'robot', content: 'x' }] }, 'input[0].role'],
     ['chat fields', { input: 'x', messages: [] }, 'messages'],
-  ])('refuses %s with a 400 naming %s', async (_, extra, param) => {
+  ])('refuses %s with a 400 naming the field', async (_, extra, param) => {
     const error = await client.responses.create({ model: 'qwen3', ...extra } as never).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(BadRequestError);
     expect(error).toMatchObject({ status: 400, param, type: 'invalid_request_error' });

@@ -83,7 +83,7 @@ class ResponseRun {
     const events = this.output.push(this.reader.push(event));
     if (!last) return events;
     this.status = event.finishReason === 'length' ? 'incomplete' : 'completed';
-    this.usage = wireUsage(event.usage, this.reader.reasoningTokens);
+    this.usage = wireUsage(event.usage);
     return [...events, ...this.output.finish(this.status)];
   }
 }

@@ -22,12 +22,13 @@ export interface ResponseState {
   readonly error?: { readonly code: string; readonly message: string } | null;
 }
 
-export function wireUsage(usage: Usage, reasoningTokens: number): WireObject {
+/** Reasoning tokens are the output processor's count on token ids (0 for a model without a reasoning parser). */
+export function wireUsage(usage: Usage): WireObject {
   return {
     input_tokens: usage.promptTokens,
     input_tokens_details: { cached_tokens: usage.cachedTokens },
     output_tokens: usage.completionTokens,
-    output_tokens_details: { reasoning_tokens: reasoningTokens },
+    output_tokens_details: { reasoning_tokens: usage.reasoningTokens ?? 0 },
     total_tokens: usage.promptTokens + usage.completionTokens,
   };
 }

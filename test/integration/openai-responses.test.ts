@@ -273,6 +273,49 @@ describe('reasoning', () => {
     expect(comparable(final)).toEqual(comparable(whole));
   });
 
+  it('a thinking budget closes the block: a reasoning item, then the answer as a message, streamed in that order', async () => {
+    const params = { ...base, model: 'thinker', input: 'Think briefly', max_output_tokens: 12, max_thinking_tokens: 3 } as never as OpenAI.Responses.ResponseCreateParamsNonStreaming;
+    const whole = await client.responses.create(params);
+    expect(whole.output.map((item) => item.type)).toEqual(['reasoning', 'message']);
+    expect(whole.output[0]).toMatchObject({ status: 'completed' });
+    expect(whole.usage!.output_tokens_details.reasoning_tokens).toBe(3);
+    const { events, final } = await streamed(params);
+    const [reasoning, message] = final.output;
+    const reasoningDeltas = events.filter((e) => e.type === 'response.reasoning_text.delta').length;
+    const textDeltas = events.filter((e) => e.type === 'response.output_text.delta').length;
+    expect(events.map((e) => e.type)).toEqual([
+      'response.created',
+      'response.in_progress',
+      'response.output_item.added',
+      'response.content_part.added',
+      ...Array(reasoningDeltas).fill('response.reasoning_text.delta'),
+      'response.reasoning_text.done',
+      'response.content_part.done',
+      'response.output_item.done',
+      ...itemEventTypes(message!, textDeltas),
+      'response.incomplete',
+    ]);
+    expect(events.filter((e) => e.type === 'response.output_item.added').map((e) => e.output_index)).toEqual([0, 1]);
+    expect(events.find((e) => e.type === 'response.output_item.done')).toMatchObject({ item: reasoning });
+    expect(comparable(final)).toEqual(comparable(whole));
+  });
+
+  it('tool_choice required after thinking: the call is read from the answer only and fits the schema', async () => {
+    const response = await client.responses.create({
+      ...base,
+      model: 'thinker',
+      input: 'Weather?',
+      max_output_tokens: 120,
+      max_thinking_tokens: 2,
+      tools: [weather],
+      tool_choice: 'required',
+      parallel_tool_calls: false,
+    } as never as OpenAI.Responses.ResponseCreateParamsNonStreaming);
+    expect(response.output.map((item) => item.type)).toEqual(['reasoning', 'function_call']);
+    const call = response.output[1] as OpenAI.Responses.ResponseFunctionToolCall;
+    expect(new Ajv().validate(weather.parameters, JSON.parse(call.arguments))).toBe(true);
+  });
+
   it('takes reasoning.effort (none turns the template thinking off) and refuses an unknown effort naming reasoning.effort', async () => {
     const thinking = await client.responses.create({ ...base, input: 'Hi' });
     const off = await client.responses.create({ ...base, input: 'Hi', reasoning: { effort: 'none' } });

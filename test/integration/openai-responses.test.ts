@@ -32,6 +32,9 @@ beforeAll(async () => {
 afterAll(async () => server?.stop());
 
 const base = { model: 'qwen3', temperature: 0, max_output_tokens: 8 } as const;
+type CreateParams = OpenAI.Responses.ResponseCreateParamsNonStreaming;
+/** A request with vLLM's sampling extensions (max_thinking_tokens, ignore_eos), which the SDK's types do not list. */
+const extended = (params: CreateParams, extensions: Readonly<Record<string, number | boolean>>): CreateParams => ({ ...params, ...extensions });
 const weather = {
   type: 'function',
   name: 'get_weather',
@@ -274,7 +277,7 @@ describe('reasoning', () => {
   });
 
   it('a thinking budget closes the block: a reasoning item, then the answer as a message, streamed in that order', async () => {
-    const params = { ...base, model: 'thinker', input: 'Think briefly', max_output_tokens: 12, max_thinking_tokens: 3 } as never as OpenAI.Responses.ResponseCreateParamsNonStreaming;
+    const params = extended({ ...base, model: 'thinker', input: 'Think briefly', max_output_tokens: 12 }, { max_thinking_tokens: 3 });
     const whole = await client.responses.create(params);
     expect(whole.output.map((item) => item.type)).toEqual(['reasoning', 'message']);
     expect(whole.output[0]).toMatchObject({ status: 'completed' });
@@ -301,16 +304,20 @@ describe('reasoning', () => {
   });
 
   it('tool_choice required after thinking: the call is read from the answer only and fits the schema', async () => {
-    const response = await client.responses.create({
-      ...base,
-      model: 'thinker',
-      input: 'Weather?',
-      max_output_tokens: 120,
-      max_thinking_tokens: 2,
-      tools: [weather],
-      tool_choice: 'required',
-      parallel_tool_calls: false,
-    } as never as OpenAI.Responses.ResponseCreateParamsNonStreaming);
+    const response = await client.responses.create(
+      extended(
+        {
+          ...base,
+          model: 'thinker',
+          input: 'Weather?',
+          max_output_tokens: 120,
+          tools: [weather],
+          tool_choice: 'required',
+          parallel_tool_calls: false,
+        },
+        { max_thinking_tokens: 2 },
+      ),
+    );
     expect(response.output.map((item) => item.type)).toEqual(['reasoning', 'function_call']);
     const call = response.output[1] as OpenAI.Responses.ResponseFunctionToolCall;
     expect(new Ajv().validate(weather.parameters, JSON.parse(call.arguments))).toBe(true);
@@ -424,7 +431,7 @@ describe('background responses', () => {
   });
 
   it('cancel aborts a running one: status cancelled, the engine idle and its KV blocks back', async () => {
-    const queued = await client.responses.create({ model: 'qwen3', input: 'Go on', background: true, max_output_tokens: 2000, ignore_eos: true } as never);
+    const queued = await client.responses.create(extended({ model: 'qwen3', input: 'Go on', background: true, max_output_tokens: 2000 }, { ignore_eos: true }));
     await vi.waitFor(async () => expect((await client.responses.retrieve(queued.id)).status).toBe('in_progress'), { timeout: 30_000, interval: 20 });
     const cancelled = await client.responses.cancel(queued.id);
     expect(cancelled).toMatchObject({ id: queued.id, status: 'cancelled', background: true });

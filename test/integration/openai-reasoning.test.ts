@@ -37,6 +37,10 @@ interface Reasoning {
   reasoning?: string | null;
 }
 
+/** The SDK's request type plus the vLLM and budget fields this server adds. */
+type ReasoningParams<P> = P & { ignore_eos?: boolean; max_thinking_tokens?: number; thinking_token_budget?: number; structured_outputs?: { choice: string[] } };
+const params = (p: ReasoningParams<OpenAI.ChatCompletionCreateParamsNonStreaming>) => p;
+
 /** The raw text the same weights generate for the request, read as deepseek_r1 reads it. */
 async function expectedReading(extra: Record<string, unknown> = {}) {
   const raw = await client.chat.completions.create({ ...greedy, model: 'plain', ...extra });
@@ -134,6 +138,58 @@ describe('reasoning_effort and the thinking budget fields', () => {
     }
     const error = await client.completions.create({ model: 'r1', prompt: 'x', max_tokens: 2, reasoning_effort: 'low' } as never).catch((e: unknown) => e);
     expect(error).toMatchObject({ status: 400, param: 'reasoning_effort', code: 'unsupported_parameter' });
+  });
+});
+
+describe('the thinking budget, ended by the engine', () => {
+  const reasoningOf = (completion: OpenAI.ChatCompletion) => completion.choices[0]!.message as OpenAI.ChatCompletionMessage & Reasoning;
+
+  it('max_thinking_tokens cuts the reasoning at the budget: the engine writes </think> and an answer follows', async () => {
+    // The same weights' first 3 tokens, unforced: what the 3 thinking tokens read as.
+    const firstThree = (await client.chat.completions.create({ ...greedy, model: 'plain', max_tokens: 3 })).choices[0]!.message.content!;
+    for (const budget of [{ max_thinking_tokens: 3 }, { thinking_token_budget: 3 }]) {
+      const completion = await client.chat.completions.create(params({ ...greedy, model: 'r1', max_tokens: 10, ignore_eos: true, ...budget }));
+      const message = reasoningOf(completion);
+      expect(message.reasoning_content).toBe(firstThree.trim());
+      expect(completion.usage!.completion_tokens_details).toEqual({ reasoning_tokens: 3 });
+      // 3 thinking tokens and </think> leave 6 answer tokens.
+      expect(message.content).not.toBeNull();
+      expect(message.content).not.toContain('</think>');
+    }
+  });
+
+  it('streamed, the budget gives the same reasoning and answer as the whole response', async () => {
+    const request = params({ ...greedy, model: 'r1', max_tokens: 10, ignore_eos: true, max_thinking_tokens: 2 });
+    const whole = reasoningOf(await client.chat.completions.create(request));
+    const streaming: ReasoningParams<OpenAI.ChatCompletionCreateParamsStreaming> = { ...request, stream: true };
+    const stream = await client.chat.completions.create(streaming);
+    let reasoning = '';
+    let content = '';
+    for await (const chunk of stream) {
+      const delta = chunk.choices[0]?.delta as (OpenAI.ChatCompletionChunk.Choice.Delta & Reasoning) | undefined;
+      reasoning += delta?.reasoning_content ?? '';
+      content += delta?.content ?? '';
+    }
+    expect(reasoning).toBe(whole.reasoning_content);
+    expect(content).toBe(whole.content);
+  });
+
+  it('reasoning_effort none closes the block at once: no reasoning, all answer', async () => {
+    const completion = await client.chat.completions.create(params({ ...greedy, model: 'r1', reasoning_effort: 'none', ignore_eos: true }));
+    const message = reasoningOf(completion);
+    expect(message.reasoning_content).toBeNull();
+    expect(message.content).not.toBeNull();
+    expect(completion.usage!.completion_tokens_details).toEqual({ reasoning_tokens: 0 });
+  });
+
+  it('structured output constrains the answer after the block, not the thinking', async () => {
+    const completion = await client.chat.completions.create(params({ ...greedy, model: 'r1', max_tokens: 16, max_thinking_tokens: 4, structured_outputs: { choice: ['yes', 'no'] } }));
+    const choice = completion.choices[0]!;
+    const message = choice.message as OpenAI.ChatCompletionMessage & Reasoning;
+    expect(message.reasoning_content).not.toBeNull();
+    expect(['yes', 'no']).toContain(message.content);
+    expect(choice.finish_reason).toBe('stop');
+    expect(completion.usage!.completion_tokens_details).toEqual({ reasoning_tokens: 4 });
   });
 });
 

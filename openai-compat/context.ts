@@ -23,6 +23,9 @@ export interface OpenAIOptions {
   readonly jsonMaxDepth?: number;
   /** An SSE client that reads nothing this long while output waits is dropped (default: the limits table's). */
   readonly streamSendTimeoutMs?: number;
+  /** /v1/responses store: most responses kept, and for how long (default: the limits table's). */
+  readonly responsesStoreSize?: number;
+  readonly responsesStoreTtlSecs?: number;
 }
 
 export class OpenAIContext {

@@ -1,5 +1,5 @@
 // The OpenAI-compatible front end as a fastify plugin, registered beside the KServe routes on the
-// HTTP port: /v1/* (models, chat/completions, completions, embeddings) and vLLM's /tokenize and
+// HTTP port: /v1/* (models, chat/completions, completions, embeddings, responses) and vLLM's /tokenize and
 // /detokenize, all behind the API keys (src/server/http/access.ts guards every route on the port). Both halves parse every body as JSON whatever its
 // Content-Type (curl -d sends form encoding), answer every failure in OpenAI's error shape, and
 // add CORS headers only when configured. An unknown /v1 path is a 404 in the same shape.
@@ -16,6 +16,7 @@ import { createEmbeddings } from './embeddings.js';
 import { OpenAIRequestError, sendOpenAIError } from './errors.js';
 import { listModels, retrieveModel } from './models.js';
 import { corsHook } from './cors.js';
+import { responsesRoutes } from './responses/routes.js';
 import { detokenize, tokenize } from './tokenize.js';
 
 export type { OpenAIOptions } from './context.js';
@@ -49,6 +50,7 @@ function v1Routes(ctx: OpenAIContext): FastifyPluginAsync {
     app.post('/chat/completions', (request, reply) => chatCompletions(ctx, request.body, reply, signalOf(reply)));
     app.post('/completions', (request, reply) => completions(ctx, request.body, reply, signalOf(reply)));
     app.post('/embeddings', (request, reply) => createEmbeddings(ctx, request.body, signalOf(reply)));
+    responsesRoutes(app, ctx, signalOf);
     // Preflights reach the CORS hook through a route; with CORS off they fall to the 404 below.
     if (ctx.options.corsAllowOrigins.length > 0) app.options('/*', async (_request, reply) => reply.code(204).send());
     app.setNotFoundHandler((request: FastifyRequest, reply: FastifyReply) =>

@@ -41,6 +41,11 @@ export class SseWriter {
     return this.write(`data: ${JSON.stringify(payload)}\n\n`);
   }
 
+  /** A named event (`event: <name>`), as the Responses API streams them. */
+  sendEvent(name: string, payload: unknown): Promise<void> {
+    return this.write(`event: ${name}\ndata: ${JSON.stringify(payload)}\n\n`);
+  }
+
   /** The terminating event, then the end of the response. */
   async done(): Promise<void> {
     await this.write('data: [DONE]\n\n');

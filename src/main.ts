@@ -79,6 +79,8 @@ export async function startServer(options: ServerOptions, start: StartOptions): 
       jsonMaxBodyBytes: limits.jsonMaxBodyBytes,
       jsonMaxDepth: limits.jsonMaxDepth,
       streamSendTimeoutMs: limits.streamSendTimeoutSecs * 1000,
+      responsesStoreSize: limits.responsesStoreSize,
+      responsesStoreTtlSecs: limits.responsesStoreTtlSecs,
     }),
   );
   await http.listen({ host: options.host, port: options.httpPort });

@@ -41,6 +41,8 @@ export const LIMITS = {
     unit: 'secs',
     help: 'an SSE client (OpenAI streams, generate_stream) that reads nothing for this long while output waits is dropped',
   },
+  responsesStoreSize: { flag: '--responses-store-size', default: 1000, unit: 'count', help: 'responses /v1/responses keeps for previous_response_id and GET (store: true); the oldest go first' },
+  responsesStoreTtlSecs: { flag: '--responses-store-ttl-secs', default: 3600, unit: 'secs', help: 'a stored /v1/responses response is forgotten this long after it finished' },
   grpcMaxConcurrentStreams: { flag: '--grpc-max-concurrent-streams', default: 128, unit: 'count', help: 'concurrent calls (HTTP/2 streams) per gRPC connection' },
   grpcMaxMessageBytes: { flag: '--grpc-max-message-bytes', default: 2 ** 31 - 1, unit: 'bytes', help: "largest gRPC message received or sent (Triton's and tritonclient's INT32_MAX)" },
 } as const satisfies Record<string, LimitSpec>;

@@ -1,0 +1,182 @@
+// POST /v1/responses: the request read into one chat prompt (instructions, the stored
+// conversation of previous_response_id, the new input items), run as one choice through the
+// same admission and engine path as chat, and answered as a `response` object — whole, or as
+// the Responses event stream (response.created, response.in_progress, the output items' events,
+// then response.completed or response.incomplete; a failure after the stream opened is an
+// `error` event and response.failed). Every event carries its sequence_number. A stream's
+// headers go out with the first engine event, so a request refused before it produces anything
+// (overload, a bad prompt) still gets a plain HTTP error. With store (the default) the finished
+// response is kept for previous_response_id, GET, input_items and DELETE; background: true
+// answers at once and generates detached (background.ts).
+
+import type { FastifyReply } from 'fastify';
+import type { GenerationEvent, ProcessedRequest } from '../../src/contracts/text-generation.js';
+import { ConveyorError, invalidArg } from '../../src/errors.js';
+import type { GenerateInput, LlmModel } from '../../src/serving/llm-backend.js';
+import type { OpenAIContext } from '../context.js';
+import { OpenAIRequestError, openaiFailure } from '../errors.js';
+import { runChoices } from '../generation.js';
+import { requireObject } from '../request-fields.js';
+import { SseWriter } from '../sse.js';
+import { chatToolPlan, keepsSpecialTokens, type ChatToolPlan } from '../tool-calls.js';
+import { inputItems, itemsToMessages, type Item } from './input-items.js';
+import { runInBackground } from './background.js';
+import { newItemId, ResponseOutput, type OutputEvent, type WireObject } from './output-events.js';
+import { OutputReader } from './output-reader.js';
+import { inResponsesTerms, readResponsesRequest, type ResponsesRequest } from './request.js';
+import { responseObject, wireUsage, type ResponseIdentity, type ResponseStatus } from './response-object.js';
+import type { ResponseStore, StoredResponse } from './stored.js';
+
+export function previousNotFound(id: string): OpenAIRequestError {
+  return new OpenAIRequestError('INVALID_ARG', `Previous response with id '${id}' not found.`, 'previous_response_id', 'previous_response_not_found');
+}
+
+interface Prepared {
+  readonly request: ResponsesRequest;
+  readonly model: LlmModel;
+  readonly plan: ChatToolPlan;
+  readonly input: GenerateInput;
+  /** This request's own input items, item references resolved. */
+  readonly ownItems: readonly Item[];
+  /** Everything before this response's output: the previous response's history and output, then ownItems. */
+  readonly history: readonly Item[];
+}
+
+async function prepare(ctx: OpenAIContext, store: ResponseStore, body: unknown): Promise<Prepared> {
+  const request = readResponsesRequest(requireObject(body));
+  const model = ctx.llm(request.model);
+  const previous = request.previousResponseId === null ? null : store.get(request.previousResponseId);
+  if (previous === undefined) throw previousNotFound(request.previousResponseId!);
+  const ownItems = inputItems(request.input, (id, at) => store.item(id) ?? itemNotFound(id, at));
+  const earlier = previous === null ? [] : [...previous.history, ...(previous.response.output as Item[])];
+  const history = [...earlier, ...ownItems];
+  const messages = itemsToMessages(history, request.instructions, earlier.length);
+  const plan = await inResponsesTerms(() => chatToolPlan(request.chatTools, model));
+  const { sampling, wireNames } = request.sampling;
+  const input: GenerateInput = {
+    prompt: { kind: 'chat', messages, addGenerationPrompt: true, chatTemplateKwargs: request.chatTemplateKwargs, tools: plan.tools },
+    sampling: { ...sampling, skip_special_tokens: keepsSpecialTokens(plan, sampling.skip_special_tokens) },
+    wireNames,
+    ...(plan.grammar ? { grammar: { spec: plan.grammar, param: 'tool_choice' } } : {}),
+  };
+  return { request, model, plan, input, ownItems, history };
+}
+
+function itemNotFound(id: string, at: string): never {
+  throw invalidArg(`${at}: item with id '${id}' not found (item_reference needs a stored response's item)`, `${at}.id`);
+}
+
+/** One response's output as engine events arrive: the reader's parts become items and events. */
+class ResponseRun {
+  readonly output = new ResponseOutput();
+  private readonly reader: OutputReader;
+  status: ResponseStatus = 'in_progress';
+  usage: WireObject | null = null;
+
+  constructor(model: LlmModel, prepared: ProcessedRequest, plan: ChatToolPlan) {
+    this.reader = new OutputReader(model, prepared, plan);
+  }
+
+  onEvent(event: GenerationEvent): OutputEvent[] {
+    if (event.finishReason === 'abort') throw new ConveyorError('UNAVAILABLE', 'the generation was aborted by the server (shutting down or the engine stopped); retry the request');
+    const last = event.finishReason !== null;
+    const events = this.output.push(this.reader.push(event));
+    if (!last) return events;
+    this.status = event.finishReason === 'length' ? 'incomplete' : 'completed';
+    this.usage = wireUsage(event.usage);
+    return [...events, ...this.output.finish(this.status)];
+  }
+}
+
+export async function createResponse(ctx: OpenAIContext, store: ResponseStore, body: unknown, reply: FastifyReply, signal: AbortSignal): Promise<unknown> {
+  const prepared = await prepare(ctx, store, body);
+  const engineInput = await inResponsesTerms(() => prepared.model.prepare(prepared.input));
+  const identity: ResponseIdentity = { id: newItemId('resp'), createdAt: Math.floor(Date.now() / 1000), model: prepared.request.model };
+  // A background response outlives its request: only cancel stops it.
+  const controller = new AbortController();
+  const events = runChoices(prepared.model, [engineInput], prepared.request.background ? controller.signal : signal, ctx.admission);
+  const run = new ResponseRun(prepared.model, engineInput, prepared.plan);
+  const snapshot = (): WireObject => responseObject(identity, prepared.request.echo, { status: run.status, output: run.output.items, usage: run.usage });
+  const keep = (response: WireObject): void => {
+    if (prepared.request.store) store.set({ response, input: prepared.ownItems, history: prepared.history });
+  };
+  if (prepared.request.background) {
+    run.status = 'queued';
+    const queued = snapshot();
+    keep(queued);
+    runInBackground(store, { id: identity.id, events, run, snapshot, keep, controller });
+    reply.header('x-request-id', identity.id);
+    return queued;
+  }
+  if (prepared.request.stream) {
+    await streamResponse(ctx, reply, identity.id, events, run, snapshot, keep);
+    return reply;
+  }
+  for await (const { event } of events) run.onEvent(event);
+  const response = snapshot();
+  keep(response);
+  reply.header('x-request-id', identity.id);
+  return response;
+}
+
+async function streamResponse(
+  ctx: OpenAIContext,
+  reply: FastifyReply,
+  id: string,
+  events: AsyncIterable<{ readonly event: GenerationEvent }>,
+  run: ResponseRun,
+  snapshot: () => WireObject,
+  keep: (response: WireObject) => void,
+): Promise<void> {
+  reply.hijack();
+  const sse = new SseWriter(reply.raw, ctx.options.streamSendTimeoutMs);
+  let sequence = 0;
+  let opened = false;
+  const send = (event: OutputEvent): Promise<void> => sse.sendEvent(event.type, { ...event, sequence_number: sequence++ });
+  const open = async (): Promise<void> => {
+    if (opened) return;
+    opened = true;
+    sse.open({ ...hookHeaders(reply), 'x-request-id': id });
+    const response = snapshot();
+    await send({ type: 'response.created', response });
+    await send({ type: 'response.in_progress', response });
+  };
+  try {
+    for await (const { event } of events) {
+      // Leaving the loop ends the merged stream, which aborts the generation.
+      if (sse.isClosed) return;
+      await open();
+      for (const out of run.onEvent(event)) await send(out);
+    }
+    if (sse.isClosed) return;
+    await open();
+    const response = snapshot();
+    keep(response);
+    await send({ type: run.status === 'incomplete' ? 'response.incomplete' : 'response.completed', response });
+    sse.end();
+  } catch (error) {
+    if (sse.isClosed) return;
+    const failure = openaiFailure(error);
+    if (!opened) {
+      reply.raw.writeHead(failure.status, { ...hookHeaders(reply), ...failure.headers, 'content-type': 'application/json' });
+      reply.raw.end(JSON.stringify(failure.body));
+      return;
+    }
+    const { message, code, param } = failure.body.error;
+    await send({ type: 'error', code: code ?? failure.body.error.type, message, param });
+    run.status = 'failed';
+    const response = { ...snapshot(), error: { code: 'server_error', message } };
+    keep(response);
+    await send({ type: 'response.failed', response });
+    sse.end();
+  }
+}
+
+/** Headers fastify hooks already set on the reply (CORS), for a response written by hand. */
+function hookHeaders(reply: FastifyReply): Record<string, string | number | string[]> {
+  const out: Record<string, string | number | string[]> = {};
+  for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) out[name] = value;
+  return out;
+}
+
+export type { StoredResponse };

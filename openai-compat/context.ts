@@ -23,6 +23,8 @@ export interface OpenAIOptions {
   readonly jsonMaxDepth?: number;
   /** An SSE client that reads nothing this long while output waits is dropped (default: the limits table's). */
   readonly streamSendTimeoutMs?: number;
+  /** Shared with another front end (the Anthropic routes) so both count against one bound; default: a new one. */
+  readonly admission?: Admission;
 }
 
 export class OpenAIContext {
@@ -36,7 +38,7 @@ export class OpenAIContext {
     readonly service: ConveyorService,
     readonly options: OpenAIOptions,
   ) {
-    this.admission = new Admission(options.maxQueuedRequests);
+    this.admission = options.admission ?? new Admission(options.maxQueuedRequests);
     this.embeddings = new EmbeddingModels(service, options.modelRepository);
   }
 

@@ -30,6 +30,16 @@ export interface HttpRouteAccess {
 const accessOf = (request: FastifyRequest): AccessClass => request.routeOptions.config?.access ?? 'api';
 
 /**
+ * The key a request presents: `Authorization: Bearer <key>`, or Anthropic's `x-api-key: <key>`
+ * (what Anthropic's SDKs send) when there is no Authorization header. Either carries the same keys.
+ */
+function credentialOf(request: FastifyRequest): string | undefined {
+  const apiKey = request.headers['x-api-key'];
+  if (request.headers.authorization !== undefined || typeof apiKey !== 'string') return request.headers.authorization;
+  return `Bearer ${apiKey}`;
+}
+
+/**
  * Guards every route of `app` and lists them in `app.routeAccess`. Call it on a fresh app, before
  * anything is registered: fastify adds a root hook only to plugins registered after it.
  */
@@ -46,7 +56,7 @@ export function installAccessControl(app: FastifyInstance, policy: AccessPolicy)
   // answered by the route's own error handler, in its protocol's shape.
   app.addHook('preParsing', async (request, reply, payload) => {
     try {
-      policy.check(accessOf(request), request.headers.authorization);
+      policy.check(accessOf(request), credentialOf(request));
     } catch (error) {
       reply.header('www-authenticate', 'Bearer');
       throw error;

@@ -17,9 +17,13 @@ export type Body = Readonly<Record<string, unknown>>;
 export const MAX_CHOICES = 128;
 
 /** The generation parameters (src/vocabulary) under chat's names: OpenAI's newer name for max_tokens wins when both are sent. */
-export const CHAT_VOCABULARY: WireVocabulary = { aliases: { max_completion_tokens: 'max_tokens' } };
-/** Completions' logprobs is the number of alternatives itself; there is no top_logprobs. */
-export const COMPLETION_VOCABULARY: WireVocabulary = { omit: ['top_logprobs'] };
+/** vLLM's thinking_token_budget is max_thinking_tokens. */
+export const CHAT_VOCABULARY: WireVocabulary = { aliases: { max_completion_tokens: 'max_tokens', thinking_token_budget: 'max_thinking_tokens' } };
+/**
+ * Completions' logprobs is the number of alternatives itself; there is no top_logprobs. Their
+ * output is raw text, never split into reasoning, so they take no reasoning fields either.
+ */
+export const COMPLETION_VOCABULARY: WireVocabulary = { omit: ['top_logprobs', 'reasoning_effort', 'max_thinking_tokens'] };
 
 /** Fields that label a request without changing its output; accepted and deliberately unused. */
 const NO_OP_FIELDS = ['user', 'metadata', 'safety_identifier', 'prompt_cache_key', 'request_id'];
@@ -46,7 +50,6 @@ const UNSUPPORTED: Readonly<Record<string, (value: unknown) => boolean>> = {
   modalities: (v) => !(Array.isArray(v) && v.every((m) => m === 'text')),
   prediction: () => true,
   web_search_options: () => true,
-  reasoning_effort: () => true,
   verbosity: () => true,
   store: (v) => v !== false,
   service_tier: (v) => v !== 'auto' && v !== 'default',

@@ -4,7 +4,7 @@
 // beyond it — before anything is scheduled. The context-length check lives here alone, where the
 // prompt's length is known. Text lives here and in the output processor only.
 
-import type { GenerateRequest, GrammarSpec } from '../contracts/generate.js';
+import type { GenerateRequest, GrammarSpec, ThinkingSpec } from '../contracts/generate.js';
 import type { ChatMessage, ChatTemplateOptions, OutputOptions, ProcessedRequest, PromptInput } from '../contracts/text-generation.js';
 import type { TextTokenizer } from '../contracts/tokenizer.js';
 import { ConveyorError, invalidArg } from '../errors.js';
@@ -15,6 +15,7 @@ import { createTokenizer, modelInfo, readModelFiles, type ModelFiles, type Model
 import { OffThreadTokenizer } from './offthread-tokenizer.js';
 import { encodePlain, SpecialTokenEscaper, specialTokenContents, type PromptPiece } from './special-token-escape.js';
 import type { UncheckedParams, WireNames } from '../vocabulary/index.js';
+import { promptOpensBlock, type ReasoningFormat } from '../reasoning/index.js';
 import { validateSamplingParams, validateTokenIds, type SamplingDefaults, type ValidatedSampling } from '../vocabulary/sampling-params.js';
 
 export interface ProcessInput {
@@ -43,6 +44,8 @@ export interface InputProcessorOptions {
    * text, so users cannot forge turns; 'special' as the special tokens it spells (vLLM's behaviour).
    */
   readonly chatSpecialTokens?: 'text' | 'special';
+  /** The model's thinking block (its reasoning_parser): every request then carries a ThinkingSpec for the engine. */
+  readonly reasoningFormat?: ReasoningFormat;
 }
 
 /** A prompt ready to encode: pieces of text and, for the output side, the prompt as it reads. */
@@ -58,6 +61,8 @@ export class InputProcessor {
   private readonly templates = new Map<string, ChatTemplate>();
   private readonly escaper: SpecialTokenEscaper | null;
   private readonly offThread: OffThreadTokenizer;
+  /** The block's tags as token ids, once a request needed them. */
+  private thinkingIds?: { readonly start: readonly number[]; readonly end: readonly number[] };
 
   private constructor(
     readonly tokenizer: TextTokenizer,
@@ -183,8 +188,17 @@ export class InputProcessor {
       cacheSalt: validated.cacheSalt,
       // Absent rather than null for free text, so unconstrained requests are what they always were.
       ...(grammar ? { grammar: grammar.spec } : {}),
+      // Chat output is read for reasoning; a raw text or token prompt's output is the client's to read.
+      ...(this.options.reasoningFormat && input.prompt.kind === 'chat' ? { thinking: this.thinkingSpec(this.options.reasoningFormat, text, validated.thinkingBudget) } : {}),
     };
     return { request, output: validated.output, promptText: text, ...(grammar ? { grammarParam: grammar.param } : {}) };
+  }
+
+  /** Where this request's thinking block starts and ends in token ids, and its budget. */
+  private thinkingSpec(format: ReasoningFormat, promptText: string | null, budget: number | null): ThinkingSpec {
+    const ids = (tag: string): number[] => this.tokenizer.encode(tag, { add_special_tokens: false }).ids;
+    this.thinkingIds ??= { start: ids(format.startTag), end: ids(format.endTag) };
+    return { endTokenIds: this.thinkingIds.end, startsInside: promptOpensBlock(format, promptText), startTokenIds: this.thinkingIds.start, budget };
   }
 
   /** A detokenizer for one request's output, with the prompt's tail as decoding context. */

@@ -22,6 +22,7 @@ import type { GenerationEvent, ProcessedRequest } from '../contracts/text-genera
 import type { BackendLoadRequest, ServedModel } from './served-model.js';
 import { DEFAULT_LIMITS } from '../config/limits.js';
 import { isToolCallParserName, TOOL_CALL_FORMATS, type ToolCallParserName } from '../tool-calls/index.js';
+import { isReasoningParserName, REASONING_FORMATS, type ReasoningParserName, type ReasoningPlan } from '../reasoning/index.js';
 
 /** A generation request before tokenization: the prompt and the unchecked generation parameters of any front end. */
 export type GenerateInput = Omit<ProcessInput, 'id'>;
@@ -58,6 +59,14 @@ export function toolCallParserOf(config: ModelConfig): ToolCallParserName | null
   throw invalidArg(`parameter tool_call_parser must be one of ${Object.keys(TOOL_CALL_FORMATS).join(', ')}, got '${raw}'`);
 }
 
+/** vLLM's --reasoning-parser: how this model marks its thinking block (qwen3, deepseek_r1); absent, output has no reasoning part. */
+export function reasoningParserOf(config: ModelConfig): ReasoningParserName | null {
+  const raw = parameter(config, 'reasoning_parser');
+  if (raw === undefined || raw === '') return null;
+  if (isReasoningParserName(raw)) return raw;
+  throw invalidArg(`parameter reasoning_parser must be one of ${Object.keys(REASONING_FORMATS).join(', ')}, got '${raw}'`);
+}
+
 export async function loadLlmModel(request: BackendLoadRequest): Promise<LlmModel> {
   const { config, versionDir } = request;
   const precision = parameter(config, 'precision') ?? 'fp32';
@@ -76,10 +85,12 @@ export async function loadLlmModel(request: BackendLoadRequest): Promise<LlmMode
   const limits = request.limits ?? DEFAULT_LIMITS;
   const policy = schedulingPolicy(config);
   toolCallParserOf(config);
+  const reasoningParser = reasoningParserOf(config);
   const processor = await InputProcessor.load(versionDir, {
     ...(maxModelLen ? { maxModelLen: positiveInt(config, 'max_model_len', 1) } : {}),
     maxPromptChars: limits.maxPromptChars,
     chatSpecialTokens,
+    ...(reasoningParser ? { reasoningFormat: REASONING_FORMATS[reasoningParser] } : {}),
   }).catch((error: unknown) => {
     throw new ConveyorError('INVALID_ARG', redactPaths((error as Error).message, [[versionDir, versionRoot.display]]));
   });
@@ -127,6 +138,8 @@ export class LlmModel implements ServedModel {
   private serverAbort?: ConveyorError;
   /** How this model writes tool calls (the tool_call_parser parameter), or null. */
   readonly toolCallParser: ToolCallParserName | null;
+  /** How this model marks its thinking block (the reasoning_parser parameter), or null. */
+  readonly reasoningParser: ReasoningParserName | null;
 
   constructor(
     readonly name: string,
@@ -141,6 +154,14 @@ export class LlmModel implements ServedModel {
   ) {
     this.stats = new ModelStatsRecorder(name, String(version));
     this.toolCallParser = toolCallParserOf(config);
+    this.reasoningParser = reasoningParserOf(config);
+  }
+
+  /** How a prepared request's output splits into reasoning and answer; null for a model without a reasoning_parser. */
+  reasoningOf(prepared: ProcessedRequest): ReasoningPlan | null {
+    if (this.reasoningParser === null) return null;
+    const format = REASONING_FORMATS[this.reasoningParser];
+    return { format, startsInside: prepared.request.thinking?.startsInside ?? format.alwaysInside };
   }
 
   /** Validates and tokenizes (long prompts off the main thread); rejects with INVALID_ARG / CONTEXT_LENGTH_EXCEEDED before anything is queued. */

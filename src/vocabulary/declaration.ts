@@ -69,6 +69,14 @@ function stopStrings() {
     .register(valueKinds, { kind: 'strings' });
 }
 
+export const REASONING_EFFORTS = ['none', 'minimal', 'low', 'medium', 'high'] as const;
+export type ReasoningEffort = (typeof REASONING_EFFORTS)[number];
+
+function reasoningEffort() {
+  const isEffort = (v: unknown): v is ReasoningEffort => typeof v === 'string' && (REASONING_EFFORTS as readonly string[]).includes(v);
+  return z.custom<ReasoningEffort>(isEffort, { error: (iss) => `{} must be one of ${REASONING_EFFORTS.join(', ')}, got ${describe(iss.input)}` }).register(valueKinds, { kind: 'string' });
+}
+
 function fields(limits: GenerationLimits) {
   const maxLogprobs = limits.maxLogprobs ?? MAX_LOGPROBS;
   const alternatives = () => integer((v) => v >= 0 && v <= maxLogprobs, `must be in [0, ${maxLogprobs}]`);
@@ -111,6 +119,12 @@ function fields(limits: GenerationLimits) {
     stop: optional(stopStrings()),
     include_stop_str_in_output: optional(flag()),
     skip_special_tokens: optional(flag()),
+
+    // Reasoning models (a model with a reasoning_parser): how much the model may think.
+    /** OpenAI's levels: none turns the template's thinking off; each level has a thinking-token budget (sampling-params.ts). */
+    reasoning_effort: optional(reasoningEffort()),
+    /** Most tokens inside the thinking block; the engine closes the block once they are spent. Wins over reasoning_effort's budget. */
+    max_thinking_tokens: optional(integer((v) => v >= 0, 'must be non-negative')),
 
     // Structured outputs: each becomes a GrammarSpec (structured-outputs.ts); at most one per request.
     /** OpenAI: {type: "text" | "json_object" | "json_schema", json_schema: {name, schema, strict, description}}. */

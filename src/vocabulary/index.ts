@@ -1,8 +1,8 @@
 // The generation request vocabulary (main thread): one declaration, its derived types and
 // validator, and the mapping of each protocol's wire names onto it.
 
-export { GENERATION_FIELDS, generationParamsSchema, LOGIT_BIAS_LIMIT, MAX_LOGIT_BIAS_ENTRIES, MAX_LOGPROBS, MAX_STOP_STRINGS, valueKind } from './declaration.js';
-export type { GenerationField, GenerationLimits, GenerationParams, GenerationParamsInput } from './declaration.js';
+export { GENERATION_FIELDS, generationParamsSchema, LOGIT_BIAS_LIMIT, MAX_LOGIT_BIAS_ENTRIES, MAX_LOGPROBS, MAX_STOP_STRINGS, REASONING_EFFORTS, valueKind } from './declaration.js';
+export type { GenerationField, GenerationLimits, GenerationParams, GenerationParamsInput, ReasoningEffort } from './declaration.js';
 export { checkTokenIds, parseGenerationParams, wireName, type UncheckedParams, type WireNames } from './parse.js';
 export type { ValueKind } from './rules.js';
 export { carriedFields, readWireParams, wireFieldNames, type WireParams, type WireVocabulary } from './wire.js';

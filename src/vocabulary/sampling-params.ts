@@ -6,7 +6,13 @@
 import type { GrammarSpec, SamplingParams } from '../contracts/generate.js';
 import type { OutputOptions } from '../contracts/text-generation.js';
 import { CONSTRAINT_FIELDS } from './structured-outputs.js';
-import { checkTokenIds, parseGenerationParams, wireName, type GenerationLimits, type GenerationParams, type UncheckedParams, type WireNames } from './index.js';
+import { checkTokenIds, parseGenerationParams, wireName, type GenerationLimits, type GenerationParams, type ReasoningEffort, type UncheckedParams, type WireNames } from './index.js';
+
+/**
+ * The thinking-token budget of each reasoning_effort level: none closes the block at once (and
+ * turns the template's thinking off), high leaves it to the model and max_tokens.
+ */
+export const THINKING_BUDGETS: Readonly<Record<ReasoningEffort, number | null>> = { none: 0, minimal: 256, low: 1024, medium: 4096, high: null };
 
 /** Model-level defaults for omitted fields (generation_config.json, as vLLM applies them). */
 export interface SamplingDefaults {
@@ -37,6 +43,10 @@ export interface ValidatedSampling {
   readonly grammar: GrammarSpec | null;
   /** The caller's name for the field that gave the constraint, for errors raised once the engine compiles it. */
   readonly grammarParam: string | null;
+  /** As requested; null when omitted. The input processor turns none into the template's enable_thinking false. */
+  readonly reasoningEffort: ReasoningEffort | null;
+  /** Most tokens inside a thinking block: max_thinking_tokens, else the effort's budget; null: no limit. */
+  readonly thinkingBudget: number | null;
 }
 
 export function validateSamplingParams(raw: UncheckedParams, limits: SamplingLimits, defaults: SamplingDefaults = {}, names: WireNames = {}): ValidatedSampling {
@@ -74,6 +84,8 @@ export function fromParams(p: GenerationParams, defaults: SamplingDefaults, name
     // The declaration lets at most one constraint through.
     grammar: p.response_format ?? p.structured_outputs ?? p.guided_json ?? p.guided_regex ?? p.guided_choice ?? p.guided_grammar ?? null,
     grammarParam: grammarField(p, names),
+    reasoningEffort: p.reasoning_effort ?? null,
+    thinkingBudget: p.max_thinking_tokens ?? (p.reasoning_effort ? THINKING_BUDGETS[p.reasoning_effort] : null),
   };
 }
 

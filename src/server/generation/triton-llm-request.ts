@@ -33,8 +33,12 @@ export type TritonInputValues = Partial<Record<TritonInputName, unknown>>;
  * The generation parameters (src/vocabulary) under vLLM's names; Triton's vLLM backend has no
  * logprobs and no OpenAI response_format, priority is a reserved parameter, and the backend's
  * older `guided_decoding` (a GuidedDecodingParams object) is another name for structured_outputs.
+ * Its text prompts are never read for reasoning, so it has no reasoning fields.
  */
-const TRITON_VOCABULARY: WireVocabulary = { omit: ['logprobs', 'top_logprobs', 'priority', 'cache_salt', 'response_format'], aliases: { guided_decoding: 'structured_outputs' } };
+const TRITON_VOCABULARY: WireVocabulary = {
+  omit: ['logprobs', 'top_logprobs', 'priority', 'cache_salt', 'response_format', 'reasoning_effort', 'max_thinking_tokens'],
+  aliases: { guided_decoding: 'structured_outputs' },
+};
 const ALIASES: Readonly<Record<string, GenerationField>> = TRITON_VOCABULARY.aliases ?? {};
 const SAMPLING_FIELDS: readonly GenerationField[] = carriedFields(TRITON_VOCABULARY);
 const isSamplingField = (key: string): key is GenerationField => (SAMPLING_FIELDS as readonly string[]).includes(key);

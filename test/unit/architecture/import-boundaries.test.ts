@@ -188,7 +188,7 @@ describe('layers (test/unit/architecture/layers.ts)', () => {
 
   it('flags a violation of each kind, naming file, specifier and rule', () => {
     expect(layerViolation('openai-compat/chat.ts', '../src/engine-client/output-processor.js')).toBe(
-      'openai-compat/chat.ts → ../src/engine-client/output-processor.js: openai-compat may not import src/engine-client (it may import: src/contracts, src/vocabulary, src/serving, src/errors.ts, src/config, src/server/http, src/tool-calls)',
+      'openai-compat/chat.ts → ../src/engine-client/output-processor.js: openai-compat may not import src/engine-client (it may import: src/contracts, src/vocabulary, src/serving, src/errors.ts, src/config, src/server/http, src/tool-calls, src/assistant-output)',
     );
     expect(layerViolation('src/server/grpc/generation-codec.ts', '../../runners/kv-storage.js')).toMatch(/src\/server\/grpc may not import src\/runners/);
     expect(layerViolation('src/server/http/websocket/messages.ts', '../../../sampler/draw.js')).toMatch(/may not import src\/sampler/);

@@ -51,9 +51,14 @@ export const LAYERS: Readonly<Record<string, Layer>> = {
   'src/tokenizer-worker': { holds: 'the tokenizer worker thread', imports: ['src/contracts', 'src/tokenizer'], entry: 'entry.ts' },
   'src/engine-client': {
     holds: 'main thread: input and output processors, detokenizer, the engine worker client',
-    imports: ['src/contracts', 'src/errors.ts', 'src/config', 'src/vocabulary', 'src/tokenizer', 'src/runtime', 'src/engine-worker', 'src/tokenizer-worker'],
+    imports: ['src/contracts', 'src/errors.ts', 'src/config', 'src/vocabulary', 'src/tokenizer', 'src/runtime', 'src/engine-worker', 'src/tokenizer-worker', 'src/reasoning'],
   },
   'src/tool-calls': { holds: 'tool calling on the text side: call formats per model family, whole and streaming parsers, the tool_choice grammar', imports: ['src/contracts', 'src/vocabulary'] },
+  'src/reasoning': { holds: 'reasoning output on the text side: thinking-block formats per model family, whole and streaming split, reasoning-token count', imports: ['src/contracts'] },
+  'src/assistant-output': {
+    holds: "one choice's text read as an assistant turn (reasoning, then the answer's tool calls), whole and streaming, for every front end",
+    imports: ['src/contracts', 'src/reasoning', 'src/tool-calls'],
+  },
   'src/batcher': { holds: "Triton's dynamic batcher and model statistics", imports: ['src/contracts', 'src/errors.ts'] },
   'src/metrics': { holds: 'the only importer of prom-client: metric definitions, collectors, the metrics port', imports: ['src/contracts', 'src/errors.ts', 'src/batcher', 'src/security'] },
   'src/repository': { holds: 'the model repository on disk: scan, versions, version policy, path confinement, variants', imports: ['src/contracts', 'src/errors.ts', 'src/config'] },
@@ -73,6 +78,7 @@ export const LAYERS: Readonly<Record<string, Layer>> = {
       'src/engine-client',
       'src/tokenizer',
       'src/tool-calls',
+      'src/reasoning',
     ],
   },
   'src/server/generation': { holds: 'generation shared by the KServe front ends (Triton generate, model lookup)', imports: FRONT_END_BASE },
@@ -80,9 +86,9 @@ export const LAYERS: Readonly<Record<string, Layer>> = {
   'src/server/http': { holds: 'front end: fastify app, KServe v2 REST, Triton generate, WebSocket', imports: [...FRONT_END_BASE, 'src/security', 'src/server/generation', 'src/repository/config'] },
   'src/server/grpc': { holds: 'front end: the only importer of @grpc/grpc-js, KServe v2 gRPC and streaming generation', imports: [...FRONT_END_BASE, 'src/security', 'src/server/generation'] },
   // A fastify plugin on the HTTP app: it shares the app's transport (body depth, disconnects, SSE flow control).
-  'openai-compat': { holds: "front end: OpenAI's API and vLLM's /tokenize", imports: [...FRONT_END_BASE, 'src/server/http', 'src/tool-calls'] },
+  'openai-compat': { holds: "front end: OpenAI's API and vLLM's /tokenize", imports: [...FRONT_END_BASE, 'src/server/http', 'src/tool-calls', 'src/assistant-output'] },
   // Anthropic's Messages API over the OpenAI front end's generation machinery (choices, admission, tool plan).
-  'anthropic-compat': { holds: "front end: Anthropic's Messages API", imports: [...FRONT_END_BASE, 'src/server/http', 'src/tool-calls', 'openai-compat'] },
+  'anthropic-compat': { holds: "front end: Anthropic's Messages API", imports: [...FRONT_END_BASE, 'src/server/http', 'src/tool-calls', 'src/assistant-output', 'openai-compat'] },
   'src/shutdown.ts': { holds: 'the drain on shutdown: readiness off, in-flight work finishes, then final errors, then the front ends close', imports: ['src/errors.ts'] },
   'src/main.ts': {
     holds: 'the composition root: options → repository → model manager → backends → front ends → metrics port',

@@ -56,6 +56,8 @@ describe('the declaration: each field at its boundaries', () => {
     ['guided_regex', ['a+', '\\d{2}'], ['', '(', 1]],
     ['guided_choice', [['a'], ['a', 'b']], [[], 'a', 3]],
     ['guided_grammar', ['root ::= "a"'], ['', 1]],
+    ['reasoning_effort', ['none', 'minimal', 'low', 'medium', 'high'], ['max', '', 1, true]],
+    ['max_thinking_tokens', [0, 1, 4096], [-1, 1.5, '8']],
   ];
 
   it('covers every declared field but logprobs (checked with top_logprobs below)', () => {
@@ -259,7 +261,20 @@ describe('each protocol maps its wire names onto the declaration', () => {
     ];
     const common = ['model', 'n', 'stream', 'stream_options', 'priority', 'cache_salt', 'logprobs', ...sampling, 'user', 'metadata', 'safety_identifier', 'prompt_cache_key', 'request_id'];
     expect(CHAT_FIELDS).toEqual(
-      new Set([...common, 'messages', 'max_completion_tokens', 'top_logprobs', 'chat_template_kwargs', 'add_generation_prompt', 'tools', 'tool_choice', 'parallel_tool_calls']),
+      new Set([
+        ...common,
+        'messages',
+        'max_completion_tokens',
+        'top_logprobs',
+        'chat_template_kwargs',
+        'add_generation_prompt',
+        'tools',
+        'tool_choice',
+        'parallel_tool_calls',
+        'reasoning_effort',
+        'max_thinking_tokens',
+        'thinking_token_budget',
+      ]),
     );
     expect(COMPLETION_FIELDS).toEqual(new Set([...common, 'prompt', 'echo', 'add_special_tokens']));
   });

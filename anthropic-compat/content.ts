@@ -2,11 +2,13 @@
 // reader turns generated text into content_block_start / _delta / _stop events (text_delta,
 // input_json_delta for a tool_use block's input, thinking_delta), and a non-streaming answer is
 // those same events folded into blocks, so `messages.create` and the SDK's accumulated
-// `messages.stream` give the same content by construction. Tool calls are read by the request's
-// tool plan (the model's tool_call_parser or the tool_choice constraint's format).
+// `messages.stream` give the same content by construction. The shared assistant-output reader
+// (src/assistant-output) splits the text: the thinking block (the model's reasoning_parser) into
+// thinking blocks, then the answer's tool calls (the model's tool_call_parser or the tool_choice
+// constraint's format) into tool_use blocks, the rest into text blocks.
 
 import { randomBytes } from 'node:crypto';
-import { ToolCallStream, type ToolCallDelta } from '../src/tool-calls/index.js';
+import { AssistantOutputStream, type AssistantDelta, type AssistantOutputPlan } from '../src/assistant-output/index.js';
 import type { ChatToolPlan } from '../openai-compat/tool-calls.js';
 
 export type ContentBlock = { type: 'text'; text: string } | { type: 'thinking'; thinking: string; signature: string } | { type: 'tool_use'; id: string; name: string; input: Record<string, unknown> };
@@ -18,9 +20,6 @@ export type BlockEvent =
   | { type: 'content_block_delta'; index: number; delta: BlockDelta }
   | { type: 'content_block_stop'; index: number };
 
-/** What the output readers yield, in order: reasoning, answer text, a call's opening, a piece of its arguments. */
-export type OutputPiece = { readonly kind: 'thinking'; readonly text: string } | ToolCallDelta;
-
 /** Anthropic's tool_use ids: `toolu_` and 24 base-62 characters. */
 export function newToolUseId(): string {
   const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
@@ -29,40 +28,39 @@ export function newToolUseId(): string {
 
 type OpenKind = 'text' | 'thinking' | 'tool_use';
 
+/** How a request's thinking block is read (LlmModel.reasoningOf); null for a model without a reasoning_parser. */
+export type ReasoningOfModel = AssistantOutputPlan['reasoning'];
+
 /** Output pieces in, block events out: a block opens when its kind of output starts and closes when another begins or the output ends. */
 export class ContentBlockStream {
-  private readonly calls: ToolCallStream | null;
+  private readonly reader: AssistantOutputStream;
   private open: OpenKind | null = null;
   private index = -1;
 
-  constructor(plan: ChatToolPlan) {
-    this.calls = plan.format === null ? null : new ToolCallStream(plan.format, { maxCalls: plan.maxCalls, newId: newToolUseId });
+  /** `reasoning`: the model's reading of this request's thinking block (LlmModel.reasoningOf), null for a model without a reasoning_parser. */
+  constructor(plan: ChatToolPlan, reasoning: ReasoningOfModel) {
+    this.reader = new AssistantOutputStream({ reasoning, toolCalls: plan.format, maxCalls: plan.maxCalls, newId: newToolUseId });
   }
 
   get callCount(): number {
-    return this.calls?.callCount ?? 0;
+    return this.reader.toolCallCount;
   }
 
-  /** The events for newly generated answer text; `last` closes whatever is open. */
+  /** The events for newly generated text; `last` releases what the reader held back and closes whatever is open. */
   push(text: string, last: boolean): BlockEvent[] {
-    const pieces: OutputPiece[] = this.calls === null ? (text === '' ? [] : [{ kind: 'content', text }]) : text === '' ? [] : this.calls.push(text);
-    if (last && this.calls !== null) pieces.push(...this.calls.finish());
-    return this.pieces(pieces, last);
-  }
-
-  /** The events for reader output already split into pieces (reasoning included). */
-  pieces(pieces: readonly OutputPiece[], last: boolean): BlockEvent[] {
+    const pieces = this.reader.push(text);
+    if (last) pieces.push(...this.reader.finish());
     const out: BlockEvent[] = [];
     for (const piece of pieces) out.push(...this.piece(piece));
     if (last) out.push(...this.close());
     return out;
   }
 
-  private piece(piece: OutputPiece): BlockEvent[] {
+  private piece(piece: AssistantDelta): BlockEvent[] {
     switch (piece.kind) {
       case 'content':
         return [...this.ensure('text', { type: 'text', text: '' }), this.delta({ type: 'text_delta', text: piece.text })];
-      case 'thinking':
+      case 'reasoning':
         return [...this.ensure('thinking', { type: 'thinking', thinking: '', signature: '' }), this.delta({ type: 'thinking_delta', thinking: piece.text })];
       case 'call':
         // Each call is a block of its own, even right after another.

@@ -12,7 +12,7 @@ import { ConveyorError } from '../src/errors.js';
 import { prepareChoices, runChoices } from '../openai-compat/generation.js';
 import type { ChatToolPlan } from '../openai-compat/tool-calls.js';
 import type { AnthropicContext } from './context.js';
-import { ContentBlockStream, foldBlocks, type BlockEvent } from './content.js';
+import { ContentBlockStream, foldBlocks, type BlockEvent, type ReasoningOfModel } from './content.js';
 import { anthropicFailure } from './errors.js';
 import { checkFields, MESSAGES_FIELDS, messagesInput, requireModel, requireObject, streamFlag, type Body } from './request.js';
 import { NamedEventWriter } from './sse.js';
@@ -31,6 +31,7 @@ function stopSequences(body: Body): readonly string[] {
 
 interface Generation {
   readonly plan: ChatToolPlan;
+  readonly reasoning: ReasoningOfModel;
   readonly events: AsyncGenerator<GenerationEvent>;
   readonly head: { id: string; type: 'message'; role: 'assistant'; model: string };
   readonly stops: readonly string[];
@@ -53,6 +54,7 @@ export async function createMessage(ctx: AnthropicContext, rawBody: unknown, rep
   const choices = await prepareChoices(model, messagesInput(body, plan), 1);
   const generation: Generation = {
     plan,
+    reasoning: model.reasoningOf(choices[0]!),
     events: single(runChoices(model, choices, signal, ctx.admission)),
     head: { id: newMessageId(), type: 'message', role: 'assistant', model: requested },
     stops: stopSequences(body),
@@ -65,8 +67,8 @@ export async function createMessage(ctx: AnthropicContext, rawBody: unknown, rep
   return wholeMessage(generation);
 }
 
-async function wholeMessage({ plan, events, head, stops }: Generation): Promise<unknown> {
-  const reader = new ContentBlockStream(plan);
+async function wholeMessage({ plan, reasoning, events, head, stops }: Generation): Promise<unknown> {
+  const reader = new ContentBlockStream(plan, reasoning);
   const blocks: BlockEvent[] = [];
   for await (const event of events) {
     blocks.push(...reader.push(event.text, event.finishReason !== null));
@@ -84,10 +86,10 @@ function hookHeaders(reply: FastifyReply): Record<string, string | number | stri
   return out;
 }
 
-async function streamMessage(reply: FastifyReply, { plan, events, head, stops }: Generation, sendTimeoutMs: number | undefined): Promise<void> {
+async function streamMessage(reply: FastifyReply, { plan, reasoning, events, head, stops }: Generation, sendTimeoutMs: number | undefined): Promise<void> {
   reply.hijack();
   const sse = new NamedEventWriter(reply.raw, sendTimeoutMs);
-  const reader = new ContentBlockStream(plan);
+  const reader = new ContentBlockStream(plan, reasoning);
   let opened = false;
   let pinged = false;
   try {

@@ -53,23 +53,32 @@ export function streamFlag(body: Body): boolean {
   return stream;
 }
 
-/** `thinking` as the chat template's enable_thinking switch; absent leaves the template's default. */
-function thinkingKwargs(body: Body): Readonly<Record<string, unknown>> | null {
+interface Thinking {
+  /** The chat template's enable_thinking switch; null leaves the template's default. */
+  readonly kwargs: Readonly<Record<string, unknown>> | null;
+  /** Most tokens inside the thinking block (the engine closes it when spent); null: no limit of its own. */
+  readonly budget: number | null;
+}
+
+/** `thinking` onto the template's switch and the thinking-token budget; absent leaves both to the model. */
+function thinkingOf(body: Body): Thinking {
   const thinking = body.thinking;
-  if (thinking === undefined || thinking === null) return null;
-  if (!isObject(thinking)) throw invalidArg('thinking must be an object with a type ("enabled" or "disabled")', 'thinking');
-  if (thinking.type === 'disabled') return { enable_thinking: false };
-  if (thinking.type !== 'enabled') throw invalidArg(`thinking.type must be "enabled" or "disabled", got ${JSON.stringify(thinking.type)}`, 'thinking.type');
+  if (thinking === undefined || thinking === null) return { kwargs: null, budget: null };
+  if (!isObject(thinking)) throw invalidArg('thinking must be an object with a type ("enabled", "adaptive" or "disabled")', 'thinking');
+  if (thinking.type === 'disabled') return { kwargs: { enable_thinking: false }, budget: null };
+  // Adaptive thinking leaves how much to think to the model.
+  if (thinking.type === 'adaptive') return { kwargs: { enable_thinking: true }, budget: null };
+  if (thinking.type !== 'enabled') throw invalidArg(`thinking.type must be "enabled", "adaptive" or "disabled", got ${JSON.stringify(thinking.type)}`, 'thinking.type');
   const budget = thinking.budget_tokens;
   if (typeof budget !== 'number' || !Number.isSafeInteger(budget) || budget < 1) throw invalidArg('thinking.budget_tokens must be a positive integer', 'thinking.budget_tokens');
   if (typeof body.max_tokens === 'number' && budget >= body.max_tokens) throw invalidArg('thinking.budget_tokens must be less than max_tokens', 'thinking.budget_tokens');
-  return { enable_thinking: true };
+  return { kwargs: { enable_thinking: true }, budget };
 }
 
 /** The conversation as the template renders it (also what count_tokens counts). */
 export function messagesPrompt(body: Body, plan: ChatToolPlan): GenerateInput['prompt'] {
   const messages: ChatMessage[] = chatHistory(body.system, body.messages);
-  return { kind: 'chat', messages, addGenerationPrompt: true, chatTemplateKwargs: thinkingKwargs(body), tools: plan.tools };
+  return { kind: 'chat', messages, addGenerationPrompt: true, chatTemplateKwargs: thinkingOf(body).kwargs, tools: plan.tools };
 }
 
 /** A whole Messages request as the LLM backend's input. */
@@ -77,10 +86,11 @@ export function messagesInput(body: Body, plan: ChatToolPlan): GenerateInput {
   // Anthropic has no default output length: max_tokens is required.
   if (body.max_tokens === undefined || body.max_tokens === null) throw invalidArg('max_tokens: Field required', 'max_tokens');
   const wire = readWireParams(body, MESSAGES_VOCABULARY);
+  const { budget } = thinkingOf(body);
   return {
     prompt: messagesPrompt(body, plan),
-    ...wire,
-    sampling: { ...wire.sampling, skip_special_tokens: keepsSpecialTokens(plan, undefined) },
+    sampling: { ...wire.sampling, skip_special_tokens: keepsSpecialTokens(plan, undefined), ...(budget === null ? {} : { max_thinking_tokens: budget }) },
+    wireNames: { ...wire.wireNames, max_thinking_tokens: 'thinking.budget_tokens' },
     ...(plan.grammar ? { grammar: { spec: plan.grammar, param: 'tool_choice' } } : {}),
   };
 }

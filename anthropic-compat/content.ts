@@ -31,11 +31,21 @@ type OpenKind = 'text' | 'thinking' | 'tool_use';
 /** How a request's thinking block is read (LlmModel.reasoningOf); null for a model without a reasoning_parser. */
 export type ReasoningOfModel = AssistantOutputPlan['reasoning'];
 
-/** Output pieces in, block events out: a block opens when its kind of output starts and closes when another begins or the output ends. */
+/**
+ * Output pieces in, block events out: a block opens when its kind of output starts and closes
+ * when another begins or the output ends. Whitespace the model writes around tool calls belongs
+ * to no block: a text block's trailing whitespace waits until more text follows it, and text
+ * after the first call is held and sent, trimmed, as one text block after the calls (the
+ * tool-call reader cannot place it between them, and an arguments delta must reach the open block).
+ */
 export class ContentBlockStream {
   private readonly reader: AssistantOutputStream;
   private open: OpenKind | null = null;
   private index = -1;
+  /** Trailing whitespace of the open text, sent only once more text follows. */
+  private pendingSpace = '';
+  /** Text read after the first call opened; null until then. */
+  private afterCalls: string | null = null;
 
   /** `reasoning`: the model's reading of this request's thinking block (LlmModel.reasoningOf), null for a model without a reasoning_parser. */
   constructor(plan: ChatToolPlan, reasoning: ReasoningOfModel) {
@@ -52,22 +62,42 @@ export class ContentBlockStream {
     if (last) pieces.push(...this.reader.finish());
     const out: BlockEvent[] = [];
     for (const piece of pieces) out.push(...this.piece(piece));
-    if (last) out.push(...this.close());
+    if (last) out.push(...this.end());
     return out;
   }
 
   private piece(piece: AssistantDelta): BlockEvent[] {
     switch (piece.kind) {
       case 'content':
-        return [...this.ensure('text', { type: 'text', text: '' }), this.delta({ type: 'text_delta', text: piece.text })];
+        return this.text(piece.text);
       case 'reasoning':
         return [...this.ensure('thinking', { type: 'thinking', thinking: '', signature: '' }), this.delta({ type: 'thinking_delta', thinking: piece.text })];
       case 'call':
+        this.pendingSpace = '';
+        this.afterCalls ??= '';
         // Each call is a block of its own, even right after another.
         return [...this.close(), ...this.start('tool_use', { type: 'tool_use', id: piece.id, name: piece.name, input: {} })];
       case 'arguments':
         return [this.delta({ type: 'input_json_delta', partial_json: piece.text })];
     }
+  }
+
+  private text(text: string): BlockEvent[] {
+    if (this.afterCalls !== null) {
+      this.afterCalls += text;
+      return [];
+    }
+    const combined = this.pendingSpace + text;
+    const body = combined.trimEnd();
+    this.pendingSpace = combined.slice(body.length);
+    if (body === '') return [];
+    return [...this.ensure('text', { type: 'text', text: '' }), this.delta({ type: 'text_delta', text: body })];
+  }
+
+  private end(): BlockEvent[] {
+    const tail = this.afterCalls?.trim() ?? '';
+    const trailing = tail === '' ? [] : [...this.close(), ...this.start('text', { type: 'text', text: '' }), this.delta({ type: 'text_delta', text: tail })];
+    return [...trailing, ...this.close()];
   }
 
   private ensure(kind: OpenKind, block: ContentBlock): BlockEvent[] {

@@ -11,6 +11,7 @@ import { DEFAULT_LIMITS } from '../src/config/limits.js';
 import { jsonDepthError } from '../src/server/http/codec/json-depth.js';
 import { abortOnDisconnect } from '../src/server/http/transport.js';
 import type { ConveyorService } from '../src/serving/conveyor-service.js';
+import { corsHook } from '../openai-compat/cors.js';
 import { AnthropicContext, type AnthropicOptions } from './context.js';
 import { countTokens } from './count-tokens.js';
 import { sendAnthropicError } from './errors.js';
@@ -19,6 +20,8 @@ import { createMessage } from './messages.js';
 export type { AnthropicOptions } from './context.js';
 
 export interface AnthropicRouteOptions extends AnthropicOptions {
+  /** As the OpenAI routes' (--cors-allow-origin); their `OPTIONS /v1/*` route answers the preflights. */
+  readonly corsAllowOrigins?: readonly string[];
   readonly jsonMaxBodyBytes?: number;
   readonly jsonMaxDepth?: number;
 }
@@ -39,6 +42,8 @@ export function anthropicRoutes(service: ConveyorService, options: AnthropicRout
     app.addContentTypeParser('application/json', parseOptions, parser);
     app.addContentTypeParser('*', parseOptions, parser);
     app.setErrorHandler((error, request, reply) => sendAnthropicError(error, request, reply));
+    const cors = corsHook(options.corsAllowOrigins ?? []);
+    if (cors) app.addHook('onRequest', cors);
     app.post('/messages', (request, reply: FastifyReply) => createMessage(ctx, request.body, reply, abortOnDisconnect(reply.raw)));
     app.post('/messages/count_tokens', async (request) => countTokens(ctx, request.body));
   };

@@ -1,8 +1,9 @@
 // A Messages request body turned into one chat generation: which top-level fields are accepted,
 // the sampling fields under Anthropic's names (src/vocabulary: max_tokens required,
 // stop_sequences for stop, temperature / top_p / top_k), `thinking` onto the chat template's
-// switch, the conversation (history.ts) and the tool plan (tools.ts). Fields Anthropic defines
-// that this server cannot honour are refused by name rather than silently dropped.
+// switch and the thinking-token budget, `output_config` onto reasoning_effort and the
+// response_format constraint, the conversation (history.ts) and the tool plan (tools.ts). Fields
+// Anthropic defines that this server cannot honour are refused by name rather than silently dropped.
 
 import type { ChatMessage } from '../src/contracts/text-generation.js';
 import { invalidArg } from '../src/errors.js';
@@ -21,11 +22,14 @@ export const MESSAGES_VOCABULARY: WireVocabulary = {
   aliases: { stop_sequences: 'stop' },
 };
 
-/** Labels and service options that change nothing a local server produces; checked and unused. */
-const NO_OP_FIELDS = ['metadata', 'service_tier'];
+/**
+ * Labels and service options that change nothing a local server produces; checked and unused.
+ * cache_control asks for prompt caching, which the prefix cache does for every request anyway.
+ */
+const NO_OP_FIELDS = ['metadata', 'service_tier', 'cache_control', 'inference_geo', 'speed'];
 
 /** Every field the routes read. */
-const CONVERSATION_FIELDS = ['model', 'messages', 'system', 'tools', 'tool_choice', 'thinking'];
+const CONVERSATION_FIELDS = ['model', 'messages', 'system', 'tools', 'tool_choice', 'thinking', 'output_config'];
 export const MESSAGES_FIELDS = new Set([...CONVERSATION_FIELDS, ...wireFieldNames(MESSAGES_VOCABULARY), 'stream', ...NO_OP_FIELDS]);
 export const COUNT_TOKENS_FIELDS = new Set(CONVERSATION_FIELDS);
 
@@ -75,6 +79,28 @@ function thinkingOf(body: Body): Thinking {
   return { kwargs: { enable_thinking: true }, budget };
 }
 
+/** Anthropic's effort levels onto the vocabulary's reasoning_effort (its highest level leaves the budget to the model). */
+const EFFORTS: Readonly<Record<string, string>> = { low: 'low', medium: 'medium', high: 'high', xhigh: 'high', max: 'high' };
+
+/** `output_config`: effort as reasoning_effort, format (a JSON Schema) as the response_format constraint. */
+function outputConfig(body: Body): { readonly sampling: Record<string, unknown>; readonly wireNames: Record<string, string> } {
+  const config = body.output_config;
+  if (config === undefined || config === null) return { sampling: {}, wireNames: {} };
+  if (!isObject(config)) throw invalidArg('output_config must be an object', 'output_config');
+  for (const key of Object.keys(config)) if (key !== 'effort' && key !== 'format') throw invalidArg(`output_config.${key}: Extra inputs are not permitted`, `output_config.${key}`);
+  const sampling: Record<string, unknown> = {};
+  const { effort, format } = config;
+  if (effort !== undefined && effort !== null) {
+    if (typeof effort !== 'string' || !Object.hasOwn(EFFORTS, effort)) throw invalidArg(`output_config.effort must be one of ${Object.keys(EFFORTS).join(', ')}`, 'output_config.effort');
+    sampling.reasoning_effort = EFFORTS[effort];
+  }
+  if (format !== undefined && format !== null) {
+    if (!isObject(format) || format.type !== 'json_schema' || !isObject(format.schema)) throw invalidArg('output_config.format must be {"type": "json_schema", "schema": {…}}', 'output_config.format');
+    sampling.response_format = { type: 'json_schema', json_schema: { name: 'output', schema: format.schema } };
+  }
+  return { sampling, wireNames: { reasoning_effort: 'output_config.effort', response_format: 'output_config.format' } };
+}
+
 /** The conversation as the template renders it (also what count_tokens counts). */
 export function messagesPrompt(body: Body, plan: ChatToolPlan): GenerateInput['prompt'] {
   const messages: ChatMessage[] = chatHistory(body.system, body.messages);
@@ -87,10 +113,11 @@ export function messagesInput(body: Body, plan: ChatToolPlan): GenerateInput {
   if (body.max_tokens === undefined || body.max_tokens === null) throw invalidArg('max_tokens: Field required', 'max_tokens');
   const wire = readWireParams(body, MESSAGES_VOCABULARY);
   const { budget } = thinkingOf(body);
+  const output = outputConfig(body);
   return {
     prompt: messagesPrompt(body, plan),
-    sampling: { ...wire.sampling, skip_special_tokens: keepsSpecialTokens(plan, undefined), ...(budget === null ? {} : { max_thinking_tokens: budget }) },
-    wireNames: { ...wire.wireNames, max_thinking_tokens: 'thinking.budget_tokens' },
+    sampling: { ...wire.sampling, ...output.sampling, skip_special_tokens: keepsSpecialTokens(plan, undefined), ...(budget === null ? {} : { max_thinking_tokens: budget }) },
+    wireNames: { ...wire.wireNames, ...output.wireNames, max_thinking_tokens: 'thinking.budget_tokens' },
     ...(plan.grammar ? { grammar: { spec: plan.grammar, param: 'tool_choice' } } : {}),
   };
 }

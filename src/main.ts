@@ -120,7 +120,7 @@ function registerApiFrontEnds(http: ReturnType<typeof createHttpApp>, service: C
   const admission = new Admission(maxQueuedRequests);
   const json = { jsonMaxBodyBytes: limits.jsonMaxBodyBytes, jsonMaxDepth: limits.jsonMaxDepth, streamSendTimeoutMs: limits.streamSendTimeoutSecs * 1000 };
   http.register(openaiRoutes(service, { corsAllowOrigins, maxQueuedRequests, admission, modelRepository: root, ...json }));
-  http.register(anthropicRoutes(service, { admission, ...json }));
+  http.register(anthropicRoutes(service, { admission, corsAllowOrigins, ...json }));
 }
 
 /** Every backend gets the LLM metrics observer and the prompt/request limits in its load request (non-LLM backends ignore them). */

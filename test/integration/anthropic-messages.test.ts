@@ -239,6 +239,27 @@ describe('tools', () => {
   });
 });
 
+describe('output_config', () => {
+  it('format (a JSON Schema) constrains the answer: its text parses and is valid under the schema', async () => {
+    const schema = {
+      type: 'object',
+      properties: { mode: { type: 'string', enum: ['on', 'off'] }, level: { type: 'integer', minimum: 0, maximum: 3 } },
+      required: ['mode', 'level'],
+      additionalProperties: false,
+    };
+    const message = await client.messages.create({ ...base, max_tokens: 120, output_config: { format: { type: 'json_schema', schema }, effort: 'low' } });
+    expect(message.stop_reason).toBe('end_turn');
+    const validate = new Ajv().compile(schema);
+    expect(validate(JSON.parse(textOf(message)))).toBe(true);
+  });
+
+  it('a format that is no JSON Schema object is a 400 naming output_config.format', async () => {
+    const error = await client.messages.create({ ...base, output_config: { format: { type: 'json_schema' } } } as never).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(BadRequestError);
+    expect((error as BadRequestError).error).toMatchObject({ error: { type: 'invalid_request_error', message: expect.stringMatching(/output_config\.format/) } });
+  });
+});
+
 describe('thinking', () => {
   const body = { model: 'reasoner', max_tokens: 12, thinking: { type: 'enabled' as const, budget_tokens: 8 }, messages: base.messages, temperature: 0 };
 

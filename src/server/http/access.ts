@@ -4,7 +4,7 @@
 // guarded by default. The policy itself lives in src/security/access-policy.ts.
 
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { AccessClass, AccessPolicy } from '../../security/access-policy.js';
+import { httpCredential, type AccessClass, type AccessPolicy } from '../../security/access-policy.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -30,16 +30,6 @@ export interface HttpRouteAccess {
 const accessOf = (request: FastifyRequest): AccessClass => request.routeOptions.config?.access ?? 'api';
 
 /**
- * The key a request presents: `Authorization: Bearer <key>`, or Anthropic's `x-api-key: <key>`
- * (what Anthropic's SDKs send) when there is no Authorization header. Either carries the same keys.
- */
-function credentialOf(request: FastifyRequest): string | undefined {
-  const apiKey = request.headers['x-api-key'];
-  if (request.headers.authorization !== undefined || typeof apiKey !== 'string') return request.headers.authorization;
-  return `Bearer ${apiKey}`;
-}
-
-/**
  * Guards every route of `app` and lists them in `app.routeAccess`. Call it on a fresh app, before
  * anything is registered: fastify adds a root hook only to plugins registered after it.
  */
@@ -56,7 +46,7 @@ export function installAccessControl(app: FastifyInstance, policy: AccessPolicy)
   // answered by the route's own error handler, in its protocol's shape.
   app.addHook('preParsing', async (request, reply, payload) => {
     try {
-      policy.check(accessOf(request), credentialOf(request));
+      policy.check(accessOf(request), httpCredential(request.headers));
     } catch (error) {
       reply.header('www-authenticate', 'Bearer');
       throw error;

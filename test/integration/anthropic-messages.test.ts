@@ -4,7 +4,8 @@
 // message, tools (tool_choice any and tool are constrained by the engine's grammar, so every
 // tool_use input is valid under its input_schema whatever the random weights), a tool_result
 // history rendered by the model's own template, count_tokens, x-api-key beside Bearer, and bad
-// input answered in Anthropic's error shape with the SDK's error classes. The server runs with an
+// input answered in Anthropic's error shape with the SDK's error classes, a mid-stream failure (an engine
+// made to crash) as an `error` event. The server runs with an
 // API key, so every request here also proves the key is taken.
 
 import Anthropic, { AuthenticationError, BadRequestError, NotFoundError } from '@anthropic-ai/sdk';
@@ -13,6 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { messagesPrompt } from '../../anthropic-compat/request.js';
 import { messagesToolPlan } from '../../anthropic-compat/tools.js';
 import type { SequenceUpdate } from '../../src/contracts/generate.js';
+import { FAULT_INJECTION_ENV } from '../../src/runtime/fault-injection.js';
 import { configOf, makeRepository, startTestServer, type TestServer } from '../support/server.js';
 
 const KEY = 'sk-anthropic-test-key';
@@ -22,14 +24,21 @@ let client: Anthropic;
 beforeAll(async () => {
   // The reasoner's output starts inside a thinking block (deepseek_r1), which the random weights never close by themselves.
   const reasoner = (text: string) => `${text}parameters: { key: "reasoning_parser" value: { string_value: "deepseek_r1" } }\n`;
+  // The crashy engine throws at its 20th step (test-only fault injection), mid-way through the first stream it serves.
+  process.env[FAULT_INJECTION_ENV] = '1';
+  const crashy = (text: string) => `${text}parameters: { key: "fault_injection" value: { string_value: "throw_at_step:20" } }\n`;
   const repository = await makeRepository([
     { name: 'qwen3', from: 'qwen3-tiny', config: configOf('qwen3-tiny', 'qwen3') },
     { name: 'reasoner', from: 'qwen3-tiny', config: configOf('qwen3-tiny', 'reasoner', reasoner) },
+    { name: 'crashy', from: 'qwen3-tiny', config: configOf('qwen3-tiny', 'crashy', crashy) },
   ]);
   server = await startTestServer(repository, ['--api-key', KEY]);
   client = new Anthropic({ baseURL: server.http, apiKey: KEY, maxRetries: 0 });
 }, 120_000);
-afterAll(async () => server?.stop());
+afterAll(async () => {
+  delete process.env[FAULT_INJECTION_ENV];
+  await server?.stop();
+});
 
 const base = { model: 'qwen3', max_tokens: 16, temperature: 0, messages: [{ role: 'user' as const, content: 'Say something.' }] };
 const withoutId = ({ id: _, ...rest }: Anthropic.Message) => rest;
@@ -121,6 +130,21 @@ describe('messages.stream', () => {
     expect(messageDelta.delta).toEqual({ stop_reason: expect.stringMatching(/^(end_turn|max_tokens)$/), stop_sequence: null });
     expect(messageDelta.usage.output_tokens).toBeGreaterThan(0);
     expect(events.at(-1)).toEqual({ type: 'message_stop' });
+  });
+
+  it("a failure after the stream opened is an error event in Anthropic's shape, with no message_stop", async () => {
+    const response = await fetch(`${server.http}/v1/messages`, {
+      method: 'POST',
+      headers: { 'x-api-key': KEY, 'content-type': 'application/json' },
+      body: JSON.stringify({ ...base, model: 'crashy', max_tokens: 2000, stream: true }),
+    });
+    expect(response.status).toBe(200);
+    const frames = (await response.text()).split('\n\n').filter((f) => f !== '');
+    expect(frames[0]).toMatch(/^event: message_start\n/);
+    const last = frames.at(-1)!;
+    expect(last).toMatch(/^event: error\ndata: /);
+    expect(JSON.parse(last.split('\n')[1]!.slice('data: '.length))).toEqual({ type: 'error', error: { type: 'overloaded_error', message: expect.stringMatching(/crashed/) } });
+    expect(frames.some((f) => f.startsWith('event: message_stop'))).toBe(false);
   });
 
   it("the SDK's finalMessage equals the non-streamed message", async () => {

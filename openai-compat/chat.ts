@@ -54,6 +54,8 @@ export async function chatCompletions(ctx: OpenAIContext, rawBody: unknown, repl
   const n = choiceCount(body);
   const tools = chatToolPlan(body, model);
   const choices = await prepareChoices(model, chatInput(body, tools), n);
+  // Every choice shares the prompt, so whether it opened a thinking block.
+  const reasoning = model.reasoningOf(choices[0]!);
   const wantLogprobs = body.logprobs === true;
   const tokenText = ctx.tokenText(model);
   const events = runChoices(model, choices, signal, ctx.admission);
@@ -62,7 +64,7 @@ export async function chatCompletions(ctx: OpenAIContext, rawBody: unknown, repl
   const logprobsOf = (event: GenerationEvent) => (wantLogprobs && event.logprobs ? chatLogprobs(event.logprobs, tokenText) : []);
 
   if (stream) {
-    const chunks = new ChatChunks(tools, n);
+    const chunks = new ChatChunks(tools, n, reasoning);
     await streamChoices(reply, events, {
       meta,
       object: 'chat.completion.chunk',
@@ -85,7 +87,7 @@ export async function chatCompletions(ctx: OpenAIContext, rawBody: unknown, repl
   return {
     ...responseHead(meta, 'chat.completion'),
     choices: state.map((c, index) => {
-      const { message, calls } = chatMessage(tools, c.text);
+      const { message, calls } = chatMessage(tools, c.text, reasoning);
       return { index, message, logprobs: wantLogprobs ? { content: c.logprobs, refusal: null } : null, finish_reason: toolFinishReason(c.finishReason, calls) };
     }),
     usage: usage.toWire(),

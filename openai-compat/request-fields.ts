@@ -50,6 +50,8 @@ const UNSUPPORTED: Readonly<Record<string, (value: unknown) => boolean>> = {
   modalities: (v) => !(Array.isArray(v) && v.every((m) => m === 'text')),
   prediction: () => true,
   web_search_options: () => true,
+  // Completions only: chat carries it (a declared field), completions' raw text is never read for reasoning.
+  reasoning_effort: () => true,
   verbosity: () => true,
   store: (v) => v !== false,
   service_tier: (v) => v !== 'auto' && v !== 'default',

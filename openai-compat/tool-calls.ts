@@ -9,7 +9,8 @@ import type { GenerationEvent } from '../src/contracts/text-generation.js';
 import type { FunctionTool, ToolRequest } from '../src/contracts/tools.js';
 import { invalidArg } from '../src/errors.js';
 import type { LlmModel } from '../src/serving/llm-backend.js';
-import { constrainedToolCalls, parseToolCalls, TOOL_CALL_FORMATS, ToolCallStream, type ToolCallDelta, type ToolCallFormat } from '../src/tool-calls/index.js';
+import { AssistantOutputStream, readAssistantOutput, type AssistantDelta, type AssistantOutputPlan } from '../src/assistant-output/index.js';
+import { constrainedToolCalls, TOOL_CALL_FORMATS, type ToolCallFormat } from '../src/tool-calls/index.js';
 import { parseToolRequest } from '../src/vocabulary/index.js';
 import type { Body } from './request-fields.js';
 
@@ -23,6 +24,9 @@ export interface ChatToolPlan {
   /** The constraint of tool_choice required or a named function; absent when the model chooses. */
   readonly grammar?: GrammarSpec;
 }
+
+/** A model's reasoning reading for one request (LlmModel.reasoningOf); null without a reasoning parser. */
+export type ReasoningPlan = AssistantOutputPlan['reasoning'];
 
 const NO_TOOLS: ChatToolPlan = { tools: null, format: null, maxCalls: undefined };
 
@@ -52,36 +56,46 @@ export function toolFinishReason(reason: FinishReason | null, calls: number): st
   return reason === 'stop' && calls > 0 ? 'tool_calls' : reason;
 }
 
-/** A finished choice's assistant message. */
-export function chatMessage(plan: ChatToolPlan, text: string): { message: Record<string, unknown>; calls: number } {
-  if (plan.format === null) return { message: { role: 'assistant', content: text, refusal: null }, calls: 0 };
-  const parsed = parseToolCalls(plan.format, text, plan.maxCalls === undefined ? {} : { maxCalls: plan.maxCalls });
-  const toolCalls = parsed.toolCalls.length > 0 ? { tool_calls: parsed.toolCalls } : {};
-  return { message: { role: 'assistant', content: parsed.content, refusal: null, ...toolCalls }, calls: parsed.toolCalls.length };
+/** How a choice's text is read: the model's reasoning, then the tool plan's format on the answer. */
+function outputPlan(plan: ChatToolPlan, reasoning: ReasoningPlan): AssistantOutputPlan {
+  return { reasoning, toolCalls: plan.format, maxCalls: plan.maxCalls };
+}
+
+/**
+ * A finished choice's assistant message. Reasoning goes to reasoning_content and, under the
+ * newer name clients read, reasoning (both only for a model with a reasoning parser).
+ */
+export function chatMessage(plan: ChatToolPlan, text: string, reasoning: ReasoningPlan = null): { message: Record<string, unknown>; calls: number } {
+  const out = readAssistantOutput(outputPlan(plan, reasoning), text);
+  // Plain text keeps its content as generated, even empty, as it always did.
+  const content = plan.format === null && reasoning === null ? text : out.content;
+  const thinking = reasoning === null ? {} : { reasoning_content: out.reasoning, reasoning: out.reasoning };
+  const toolCalls = out.toolCalls.length > 0 ? { tool_calls: out.toolCalls } : {};
+  return { message: { role: 'assistant', content, refusal: null, ...thinking, ...toolCalls }, calls: out.toolCalls.length };
 }
 
 /** One streamed choice's deltas: text in, OpenAI delta objects out. */
 export class ChatDeltaStream {
-  private readonly calls: ToolCallStream | null;
+  private readonly reader: AssistantOutputStream;
 
-  constructor(plan: ChatToolPlan) {
-    this.calls = plan.format === null ? null : new ToolCallStream(plan.format, plan.maxCalls === undefined ? {} : { maxCalls: plan.maxCalls });
+  constructor(plan: ChatToolPlan, reasoning: ReasoningPlan = null) {
+    this.reader = new AssistantOutputStream(outputPlan(plan, reasoning));
   }
 
   get callCount(): number {
-    return this.calls?.callCount ?? 0;
+    return this.reader.toolCallCount;
   }
 
-  /** The deltas for newly generated text; `last` releases whatever the parser held back. */
+  /** The deltas for newly generated text; `last` releases whatever the readers held back. */
   push(text: string, last: boolean): Record<string, unknown>[] {
-    if (this.calls === null) return text === '' ? [] : [{ content: text }];
-    const deltas = text === '' ? [] : this.calls.push(text);
-    if (last) deltas.push(...this.calls.finish());
+    const deltas = this.reader.push(text);
+    if (last) deltas.push(...this.reader.finish());
     return deltas.map(wireDelta);
   }
 }
 
-function wireDelta(delta: ToolCallDelta): Record<string, unknown> {
+function wireDelta(delta: AssistantDelta): Record<string, unknown> {
+  if (delta.kind === 'reasoning') return { reasoning_content: delta.text, reasoning: delta.text };
   if (delta.kind === 'content') return { content: delta.text };
   if (delta.kind === 'call') return { tool_calls: [{ index: delta.index, id: delta.id, type: 'function', function: { name: delta.name, arguments: '' } }] };
   return { tool_calls: [{ index: delta.index, function: { arguments: delta.text } }] };
@@ -98,8 +112,9 @@ export class ChatChunks {
   constructor(
     private readonly plan: ChatToolPlan,
     choices: number,
+    private readonly reasoning: ReasoningPlan = null,
   ) {
-    this.streams = Array.from({ length: choices }, () => new ChatDeltaStream(plan));
+    this.streams = Array.from({ length: choices }, () => new ChatDeltaStream(plan, reasoning));
   }
 
   entries(index: number, event: GenerationEvent, logprobs: readonly unknown[]): Record<string, unknown>[] | null {
@@ -107,7 +122,8 @@ export class ChatChunks {
     const pieces = stream.push(event.text, event.finishReason !== null);
     if (pieces.length === 0 && logprobs.length === 0 && event.finishReason === null) return null;
     if (pieces.length === 0) pieces.push({});
-    if (!this.started.has(index)) pieces[0] = { role: 'assistant', content: this.plan.format === null ? '' : null, ...pieces[0] };
+    // Plain text opens with content "" as it always did; a reader that may hold text back opens with null.
+    if (!this.started.has(index)) pieces[0] = { role: 'assistant', content: this.plan.format === null && this.reasoning === null ? '' : null, ...pieces[0] };
     this.started.add(index);
     const finish = toolFinishReason(event.finishReason, stream.callCount);
     return pieces.map((delta, i) => ({

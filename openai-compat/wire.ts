@@ -20,6 +20,8 @@ export interface WireUsage {
   readonly completion_tokens: number;
   readonly total_tokens: number;
   readonly prompt_tokens_details: { readonly cached_tokens: number };
+  /** Only for a model with a reasoning parser: the completion tokens spent inside thinking blocks. */
+  readonly completion_tokens_details?: { readonly reasoning_tokens: number };
 }
 
 const fingerprints = new WeakMap<LlmModel, string>();
@@ -66,15 +68,18 @@ export class UsageTally {
     let prompt = 0;
     let completion = 0;
     let cached = 0;
+    let reasoning: number | undefined;
     const seenPrompts = new Set<number>();
     for (const [index, usage] of [...this.finals.entries()].sort((a, b) => a[0] - b[0])) {
       completion += usage.completionTokens;
+      if (usage.reasoningTokens !== undefined) reasoning = (reasoning ?? 0) + usage.reasoningTokens;
       const group = Math.floor(index / this.n);
       if (seenPrompts.has(group)) continue;
       seenPrompts.add(group);
       prompt += usage.promptTokens;
       cached += usage.cachedTokens;
     }
-    return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion, prompt_tokens_details: { cached_tokens: cached } };
+    const details = reasoning === undefined ? {} : { completion_tokens_details: { reasoning_tokens: reasoning } };
+    return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion, prompt_tokens_details: { cached_tokens: cached }, ...details };
   }
 }

@@ -40,6 +40,8 @@ export interface ServerOptions extends AccessOptions {
   readonly servedModelName?: string;
   /** The --model's tool-call format (the llm backend's `tool_call_parser` parameter: hermes, llama3_json, mistral). */
   readonly toolCallParser?: string;
+  /** The --model's thinking-block format (the llm backend's `reasoning_parser` parameter: qwen3, deepseek_r1). */
+  readonly reasoningParser?: string;
   /** Timeouts, caps and sizes (src/config/limits.ts). */
   readonly limits: ResourceLimits;
 }
@@ -64,6 +66,8 @@ export const USAGE = `conveyor serve [options]
   --served-model-name NAME     the model id for --model (default: the directory's name)
   --tool-call-parser NAME      how the --model writes tool calls: hermes (Qwen), llama3_json, mistral
                                (vLLM's flag; without it, tools with tool_choice auto are refused)
+  --reasoning-parser NAME      how the --model marks its thinking: qwen3, deepseek_r1 (vLLM's flag;
+                               the thinking goes to reasoning_content instead of content)
   --api-key KEY                require 'Authorization: Bearer KEY' on every front end: HTTP,
                                WebSocket and gRPC 'authorization' metadata (repeatable)
   --api-key-file PATH          API keys, one a line; blank lines and # comments skipped (repeatable)
@@ -129,6 +133,7 @@ export function parseServerOptions(argv: readonly string[]): ServerOptions {
         model: { type: 'string' },
         'served-model-name': { type: 'string' },
         'tool-call-parser': { type: 'string' },
+        'reasoning-parser': { type: 'string' },
         'api-key': { type: 'string', multiple: true },
         'api-key-file': { type: 'string', multiple: true },
         'admin-key': { type: 'string', multiple: true },
@@ -154,6 +159,9 @@ export function parseServerOptions(argv: readonly string[]): ServerOptions {
   // The name is checked against the parsers when the model loads; here only that it is a plain word for its config line.
   if (v['tool-call-parser'] !== undefined && !/^[a-z0-9_]+$/.test(v['tool-call-parser']))
     throw new OptionsError(`--tool-call-parser must be a parser name such as hermes, got '${v['tool-call-parser']}'`);
+  if (v['reasoning-parser'] !== undefined && v.model === undefined) throw new OptionsError('--reasoning-parser needs --model (a repository model sets the reasoning_parser parameter)');
+  if (v['reasoning-parser'] !== undefined && !/^[a-z0-9_]+$/.test(v['reasoning-parser']))
+    throw new OptionsError(`--reasoning-parser must be a parser name such as qwen3, got '${v['reasoning-parser']}'`);
   const access = accessOptions({
     apiKeys: v['api-key'],
     apiKeyFiles: v['api-key-file'],
@@ -182,6 +190,7 @@ export function parseServerOptions(argv: readonly string[]): ServerOptions {
     ...(v.model !== undefined ? { model: resolve(v.model) } : {}),
     ...(v['served-model-name'] !== undefined ? { servedModelName: v['served-model-name'] } : {}),
     ...(v['tool-call-parser'] !== undefined ? { toolCallParser: v['tool-call-parser'] } : {}),
+    ...(v['reasoning-parser'] !== undefined ? { reasoningParser: v['reasoning-parser'] } : {}),
   };
 }
 

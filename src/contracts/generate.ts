@@ -262,6 +262,9 @@ export interface StepOutput {
   readonly updates: readonly SequenceUpdate[];
   readonly rejections: readonly RequestRejection[];
   readonly stats: EngineStats;
-  /** Grammar masks computed for this step and their time, ms; absent when no row was constrained. */
-  readonly grammarMasks?: { readonly count: number; readonly ms: number };
+  /**
+   * Grammar masks computed for this step: how many, the grammar worker's time on them, and how
+   * long the engine waited for them after its forward pass (ms); absent when no row had one.
+   */
+  readonly grammarMasks?: { readonly count: number; readonly ms: number; readonly waitMs: number };
 }

@@ -18,7 +18,10 @@ export interface ChatMessage {
   readonly name?: string;
   readonly tool_calls?: readonly unknown[];
   readonly tool_call_id?: string;
+  /** An assistant turn's thinking text; rendered by templates that read it (Qwen3's). */
   readonly reasoning_content?: string | null;
+  /** The newer name some clients send for reasoning_content; the template sees it as reasoning_content. */
+  readonly reasoning?: string | null;
 }
 
 export interface ChatTemplateOptions {
@@ -59,6 +62,8 @@ export interface Usage {
   readonly completionTokens: number;
   /** Prompt tokens served from the prefix cache. */
   readonly cachedTokens: number;
+  /** Completion tokens inside the thinking block; absent when the request had no ThinkingSpec (no reasoning parser). */
+  readonly reasoningTokens?: number;
 }
 
 export interface GenerationTimings {

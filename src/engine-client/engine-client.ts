@@ -9,7 +9,7 @@ import type { EngineStats, GenerateRequest, SequenceUpdate, StepOutput } from '.
 import { ConveyorError, unavailable, type ErrorCode } from '../errors.js';
 import type { RestartPolicy } from '../runtime/restart-policy.js';
 import { ENGINE_WORKER_ENTRY } from '../engine-worker/entry.js';
-import { spawnWorker } from '../runtime/spawn-worker.js';
+import { spawnWorker } from '../threads/spawn-worker.js';
 import { WorkerSupervisor, type SupervisionStatus } from '../runtime/worker-supervisor.js';
 
 /** What a request's stream yields: its updates, each stamped with the step's engine time. */

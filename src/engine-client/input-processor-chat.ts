@@ -77,8 +77,9 @@ export function messageChars(messages: unknown): number {
   let total = 0;
   for (const message of messages as unknown[]) {
     if (typeof message !== 'object' || message === null) continue;
-    const { content, reasoning_content: reasoning } = message as Record<string, unknown>;
-    if (typeof reasoning === 'string') total += reasoning.length;
+    const { content, reasoning_content: reasoningContent, reasoning } = message as Record<string, unknown>;
+    if (typeof reasoningContent === 'string') total += reasoningContent.length;
+    else if (typeof reasoning === 'string') total += reasoning.length;
     if (typeof content === 'string') total += content.length;
     else if (Array.isArray(content)) for (const part of content as unknown[]) total += typeof (part as ChatContentPart | null)?.text === 'string' ? (part as ChatContentPart).text!.length : 0;
   }
@@ -90,10 +91,13 @@ export function normalizeMessages(messages: unknown): Record<string, unknown>[] 
   if (!Array.isArray(messages) || messages.length === 0) throw invalidArg('messages must be a non-empty array', 'messages');
   return messages.map((message: unknown, i) => {
     if (typeof message !== 'object' || message === null || Array.isArray(message)) throw invalidArg(`messages[${i}] must be an object`, 'messages');
-    const { role, content, ...rest } = message as Record<string, unknown>;
+    const { role, content, reasoning, ...rest } = message as Record<string, unknown>;
     if (typeof role !== 'string' || !ROLES.has(role)) throw invalidArg(`messages[${i}].role must be one of ${[...ROLES].join(', ')}, got ${JSON.stringify(role)}`, 'messages');
+    // Clients send an assistant turn's thinking as reasoning_content or as reasoning; templates read reasoning_content.
+    const thinking = rest.reasoning_content ?? reasoning;
+    if (thinking !== undefined && thinking !== null && typeof thinking !== 'string') throw invalidArg(`messages[${i}].reasoning_content must be a string`, 'messages');
     // OpenAI's developer role replaces system for newer models; templates only know system.
-    return { ...rest, role: role === 'developer' ? 'system' : role, content: contentText(content, i) };
+    return { ...rest, ...(typeof thinking === 'string' ? { reasoning_content: thinking } : {}), role: role === 'developer' ? 'system' : role, content: contentText(content, i) };
   });
 }
 

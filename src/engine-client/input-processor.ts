@@ -14,7 +14,7 @@ import { ChatTemplate, messageChars, selectChatTemplate } from './input-processo
 import { createTokenizer, modelInfo, readModelFiles, type ModelFiles, type ModelInfo } from '../tokenizer/model-files.js';
 import { OffThreadTokenizer } from './offthread-tokenizer.js';
 import { encodePlain, SpecialTokenEscaper, specialTokenContents, type PromptPiece } from './special-token-escape.js';
-import type { UncheckedParams, WireNames } from '../vocabulary/index.js';
+import type { ReasoningEffort, UncheckedParams, WireNames } from '../vocabulary/index.js';
 import { promptOpensBlock, type ReasoningFormat } from '../reasoning/index.js';
 import { validateSamplingParams, validateTokenIds, type SamplingDefaults, type ValidatedSampling } from '../vocabulary/sampling-params.js';
 
@@ -154,13 +154,13 @@ export class InputProcessor {
   /** Validates and tokenizes a request into what the engine runs and what the output processor needs (encoded on this thread). */
   process(input: ProcessInput): ProcessedRequest {
     const validated = this.validate(input);
-    return this.build(input, validated, this.tokenize(input.prompt));
+    return this.build(input, validated, this.tokenize(withReasoningEffort(input.prompt, validated.reasoningEffort)));
   }
 
   /** As process, with long prompts tokenized off the main thread. */
   async processAsync(input: ProcessInput): Promise<ProcessedRequest> {
     const validated = this.validate(input);
-    return this.build(input, validated, await this.tokenizeAsync(input.prompt));
+    return this.build(input, validated, await this.tokenizeAsync(withReasoningEffort(input.prompt, validated.reasoningEffort)));
   }
 
   private validate(input: ProcessInput): ValidatedSampling {
@@ -205,6 +205,17 @@ export class InputProcessor {
   createDetokenizer(output: Pick<OutputOptions, 'skipSpecialTokens'>, promptTokenIds: readonly number[]): IncrementalDetokenizer {
     return new IncrementalDetokenizer(this.tokenizer, { skipSpecialTokens: output.skipSpecialTokens, contextTokenIds: promptTokenIds.slice(-CONTEXT_TOKENS) });
   }
+}
+
+/**
+ * reasoning_effort reaches the chat template: none as enable_thinking false (Qwen3's switch, as
+ * vLLM maps it), every level as `reasoning_effort` for templates that read it. The client's own
+ * chat_template_kwargs win.
+ */
+function withReasoningEffort(prompt: PromptInput, effort: ReasoningEffort | null): PromptInput {
+  if (prompt.kind !== 'chat' || effort === null) return prompt;
+  const switches = { reasoning_effort: effort, ...(effort === 'none' ? { enable_thinking: false } : {}) };
+  return { ...prompt, chatTemplateKwargs: { ...switches, ...(prompt.chatTemplateKwargs ?? {}) } };
 }
 
 /** The request's one constraint and the field it came from: a structured-output field's, or the front end's. */

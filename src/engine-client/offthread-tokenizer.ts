@@ -4,7 +4,7 @@
 // files, so both paths give the same ids.
 
 import type { Worker } from 'node:worker_threads';
-import { spawnWorker } from '../runtime/spawn-worker.js';
+import { spawnWorker } from '../threads/spawn-worker.js';
 import type { TextTokenizer } from '../contracts/tokenizer.js';
 import { OFFTHREAD_MIN_CHARS } from '../config/limits.js';
 import type { ModelFiles } from '../tokenizer/model-files.js';

@@ -2,18 +2,22 @@
 // incremental detokenization (never a broken character), stop strings across token boundaries
 // (the engine is told to stop), finish reason, usage and timestamps.
 
-import type { SequenceUpdate } from '../contracts/generate.js';
+import type { SequenceUpdate, ThinkingSpec } from '../contracts/generate.js';
 import type { GenerationEvent, OutputOptions } from '../contracts/text-generation.js';
 import type { TokenDecoder } from '../contracts/tokenizer.js';
 import { IncrementalDetokenizer } from './detokenizer.js';
 import { StopStringMatcher } from './stop-strings.js';
+import { ThinkingTokenCounter } from '../reasoning/index.js';
 
 export class OutputProcessor {
   private readonly detokenizer: IncrementalDetokenizer;
   private readonly stops: StopStringMatcher;
   private stopString: string | null = null;
+  /** Counts the tokens inside the thinking block, for usage; null without a ThinkingSpec. */
+  private readonly thinking: ThinkingTokenCounter | null;
 
-  constructor(decoder: TokenDecoder, promptTokenIds: readonly number[], options: OutputOptions) {
+  constructor(decoder: TokenDecoder, promptTokenIds: readonly number[], options: OutputOptions, thinking: ThinkingSpec | null = null) {
+    this.thinking = thinking ? new ThinkingTokenCounter(thinking) : null;
     this.detokenizer = new IncrementalDetokenizer(decoder, { skipSpecialTokens: options.skipSpecialTokens, contextTokenIds: promptTokenIds });
     this.stops = new StopStringMatcher(options.stop, options.includeStopStrInOutput);
   }
@@ -26,6 +30,7 @@ export class OutputProcessor {
   process(update: SequenceUpdate, timeMs: number): GenerationEvent {
     // An EOS / stop token that ended the request is not part of the text (vLLM hides it too).
     const tokenIds = update.stopTokenId !== null ? update.newTokenIds.slice(0, -1) : update.newTokenIds;
+    this.thinking?.push(tokenIds);
     let text = this.stopString === null ? this.detokenizer.push(tokenIds) : '';
     let finishReason = update.finishReason;
     if (finishReason !== null && this.stopString === null) text += this.detokenizer.flush();
@@ -46,7 +51,12 @@ export class OutputProcessor {
       logprobs,
       finishReason,
       stopReason: this.stopString ?? update.stopTokenId,
-      usage: { promptTokens: update.numPromptTokens, completionTokens: update.numOutputTokens, cachedTokens: update.numCachedTokens },
+      usage: {
+        promptTokens: update.numPromptTokens,
+        completionTokens: update.numOutputTokens,
+        cachedTokens: update.numCachedTokens,
+        ...(this.thinking ? { reasoningTokens: this.thinking.count } : {}),
+      },
       timings: { arrivalMs: update.arrivalTimeMs, scheduledMs: update.scheduledTimeMs, firstTokenMs: update.firstTokenTimeMs, tokenMs: timeMs },
     };
   }

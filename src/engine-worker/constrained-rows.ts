@@ -1,14 +1,17 @@
-// The grammar side of the engine: one ConstraintMatcher per constrained request, over a
-// GrammarEngine opened on the first constrained request (an engine that never sees one never
-// builds the tokenizer info). A matcher lives from the request's admission to its finish or
-// abort. It survives preemption, because the output tokens do: before each mask the matcher is
-// synced to the request's output (syncTo), which is a no-op in the normal step and a rebuild
-// after anything that changed the output behind its back.
+// The grammar side of the engine: which requests are constrained, and their masks. The matchers
+// themselves live on the grammar worker (grammar-client.ts); this keeps, per request, a mirror
+// of the tokens its matcher holds, so each step sends only the difference between that and the
+// row's answer tokens (one token in the normal step, a rollback after anything that changed the
+// output behind the matcher's back: preemption keeps the output, a dropped step does not).
+//
+// startMasks() posts a step's jobs and returns at once, so the worker computes them while the
+// engine thread is blocked in the forward pass; the engine awaits the promise after it.
 
 import type { GenerateRequest } from '../contracts/generate.js';
 import { invalidArg } from '../errors.js';
-import { GrammarEngine } from '../grammar/grammar-engine.js';
-import type { ConstraintMatcher } from '../grammar/matcher.js';
+import { maskAllows } from '../contracts/token-mask.js';
+import type { MaskJob } from '../grammar-worker/entry.js';
+import { GrammarWorkerClient } from './grammar-client.js';
 
 export interface ConstrainedRowsOptions {
   /** The model's tokenizer.json; absent, a constrained request is refused. */
@@ -17,83 +20,161 @@ export interface ConstrainedRowsOptions {
   readonly vocabSize: number;
 }
 
-/** What happened when a sampled token was given to its matcher. */
-export type AcceptOutcome = 'continues' | 'terminated' | 'refused';
+/** A row's mask, or why it has none (the request must then end: it cannot go on under its grammar). */
+export type RowMask = { readonly mask: Int32Array } | { readonly failed: string };
+
+interface Row {
+  /** Ids that may end the grammar: the request's EOS and stop tokens. */
+  readonly stopIds: ReadonlySet<number>;
+  /** The tokens the worker's matcher holds, as far as the engine knows. */
+  mirror: readonly number[];
+  /** Set once the row cannot be masked any more (its grammar refused a token, or the worker died). */
+  failed: string | null;
+}
+
+export interface MaskRequest {
+  readonly requestId: string;
+  readonly output: ArrayLike<number>;
+  /** Where the grammar's part of the output starts (past any thinking block). */
+  readonly answerStart: number;
+}
+
+export interface GrammarStats {
+  readonly masks: number;
+  /** Time the grammar worker spent computing masks, ms. */
+  readonly maskMs: number;
+  /** Time the engine waited for masks after its forward pass, ms: the part of maskMs the overlap did not hide. */
+  readonly waitMs: number;
+}
+
+/** Tokens shared at the start of `a` and `b`. */
+function commonPrefix(a: readonly number[], b: readonly number[]): number {
+  let n = 0;
+  while (n < a.length && n < b.length && a[n] === b[n]) n++;
+  return n;
+}
+
+/** output[from..] as an array. */
+const tail = (output: ArrayLike<number>, from: number): number[] => Array.from({ length: Math.max(0, output.length - from) }, (_, i) => output[from + i]!);
 
 export class ConstrainedRows {
-  private engine: Promise<GrammarEngine> | null = null;
-  private readonly matchers = new Map<string, ConstraintMatcher>();
-  private maskMsTotal = 0;
-  private masksTotal = 0;
+  private client: GrammarWorkerClient | null = null;
+  private readonly rows = new Map<string, Row>();
+  private totals = { masks: 0, maskMs: 0, waitMs: 0 };
 
   constructor(private readonly options: ConstrainedRowsOptions) {}
 
   has(requestId: string): boolean {
-    return this.matchers.has(requestId);
+    return this.rows.has(requestId);
   }
 
   get size(): number {
-    return this.matchers.size;
+    return this.rows.size;
   }
 
   /**
-   * Compiles the request's grammar (a cache hit costs nothing) and makes its matcher. Rejects with
-   * INVALID_ARG naming the feature when the grammar cannot be compiled; nothing is kept then.
+   * Compiles the request's grammar on the worker (a cache hit costs nothing) and makes its
+   * matcher. Rejects with INVALID_ARG naming the feature when the grammar cannot be compiled.
    */
   async open(request: GenerateRequest): Promise<void> {
     const spec = request.grammar;
     if (!spec) throw new Error(`request ${request.id} has no grammar`);
-    const engine = await this.grammarEngine();
-    const constraint = await engine.compile(spec);
     // The grammar may end only where the request may: on its EOS or stop tokens (none named: the tokenizer's end tokens).
     const stopIds = [...new Set([...request.stop.eosTokenIds, ...request.stop.stopTokenIds])];
-    this.matchers.set(request.id, await engine.matcher(constraint, stopIds));
+    await this.worker().open(request.id, spec, stopIds);
+    this.rows.set(request.id, { stopIds: new Set(stopIds), mirror: [], failed: null });
   }
 
-  /** The next-token bitmask of `requestId` after `outputTokenIds`; null when it is not constrained. */
-  async mask(requestId: string, outputTokenIds: ArrayLike<number>): Promise<Int32Array | null> {
-    const matcher = this.matchers.get(requestId);
-    if (!matcher) return null;
-    // False means the output broke the grammar earlier; the mask then continues from the longest valid prefix.
-    matcher.syncTo(outputTokenIds);
-    return matcher.nextTokenMask();
+  /** Posts the masks of `requests` (constrained ones; others are skipped) and resolves with them and the worker's time, ms. */
+  startMasks(requests: readonly MaskRequest[]): Promise<{ readonly masks: Map<string, RowMask>; readonly ms: number }> {
+    const result = new Map<string, RowMask>();
+    const jobs: MaskJob[] = [];
+    const answers = new Map<string, readonly number[]>();
+    for (const { requestId, output, answerStart } of requests) {
+      const row = this.rows.get(requestId);
+      if (!row) continue;
+      if (row.failed !== null) {
+        result.set(requestId, { failed: row.failed });
+        continue;
+      }
+      const tokens = tail(output, answerStart);
+      const common = commonPrefix(row.mirror, tokens);
+      jobs.push({ requestId, rollBack: row.mirror.length - common, accept: tokens.slice(common) });
+      answers.set(requestId, tokens);
+      row.mirror = tokens;
+    }
+    if (jobs.length === 0) return Promise.resolve({ masks: result, ms: 0 });
+    return this.worker()
+      .masks(jobs)
+      .then(
+        (batch) => {
+          for (const m of batch.masks) this.settle(m.requestId, m.mask, m.accepted, m.refused, answers.get(m.requestId)!, result);
+          this.totals.masks += batch.masks.length;
+          this.totals.maskMs += batch.ms;
+          return { masks: result, ms: batch.ms };
+        },
+        (error: unknown) => {
+          const reason = error instanceof Error ? error.message : String(error);
+          for (const job of jobs) this.fail(job.requestId, reason, result);
+          return { masks: result, ms: 0 };
+        },
+      );
   }
 
-  /** Advances `requestId`'s matcher by a sampled token. */
-  accept(requestId: string, tokenId: number): AcceptOutcome {
-    const matcher = this.matchers.get(requestId);
-    if (!matcher) return 'continues';
-    if (!matcher.accept(tokenId)) return 'refused';
-    return matcher.isTerminated() ? 'terminated' : 'continues';
+  /** True when `tokenId`, sampled under `mask`, completes the request's grammar (an allowed stop token). */
+  endsGrammar(requestId: string, tokenId: number, mask: Int32Array): boolean {
+    const row = this.rows.get(requestId);
+    return (row?.stopIds.has(tokenId) ?? false) && maskAllows(mask, tokenId);
+  }
+
+  /** Counts time the engine spent waiting for masks after the forward pass. */
+  recordWait(ms: number): void {
+    this.totals.waitMs += ms;
+  }
+
+  stats(): GrammarStats {
+    return { ...this.totals };
   }
 
   /** Frees a finished or aborted request's matcher (no-op when it has none). */
   release(requestId: string): void {
-    const matcher = this.matchers.get(requestId);
-    if (!matcher) return;
-    matcher.dispose();
-    this.matchers.delete(requestId);
+    if (!this.rows.delete(requestId)) return;
+    this.client?.release(requestId);
   }
 
-  /** Counts one step's mask work. */
-  recordMasks(count: number, ms: number): void {
-    this.masksTotal += count;
-    this.maskMsTotal += ms;
+  /** Stops the grammar worker. */
+  async close(): Promise<void> {
+    await this.client?.close();
+    this.client = null;
   }
 
-  /** Masks computed since start and the time they took, ms. */
-  stats(): { readonly masks: number; readonly maskMs: number } {
-    return { masks: this.masksTotal, maskMs: this.maskMsTotal };
+  /** The grammar worker's thread while one runs: fault-injection tests terminate it. */
+  get workerThread() {
+    return this.client?.thread;
   }
 
-  private grammarEngine(): Promise<GrammarEngine> {
+  private settle(requestId: string, mask: Int32Array | null, accepted: number, refused: boolean, answer: readonly number[], into: Map<string, RowMask>): void {
+    const row = this.rows.get(requestId);
+    if (!row) return;
+    row.mirror = answer.slice(0, accepted);
+    if (mask === null) this.fail(requestId, 'the grammar worker has no matcher for the request', into);
+    else if (refused) this.fail(requestId, `the grammar refused token ${answer[accepted]} that its own mask allowed`, into);
+    else into.set(requestId, { mask });
+  }
+
+  private fail(requestId: string, reason: string, into: Map<string, RowMask>): void {
+    const row = this.rows.get(requestId);
+    if (row) row.failed = reason;
+    into.set(requestId, { failed: reason });
+  }
+
+  private worker(): GrammarWorkerClient {
     const { tokenizerPath, vocabSize } = this.options;
-    if (tokenizerPath === undefined) return Promise.reject(invalidArg('this engine has no tokenizer.json, so it cannot constrain output to a grammar'));
-    if (!this.engine) {
-      this.engine = GrammarEngine.open({ tokenizerPath, logitsVocabSize: vocabSize });
-      // A failed open is retried by the next constrained request rather than cached.
-      this.engine.catch(() => (this.engine = null));
-    }
-    return this.engine;
+    if (tokenizerPath === undefined) throw invalidArg('this engine has no tokenizer.json, so it cannot constrain output to a grammar');
+    this.client ??= new GrammarWorkerClient({ tokenizerPath, vocabSize }, (reason) => {
+      // Every matcher died with the worker: the rows they served cannot continue.
+      for (const row of this.rows.values()) row.failed ??= reason;
+    });
+    return this.client;
   }
 }

@@ -10,10 +10,12 @@
 // Grammar-constrained requests (GenerateRequest.grammar) compile before they are admitted: add()
 // starts the compile at once (a cache hit is immediate), and the compiled request then enters
 // like any add — applied now, or held when a step is running. A grammar that cannot compile is a
-// rejection (INVALID_ARG), never an engine error. Each step computes the masks of its
-// constrained rows after planning and before the forward pass; the sampler applies them first.
-// (They run on this thread, beside the forward pass in time order only: ORT's run is synchronous
-// here, so true overlap would need the masks on another thread.)
+// rejection (INVALID_ARG), never an engine error. Compiles and masks run on the grammar worker
+// (src/grammar-worker), so neither blocks this thread: each step posts its constrained rows' mask
+// jobs after planning, runs the forward pass (ORT blocks this thread meanwhile), then awaits the
+// masks, which the sampler applies first. Thinking blocks (GenerateRequest.thinking) are read
+// from the output each step: a spent budget forces the block's closing tokens, and a grammar
+// applies to the answer after the block.
 
 import type { GenerateRequest, RequestRejection, SampledTokens, SequenceUpdate, StepOutput, StepPlan } from '../contracts/generate.js';
 import type { EngineWorkerData } from '../contracts/engine-messages.js';
@@ -21,8 +23,9 @@ import { asConveyorError, ConveyorError } from '../errors.js';
 import { KvCacheManager } from '../kv-cache/kv-cache-manager.js';
 import type { ModelRunner, RunnerInfo, RunnerOptions, RunnerStats } from '../runners/model-runner.js';
 import { Sampler, type SamplerRow } from '../sampler/sampler.js';
-import { ConstrainedRows } from './constrained-rows.js';
+import { ConstrainedRows, type GrammarStats } from './constrained-rows.js';
 import { Scheduler, type PreemptionEvent } from './scheduler.js';
+import { StepConstraints } from './step-constraints.js';
 
 /** The engine's settings travel to its worker as plain data, so the contract type is the config. */
 export type EngineConfig = EngineWorkerData;
@@ -176,29 +179,30 @@ export class EngineCore {
     const contexts = this.samplingContexts(plan);
     this.stepping = true;
     let output: StepOutput;
-    const refused: string[] = [];
+    let constraints: StepConstraints;
     try {
-      const masks = await this.grammarMasks(contexts);
+      // Posted before the forward pass: the grammar worker computes the masks while ORT blocks this thread.
+      constraints = StepConstraints.start(this.rows, contexts, (id) => this.scheduler.get(id)?.request.thinking, this.runner.info.shape.vocabSize);
       const logits = plan.scheduled.length > 0 ? await this.runner.execute(plan) : new Map<string, Float32Array>();
+      await constraints.ready();
       const sampled = contexts.map((context): SampledTokens => {
         const row = logits.get(context.requestId);
         if (!row) throw new Error(`the runner returned no logits for planned request ${context.requestId}`);
-        const result = this.sampler.sample({ ...context, logits: row, allowedTokens: masks.masks.get(context.requestId) ?? null });
+        const result = this.sampler.sample({ ...context, logits: row, allowedTokens: constraints.maskFor(context.requestId) });
         const tokens = { requestId: context.requestId, tokenIds: [result.tokenId], logprobs: result.logprob ? [result.logprob] : null };
-        const outcome = this.rows.accept(context.requestId, result.tokenId);
-        if (outcome === 'refused') refused.push(context.requestId);
-        return outcome === 'terminated' ? { ...tokens, grammarEnded: true } : tokens;
+        return constraints.endsGrammar(context.requestId, result.tokenId) ? { ...tokens, grammarEnded: true } : tokens;
       });
       output = this.scheduler.apply({ stepId: plan.stepId, sampled });
-      if (masks.masks.size > 0) output = { ...output, grammarMasks: { count: masks.masks.size, ms: masks.ms } };
+      const work = constraints.grammarWork;
+      if (work) output = { ...output, grammarMasks: work };
     } finally {
       this.stepping = false;
     }
     for (const update of output.updates) if (update.finishReason !== null) this.rows.release(update.requestId);
-    // The mask makes this unreachable; should the grammar engine still refuse a token it offered,
-    // the request ends (abort) rather than continue outside its grammar.
-    for (const id of refused) this.log(`request ${id}: the grammar refused a token its own mask allowed; ending the request`);
-    const abortedDuringStep = this.applyHeld(refused);
+    // A row whose grammar cannot go on (a token refused that its own mask allowed, a lost grammar
+    // worker) ends (abort) rather than continue outside its grammar.
+    for (const [id, why] of constraints.failed) this.log(`request ${id}: ${why}; ending the request`);
+    const abortedDuringStep = this.applyHeld([...constraints.failed.keys()]);
     if (abortedDuringStep.size > 0) {
       // The request ended while its row was computed: the row's tokens are not delivered (its
       // final 'abort' / 'stop' update is), and the counters reflect the blocks just freed.
@@ -207,22 +211,13 @@ export class EngineCore {
     return this.withPending(output);
   }
 
-  /** The next-token masks of the constrained rows about to be sampled, and the time they took. */
-  private async grammarMasks(contexts: readonly SamplerRow[]): Promise<{ masks: Map<string, Int32Array>; ms: number }> {
-    const masks = new Map<string, Int32Array>();
-    if (this.rows.size === 0) return { masks, ms: 0 };
-    const started = performance.now();
-    for (const context of contexts) {
-      const mask = await this.rows.mask(context.requestId, context.outputTokenIds);
-      if (mask) masks.set(context.requestId, mask);
-    }
-    const ms = performance.now() - started;
-    this.rows.recordMasks(masks.size, ms);
-    return { masks, ms };
+  /** The grammar worker thread while one runs (fault-injection tests terminate it to play a crash). */
+  get grammarWorkerThread() {
+    return this.rows.workerThread;
   }
 
-  /** Grammar masks computed since start and their time, ms. */
-  grammarStats(): { readonly masks: number; readonly maskMs: number } {
+  /** Grammar masks computed since start, the grammar worker's time on them and the engine's wait for them, ms. */
+  grammarStats(): GrammarStats {
     return this.rows.stats();
   }
 
@@ -267,8 +262,9 @@ export class EngineCore {
     return this.runner.stats;
   }
 
-  release(): Promise<void> {
-    return this.runner.release();
+  async release(): Promise<void> {
+    await this.rows.close();
+    await this.runner.release();
   }
 
   private withPending(output: StepOutput): StepOutput {

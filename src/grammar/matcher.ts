@@ -67,6 +67,3 @@ export class ConstraintMatcher {
     this.handle.dispose();
   }
 }
-
-/** Whether token `id` is allowed by a bitmask. */
-export const maskAllows = (mask: Int32Array, id: number): boolean => ((mask[id >>> 5]! >>> (id & 31)) & 1) === 1;

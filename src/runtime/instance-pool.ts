@@ -10,7 +10,7 @@ import type { Device, FromInstanceWorker, InstanceWorkerData, SessionMetadata, T
 import { ConveyorError, ExecutionRejected, unavailable } from '../errors.js';
 import { detached, transferList } from './ort-tensors.js';
 import type { RestartPolicy } from './restart-policy.js';
-import { spawnWorker } from './spawn-worker.js';
+import { spawnWorker } from '../threads/spawn-worker.js';
 import { WorkerSupervisor, type SupervisionStatus } from './worker-supervisor.js';
 
 export interface InstancePoolOptions {

@@ -175,7 +175,7 @@ export class LlmModel implements ServedModel {
   async *generate(prepared: ProcessedRequest, signal?: AbortSignal): AsyncGenerator<GenerationEvent> {
     const { request } = prepared;
     if (signal?.aborted) throw new ConveyorError('CANCELLED', 'the request was cancelled');
-    const output = new OutputProcessor(this.processor.tokenizer, request.promptTokenIds, prepared.output);
+    const output = new OutputProcessor(this.processor.tokenizer, request.promptTokenIds, prepared.output, request.thinking ?? null);
     const stream = this.engine.submit(request);
     const onAbort = (): void => this.engine.abort(request.id);
     signal?.addEventListener('abort', onAbort, { once: true });

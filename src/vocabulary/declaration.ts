@@ -69,7 +69,8 @@ function stopStrings() {
     .register(valueKinds, { kind: 'strings' });
 }
 
-export const REASONING_EFFORTS = ['none', 'minimal', 'low', 'medium', 'high'] as const;
+/** OpenAI's levels (the SDK's ReasoningEffort): xhigh and max ask for as much thinking as high. */
+export const REASONING_EFFORTS = ['none', 'minimal', 'low', 'medium', 'high', 'xhigh', 'max'] as const;
 export type ReasoningEffort = (typeof REASONING_EFFORTS)[number];
 
 function reasoningEffort() {

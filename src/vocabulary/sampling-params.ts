@@ -12,7 +12,15 @@ import { checkTokenIds, parseGenerationParams, wireName, type GenerationLimits, 
  * The thinking-token budget of each reasoning_effort level: none closes the block at once (and
  * turns the template's thinking off), high leaves it to the model and max_tokens.
  */
-export const THINKING_BUDGETS: Readonly<Record<ReasoningEffort, number | null>> = { none: 0, minimal: 256, low: 1024, medium: 4096, high: null };
+export const THINKING_BUDGETS: Readonly<Record<ReasoningEffort, number | null>> = {
+  none: 0,
+  minimal: 256,
+  low: 1024,
+  medium: 4096,
+  high: null,
+  xhigh: null,
+  max: null,
+};
 
 /** Model-level defaults for omitted fields (generation_config.json, as vLLM applies them). */
 export interface SamplingDefaults {

@@ -3,7 +3,7 @@
 
 import type { Worker } from 'node:worker_threads';
 import type { EngineWorkerData } from '../../../src/contracts/engine-messages.js';
-import { spawnWorker } from '../../../src/runtime/spawn-worker.js';
+import { spawnWorker } from '../../../src/threads/spawn-worker.js';
 import type { StepShape } from '../forward/feeds.js';
 import type { EngineBenchConfig } from './config.js';
 import type { StepProfile } from './profile.js';

@@ -44,6 +44,8 @@ export interface MaskTally {
   maskedSteps: number;
   masks: number;
   maskMs: number;
+  /** Time the engine waited for masks after its forward pass, ms: mask work the overlap did not hide. */
+  waitMs: number;
   /** Each masked step's mask time, ms. */
   readonly stepMaskMs: number[];
 }
@@ -75,7 +77,7 @@ export class StepRecorder {
   }
 
   async during<T>(work: () => Promise<T>): Promise<{ result: T; masks: MaskTally }> {
-    const masks: MaskTally = { steps: 0, maskedSteps: 0, masks: 0, maskMs: 0, stepMaskMs: [] };
+    const masks: MaskTally = { steps: 0, maskedSteps: 0, masks: 0, maskMs: 0, waitMs: 0, stepMaskMs: [] };
     this.current = masks;
     try {
       return { result: await work(), masks };
@@ -92,6 +94,7 @@ export class StepRecorder {
     tally.maskedSteps++;
     tally.masks += output.grammarMasks.count;
     tally.maskMs += output.grammarMasks.ms;
+    tally.waitMs += output.grammarMasks.waitMs;
     tally.stepMaskMs.push(output.grammarMasks.ms);
   }
 }

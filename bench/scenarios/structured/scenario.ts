@@ -90,7 +90,7 @@ function notesFor(config: StructuredBenchConfig, engine: EngineClient, load: rea
   return [
     `decoder: ${info.numLayers} layers, vocab ${info.vocabSize.toLocaleString('en-US')}; one engine, max_num_seqs ${Math.max(...config.concurrency)}, max_num_batched_tokens ${config.maxNumBatchedTokens}, ${config.threads} intra-op threads, prefix caching off (both variants send the same prompts)`,
     `throughput: every request of a point submitted at once, random prompts of ${config.promptTokens} tokens, ${config.outputTokens} output tokens, greedy, ignore_eos; tok/s = output tokens / wall time of the whole point (prefill included), median of the runs; the constrained variant's grammar is ${JSON.stringify(THROUGHPUT_SCHEMA)}`,
-    'mask time: StepOutput.grammarMasks of every step message (the engine computes the masks of a step before its forward pass); per token = total mask ms / masks',
+    "mask time: StepOutput.grammarMasks of every step message (the grammar worker computes a step's masks while the engine thread runs its forward pass); per token = total mask ms / masks; wait = time the step still waited for masks after the forward pass",
     `compile: GrammarEngine.compile() of the first ${config.schemaCount} schemas of bench/scenarios/structured/schemas.ts (the random-walk test's set) as json_schema specs, timed whole (limits, checker parse, xgrammar compile); cold = a fresh GrammarEngine per run (its tokenizer-info build reported apart), cached = the warm engine's cache hits`,
     `load average (1/5/15 min) at the start: ${load.map((x) => x.toFixed(2)).join(' / ')} on ${config.threads} threads`,
   ];

@@ -33,7 +33,7 @@ export type TritonInputValues = Partial<Record<TritonInputName, unknown>>;
  * The generation parameters (src/vocabulary) under vLLM's names; Triton's vLLM backend has no
  * logprobs and no OpenAI response_format, priority is a reserved parameter, and the backend's
  * older `guided_decoding` (a GuidedDecodingParams object) is another name for structured_outputs.
- * Its text prompts are never read for reasoning, so it has no reasoning fields.
+ * Its output goes back as generated, never split into reasoning, so it takes no reasoning fields.
  */
 const TRITON_VOCABULARY: WireVocabulary = {
   omit: ['logprobs', 'top_logprobs', 'priority', 'cache_salt', 'response_format', 'reasoning_effort', 'max_thinking_tokens'],

@@ -117,8 +117,8 @@ function promptFromWire(wire: WireGenerateRequest): GenerateInput['prompt'] {
 /**
  * The generation parameters (src/vocabulary) under their own names; SamplingParameters has no
  * scheduling extras, and takes structured outputs in one message (structured_outputs) rather
- * than under OpenAI's and vLLM's older names as well. Its prompts are raw text, never read for
- * reasoning, so it has no reasoning fields.
+ * than under OpenAI's and vLLM's older names as well. Its output goes back as generated, never
+ * split into reasoning and answer, so it takes no reasoning fields.
  */
 export const GRPC_VOCABULARY: WireVocabulary = {
   omit: ['priority', 'cache_salt', 'response_format', 'guided_json', 'guided_regex', 'guided_choice', 'guided_grammar', 'reasoning_effort', 'max_thinking_tokens'],

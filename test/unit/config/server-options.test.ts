@@ -45,8 +45,18 @@ describe('parseServerOptions', () => {
       'chat',
       '--tool-call-parser',
       'hermes',
+      '--reasoning-parser',
+      'qwen3',
     ]);
-    expect(o).toMatchObject({ apiKeys: ['k1', 'k2'], corsAllowOrigins: ['https://a.example'], maxQueuedRequests: 64, model: '/tmp/m', servedModelName: 'chat', toolCallParser: 'hermes' });
+    expect(o).toMatchObject({
+      apiKeys: ['k1', 'k2'],
+      corsAllowOrigins: ['https://a.example'],
+      maxQueuedRequests: 64,
+      model: '/tmp/m',
+      servedModelName: 'chat',
+      toolCallParser: 'hermes',
+      reasoningParser: 'qwen3',
+    });
     expect(parseServerOptions([])).toMatchObject({ apiKeys: [], corsAllowOrigins: [], maxQueuedRequests: 0 });
     expect(parseServerOptions([]).model).toBeUndefined();
   });
@@ -123,6 +133,8 @@ describe('parseServerOptions', () => {
     [['--served-model-name', 'x'], /--served-model-name needs --model/],
     [['--tool-call-parser', 'hermes'], /--tool-call-parser needs --model/],
     [['--model', '/tmp/m', '--tool-call-parser', 'x" } }'], /--tool-call-parser must be a parser name/],
+    [['--reasoning-parser', 'qwen3'], /--reasoning-parser needs --model/],
+    [['--model', '/tmp/m', '--reasoning-parser', 'qwen3"'], /--reasoning-parser must be a parser name/],
     [['--api-key', 'a b'], /--api-key must be non-empty/],
     [['--max-queued-requests', '1.5'], /--max-queued-requests must be a non-negative integer/],
     [['--http-port', '70000'], /--http-port must be a port number/],

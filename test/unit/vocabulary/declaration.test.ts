@@ -56,7 +56,7 @@ describe('the declaration: each field at its boundaries', () => {
     ['guided_regex', ['a+', '\\d{2}'], ['', '(', 1]],
     ['guided_choice', [['a'], ['a', 'b']], [[], 'a', 3]],
     ['guided_grammar', ['root ::= "a"'], ['', 1]],
-    ['reasoning_effort', ['none', 'minimal', 'low', 'medium', 'high'], ['max', '', 1, true]],
+    ['reasoning_effort', ['none', 'minimal', 'low', 'medium', 'high', 'xhigh', 'max'], ['huge', '', 1, true]],
     ['max_thinking_tokens', [0, 1, 4096], [-1, 1.5, '8']],
   ];
 

@@ -4,7 +4,7 @@ import { Worker } from 'node:worker_threads';
 
 const BOOTSTRAP = new URL('./worker-bootstrap.mjs', import.meta.url);
 
-/** `entry` is the module's URL (e.g. new URL('./instance-worker.ts', import.meta.url)). */
+/** `entry` is the worker module's URL, as its folder's entry.ts exports it. */
 export function spawnWorker(entry: URL, data: object): Worker {
   return new Worker(BOOTSTRAP, { workerData: { ...data, entry: entry.href } });
 }

@@ -1,0 +1,52 @@
+// Where the grammar worker thread starts, and the messages it speaks. The engine worker imports
+// this file only, never the worker's code, so the link is an import the layering rules see.
+//
+// The grammar worker owns every piece of xgrammar state of one engine: the tokenizer info, the
+// compiled-grammar cache and one matcher per constrained request. Keeping it off the engine
+// thread is what lets a step's masks be computed while ORT runs that step's forward pass (ORT
+// blocks the engine thread for the whole pass), and keeps slow compiles from stalling steps.
+
+import type { GrammarSpec } from '../contracts/generate.js';
+import type { ErrorCode } from '../errors.js';
+
+export const GRAMMAR_WORKER_ENTRY = new URL('./main.ts', import.meta.url);
+
+export interface GrammarWorkerData {
+  /** The model's tokenizer.json. */
+  readonly tokenizerPath: string;
+  /** Logits row length the masks cover. */
+  readonly vocabSize: number;
+}
+
+/**
+ * One constrained row's catch-up before its mask: undo the last `rollBack` tokens the matcher
+ * accepted, then accept `accept` (the engine keeps a mirror of what the matcher holds, so this is
+ * the difference between that and the row's answer tokens — usually one new token).
+ */
+export interface MaskJob {
+  readonly requestId: string;
+  readonly rollBack: number;
+  readonly accept: readonly number[];
+}
+
+export interface MaskResult {
+  readonly requestId: string;
+  /** The next-token bitmask (bit id & 31 of word id >> 5); null when the worker has no matcher for the request. */
+  readonly mask: Int32Array | null;
+  /** Tokens the matcher holds after the catch-up. */
+  readonly accepted: number;
+  /** True when the grammar refused a token of `accept` (the matcher stopped before it). */
+  readonly refused: boolean;
+}
+
+export type ToGrammarWorker =
+  /** Compile (or find cached) the spec and make the request's matcher. */
+  | { readonly type: 'open'; readonly id: number; readonly requestId: string; readonly spec: GrammarSpec; readonly stopTokenIds: readonly number[] }
+  | { readonly type: 'masks'; readonly id: number; readonly rows: readonly MaskJob[] }
+  | { readonly type: 'release'; readonly requestId: string };
+
+export type FromGrammarWorker =
+  | { readonly type: 'opened'; readonly id: number }
+  | { readonly type: 'masks'; readonly id: number; readonly masks: readonly MaskResult[]; readonly ms: number }
+  /** A job failed: a spec xgrammar refuses (INVALID_ARG) or a fault (INTERNAL, after which the worker exits). */
+  | { readonly type: 'failed'; readonly id: number; readonly code: ErrorCode; readonly message: string };

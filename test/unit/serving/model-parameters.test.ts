@@ -1,0 +1,33 @@
+// The llm backend's parser parameters: vLLM's names, checked when the model loads, each refusal
+// naming the parameter and the parsers there are.
+
+import { describe, expect, it } from 'vitest';
+import { reasoningParserOf, toolCallParserOf } from '../../../src/serving/llm-backend.js';
+import { singleModelConfig } from '../../../src/repository/single-model.js';
+import { parseModelConfig } from '../../../src/repository/config/index.js';
+import { modelConfig } from '../../support/model-config.js';
+
+const withParameter = (key: string, value: string) => modelConfig({ parameters: { [key]: { string_value: value } } });
+
+describe('reasoning_parser', () => {
+  it('reads qwen3 and deepseek_r1; absent or empty is none', () => {
+    expect(reasoningParserOf(withParameter('reasoning_parser', 'qwen3'))).toBe('qwen3');
+    expect(reasoningParserOf(withParameter('reasoning_parser', 'deepseek_r1'))).toBe('deepseek_r1');
+    expect(reasoningParserOf(withParameter('reasoning_parser', ''))).toBeNull();
+    expect(reasoningParserOf(modelConfig())).toBeNull();
+  });
+
+  it('refuses an unknown name, listing the parsers', () => {
+    expect(() => reasoningParserOf(withParameter('reasoning_parser', 'o1'))).toThrow("parameter reasoning_parser must be one of qwen3, deepseek_r1, got 'o1'");
+    // Names are own keys only, never Object.prototype's.
+    expect(() => reasoningParserOf(withParameter('reasoning_parser', 'toString'))).toThrow(/must be one of/);
+    expect(() => toolCallParserOf(withParameter('tool_call_parser', 'qwen3'))).toThrow(/tool_call_parser must be one of/);
+  });
+
+  it('serve --model --reasoning-parser writes the parameter into the generated config', () => {
+    const config = parseModelConfig(singleModelConfig('m', 'fp32', 'hermes', 'deepseek_r1'), 'config.pbtxt', 'm');
+    expect(reasoningParserOf(config)).toBe('deepseek_r1');
+    expect(toolCallParserOf(config)).toBe('hermes');
+    expect(reasoningParserOf(parseModelConfig(singleModelConfig('m', 'fp32'), 'config.pbtxt', 'm'))).toBeNull();
+  });
+});

@@ -99,7 +99,7 @@ async function streamMessage(reply: FastifyReply, { plan, reasoning, events, hea
       if (!opened) {
         sse.open(hookHeaders(reply));
         opened = true;
-        const usage = { ...messagesUsage(event.usage), output_tokens: 0 };
+        const { output_tokens_details: _, ...usage } = { ...messagesUsage(event.usage), output_tokens: 0 };
         await sse.send({ type: 'message_start', message: { ...head, content: [], stop_reason: null, stop_sequence: null, usage } });
       }
       for (const block of reader.push(event.text, event.finishReason !== null)) {

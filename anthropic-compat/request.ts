@@ -69,7 +69,8 @@ function thinkingOf(body: Body): Thinking {
   const thinking = body.thinking;
   if (thinking === undefined || thinking === null) return { kwargs: null, budget: null };
   if (!isObject(thinking)) throw invalidArg('thinking must be an object with a type ("enabled", "adaptive" or "disabled")', 'thinking');
-  if (thinking.type === 'disabled') return { kwargs: { enable_thinking: false }, budget: null };
+  // A budget of 0 also closes a block the model opens anyway.
+  if (thinking.type === 'disabled') return { kwargs: { enable_thinking: false }, budget: 0 };
   // Adaptive thinking leaves how much to think to the model.
   if (thinking.type === 'adaptive') return { kwargs: { enable_thinking: true }, budget: null };
   if (thinking.type !== 'enabled') throw invalidArg(`thinking.type must be "enabled", "adaptive" or "disabled", got ${JSON.stringify(thinking.type)}`, 'thinking.type');
@@ -79,8 +80,8 @@ function thinkingOf(body: Body): Thinking {
   return { kwargs: { enable_thinking: true }, budget };
 }
 
-/** Anthropic's effort levels onto the vocabulary's reasoning_effort (its highest level leaves the budget to the model). */
-const EFFORTS: Readonly<Record<string, string>> = { low: 'low', medium: 'medium', high: 'high', xhigh: 'high', max: 'high' };
+/** Anthropic's effort levels, each the vocabulary's reasoning_effort of the same name. */
+const EFFORTS = ['low', 'medium', 'high', 'xhigh', 'max'];
 
 /** `output_config`: effort as reasoning_effort, format (a JSON Schema) as the response_format constraint. */
 function outputConfig(body: Body): { readonly sampling: Record<string, unknown>; readonly wireNames: Record<string, string> } {
@@ -91,8 +92,8 @@ function outputConfig(body: Body): { readonly sampling: Record<string, unknown>;
   const sampling: Record<string, unknown> = {};
   const { effort, format } = config;
   if (effort !== undefined && effort !== null) {
-    if (typeof effort !== 'string' || !Object.hasOwn(EFFORTS, effort)) throw invalidArg(`output_config.effort must be one of ${Object.keys(EFFORTS).join(', ')}`, 'output_config.effort');
-    sampling.reasoning_effort = EFFORTS[effort];
+    if (typeof effort !== 'string' || !EFFORTS.includes(effort)) throw invalidArg(`output_config.effort must be one of ${EFFORTS.join(', ')}`, 'output_config.effort');
+    sampling.reasoning_effort = effort;
   }
   if (format !== undefined && format !== null) {
     if (!isObject(format) || format.type !== 'json_schema' || !isObject(format.schema)) throw invalidArg('output_config.format must be {"type": "json_schema", "schema": {…}}', 'output_config.format');

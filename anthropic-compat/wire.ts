@@ -14,6 +14,8 @@ export interface MessagesUsage {
   readonly output_tokens: number;
   readonly cache_creation_input_tokens: number;
   readonly cache_read_input_tokens: number;
+  /** Only for a model with a reasoning parser: the output tokens inside the thinking block. */
+  readonly output_tokens_details?: { readonly thinking_tokens: number };
 }
 
 export function newMessageId(): string {
@@ -31,6 +33,7 @@ export function messagesUsage(usage: Usage): MessagesUsage {
     // Prefix caching fills blocks as a side effect; nothing is written on a client's request the way Anthropic's cache_control writes.
     cache_creation_input_tokens: 0,
     cache_read_input_tokens: usage.cachedTokens,
+    ...(usage.reasoningTokens === undefined ? {} : { output_tokens_details: { thinking_tokens: usage.reasoningTokens } }),
   };
 }
 

@@ -291,9 +291,10 @@ describe('thinking', () => {
     const message = await client.messages.create(body);
     const [first, ...rest] = message.content;
     expect(first).toEqual({ type: 'thinking', thinking: expect.stringMatching(/\S/), signature: '' });
-    // Whatever follows the block (once the engine closes it at the budget) is the answer's text.
+    // The engine closes the block once budget_tokens are spent; what follows is the answer's text.
     expect(rest.every((b) => b.type === 'text')).toBe(true);
-    expect(message.usage.output_tokens).toBeGreaterThan(0);
+    expect(message.usage.output_tokens_details).toEqual({ thinking_tokens: 8 });
+    expect(message.usage.output_tokens).toBeGreaterThan(8);
   });
 
   it('streams thinking_delta events, and the SDK accumulates the same message', async () => {
@@ -307,6 +308,7 @@ describe('thinking', () => {
     expect(deltas).toContain('thinking_delta');
     expect(streamed.content).toEqual(whole.content);
     expect(streamed.stop_reason).toBe(whole.stop_reason);
+    expect(streamed.usage.output_tokens_details).toEqual(whole.usage.output_tokens_details);
   });
 
   it('thinking disabled and adaptive are accepted; thinking blocks in history are taken', async () => {

@@ -231,6 +231,17 @@ describe('tools', () => {
     expect(streamedUse!.name).toBe(use!.name);
   });
 
+  it("tool_choice auto reads calls with the model's parser; none shows the tools but reads no calls", async () => {
+    const plain = await client.messages.countTokens({ model: 'qwen3', messages: ask.messages });
+    for (const type of ['auto', 'none'] as const) {
+      const message = await client.messages.create({ ...ask, ...greedy, max_tokens: 16, tool_choice: { type } });
+      expect(message.usage.input_tokens + message.usage.cache_read_input_tokens!).toBeGreaterThan(plain.input_tokens + 50);
+      expect(['end_turn', 'max_tokens', 'tool_use']).toContain(message.stop_reason);
+      if (type === 'none') expect(message.content.every((b) => b.type === 'text')).toBe(true);
+      if (message.stop_reason === 'tool_use') expectValidToolUses(message, ['set_mode', 'ping']);
+    }
+  });
+
   it('a tool_result round trip is rendered by the template as the tool response to the call', async () => {
     const history: Anthropic.MessageParam[] = [
       { role: 'user', content: 'Turn it on.' },

@@ -155,13 +155,8 @@ export function parseServerOptions(argv: readonly string[]): ServerOptions {
   if (loadModels.includes('*') && loadModels.length > 1) throw new OptionsError("--load-model '*' must be the only --load-model");
   if (v.model !== undefined && v['model-repository'] !== undefined) throw new OptionsError('--model and --model-repository are alternatives; give one');
   if (v['served-model-name'] !== undefined && v.model === undefined) throw new OptionsError('--served-model-name needs --model');
-  if (v['tool-call-parser'] !== undefined && v.model === undefined) throw new OptionsError('--tool-call-parser needs --model (a repository model sets the tool_call_parser parameter)');
-  // The name is checked against the parsers when the model loads; here only that it is a plain word for its config line.
-  if (v['tool-call-parser'] !== undefined && !/^[a-z0-9_]+$/.test(v['tool-call-parser']))
-    throw new OptionsError(`--tool-call-parser must be a parser name such as hermes, got '${v['tool-call-parser']}'`);
-  if (v['reasoning-parser'] !== undefined && v.model === undefined) throw new OptionsError('--reasoning-parser needs --model (a repository model sets the reasoning_parser parameter)');
-  if (v['reasoning-parser'] !== undefined && !/^[a-z0-9_]+$/.test(v['reasoning-parser']))
-    throw new OptionsError(`--reasoning-parser must be a parser name such as qwen3, got '${v['reasoning-parser']}'`);
+  checkParserFlag(v['tool-call-parser'], v.model, 'tool-call-parser', 'hermes');
+  checkParserFlag(v['reasoning-parser'], v.model, 'reasoning-parser', 'qwen3');
   const access = accessOptions({
     apiKeys: v['api-key'],
     apiKeyFiles: v['api-key-file'],
@@ -192,6 +187,17 @@ export function parseServerOptions(argv: readonly string[]): ServerOptions {
     ...(v['tool-call-parser'] !== undefined ? { toolCallParser: v['tool-call-parser'] } : {}),
     ...(v['reasoning-parser'] !== undefined ? { reasoningParser: v['reasoning-parser'] } : {}),
   };
+}
+
+/**
+ * A --model parser flag (--tool-call-parser, --reasoning-parser). The name is checked against the
+ * parsers when the model loads; here only that it goes with --model and is a plain word for its config line.
+ */
+function checkParserFlag(value: string | undefined, model: string | undefined, flag: string, example: string): void {
+  if (value === undefined) return;
+  const parameter = flag.replaceAll('-', '_');
+  if (model === undefined) throw new OptionsError(`--${flag} needs --model (a repository model sets the ${parameter} parameter)`);
+  if (!/^[a-z0-9_]+$/.test(value)) throw new OptionsError(`--${flag} must be a parser name such as ${example}, got '${value}'`);
 }
 
 function bool(value: string | undefined, flag: string): boolean {

@@ -3,13 +3,19 @@
 // same weights under reasoning_parser deepseek_r1, whose output starts inside the block: the
 // whole generation is thinking until a </think>. The same weights without a parser ("plain")
 // give the raw text, which the reasoning model's fields must be the reading of, token for token.
+// A copy of the model whose Qwen3 template opens <think> in the prompt covers the qwen3 parser's
+// prompt-opened block; the engine's budget (max_thinking_tokens) closes blocks at an exact count.
 
 import { createOpenAICompatible } from '@ai-sdk/openai-compatible';
 import { generateText, streamText } from 'ai';
 import OpenAI, { BadRequestError } from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { readAssistantOutput } from '../../src/assistant-output/index.js';
-import { deepseekR1 } from '../../src/reasoning/index.js';
+import { deepseekR1, qwen3 } from '../../src/reasoning/index.js';
+import { copyFile, link, mkdir, mkdtemp, readFile, readdir, symlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DEFAULT_REPOSITORY } from '../../models/default-repository.js';
 import { configOf, makeRepository, startTestServer, type TestServer } from '../support/server.js';
 
 let server: TestServer;
@@ -17,12 +23,42 @@ let client: OpenAI;
 
 const withReasoning = (parser: string) => (text: string) => `${text}parameters: { key: "reasoning_parser" value: { string_value: "${parser}" } }\n`;
 
+/**
+ * qwen3-tiny's files (hard links, or copies across file systems: a symbolic link out of the
+ * version directory is refused) with Qwen3's template changed so its generation prompt opens
+ * the block, as Qwen3-Thinking-2507's does.
+ */
+async function openingVersionDir(): Promise<string> {
+  const source = join(DEFAULT_REPOSITORY, 'qwen3-tiny', '1');
+  const dir = await mkdtemp(join(tmpdir(), 'conveyor-opening-'));
+  for (const sub of ['', 'onnx']) {
+    await mkdir(join(dir, sub), { recursive: true });
+    for (const entry of await readdir(join(source, sub), { withFileTypes: true })) {
+      if (entry.isFile()) await link(join(source, sub, entry.name), join(dir, sub, entry.name)).catch(() => copyFile(join(source, sub, entry.name), join(dir, sub, entry.name)));
+    }
+  }
+  const template = (JSON.parse(await readFile(join(source, 'tokenizer_config.json'), 'utf8')) as { chat_template: string }).chat_template;
+  const opening = template.replace("{{- '<think>\\n\\n</think>\\n\\n' }}\n    {%- endif %}", "{{- '<think>\\n\\n</think>\\n\\n' }}\n    {%- else %}\n        {{- '<think>\\n' }}\n    {%- endif %}");
+  expect(opening).not.toBe(template);
+  await writeFile(join(dir, 'chat_template.jinja'), opening);
+  return dir;
+}
+
 beforeAll(async () => {
   const repository = await makeRepository([
     { name: 'r1', from: 'qwen3-tiny', config: configOf('qwen3-tiny', 'r1', withReasoning('deepseek_r1')) },
     { name: 'qwen3', from: 'qwen3-tiny', config: configOf('qwen3-tiny', 'qwen3', withReasoning('qwen3')) },
     { name: 'plain', from: 'qwen3-tiny', config: configOf('qwen3-tiny', 'plain') },
   ]);
+  const opening = await openingVersionDir();
+  for (const [name, edit] of [
+    ['opening', withReasoning('qwen3')],
+    ['opening-plain', (t: string) => t],
+  ] as const) {
+    await mkdir(join(repository, name));
+    await writeFile(join(repository, name, 'config.pbtxt'), configOf('qwen3-tiny', name, edit));
+    await symlink(opening, join(repository, name, '1'), 'dir');
+  }
   server = await startTestServer(repository);
   client = new OpenAI({ baseURL: `${server.http}/v1`, apiKey: 'unused', maxRetries: 0 });
 }, 120_000);
@@ -102,6 +138,30 @@ describe('chat completions with a reasoning parser', () => {
     // A model without a reasoning parser reports no reasoning at all.
     expect(raw.usage!.completion_tokens_details).toBeUndefined();
     expect((raw.choices[0]!.message as Reasoning).reasoning_content).toBeUndefined();
+  });
+});
+
+describe('qwen3 with a template that opens <think> in the prompt', () => {
+  it('reads the output as starting inside the block; reasoning_effort none renders it closed, so all is content', async () => {
+    const raw = (await client.chat.completions.create({ ...greedy, model: 'opening-plain' })).choices[0]!.message.content ?? '';
+    const expected = readAssistantOutput({ reasoning: { format: qwen3, startsInside: true }, toolCalls: null }, raw);
+    const completion = await client.chat.completions.create({ ...greedy, model: 'opening' });
+    const message = completion.choices[0]!.message as OpenAI.ChatCompletionMessage & Reasoning;
+    expect(message.reasoning_content).toBe(expected.reasoning);
+    expect(message.content).toBe(expected.content);
+    expect(completion.usage!.completion_tokens_details!.reasoning_tokens).toBeGreaterThan(0);
+
+    const rawOff = (await client.chat.completions.create({ ...greedy, model: 'opening-plain', reasoning_effort: 'none' })).choices[0]!.message.content;
+    const off = await client.chat.completions.create({ ...greedy, model: 'opening', reasoning_effort: 'none' });
+    expect(off.choices[0]!.message.content).toBe(rawOff);
+    expect((off.choices[0]!.message as Reasoning).reasoning_content).toBeNull();
+    expect(off.usage!.completion_tokens_details).toEqual({ reasoning_tokens: 0 });
+  });
+
+  it('max_thinking_tokens ends the block the prompt opened', async () => {
+    const completion = await client.chat.completions.create(params({ ...greedy, model: 'opening', ignore_eos: true, max_thinking_tokens: 3 }));
+    expect(completion.usage!.completion_tokens_details).toEqual({ reasoning_tokens: 3 });
+    expect(completion.choices[0]!.message.content).not.toBeNull();
   });
 });
 

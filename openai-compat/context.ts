@@ -26,6 +26,8 @@ export interface OpenAIOptions {
   /** /v1/responses store: most responses kept, and for how long (default: the limits table's). */
   readonly responsesStoreSize?: number;
   readonly responsesStoreTtlSecs?: number;
+  /** Shared with another front end (the Anthropic routes) so both count against one bound; default: a new one. */
+  readonly admission?: Admission;
 }
 
 export class OpenAIContext {
@@ -39,7 +41,7 @@ export class OpenAIContext {
     readonly service: ConveyorService,
     readonly options: OpenAIOptions,
   ) {
-    this.admission = new Admission(options.maxQueuedRequests);
+    this.admission = options.admission ?? new Admission(options.maxQueuedRequests);
     this.embeddings = new EmbeddingModels(service, options.modelRepository);
   }
 

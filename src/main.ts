@@ -13,6 +13,8 @@ import { createHttpApp } from './server/http/app.js';
 import type { HttpRouteAccess } from './server/http/access.js';
 import { websocketLimits } from './server/http/websocket/routes.js';
 import { openaiRoutes } from '../openai-compat/index.js';
+import { Admission } from '../openai-compat/admission.js';
+import { anthropicRoutes } from '../anthropic-compat/index.js';
 import { AccessPolicy } from './security/access-policy.js';
 import { singleModelRepository } from './repository/single-model.js';
 import { IdleConnectionCloser } from './server/http/idle-connections.js';
@@ -57,7 +59,7 @@ export async function startServer(options: ServerOptions, start: StartOptions): 
   if (options.modelControlMode === 'poll') manager.startPolling(options.repositoryPollSecs);
   const service = new ConveyorService(manager, { mode: options.modelControlMode, strictReadiness: options.strictReadiness });
 
-  const { corsAllowOrigins, maxQueuedRequests, limits } = options;
+  const { limits } = options;
   // One policy for every front end: HTTP routes, the WebSocket upgrade, gRPC calls, metrics.
   const access = new AccessPolicy(options);
   log(access.describe());
@@ -71,18 +73,7 @@ export async function startServer(options: ServerOptions, start: StartOptions): 
     jsonMaxDepth: limits.jsonMaxDepth,
     streamSendTimeoutMs: limits.streamSendTimeoutSecs * 1000,
   });
-  http.register(
-    openaiRoutes(service, {
-      corsAllowOrigins,
-      maxQueuedRequests,
-      modelRepository: root,
-      jsonMaxBodyBytes: limits.jsonMaxBodyBytes,
-      jsonMaxDepth: limits.jsonMaxDepth,
-      streamSendTimeoutMs: limits.streamSendTimeoutSecs * 1000,
-      responsesStoreSize: limits.responsesStoreSize,
-      responsesStoreTtlSecs: limits.responsesStoreTtlSecs,
-    }),
-  );
+  registerApiFrontEnds(http, service, options, root);
   await http.listen({ host: options.host, port: options.httpPort });
   const httpPort = (http.server.address() as { port: number }).port;
   const grpc = createGrpcServer(service, {
@@ -121,6 +112,25 @@ export async function startServer(options: ServerOptions, start: StartOptions): 
       options.exitTimeoutSecs * 1000,
     ).then(() => undefined));
   return { httpPort, grpcPort, metricsPort: metricsServer.port, metrics, service, manager, httpRoutes: http.routeAccess, stop };
+}
+
+/** The OpenAI and Anthropic routes on the HTTP app, sharing one load-shedding bound per model, whichever API a generation came through. */
+function registerApiFrontEnds(http: ReturnType<typeof createHttpApp>, service: ConveyorService, options: ServerOptions, root: string): void {
+  const { corsAllowOrigins, maxQueuedRequests, limits } = options;
+  const admission = new Admission(maxQueuedRequests);
+  const json = { jsonMaxBodyBytes: limits.jsonMaxBodyBytes, jsonMaxDepth: limits.jsonMaxDepth, streamSendTimeoutMs: limits.streamSendTimeoutSecs * 1000 };
+  http.register(
+    openaiRoutes(service, {
+      corsAllowOrigins,
+      maxQueuedRequests,
+      admission,
+      modelRepository: root,
+      responsesStoreSize: limits.responsesStoreSize,
+      responsesStoreTtlSecs: limits.responsesStoreTtlSecs,
+      ...json,
+    }),
+  );
+  http.register(anthropicRoutes(service, { admission, corsAllowOrigins, ...json }));
 }
 
 /** Every backend gets the LLM metrics observer and the prompt/request limits in its load request (non-LLM backends ignore them). */

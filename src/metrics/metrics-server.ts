@@ -5,7 +5,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { asConveyorError } from '../errors.js';
-import type { AccessPolicy } from '../security/access-policy.js';
+import { httpCredential, type AccessPolicy } from '../security/access-policy.js';
 import type { MetricsRegistry } from './registry.js';
 
 export interface MetricsServerOptions {
@@ -26,7 +26,7 @@ export interface MetricsServer {
 /** False (with the refusal sent) when the request may not scrape. */
 function admitted(access: AccessPolicy | undefined, request: IncomingMessage, response: ServerResponse): boolean {
   try {
-    access?.check('metrics', request.headers.authorization);
+    access?.check('metrics', httpCredential(request.headers));
     return true;
   } catch (error) {
     const refusal = asConveyorError(error);

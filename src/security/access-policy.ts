@@ -3,7 +3,8 @@
 //
 // Two kinds of key, after Triton's restricted-API idea (a protected class of endpoints needs a
 // credential the others do not): API keys for serving, admin keys for control. An admin key
-// passes wherever an API key does. Keys arrive as `Authorization: Bearer <key>` (gRPC: the
+// passes wherever an API key does. Keys arrive as `Authorization: Bearer <key>` (HTTP also takes
+// Anthropic's `x-api-key`, src/server/http/access.ts; gRPC: the
 // `authorization` metadata) and are compared in constant time over their SHA-256 digests, so
 // neither a key's content nor its length leaks through timing.
 
@@ -36,6 +37,16 @@ export interface AccessOptions {
 export type Requirement = 'none' | 'key' | 'admin-key' | 'refused';
 
 type Presented = 'missing' | 'wrong' | 'api' | 'admin';
+
+/**
+ * The credential an HTTP request presents: its Authorization header, or Anthropic's
+ * `x-api-key: <key>` (what Anthropic's SDKs send) as a Bearer key when there is no Authorization.
+ */
+export function httpCredential(headers: { readonly authorization?: string | undefined; readonly 'x-api-key'?: string | string[] | undefined }): string | undefined {
+  const apiKey = headers['x-api-key'];
+  if (headers.authorization !== undefined || typeof apiKey !== 'string') return headers.authorization;
+  return `Bearer ${apiKey}`;
+}
 
 const digest = (key: string): Buffer => createHash('sha256').update(key).digest();
 const BEARER = /^Bearer\s+(\S+)\s*$/i;
@@ -82,7 +93,7 @@ export class AccessPolicy {
     if (needed === 'none') return;
     const presented = this.presented(authorization);
     if (presented === 'missing') {
-      throw new ConveyorError('UNAUTHENTICATED', "You didn't provide an API key. Send it as 'Authorization: Bearer <key>'.");
+      throw new ConveyorError('UNAUTHENTICATED', "You didn't provide an API key. Send it as 'Authorization: Bearer <key>' (HTTP also takes 'x-api-key: <key>').");
     }
     if (presented === 'wrong') throw new ConveyorError('UNAUTHENTICATED', 'Incorrect API key provided.');
     if (needed === 'key' || (needed === 'admin-key' && presented === 'admin')) return;

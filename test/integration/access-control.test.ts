@@ -60,6 +60,8 @@ const HTTP_ROUTES: Readonly<Record<string, AccessClass>> = {
   'POST /v1/completions': 'api',
   'POST /v1/embeddings': 'api',
   'OPTIONS /v1/*': 'api',
+  'POST /v1/messages': 'api',
+  'POST /v1/messages/count_tokens': 'api',
   'POST /tokenize': 'api',
   'POST /detokenize': 'api',
   'OPTIONS /tokenize': 'api',
@@ -183,7 +185,11 @@ function expectRefusalShape(route: string, answer: HttpAnswer): void {
   const url = route.split(' ')[1]!;
   if (url === '/v1/ws') return;
   expect(answer.wwwAuthenticate, route).toBe('Bearer');
-  if (url.startsWith('/v1/') || url === '/tokenize' || url === '/detokenize') {
+  if (url.startsWith('/v1/messages')) {
+    // The Anthropic routes answer in Anthropic's error shape.
+    const type = answer.status === 401 ? 'authentication_error' : 'permission_error';
+    expect(answer.body, route).toEqual({ type: 'error', error: { type, message: expect.any(String) } });
+  } else if (url.startsWith('/v1/') || url === '/tokenize' || url === '/detokenize') {
     const type = answer.status === 401 ? 'authentication_error' : 'permission_error';
     expect(answer.body, route).toEqual({ error: { message: expect.any(String), type, param: null, code: expect.any(String) } });
   } else {

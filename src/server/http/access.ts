@@ -4,7 +4,7 @@
 // guarded by default. The policy itself lives in src/security/access-policy.ts.
 
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import type { AccessClass, AccessPolicy } from '../../security/access-policy.js';
+import { httpCredential, type AccessClass, type AccessPolicy } from '../../security/access-policy.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -46,7 +46,7 @@ export function installAccessControl(app: FastifyInstance, policy: AccessPolicy)
   // answered by the route's own error handler, in its protocol's shape.
   app.addHook('preParsing', async (request, reply, payload) => {
     try {
-      policy.check(accessOf(request), request.headers.authorization);
+      policy.check(accessOf(request), httpCredential(request.headers));
     } catch (error) {
       reply.header('www-authenticate', 'Bearer');
       throw error;

@@ -20,7 +20,7 @@ import {
   resolveSpecifier,
   ROOT,
 } from './layers.js';
-const SOURCE_DIRS = ['src', 'openai-compat', 'kernels', 'models', 'bench'];
+const SOURCE_DIRS = ['src', 'openai-compat', 'anthropic-compat', 'kernels', 'models', 'bench'];
 
 interface Rule {
   readonly description: string;
@@ -42,7 +42,11 @@ const isPackage = (name: string) => (s: string) => s === name || s.startsWith(`$
 const reaches = (file: string, specifier: string, dir: string) => specifier.startsWith('.') && join(file, '..', specifier).startsWith(dir);
 
 const RULES: readonly Rule[] = [
-  { description: 'only src/runtime/ imports onnxruntime-node', appliesTo: (f) => under('src/', 'openai-compat/')(f) && notUnder('src/runtime/')(f), forbids: isPackage('onnxruntime-node') },
+  {
+    description: 'only src/runtime/ imports onnxruntime-node',
+    appliesTo: (f) => under('src/', 'openai-compat/', 'anthropic-compat/')(f) && notUnder('src/runtime/')(f),
+    forbids: isPackage('onnxruntime-node'),
+  },
   // bench/ holds load generators: gRPC clients, like the tests, not a second server seam.
   {
     description: 'only src/server/grpc/ imports @grpc/grpc-js',
@@ -57,7 +61,11 @@ const RULES: readonly Rule[] = [
     forbids: (s, f) => ['src', 'models', 'bench', 'openai-compat', 'test'].some((d) => reaches(f, s, d)),
   },
   { description: 'models/ depends only on kernels/', appliesTo: under('models/'), forbids: (s, f) => ['src', 'bench', 'openai-compat', 'test'].some((d) => reaches(f, s, d)) },
-  { description: 'src/ and openai-compat/ never import bench/ or test/', appliesTo: under('src/', 'openai-compat/'), forbids: (s, f) => ['bench', 'test'].some((d) => reaches(f, s, d)) },
+  {
+    description: 'src/ and the API front ends never import bench/ or test/',
+    appliesTo: under('src/', 'openai-compat/', 'anthropic-compat/'),
+    forbids: (s, f) => ['bench', 'test'].some((d) => reaches(f, s, d)),
+  },
   { description: 'src/contracts/ holds types and pure declarations, importing nothing outside it', appliesTo: under('src/contracts/'), forbids: (s, f) => !reaches(f, s, 'src/contracts') },
 ];
 
@@ -118,7 +126,7 @@ describe('import boundaries (ARCHITECTURE.md)', () => {
   });
 });
 
-const FRONT_ENDS = ['openai-compat', 'src/server/http', 'src/server/grpc', 'src/server/generation'];
+const FRONT_ENDS = ['openai-compat', 'anthropic-compat', 'src/server/http', 'src/server/grpc', 'src/server/generation'];
 const ENGINE_INTERNALS = ['src/engine-worker', 'src/sampler', 'src/engine-client', 'src/runners', 'src/runtime', 'src/kv-cache', 'src/tokenizer', 'src/tokenizer-worker'];
 
 describe('layers (test/unit/architecture/layers.ts)', () => {

@@ -1,4 +1,4 @@
-// The server's layers: one table naming, for every folder of src/ and openai-compat/, the folders
+// The server's layers: one table naming, for every folder of src/, openai-compat/ and anthropic-compat/, the folders
 // its files may import. import-boundaries.test.ts fails on any import outside the table and on
 // any cycle between folders; `npx tsx test/unit/architecture/layers.ts` prints the table and the
 // folder graph as it is today (for docs/architecture.md).
@@ -93,10 +93,25 @@ export const LAYERS: Readonly<Record<string, Layer>> = {
   'src/server/grpc': { holds: 'front end: the only importer of @grpc/grpc-js, KServe v2 gRPC and streaming generation', imports: [...FRONT_END_BASE, 'src/security', 'src/server/generation'] },
   // A fastify plugin on the HTTP app: it shares the app's transport (body depth, disconnects, SSE flow control).
   'openai-compat': { holds: "front end: OpenAI's API and vLLM's /tokenize", imports: [...FRONT_END_BASE, 'src/server/http', 'src/tool-calls', 'src/assistant-output'] },
+  // Anthropic's Messages API over the OpenAI front end's generation machinery (choices, admission, tool plan).
+  'anthropic-compat': { holds: "front end: Anthropic's Messages API", imports: [...FRONT_END_BASE, 'src/server/http', 'src/tool-calls', 'src/assistant-output', 'openai-compat'] },
   'src/shutdown.ts': { holds: 'the drain on shutdown: readiness off, in-flight work finishes, then final errors, then the front ends close', imports: ['src/errors.ts'] },
   'src/main.ts': {
     holds: 'the composition root: options → repository → model manager → backends → front ends → metrics port',
-    imports: ['src/contracts', 'src/errors.ts', 'src/config', 'src/security', 'src/metrics', 'src/repository', 'src/serving', 'src/server/http', 'src/server/grpc', 'openai-compat', 'src/shutdown.ts'],
+    imports: [
+      'src/contracts',
+      'src/errors.ts',
+      'src/config',
+      'src/security',
+      'src/metrics',
+      'src/repository',
+      'src/serving',
+      'src/server/http',
+      'src/server/grpc',
+      'openai-compat',
+      'anthropic-compat',
+      'src/shutdown.ts',
+    ],
   },
   'src/cli.ts': { holds: '`conveyor serve …`', imports: ['src/config', 'src/main.ts', 'src/shutdown.ts', 'models'] },
   // Model builders and the default repository; their own boundaries are RULES in import-boundaries.test.ts.
@@ -162,7 +177,7 @@ function sourceFiles(dir: string): string[] {
 }
 
 /** The server's files: everything the table must place. */
-export const layeredFiles = (): string[] => ['src', 'openai-compat'].flatMap(sourceFiles).map((f) => relative(ROOT, join(ROOT, f)));
+export const layeredFiles = (): string[] => ['src', 'openai-compat', 'anthropic-compat'].flatMap(sourceFiles).map((f) => relative(ROOT, join(ROOT, f)));
 
 /** Every import between two different layers (or into none), file by file. */
 export function crossLayerImports(files: readonly string[] = layeredFiles()): Edge[] {

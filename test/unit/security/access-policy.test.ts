@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ConveyorError } from '../../../src/errors.js';
-import { AccessPolicy, type AccessClass, type AccessOptions } from '../../../src/security/access-policy.js';
+import { AccessPolicy, httpCredential, type AccessClass, type AccessOptions } from '../../../src/security/access-policy.js';
 
 const API = 'sk-api';
 const ADMIN = 'sk-admin';
@@ -77,5 +77,18 @@ describe('AccessPolicy', () => {
   it('describes what each class needs for the startup log', () => {
     expect(new AccessPolicy(options({ apiKeys: [API] })).describe()).toBe('access: 1 API key(s), 0 admin key(s); api key, control refused, health none, metrics none');
     expect(AccessPolicy.open().describe()).toBe('access: 0 API key(s), 0 admin key(s); api none, control none, health none, metrics none');
+  });
+});
+
+describe('httpCredential', () => {
+  it("takes Anthropic's x-api-key as a Bearer key; Authorization wins when both are sent", () => {
+    expect(httpCredential({ 'x-api-key': API })).toBe(bearer(API));
+    expect(httpCredential({ authorization: bearer(ADMIN), 'x-api-key': API })).toBe(bearer(ADMIN));
+    expect(httpCredential({})).toBeUndefined();
+    // A repeated header is no one key.
+    expect(httpCredential({ 'x-api-key': [API, API] })).toBeUndefined();
+    const policy = new AccessPolicy(options({ apiKeys: [API] }));
+    expect(outcome(policy, 'api', httpCredential({ 'x-api-key': API }))).toBe('ok');
+    expect(outcome(policy, 'api', httpCredential({ 'x-api-key': 'nope' }))).toBe('401');
   });
 });

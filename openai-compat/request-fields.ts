@@ -17,7 +17,7 @@ export type Body = Readonly<Record<string, unknown>>;
 export const MAX_CHOICES = 128;
 
 /** The generation parameters (src/vocabulary) under chat's names: OpenAI's newer name for max_tokens wins when both are sent. */
-export const CHAT_VOCABULARY: WireVocabulary = { aliases: { max_completion_tokens: 'max_tokens' } };
+export const CHAT_VOCABULARY: WireVocabulary = { omit: ['prompt_logprobs'], aliases: { max_completion_tokens: 'max_tokens' } };
 /** Completions' logprobs is the number of alternatives itself; there is no top_logprobs. */
 export const COMPLETION_VOCABULARY: WireVocabulary = { omit: ['top_logprobs'] };
 

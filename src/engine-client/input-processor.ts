@@ -183,6 +183,7 @@ export class InputProcessor {
       cacheSalt: validated.cacheSalt,
       // Absent rather than null for free text, so unconstrained requests are what they always were.
       ...(grammar ? { grammar: grammar.spec } : {}),
+      ...(validated.promptLogprobs !== null ? { promptLogprobs: validated.promptLogprobs } : {}),
     };
     return { request, output: validated.output, promptText: text, ...(grammar ? { grammarParam: grammar.param } : {}) };
   }

@@ -44,6 +44,7 @@ export class OutputProcessor {
       text,
       tokenIds,
       logprobs,
+      ...(update.promptLogprobs ? { promptLogprobs: update.promptLogprobs } : {}),
       finishReason,
       stopReason: this.stopString ?? update.stopTokenId,
       usage: { promptTokens: update.numPromptTokens, completionTokens: update.numOutputTokens, cachedTokens: update.numCachedTokens },

@@ -34,7 +34,7 @@ export type TritonInputValues = Partial<Record<TritonInputName, unknown>>;
  * logprobs and no OpenAI response_format, priority is a reserved parameter, and the backend's
  * older `guided_decoding` (a GuidedDecodingParams object) is another name for structured_outputs.
  */
-const TRITON_VOCABULARY: WireVocabulary = { omit: ['logprobs', 'top_logprobs', 'priority', 'cache_salt', 'response_format'], aliases: { guided_decoding: 'structured_outputs' } };
+const TRITON_VOCABULARY: WireVocabulary = { omit: ['logprobs', 'top_logprobs', 'prompt_logprobs', 'priority', 'cache_salt', 'response_format'], aliases: { guided_decoding: 'structured_outputs' } };
 const ALIASES: Readonly<Record<string, GenerationField>> = TRITON_VOCABULARY.aliases ?? {};
 const SAMPLING_FIELDS: readonly GenerationField[] = carriedFields(TRITON_VOCABULARY);
 const isSamplingField = (key: string): key is GenerationField => (SAMPLING_FIELDS as readonly string[]).includes(key);

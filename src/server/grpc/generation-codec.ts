@@ -120,7 +120,7 @@ function promptFromWire(wire: WireGenerateRequest): GenerateInput['prompt'] {
  * than under OpenAI's and vLLM's older names as well.
  */
 export const GRPC_VOCABULARY: WireVocabulary = {
-  omit: ['priority', 'cache_salt', 'response_format', 'guided_json', 'guided_regex', 'guided_choice', 'guided_grammar'],
+  omit: ['priority', 'cache_salt', 'prompt_logprobs', 'response_format', 'guided_json', 'guided_regex', 'guided_choice', 'guided_grammar'],
 };
 const GRPC_FIELDS: ReadonlySet<string> = new Set(carriedFields(GRPC_VOCABULARY));
 const isGrpcField = (key: string): key is GenerationField => GRPC_FIELDS.has(key);

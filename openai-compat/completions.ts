@@ -13,6 +13,8 @@ import type { OpenAIContext } from './context.js';
 import { prepareChoices, runChoices } from './generation.js';
 import { appendCompletionLogprobs, completionLogprobs, type CompletionLogprobs } from './logprobs.js';
 import { checkFields, checkNoOps, choiceCount, COMPLETION_FIELDS, COMPLETION_VOCABULARY, MAX_CHOICES, optionalFlag, requireModel, requireObject, streamSettings, type Body } from './request-fields.js';
+import { candidateCount, cumulativeLogprob, pickBest } from './best-of.js';
+import { fimPrompt, requestedSuffix, requireFim } from './fim.js';
 import { echoedPromptLogprobs, vllmPromptLogprobs, type VllmPromptLogprobs } from './prompt-logprobs.js';
 import { collectChoices, streamChoices } from './respond.js';
 import { responseHead, responseMeta, UsageTally } from './wire.js';
@@ -45,9 +47,11 @@ function logprobCount(body: Body): number | null {
  * The generation parameters, with OpenAI's default output length for this API. Echo with
  * logprobs asks the engine for prompt logprobs too, with as many alternatives as either wants.
  */
-export function completionParams(body: Body, echoLogprobs: number | null = null): WireParams {
+export function completionParams(body: Body, echoLogprobs: number | null = null, sampledLogprobs = false): WireParams {
   const { sampling, wireNames } = readWireParams(body, COMPLETION_VOCABULARY);
-  const withLength = body.max_tokens === undefined ? { ...sampling, max_tokens: DEFAULT_MAX_TOKENS } : sampling;
+  const withDefault = body.max_tokens === undefined ? { ...sampling, max_tokens: DEFAULT_MAX_TOKENS } : sampling;
+  // best_of ranks candidates by their sampled tokens' logprobs, asked or not.
+  const withLength = sampledLogprobs && (withDefault.logprobs === undefined || withDefault.logprobs === null) ? { ...withDefault, logprobs: 0 } : withDefault;
   if (echoLogprobs === null) return { sampling: withLength, wireNames };
   const asked = sampling.prompt_logprobs;
   // An invalid prompt_logprobs is left for the vocabulary to refuse by name.
@@ -56,12 +60,24 @@ export function completionParams(body: Body, echoLogprobs: number | null = null)
 }
 
 /** Every prompt prepared n times: all validation (and context checks) happens before anything runs. */
-async function prepareAll(model: LlmModel, body: Body, n: number, echoLogprobs: number | null): Promise<{ choices: ProcessedRequest[]; prompts: PromptInput[] }> {
-  const prompts = completionPrompts(body.prompt, optionalFlag(body, 'add_special_tokens', true));
-  if (prompts.length * n > MAX_CHOICES) throw invalidArg(`${prompts.length} prompts × n=${n} exceed the ${MAX_CHOICES} choices one request may have`, 'n');
-  const params = completionParams(body, echoLogprobs);
+async function prepareAll(model: LlmModel, body: Body, n: number, echoLogprobs: number | null, ranked: boolean): Promise<{ choices: ProcessedRequest[]; prompts: PromptInput[] }> {
+  const prompts = withSuffix(model, completionPrompts(body.prompt, optionalFlag(body, 'add_special_tokens', true)), requestedSuffix(body.suffix));
+  if (prompts.length * n > MAX_CHOICES)
+    throw invalidArg(`${prompts.length} prompts × ${n} ${ranked ? 'best_of candidates' : 'choices (n)'} exceed the ${MAX_CHOICES} one request may have`, ranked ? 'best_of' : 'n');
+  const params = completionParams(body, echoLogprobs, ranked);
   const choices = (await Promise.all(prompts.map((prompt) => prepareChoices(model, { prompt, ...params }, n)))).flat();
   return { choices, prompts };
+}
+
+/** With `suffix`, each text prompt framed for fill-in-the-middle; a token-id prompt cannot be. */
+function withSuffix(model: LlmModel, prompts: PromptInput[], suffix: string | null): PromptInput[] {
+  if (suffix === null) return prompts;
+  const { tokenizer } = model.processor;
+  const tokens = requireFim(model.name, (token) => tokenizer.token_to_id(token) !== undefined);
+  return prompts.map((prompt) => {
+    if (prompt.kind !== 'text') throw invalidArg('suffix needs a text prompt (the text before the gap), not token ids', 'suffix');
+    return { ...prompt, text: fimPrompt(tokens, prompt.text, suffix) };
+  });
 }
 
 interface CompletionChoice {
@@ -73,6 +89,8 @@ interface CompletionChoice {
   started: boolean;
   /** vLLM's prompt_logprobs, once the first event brought them. */
   promptLogprobs: VllmPromptLogprobs | null;
+  /** Sum of the sampled tokens' logprobs (best_of's score). */
+  cumulative: number;
 }
 
 export async function completions(ctx: OpenAIContext, rawBody: unknown, reply: FastifyReply, signal: AbortSignal): Promise<unknown> {
@@ -83,9 +101,10 @@ export async function completions(ctx: OpenAIContext, rawBody: unknown, reply: F
   const model = ctx.llm(requested);
   const { stream, includeUsage } = streamSettings(body);
   const n = choiceCount(body);
+  const candidates = candidateCount(body, n, stream);
   const echo = optionalFlag(body, 'echo', false);
   const topLogprobs = logprobCount(body);
-  const { choices } = await prepareAll(model, body, n, echo ? topLogprobs : null);
+  const { choices } = await prepareAll(model, body, candidates, echo ? topLogprobs : null, candidates > n);
   // Valid once prepared: the vocabulary checked it.
   const vllmPromptCount = typeof body.prompt_logprobs === 'number' ? body.prompt_logprobs : null;
   const tokenText = ctx.tokenText(model);
@@ -97,10 +116,11 @@ export async function completions(ctx: OpenAIContext, rawBody: unknown, reply: F
     finishReason: null,
     started: false,
     promptLogprobs: null,
+    cumulative: 0,
   }));
   const events = runChoices(model, choices, signal, ctx.admission);
   const meta = responseMeta('cmpl', requested, model);
-  const usage = new UsageTally(n);
+  const usage = new UsageTally(candidates);
   // The echoed prompt (and its logprobs) leads each choice: the whole text, or the first chunk of a stream.
   const step = (index: number, event: GenerationEvent): { text: string; logprobs: CompletionLogprobs | null; promptLogprobs: VllmPromptLogprobs | null } => {
     const choice = state[index]!;
@@ -141,15 +161,32 @@ export async function completions(ctx: OpenAIContext, rawBody: unknown, reply: F
     const choice = state[index]!;
     choice.text += text;
     choice.promptLogprobs ??= promptLogprobs;
+    if (event.logprobs) choice.cumulative += cumulativeLogprob(event.logprobs);
     if (logprobs && choice.logprobs) appendCompletionLogprobs(choice.logprobs, logprobs);
     choice.finishReason = event.finishReason;
   });
   reply.header('x-request-id', meta.id);
   return {
     ...responseHead(meta, 'text_completion'),
-    choices: state.map((c, index) => ({ index, text: c.text, logprobs: c.logprobs, finish_reason: c.finishReason, ...(vllmPromptCount !== null ? { prompt_logprobs: c.promptLogprobs } : {}) })),
+    choices: answerOrder(state, candidates, n).map((c, index) => ({
+      index,
+      text: c.text,
+      logprobs: c.logprobs,
+      finish_reason: c.finishReason,
+      ...(vllmPromptCount !== null ? { prompt_logprobs: c.promptLogprobs } : {}),
+    })),
     usage: usage.toWire(),
   };
+}
+
+/** The choices to answer with: all of them, or with best_of the best n of each prompt's candidates. */
+function answerOrder(state: readonly CompletionChoice[], candidates: number, n: number): CompletionChoice[] {
+  if (candidates === n) return [...state];
+  return pickBest(
+    state.map((c) => c.cumulative),
+    candidates,
+    n,
+  ).map((i) => state[i]!);
 }
 
 function emptyLogprobs(): CompletionLogprobs {

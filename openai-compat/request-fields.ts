@@ -30,7 +30,7 @@ const TOOL_FIELDS = ['tools', 'tool_choice', 'parallel_tool_calls'];
 const COMMON_FIELDS = ['model', 'n', 'stream', 'stream_options', ...NO_OP_FIELDS];
 
 export const CHAT_FIELDS = new Set([...COMMON_FIELDS, ...wireFieldNames(CHAT_VOCABULARY), 'messages', 'chat_template_kwargs', 'add_generation_prompt', ...TOOL_FIELDS]);
-export const COMPLETION_FIELDS = new Set([...COMMON_FIELDS, ...wireFieldNames(COMPLETION_VOCABULARY), 'prompt', 'echo', 'add_special_tokens']);
+export const COMPLETION_FIELDS = new Set([...COMMON_FIELDS, ...wireFieldNames(COMPLETION_VOCABULARY), 'prompt', 'echo', 'add_special_tokens', 'best_of', 'suffix']);
 
 const isEmptyList = (v: unknown): boolean => Array.isArray(v) && v.length === 0;
 

@@ -262,6 +262,6 @@ describe('each protocol maps its wire names onto the declaration', () => {
     expect(CHAT_FIELDS).toEqual(
       new Set([...common, 'messages', 'max_completion_tokens', 'top_logprobs', 'chat_template_kwargs', 'add_generation_prompt', 'tools', 'tool_choice', 'parallel_tool_calls']),
     );
-    expect(COMPLETION_FIELDS).toEqual(new Set([...common, 'prompt', 'echo', 'add_special_tokens', 'prompt_logprobs']));
+    expect(COMPLETION_FIELDS).toEqual(new Set([...common, 'prompt', 'echo', 'add_special_tokens', 'prompt_logprobs', 'best_of', 'suffix']));
   });
 });

@@ -5,17 +5,16 @@
 // too (prompt logprobs from the engine's prefill), and vLLM's prompt_logprobs.
 
 import type { FastifyReply } from 'fastify';
-import type { GenerationEvent, ProcessedRequest, PromptInput } from '../src/contracts/text-generation.js';
+import type { ProcessedRequest, PromptInput } from '../src/contracts/text-generation.js';
 import { invalidArg } from '../src/errors.js';
 import { readWireParams, type WireParams } from '../src/vocabulary/index.js';
 import type { LlmModel } from '../src/serving/llm-backend.js';
 import type { OpenAIContext } from './context.js';
 import { prepareChoices, runChoices } from './generation.js';
-import { appendCompletionLogprobs, completionLogprobs, type CompletionLogprobs } from './logprobs.js';
 import { checkFields, checkNoOps, choiceCount, COMPLETION_FIELDS, COMPLETION_VOCABULARY, MAX_CHOICES, optionalFlag, requireModel, requireObject, streamSettings, type Body } from './request-fields.js';
-import { candidateCount, cumulativeLogprob, pickBest } from './best-of.js';
+import { candidateCount } from './best-of.js';
+import { CompletionChoices } from './completion-choices.js';
 import { fimPrompt, requestedSuffix, requireFim } from './fim.js';
-import { echoedPromptLogprobs, vllmPromptLogprobs, type VllmPromptLogprobs } from './prompt-logprobs.js';
 import { collectChoices, streamChoices } from './respond.js';
 import { responseHead, responseMeta, UsageTally } from './wire.js';
 
@@ -80,19 +79,6 @@ function withSuffix(model: LlmModel, prompts: PromptInput[], suffix: string | nu
   });
 }
 
-interface CompletionChoice {
-  text: string;
-  logprobs: CompletionLogprobs | null;
-  /** Character offset of the next token in the choice's text (text_offset). */
-  offset: number;
-  finishReason: string | null;
-  started: boolean;
-  /** vLLM's prompt_logprobs, once the first event brought them. */
-  promptLogprobs: VllmPromptLogprobs | null;
-  /** Sum of the sampled tokens' logprobs (best_of's score). */
-  cumulative: number;
-}
-
 export async function completions(ctx: OpenAIContext, rawBody: unknown, reply: FastifyReply, signal: AbortSignal): Promise<unknown> {
   const body = requireObject(rawBody);
   checkFields(body, COMPLETION_FIELDS);
@@ -107,38 +93,11 @@ export async function completions(ctx: OpenAIContext, rawBody: unknown, reply: F
   const { choices } = await prepareAll(model, body, candidates, echo ? topLogprobs : null, candidates > n);
   // Valid once prepared: the vocabulary checked it.
   const vllmPromptCount = typeof body.prompt_logprobs === 'number' ? body.prompt_logprobs : null;
-  const tokenText = ctx.tokenText(model);
   const echoed = choices.map((c) => (echo ? (c.promptText ?? model.processor.tokenizer.decode([...c.request.promptTokenIds], { skip_special_tokens: false })) : ''));
-  const state: CompletionChoice[] = echoed.map((e) => ({
-    text: '',
-    logprobs: topLogprobs === null ? null : emptyLogprobs(),
-    offset: e.length,
-    finishReason: null,
-    started: false,
-    promptLogprobs: null,
-    cumulative: 0,
-  }));
+  const answers = new CompletionChoices(choices, ctx.tokenText(model), { echoed, echo, topLogprobs, promptLogprobs: vllmPromptCount });
   const events = runChoices(model, choices, signal, ctx.admission);
   const meta = responseMeta('cmpl', requested, model);
   const usage = new UsageTally(candidates);
-  // The echoed prompt (and its logprobs) leads each choice: the whole text, or the first chunk of a stream.
-  const step = (index: number, event: GenerationEvent): { text: string; logprobs: CompletionLogprobs | null; promptLogprobs: VllmPromptLogprobs | null } => {
-    const choice = state[index]!;
-    const first = !choice.started;
-    const text = (first ? echoed[index]! : '') + event.text;
-    choice.started = true;
-    const prompt = first && event.promptLogprobs ? event.promptLogprobs : null;
-    const promptLogprobs = prompt && vllmPromptCount !== null ? vllmPromptLogprobs(prompt, tokenText, vllmPromptCount) : null;
-    if (topLogprobs === null) return { text, logprobs: null, promptLogprobs };
-    const logprobs = emptyLogprobs();
-    if (first && echo) appendCompletionLogprobs(logprobs, echoedPromptLogprobs(choices[index]!.request.promptTokenIds, prompt ?? [], tokenText, topLogprobs).logprobs);
-    if (event.logprobs) {
-      const generated = completionLogprobs(event.logprobs, tokenText, choice.offset);
-      choice.offset = generated.offset;
-      appendCompletionLogprobs(logprobs, generated.logprobs);
-    }
-    return { text, logprobs, promptLogprobs };
-  };
 
   if (stream) {
     await streamChoices(reply, events, {
@@ -148,7 +107,7 @@ export async function completions(ctx: OpenAIContext, rawBody: unknown, reply: F
       usage,
       sendTimeoutMs: ctx.options.streamSendTimeoutMs,
       choice: (index, event) => {
-        const { text, logprobs, promptLogprobs } = step(index, event);
+        const { text, logprobs, promptLogprobs } = answers.piece(index, event);
         if (text === '' && (logprobs === null || logprobs.tokens.length === 0) && event.finishReason === null) return null;
         return { index, text, logprobs, finish_reason: event.finishReason, ...(promptLogprobs ? { prompt_logprobs: promptLogprobs } : {}) };
       },
@@ -156,39 +115,7 @@ export async function completions(ctx: OpenAIContext, rawBody: unknown, reply: F
     return reply;
   }
 
-  await collectChoices(events, usage, (index, event) => {
-    const { text, logprobs, promptLogprobs } = step(index, event);
-    const choice = state[index]!;
-    choice.text += text;
-    choice.promptLogprobs ??= promptLogprobs;
-    if (event.logprobs) choice.cumulative += cumulativeLogprob(event.logprobs);
-    if (logprobs && choice.logprobs) appendCompletionLogprobs(choice.logprobs, logprobs);
-    choice.finishReason = event.finishReason;
-  });
+  await collectChoices(events, usage, (index, event) => answers.collect(index, event));
   reply.header('x-request-id', meta.id);
-  return {
-    ...responseHead(meta, 'text_completion'),
-    choices: answerOrder(state, candidates, n).map((c, index) => ({
-      index,
-      text: c.text,
-      logprobs: c.logprobs,
-      finish_reason: c.finishReason,
-      ...(vllmPromptCount !== null ? { prompt_logprobs: c.promptLogprobs } : {}),
-    })),
-    usage: usage.toWire(),
-  };
-}
-
-/** The choices to answer with: all of them, or with best_of the best n of each prompt's candidates. */
-function answerOrder(state: readonly CompletionChoice[], candidates: number, n: number): CompletionChoice[] {
-  if (candidates === n) return [...state];
-  return pickBest(
-    state.map((c) => c.cumulative),
-    candidates,
-    n,
-  ).map((i) => state[i]!);
-}
-
-function emptyLogprobs(): CompletionLogprobs {
-  return { tokens: [], token_logprobs: [], top_logprobs: [], text_offset: [] };
+  return { ...responseHead(meta, 'text_completion'), choices: answers.answer(candidates, n), usage: usage.toWire() };
 }

@@ -74,13 +74,17 @@ export class PastKeyValuesRunner implements ModelRunner {
     for (const [source, destination] of plan.blocksToCopy) this.kv.copyBlock(source, destination);
     if (plan.blocksToCopy.length > 0) this.lastDecode = null;
     const decode = plan.scheduled.filter((r) => r.tokenIds.length === 1);
-    const prefill = plan.scheduled.filter((r) => r.tokenIds.length > 1);
+    // Rows that want every position's logits run on their own, so the others' padded positions
+    // never get a vocabulary-wide row each.
+    const prefill = plan.scheduled.filter((r) => r.tokenIds.length > 1 && !r.allLogits);
+    const allLogits = plan.scheduled.filter((r) => r.tokenIds.length > 1 && r.allLogits);
     const logits: LogitsRows = new Map();
     this.stats.lastStepCalls = 0;
     this.stats.lastStepCopyMs = 0;
     if (decode.length > 0) await this.runGroup(decode, logits, true);
     else this.lastDecode = null;
     if (prefill.length > 0) await this.runGroup(prefill, logits, false);
+    for (const row of allLogits) await this.runGroup([row], logits, false);
     return logits;
   }
 

@@ -1,18 +1,20 @@
 // POST /v1/completions (the legacy text API): one or more prompts, each as text or token ids,
 // each fanned out n times (choice index = prompt × n + i, as OpenAI numbers them), answered in
 // the text_completion shape for both the body and the stream chunks, with echo and the
-// tokens / token_logprobs / top_logprobs / text_offset logprobs.
+// tokens / token_logprobs / top_logprobs / text_offset logprobs, which with echo cover the prompt
+// too (prompt logprobs from the engine's prefill), and vLLM's prompt_logprobs.
 
 import type { FastifyReply } from 'fastify';
-import type { GenerationEvent, ProcessedRequest, PromptInput } from '../src/contracts/text-generation.js';
+import type { ProcessedRequest, PromptInput } from '../src/contracts/text-generation.js';
 import { invalidArg } from '../src/errors.js';
 import { readWireParams, type WireParams } from '../src/vocabulary/index.js';
 import type { LlmModel } from '../src/serving/llm-backend.js';
 import type { OpenAIContext } from './context.js';
-import { unsupportedParameter } from './errors.js';
 import { prepareChoices, runChoices } from './generation.js';
-import { appendCompletionLogprobs, completionLogprobs, type CompletionLogprobs } from './logprobs.js';
 import { checkFields, checkNoOps, choiceCount, COMPLETION_FIELDS, COMPLETION_VOCABULARY, MAX_CHOICES, optionalFlag, requireModel, requireObject, streamSettings, type Body } from './request-fields.js';
+import { candidateCount } from './best-of.js';
+import { CompletionChoices } from './completion-choices.js';
+import { fimPrompt, requestedSuffix, requireFim } from './fim.js';
 import { collectChoices, streamChoices } from './respond.js';
 import { responseHead, responseMeta, UsageTally } from './wire.js';
 
@@ -40,28 +42,41 @@ function logprobCount(body: Body): number | null {
   return value;
 }
 
-/** The generation parameters, with OpenAI's default output length for this API. */
-export function completionParams(body: Body): WireParams {
+/**
+ * The generation parameters, with OpenAI's default output length for this API. Echo with
+ * logprobs asks the engine for prompt logprobs too, with as many alternatives as either wants.
+ */
+export function completionParams(body: Body, echoLogprobs: number | null = null, sampledLogprobs = false): WireParams {
   const { sampling, wireNames } = readWireParams(body, COMPLETION_VOCABULARY);
-  return { sampling: body.max_tokens === undefined ? { ...sampling, max_tokens: DEFAULT_MAX_TOKENS } : sampling, wireNames };
+  const withDefault = body.max_tokens === undefined ? { ...sampling, max_tokens: DEFAULT_MAX_TOKENS } : sampling;
+  // best_of ranks candidates by their sampled tokens' logprobs, asked or not.
+  const withLength = sampledLogprobs && (withDefault.logprobs === undefined || withDefault.logprobs === null) ? { ...withDefault, logprobs: 0 } : withDefault;
+  if (echoLogprobs === null) return { sampling: withLength, wireNames };
+  const asked = sampling.prompt_logprobs;
+  // An invalid prompt_logprobs is left for the vocabulary to refuse by name.
+  const promptLogprobs = asked === undefined || asked === null ? echoLogprobs : typeof asked === 'number' ? Math.max(asked, echoLogprobs) : asked;
+  return { sampling: { ...withLength, prompt_logprobs: promptLogprobs }, wireNames };
 }
 
 /** Every prompt prepared n times: all validation (and context checks) happens before anything runs. */
-async function prepareAll(model: LlmModel, body: Body, n: number): Promise<{ choices: ProcessedRequest[]; prompts: PromptInput[] }> {
-  const prompts = completionPrompts(body.prompt, optionalFlag(body, 'add_special_tokens', true));
-  if (prompts.length * n > MAX_CHOICES) throw invalidArg(`${prompts.length} prompts × n=${n} exceed the ${MAX_CHOICES} choices one request may have`, 'n');
-  const params = completionParams(body);
+async function prepareAll(model: LlmModel, body: Body, n: number, echoLogprobs: number | null, ranked: boolean): Promise<{ choices: ProcessedRequest[]; prompts: PromptInput[] }> {
+  const prompts = withSuffix(model, completionPrompts(body.prompt, optionalFlag(body, 'add_special_tokens', true)), requestedSuffix(body.suffix));
+  if (prompts.length * n > MAX_CHOICES)
+    throw invalidArg(`${prompts.length} prompts × ${n} ${ranked ? 'best_of candidates' : 'choices (n)'} exceed the ${MAX_CHOICES} one request may have`, ranked ? 'best_of' : 'n');
+  const params = completionParams(body, echoLogprobs, ranked);
   const choices = (await Promise.all(prompts.map((prompt) => prepareChoices(model, { prompt, ...params }, n)))).flat();
   return { choices, prompts };
 }
 
-interface CompletionChoice {
-  text: string;
-  logprobs: CompletionLogprobs | null;
-  /** Character offset of the next token in the choice's text (text_offset). */
-  offset: number;
-  finishReason: string | null;
-  started: boolean;
+/** With `suffix`, each text prompt framed for fill-in-the-middle; a token-id prompt cannot be. */
+function withSuffix(model: LlmModel, prompts: PromptInput[], suffix: string | null): PromptInput[] {
+  if (suffix === null) return prompts;
+  const { tokenizer } = model.processor;
+  const tokens = requireFim(model.name, (token) => tokenizer.token_to_id(token) !== undefined);
+  return prompts.map((prompt) => {
+    if (prompt.kind !== 'text') throw invalidArg('suffix needs a text prompt (the text before the gap), not token ids', 'suffix');
+    return { ...prompt, text: fimPrompt(tokens, prompt.text, suffix) };
+  });
 }
 
 export async function completions(ctx: OpenAIContext, rawBody: unknown, reply: FastifyReply, signal: AbortSignal): Promise<unknown> {
@@ -72,27 +87,17 @@ export async function completions(ctx: OpenAIContext, rawBody: unknown, reply: F
   const model = ctx.llm(requested);
   const { stream, includeUsage } = streamSettings(body);
   const n = choiceCount(body);
+  const candidates = candidateCount(body, n, stream);
   const echo = optionalFlag(body, 'echo', false);
   const topLogprobs = logprobCount(body);
-  // Echoed prompt tokens would need prompt logprobs, which the engine does not compute.
-  if (echo && topLogprobs !== null) throw unsupportedParameter('echo', 'cannot be combined with logprobs (prompt logprobs are not computed)');
-  const { choices } = await prepareAll(model, body, n);
-  const tokenText = ctx.tokenText(model);
+  const { choices } = await prepareAll(model, body, candidates, echo ? topLogprobs : null, candidates > n);
+  // Valid once prepared: the vocabulary checked it.
+  const vllmPromptCount = typeof body.prompt_logprobs === 'number' ? body.prompt_logprobs : null;
   const echoed = choices.map((c) => (echo ? (c.promptText ?? model.processor.tokenizer.decode([...c.request.promptTokenIds], { skip_special_tokens: false })) : ''));
-  const state: CompletionChoice[] = echoed.map((e) => ({ text: '', logprobs: topLogprobs === null ? null : emptyLogprobs(), offset: e.length, finishReason: null, started: false }));
+  const answers = new CompletionChoices(choices, ctx.tokenText(model), { echoed, echo, topLogprobs, promptLogprobs: vllmPromptCount });
   const events = runChoices(model, choices, signal, ctx.admission);
   const meta = responseMeta('cmpl', requested, model);
-  const usage = new UsageTally(n);
-  // The echoed prompt leads each choice's text: the whole text, or the first chunk of a stream.
-  const step = (index: number, event: GenerationEvent): { text: string; logprobs: CompletionLogprobs | null } => {
-    const choice = state[index]!;
-    const text = (choice.started ? '' : echoed[index]!) + event.text;
-    choice.started = true;
-    if (topLogprobs === null || !event.logprobs) return { text, logprobs: topLogprobs === null ? null : emptyLogprobs() };
-    const { logprobs, offset } = completionLogprobs(event.logprobs, tokenText, choice.offset);
-    choice.offset = offset;
-    return { text, logprobs };
-  };
+  const usage = new UsageTally(candidates);
 
   if (stream) {
     await streamChoices(reply, events, {
@@ -102,29 +107,15 @@ export async function completions(ctx: OpenAIContext, rawBody: unknown, reply: F
       usage,
       sendTimeoutMs: ctx.options.streamSendTimeoutMs,
       choice: (index, event) => {
-        const { text, logprobs } = step(index, event);
+        const { text, logprobs, promptLogprobs } = answers.piece(index, event);
         if (text === '' && (logprobs === null || logprobs.tokens.length === 0) && event.finishReason === null) return null;
-        return { index, text, logprobs, finish_reason: event.finishReason };
+        return { index, text, logprobs, finish_reason: event.finishReason, ...(promptLogprobs ? { prompt_logprobs: promptLogprobs } : {}) };
       },
     });
     return reply;
   }
 
-  await collectChoices(events, usage, (index, event) => {
-    const { text, logprobs } = step(index, event);
-    const choice = state[index]!;
-    choice.text += text;
-    if (logprobs && choice.logprobs) appendCompletionLogprobs(choice.logprobs, logprobs);
-    choice.finishReason = event.finishReason;
-  });
+  await collectChoices(events, usage, (index, event) => answers.collect(index, event));
   reply.header('x-request-id', meta.id);
-  return {
-    ...responseHead(meta, 'text_completion'),
-    choices: state.map((c, index) => ({ index, text: c.text, logprobs: c.logprobs, finish_reason: c.finishReason })),
-    usage: usage.toWire(),
-  };
-}
-
-function emptyLogprobs(): CompletionLogprobs {
-  return { tokens: [], token_logprobs: [], top_logprobs: [], text_offset: [] };
+  return { ...responseHead(meta, 'text_completion'), choices: answers.answer(candidates, n), usage: usage.toWire() };
 }

@@ -4,7 +4,7 @@
 
 import type { FastifyReply, FastifyRequest } from 'fastify';
 
-const EXPOSED = 'x-request-id, retry-after';
+const EXPOSED = 'x-request-id, retry-after, retry-after-ms';
 const METHODS = 'GET, POST, OPTIONS';
 
 /** An onRequest hook adding CORS headers for allowed origins and answering preflights; null when CORS is off. */

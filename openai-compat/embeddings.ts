@@ -2,7 +2,8 @@
 // with the encoder's own tokenizer, grouped by length into batches no larger than the model's
 // max_batch_size and padded within each group, then run through service.infer() — the dynamic
 // batcher may merge groups of equal length from concurrent requests. The `sentence_embedding`
-// rows come back in input order, as floats or as base64 of little-endian float32.
+// rows come back in input order, as floats or as base64 of little-endian float32; `dimensions`
+// below the model's size keeps the leading components, re-normalised (Matryoshka models).
 
 import type { InferRequest } from '../src/contracts/infer.js';
 import type { Tensor } from '../src/contracts/tensors.js';
@@ -11,7 +12,7 @@ import { OFFTHREAD_MIN_CHARS, promptCharLimit } from '../src/config/limits.js';
 import type { OpenAIContext } from './context.js';
 import type { EncoderTokenizer } from '../src/serving/encoder-tokenizer.js';
 import { EMBEDDING_OUTPUT, type EmbeddingModel } from './embedding-models.js';
-import { unknownParameter, unsupportedParameter } from './errors.js';
+import { unknownParameter } from './errors.js';
 import { checkNoOps, optionalFlag, requireModel, requireObject, type Body } from './request-fields.js';
 
 const FIELDS = new Set(['model', 'input', 'encoding_format', 'dimensions', 'user', 'add_special_tokens']);
@@ -148,11 +149,30 @@ async function embedAll(ctx: OpenAIContext, model: EmbeddingModel, tokens: numbe
   return rows;
 }
 
-/** Shortening needs a model trained for it (Matryoshka); only the native size is honest here. */
-function checkDimensions(dimensions: unknown, model: EmbeddingModel): void {
-  if (dimensions === undefined || dimensions === null) return;
-  const native = model.config.output.find((o) => o.name === EMBEDDING_OUTPUT)?.dims.at(-1);
-  if (dimensions !== native) throw unsupportedParameter('dimensions', `must be omitted or equal this model's embedding size (${native})`);
+/**
+ * The requested `dimensions`: null for the model's own size (which changes nothing). Larger than the model's size (when
+ * its config fixes one) or below 1 is a 400 naming `dimensions`.
+ */
+export function requestedDimensions(dimensions: unknown, native: number | undefined): number | null {
+  if (dimensions === undefined || dimensions === null) return null;
+  if (typeof dimensions !== 'number' || !Number.isInteger(dimensions) || dimensions < 1) throw invalidArg(`dimensions must be an integer ≥ 1, got ${JSON.stringify(dimensions)}`, 'dimensions');
+  if (native !== undefined && native > 0 && dimensions > native) throw invalidArg(`dimensions (${dimensions}) exceeds this model's embedding size (${native})`, 'dimensions');
+  return dimensions === native ? null : dimensions;
+}
+
+/**
+ * A Matryoshka-style shortening: the first `dimensions` components, rescaled to unit L2 norm
+ * (as OpenAI returns shortened embeddings, so cosine and dot product stay interchangeable).
+ */
+export function shortenEmbedding(row: Float32Array, dimensions: number): Float32Array {
+  if (dimensions > row.length) throw invalidArg(`dimensions (${dimensions}) exceeds this model's embedding size (${row.length})`, 'dimensions');
+  if (dimensions === row.length) return row;
+  const head = row.slice(0, dimensions);
+  let sum = 0;
+  for (const v of head) sum += v * v;
+  const norm = Math.sqrt(sum);
+  if (norm > 0) for (let i = 0; i < head.length; i++) head[i] = head[i]! / norm;
+  return head;
 }
 
 export async function createEmbeddings(ctx: OpenAIContext, rawBody: unknown, signal: AbortSignal): Promise<unknown> {
@@ -164,8 +184,9 @@ export async function createEmbeddings(ctx: OpenAIContext, rawBody: unknown, sig
   const format = encodingFormat(body);
   const encoder = await ctx.embeddings.tokenizer(model);
   const tokens = await tokenizeInputsYielding(body.input, encoder, optionalFlag(body, 'add_special_tokens', true));
-  checkDimensions(body.dimensions, model);
-  const rows = await embedAll(ctx, model, tokens, signal);
+  const dimensions = requestedDimensions(body.dimensions, model.config.output.find((o) => o.name === EMBEDDING_OUTPUT)?.dims.at(-1));
+  const full = await embedAll(ctx, model, tokens, signal);
+  const rows = dimensions === null ? full : full.map((row) => shortenEmbedding(row, dimensions));
   const promptTokens = tokens.reduce((n, t) => n + t.length, 0);
   return {
     object: 'list',

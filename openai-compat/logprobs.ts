@@ -18,8 +18,9 @@ export interface ChatTokenLogprob extends ChatTopLogprob {
 
 export interface CompletionLogprobs {
   tokens: string[];
-  token_logprobs: number[];
-  top_logprobs: Record<string, number>[];
+  /** Null only for an echoed prompt's first token, which nothing precedes. */
+  token_logprobs: (number | null)[];
+  top_logprobs: (Record<string, number> | null)[];
   text_offset: number[];
 }
 

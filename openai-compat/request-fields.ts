@@ -17,8 +17,8 @@ export type Body = Readonly<Record<string, unknown>>;
 export const MAX_CHOICES = 128;
 
 /** The generation parameters (src/vocabulary) under chat's names: OpenAI's newer name for max_tokens wins when both are sent. */
-/** vLLM's thinking_token_budget is max_thinking_tokens. */
-export const CHAT_VOCABULARY: WireVocabulary = { aliases: { max_completion_tokens: 'max_tokens', thinking_token_budget: 'max_thinking_tokens' } };
+/** vLLM's thinking_token_budget is max_thinking_tokens; prompt logprobs are a completions feature. */
+export const CHAT_VOCABULARY: WireVocabulary = { omit: ['prompt_logprobs'], aliases: { max_completion_tokens: 'max_tokens', thinking_token_budget: 'max_thinking_tokens' } };
 /**
  * Completions' logprobs is the number of alternatives itself; there is no top_logprobs. Their
  * output is raw text, never split into reasoning, so they take no reasoning fields either.
@@ -34,7 +34,7 @@ const TOOL_FIELDS = ['tools', 'tool_choice', 'parallel_tool_calls'];
 const COMMON_FIELDS = ['model', 'n', 'stream', 'stream_options', ...NO_OP_FIELDS];
 
 export const CHAT_FIELDS = new Set([...COMMON_FIELDS, ...wireFieldNames(CHAT_VOCABULARY), 'messages', 'chat_template_kwargs', 'add_generation_prompt', ...TOOL_FIELDS]);
-export const COMPLETION_FIELDS = new Set([...COMMON_FIELDS, ...wireFieldNames(COMPLETION_VOCABULARY), 'prompt', 'echo', 'add_special_tokens']);
+export const COMPLETION_FIELDS = new Set([...COMMON_FIELDS, ...wireFieldNames(COMPLETION_VOCABULARY), 'prompt', 'echo', 'add_special_tokens', 'best_of', 'suffix']);
 
 const isEmptyList = (v: unknown): boolean => Array.isArray(v) && v.length === 0;
 

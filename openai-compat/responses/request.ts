@@ -15,7 +15,7 @@ import { checkFields, checkNoOps, requireModel, type Body } from '../request-fie
  * come in text.format and the effort in reasoning.effort; no logprobs output.
  */
 export const RESPONSES_VOCABULARY: WireVocabulary = {
-  omit: [...CONSTRAINT_FIELDS, 'logprobs', 'top_logprobs', 'max_tokens', 'reasoning_effort'],
+  omit: [...CONSTRAINT_FIELDS, 'logprobs', 'top_logprobs', 'prompt_logprobs', 'max_tokens', 'reasoning_effort'],
   aliases: { max_output_tokens: 'max_tokens' },
 };
 

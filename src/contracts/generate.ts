@@ -73,6 +73,13 @@ export interface GenerateRequest {
    * after it. Null or absent: the output has no block the engine knows of.
    */
   readonly thinking?: ThinkingSpec | null;
+  /**
+   * Prompt logprobs (vLLM's prompt_logprobs, OpenAI completions' echo + logprobs): the number of
+   * top alternatives reported with each prompt token's own logprob (0: the token's alone). The
+   * engine computes them from the prefill's logits, so such a request does not reuse cached
+   * prompt blocks. Null or absent: none.
+   */
+  readonly promptLogprobs?: number | null;
 }
 
 /**
@@ -145,6 +152,11 @@ export interface ScheduledRequest {
   readonly sample: boolean;
   /** True the first time the request is scheduled since admission or a preemption: runners drop stale per-request state. */
   readonly isNew: boolean;
+  /**
+   * True when the engine needs the logits of every position of this chunk (prompt logprobs),
+   * not only the sampled last one: the runner then returns tokenIds.length rows (model-runner.ts).
+   */
+  readonly allLogits?: boolean;
 }
 
 export interface StepPlan {
@@ -180,6 +192,12 @@ export interface TokenLogprob {
   readonly top: readonly TopLogprob[];
 }
 
+/** A prompt token's logprob under the model's raw distribution at the position before it. */
+export interface PromptTokenLogprob extends TokenLogprob {
+  /** 1 + the number of tokens the model found more likely (vLLM's rank). */
+  readonly rank: number;
+}
+
 /** The tokens sampled for one request whose ScheduledRequest had `sample: true`. */
 export interface SampledTokens {
   readonly requestId: string;
@@ -210,6 +228,11 @@ export interface SequenceUpdate {
   readonly newTokenIds: readonly number[];
   /** Aligned with newTokenIds; null when not requested. */
   readonly logprobs: readonly TokenLogprob[] | null;
+  /**
+   * With GenerateRequest.promptLogprobs, on the request's first update: one entry per prompt
+   * token, the first null (nothing precedes it). Absent otherwise.
+   */
+  readonly promptLogprobs?: readonly (PromptTokenLogprob | null)[];
   /** Null while the request continues. */
   readonly finishReason: FinishReason | null;
   /** The EOS or stop_token_ids id that finished the request (output processors hide it); null otherwise. */

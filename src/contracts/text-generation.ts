@@ -3,7 +3,7 @@
 // and the text events the output processor streams back. Every front end speaks these types;
 // they never cross to the engine worker (that is GenerateRequest and SequenceUpdate in generate.ts).
 
-import type { FinishReason, GenerateRequest, TokenLogprob } from './generate.js';
+import type { FinishReason, GenerateRequest, PromptTokenLogprob, TokenLogprob } from './generate.js';
 
 export interface ChatContentPart {
   readonly type: string;
@@ -82,6 +82,8 @@ export interface GenerationEvent {
   /** Tokens produced this step (an EOS that finished the request is not included). */
   readonly tokenIds: readonly number[];
   readonly logprobs: readonly TokenLogprob[] | null;
+  /** With prompt logprobs asked, on the first event: one per prompt token, the first null. */
+  readonly promptLogprobs?: readonly (PromptTokenLogprob | null)[];
   /** Null until the last event. */
   readonly finishReason: FinishReason | null;
   /** The stop string or stop token id that finished the request, if any (vLLM's stop_reason). */

@@ -190,6 +190,7 @@ export class InputProcessor {
       ...(grammar ? { grammar: grammar.spec } : {}),
       // Chat output is read for reasoning; a raw text or token prompt's output is the client's to read.
       ...(this.options.reasoningFormat && input.prompt.kind === 'chat' ? { thinking: this.thinkingSpec(this.options.reasoningFormat, text, validated.thinkingBudget) } : {}),
+      ...(validated.promptLogprobs !== null ? { promptLogprobs: validated.promptLogprobs } : {}),
     };
     return { request, output: validated.output, promptText: text, ...(grammar ? { grammarParam: grammar.param } : {}) };
   }

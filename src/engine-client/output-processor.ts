@@ -49,6 +49,7 @@ export class OutputProcessor {
       text,
       tokenIds,
       logprobs,
+      ...(update.promptLogprobs ? { promptLogprobs: update.promptLogprobs } : {}),
       finishReason,
       stopReason: this.stopString ?? update.stopTokenId,
       usage: {

@@ -21,9 +21,10 @@ import type { GenerateRequest, RequestRejection, SampledTokens, SequenceUpdate, 
 import type { EngineWorkerData } from '../contracts/engine-messages.js';
 import { asConveyorError, ConveyorError } from '../errors.js';
 import { KvCacheManager } from '../kv-cache/kv-cache-manager.js';
-import type { ModelRunner, RunnerInfo, RunnerOptions, RunnerStats } from '../runners/model-runner.js';
+import { lastLogitsRow, type ModelRunner, type RunnerInfo, type RunnerOptions, type RunnerStats } from '../runners/model-runner.js';
 import { Sampler, type SamplerRow } from '../sampler/sampler.js';
 import { ConstrainedRows, type GrammarStats } from './constrained-rows.js';
+import { PromptLogprobs } from './prompt-logprobs.js';
 import { Scheduler, type PreemptionEvent } from './scheduler.js';
 import { StepConstraints } from './step-constraints.js';
 
@@ -63,6 +64,7 @@ export class EngineCore {
     private readonly sampler: Sampler,
     private readonly rows: ConstrainedRows,
     private readonly log: (line: string) => void,
+    private readonly prompts: PromptLogprobs,
   ) {}
 
   /**
@@ -79,7 +81,8 @@ export class EngineCore {
     );
     const sampler = new Sampler({ vocabSize: shape.vocabSize, sampleableVocabSize: config.sampleableVocabSize ?? shape.vocabSize });
     const rows = new ConstrainedRows({ tokenizerPath: config.tokenizerPath, vocabSize: shape.vocabSize });
-    return new EngineCore(scheduler, kv, runner, sampler, rows, log);
+    const prompts = new PromptLogprobs(shape.vocabSize, config.sampleableVocabSize ?? shape.vocabSize);
+    return new EngineCore(scheduler, kv, runner, sampler, rows, log, prompts);
   }
 
   get info(): RunnerInfo {
@@ -185,10 +188,11 @@ export class EngineCore {
       constraints = StepConstraints.start(this.rows, contexts, (id) => this.scheduler.get(id)?.request.thinking, this.runner.info.shape.vocabSize);
       const logits = plan.scheduled.length > 0 ? await this.runner.execute(plan) : new Map<string, Float32Array>();
       await constraints.ready();
+      this.prompts.collect(plan, logits, (id) => this.scheduler.get(id)?.request);
       const sampled = contexts.map((context): SampledTokens => {
         const row = logits.get(context.requestId);
         if (!row) throw new Error(`the runner returned no logits for planned request ${context.requestId}`);
-        const result = this.sampler.sample({ ...context, logits: row, allowedTokens: constraints.maskFor(context.requestId) });
+        const result = this.sampler.sample({ ...context, logits: lastLogitsRow(row, this.runner.info.shape.vocabSize), allowedTokens: constraints.maskFor(context.requestId) });
         const tokens = { requestId: context.requestId, tokenIds: [result.tokenId], logprobs: result.logprob ? [result.logprob] : null };
         return constraints.endsGrammar(context.requestId, result.tokenId) ? { ...tokens, grammarEnded: true } : tokens;
       });
@@ -208,7 +212,7 @@ export class EngineCore {
       // final 'abort' / 'stop' update is), and the counters reflect the blocks just freed.
       output = { ...output, updates: output.updates.filter((u) => !abortedDuringStep.has(u.requestId)), stats: this.scheduler.stats() };
     }
-    return this.withPending(output);
+    return this.prompts.attach(this.withPending(output));
   }
 
   /** The grammar worker thread while one runs (fault-injection tests terminate it to play a crash). */
@@ -247,7 +251,7 @@ export class EngineCore {
 
   /** A message with only the aborts and rejections gathered since the last one. */
   flush(): StepOutput {
-    return this.withPending({ stepId: -1, timeMs: engineClock(), updates: [], rejections: [], stats: this.scheduler.stats() });
+    return this.prompts.attach(this.withPending({ stepId: -1, timeMs: engineClock(), updates: [], rejections: [], stats: this.scheduler.stats() }));
   }
 
   checkIntegrity(): void {

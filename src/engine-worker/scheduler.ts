@@ -260,7 +260,9 @@ export class Scheduler {
 
   /** Admits `state` with its first chunk if its blocks can be had (all or nothing). */
   private admit(state: RequestState, budget: { tokens: number }, chunks: Chunk[]): boolean {
-    const prefix = this.kv.lookupPrefix(state.tokenIds, state.request.cacheSalt);
+    // Prompt logprobs need the logits of every prompt position, which a cache hit would skip (as
+    // in vLLM): such a request computes its whole prompt, until its first token has them all.
+    const prefix = this.kv.lookupPrefix(wantsPromptLogits(state) ? [] : state.tokenIds, state.request.cacheSalt);
     const numNew = Math.min(state.numTokens - prefix.numTokens, budget.tokens);
     if (!this.kv.allocate(state.id, prefix.numTokens + numNew, prefix)) return false;
     this.waiting.shift();
@@ -299,6 +301,7 @@ export class Scheduler {
         blockTable: [...this.kv.blockTable(state.id)],
         sample: start + numNew === state.numTokens,
         isNew: state.isNew,
+        ...(wantsPromptLogits(state) ? { allLogits: true } : {}),
       };
       state.isNew = false;
       state.scheduledTimeMs ??= now;
@@ -376,4 +379,10 @@ function matchSamples(plan: StepPlan, result: StepResult, live: readonly boolean
   });
   if (byId.size > 0) throw new Error(`StepResult samples unscheduled requests: ${[...byId.keys()].join(', ')}`);
   return aligned;
+}
+
+/** Still computing the prompt of a request that asked for prompt logprobs. */
+function wantsPromptLogits(state: RequestState): boolean {
+  const wanted = state.request.promptLogprobs;
+  return wanted !== undefined && wanted !== null && state.numOutputTokens === 0;
 }

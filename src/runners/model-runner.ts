@@ -42,8 +42,17 @@ export interface RunnerInfo {
   readonly note?: string;
 }
 
-/** The logits row of each request whose ScheduledRequest has `sample: true`: float32, vocabSize long. */
+/**
+ * The logits of each request whose ScheduledRequest has `sample: true`: float32, vocabSize long.
+ * A request with `allLogits: true` gets tokenIds.length rows instead (row-major, one per fed
+ * position, the last the sampled one); lastLogitsRow() picks the row to sample.
+ */
 export type StepLogits = ReadonlyMap<string, Float32Array>;
+
+/** The last position's row of a StepLogits entry. */
+export function lastLogitsRow(logits: Float32Array, vocabSize: number): Float32Array {
+  return logits.length === vocabSize ? logits : logits.subarray(logits.length - vocabSize);
+}
 
 /** Counters for profiling the step; a runner reports 0 for a cost it does not have. */
 export interface RunnerStats {

@@ -4,7 +4,8 @@
 // decoding, the previous call's present.* already is the next past, so the gather is skipped.
 //
 // Rows are left-padded (past and new tokens both), so every row's last real token is the last
-// position and `num_logits_to_keep = 1` yields exactly the logits to sample. Decode rows (one
+// position and `num_logits_to_keep = 1` yields exactly the logits to sample (a call with a row
+// that wants prompt logprobs keeps every position instead). Decode rows (one
 // token) and prefill chunks run as separate calls so a long chunk never pads 31 decode rows.
 
 import type { ScheduledRequest, StepPlan } from '../contracts/generate.js';
@@ -73,13 +74,17 @@ export class PastKeyValuesRunner implements ModelRunner {
     for (const [source, destination] of plan.blocksToCopy) this.kv.copyBlock(source, destination);
     if (plan.blocksToCopy.length > 0) this.lastDecode = null;
     const decode = plan.scheduled.filter((r) => r.tokenIds.length === 1);
-    const prefill = plan.scheduled.filter((r) => r.tokenIds.length > 1);
+    // Rows that want every position's logits run on their own, so the others' padded positions
+    // never get a vocabulary-wide row each.
+    const prefill = plan.scheduled.filter((r) => r.tokenIds.length > 1 && !r.allLogits);
+    const allLogits = plan.scheduled.filter((r) => r.tokenIds.length > 1 && r.allLogits);
     const logits: LogitsRows = new Map();
     this.stats.lastStepCalls = 0;
     this.stats.lastStepCopyMs = 0;
     if (decode.length > 0) await this.runGroup(decode, logits, true);
     else this.lastDecode = null;
     if (prefill.length > 0) await this.runGroup(prefill, logits, false);
+    for (const row of allLogits) await this.runGroup([row], logits, false);
     return logits;
   }
 
@@ -89,7 +94,9 @@ export class PastKeyValuesRunner implements ModelRunner {
     const pastLen = Math.max(...rows.map((r) => r.numComputedTokens));
     const total = pastLen + newLen;
     const copyStart = performance.now();
-    const feeds: Record<string, RawTensor> = { ...this.tokenFeeds(rows, newLen, pastLen), ...this.pastFeeds(rows, pastLen, isDecode) };
+    // Prompt logprobs need every position's logits; otherwise only the last is computed.
+    const keep = rows.some((r) => r.allLogits) ? newLen : 1;
+    const feeds: Record<string, RawTensor> = { ...this.tokenFeeds(rows, newLen, pastLen, keep), ...this.pastFeeds(rows, pastLen, isDecode) };
     let copyMs = performance.now() - copyStart;
 
     const outputs = await this.session.run(feeds);
@@ -114,9 +121,11 @@ export class PastKeyValuesRunner implements ModelRunner {
     const logitsTensor = outputs.logits!;
     const kept = logitsTensor.dims[1]!;
     rows.forEach((r, row) => {
-      if (!r.sample) return;
-      const offset = (row * kept + kept - 1) * vocabSize;
-      logits.set(r.requestId, toFloat32(logitsTensor, offset, vocabSize));
+      // Left padding puts a row's `count` real positions last; the sampled one is the very last.
+      const count = r.allLogits ? r.tokenIds.length : r.sample ? 1 : 0;
+      if (count === 0) return;
+      const offset = (row * kept + kept - count) * vocabSize;
+      logits.set(r.requestId, toFloat32(logitsTensor, offset, count * vocabSize));
     });
   }
 
@@ -166,8 +175,8 @@ export class PastKeyValuesRunner implements ModelRunner {
     return this.layout.kvType === 'float16' ? new Uint16Array(buffer, 0, size) : new Float32Array(buffer, 0, size);
   }
 
-  /** input_ids, attention_mask, position_ids (and num_logits_to_keep) for left-padded rows. */
-  private tokenFeeds(rows: readonly ScheduledRequest[], newLen: number, pastLen: number): Record<string, RawTensor> {
+  /** input_ids, attention_mask, position_ids (and num_logits_to_keep = `keep`) for left-padded rows. */
+  private tokenFeeds(rows: readonly ScheduledRequest[], newLen: number, pastLen: number, keep: number): Record<string, RawTensor> {
     const batch = rows.length;
     const total = pastLen + newLen;
     const ids = new BigInt64Array(batch * newLen).fill(PAD_TOKEN);
@@ -188,7 +197,7 @@ export class PastKeyValuesRunner implements ModelRunner {
       attention_mask: { type: 'int64', dims: [batch, total], data: mask },
     };
     if (this.layout.hasPositionIds) feeds.position_ids = { type: 'int64', dims: [batch, newLen], data: positions };
-    if (this.layout.hasLogitsToKeep) feeds.num_logits_to_keep = { type: 'int64', dims: [], data: BigInt64Array.of(1n) };
+    if (this.layout.hasLogitsToKeep) feeds.num_logits_to_keep = { type: 'int64', dims: [], data: BigInt64Array.of(BigInt(keep)) };
     return feeds;
   }
 }

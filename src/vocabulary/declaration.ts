@@ -92,6 +92,8 @@ function fields(limits: GenerationLimits) {
     top_logprobs: optional(alternatives()),
     /** Chat: a boolean (with top_logprobs). Completions: the number of alternatives itself. */
     logprobs: optional(byType((v) => typeof v === 'number', flag(), alternatives())),
+    /** vLLM: the prompt tokens' logprobs with this many alternatives each (0: the token's own). */
+    prompt_logprobs: optional(alternatives()),
 
     // Sampling.
     temperature: optional(finite((v) => v >= 0, 'must be non-negative')),

@@ -47,6 +47,8 @@ export interface ValidatedSampling {
   readonly output: OutputOptions;
   readonly priority: number;
   readonly cacheSalt: string | null;
+  /** Alternatives per prompt token for prompt logprobs; null: none asked. */
+  readonly promptLogprobs: number | null;
   /** The request's one output constraint (structured outputs), null for free text. */
   readonly grammar: GrammarSpec | null;
   /** The caller's name for the field that gave the constraint, for errors raised once the engine compiles it. */
@@ -89,6 +91,7 @@ export function fromParams(p: GenerationParams, defaults: SamplingDefaults, name
     output: { stop: p.stop ?? [], includeStopStrInOutput: p.include_stop_str_in_output ?? false, skipSpecialTokens: p.skip_special_tokens ?? true },
     priority: p.priority ?? 0,
     cacheSalt: p.cache_salt ?? null,
+    promptLogprobs: p.prompt_logprobs ?? null,
     // The declaration lets at most one constraint through.
     grammar: p.response_format ?? p.structured_outputs ?? p.guided_json ?? p.guided_regex ?? p.guided_choice ?? p.guided_grammar ?? null,
     grammarParam: grammarField(p, names),

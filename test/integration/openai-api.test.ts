@@ -227,9 +227,29 @@ describe('embeddings', () => {
     ids.data[0]!.embedding.forEach((v, i) => expect(v).toBeCloseTo(floats.data[0]!.embedding[i]!, 5));
   });
 
-  it('refuses a generation model and an unsupported dimensions value', async () => {
+  it('shortens to dimensions: the leading components re-normalised, as floats and as base64', async () => {
+    const input = ['hello world', 'a longer sentence to embed'];
+    const full = await client.embeddings.create({ model: 'bert', input, encoding_format: 'float' });
+    const short = await client.embeddings.create({ model: 'bert', input, dimensions: 8, encoding_format: 'float' });
+    const short64 = await client.embeddings.create({ model: 'bert', input, dimensions: 8 });
+    short.data.forEach((d, i) => {
+      expect(d.embedding).toHaveLength(8);
+      const head = full.data[i]!.embedding.slice(0, 8);
+      const norm = Math.hypot(...head);
+      d.embedding.forEach((v, k) => expect(v).toBeCloseTo(head[k]! / norm, 5));
+      expect(Math.hypot(...d.embedding)).toBeCloseTo(1, 5);
+    });
+    expect(short64.data.map((d) => Array.from(d.embedding))).toEqual(short.data.map((d) => d.embedding));
+    // The model's own size changes nothing.
+    const same = await client.embeddings.create({ model: 'bert', input, dimensions: 32, encoding_format: 'float' });
+    expect(same.data.map((d) => d.embedding)).toEqual(full.data.map((d) => d.embedding));
+  });
+
+  it('refuses a generation model and a dimensions value larger than the model or below 1', async () => {
     await expect(client.embeddings.create({ model: 'qwen3', input: 'x' })).rejects.toMatchObject({ status: 400, param: 'model' });
-    await expect(client.embeddings.create({ model: 'bert', input: 'x', dimensions: 8 })).rejects.toMatchObject({ status: 400, param: 'dimensions', code: 'unsupported_parameter' });
+    for (const dimensions of [33, 0, -1, 2.5]) {
+      await expect(client.embeddings.create({ model: 'bert', input: 'x', dimensions })).rejects.toMatchObject({ status: 400, param: 'dimensions', type: 'invalid_request_error' });
+    }
   });
 });
 

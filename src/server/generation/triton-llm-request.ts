@@ -36,7 +36,7 @@ export type TritonInputValues = Partial<Record<TritonInputName, unknown>>;
  * Its output goes back as generated, never split into reasoning, so it takes no reasoning fields.
  */
 const TRITON_VOCABULARY: WireVocabulary = {
-  omit: ['logprobs', 'top_logprobs', 'priority', 'cache_salt', 'response_format', 'reasoning_effort', 'max_thinking_tokens'],
+  omit: ['logprobs', 'top_logprobs', 'prompt_logprobs', 'priority', 'cache_salt', 'response_format', 'reasoning_effort', 'max_thinking_tokens'],
   aliases: { guided_decoding: 'structured_outputs' },
 };
 const ALIASES: Readonly<Record<string, GenerationField>> = TRITON_VOCABULARY.aliases ?? {};

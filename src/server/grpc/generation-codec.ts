@@ -121,7 +121,7 @@ function promptFromWire(wire: WireGenerateRequest): GenerateInput['prompt'] {
  * split into reasoning and answer, so it takes no reasoning fields.
  */
 export const GRPC_VOCABULARY: WireVocabulary = {
-  omit: ['priority', 'cache_salt', 'response_format', 'guided_json', 'guided_regex', 'guided_choice', 'guided_grammar', 'reasoning_effort', 'max_thinking_tokens'],
+  omit: ['priority', 'cache_salt', 'prompt_logprobs', 'response_format', 'guided_json', 'guided_regex', 'guided_choice', 'guided_grammar', 'reasoning_effort', 'max_thinking_tokens'],
 };
 const GRPC_FIELDS: ReadonlySet<string> = new Set(carriedFields(GRPC_VOCABULARY));
 const isGrpcField = (key: string): key is GenerationField => GRPC_FIELDS.has(key);

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { Admission } from '../../../openai-compat/admission.js';
 import { openaiFailure } from '../../../openai-compat/errors.js';
 import { completionLogprobs, TokenText } from '../../../openai-compat/logprobs.js';
+import { echoedPromptLogprobs, vllmPromptLogprobs } from '../../../openai-compat/prompt-logprobs.js';
 import { UsageTally } from '../../../openai-compat/wire.js';
 import type { TextTokenizer } from '../../../src/contracts/tokenizer.js';
 
@@ -82,5 +83,41 @@ describe('logprobs', () => {
     );
     expect(logprobs).toEqual({ tokens: [' hi', ' '], token_logprobs: [-0.5, -9999], top_logprobs: [{ ' hi': -0.5, ' ': -1 }, {}], text_offset: [4, 7] });
     expect(offset).toBe(8);
+  });
+});
+
+describe('prompt logprobs on the wire', () => {
+  // Not byte-level (a space is two tokens): a token's text is its decode.
+  const tokenizer: TextTokenizer = {
+    decode: (ids: number[]) => ids.map((i) => `t${i}`).join(''),
+    encode: () => ({ ids: [7, 8] }),
+    id_to_token: () => undefined,
+    token_to_id: () => undefined,
+    get_vocab: () => new Map(),
+  };
+  const text = new TokenText(tokenizer);
+  const list = [
+    null,
+    {
+      tokenId: 5,
+      logprob: -1,
+      rank: 2,
+      top: [
+        { tokenId: 6, logprob: -0.5 },
+        { tokenId: 5, logprob: -1 },
+      ],
+    },
+  ];
+
+  it('echo: the prompt tokens lead, the first with null logprob and alternatives, offsets from 0', () => {
+    const { logprobs, offset } = echoedPromptLogprobs([4, 5], list, text, 1);
+    expect(logprobs).toEqual({ tokens: ['t4', 't5'], token_logprobs: [null, -1], top_logprobs: [null, { t6: -0.5 }], text_offset: [0, 2] });
+    expect(offset).toBe(4);
+  });
+
+  it("vLLM's prompt_logprobs: the prompt token with its rank first, then ranked alternatives, none twice", () => {
+    expect(vllmPromptLogprobs(list, text, 2)).toEqual([null, { '5': { logprob: -1, rank: 2, decoded_token: 't5' }, '6': { logprob: -0.5, rank: 1, decoded_token: 't6' } }]);
+    expect(Object.keys(vllmPromptLogprobs([{ ...list[1]!, logprob: -Infinity }], text, 0)[0]!)).toEqual(['5']);
+    expect(vllmPromptLogprobs([{ ...list[1]!, logprob: -Infinity }], text, 0)[0]!['5']!.logprob).toBe(-9999);
   });
 });

@@ -2,7 +2,7 @@
 // settings; the completions prompt forms; embedding inputs and their grouping; error bodies.
 import { describe, expect, it } from 'vitest';
 import { completionPrompts } from '../../../openai-compat/completions.js';
-import { groupByLength, tokenizeInputs, tokenizeInputsYielding } from '../../../openai-compat/embeddings.js';
+import { groupByLength, requestedDimensions, shortenEmbedding, tokenizeInputs, tokenizeInputsYielding } from '../../../openai-compat/embeddings.js';
 import { openaiFailure, OpenAIRequestError } from '../../../openai-compat/errors.js';
 import { CHAT_FIELDS, checkFields, choiceCount, COMPLETION_FIELDS, streamSettings } from '../../../openai-compat/request-fields.js';
 import { ConveyorError } from '../../../src/errors.js';
@@ -143,5 +143,23 @@ describe('openaiFailure', () => {
   it('keeps headers and an OpenAI-only code', () => {
     const failure = openaiFailure(new OpenAIRequestError('UNAVAILABLE', 'busy', undefined, 'service_unavailable', { 'retry-after': '1' }));
     expect(failure).toMatchObject({ status: 503, headers: { 'retry-after': '1' }, body: { error: { code: 'service_unavailable', type: 'server_error' } } });
+  });
+});
+
+describe('embedding dimensions', () => {
+  it('keeps the leading components at unit L2 norm; the full size is unchanged', () => {
+    const row = Float32Array.from([3, 4, 12, 5]);
+    expect(Array.from(shortenEmbedding(row, 2))).toEqual([Math.fround(0.6), Math.fround(0.8)]);
+    expect(shortenEmbedding(row, 4)).toBe(row);
+    expect(Array.from(shortenEmbedding(Float32Array.from([0, 0, 1]), 2))).toEqual([0, 0]);
+    expect(() => shortenEmbedding(row, 5)).toThrow(/dimensions/);
+  });
+
+  it('reads dimensions: null for absent or native, a 400 naming it when too large or below 1', () => {
+    expect(requestedDimensions(undefined, 32)).toBeNull();
+    expect(requestedDimensions(32, 32)).toBeNull();
+    expect(requestedDimensions(8, 32)).toBe(8);
+    expect(requestedDimensions(8, -1)).toBe(8);
+    for (const bad of [33, 0, -2, 1.5, '8']) expect(() => requestedDimensions(bad, 32)).toThrow(expect.objectContaining({ param: 'dimensions' }));
   });
 });

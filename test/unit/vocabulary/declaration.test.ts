@@ -33,6 +33,7 @@ describe('the declaration: each field at its boundaries', () => {
     ['priority', [0, -3, Number.MAX_SAFE_INTEGER], [1.5, '1', 2 ** 53]],
     ['cache_salt', ['a'], ['', 1]],
     ['top_logprobs', [0, 5], [-1, 6, 1.5], { logprobs: true }],
+    ['prompt_logprobs', [0, 5], [-1, 6, 1.5, true]],
     ['temperature', [0, 1e9], [-Number.MIN_VALUE, Infinity, NaN, '1']],
     ['top_p', [Number.MIN_VALUE, 1], [0, 1 + 2 ** -52]],
     ['top_k', [-1, 0, 1, 1e6], [-2, 2.5]],
@@ -276,6 +277,6 @@ describe('each protocol maps its wire names onto the declaration', () => {
         'thinking_token_budget',
       ]),
     );
-    expect(COMPLETION_FIELDS).toEqual(new Set([...common, 'prompt', 'echo', 'add_special_tokens']));
+    expect(COMPLETION_FIELDS).toEqual(new Set([...common, 'prompt', 'echo', 'add_special_tokens', 'prompt_logprobs', 'best_of', 'suffix']));
   });
 });

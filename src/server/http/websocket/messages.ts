@@ -14,7 +14,7 @@ export type ClientMessage =
   | { readonly type: 'cancel'; readonly id: string };
 
 /** The generation parameters a generate message carries (src/vocabulary), under OpenAI's names; checked by the input processor. */
-const WS_VOCABULARY: WireVocabulary = { omit: ['cache_salt'], aliases: { max_completion_tokens: 'max_tokens' } };
+const WS_VOCABULARY: WireVocabulary = { omit: ['cache_salt', 'prompt_logprobs'], aliases: { max_completion_tokens: 'max_tokens' } };
 const GENERATE_KEYS = new Set(['type', 'id', 'model', 'version', 'messages', 'prompt', 'chat_template_kwargs', 'add_special_tokens', ...wireFieldNames(WS_VOCABULARY)]);
 
 /** A frame's JSON; `id` is whatever id could be read, so an error can name the generation it belongs to. */

@@ -29,14 +29,22 @@ export interface ModelCapabilities {
   readonly structured_outputs: readonly string[];
   /** `tools` / `tool_choice` in chat requests. */
   readonly tool_calls: boolean;
+  /** Thinking split into `reasoning_content` (the `reasoning_parser` parameter); budgets and effort levels apply. */
+  readonly reasoning: boolean;
 }
 
-const EMBEDDING_CAPABILITIES: ModelCapabilities = { text_generation: false, embeddings: true, structured_outputs: [], tool_calls: false };
+const EMBEDDING_CAPABILITIES: ModelCapabilities = { text_generation: false, embeddings: true, structured_outputs: [], tool_calls: false, reasoning: false };
 
 export const OWNER = 'conveyor';
 
-/** Tool calls need a parser for the model family's call format (the `tool_call_parser` parameter). */
-const llmCapabilities = (toolCalls: boolean): ModelCapabilities => ({ text_generation: true, embeddings: false, structured_outputs: GRAMMAR_KINDS, tool_calls: toolCalls });
+/** Tool calls and reasoning need a parser for the model family's format (the `tool_call_parser` and `reasoning_parser` parameters). */
+const llmCapabilities = (model: { readonly toolCallParser: unknown; readonly reasoningParser: unknown }): ModelCapabilities => ({
+  text_generation: true,
+  embeddings: false,
+  structured_outputs: GRAMMAR_KINDS,
+  tool_calls: model.toolCallParser !== null,
+  reasoning: model.reasoningParser !== null,
+});
 
 export function modelCards(ctx: OpenAIContext): ModelCard[] {
   const cards = new Map<string, ModelCard>();
@@ -45,7 +53,7 @@ export function modelCards(ctx: OpenAIContext): ModelCard[] {
     return { id, object: 'model', created: ctx.startedAt, owned_by: OWNER, root: id, ...extra, state, capabilities };
   };
   for (const model of ctx.service.llmModels()) {
-    if (!cards.has(model.name)) cards.set(model.name, card(model.name, llmCapabilities(model.toolCallParser !== null), { max_model_len: model.processor.info.contextLength }));
+    if (!cards.has(model.name)) cards.set(model.name, card(model.name, llmCapabilities(model), { max_model_len: model.processor.info.contextLength }));
   }
   for (const model of ctx.embeddings.list()) if (!cards.has(model.name)) cards.set(model.name, card(model.name, EMBEDDING_CAPABILITIES));
   return [...cards.values()].sort((a, b) => a.id.localeCompare(b.id));

@@ -77,6 +77,15 @@ interface Reasoning {
 type ReasoningParams<P> = P & { ignore_eos?: boolean; max_thinking_tokens?: number; thinking_token_budget?: number; structured_outputs?: { choice: string[] } };
 const params = (p: ReasoningParams<OpenAI.ChatCompletionCreateParamsNonStreaming>) => p;
 
+describe('model cards', () => {
+  it('say which models split reasoning (capabilities.reasoning follows the reasoning_parser parameter)', async () => {
+    const reasoningOf = async (id: string) => ((await client.models.retrieve(id)) as OpenAI.Model & { capabilities: { reasoning: boolean } }).capabilities.reasoning;
+    expect(await reasoningOf('r1')).toBe(true);
+    expect(await reasoningOf('qwen3')).toBe(true);
+    expect(await reasoningOf('plain')).toBe(false);
+  });
+});
+
 /** The raw text the same weights generate for the request, read as deepseek_r1 reads it. */
 async function expectedReading(extra: Record<string, unknown> = {}) {
   const raw = await client.chat.completions.create({ ...greedy, model: 'plain', ...extra });

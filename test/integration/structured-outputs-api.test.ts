@@ -216,6 +216,6 @@ describe('bad constraints: 400 naming param, nothing reaches the engine', () => 
 describe('/v1/models', () => {
   it('says which structured outputs a model supports', async () => {
     const card = (await client.models.retrieve('qwen3')) as OpenAI.Model & { capabilities?: unknown };
-    expect(card.capabilities).toEqual({ text_generation: true, embeddings: false, structured_outputs: ['json_object', 'json_schema', 'regex', 'choice', 'ebnf'], tool_calls: true }); // qwen3-tiny sets tool_call_parser: hermes
+    expect(card.capabilities).toEqual({ text_generation: true, embeddings: false, structured_outputs: ['json_object', 'json_schema', 'regex', 'choice', 'ebnf'], tool_calls: true, reasoning: false }); // qwen3-tiny sets tool_call_parser: hermes
   });
 });

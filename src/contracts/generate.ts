@@ -287,7 +287,14 @@ export interface StepOutput {
   readonly stats: EngineStats;
   /**
    * Grammar masks computed for this step: how many, the grammar worker's time on them, and how
-   * long the engine waited for them after its forward pass (ms); absent when no row had one.
+   * long the engine waited for the worker after its forward pass (ms); absent when no row had a grammar.
    */
-  readonly grammarMasks?: { readonly count: number; readonly ms: number; readonly waitMs: number };
+  readonly grammarMasks?: {
+    readonly count: number;
+    readonly ms: number;
+    readonly waitMs: number;
+    /** Greedy rows whose unmasked token was tried on its matcher first, and the ones refused (then masked and chosen again). */
+    readonly tried: number;
+    readonly refused: number;
+  };
 }

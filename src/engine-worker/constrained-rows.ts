@@ -12,6 +12,7 @@ import { invalidArg } from '../errors.js';
 import { maskAllows } from '../contracts/token-mask.js';
 import type { MaskJob } from '../grammar-worker/entry.js';
 import { GrammarWorkerClient } from './grammar-client.js';
+import { afterTry, FRESH_SPECULATION, type SpeculationState, shouldTry } from './speculation.js';
 
 export interface ConstrainedRowsOptions {
   /** The model's tokenizer.json; absent, a constrained request is refused. */
@@ -30,6 +31,8 @@ interface Row {
   mirror: readonly number[];
   /** Set once the row cannot be masked any more (its grammar refused a token, or the worker died). */
   failed: string | null;
+  /** Whether its greedy tokens are tried before a mask (speculation.ts). */
+  speculation: SpeculationState;
 }
 
 export interface MaskRequest {
@@ -39,8 +42,18 @@ export interface MaskRequest {
   readonly answerStart: number;
 }
 
+export interface TryRequest extends MaskRequest {
+  /** The row's greedy token, sampled without a mask. */
+  readonly token: number;
+}
+
+/** A tried token kept, or the mask to sample again under (`RowMask`), or why the row cannot go on. */
+export type TryOutcome = { readonly accepted: true } | RowMask;
+
 export interface GrammarStats {
   readonly masks: number;
+  /** Greedy tokens tried on their matcher before any mask (each refusal costs one of `masks`). */
+  readonly tried: number;
   /** Time the grammar worker spent computing masks, ms. */
   readonly maskMs: number;
   /** Time the engine waited for masks after its forward pass, ms: the part of maskMs the overlap did not hide. */
@@ -60,7 +73,7 @@ const tail = (output: ArrayLike<number>, from: number): number[] => Array.from({
 export class ConstrainedRows {
   private client: GrammarWorkerClient | null = null;
   private readonly rows = new Map<string, Row>();
-  private totals = { masks: 0, maskMs: 0, waitMs: 0 };
+  private totals = { masks: 0, tried: 0, maskMs: 0, waitMs: 0 };
 
   constructor(private readonly options: ConstrainedRowsOptions) {}
 
@@ -82,27 +95,13 @@ export class ConstrainedRows {
     // The grammar may end only where the request may: on its EOS or stop tokens (none named: the tokenizer's end tokens).
     const stopIds = [...new Set([...request.stop.eosTokenIds, ...request.stop.stopTokenIds])];
     await this.worker().open(request.id, spec, stopIds);
-    this.rows.set(request.id, { stopIds: new Set(stopIds), mirror: [], failed: null });
+    this.rows.set(request.id, { stopIds: new Set(stopIds), mirror: [], failed: null, speculation: FRESH_SPECULATION });
   }
 
   /** Posts the masks of `requests` (constrained ones; others are skipped) and resolves with them and the worker's time, ms. */
   startMasks(requests: readonly MaskRequest[]): Promise<{ readonly masks: Map<string, RowMask>; readonly ms: number }> {
     const result = new Map<string, RowMask>();
-    const jobs: MaskJob[] = [];
-    const answers = new Map<string, readonly number[]>();
-    for (const { requestId, output, answerStart } of requests) {
-      const row = this.rows.get(requestId);
-      if (!row) continue;
-      if (row.failed !== null) {
-        result.set(requestId, { failed: row.failed });
-        continue;
-      }
-      const tokens = tail(output, answerStart);
-      const common = commonPrefix(row.mirror, tokens);
-      jobs.push({ requestId, rollBack: row.mirror.length - common, accept: tokens.slice(common) });
-      answers.set(requestId, tokens);
-      row.mirror = tokens;
-    }
+    const { jobs, answers } = this.catchUps(requests, result);
     if (jobs.length === 0) return Promise.resolve({ masks: result, ms: 0 });
     return this.worker()
       .masks(jobs)
@@ -113,18 +112,84 @@ export class ConstrainedRows {
           this.totals.maskMs += batch.ms;
           return { masks: result, ms: batch.ms };
         },
-        (error: unknown) => {
-          const reason = error instanceof Error ? error.message : String(error);
-          for (const job of jobs) this.fail(job.requestId, reason, result);
-          return { masks: result, ms: 0 };
-        },
+        (error: unknown) => this.failJobs(jobs, error, result),
       );
   }
 
-  /** True when `tokenId`, sampled under `mask`, completes the request's grammar (an allowed stop token). */
-  endsGrammar(requestId: string, tokenId: number, mask: Int32Array): boolean {
+  /**
+   * Tries each row's unmasked greedy token on its matcher: `accepted` rows keep their token (the
+   * matcher now holds it); a refused token comes back as the mask to sample the row again under.
+   */
+  async tryTokens(requests: readonly TryRequest[]): Promise<{ readonly outcomes: Map<string, TryOutcome>; readonly ms: number }> {
+    const failures = new Map<string, RowMask>();
+    const { jobs, answers } = this.catchUps(requests, failures);
+    const outcomes = new Map<string, TryOutcome>(failures);
+    if (jobs.length === 0) return { outcomes, ms: 0 };
+    const tokens = new Map(requests.map((r) => [r.requestId, r.token]));
+    try {
+      const batch = await this.worker().tryTokens(jobs.map((job) => ({ ...job, token: tokens.get(job.requestId)! })));
+      for (const r of batch.results) {
+        const answer = answers.get(r.requestId)!;
+        const row = this.rows.get(r.requestId);
+        if (row) row.speculation = afterTry(row.speculation, answer.length, r.tokenAccepted);
+        if (r.tokenAccepted && row) {
+          row.mirror = [...answer, tokens.get(r.requestId)!];
+          outcomes.set(r.requestId, { accepted: true });
+        } else if (r.mask === null && r.known && !r.refused) {
+          throw new Error(`the grammar worker refused token ${tokens.get(r.requestId)} of request ${r.requestId} without a mask`);
+        } else {
+          const settled = new Map<string, RowMask>();
+          this.settle(r.requestId, r.mask, r.accepted, r.refused, answer, settled);
+          outcomes.set(r.requestId, settled.get(r.requestId)!);
+        }
+      }
+      this.totals.tried += batch.results.length;
+      this.totals.masks += batch.results.filter((r) => r.mask !== null).length;
+      this.totals.maskMs += batch.ms;
+      return { outcomes, ms: batch.ms };
+    } catch (error) {
+      const failed = this.failJobs(jobs, error, new Map());
+      for (const [id, outcome] of failed.masks) outcomes.set(id, outcome);
+      return { outcomes, ms: 0 };
+    }
+  }
+
+  /** Each live row's catch-up job (its mirror optimistically advanced); rows that cannot go on land in `failed`. */
+  private catchUps(requests: readonly MaskRequest[], failed: Map<string, RowMask>): { jobs: MaskJob[]; answers: Map<string, readonly number[]> } {
+    const jobs: MaskJob[] = [];
+    const answers = new Map<string, readonly number[]>();
+    for (const { requestId, output, answerStart } of requests) {
+      const row = this.rows.get(requestId);
+      if (!row) continue;
+      if (row.failed !== null) {
+        failed.set(requestId, { failed: row.failed });
+        continue;
+      }
+      const tokens = tail(output, answerStart);
+      const common = commonPrefix(row.mirror, tokens);
+      jobs.push({ requestId, rollBack: row.mirror.length - common, accept: tokens.slice(common) });
+      answers.set(requestId, tokens);
+      row.mirror = tokens;
+    }
+    return { jobs, answers };
+  }
+
+  private failJobs(jobs: readonly MaskJob[], error: unknown, into: Map<string, RowMask>): { masks: Map<string, RowMask>; ms: number } {
+    const reason = error instanceof Error ? error.message : String(error);
+    for (const job of jobs) this.fail(job.requestId, reason, into);
+    return { masks: into, ms: 0 };
+  }
+
+  /** Whether the row's next greedy token (at answer position `position`) is tried before a mask. */
+  shouldTry(requestId: string, position: number): boolean {
     const row = this.rows.get(requestId);
-    return (row?.stopIds.has(tokenId) ?? false) && maskAllows(mask, tokenId);
+    return row !== undefined && shouldTry(row.speculation, position);
+  }
+
+  /** True when `tokenId` completes the request's grammar: a stop token its mask allowed (or, with no mask, its matcher took). */
+  endsGrammar(requestId: string, tokenId: number, mask: Int32Array | null): boolean {
+    const row = this.rows.get(requestId);
+    return (row?.stopIds.has(tokenId) ?? false) && (mask === null || maskAllows(mask, tokenId));
   }
 
   /** Counts time the engine spent waiting for masks after the forward pass. */

@@ -189,13 +189,7 @@ export class EngineCore {
       const logits = plan.scheduled.length > 0 ? await this.runner.execute(plan) : new Map<string, Float32Array>();
       await constraints.ready();
       this.prompts.collect(plan, logits, (id) => this.scheduler.get(id)?.request);
-      const sampled = contexts.map((context): SampledTokens => {
-        const row = logits.get(context.requestId);
-        if (!row) throw new Error(`the runner returned no logits for planned request ${context.requestId}`);
-        const result = this.sampler.sample({ ...context, logits: lastLogitsRow(row, this.runner.info.shape.vocabSize), allowedTokens: constraints.maskFor(context.requestId) });
-        const tokens = { requestId: context.requestId, tokenIds: [result.tokenId], logprobs: result.logprob ? [result.logprob] : null };
-        return constraints.endsGrammar(context.requestId, result.tokenId) ? { ...tokens, grammarEnded: true } : tokens;
-      });
+      const sampled = await this.sampleRows(contexts, logits, constraints);
       output = this.scheduler.apply({ stepId: plan.stepId, sampled });
       const work = constraints.grammarWork;
       if (work) output = { ...output, grammarMasks: work };
@@ -218,6 +212,30 @@ export class EngineCore {
   /** The grammar worker thread while one runs (fault-injection tests terminate it to play a crash). */
   get grammarWorkerThread() {
     return this.rows.workerThread;
+  }
+
+  /** Samples every row; greedy grammar rows sampled unmasked are verified and, where refused, chosen again under their mask. */
+  private async sampleRows(contexts: readonly SamplerRow[], logits: ReadonlyMap<string, Float32Array>, constraints: StepConstraints): Promise<SampledTokens[]> {
+    const vocabSize = this.runner.info.shape.vocabSize;
+    const rowOf = (requestId: string): Float32Array => {
+      const row = logits.get(requestId);
+      if (!row) throw new Error(`the runner returned no logits for planned request ${requestId}`);
+      return lastLogitsRow(row, vocabSize);
+    };
+    const results = contexts.map((context) => this.sampler.sample({ ...context, logits: rowOf(context.requestId), allowedTokens: constraints.maskFor(context.requestId) }));
+    const speculative = new Map<string, number>();
+    contexts.forEach((context, i) => {
+      if (constraints.isSpeculative(context.requestId)) speculative.set(context.requestId, results[i]!.tokenId);
+    });
+    const again = await constraints.verify(speculative);
+    return contexts.map((context, i): SampledTokens => {
+      const mask = again.get(context.requestId);
+      // The row was processed in place by its first sample: only the mask and the argmax remain.
+      const tokenId = mask ? this.sampler.resampleGreedy(rowOf(context.requestId), mask) : results[i]!.tokenId;
+      const logprob = results[i]!.logprob;
+      const tokens = { requestId: context.requestId, tokenIds: [tokenId], logprobs: logprob ? [logprob] : null };
+      return constraints.endsGrammar(context.requestId, tokenId) ? { ...tokens, grammarEnded: true } : tokens;
+    });
   }
 
   /** Grammar masks computed since start, the grammar worker's time on them and the engine's wait for them, ms. */

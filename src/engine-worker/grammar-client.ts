@@ -6,7 +6,7 @@
 import type { Worker } from 'node:worker_threads';
 import type { GrammarSpec } from '../contracts/generate.js';
 import { ConveyorError } from '../errors.js';
-import { GRAMMAR_WORKER_ENTRY, type FromGrammarWorker, type GrammarWorkerData, type MaskJob, type MaskResult, type ToGrammarWorker } from '../grammar-worker/entry.js';
+import { GRAMMAR_WORKER_ENTRY, type FromGrammarWorker, type GrammarWorkerData, type MaskJob, type MaskResult, type ToGrammarWorker, type TryJob, type TryResult } from '../grammar-worker/entry.js';
 import { spawnWorker } from '../threads/spawn-worker.js';
 
 export interface MaskBatch {
@@ -41,6 +41,13 @@ export class GrammarWorkerClient {
     const reply = await this.job((id) => ({ type: 'masks', id, rows }));
     if (reply.type !== 'masks') throw new ConveyorError('INTERNAL', `the grammar worker answered a masks job with ${reply.type}`);
     return { masks: reply.masks, ms: reply.ms };
+  }
+
+  /** Catches each row's matcher up and tries its unmasked greedy token; a refused one comes back with its mask. */
+  async tryTokens(rows: readonly TryJob[]): Promise<{ readonly results: readonly TryResult[]; readonly ms: number }> {
+    const reply = await this.job((id) => ({ type: 'try', id, rows }));
+    if (reply.type !== 'tried') throw new ConveyorError('INTERNAL', `the grammar worker answered a try job with ${reply.type}`);
+    return { results: reply.results, ms: reply.ms };
   }
 
   release(requestId: string): void {

@@ -39,14 +39,40 @@ export interface MaskResult {
   readonly refused: boolean;
 }
 
+/**
+ * A greedy row sampled without a mask: catch up as a MaskJob does, then try `token`. Greedy's
+ * choice among allowed tokens is the unmasked argmax whenever that is allowed, so the mask is
+ * computed only when the grammar refuses the token (worth it: the costly masks are those inside
+ * strings, where nearly every token is allowed).
+ */
+export interface TryJob extends MaskJob {
+  readonly token: number;
+}
+
+export interface TryResult {
+  readonly requestId: string;
+  /** True when the matcher took `token` (it now holds it). */
+  readonly tokenAccepted: boolean;
+  /** When the token was refused: the mask at the state before it, to sample again under. */
+  readonly mask: Int32Array | null;
+  /** Tokens the matcher holds after the job. */
+  readonly accepted: number;
+  /** True when the grammar refused a token of the catch-up (`accept`). */
+  readonly refused: boolean;
+  /** False when the worker has no matcher for the request. */
+  readonly known: boolean;
+}
+
 export type ToGrammarWorker =
   /** Compile (or find cached) the spec and make the request's matcher. */
   | { readonly type: 'open'; readonly id: number; readonly requestId: string; readonly spec: GrammarSpec; readonly stopTokenIds: readonly number[] }
   | { readonly type: 'masks'; readonly id: number; readonly rows: readonly MaskJob[] }
+  | { readonly type: 'try'; readonly id: number; readonly rows: readonly TryJob[] }
   | { readonly type: 'release'; readonly requestId: string };
 
 export type FromGrammarWorker =
   | { readonly type: 'opened'; readonly id: number }
   | { readonly type: 'masks'; readonly id: number; readonly masks: readonly MaskResult[]; readonly ms: number }
+  | { readonly type: 'tried'; readonly id: number; readonly results: readonly TryResult[]; readonly ms: number }
   /** A job failed: a spec xgrammar refuses (INVALID_ARG) or a fault (INTERNAL, after which the worker exits). */
   | { readonly type: 'failed'; readonly id: number; readonly code: ErrorCode; readonly message: string };

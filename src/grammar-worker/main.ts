@@ -8,7 +8,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { asConveyorError } from '../errors.js';
 import { GrammarEngine } from '../grammar/grammar-engine.js';
 import type { ConstraintMatcher } from '../grammar/matcher.js';
-import type { FromGrammarWorker, GrammarWorkerData, MaskJob, MaskResult, ToGrammarWorker } from './entry.js';
+import type { FromGrammarWorker, GrammarWorkerData, MaskJob, MaskResult, ToGrammarWorker, TryJob, TryResult } from './entry.js';
 
 const port = parentPort!;
 const { tokenizerPath, vocabSize } = workerData as GrammarWorkerData;
@@ -23,18 +23,31 @@ async function open(requestId: string, message: Extract<ToGrammarWorker, { type:
   matchers.set(requestId, await grammars.matcher(constraint, message.stopTokenIds));
 }
 
+/** Rolls back and accepts the job's tokens; true when the grammar refused one (the matcher stops before it). */
+function catchUp(matcher: ConstraintMatcher, job: MaskJob): boolean {
+  matcher.rollBack(job.rollBack);
+  for (const token of job.accept) if (!matcher.accept(token)) return true;
+  return false;
+}
+
 async function mask(job: MaskJob): Promise<MaskResult> {
   const matcher = matchers.get(job.requestId);
   if (!matcher) return { requestId: job.requestId, mask: null, accepted: 0, refused: false };
-  matcher.rollBack(job.rollBack);
-  let refused = false;
-  for (const token of job.accept) {
-    if (matcher.accept(token)) continue;
-    refused = true;
-    break;
-  }
+  const refused = catchUp(matcher, job);
   return { requestId: job.requestId, mask: await matcher.nextTokenMask(), accepted: matcher.numAccepted, refused };
 }
+
+async function tryToken(job: TryJob): Promise<TryResult> {
+  const { requestId } = job;
+  const matcher = matchers.get(requestId);
+  if (!matcher) return { requestId, tokenAccepted: false, mask: null, accepted: 0, refused: false, known: false };
+  const refused = catchUp(matcher, job);
+  if (refused) return { requestId, tokenAccepted: false, mask: null, accepted: matcher.numAccepted, refused, known: true };
+  if (matcher.accept(job.token)) return { requestId, tokenAccepted: true, mask: null, accepted: matcher.numAccepted, refused, known: true };
+  return { requestId, tokenAccepted: false, mask: await matcher.nextTokenMask(), accepted: matcher.numAccepted, refused, known: true };
+}
+
+const buffersOf = (results: readonly { readonly mask: Int32Array | null }[]): ArrayBuffer[] => results.flatMap((r) => (r.mask ? [r.mask.buffer as ArrayBuffer] : []));
 
 async function run(message: ToGrammarWorker): Promise<void> {
   if (message.type === 'release') {
@@ -49,10 +62,15 @@ async function run(message: ToGrammarWorker): Promise<void> {
       return;
     }
     const started = performance.now();
+    if (message.type === 'try') {
+      const results: TryResult[] = [];
+      for (const job of message.rows) results.push(await tryToken(job));
+      post({ type: 'tried', id: message.id, results, ms: performance.now() - started }, buffersOf(results));
+      return;
+    }
     const masks: MaskResult[] = [];
     for (const job of message.rows) masks.push(await mask(job));
-    const buffers = masks.flatMap((m) => (m.mask ? [m.mask.buffer as ArrayBuffer] : []));
-    post({ type: 'masks', id: message.id, masks, ms: performance.now() - started }, buffers);
+    post({ type: 'masks', id: message.id, masks, ms: performance.now() - started }, buffersOf(masks));
   } catch (error) {
     const e = asConveyorError(error);
     post({ type: 'failed', id: message.id, code: e.code, message: e.message });

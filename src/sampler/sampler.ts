@@ -100,6 +100,16 @@ export class Sampler {
   }
 
   /**
+   * The greedy choice under `mask` for a row sample() already processed in place (a greedy row
+   * sampled unmasked first). Masking commutes with the processors — none raises a −∞ — so this is
+   * the token sample() would have chosen had it been given the mask.
+   */
+  resampleGreedy(row: Float32Array, mask: Int32Array): number {
+    applyTokenMask(row, mask);
+    return argmax(row, Math.min(row.length, this.sampleable));
+  }
+
+  /**
    * Samples every row of a step's logits, `logits` being [rows.length, vocabSize] row-major (the
    * runner's output for the sampled positions). Rows are overwritten.
    */

@@ -44,8 +44,11 @@ export interface MaskTally {
   maskedSteps: number;
   masks: number;
   maskMs: number;
-  /** Time the engine waited for masks after its forward pass, ms: mask work the overlap did not hide. */
+  /** Time the engine waited for the grammar worker after its forward pass, ms: mask work the overlap did not hide. */
   waitMs: number;
+  /** Greedy rows' tokens tried unmasked on their matcher, and how many it refused (each then masked). */
+  tried: number;
+  refused: number;
   /** Each masked step's mask time, ms. */
   readonly stepMaskMs: number[];
 }
@@ -77,7 +80,7 @@ export class StepRecorder {
   }
 
   async during<T>(work: () => Promise<T>): Promise<{ result: T; masks: MaskTally }> {
-    const masks: MaskTally = { steps: 0, maskedSteps: 0, masks: 0, maskMs: 0, waitMs: 0, stepMaskMs: [] };
+    const masks: MaskTally = { steps: 0, maskedSteps: 0, masks: 0, maskMs: 0, waitMs: 0, tried: 0, refused: 0, stepMaskMs: [] };
     this.current = masks;
     try {
       return { result: await work(), masks };
@@ -95,6 +98,8 @@ export class StepRecorder {
     tally.masks += output.grammarMasks.count;
     tally.maskMs += output.grammarMasks.ms;
     tally.waitMs += output.grammarMasks.waitMs;
+    tally.tried += output.grammarMasks.tried;
+    tally.refused += output.grammarMasks.refused;
     tally.stepMaskMs.push(output.grammarMasks.ms);
   }
 }

@@ -48,6 +48,7 @@ export function conclude(results: readonly CaseResult[], observed: Observed, con
       fmt(at('maskMsPerToken')),
       percent(at('maskShareOfWall')),
       percent(at('waitShareOfWall')),
+      percent(at('refusedShare')),
     ];
   });
   const compileRows = [VARIANT.cold, VARIANT.cached].map((variant) => {
@@ -66,10 +67,11 @@ export function conclude(results: readonly CaseResult[], observed: Observed, con
         'Mask ms per masked step (median / mean / p99)',
         'Mask ms per token (mean)',
         'Mask work / wall time',
-        'Steps waiting on masks / wall time',
+        'Steps waiting on the grammar worker / wall time',
+        'Greedy tokens refused unmasked (then masked)',
       ],
       throughputRows,
-      ['right', 'right', 'right', 'right', 'right', 'right', 'right', 'right'],
+      ['right', 'right', 'right', 'right', 'right', 'right', 'right', 'right', 'right'],
     ),
     '',
     '### Compile time over the schema set',
@@ -98,6 +100,8 @@ export function conclude(results: readonly CaseResult[], observed: Observed, con
   return { metrics, notes, results: sections.join('\n') };
 }
 
+const ratioOf = (part: number, whole: number): number => (whole > 0 ? part / whole : NaN);
+
 function throughputMetrics(observed: Observed, id: string): Metrics {
   const runs = observed.throughput.get(id) ?? [];
   const masks = runs.reduce((sum, r) => sum + r.masks.masks, 0);
@@ -123,6 +127,12 @@ function throughputMetrics(observed: Observed, id: string): Metrics {
     maskShareOfWall: wallMs > 0 ? maskMs / wallMs : NaN,
     waitMs,
     waitShareOfWall: wallMs > 0 ? waitMs / wallMs : NaN,
+    // Greedy rows try the unmasked argmax first; the share the grammar refused is what still needed a mask.
+    tried: runs.reduce((sum, r) => sum + r.masks.tried, 0),
+    refusedShare: ratioOf(
+      runs.reduce((sum, r) => sum + r.masks.refused, 0),
+      runs.reduce((sum, r) => sum + r.masks.tried, 0),
+    ),
   };
 }
 

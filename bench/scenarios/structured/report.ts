@@ -129,6 +129,7 @@ function throughputMetrics(observed: Observed, id: string): Metrics {
     waitShareOfWall: wallMs > 0 ? waitMs / wallMs : NaN,
     // Greedy rows try the unmasked argmax first; the share the grammar refused is what still needed a mask.
     tried: runs.reduce((sum, r) => sum + r.masks.tried, 0),
+    refused: runs.reduce((sum, r) => sum + r.masks.refused, 0),
     refusedShare: ratioOf(
       runs.reduce((sum, r) => sum + r.masks.refused, 0),
       runs.reduce((sum, r) => sum + r.masks.tried, 0),

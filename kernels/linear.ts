@@ -1,11 +1,20 @@
 // A linear layer in the precision of the variant being built: fp32 or fp16 weights (the graph's
-// float type) or 8-bit block-quantized weights (kernels/quantized-matmul.ts). Every model builder goes through here, so
-// a variant is one argument, not a second builder.
+// float type), 8-bit or 4-bit block-quantized weights (kernels/quantized-matmul.ts). Every model
+// builder goes through here, so a variant is one argument, not a second builder.
 
 import type { GraphBuilder } from './onnx/graph-builder.js';
 import { quantizePerColumn, quantizedMatMul } from './quantized-matmul.js';
 
+/** The variants every builder writes. */
 export type Precision = 'fp32' | 'fp16' | 'int8';
+
+/** Plus the 4-bit ones (decoders only): q4 in a float32 graph, q4f16 in a float16 one. */
+export type WeightPrecision = Precision | 'q4' | 'q4f16';
+
+/** Inputs per 4-bit scale: llama.cpp's Q4_0 block; 128 was measured against it (kernels/README.md). */
+export const Q4_BLOCK_SIZE = 32;
+
+export const isFourBit = (precision: WeightPrecision): precision is 'q4' | 'q4f16' => precision === 'q4' || precision === 'q4f16';
 
 export interface LinearWeights {
   readonly inFeatures: number;
@@ -16,10 +25,12 @@ export interface LinearWeights {
 }
 
 /** Initializers are named `{name}.weight` / `{name}.bias` inside the current scope. */
-export function linear(g: GraphBuilder, x: string, name: string, w: LinearWeights, precision: Precision): string {
+export function linear(g: GraphBuilder, x: string, name: string, w: LinearWeights, precision: WeightPrecision): string {
   let y: string;
   if (precision === 'int8') {
     y = quantizedMatMul(g, x, name, quantizePerColumn(w.weight, w.inFeatures, w.outFeatures));
+  } else if (isFourBit(precision)) {
+    y = quantizedMatMul(g, x, name, quantizePerColumn(w.weight, w.inFeatures, w.outFeatures, Q4_BLOCK_SIZE, 4));
   } else {
     y = g.op1('MatMul', [x, g.weight(`${name}.weight`, [w.inFeatures, w.outFeatures], w.weight)]);
   }

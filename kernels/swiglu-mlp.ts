@@ -1,6 +1,6 @@
 // SwiGLU MLP (LLaMA / Qwen): down(silu(gate(x)) ⊙ up(x)), silu(z) = z·sigmoid(z).
 
-import { linear, type LinearWeights, type Precision } from './linear.js';
+import { linear, type LinearWeights, type WeightPrecision } from './linear.js';
 import type { GraphBuilder } from './onnx/graph-builder.js';
 import { refMatMul, type RefTensor } from './reference/tensor.js';
 
@@ -11,7 +11,7 @@ export interface SwigluWeights {
 }
 
 /** Initializers: `gate_proj.weight`, `up_proj.weight`, `down_proj.weight` in the current scope. */
-export function swigluMlp(g: GraphBuilder, x: string, w: SwigluWeights, precision: Precision): string {
+export function swigluMlp(g: GraphBuilder, x: string, w: SwigluWeights, precision: WeightPrecision): string {
   const gate = linear(g, x, 'gate_proj', w.gate, precision);
   const up = linear(g, x, 'up_proj', w.up, precision);
   const activated = g.op1('Mul', [gate, g.op1('Sigmoid', [gate])]);

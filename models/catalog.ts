@@ -8,7 +8,7 @@ import { createReadStream } from 'node:fs';
 import { readFile, readdir, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { Precision } from '../kernels/linear.js';
+import type { WeightPrecision } from '../kernels/linear.js';
 import { VARIANT_FILE, type ModelSize } from './common/model-files.js';
 import { writeBertModel } from './bert/write.js';
 import { writeQwen3Directory } from './qwen3/write.js';
@@ -22,7 +22,7 @@ export interface BuiltModel {
   /** The directory the builder wrote. */
   readonly dir: string;
   /** Path of the ONNX file of one variant. */
-  modelPath(precision: Precision): string;
+  modelPath(precision: WeightPrecision): string;
 }
 
 interface Builder {

@@ -5,18 +5,23 @@ import { createHash, randomBytes } from 'node:crypto';
 import { mkdir, open, rename } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { EncodedMessage } from '../../kernels/onnx/protobuf-writer.js';
-import type { Precision } from '../../kernels/linear.js';
+import type { Precision, WeightPrecision } from '../../kernels/linear.js';
 
 export type ModelSize = 'tiny' | 'bench';
 
 /** transformers.js / Optimum file names per variant (dtype → suffix). */
-export const VARIANT_FILE: Record<Precision, string> = {
+export const VARIANT_FILE: Record<WeightPrecision, string> = {
   fp32: 'model.onnx',
   fp16: 'model_fp16.onnx',
   int8: 'model_quantized.onnx',
+  q4: 'model_q4.onnx',
+  q4f16: 'model_q4f16.onnx',
 };
 
 export const PRECISIONS: readonly Precision[] = ['fp32', 'fp16', 'int8'];
+
+/** The decoders also get the 4-bit variants onnx-community ships for LLMs. */
+export const DECODER_PRECISIONS: readonly WeightPrecision[] = [...PRECISIONS, 'q4', 'q4f16'];
 
 const WRITE_BATCH_BYTES = 1 << 20;
 

@@ -4,10 +4,10 @@
 //           past_key_values.{i}.key|value [batch_size, kv_heads, past_sequence_length, head_dim],
 //           num_logits_to_keep (scalar int64; k > 0 keeps the last k positions, 0 keeps all)
 //   outputs logits [batch_size, logits_length, vocab], present.{i}.key|value
-// fp16 variants keep the KV cache and logits in float16, as Optimum's fp16 exports do.
+// fp16 and q4f16 variants keep the KV cache and logits in float16, as Optimum's fp16 exports do.
 
 import { causalGqaAttention, causalMask } from '../../kernels/causal-gqa-attention.js';
-import { linear, type Precision } from '../../kernels/linear.js';
+import { linear, type WeightPrecision } from '../../kernels/linear.js';
 import { GraphBuilder } from '../../kernels/onnx/graph-builder.js';
 import type { EncodedMessage } from '../../kernels/onnx/protobuf-writer.js';
 import { rmsNorm } from '../../kernels/rms-norm.js';
@@ -20,13 +20,13 @@ import type { DecoderLayerWeights, DecoderWeights } from './weights.js';
 interface LayerContext {
   readonly g: GraphBuilder;
   readonly c: DecoderConfig;
-  readonly precision: Precision;
+  readonly precision: WeightPrecision;
   readonly rotary: RotaryTables;
   readonly mask: string;
 }
 
-export function buildDecoderGraph(c: DecoderConfig, weights: DecoderWeights, precision: Precision): EncodedMessage {
-  const g = new GraphBuilder('qwen3_decoder', precision === 'fp16' ? 'float16' : 'float32');
+export function buildDecoderGraph(c: DecoderConfig, weights: DecoderWeights, precision: WeightPrecision): EncodedMessage {
+  const g = new GraphBuilder('qwen3_decoder', precision === 'fp16' || precision === 'q4f16' ? 'float16' : 'float32');
   const kvType = g.floatType;
   const inputIds = g.input('input_ids', 'int64', ['batch_size', 'sequence_length']);
   const attentionMask = g.input('attention_mask', 'int64', ['batch_size', 'total_sequence_length']);

@@ -1,9 +1,11 @@
 // The decoder's tied input embedding / lm_head. One copy of E [vocab, hidden] serves the lookup
 // (Gather) and the logits (h · Eᵀ as a Gemm with transB, which ORT pre-packs at load); the INT8
-// variant stores E once as 8-bit blocks (MatMulNBits takes [vocab, hidden] as it is).
+// and 4-bit variants store E once as 8- or 4-bit blocks (MatMulNBits takes [vocab, hidden] as it
+// is). The lm_head is most of a small decoder's weights, so at batch-1 decode it is most of the
+// bytes a step reads: a q4 variant that kept it in 8 bits would save little.
 // Ids past the tokenizer get a large negative logit bias so they can never be sampled.
 
-import type { Precision } from '../../kernels/linear.js';
+import { isFourBit, Q4_BLOCK_SIZE, type WeightPrecision } from '../../kernels/linear.js';
 import { quantizedTiedEmbedding } from '../../kernels/quantized-matmul.js';
 import { floatTensor } from '../../kernels/onnx/dtypes.js';
 import type { GraphBuilder } from '../../kernels/onnx/graph-builder.js';
@@ -19,11 +21,12 @@ export interface TiedEmbedding {
 /** Far below any real logit, and still finite in fp16. */
 const UNUSED_ID_LOGIT = -1e4;
 
-export function tiedEmbedding(g: GraphBuilder, name: string, embedding: Float32Array, c: DecoderConfig, precision: Precision): TiedEmbedding {
+export function tiedEmbedding(g: GraphBuilder, name: string, embedding: Float32Array, c: DecoderConfig, precision: WeightPrecision): TiedEmbedding {
   const bias = new Float32Array(c.vocabSize).fill(UNUSED_ID_LOGIT, c.tokenizerVocabSize);
   const logitBias = g.initializer('lm_head.unused_id_bias', floatTensor(g.floatType, [c.vocabSize], bias));
-  if (precision === 'int8') {
-    const quantized = quantizedTiedEmbedding(g, name, embedding, c.vocabSize, c.hiddenSize);
+  if (precision === 'int8' || isFourBit(precision)) {
+    const options = isFourBit(precision) ? { bits: 4 as const, blockSize: Q4_BLOCK_SIZE } : {};
+    const quantized = quantizedTiedEmbedding(g, name, embedding, c.vocabSize, c.hiddenSize, options);
     return { lookup: quantized.lookup, lmHead: (hidden) => g.op1('Add', [quantized.lmHead(hidden), logitBias]) };
   }
   const table = g.weight(`${name}.weight`, [c.vocabSize, c.hiddenSize], embedding);

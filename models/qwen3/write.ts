@@ -1,13 +1,14 @@
 // Writes the Qwen3-style decoder as a complete Hugging Face ONNX directory, laid out the way
 // Optimum exports and transformers.js loads it:
 //   config.json, generation_config.json, tokenizer.json, tokenizer_config.json,
-//   onnx/model.onnx, onnx/model_fp16.onnx, onnx/model_quantized.onnx
+//   onnx/model.onnx, onnx/model_fp16.onnx, onnx/model_quantized.onnx, onnx/model_q4.onnx,
+//   onnx/model_q4f16.onnx
 
 import { createRequire } from 'node:module';
 import { copyFile, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
-import { PRECISIONS, VARIANT_FILE, writeModel, type ModelSize } from '../common/model-files.js';
+import { DECODER_PRECISIONS, VARIANT_FILE, writeModel, type ModelSize } from '../common/model-files.js';
 import { DECODER_CONFIGS, hfConfig, hfGenerationConfig } from './config.js';
 import { buildDecoderGraph } from './graph.js';
 import { initDecoderWeights } from './weights.js';
@@ -39,7 +40,7 @@ export async function writeQwen3Directory(dir: string, size: ModelSize, log: (li
   }
   log(`qwen3-${size}: initialising weights`);
   const weights = initDecoderWeights(config);
-  for (const precision of PRECISIONS) {
+  for (const precision of DECODER_PRECISIONS) {
     const name = `onnx/${VARIANT_FILE[precision]}`;
     log(`qwen3-${size}: writing ${name}`);
     files[name] = await writeModel(join(dir, name), buildDecoderGraph(config, weights, precision));

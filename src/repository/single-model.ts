@@ -47,8 +47,8 @@ export async function singleModelRepository(modelDir: string, servedName?: strin
     throw new SingleModelError(`--model ${modelDir}: not a Hugging Face model directory (config.json and tokenizer.json are required)`);
   }
   // The first variant the export has, in PRECISION_VARIANTS' order of preference.
-  const variant = PRECISION_VARIANTS.find(({ file }) => existsSync(join(dir, 'onnx', file)));
-  if (!variant) throw new SingleModelError(`--model ${modelDir}: no ${PRECISION_VARIANTS.map(({ file }) => `onnx/${file}`).join(', ')}`);
+  const variant = PRECISION_VARIANTS.find(({ files }) => files.some((file) => existsSync(join(dir, 'onnx', file))));
+  if (!variant) throw new SingleModelError(`--model ${modelDir}: no ${PRECISION_VARIANTS.flatMap(({ files }) => files.map((file) => `onnx/${file}`)).join(', ')}`);
   const name = servedName ?? modelNameOf(dir);
   if (!/^[A-Za-z0-9_.-]+$/.test(name) || name === '.' || name === '..') throw new SingleModelError(`--served-model-name '${name}' may only hold letters, digits, '_', '.' and '-'`);
   const tag = createHash('sha256').update(`${dir}\0${name}`).digest('hex').slice(0, 12);

@@ -1,22 +1,50 @@
 // The precision variants a model version may hold, declared once. The `precision` model
 // parameter names one, and its file is what a backend loads; the names are those of Hugging Face
-// / onnx-community exports (onnx/model.onnx, onnx/model_fp16.onnx, onnx/model_quantized.onnx for
-// LLMs; the same names in the version directory for classic models).
+// / onnx-community exports and transformers.js' `dtype` (onnx/model.onnx, onnx/model_fp16.onnx,
+// onnx/model_quantized.onnx, onnx/model_q4.onnx, ... for LLMs; the same names in the version
+// directory for classic models).
 
 import { invalidArg } from '../errors.js';
 
-/** In the order a directory with several variants and no `precision` prefers them. */
+/**
+ * In the order a directory with several variants and no `precision` prefers them. `files` are
+ * tried in order (the first is the one Conveyor's builders write); `aliases` are other names
+ * transformers.js users give the same variant.
+ */
 export const PRECISION_VARIANTS = [
-  { precision: 'fp32', file: 'model.onnx' },
-  { precision: 'fp16', file: 'model_fp16.onnx' },
-  { precision: 'int8', file: 'model_quantized.onnx' },
-] as const;
+  { precision: 'fp32', files: ['model.onnx'], aliases: [] },
+  { precision: 'fp16', files: ['model_fp16.onnx'], aliases: [] },
+  // onnx-community exports name their dynamic int8 model_quantized.onnx (transformers.js' q8) and
+  // sometimes also ship model_int8.onnx; either serves `int8`.
+  { precision: 'int8', files: ['model_quantized.onnx', 'model_int8.onnx'], aliases: ['q8', 'quantized'] },
+  { precision: 'uint8', files: ['model_uint8.onnx'], aliases: [] },
+  // 4-bit weights (com.microsoft MatMulNBits); q4f16 also keeps activations in float16.
+  { precision: 'q4', files: ['model_q4.onnx'], aliases: [] },
+  { precision: 'q4f16', files: ['model_q4f16.onnx'], aliases: [] },
+  { precision: 'bnb4', files: ['model_bnb4.onnx'], aliases: [] },
+] as const satisfies readonly { precision: string; files: readonly [string, ...string[]]; aliases: readonly string[] }[];
 
-export type Precision = (typeof PRECISION_VARIANTS)[number]['precision'];
+export type PrecisionVariant = (typeof PRECISION_VARIANTS)[number];
+export type Precision = PrecisionVariant['precision'];
 
-/** The file of the variant `precision` names; INVALID_ARG listing the choices for anything else. */
+/** Every name `precision` accepts, canonical names first: the choices an error lists. */
+export const PRECISION_NAMES: readonly string[] = [...PRECISION_VARIANTS.map((v) => v.precision), ...PRECISION_VARIANTS.flatMap((v) => v.aliases)];
+
+/** The variant `precision` (or one of its aliases) names; INVALID_ARG listing the choices for anything else. */
+export function precisionVariant(precision: string): PrecisionVariant {
+  const variant = PRECISION_VARIANTS.find((v) => v.precision === precision || (v.aliases as readonly string[]).includes(precision));
+  if (!variant) throw invalidArg(`parameter precision must be one of ${PRECISION_NAMES.join(', ')}, got '${precision}'`);
+  return variant;
+}
+
+/** The file Conveyor's builders write for `precision` (the variant's first name). */
 export function variantFile(precision: string): string {
-  const variant = PRECISION_VARIANTS.find((v) => v.precision === precision);
-  if (!variant) throw invalidArg(`parameter precision must be one of ${PRECISION_VARIANTS.map((v) => v.precision).join(', ')}, got '${precision}'`);
-  return variant.file;
+  return precisionVariant(precision).files[0];
+}
+
+/** The first of the variant's files that `exists`; its first file when none does (the caller's "not found" names it). */
+export async function presentVariantFile(precision: string, exists: (file: string) => Promise<boolean>): Promise<string> {
+  const { files } = precisionVariant(precision);
+  for (const file of files) if (await exists(file)) return file;
+  return files[0];
 }

@@ -12,7 +12,7 @@ import { EngineClient } from '../engine-client/engine-client.js';
 import { InputProcessor, type ProcessInput } from '../engine-client/input-processor.js';
 import { MODEL_FILE_NAMES } from '../tokenizer/model-files.js';
 import { confinedPath, existingConfinedFile, redactPaths } from '../repository/confine.js';
-import { variantFile } from '../repository/variants.js';
+import { presentVariantFile } from '../repository/variants.js';
 import { OutputProcessor } from '../engine-client/output-processor.js';
 import { ConveyorError, invalidArg, unavailable } from '../errors.js';
 import { faultInjectionOf } from '../runtime/fault-injection.js';
@@ -70,15 +70,16 @@ export function reasoningParserOf(config: ModelConfig): ReasoningParserName | nu
 export async function loadLlmModel(request: BackendLoadRequest): Promise<LlmModel> {
   const { config, versionDir } = request;
   const precision = parameter(config, 'precision') ?? 'fp32';
-  const file = variantFile(precision);
   const versionRoot = { dir: versionDir, display: `${request.name}/${request.version}` };
-  const model = await existingConfinedFile(versionRoot, `onnx/${file}`, 'model file');
+  const file = `onnx/${await presentVariantFile(precision, async (name) => (await confinedPath(versionRoot, `onnx/${name}`, 'model file')).exists)}`;
+  const model = await existingConfinedFile(versionRoot, file, 'model file');
   // The tokenizer and config files have fixed names; a link among them must not lead out either.
   for (const name of MODEL_FILE_NAMES) await confinedPath(versionRoot, name, 'model file');
   // The engine reads the vocabulary from it when a grammar-constrained request first arrives.
   const tokenizerFile = await confinedPath(versionRoot, 'tokenizer.json', 'model file');
   const maxModelLen = parameter(config, 'max_model_len');
   const log = (line: string): void => request.log(`${request.name}:${request.version}: ${line}`);
+  log(`precision ${precision}: loading ${file}`);
   const faultInjection = faultInjectionOf(config, 'step', log);
   const chatSpecialTokens = parameter(config, 'chat_special_tokens') ?? 'text';
   if (chatSpecialTokens !== 'text' && chatSpecialTokens !== 'special') throw invalidArg(`parameter chat_special_tokens must be text or special, got '${chatSpecialTokens}'`);
@@ -116,7 +117,10 @@ export async function loadLlmModel(request: BackendLoadRequest): Promise<LlmMode
   const metrics = request.llmMetrics ?? NO_LLM_METRICS;
   const engineMetrics = metrics.attach(request.name);
   engine.onStep((output) => engineMetrics.observeStep(output));
-  return new LlmModel(request.name, request.version, config, processor, engine, { observer: metrics, engine: engineMetrics }, request.log, { maxRequestSecs: limits.maxRequestSecs });
+  // The effective config names the file this version runs (Triton's field for it), so
+  // GET /v2/models/{m}/config shows which precision variant was loaded.
+  const effective: ModelConfig = { ...config, default_model_filename: file };
+  return new LlmModel(request.name, request.version, effective, processor, engine, { observer: metrics, engine: engineMetrics }, request.log, { maxRequestSecs: limits.maxRequestSecs });
 }
 
 /**

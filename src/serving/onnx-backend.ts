@@ -11,7 +11,7 @@ import { DynamicBatcher } from '../batcher/dynamic-batcher.js';
 import { asConveyorError, ConveyorError, invalidArg } from '../errors.js';
 import { completeFromModelMetadata } from '../repository/config/index.js';
 import { confinedPath, existingConfinedFile, redactPaths, type ConfinementRoot } from '../repository/confine.js';
-import { variantFile } from '../repository/variants.js';
+import { presentVariantFile } from '../repository/variants.js';
 import { faultInjectionOf } from '../runtime/fault-injection.js';
 import { InstancePool } from '../runtime/instance-pool.js';
 import { classify } from './classification.js';
@@ -19,11 +19,11 @@ import type { BackendLoadRequest, ServedModel } from './served-model.js';
 import { checkInputRanges, inputRangesFromHfConfig, type InputRanges } from './input-ranges.js';
 import { validateInferRequest } from './validate-infer.js';
 
-export function modelFileFor(config: ModelConfig): string {
+export async function modelFileFor(config: ModelConfig, versionRoot: ConfinementRoot): Promise<string> {
   const precision = config.parameters.precision?.string_value;
   if (precision === undefined) return config.default_model_filename || 'model.onnx';
   // The `precision` parameter picks one of the variants a version directory holds.
-  return variantFile(precision);
+  return presentVariantFile(precision, async (file) => (await confinedPath(versionRoot, file, 'model file')).exists);
 }
 
 function instancePlan(config: ModelConfig): { count: number; device: Device; threads: number } {
@@ -54,7 +54,8 @@ async function readLabels(request: BackendLoadRequest, config: ModelConfig): Pro
 
 export async function loadOnnxModel(request: BackendLoadRequest): Promise<ServedModel> {
   const versionRoot = { dir: request.versionDir, display: `${request.name}/${request.version}` };
-  const model = await existingConfinedFile(versionRoot, modelFileFor(request.config), 'model file');
+  const modelFile = await modelFileFor(request.config, versionRoot);
+  const model = await existingConfinedFile(versionRoot, modelFile, 'model file');
   const ranges = inputRangesFromHfConfig(await readHfConfig(versionRoot), request.config);
   const plan = instancePlan(request.config);
   const faultInjection = faultInjectionOf(request.config, 'execution', request.log);
@@ -78,7 +79,8 @@ export async function loadOnnxModel(request: BackendLoadRequest): Promise<Served
     );
   });
   try {
-    const config = completeFromModelMetadata(request.config, pool.metadata);
+    // The effective config names the file loaded (the precision variant), as Triton's field does.
+    const config = { ...completeFromModelMetadata(request.config, pool.metadata), default_model_filename: modelFile };
     const labels = await readLabels(request, config);
     return new OnnxModel(request.name, request.version, config, pool, labels, ranges);
   } catch (error) {

@@ -37,7 +37,7 @@ async function prepareEngine(source: DecoderSource, context: ScenarioContext): P
   const config = engineBenchConfig(context.flags, context.quick);
   const loadAtStart = loadavg();
   context.log(`building qwen3 ${config.size}…`);
-  const modelPath = (await source(config.size)).modelPath('fp32');
+  const modelPath = (await source(config.size)).modelPath(config.precision);
   const data = (overrides: Partial<EngineWorkerData>) => engineData(config, modelPath, overrides);
   const configs = { batched: data({}), serial: data({ maxNumSeqs: 1 }), cacheOn: data({}), cacheOff: data({ enablePrefixCaching: false }) };
   context.log('starting 4 engines and the floor worker…');

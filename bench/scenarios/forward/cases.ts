@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type * as ort from 'onnxruntime-node';
-import type { Precision } from '../../../kernels/linear.js';
+import type { WeightPrecision } from '../../../kernels/linear.js';
 import { SeededRandom, seedFor } from '../../../kernels/onnx/random.js';
 import type { ModelFamily } from '../../../models/catalog.js';
 import type { ModelSize } from '../../../models/common/model-files.js';
@@ -14,7 +14,7 @@ import { decoderFeeds, encoderFeeds, imageFeeds, inspectDecoder, type Feeds } fr
 export interface ForwardConfig {
   readonly size: ModelSize;
   readonly families: readonly ModelFamily[];
-  readonly precisions: readonly Precision[];
+  readonly precisions: readonly WeightPrecision[];
   readonly threads: number;
   readonly batches: readonly number[];
   /** Decode steps: tokens already cached per row. */
@@ -29,7 +29,7 @@ export interface ForwardConfig {
 
 export interface LoadedModel {
   readonly family: ModelFamily;
-  readonly precision: Precision;
+  readonly precision: WeightPrecision;
   readonly session: ort.InferenceSession;
   /** The build directory (config.json lives there). */
   readonly dir: string;

@@ -6,15 +6,19 @@ import { existsSync, statSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { relative } from 'node:path';
 import * as ort from 'onnxruntime-node';
-import type { Precision } from '../../../kernels/linear.js';
+import type { WeightPrecision } from '../../../kernels/linear.js';
 import { ensureBuilt, type BuiltModel, type ModelFamily } from '../../../models/catalog.js';
-import { PRECISIONS, type ModelSize } from '../../../models/common/model-files.js';
+import { DECODER_PRECISIONS, type ModelSize } from '../../../models/common/model-files.js';
 import { intList, positiveInt, stringList } from '../../harness/args.js';
 import type { ChartRequest } from '../../harness/charts.js';
 import { messageOf } from '../../harness/runner.js';
 import type { FlagValues, PreparedScenario, Scenario, ScenarioContext } from '../../harness/scenario.js';
 import type { BenchCase, SkippedCase } from '../../harness/types.js';
 import { casesFor, type ForwardConfig } from './cases.js';
+import { decoderQuality } from './quality.js';
+
+/** Positions of the teacher-forced prefill each decoder variant's quality is measured on. */
+const QUALITY_POSITIONS = 256;
 
 /** How the scenario gets a model; tests pass a source of small hand-built graphs. */
 export type ModelSource = (family: ModelFamily, size: ModelSize) => Promise<Pick<BuiltModel, 'dir' | 'modelPath'>>;
@@ -29,7 +33,7 @@ export function forwardScenario(source: ModelSource = ensureBuilt): Scenario {
     flags: {
       size: { type: 'string', usage: '--size tiny|bench', description: 'model size to build and time (default bench)' },
       families: { type: 'string', usage: '--families qwen3,bert,resnet', description: 'model families to time' },
-      precisions: { type: 'string', usage: '--precisions fp32,int8,fp16', description: 'model variants to time' },
+      precisions: { type: 'string', usage: '--precisions fp32,int8,fp16,q4,q4f16', description: 'model variants to time (q4 / q4f16: decoders only)' },
       threads: { type: 'string', usage: '--threads N', description: 'intraOpNumThreads (default: number of cores)' },
       batches: { type: 'string', usage: '--batches 1,8,32', description: 'batch sizes of every family' },
       past: { type: 'string', usage: '--past N', description: 'decoder past length for decode steps (default 256; quick 32)' },
@@ -47,7 +51,7 @@ export function forwardConfig(flags: FlagValues, quick: boolean): ForwardConfig 
   return {
     size: size[0]!,
     families: stringList(flags['families'], FAMILIES, FAMILIES, '--families'),
-    precisions: stringList(flags['precisions'], PRECISIONS, ['fp32', 'int8', 'fp16'], '--precisions'),
+    precisions: stringList(flags['precisions'], DECODER_PRECISIONS, ['fp32', 'int8', 'fp16'], '--precisions'),
     threads: positiveInt(flags['threads'], availableParallelism(), '--threads', 1),
     batches: intList(flags['batches'], [1, 8, 32], '--batches'),
     past: positiveInt(flags['past'], quick ? 32 : 256, '--past', 1),
@@ -76,10 +80,12 @@ async function prepareForward(source: ModelSource, context: ScenarioContext): Pr
       skipAll(family, `model did not build: ${messageOf(error)}`);
       continue;
     }
+    const loadedHere = new Map<WeightPrecision, ort.InferenceSession>();
     for (const precision of config.precisions) {
       try {
         const loaded = await loadVariant(built, precision, config);
         sessions.push(loaded.session);
+        loadedHere.set(precision, loaded.session);
         const { cases: modelCases, description } = casesFor({ family, precision, session: loaded.session, dir: built.dir }, config);
         cases.push(...modelCases);
         notes.push(`${family} ${config.size} ${precision}: ${description}; ${loaded.fileNote}`);
@@ -87,6 +93,7 @@ async function prepareForward(source: ModelSource, context: ScenarioContext): Pr
         skipped.push({ group: family, variant: precision, reason: messageOf(error) });
       }
     }
+    if (family === 'qwen3') notes.push(...(await qualityNotes(loadedHere, config, context.log)));
   }
   return {
     cases: orderForFairness(cases),
@@ -100,7 +107,23 @@ async function prepareForward(source: ModelSource, context: ScenarioContext): Pr
   };
 }
 
-async function loadVariant(built: Pick<BuiltModel, 'modelPath'>, precision: Precision, config: ForwardConfig) {
+/** Each decoder variant against fp32 (when both were loaded): top-1 agreement and max |Δlogit|. */
+async function qualityNotes(loaded: ReadonlyMap<WeightPrecision, ort.InferenceSession>, config: ForwardConfig, log: (line: string) => void): Promise<string[]> {
+  const reference = loaded.get('fp32');
+  if (!reference) return [];
+  const notes: string[] = [];
+  for (const [precision, session] of loaded) {
+    if (precision === 'fp32') continue;
+    log(`qwen3 ${precision}: quality against fp32 over ${QUALITY_POSITIONS} positions…`);
+    const q = await decoderQuality(reference, session, QUALITY_POSITIONS);
+    notes.push(
+      `qwen3 ${config.size} ${precision} vs fp32 (teacher-forced, ${q.positions} seeded random tokens): top-1 agreement ${(q.top1Agreement * 100).toFixed(1)}%, max |Δlogit| ${q.maxAbsLogitDiff.toFixed(3)}`,
+    );
+  }
+  return notes;
+}
+
+async function loadVariant(built: Pick<BuiltModel, 'modelPath'>, precision: WeightPrecision, config: ForwardConfig) {
   const path = built.modelPath(precision);
   if (!existsSync(path)) throw new Error(`no ${precision} file at ${path}`);
   const started = performance.now();

@@ -3,15 +3,44 @@
 // import only kernels/, so it keeps its own table; this pins the two together.
 import { describe, expect, it } from 'vitest';
 import { VARIANT_FILE } from '../../../models/common/model-files.js';
-import { PRECISION_VARIANTS, variantFile } from '../../../src/repository/variants.js';
+import { PRECISION_NAMES, PRECISION_VARIANTS, presentVariantFile, precisionVariant, variantFile } from '../../../src/repository/variants.js';
 
 describe('precision variants', () => {
   it('name the files the model builders write', () => {
-    expect(Object.fromEntries(PRECISION_VARIANTS.map((v) => [v.precision, v.file]))).toEqual(VARIANT_FILE);
+    for (const [precision, file] of Object.entries(VARIANT_FILE)) expect(variantFile(precision)).toBe(file);
+  });
+
+  it('accept the transformers.js dtype names and aliases, each naming the onnx-community file', () => {
+    const files = Object.fromEntries(PRECISION_NAMES.map((name) => [name, variantFile(name)]));
+    expect(files).toEqual({
+      fp32: 'model.onnx',
+      fp16: 'model_fp16.onnx',
+      int8: 'model_quantized.onnx',
+      q8: 'model_quantized.onnx',
+      quantized: 'model_quantized.onnx',
+      uint8: 'model_uint8.onnx',
+      q4: 'model_q4.onnx',
+      q4f16: 'model_q4f16.onnx',
+      bnb4: 'model_bnb4.onnx',
+    });
+    expect(precisionVariant('q8').precision).toBe('int8');
+    expect(PRECISION_VARIANTS.map((v) => v.precision)).toEqual(['fp32', 'fp16', 'int8', 'uint8', 'q4', 'q4f16', 'bnb4']);
+  });
+
+  it('load the first file of a variant the directory holds', async () => {
+    const holding =
+      (...present: string[]) =>
+      async (file: string) =>
+        present.includes(file);
+    expect(await presentVariantFile('int8', holding('model_int8.onnx'))).toBe('model_int8.onnx');
+    expect(await presentVariantFile('q8', holding('model_int8.onnx', 'model_quantized.onnx'))).toBe('model_quantized.onnx');
+    // None there: the builders' name, which the loader's "not found" then reports.
+    expect(await presentVariantFile('q4', holding('model.onnx'))).toBe('model_q4.onnx');
   });
 
   it('refuse an unknown precision, listing the choices', () => {
     expect(variantFile('fp16')).toBe('model_fp16.onnx');
-    expect(() => variantFile('fp8')).toThrow("parameter precision must be one of fp32, fp16, int8, got 'fp8'");
+    expect(() => variantFile('fp8')).toThrow("parameter precision must be one of fp32, fp16, int8, uint8, q4, q4f16, bnb4, q8, quantized, got 'fp8'");
+    expect(() => variantFile('Q4')).toThrow(/got 'Q4'/);
   });
 });

@@ -165,7 +165,10 @@ describe('greedy rows try their unmasked token first', () => {
   it('give the same tokens as masked greedy, computing a mask only where the grammar refuses the token', async () => {
     const engine = await open();
     const driver = new Driver(engine);
-    const schema: GrammarSpec = { kind: 'json_schema', schema: '{"type":"object","properties":{"name":{"type":"string","maxLength":24},"tags":{"type":"array","items":{"type":"string"},"maxItems":3}},"required":["name","tags"]}' };
+    const schema: GrammarSpec = {
+      kind: 'json_schema',
+      schema: '{"type":"object","properties":{"name":{"type":"string","maxLength":24},"tags":{"type":"array","items":{"type":"string"},"maxItems":3}},"required":["name","tags"]}',
+    };
     const specs: [string, GrammarSpec][] = [
       ['json', schema],
       ['regex', { kind: 'regex', pattern: '[a-z ]{5,40}\\.' }],

@@ -25,7 +25,7 @@ interface LayerContext {
   readonly mask: string;
 }
 
-export function buildDecoderGraph(c: DecoderConfig, weights: DecoderWeights, precision: Precision): EncodedMessage {
+export function buildDecoderGraph(c: DecoderConfig, weights: DecoderWeights, precision: Precision, docString = 'Conveyor Qwen3-style decoder with deterministic random weights'): EncodedMessage {
   const g = new GraphBuilder('qwen3_decoder', precision === 'fp16' ? 'float16' : 'float32');
   const kvType = g.floatType;
   const inputIds = g.input('input_ids', 'int64', ['batch_size', 'sequence_length']);
@@ -38,7 +38,7 @@ export function buildDecoderGraph(c: DecoderConfig, weights: DecoderWeights, pre
   }));
   const logitsToKeep = g.input('num_logits_to_keep', 'int64', []);
 
-  const embedding = tiedEmbedding(g, 'model.embed_tokens', weights.embedding, c, precision);
+  const embedding = tiedEmbedding(g, 'model.embed_tokens', weights.embedding, c, precision, weights.lmHead);
   const context: LayerContext = {
     g,
     c,
@@ -63,7 +63,7 @@ export function buildDecoderGraph(c: DecoderConfig, weights: DecoderWeights, pre
     g.output(presentKey, `present.${i}.key`, kvType, presentDims);
     g.output(presentValue, `present.${i}.value`, kvType, presentDims);
   });
-  return g.toModel({ docString: 'Conveyor Qwen3-style decoder with deterministic random weights' });
+  return g.toModel({ docString });
 }
 
 function decoderLayer(
@@ -74,10 +74,12 @@ function decoderLayer(
 ): { hidden: string; presentKey: string; presentValue: string } {
   const normed = g.scope('input_layernorm', () => rmsNorm(g, x, g.weight('weight', [c.hiddenSize], w.inputNorm), c.rmsNormEps));
   const attention = g.scope('self_attn', () => {
-    // [B, S, heads·D] → [B, heads, S, D], with Qwen3's per-head RMSNorm on q and k before RoPE.
-    const heads = (projected: string, count: number, norm?: { name: string; weight: Float32Array }): string => {
+    // [B, S, heads·D] → [B, heads, S, D], with Qwen3's per-head RMSNorm on q and k before RoPE
+    // (LLaMA, Qwen2 and Mistral have none: their layers carry no qNorm / kNorm).
+    const heads = (projected: string, count: number, norm?: { name: string; weight?: Float32Array | undefined }): string => {
       let perHead = g.op1('Reshape', [projected, g.ints([0, 0, count, c.headDim])]);
-      if (norm) perHead = g.scope(norm.name, () => rmsNorm(g, perHead, g.weight('weight', [c.headDim], norm.weight), c.rmsNormEps));
+      const weight = norm?.weight;
+      if (norm && weight) perHead = g.scope(norm.name, () => rmsNorm(g, perHead, g.weight('weight', [c.headDim], weight), c.rmsNormEps));
       return g.op1('Transpose', [perHead], { perm: [0, 2, 1, 3] });
     };
     const q = heads(linear(g, normed, 'q_proj', w.q, precision), c.numHeads, { name: 'q_norm', weight: w.qNorm });

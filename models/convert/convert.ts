@@ -4,15 +4,16 @@
 // builder as the built-in models (models/qwen3/graph.ts), so a converted model and a built one
 // with the same weights are the same graph.
 
-import { existsSync } from 'node:fs';
+import { closeSync, existsSync, openSync, writeSync } from 'node:fs';
 import { copyFile, mkdir, readFile } from 'node:fs/promises';
-import { join } from 'node:path';
-import type { LinearWeights, Precision } from '../../kernels/linear.js';
+import { basename, dirname, join } from 'node:path';
+import type { Precision } from '../../kernels/linear.js';
 import { VARIANT_FILE, writeModel } from '../common/model-files.js';
-import { transposeMatrix } from '../qwen3/checkpoint.js';
+import type { DecoderConfig } from '../qwen3/config.js';
 import { buildDecoderGraph } from '../qwen3/graph.js';
-import type { DecoderLayerWeights, DecoderWeights } from '../qwen3/weights.js';
+import type { DecoderWeights } from '../qwen3/weights.js';
 import { ConvertError, planDecoder, tokenizerVocabSizeOf, type DecoderPlan } from './architecture.js';
+import { checkTensors, lazyDecoderWeights, requiredTensors } from './decoder-tensors.js';
 import { CheckpointError, SafetensorsCheckpoint } from './safetensors.js';
 
 /** Files copied as they are when the checkpoint has them (config.json and tokenizer.json are required). */
@@ -57,55 +58,50 @@ export async function convertCheckpoint(hfDir: string, outDir: string, options: 
   log(`${plan.architecture}: ${c.numLayers} layers, hidden ${c.hiddenSize}, ${c.numHeads} heads (${c.numKvHeads} kv), vocab ${c.vocabSize}, → ${precision}`);
   for (const note of plan.notes) log(`note: ${note}`);
   const checkpoint = await SafetensorsCheckpoint.open(hfDir);
-  const weights = await readWeights(checkpoint, plan, log);
+  // Every tensor is checked from the headers first: a bad checkpoint writes nothing.
+  checkTensors(checkpoint, plan);
+  const total = requiredTensors(plan).length;
+  let done = 0;
+  const weights = lazyDecoderWeights(checkpoint, plan, (name) => log(`[${++done}/${total}] ${name}`));
   await mkdir(join(outDir, 'onnx'), { recursive: true });
   for (const file of COPIED_FILES) if (existsSync(join(hfDir, file))) await copyFile(join(hfDir, file), join(outDir, file));
   const modelFile = `onnx/${VARIANT_FILE[precision]}`;
-  log(`writing ${modelFile}`);
-  const sha256 = await writeModel(join(outDir, modelFile), buildDecoderGraph(c, weights, precision, CONVERTED_DOC_STRING));
+  log(`writing ${modelFile} (weights in ${modelFile}_data)`);
+  const sha256 = await writeDecoderModel(join(outDir, modelFile), c, weights, precision);
   log(`done: ${outDir} (serve it with: conveyor serve --model ${outDir} --precision ${precision})`);
   return { plan, modelFile, sha256 };
 }
 
-/** The checkpoint's tensors as the graph builder takes them (linear weights transposed to [in, out]). */
-async function readWeights(checkpoint: SafetensorsCheckpoint, plan: DecoderPlan, log: (line: string) => void): Promise<DecoderWeights> {
-  const c = plan.config;
-  const read = (name: string, shape: readonly number[]): Promise<Float32Array> => {
-    if (!checkpoint.has(name)) throw new ConvertError(`checkpoint is missing tensor ${name} (${plan.architecture} needs it)`);
-    return checkpoint.read(name, shape);
-  };
-  const linear = async (name: string, inFeatures: number, outFeatures: number, bias: boolean): Promise<LinearWeights> => ({
-    inFeatures,
-    outFeatures,
-    weight: transposeMatrix(await read(`${name}.weight`, [outFeatures, inFeatures]), outFeatures, inFeatures),
-    ...(bias ? { bias: await read(`${name}.bias`, [outFeatures]) } : {}),
-  });
-  const [h, qDim, kvDim] = [c.hiddenSize, c.numHeads * c.headDim, c.numKvHeads * c.headDim];
-  log(`reading model.embed_tokens.weight [${c.vocabSize}, ${h}]`);
-  const embedding = await read('model.embed_tokens.weight', [c.vocabSize, h]);
-  const layers: DecoderLayerWeights[] = [];
-  for (let i = 0; i < c.numLayers; i++) {
-    const p = `model.layers.${i}`;
-    log(`reading ${p} (${i + 1}/${c.numLayers})`);
-    layers.push({
-      inputNorm: await read(`${p}.input_layernorm.weight`, [h]),
-      q: await linear(`${p}.self_attn.q_proj`, h, qDim, plan.qkvBias),
-      k: await linear(`${p}.self_attn.k_proj`, h, kvDim, plan.qkvBias),
-      v: await linear(`${p}.self_attn.v_proj`, h, kvDim, plan.qkvBias),
-      o: await linear(`${p}.self_attn.o_proj`, qDim, h, plan.oBias),
-      ...(plan.qkNorm ? { qNorm: await read(`${p}.self_attn.q_norm.weight`, [c.headDim]), kNorm: await read(`${p}.self_attn.k_norm.weight`, [c.headDim]) } : {}),
-      postAttentionNorm: await read(`${p}.post_attention_layernorm.weight`, [h]),
-      gate: await linear(`${p}.mlp.gate_proj`, h, c.intermediateSize, false),
-      up: await linear(`${p}.mlp.up_proj`, h, c.intermediateSize, false),
-      down: await linear(`${p}.mlp.down_proj`, c.intermediateSize, h, false),
-    });
+/** Weights of at least this many bytes go to the external data file; norms and constants stay inline. */
+const EXTERNAL_MIN_BYTES = 4096;
+/** Offsets in the data file are kept to this alignment, so each tensor can be memory-mapped in place. */
+const EXTERNAL_ALIGNMENT = 4096;
+
+/**
+ * Writes the decoder as `path` plus `path_data` (ONNX external data, Optimum's layout for large
+ * models): each weight goes to the data file as the graph builder reaches it, so the model never
+ * exists in memory whole, and neither file meets protobuf's 2 GB limit. Returns the model file's sha256.
+ */
+export async function writeDecoderModel(path: string, c: DecoderConfig, weights: DecoderWeights, precision: Precision): Promise<string> {
+  const location = `${basename(path)}_data`;
+  const fd = openSync(join(dirname(path), location), 'w');
+  let end = 0;
+  try {
+    const sink = {
+      location,
+      minBytes: EXTERNAL_MIN_BYTES,
+      append(bytes: Uint8Array): number {
+        const offset = Math.ceil(end / EXTERNAL_ALIGNMENT) * EXTERNAL_ALIGNMENT;
+        for (let written = 0; written < bytes.byteLength; ) written += writeSync(fd, bytes, written, bytes.byteLength - written, offset + written);
+        end = offset + bytes.byteLength;
+        return offset;
+      },
+    };
+    const graph = buildDecoderGraph(c, weights, precision, { docString: CONVERTED_DOC_STRING, externalData: sink });
+    return await writeModel(path, graph);
+  } finally {
+    closeSync(fd);
   }
-  const finalNorm = await read('model.norm.weight', [h]);
-  // A tied checkpoint's lm_head is the embedding (transformers ignores a saved copy); an untied one must have its own.
-  const untied = !plan.tiedEmbeddings;
-  if (untied) log(`reading lm_head.weight [${c.vocabSize}, ${h}]`);
-  const lmHead = untied ? await read('lm_head.weight', [c.vocabSize, h]) : undefined;
-  return { embedding, layers, finalNorm, ...(lmHead ? { lmHead } : {}) };
 }
 
 export { CheckpointError, ConvertError };

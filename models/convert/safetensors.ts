@@ -4,7 +4,7 @@
 // one raw tensor at a time, never a whole shard. Sharded checkpoints list their shards in
 // model.safetensors.index.json ({"weight_map": {name: file}}).
 
-import { existsSync } from 'node:fs';
+import { closeSync, existsSync, openSync, readSync } from 'node:fs';
 import { open, readFile, stat, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { float16BitsToFloat32 } from '../../kernels/onnx/dtypes.js';
@@ -133,18 +133,27 @@ export class SafetensorsCheckpoint {
     return file === undefined ? undefined : this.shards.get(file)?.header.tensors.get(name);
   }
 
-  /** Reads one tensor as float32 (its shape checked when `shape` is given). */
-  async read(name: string, shape?: readonly number[]): Promise<Float32Array> {
+  /**
+   * Reads one tensor as float32 (its shape checked when `shape` is given). Synchronous on purpose:
+   * the graph builder asks for weights as it reaches them, so each is read, written out and dropped.
+   */
+  read(name: string, shape?: readonly number[]): Float32Array {
     const file = this.owner.get(name);
     const shard = file === undefined ? undefined : this.shards.get(file);
     const entry = shard?.header.tensors.get(name);
     if (!shard || !entry) throw new CheckpointError(`checkpoint has no tensor ${name}`);
     if (shape && shape.join(',') !== entry.shape.join(',')) throw new CheckpointError(`tensor ${name} has shape [${entry.shape.join(', ')}], the config needs [${shape.join(', ')}]`);
-    const handle = await open(shard.path, 'r');
+    const fd = openSync(shard.path, 'r');
     try {
-      return decodeToFloat32(entry.dtype, await readExactly(handle, entry.begin, entry.end - entry.begin, shard.path));
+      const bytes = new Uint8Array(entry.end - entry.begin);
+      for (let done = 0; done < bytes.byteLength; ) {
+        const read = readSync(fd, bytes, done, bytes.byteLength - done, entry.begin + done);
+        if (read === 0) throw new CheckpointError(`${shard.path}: ended after ${entry.begin + done} bytes: truncated?`);
+        done += read;
+      }
+      return decodeToFloat32(entry.dtype, bytes);
     } finally {
-      await handle.close();
+      closeSync(fd);
     }
   }
 }

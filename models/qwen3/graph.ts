@@ -8,7 +8,7 @@
 
 import { causalGqaAttention, causalMask } from '../../kernels/causal-gqa-attention.js';
 import { linear, type Precision } from '../../kernels/linear.js';
-import { GraphBuilder } from '../../kernels/onnx/graph-builder.js';
+import { type ExternalDataSink, GraphBuilder } from '../../kernels/onnx/graph-builder.js';
 import type { EncodedMessage } from '../../kernels/onnx/protobuf-writer.js';
 import { rmsNorm } from '../../kernels/rms-norm.js';
 import { applyRotary, rotaryTables, type RotaryTables } from '../../kernels/rotary-embedding.js';
@@ -25,8 +25,15 @@ interface LayerContext {
   readonly mask: string;
 }
 
-export function buildDecoderGraph(c: DecoderConfig, weights: DecoderWeights, precision: Precision, docString = 'Conveyor Qwen3-style decoder with deterministic random weights'): EncodedMessage {
-  const g = new GraphBuilder('qwen3_decoder', precision === 'fp16' ? 'float16' : 'float32');
+export interface DecoderGraphOptions {
+  readonly docString?: string;
+  /** Weights go to an external data file as the graph is built (the converter's way to stream them). */
+  readonly externalData?: ExternalDataSink;
+}
+
+export function buildDecoderGraph(c: DecoderConfig, weights: DecoderWeights, precision: Precision, options: DecoderGraphOptions = {}): EncodedMessage {
+  const docString = options.docString ?? 'Conveyor Qwen3-style decoder with deterministic random weights';
+  const g = new GraphBuilder('qwen3_decoder', precision === 'fp16' ? 'float16' : 'float32', options.externalData);
   const kvType = g.floatType;
   const inputIds = g.input('input_ids', 'int64', ['batch_size', 'sequence_length']);
   const attentionMask = g.input('attention_mask', 'int64', ['batch_size', 'total_sequence_length']);

@@ -30,9 +30,10 @@ describe('conveyor convert (CLI)', () => {
     await writeQwen3Checkpoint(hf, DECODER_CONFIGS.tiny, initDecoderWeights(DECODER_CONFIGS.tiny), { shards: 2 });
     const { code, stderr } = await cli([hf, out]);
     expect(stderr).toContain('[convert] Qwen3ForCausalLM: 4 layers, hidden 64, 4 heads (2 kv), vocab 151936, → fp32');
-    expect(stderr).toContain('[convert] reading model.layers.3 (4/4)');
+    expect(stderr).toContain('[convert] [46/46] model.norm.weight');
     expect(code).toBe(0);
     expect(existsSync(join(out, 'onnx', 'model.onnx'))).toBe(true);
+    expect(existsSync(join(out, 'onnx', 'model.onnx_data'))).toBe(true);
 
     const repository = await makeRepository([{ name: 'qwen3-tiny', from: 'qwen3-tiny', config: configOf('qwen3-tiny', 'qwen3-tiny') }]);
     await addModel(repository, { name: 'converted', from: 'qwen3-tiny', config: configOf('qwen3-tiny', 'converted') });

@@ -1,20 +1,20 @@
 // The converter reads the builder's random weights back from a Hugging Face checkpoint: the
 // converted model is the builder's own graph for the same weights (same bytes) and gives the
 // same logits under onnxruntime.
-import { mkdtemp, readFile, rm, truncate, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, truncate, writeFile } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { afterAll, describe, expect, it } from 'vitest';
-import { CONVERTED_DOC_STRING, convertCheckpoint } from '../../../../models/convert/convert.js';
+import { convertCheckpoint, writeDecoderModel } from '../../../../models/convert/convert.js';
 import { decodeToFloat32 } from '../../../../models/convert/safetensors.js';
 import { encodeFromFloat32, writeSafetensorsCheckpoint } from '../../../../models/convert/safetensors-writer.js';
-import { sha256Of } from '../../../../models/common/model-files.js';
 import { checkpointTensors, writeQwen3Checkpoint } from '../../../../models/qwen3/checkpoint.js';
 import { DECODER_CONFIGS, type DecoderConfig, hfConfig } from '../../../../models/qwen3/config.js';
 import { buildDecoderGraph } from '../../../../models/qwen3/graph.js';
 import { type DecoderWeights, initDecoderWeights } from '../../../../models/qwen3/weights.js';
+import type { Precision } from '../../../../kernels/linear.js';
 import { decoderShape, emptyCache, forward } from '../../../support/decoder.js';
 
 // The tiny decoder with a short vocabulary, so checkpoints stay small; its tokenizer is Qwen3's, whose ids go past it.
@@ -48,6 +48,17 @@ const mapWeights = (w: DecoderWeights, f: (x: Float32Array) => Float32Array): De
 };
 const bf16 = (x: Float32Array): Float32Array => decodeToFloat32('BF16', encodeFromFloat32('BF16', x));
 
+/** The converter's output equals the same writer fed in-memory weights: model file and external data, byte for byte. */
+async function expectSameModel(out: string, modelFile: string, weights: DecoderWeights, precision: Precision): Promise<void> {
+  const reference = fresh();
+  await mkdir(reference);
+  // The same file name: the model records its data file's name.
+  const path = join(reference, basename(modelFile));
+  const sha = await writeDecoderModel(path, small, weights, precision);
+  expect((await readFile(join(out, modelFile))).equals(await readFile(path)), `${modelFile} (sha ${sha})`).toBe(true);
+  expect((await readFile(join(out, `${modelFile}_data`))).equals(await readFile(`${path}_data`))).toBe(true);
+}
+
 async function logitsOf(path: string): Promise<Float64Array> {
   const session = await ort.InferenceSession.create(path, { intraOpNumThreads: 1, logSeverityLevel: 3 });
   try {
@@ -72,9 +83,10 @@ describe('conveyor convert: Qwen3 checkpoints from the builder', () => {
     const lines: string[] = [];
     const result = await convertCheckpoint(hf, out, { log: (l) => lines.push(l) });
     expect(result.plan.architecture).toBe('Qwen3ForCausalLM');
-    expect(result.sha256).toBe(sha256Of(buildDecoderGraph(small, weights, 'fp32', CONVERTED_DOC_STRING)));
+    await expectSameModel(out, result.modelFile, weights, 'fp32');
     for (const file of ['config.json', 'generation_config.json', 'tokenizer.json', 'tokenizer_config.json', 'onnx/model.onnx']) expect(existsSync(join(out, file))).toBe(true);
-    expect(lines).toContain('reading model.layers.1 (2/2)');
+    expect(lines).toContain('[1/24] model.embed_tokens.weight');
+    expect(lines).toContain('[24/24] model.norm.weight');
 
     const reference = join(root, 'reference.onnx');
     await writeFile(reference, Buffer.concat(buildDecoderGraph(small, weights, 'fp32').chunks));
@@ -86,7 +98,7 @@ describe('conveyor convert: Qwen3 checkpoints from the builder', () => {
     await writeQwen3Checkpoint(hf, small, weights, { dtype: 'BF16', shards: 3 });
     expect(existsSync(join(hf, 'model-00003-of-00003.safetensors'))).toBe(true);
     const result = await convertCheckpoint(hf, out);
-    expect(result.sha256).toBe(sha256Of(buildDecoderGraph(small, mapWeights(weights, bf16), 'fp32', CONVERTED_DOC_STRING)));
+    await expectSameModel(out, result.modelFile, mapWeights(weights, bf16), 'fp32');
   });
 
   it('fp16 and int8 outputs are the builder variants', async () => {
@@ -96,7 +108,7 @@ describe('conveyor convert: Qwen3 checkpoints from the builder', () => {
     for (const precision of ['fp16', 'int8'] as const) {
       const result = await convertCheckpoint(hf, out, { precision });
       expect(result.modelFile).toBe(precision === 'fp16' ? 'onnx/model_fp16.onnx' : 'onnx/model_quantized.onnx');
-      expect(result.sha256).toBe(sha256Of(buildDecoderGraph(small, rounded, precision, CONVERTED_DOC_STRING)));
+      await expectSameModel(out, result.modelFile, rounded, precision);
     }
   });
 });
@@ -119,7 +131,7 @@ describe('conveyor convert: LLaMA-family naming', () => {
     await writeQwen3Checkpoint(hf, small, llamaWeights, { config: llamaConfig('LlamaForCausalLM', 'llama') });
     const result = await convertCheckpoint(hf, out);
     expect(result.plan).toMatchObject({ architecture: 'LlamaForCausalLM', qkNorm: false, tiedEmbeddings: false });
-    expect(result.sha256).toBe(sha256Of(buildDecoderGraph(small, llamaWeights, 'fp32', CONVERTED_DOC_STRING)));
+    await expectSameModel(out, result.modelFile, llamaWeights, 'fp32');
   });
 
   it('Qwen2ForCausalLM: q/k/v biases', async () => {
@@ -129,7 +141,7 @@ describe('conveyor convert: LLaMA-family naming', () => {
     await writeQwen3Checkpoint(hf, small, qwen2, { config: llamaConfig('Qwen2ForCausalLM', 'qwen2') });
     const result = await convertCheckpoint(hf, out);
     expect(result.plan.qkvBias).toBe(true);
-    expect(result.sha256).toBe(sha256Of(buildDecoderGraph(small, qwen2, 'fp32', CONVERTED_DOC_STRING)));
+    await expectSameModel(out, result.modelFile, qwen2, 'fp32');
   });
 });
 

@@ -4,6 +4,7 @@
 // Qwen2's q/k/v biases and whether the lm_head is tied to the embedding.
 
 import type { DecoderConfig } from '../qwen3/config.js';
+import { RopeScalingError, scaledInverseFrequencies } from './rope-scaling.js';
 
 export class ConvertError extends Error {}
 
@@ -49,9 +50,6 @@ export function planDecoder(raw: Record<string, unknown>, tokenizerVocabSize?: n
   const act = raw['hidden_act'] ?? 'silu';
   if (act !== 'silu') throw new ConvertError(`config.json: hidden_act ${JSON.stringify(act)} is not supported (the decoder graph's MLP is SwiGLU: silu)`);
   if (raw['mlp_bias'] === true) throw new ConvertError('config.json: mlp_bias true is not supported');
-  const ropeScaling = raw['rope_scaling'] as { rope_type?: string; type?: string } | null | undefined;
-  const ropeType = ropeScaling?.rope_type ?? ropeScaling?.type ?? 'default';
-  if (ropeScaling && ropeType !== 'default') throw new ConvertError(`config.json: rope_scaling type ${JSON.stringify(ropeType)} is not supported yet (only plain RoPE)`);
   const vocabSize = int('vocab_size');
   const maxPositionEmbeddings = int('max_position_embeddings', 4096);
   const notes: string[] = [];
@@ -60,6 +58,9 @@ export function planDecoder(raw: Record<string, unknown>, tokenizerVocabSize?: n
     notes.push(`sliding_window ${window} is not applied: attention is full, equal to the checkpoint's for contexts up to ${window} tokens`);
   }
   const attentionBias = raw['attention_bias'] === true;
+  const headDim = int('head_dim', hiddenSize / numHeads);
+  const ropeTheta = num('rope_theta', 10_000);
+  const ropeInverseFrequencies = ropeFrequencies(raw['rope_scaling'], headDim, ropeTheta);
   return {
     architecture,
     qkNorm: family.qkNorm,
@@ -72,18 +73,27 @@ export function planDecoder(raw: Record<string, unknown>, tokenizerVocabSize?: n
       numLayers: int('num_hidden_layers'),
       numHeads,
       numKvHeads,
-      headDim: int('head_dim', hiddenSize / numHeads),
+      headDim,
       intermediateSize: int('intermediate_size'),
       vocabSize,
       tokenizerVocabSize: Math.min(vocabSize, tokenizerVocabSize ?? vocabSize),
       maxPositionEmbeddings,
-      ropeTheta: num('rope_theta', 10_000),
+      ropeTheta,
+      ...(ropeInverseFrequencies ? { ropeInverseFrequencies } : {}),
       rmsNormEps: num('rms_norm_eps', 1e-6),
       // Initialisation scales: unused when the weights come from a checkpoint.
       projectionStd: 0,
       embeddingStd: 0,
     },
   };
+}
+
+function ropeFrequencies(scaling: unknown, headDim: number, theta: number): number[] | undefined {
+  try {
+    return scaledInverseFrequencies(scaling as Record<string, unknown> | null | undefined, headDim, theta);
+  } catch (error) {
+    throw error instanceof RopeScalingError ? new ConvertError(error.message) : error;
+  }
 }
 
 function architectureOf(raw: Record<string, unknown>): Architecture {

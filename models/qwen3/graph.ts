@@ -50,7 +50,7 @@ export function buildDecoderGraph(c: DecoderConfig, weights: DecoderWeights, pre
     g,
     c,
     precision,
-    rotary: rotaryTables(g, positionIds, c.headDim, c.ropeTheta),
+    rotary: rotaryTables(g, positionIds, c.headDim, c.ropeTheta, c.ropeInverseFrequencies),
     mask: causalMask(g, attentionMask, inputIds, c.numHeads / c.numKvHeads),
   };
   let hidden = embedding.lookup(inputIds);

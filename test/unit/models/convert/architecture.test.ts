@@ -2,6 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { ConvertUsageError, parseConvertArguments } from '../../../../models/convert/arguments.js';
 import { planDecoder, tokenizerVocabSizeOf } from '../../../../models/convert/architecture.js';
 import { requiredTensors } from '../../../../models/convert/decoder-tensors.js';
+import { scaledInverseFrequencies } from '../../../../models/convert/rope-scaling.js';
+import { inverseFrequencies } from '../../../../kernels/rotary-embedding.js';
 
 // A Mistral-7B-v0.1-shaped config.json, as save_pretrained writes it.
 const mistral = {
@@ -46,7 +48,8 @@ describe('planDecoder', () => {
     expect(() => planDecoder({ ...mistral, hidden_act: 'gelu' })).toThrow(/hidden_act "gelu" is not supported/);
     expect(() => planDecoder({ ...mistral, num_key_value_heads: 5 })).toThrow(/not a multiple of num_key_value_heads 5/);
     expect(() => planDecoder({ ...mistral, hidden_size: undefined })).toThrow(/hidden_size must be a positive integer/);
-    expect(() => planDecoder({ ...mistral, rope_scaling: { rope_type: 'llama3', factor: 8 } })).toThrow(/rope_scaling type "llama3"/);
+    expect(() => planDecoder({ ...mistral, rope_scaling: { rope_type: 'yarn', factor: 4 } })).toThrow(/rope_scaling type "yarn" is not supported yet/);
+    expect(() => planDecoder({ ...mistral, rope_scaling: { rope_type: 'llama3', factor: 8 } })).toThrow(/rope_scaling \(llama3\) needs a positive low_freq_factor/);
     expect(planDecoder({ ...mistral, rope_scaling: { type: 'default' } }).architecture).toBe('MistralForCausalLM');
   });
 
@@ -73,6 +76,44 @@ describe('planDecoder', () => {
       'model.layers.0.mlp.down_proj.weight [4096,14336]',
       'model.norm.weight [4096]',
     ]);
+  });
+});
+
+describe('rope_scaling', () => {
+  // Llama 3.2's values: original context 8192, factor 32, low 1, high 4 → wavelengths under 2048 kept, over 8192 slowed 32×.
+  const llama3 = { rope_type: 'llama3', factor: 32, low_freq_factor: 1, high_freq_factor: 4, original_max_position_embeddings: 8192 };
+
+  it('llama3 keeps short wavelengths, slows long ones by factor, blends between', () => {
+    const headDim = 64;
+    const theta = 500_000;
+    const plain = inverseFrequencies(headDim, theta);
+    const scaled = scaledInverseFrequencies(llama3, headDim, theta)!;
+    expect(scaled).toHaveLength(headDim / 2);
+    let [kept, slowed, blended] = [0, 0, 0];
+    plain.forEach((f, i) => {
+      const wavelength = (2 * Math.PI) / f;
+      if (wavelength < 2048) {
+        expect(scaled[i]).toBe(f);
+        kept++;
+      } else if (wavelength > 8192) {
+        expect(scaled[i]).toBeCloseTo(f / 32, 15);
+        slowed++;
+      } else {
+        // Between the two, monotone in the blend: f/32 < scaled < f.
+        expect(scaled[i]!).toBeGreaterThan(f / 32);
+        expect(scaled[i]!).toBeLessThan(f);
+        blended++;
+      }
+    });
+    expect([kept > 0, slowed > 0, blended > 0]).toEqual([true, true, true]);
+    // planDecoder hands the same θ_i to the graph.
+    expect(planDecoder({ ...mistral, rope_theta: theta, num_attention_heads: 64, rope_scaling: llama3 }).config.ropeInverseFrequencies).toEqual(scaled);
+  });
+
+  it('plain RoPE has no override', () => {
+    expect(scaledInverseFrequencies(null, 64, 1e4)).toBeUndefined();
+    expect(scaledInverseFrequencies({ rope_type: 'default' }, 64, 1e4)).toBeUndefined();
+    expect(planDecoder(mistral).config.ropeInverseFrequencies).toBeUndefined();
   });
 });
 

@@ -6,7 +6,7 @@
 
 import { closeSync, existsSync, openSync, writeSync } from 'node:fs';
 import { copyFile, mkdir, readFile } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import type { Precision } from '../../kernels/linear.js';
 import { VARIANT_FILE, writeModel } from '../common/model-files.js';
 import type { DecoderConfig } from '../qwen3/config.js';
@@ -48,6 +48,7 @@ export interface ConvertResult {
 export async function convertCheckpoint(hfDir: string, outDir: string, options: ConvertOptions = {}): Promise<ConvertResult> {
   const precision = options.precision ?? 'fp32';
   const log = options.log ?? (() => {});
+  if (resolve(hfDir) === resolve(outDir)) throw new ConvertError(`${outDir}: the output directory must differ from the checkpoint directory`);
   for (const required of ['config.json', 'tokenizer.json']) {
     if (!existsSync(join(hfDir, required))) throw new ConvertError(`${hfDir}: no ${required} (a Hugging Face checkpoint directory has config.json, tokenizer.json and *.safetensors)`);
   }

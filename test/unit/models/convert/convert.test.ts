@@ -166,6 +166,12 @@ describe('conveyor convert: bad checkpoints get a clear error', () => {
     );
   });
 
+  it('the output directory must not be the checkpoint', async () => {
+    const hf = fresh();
+    await writeQwen3Checkpoint(hf, small, weights);
+    await expect(convertCheckpoint(hf, join(hf, '.'))).rejects.toThrow(/must differ from the checkpoint directory/);
+  });
+
   it('a missing tensor is named, and nothing is written', async () => {
     const [hf, out] = [fresh(), fresh()];
     await writeQwen3Checkpoint(hf, small, weights);

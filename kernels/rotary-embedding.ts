@@ -17,10 +17,13 @@ export function inverseFrequencies(headDim: number, theta: number): number[] {
   return Array.from({ length: headDim / 2 }, (_, i) => 1 / theta ** ((2 * i) / headDim));
 }
 
-/** cos/sin tables for `positionIds` [batch, seq] int64; computed once, shared by all layers. */
-export function rotaryTables(g: GraphBuilder, positionIds: string, headDim: number, theta: number): RotaryTables {
+/**
+ * cos/sin tables for `positionIds` [batch, seq] int64; computed once, shared by all layers.
+ * `inverse` overrides θ_i for checkpoints whose config rescales RoPE (e.g. Llama 3's rope_scaling).
+ */
+export function rotaryTables(g: GraphBuilder, positionIds: string, headDim: number, theta: number, inverse: readonly number[] = inverseFrequencies(headDim, theta)): RotaryTables {
   const positions = g.op1('Cast', [g.op1('Unsqueeze', [positionIds, g.ints([-1])])], { to: 1 }); // [B, S, 1] float32
-  const freqs = g.op1('Mul', [positions, g.floats(inverseFrequencies(headDim, theta), 'float32')]); // [B, S, D/2]
+  const freqs = g.op1('Mul', [positions, g.floats(inverse, 'float32')]); // [B, S, D/2]
   const angles = g.op1('Unsqueeze', [g.op1('Concat', [freqs, freqs], { axis: -1 }), g.ints([1])]); // [B, 1, S, D]
   const toGraphType = (x: string): string => (g.floatType === 'float16' ? g.op1('Cast', [x], { to: 10 }) : x);
   return { cos: toGraphType(g.op1('Cos', [angles])), sin: toGraphType(g.op1('Sin', [angles])) };

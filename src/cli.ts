@@ -1,8 +1,11 @@
 // `conveyor serve [options]` (npm start): builds the default repository's weights on first use,
 // then serves the repository (or the one --model directory) until SIGINT/SIGTERM, which drain
 // it (src/shutdown.ts); a second signal during the drain exits at once.
+// `conveyor convert <hf-dir> <out-dir>`: a Hugging Face checkpoint → a servable ONNX directory (models/convert/).
 
 import { ensureDefaultRepository, DEFAULT_REPOSITORY } from '../models/default-repository.js';
+import { CONVERT_USAGE, ConvertUsageError, parseConvertArguments } from '../models/convert/arguments.js';
+import { CheckpointError, ConvertError, convertCheckpoint } from '../models/convert/convert.js';
 import { OptionsError, USAGE, parseServerOptions } from './config/server-options.js';
 import { startServer, type RunningServer } from './main.js';
 import { resolve } from 'node:path';
@@ -65,9 +68,34 @@ function handleSignals(stop: () => Promise<void>, log: (line: string, fields?: R
   process.on('SIGTERM', () => onSignal('SIGTERM'));
 }
 
+async function convert(argv: string[]): Promise<void> {
+  let args: ReturnType<typeof parseConvertArguments>;
+  try {
+    args = parseConvertArguments(argv);
+  } catch (error) {
+    throw error instanceof ConvertUsageError ? new OptionsError(error.message) : error;
+  }
+  if (!args) {
+    console.log(CONVERT_USAGE);
+    return;
+  }
+  const log = (line: string): void => {
+    process.stderr.write(`[convert] ${line}\n`);
+  };
+  try {
+    await convertCheckpoint(args.hfDir, args.outDir, { precision: args.precision, log });
+  } catch (error) {
+    // A bad checkpoint is the user's input, not a crash: its message, no stack.
+    if (!(error instanceof ConvertError || error instanceof CheckpointError)) throw error;
+    process.stderr.write(`conveyor convert: ${error.message}\n`);
+    process.exitCode = 1;
+  }
+}
+
 async function main(): Promise<void> {
   const [command = 'serve', ...rest] = process.argv.slice(2);
   if (command === 'serve') return serve(rest);
+  if (command === 'convert') return convert(rest);
   if (command.startsWith('--')) return serve([command, ...rest]);
   throw new OptionsError(`unknown command '${command}'\n${USAGE}`);
 }

@@ -45,13 +45,32 @@ export interface ModelOptions {
 
 export const MS_DOMAIN = 'com.microsoft';
 
+/**
+ * ONNX external data: initializers of at least `minBytes` are handed to `append` (written to a
+ * file beside the model) as they are added, so the builder keeps none of their bytes, and a model
+ * past protobuf's 2 GB limit can still be written. The model records `location`, offset, length.
+ */
+export interface ExternalDataSink {
+  /** The data file's name, relative to the model file (Optimum's is `model.onnx_data`). */
+  readonly location: string;
+  readonly minBytes: number;
+  /** Writes the bytes and returns the offset they start at. */
+  append(bytes: Uint8Array): number;
+}
+
+interface ExternalPlacement {
+  readonly location: string;
+  readonly offset: number;
+  readonly length: number;
+}
+
 export class GraphBuilder {
   /** The float type activations and weights are stored in (fp32 model, fp16 variant). */
   readonly floatType: 'float32' | 'float16';
   private readonly inputs: ValueInfo[] = [];
   private readonly outputs: ValueInfo[] = [];
   private readonly nodes: Node[] = [];
-  private readonly initializers: { name: string; value: TensorValue }[] = [];
+  private readonly initializers: { name: string; value: TensorValue; external?: ExternalPlacement }[] = [];
   private readonly usedNames = new Set<string>();
   private readonly constantCache = new Map<string, string>();
   private readonly domainsUsed = new Set<string>();
@@ -60,6 +79,7 @@ export class GraphBuilder {
   constructor(
     readonly graphName: string,
     floatType: 'float32' | 'float16' = 'float32',
+    private readonly externalData?: ExternalDataSink,
   ) {
     this.floatType = floatType;
   }
@@ -111,6 +131,14 @@ export class GraphBuilder {
   /** A named initializer (a weight). The exact name is kept: it is what users see in the file. */
   initializer(name: string, value: TensorValue): string {
     const scoped = this.scopes.length > 0 ? `${this.scopes.join('.')}.${name}` : name;
+    const sink = this.externalData;
+    if (sink && value.data.byteLength >= sink.minBytes) {
+      const bytes = new Uint8Array(value.data.buffer, value.data.byteOffset, value.data.byteLength);
+      const external = { location: sink.location, offset: sink.append(bytes), length: bytes.byteLength };
+      // Only dims and dtype stay in memory: the values are in the sink's file now.
+      this.initializers.push({ name: this.reserveExact(scoped), value: { dtype: value.dtype, dims: value.dims, data: new Uint8Array(0) }, external });
+      return scoped;
+    }
     this.initializers.push({ name: this.reserveExact(scoped), value });
     return scoped;
   }
@@ -171,7 +199,7 @@ export class GraphBuilder {
     const graph = new EncodedMessage();
     for (const node of this.nodes) graph.message(1, encodeNode(node));
     graph.string(2, this.graphName);
-    for (const { name, value } of this.initializers) graph.message(5, encodeTensor(name, value));
+    for (const { name, value, external } of this.initializers) graph.message(5, encodeTensor(name, value, external));
     for (const input of this.inputs) graph.message(11, encodeValueInfo(input));
     for (const output of this.outputs) graph.message(12, encodeValueInfo(output));
 
@@ -219,11 +247,20 @@ function encodeAttribute(name: string, value: AttrValue): EncodedMessage {
   return m.message(5, encodeTensor('', value as TensorValue)).int(20, ATTR.TENSOR);
 }
 
-function encodeTensor(name: string, value: TensorValue): EncodedMessage {
+function encodeTensor(name: string, value: TensorValue, external?: ExternalPlacement): EncodedMessage {
   const m = new EncodedMessage();
   m.packedInts(1, value.dims);
   m.int(2, ONNX_DATA_TYPE[value.dtype]);
   if (name) m.string(8, name);
+  if (external) {
+    // TensorProto.external_data (13, key/value entries) and data_location (14) = EXTERNAL (1).
+    const entry = (key: string, text: string): EncodedMessage => new EncodedMessage().string(1, key).string(2, text);
+    m.message(13, entry('location', external.location));
+    m.message(13, entry('offset', String(external.offset)));
+    m.message(13, entry('length', String(external.length)));
+    m.int(14, 1);
+    return m;
+  }
   // raw_data is little-endian; every platform Node runs on here is little-endian.
   m.bytes(9, new Uint8Array(value.data.buffer, value.data.byteOffset, value.data.byteLength));
   return m;

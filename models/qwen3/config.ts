@@ -16,6 +16,8 @@ export interface DecoderConfig {
   readonly maxPositionEmbeddings: number;
   readonly ropeTheta: number;
   readonly rmsNormEps: number;
+  /** RoPE's θ_i when a checkpoint's rope_scaling rescales them (models/convert/rope-scaling.ts); plain θ^(-2i/D) otherwise. */
+  readonly ropeInverseFrequencies?: readonly number[];
   /** Weight init: projections need a larger std than embeddings or greedy decoding collapses. */
   readonly projectionStd: number;
   readonly embeddingStd: number;

@@ -8,7 +8,7 @@
 
 import { causalGqaAttention, causalMask } from '../../kernels/causal-gqa-attention.js';
 import { linear, type WeightPrecision } from '../../kernels/linear.js';
-import { GraphBuilder } from '../../kernels/onnx/graph-builder.js';
+import { type ExternalDataSink, GraphBuilder } from '../../kernels/onnx/graph-builder.js';
 import type { EncodedMessage } from '../../kernels/onnx/protobuf-writer.js';
 import { rmsNorm } from '../../kernels/rms-norm.js';
 import { applyRotary, rotaryTables, type RotaryTables } from '../../kernels/rotary-embedding.js';
@@ -25,8 +25,15 @@ interface LayerContext {
   readonly mask: string;
 }
 
-export function buildDecoderGraph(c: DecoderConfig, weights: DecoderWeights, precision: WeightPrecision): EncodedMessage {
-  const g = new GraphBuilder('qwen3_decoder', precision === 'fp16' || precision === 'q4f16' ? 'float16' : 'float32');
+export interface DecoderGraphOptions {
+  readonly docString?: string;
+  /** Weights go to an external data file as the graph is built (the converter's way to stream them). */
+  readonly externalData?: ExternalDataSink;
+}
+
+export function buildDecoderGraph(c: DecoderConfig, weights: DecoderWeights, precision: WeightPrecision, options: DecoderGraphOptions = {}): EncodedMessage {
+  const docString = options.docString ?? 'Conveyor Qwen3-style decoder with deterministic random weights';
+  const g = new GraphBuilder('qwen3_decoder', precision === 'fp16' || precision === 'q4f16' ? 'float16' : 'float32', options.externalData);
   const kvType = g.floatType;
   const inputIds = g.input('input_ids', 'int64', ['batch_size', 'sequence_length']);
   const attentionMask = g.input('attention_mask', 'int64', ['batch_size', 'total_sequence_length']);
@@ -38,12 +45,12 @@ export function buildDecoderGraph(c: DecoderConfig, weights: DecoderWeights, pre
   }));
   const logitsToKeep = g.input('num_logits_to_keep', 'int64', []);
 
-  const embedding = tiedEmbedding(g, 'model.embed_tokens', weights.embedding, c, precision);
+  const embedding = tiedEmbedding(g, 'model.embed_tokens', weights.embedding, c, precision, weights.lmHead);
   const context: LayerContext = {
     g,
     c,
     precision,
-    rotary: rotaryTables(g, positionIds, c.headDim, c.ropeTheta),
+    rotary: rotaryTables(g, positionIds, c.headDim, c.ropeTheta, c.ropeInverseFrequencies),
     mask: causalMask(g, attentionMask, inputIds, c.numHeads / c.numKvHeads),
   };
   let hidden = embedding.lookup(inputIds);
@@ -63,7 +70,7 @@ export function buildDecoderGraph(c: DecoderConfig, weights: DecoderWeights, pre
     g.output(presentKey, `present.${i}.key`, kvType, presentDims);
     g.output(presentValue, `present.${i}.value`, kvType, presentDims);
   });
-  return g.toModel({ docString: 'Conveyor Qwen3-style decoder with deterministic random weights' });
+  return g.toModel({ docString });
 }
 
 function decoderLayer(
@@ -74,10 +81,12 @@ function decoderLayer(
 ): { hidden: string; presentKey: string; presentValue: string } {
   const normed = g.scope('input_layernorm', () => rmsNorm(g, x, g.weight('weight', [c.hiddenSize], w.inputNorm), c.rmsNormEps));
   const attention = g.scope('self_attn', () => {
-    // [B, S, heads·D] → [B, heads, S, D], with Qwen3's per-head RMSNorm on q and k before RoPE.
-    const heads = (projected: string, count: number, norm?: { name: string; weight: Float32Array }): string => {
+    // [B, S, heads·D] → [B, heads, S, D], with Qwen3's per-head RMSNorm on q and k before RoPE
+    // (LLaMA, Qwen2 and Mistral have none: their layers carry no qNorm / kNorm).
+    const heads = (projected: string, count: number, norm?: { name: string; weight?: Float32Array | undefined }): string => {
       let perHead = g.op1('Reshape', [projected, g.ints([0, 0, count, c.headDim])]);
-      if (norm) perHead = g.scope(norm.name, () => rmsNorm(g, perHead, g.weight('weight', [c.headDim], norm.weight), c.rmsNormEps));
+      const weight = norm?.weight;
+      if (norm && weight) perHead = g.scope(norm.name, () => rmsNorm(g, perHead, g.weight('weight', [c.headDim], weight), c.rmsNormEps));
       return g.op1('Transpose', [perHead], { perm: [0, 2, 1, 3] });
     };
     const q = heads(linear(g, normed, 'q_proj', w.q, precision), c.numHeads, { name: 'q_norm', weight: w.qNorm });

@@ -21,20 +21,36 @@ export interface TiedEmbedding {
 /** Far below any real logit, and still finite in fp16. */
 const UNUSED_ID_LOGIT = -1e4;
 
-export function tiedEmbedding(g: GraphBuilder, name: string, embedding: Float32Array, c: DecoderConfig, precision: WeightPrecision): TiedEmbedding {
+/**
+ * `lmHeadWeight` ([vocab, hidden], a checkpoint's own lm_head.weight) unties the two: the lookup
+ * reads the embedding and the logits read it; without it one table serves both.
+ */
+export function tiedEmbedding(g: GraphBuilder, name: string, embedding: Float32Array, c: DecoderConfig, precision: WeightPrecision, lmHeadWeight?: Float32Array): TiedEmbedding {
   const bias = new Float32Array(c.vocabSize).fill(UNUSED_ID_LOGIT, c.tokenizerVocabSize);
   const logitBias = g.initializer('lm_head.unused_id_bias', floatTensor(g.floatType, [c.vocabSize], bias));
+  const input = embeddingTable(g, name, embedding, c, precision);
+  const output = lmHeadWeight ? embeddingTable(g, 'lm_head', lmHeadWeight, c, precision) : input;
+  return { lookup: input.lookup, lmHead: (hidden) => output.lmHead(hidden, logitBias) };
+}
+
+function embeddingTable(
+  g: GraphBuilder,
+  name: string,
+  matrix: Float32Array,
+  c: DecoderConfig,
+  precision: WeightPrecision,
+): { lookup(ids: string): string; lmHead(hidden: string, bias: string): string } {
   if (precision === 'int8' || isFourBit(precision)) {
     const options = isFourBit(precision) ? { bits: 4 as const, blockSize: Q4_BLOCK_SIZE } : {};
-    const quantized = quantizedTiedEmbedding(g, name, embedding, c.vocabSize, c.hiddenSize, options);
-    return { lookup: quantized.lookup, lmHead: (hidden) => g.op1('Add', [quantized.lmHead(hidden), logitBias]) };
+    const quantized = quantizedTiedEmbedding(g, name, matrix, c.vocabSize, c.hiddenSize, options);
+    return { lookup: quantized.lookup, lmHead: (hidden, bias) => g.op1('Add', [quantized.lmHead(hidden), bias]) };
   }
-  const table = g.weight(`${name}.weight`, [c.vocabSize, c.hiddenSize], embedding);
+  const table = g.weight(`${name}.weight`, [c.vocabSize, c.hiddenSize], matrix);
   return {
     lookup: (ids) => g.op1('Gather', [table, ids], { axis: 0 }),
-    lmHead: (hidden) => {
+    lmHead: (hidden, bias) => {
       const rows = g.op1('Reshape', [hidden, g.ints([-1, c.hiddenSize])]);
-      const logits = g.op1('Gemm', [rows, table, logitBias], { transB: 1 });
+      const logits = g.op1('Gemm', [rows, table, bias], { transB: 1 });
       const leading = g.op1('Slice', [g.op1('Shape', [hidden]), g.ints([0]), g.ints([2])]);
       return g.op1('Reshape', [logits, g.op1('Concat', [leading, g.ints([c.vocabSize])], { axis: 0 })]);
     },

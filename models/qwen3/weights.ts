@@ -12,8 +12,9 @@ export interface DecoderLayerWeights {
   readonly k: LinearWeights;
   readonly v: LinearWeights;
   readonly o: LinearWeights;
-  readonly qNorm: Float32Array;
-  readonly kNorm: Float32Array;
+  /** Qwen3's per-head q / k RMSNorm; absent in LLaMA-family checkpoints. */
+  readonly qNorm?: Float32Array;
+  readonly kNorm?: Float32Array;
   readonly postAttentionNorm: Float32Array;
   readonly gate: LinearWeights;
   readonly up: LinearWeights;
@@ -25,6 +26,8 @@ export interface DecoderWeights {
   readonly embedding: Float32Array;
   readonly layers: readonly DecoderLayerWeights[];
   readonly finalNorm: Float32Array;
+  /** [vocab, hidden]: a checkpoint's separate lm_head (tie_word_embeddings false); absent when tied. */
+  readonly lmHead?: Float32Array;
 }
 
 export const DEFAULT_DECODER_SEED = 20_261_129;

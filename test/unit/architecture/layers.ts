@@ -113,7 +113,7 @@ export const LAYERS: Readonly<Record<string, Layer>> = {
       'src/shutdown.ts',
     ],
   },
-  'src/cli.ts': { holds: '`conveyor serve …`', imports: ['src/config', 'src/main.ts', 'src/shutdown.ts', 'models'] },
+  'src/cli.ts': { holds: '`conveyor serve …`, `conveyor convert …`', imports: ['src/config', 'src/main.ts', 'src/shutdown.ts', 'models'] },
   // Model builders and the default repository; their own boundaries are RULES in import-boundaries.test.ts.
   models: { holds: 'model builders and the default repository', imports: [] },
 };

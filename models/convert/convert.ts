@@ -1,0 +1,108 @@
+// `conveyor convert <hf-dir> <out-dir>`: a Hugging Face checkpoint (config.json, safetensors,
+// tokenizer files) → a directory `conveyor serve --model` serves (Optimum contract:
+// onnx/model*.onnx beside the config and tokenizer files). The weights go through the same graph
+// builder as the built-in models (models/qwen3/graph.ts), so a converted model and a built one
+// with the same weights are the same graph.
+
+import { closeSync, existsSync, openSync, writeSync } from 'node:fs';
+import { copyFile, mkdir, readFile } from 'node:fs/promises';
+import { basename, dirname, join, resolve } from 'node:path';
+import type { WeightPrecision } from '../../kernels/linear.js';
+import { VARIANT_FILE, writeModel } from '../common/model-files.js';
+import type { DecoderConfig } from '../qwen3/config.js';
+import { buildDecoderGraph } from '../qwen3/graph.js';
+import type { DecoderWeights } from '../qwen3/weights.js';
+import { ConvertError, planDecoder, tokenizerVocabSizeOf, type DecoderPlan } from './architecture.js';
+import { checkTensors, lazyDecoderWeights, requiredTensors } from './decoder-tensors.js';
+import { CheckpointError, SafetensorsCheckpoint } from './safetensors.js';
+
+/** Files copied as they are when the checkpoint has them (config.json and tokenizer.json are required). */
+const COPIED_FILES = [
+  'config.json',
+  'generation_config.json',
+  'tokenizer.json',
+  'tokenizer_config.json',
+  'special_tokens_map.json',
+  'chat_template.jinja',
+  'chat_template.json',
+  'vocab.json',
+  'merges.txt',
+  'added_tokens.json',
+] as const;
+
+export const CONVERTED_DOC_STRING = 'Converted by conveyor convert from a Hugging Face checkpoint';
+
+export interface ConvertOptions {
+  readonly precision?: WeightPrecision;
+  /** One progress line (stderr in the CLI). */
+  readonly log?: (line: string) => void;
+}
+
+export interface ConvertResult {
+  readonly plan: DecoderPlan;
+  /** Path of the written ONNX model, relative to the output directory. */
+  readonly modelFile: string;
+  readonly sha256: string;
+}
+
+export async function convertCheckpoint(hfDir: string, outDir: string, options: ConvertOptions = {}): Promise<ConvertResult> {
+  const precision = options.precision ?? 'fp32';
+  const log = options.log ?? (() => {});
+  if (resolve(hfDir) === resolve(outDir)) throw new ConvertError(`${outDir}: the output directory must differ from the checkpoint directory`);
+  for (const required of ['config.json', 'tokenizer.json']) {
+    if (!existsSync(join(hfDir, required))) throw new ConvertError(`${hfDir}: no ${required} (a Hugging Face checkpoint directory has config.json, tokenizer.json and *.safetensors)`);
+  }
+  const rawConfig = JSON.parse(await readFile(join(hfDir, 'config.json'), 'utf8')) as Record<string, unknown>;
+  const tokenizer = JSON.parse(await readFile(join(hfDir, 'tokenizer.json'), 'utf8')) as Parameters<typeof tokenizerVocabSizeOf>[0];
+  const plan = planDecoder(rawConfig, tokenizerVocabSizeOf(tokenizer));
+  const c = plan.config;
+  log(`${plan.architecture}: ${c.numLayers} layers, hidden ${c.hiddenSize}, ${c.numHeads} heads (${c.numKvHeads} kv), vocab ${c.vocabSize}, → ${precision}`);
+  for (const note of plan.notes) log(`note: ${note}`);
+  const checkpoint = await SafetensorsCheckpoint.open(hfDir);
+  // Every tensor is checked from the headers first: a bad checkpoint writes nothing.
+  checkTensors(checkpoint, plan);
+  const total = requiredTensors(plan).length;
+  let done = 0;
+  const weights = lazyDecoderWeights(checkpoint, plan, (name) => log(`[${++done}/${total}] ${name}`));
+  await mkdir(join(outDir, 'onnx'), { recursive: true });
+  for (const file of COPIED_FILES) if (existsSync(join(hfDir, file))) await copyFile(join(hfDir, file), join(outDir, file));
+  const modelFile = `onnx/${VARIANT_FILE[precision]}`;
+  log(`writing ${modelFile} (weights in ${modelFile}_data)`);
+  const sha256 = await writeDecoderModel(join(outDir, modelFile), c, weights, precision);
+  log(`done: ${outDir} (serve it with: conveyor serve --model ${outDir} --precision ${precision})`);
+  return { plan, modelFile, sha256 };
+}
+
+/** Weights of at least this many bytes go to the external data file; norms and constants stay inline. */
+const EXTERNAL_MIN_BYTES = 4096;
+/** Offsets in the data file are kept to this alignment, so each tensor can be memory-mapped in place. */
+const EXTERNAL_ALIGNMENT = 4096;
+
+/**
+ * Writes the decoder as `path` plus `path_data` (ONNX external data, Optimum's layout for large
+ * models): each weight goes to the data file as the graph builder reaches it, so the model never
+ * exists in memory whole, and neither file meets protobuf's 2 GB limit. Returns the model file's sha256.
+ */
+export async function writeDecoderModel(path: string, c: DecoderConfig, weights: DecoderWeights, precision: WeightPrecision): Promise<string> {
+  const location = `${basename(path)}_data`;
+  const fd = openSync(join(dirname(path), location), 'w');
+  let end = 0;
+  try {
+    const sink = {
+      location,
+      minBytes: EXTERNAL_MIN_BYTES,
+      append(bytes: Uint8Array): number {
+        const offset = Math.ceil(end / EXTERNAL_ALIGNMENT) * EXTERNAL_ALIGNMENT;
+        for (let written = 0; written < bytes.byteLength; ) written += writeSync(fd, bytes, written, bytes.byteLength - written, offset + written);
+        end = offset + bytes.byteLength;
+        return offset;
+      },
+    };
+    const graph = buildDecoderGraph(c, weights, precision, { docString: CONVERTED_DOC_STRING, externalData: sink });
+    return await writeModel(path, graph);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+export { CheckpointError, ConvertError };

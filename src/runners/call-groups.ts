@@ -23,12 +23,18 @@ const TOKEN_WORK = 1024;
 const CALL_WORK = 16 * TOKEN_WORK;
 
 /**
- * Positions a merged call may feed. Past about a thousand, one row's matrix products are already
- * as efficient as they get, so batching gains nothing, while the attention scores (rows × heads ×
- * chunk × total) outgrow the caches: on the bench decoder two 1,024-token prompts in one call took
- * 2.7× one alone (2 cores). A single row longer than this still runs, alone.
+ * Attention scores per head a merged call may materialise (rows × chunk × total keys): one fresh
+ * 1,024-token prompt's worth. Past that the scores outgrow the caches and batching stops paying:
+ * on the bench decoder (2 cores) two fresh 1,024-token prompts in one call took 2.7× one alone,
+ * while 32 rows of 128 tokens (a half of this) batch as well as ever. A single row over it still
+ * runs, alone.
  */
-export const MAX_MERGED_POSITIONS = 1024;
+export const MAX_MERGED_SCORES = 1024 * 1024;
+
+/** Attention scores per head of a call: every padded query row against every padded key. */
+export function scoresPerHead(rows: number, past: number, fresh: number): number {
+  return rows * fresh * (past + fresh);
+}
 
 /** Work of one call over `rows` padded rows of `fresh` new positions after `past` cached ones. */
 export function paddedWork(rows: number, past: number, fresh: number): number {
@@ -38,7 +44,7 @@ export function paddedWork(rows: number, past: number, fresh: number): number {
 /**
  * Partitions row indices into calls: rows sorted by chunk length then past, each joining the
  * first group whose padded work grows by less than running it alone would cost and that stays
- * within MAX_MERGED_POSITIONS. Pure, so it is
+ * within MAX_MERGED_SCORES. Pure, so it is
  * tested on shapes; a single group keeps the input order.
  */
 export function groupRows(shapes: readonly RowShape[]): number[][] {
@@ -50,7 +56,7 @@ export function groupRows(shapes: readonly RowShape[]): number[][] {
     const target = groups.find((g) => {
       const past = Math.max(g.past, row.past);
       const fresh = Math.max(g.fresh, row.fresh);
-      if ((g.members.length + 1) * fresh > MAX_MERGED_POSITIONS) return false;
+      if (scoresPerHead(g.members.length + 1, past, fresh) > MAX_MERGED_SCORES) return false;
       return paddedWork(g.members.length + 1, past, fresh) <= paddedWork(g.members.length, g.past, g.fresh) + alone;
     });
     if (target) {

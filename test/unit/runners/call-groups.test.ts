@@ -2,15 +2,15 @@
 // long past never pads a fresh prompt (nor the other way round), long chunks run alone, and
 // every row lands in exactly one call.
 import { describe, expect, it } from 'vitest';
-import { groupRows, MAX_MERGED_POSITIONS, paddedWork, type RowShape } from '../../../src/runners/call-groups.js';
+import { groupRows, MAX_MERGED_SCORES, paddedWork, scoresPerHead, type RowShape } from '../../../src/runners/call-groups.js';
 import { SeededRandom } from '../../../kernels/onnx/random.js';
 
 const shapesOf = (groups: number[][], shapes: readonly RowShape[]) => groups.map((g) => g.map((i) => shapes[i]!));
 
 describe('groupRows', () => {
   it('keeps short fresh prompts of one length in one call, in input order', () => {
-    const shapes = Array.from({ length: 6 }, () => ({ past: 0, fresh: 128 }));
-    expect(groupRows(shapes)).toEqual([[0, 1, 2, 3, 4, 5]]);
+    const shapes = Array.from({ length: 32 }, () => ({ past: 0, fresh: 128 }));
+    expect(groupRows(shapes)).toEqual([shapes.map((_, i) => i)]);
   });
 
   it('runs a chunk remainder with a long past apart from a fresh prompt', () => {
@@ -21,7 +21,7 @@ describe('groupRows', () => {
     expect(groups).toEqual([[1], [0]]);
   });
 
-  it('runs chunks longer than the merge limit alone, even when their shapes are equal', () => {
+  it('runs long chunks alone, even when their shapes are equal: their scores would outgrow the limit', () => {
     const shapes = [
       { past: 0, fresh: 1024 },
       { past: 0, fresh: 1024 },
@@ -38,7 +38,7 @@ describe('groupRows', () => {
     ).toEqual([[0, 1]]);
   });
 
-  it('puts every row in exactly one call, no merged call over the limit, and never does more work than one call for all', () => {
+  it('puts every row in exactly one call, no merged call over the scores limit, and never does more work than one call for all', () => {
     const random = new SeededRandom(5);
     for (let trial = 0; trial < 200; trial++) {
       const shapes = Array.from({ length: 1 + (random.nextUint32() % 12) }, () => ({ past: random.nextUint32() % 3000, fresh: 1 + (random.nextUint32() % 1500) }));
@@ -47,11 +47,12 @@ describe('groupRows', () => {
       let split = 0;
       for (const group of shapesOf(groups, shapes)) {
         const fresh = Math.max(...group.map((s) => s.fresh));
-        if (group.length > 1) expect(group.length * fresh).toBeLessThanOrEqual(MAX_MERGED_POSITIONS);
-        split += paddedWork(group.length, Math.max(...group.map((s) => s.past)), fresh);
+        const past = Math.max(...group.map((s) => s.past));
+        if (group.length > 1) expect(scoresPerHead(group.length, past, fresh)).toBeLessThanOrEqual(MAX_MERGED_SCORES);
+        split += paddedWork(group.length, past, fresh);
       }
-      const single = paddedWork(shapes.length, Math.max(...shapes.map((s) => s.past)), Math.max(...shapes.map((s) => s.fresh)));
-      if (shapes.length * Math.max(...shapes.map((s) => s.fresh)) <= MAX_MERGED_POSITIONS) expect(split).toBeLessThanOrEqual(single);
+      const [past, fresh] = [Math.max(...shapes.map((s) => s.past)), Math.max(...shapes.map((s) => s.fresh))];
+      if (scoresPerHead(shapes.length, past, fresh) <= MAX_MERGED_SCORES) expect(split).toBeLessThanOrEqual(paddedWork(shapes.length, past, fresh));
     }
   });
 });

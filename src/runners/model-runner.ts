@@ -54,6 +54,25 @@ export function lastLogitsRow(logits: Float32Array, vocabSize: number): Float32A
   return logits.length === vocabSize ? logits : logits.subarray(logits.length - vocabSize);
 }
 
+/**
+ * Where a runner's time goes, ms, by phase of a model call: moving past K/V from the block pool
+ * into model tensors, building the token feeds (ids, mask, positions: the padding), the model
+ * call itself, writing present K/V back into the blocks, and extracting the sampled logits rows.
+ */
+export interface StepBreakdown {
+  gatherMs: number;
+  feedsMs: number;
+  ortMs: number;
+  scatterMs: number;
+  logitsMs: number;
+  /** Past positions copied out of the block pool (padding included): the gather's volume. */
+  gatheredPositions: number;
+}
+
+export function emptyBreakdown(): StepBreakdown {
+  return { gatherMs: 0, feedsMs: 0, ortMs: 0, scatterMs: 0, logitsMs: 0, gatheredPositions: 0 };
+}
+
 /** Counters for profiling the step; a runner reports 0 for a cost it does not have. */
 export interface RunnerStats {
   /** Model calls in the last step (a plan may be split by shape). */
@@ -62,6 +81,10 @@ export interface RunnerStats {
   lastStepCopyMs: number;
   /** Calls that reused the previous call's output as their past KV (no copy), since start. */
   reusedPastCalls: number;
+  /** The last step's time by phase. */
+  readonly lastStep: StepBreakdown;
+  /** Every step's time by phase, summed since start (a whole workload's breakdown is a difference of two). */
+  readonly total: StepBreakdown;
 }
 
 export interface ModelRunner {

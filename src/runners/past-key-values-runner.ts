@@ -11,9 +11,10 @@
 import type { ScheduledRequest, StepPlan } from '../contracts/generate.js';
 import { numBlocksForBudget } from '../kv-cache/budget.js';
 import type { ModelSession, RawTensor } from '../runtime/model-session.js';
+import { groupRows } from './call-groups.js';
 import { decoderLayoutFrom, type DecoderLayout } from './decoder-layout.js';
 import { KvStorage, type KvArray } from './kv-storage.js';
-import type { ModelRunner, RunnerInfo, RunnerStats } from './model-runner.js';
+import { emptyBreakdown, type ModelRunner, type RunnerInfo, type RunnerStats, type StepBreakdown } from './model-runner.js';
 
 /** The KV memory a runner is opened with. */
 export interface KvBudget {
@@ -35,7 +36,7 @@ interface LastDecode {
 }
 
 export class PastKeyValuesRunner implements ModelRunner {
-  readonly stats: RunnerStats = { lastStepCalls: 0, lastStepCopyMs: 0, reusedPastCalls: 0 };
+  readonly stats: RunnerStats = { lastStepCalls: 0, lastStepCopyMs: 0, reusedPastCalls: 0, lastStep: emptyBreakdown(), total: emptyBreakdown() };
   readonly info: RunnerInfo;
   private lastDecode: LastDecode | null = null;
   /** Gather targets, reused across steps (one per layer and kind), grown as pasts get longer. */
@@ -81,9 +82,16 @@ export class PastKeyValuesRunner implements ModelRunner {
     const logits: LogitsRows = new Map();
     this.stats.lastStepCalls = 0;
     this.stats.lastStepCopyMs = 0;
+    Object.assign(this.stats.lastStep, emptyBreakdown());
     if (decode.length > 0) await this.runGroup(decode, logits, true);
     else this.lastDecode = null;
-    if (prefill.length > 0) await this.runGroup(prefill, logits, false);
+    const shapes = prefill.map((r) => ({ past: r.numComputedTokens, fresh: r.tokenIds.length }));
+    for (const group of groupRows(shapes))
+      await this.runGroup(
+        group.map((i) => prefill[i]!),
+        logits,
+        false,
+      );
     for (const row of allLogits) await this.runGroup([row], logits, false);
     return logits;
   }
@@ -93,40 +101,59 @@ export class PastKeyValuesRunner implements ModelRunner {
     const newLen = Math.max(...rows.map((r) => r.tokenIds.length));
     const pastLen = Math.max(...rows.map((r) => r.numComputedTokens));
     const total = pastLen + newLen;
-    const copyStart = performance.now();
     // Prompt logprobs need every position's logits; otherwise only the last is computed.
     const keep = rows.some((r) => r.allLogits) ? newLen : 1;
-    const feeds: Record<string, RawTensor> = { ...this.tokenFeeds(rows, newLen, pastLen, keep), ...this.pastFeeds(rows, pastLen, isDecode) };
-    let copyMs = performance.now() - copyStart;
+    const tokenFeeds = this.timed('feedsMs', () => this.tokenFeeds(rows, newLen, pastLen, keep));
+    const feeds: Record<string, RawTensor> = { ...tokenFeeds, ...this.timed('gatherMs', () => this.pastFeeds(rows, pastLen, isDecode)) };
 
+    const ortStart = performance.now();
     const outputs = await this.session.run(feeds);
+    this.record('ortMs', performance.now() - ortStart);
     this.stats.lastStepCalls += 1;
 
-    const scatterStart = performance.now();
-    const present: KvArray[] = [];
-    for (let layer = 0; layer < numLayers; layer++) {
-      for (const kind of ['key', 'value'] as const) {
-        const data = outputs[`present.${layer}.${kind}`]!.data as KvArray;
-        present.push(data);
-        rows.forEach((r, row) => {
-          const count = r.tokenIds.length;
-          this.kv.scatter(layer, kind, r.blockTable, r.numComputedTokens, count, data, row, total, total - count);
-        });
+    const present = this.timed('scatterMs', () => {
+      const arrays: KvArray[] = [];
+      for (let layer = 0; layer < numLayers; layer++) {
+        for (const kind of ['key', 'value'] as const) {
+          const data = outputs[`present.${layer}.${kind}`]!.data as KvArray;
+          arrays.push(data);
+          rows.forEach((r, row) => {
+            const count = r.tokenIds.length;
+            this.kv.scatter(layer, kind, r.blockTable, r.numComputedTokens, count, data, row, total, total - count);
+          });
+        }
       }
-    }
-    copyMs += performance.now() - scatterStart;
-    this.stats.lastStepCopyMs += copyMs;
+      return arrays;
+    });
     if (isDecode) this.lastDecode = { requestIds: rows.map((r) => r.requestId), numComputed: rows.map((r) => r.numComputedTokens), total, present };
 
-    const logitsTensor = outputs.logits!;
-    const kept = logitsTensor.dims[1]!;
-    rows.forEach((r, row) => {
-      // Left padding puts a row's `count` real positions last; the sampled one is the very last.
-      const count = r.allLogits ? r.tokenIds.length : r.sample ? 1 : 0;
-      if (count === 0) return;
-      const offset = (row * kept + kept - count) * vocabSize;
-      logits.set(r.requestId, toFloat32(logitsTensor, offset, count * vocabSize));
+    this.timed('logitsMs', () => {
+      const logitsTensor = outputs.logits!;
+      const kept = logitsTensor.dims[1]!;
+      rows.forEach((r, row) => {
+        // Left padding puts a row's `count` real positions last; the sampled one is the very last.
+        const count = r.allLogits ? r.tokenIds.length : r.sample ? 1 : 0;
+        if (count === 0) return;
+        const offset = (row * kept + kept - count) * vocabSize;
+        logits.set(r.requestId, toFloat32(logitsTensor, offset, count * vocabSize));
+      });
     });
+  }
+
+  /** Runs `work`, adding its time to the phase in both the last step's and the running totals. */
+  private timed<T>(phase: Exclude<keyof StepBreakdown, 'gatheredPositions'>, work: () => T): T {
+    const started = performance.now();
+    try {
+      return work();
+    } finally {
+      this.record(phase, performance.now() - started);
+    }
+  }
+
+  private record(phase: keyof StepBreakdown, amount: number): void {
+    this.stats.lastStep[phase] += amount;
+    this.stats.total[phase] += amount;
+    if (phase === 'gatherMs' || phase === 'scatterMs') this.stats.lastStepCopyMs += amount;
   }
 
   /**
@@ -141,6 +168,7 @@ export class PastKeyValuesRunner implements ModelRunner {
     const feeds: Record<string, RawTensor> = {};
     const reusable = isDecode && this.continuesLastDecode(rows, pastLen) ? this.lastDecode!.present : null;
     if (reusable) this.stats.reusedPastCalls += 1;
+    else this.record('gatheredPositions', rows.length * pastLen);
     const pastSize = rows.length * numKvHeads * pastLen * headDim;
     let index = 0;
     for (let layer = 0; layer < numLayers; layer++) {

@@ -5,12 +5,12 @@
 // the test lets it go, so a message can be delivered mid-step without counting event-loop turns.
 
 import type { StepPlan } from '../../src/contracts/generate.js';
-import type { ModelRunner, RunnerInfo, RunnerStats, StepLogits } from '../../src/runners/model-runner.js';
+import { emptyBreakdown, type ModelRunner, type RunnerInfo, type RunnerStats, type StepLogits } from '../../src/runners/model-runner.js';
 import { FakeRunner, VOCAB } from './fake-model.js';
 
 export class FakeModelRunner implements ModelRunner {
   readonly info: RunnerInfo;
-  readonly stats: RunnerStats = { lastStepCalls: 0, lastStepCopyMs: 0, reusedPastCalls: 0 };
+  readonly stats: RunnerStats = { lastStepCalls: 0, lastStepCopyMs: 0, reusedPastCalls: 0, lastStep: emptyBreakdown(), total: emptyBreakdown() };
   readonly plans: StepPlan[] = [];
   released = false;
   private readonly model: FakeRunner;

@@ -7,6 +7,7 @@ import { spawnWorker } from '../../../src/threads/spawn-worker.js';
 import type { StepShape } from '../forward/feeds.js';
 import type { EngineBenchConfig } from './config.js';
 import type { StepProfile } from './profile.js';
+import type { WorkloadProfile } from './workload-profile.js';
 
 const ENTRY = new URL('./bench-worker.ts', import.meta.url);
 
@@ -31,7 +32,7 @@ export type ToBenchWorker =
 export type FromBenchWorker =
   | { readonly type: 'done'; readonly id: number }
   | { readonly type: 'floor'; readonly id: number; readonly times: number[] }
-  | { readonly type: 'profile'; readonly id: number; readonly profile: StepProfile[] }
+  | { readonly type: 'profile'; readonly id: number; readonly profile: StepProfile[]; readonly workloads: WorkloadProfile[] }
   | { readonly type: 'error'; readonly id: number; readonly message: string };
 
 type Pending = { resolve: (message: FromBenchWorker) => void; reject: (error: Error) => void };
@@ -68,9 +69,10 @@ export class BenchWorker {
     return reply.type === 'floor' ? reply.times : [];
   }
 
-  async profile(config: EngineBenchConfig, engine: EngineWorkerData): Promise<StepProfile[]> {
+  /** The decode step profile and the context sweep's workload profiles (config.sweep). */
+  async profile(config: EngineBenchConfig, engine: EngineWorkerData): Promise<{ steps: StepProfile[]; workloads: WorkloadProfile[] }> {
     const reply = await this.request({ type: 'profile', id: this.nextId++, config, engine });
-    return reply.type === 'profile' ? reply.profile : [];
+    return reply.type === 'profile' ? { steps: reply.profile, workloads: reply.workloads } : { steps: [], workloads: [] };
   }
 
   async close(): Promise<void> {

@@ -9,6 +9,7 @@ import { SeededRandom, seedFor } from '../../../kernels/onnx/random.js';
 import { decoderFeeds, inspectDecoder, type Feeds } from '../forward/feeds.js';
 import type { BenchWorkerData, FloorShape, FromBenchWorker, ToBenchWorker } from './bench-worker-client.js';
 import { profileSteps } from './profile.js';
+import { sweepWorkloads } from './workload-profile.js';
 
 const port = parentPort!;
 const data = workerData as BenchWorkerData;
@@ -52,7 +53,12 @@ async function handle(message: ToBenchWorker): Promise<void> {
       case 'floor':
         return post({ type: 'floor', id: message.id, times: await runFloor(message.point, message.calls) });
       case 'profile':
-        return post({ type: 'profile', id: message.id, profile: await profileSteps(message.config, message.engine) });
+        return post({
+          type: 'profile',
+          id: message.id,
+          profile: message.config.profile ? await profileSteps(message.config, message.engine) : [],
+          workloads: await sweepWorkloads(message.config, message.engine),
+        });
       case 'close':
         await session?.release();
         return port.close();

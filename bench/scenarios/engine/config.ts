@@ -33,6 +33,8 @@ export interface EngineBenchConfig {
   readonly kvCacheBytes: number;
   /** Profile the engine step (copy ms, ORT calls, ORT ms) on an EngineCore before the interleaved runs. */
   readonly profile: boolean;
+  /** Context sweep: prompt lengths at which a whole throughput workload is profiled by runner phase (empty: none). */
+  readonly sweep: readonly number[];
 }
 
 export const ENGINE_FLAGS: Readonly<Record<string, FlagSpec>> = {
@@ -44,6 +46,7 @@ export const ENGINE_FLAGS: Readonly<Record<string, FlagSpec>> = {
   output: { type: 'string', usage: '--output N', description: 'output tokens per throughput request (default 128; quick 8)' },
   prefix: { type: 'string', usage: '--prefix N', description: 'TTFT shared prefix tokens (default 1000; quick 64)' },
   mixed: { type: 'string', usage: '--mixed N', description: 'requests of the mixed KV-waste workload (default 16; quick 8)' },
+  sweep: { type: 'string', usage: '--sweep 128,1024,2048', description: 'context sweep: profile a whole workload per prompt length and concurrency, by runner phase (default none)' },
   'no-profile': { type: 'boolean', usage: '--no-profile', description: 'skip the decode step profile' },
 };
 
@@ -61,7 +64,8 @@ export function engineBenchConfig(flags: FlagValues, quick: boolean): EngineBenc
   const mixedRequests = positiveInt(flags['mixed'], quick ? 8 : 16, '--mixed', 1);
   const mixedPrompt: [number, number] = quick ? [4, 48] : [32, 384];
   const mixedOutput: [number, number] = quick ? [2, 16] : [16, 160];
-  const longest = Math.max(promptTokens + outputTokens, prefixTokens + 64, mixedPrompt[1] + mixedOutput[1]);
+  const sweep = intList(flags['sweep'], [], '--sweep');
+  const longest = Math.max(promptTokens + outputTokens, ...sweep.map((p) => p + outputTokens), prefixTokens + 64, mixedPrompt[1] + mixedOutput[1]);
   return {
     size: size[0]!,
     precision: precision[0]!,
@@ -84,6 +88,7 @@ export function engineBenchConfig(flags: FlagValues, quick: boolean): EngineBenc
     // preempts (the cache is allocated lazily; untouched pages cost nothing).
     kvCacheBytes: (quick ? 64 : 512) << 20,
     profile: flags['no-profile'] !== true,
+    sweep,
   };
 }
 

@@ -9,6 +9,8 @@ import { GROUP, VARIANT, prefillRowsFor, type Observations, type StepTimes } fro
 import type { EngineBenchConfig } from './config.js';
 import { kvWaste, type KvWaste } from './kv-waste.js';
 import type { StepProfile } from './profile.js';
+import { sweepTable } from './sweep-report.js';
+import type { WorkloadProfile } from './workload-profile.js';
 import { decodeStepMs, medianOf, mergeTraces, outputTokens, type WorkloadTrace } from './workload.js';
 
 export const TARGETS = { floorShare: 0.8, batchingGain: 4, ttftGain: 5, kvWaste: 0.04 } as const;
@@ -26,7 +28,14 @@ export interface Observed {
   readonly stepTimes: StepTimes;
 }
 
-export function conclude(results: readonly CaseResult[], observed: Observed, config: EngineBenchConfig, profile: readonly StepProfile[], baseline: string): Conclusion {
+export function conclude(
+  results: readonly CaseResult[],
+  observed: Observed,
+  config: EngineBenchConfig,
+  profile: readonly StepProfile[],
+  baseline: string,
+  workloads: readonly WorkloadProfile[] = [],
+): Conclusion {
   const metrics = new Map<string, Metrics>();
   const kv = new Map<string, KvWaste>();
   for (const r of results) {
@@ -44,6 +53,7 @@ export function conclude(results: readonly CaseResult[], observed: Observed, con
   const targets = targetRows(config, look, top, [...kv.values()][0]);
   const sections = ['### Throughput and step time', '', throughputTable(config, look), '', '### Time to first token', '', ttftTable(results, metrics), '', '### KV cache waste', '', kvTable(kv), ''];
   if (profile.length > 0) sections.push('### Decode step profile (EngineCore driven directly, in a worker)', '', profileTable(profile), '');
+  if (workloads.length > 0) sections.push('### Context sweep (a whole workload per point on an EngineCore, by runner phase)', '', sweepTable(workloads), '');
   sections.push(
     '### Every case',
     '',

@@ -16,6 +16,7 @@ import { BenchWorker } from './bench-worker-client.js';
 import { GROUP, SEED, VARIANT, floorCases, floorShapes, kvCase, seedPrefix, throughputCases, ttftCases, type Engines, type Observations, type StepTimes } from './cases.js';
 import { ENGINE_FLAGS, engineBenchConfig, engineData, type EngineBenchConfig } from './config.js';
 import type { StepProfile } from './profile.js';
+import type { WorkloadProfile } from './workload-profile.js';
 import { conclude, engineCharts } from './report.js';
 import { benchRequest, randomTokens, runWorkload } from './workload.js';
 
@@ -43,9 +44,9 @@ async function prepareEngine(source: DecoderSource, context: ScenarioContext): P
   context.log('starting 4 engines and the floor worker…');
   const { engines, worker, dispose } = await startAll(config, modelPath, configs, context.log);
   try {
-    let profile: StepProfile[] = [];
-    if (config.profile) {
-      context.log('profiling the decode step (EngineCore in the floor worker)…');
+    let profile: { steps: StepProfile[]; workloads: WorkloadProfile[] } = { steps: [], workloads: [] };
+    if (config.profile || config.sweep.length > 0) {
+      context.log(`profiling the decode step${config.sweep.length > 0 ? ' and the context sweep' : ''} (EngineCore in the floor worker)…`);
       profile = await worker.profile(config, configs.batched);
     }
     await worker.prepareFloor(floorShapes(config));
@@ -67,7 +68,7 @@ async function prepareEngine(source: DecoderSource, context: ScenarioContext): P
       notes: notesFor(config, engines, loadAtStart),
       settings: { ...config, modelPath, numBlocks: engines.batched.info.numBlocks, batchedMaxNumSeqs: configs.batched.maxNumSeqs },
       conclude: (results: readonly CaseResult[]) => {
-        const conclusion = conclude(results, observed, config, profile, VARIANT.serial);
+        const conclusion = conclude(results, observed, config, profile.steps, VARIANT.serial, profile.workloads);
         const load = loadavg()
           .map((x) => x.toFixed(2))
           .join(' / ');

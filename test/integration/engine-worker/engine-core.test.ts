@@ -39,7 +39,7 @@ const open = async (c: EngineConfig, log: (line: string) => void = () => {}): Pr
 const prompt = (seed: number, length: number) => Array.from({ length }, (_, i) => (seed * 7919 + i * 104_729) % 150_000);
 
 /** Runs the engine until idle, adding `arrivals[step]` before each step; returns tokens per request. */
-async function drive(engine: EngineCore, arrivals: Map<number, GenerateRequest[]>): Promise<{ tokens: Map<string, number[]>; outputs: StepOutput[] }> {
+async function drive(engine: EngineCore, arrivals: Map<number, GenerateRequest[]>, afterStep: () => void = () => {}): Promise<{ tokens: Map<string, number[]>; outputs: StepOutput[] }> {
   const tokens = new Map<string, number[]>();
   const outputs: StepOutput[] = [];
   for (let step = 0; step < 2000; step++) {
@@ -48,6 +48,7 @@ async function drive(engine: EngineCore, arrivals: Map<number, GenerateRequest[]
     if (!engine.hasWork()) continue;
     const output = await engine.step();
     outputs.push(output);
+    afterStep();
     for (const u of output.updates) tokens.set(u.requestId, [...(tokens.get(u.requestId) ?? []), ...u.newTokenIds]);
     engine.checkIntegrity();
   }
@@ -132,4 +133,24 @@ describe('EngineCore with the tiny decoder', () => {
     expect(engine.hasWork()).toBe(false);
     expect(engine.flush().rejections[0]).toMatchObject({ requestId: 'huge', code: 'CONTEXT_LENGTH_EXCEEDED' });
   });
+  it('a chunk remainder with a long past and a fresh long prompt run as separate calls and equal each request alone', async () => {
+    // 1,200 tokens a step: x's 1,500-token prompt takes the first step whole and leaves a
+    // 300-token remainder (past 1,200) for the step where y's 700-token prompt arrives beside z's
+    // 3 tokens; call-groups.ts runs the three apart instead of padding all to 700 new after a
+    // 1,200 past (one call, without the grouping), then z, x and y decode together.
+    const long = [
+      { id: 'x', prompt: prompt(11, 1500), max: 4, at: 0 },
+      { id: 'z', prompt: prompt(13, 3), max: 10, at: 0 },
+      { id: 'y', prompt: prompt(12, 700), max: 5, at: 1 },
+    ];
+    const expected = new Map<string, number[]>();
+    for (const c of long) expected.set(c.id, await greedy(session, ort, c.prompt, c.max));
+    const engine = await open(config({ maxNumBatchedTokens: 1200, maxModelLen: 2048, kvCacheBytes: 16 << 20 }));
+    const arrivals = new Map<number, GenerateRequest[]>();
+    for (const c of long) arrivals.set(c.at, [...(arrivals.get(c.at) ?? []), request(c.id, c.prompt, c.max)]);
+    const callsPerStep: number[] = [];
+    const { tokens } = await drive(engine, arrivals, () => callsPerStep.push(engine.runnerStats.lastStepCalls));
+    for (const c of long) expect(tokens.get(c.id), c.id).toEqual(expected.get(c.id));
+    expect(Math.max(...callsPerStep)).toBe(3);
+  }, 120_000);
 });

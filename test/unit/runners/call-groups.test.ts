@@ -1,0 +1,58 @@
+// Which prefill rows share a model call: rows of similar shape merge, a chunk remainder with a
+// long past never pads a fresh prompt (nor the other way round), long chunks run alone, and
+// every row lands in exactly one call.
+import { describe, expect, it } from 'vitest';
+import { groupRows, MAX_MERGED_SCORES, paddedWork, scoresPerHead, type RowShape } from '../../../src/runners/call-groups.js';
+import { SeededRandom } from '../../../kernels/onnx/random.js';
+
+const shapesOf = (groups: number[][], shapes: readonly RowShape[]) => groups.map((g) => g.map((i) => shapes[i]!));
+
+describe('groupRows', () => {
+  it('keeps short fresh prompts of one length in one call, in input order', () => {
+    const shapes = Array.from({ length: 32 }, () => ({ past: 0, fresh: 128 }));
+    expect(groupRows(shapes)).toEqual([shapes.map((_, i) => i)]);
+  });
+
+  it('runs a chunk remainder with a long past apart from a fresh prompt', () => {
+    const groups = groupRows([
+      { past: 2030, fresh: 18 },
+      { past: 0, fresh: 512 },
+    ]);
+    expect(groups).toEqual([[1], [0]]);
+  });
+
+  it('runs long chunks alone, even when their shapes are equal: their scores would outgrow the limit', () => {
+    const shapes = [
+      { past: 0, fresh: 1024 },
+      { past: 0, fresh: 1024 },
+    ];
+    expect(groupRows(shapes)).toEqual([[0], [1]]);
+  });
+
+  it('merges remainders of similar pasts, whose padding is cheaper than another call', () => {
+    expect(
+      groupRows([
+        { past: 1000, fresh: 10 },
+        { past: 990, fresh: 12 },
+      ]),
+    ).toEqual([[0, 1]]);
+  });
+
+  it('puts every row in exactly one call, no merged call over the scores limit, and never does more work than one call for all', () => {
+    const random = new SeededRandom(5);
+    for (let trial = 0; trial < 200; trial++) {
+      const shapes = Array.from({ length: 1 + (random.nextUint32() % 12) }, () => ({ past: random.nextUint32() % 3000, fresh: 1 + (random.nextUint32() % 1500) }));
+      const groups = groupRows(shapes);
+      expect(groups.flat().sort((a, b) => a - b)).toEqual(shapes.map((_, i) => i));
+      let split = 0;
+      for (const group of shapesOf(groups, shapes)) {
+        const fresh = Math.max(...group.map((s) => s.fresh));
+        const past = Math.max(...group.map((s) => s.past));
+        if (group.length > 1) expect(scoresPerHead(group.length, past, fresh)).toBeLessThanOrEqual(MAX_MERGED_SCORES);
+        split += paddedWork(group.length, past, fresh);
+      }
+      const [past, fresh] = [Math.max(...shapes.map((s) => s.past)), Math.max(...shapes.map((s) => s.fresh))];
+      if (scoresPerHead(shapes.length, past, fresh) <= MAX_MERGED_SCORES) expect(split).toBeLessThanOrEqual(paddedWork(shapes.length, past, fresh));
+    }
+  });
+});

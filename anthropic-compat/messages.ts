@@ -12,10 +12,10 @@ import { ConveyorError } from '../src/errors.js';
 import { prepareChoices, runChoices } from '../openai-compat/generation.js';
 import type { ChatToolPlan } from '../openai-compat/tool-calls.js';
 import type { AnthropicContext } from './context.js';
+import { SseWriter } from '../openai-compat/sse.js';
 import { ContentBlockStream, foldBlocks, type BlockEvent, type ReasoningOfModel } from './content.js';
 import { anthropicFailure } from './errors.js';
 import { checkFields, MESSAGES_FIELDS, messagesInput, requireModel, requireObject, streamFlag, type Body } from './request.js';
-import { NamedEventWriter } from './sse.js';
 import { messagesToolPlan } from './tools.js';
 import { messagesUsage, newMessageId, newRequestId, stopOf } from './wire.js';
 
@@ -88,7 +88,9 @@ function hookHeaders(reply: FastifyReply): Record<string, string | number | stri
 
 async function streamMessage(reply: FastifyReply, { plan, reasoning, events, head, stops }: Generation, sendTimeoutMs: number | undefined): Promise<void> {
   reply.hijack();
-  const sse = new NamedEventWriter(reply.raw, sendTimeoutMs);
+  const sse = new SseWriter(reply.raw, sendTimeoutMs);
+  // Anthropic names every event after the `type` its data carries, and ends without [DONE].
+  const send = <E extends { readonly type: string }>(event: E): Promise<void> => sse.sendEvent(event.type, event);
   const reader = new ContentBlockStream(plan, reasoning);
   let opened = false;
   let pinged = false;
@@ -100,19 +102,19 @@ async function streamMessage(reply: FastifyReply, { plan, reasoning, events, hea
         sse.open(hookHeaders(reply));
         opened = true;
         const { output_tokens_details: _, ...usage } = { ...messagesUsage(event.usage), output_tokens: 0 };
-        await sse.send({ type: 'message_start', message: { ...head, content: [], stop_reason: null, stop_sequence: null, usage } });
+        await send({ type: 'message_start', message: { ...head, content: [], stop_reason: null, stop_sequence: null, usage } });
       }
       for (const block of reader.push(event.text, event.finishReason !== null)) {
-        await sse.send(block);
+        await send(block);
         // Anthropic's stream pings once the first block has started.
-        if (!pinged) await sse.send({ type: 'ping' });
+        if (!pinged) await send({ type: 'ping' });
         pinged = true;
       }
       if (event.finishReason === null) continue;
-      if (!pinged) await sse.send({ type: 'ping' });
+      if (!pinged) await send({ type: 'ping' });
       const stop = stopOf(event.finishReason, event.stopReason, stops, reader.callCount);
-      await sse.send({ type: 'message_delta', delta: stop, usage: messagesUsage(event.usage) });
-      await sse.send({ type: 'message_stop' });
+      await send({ type: 'message_delta', delta: stop, usage: messagesUsage(event.usage) });
+      await send({ type: 'message_stop' });
       sse.end();
       return;
     }
@@ -124,7 +126,7 @@ async function streamMessage(reply: FastifyReply, { plan, reasoning, events, hea
       reply.raw.end(JSON.stringify(failure.body));
       return;
     }
-    await sse.send(failure.body);
+    await send(failure.body);
     sse.end();
   }
 }

@@ -3,7 +3,7 @@
 // "peaked" (a trained model's look: a few tokens far above a broad bulk) and "flat" (a random-
 // weight model's look: everything within a few nats, the worst case for the 30-nat window).
 
-import type { SamplingParams } from '../../src/contracts/generate.js';
+import { GREEDY_SAMPLING, type SamplingParams } from '../../src/contracts/generate.js';
 import { Sampler } from '../../src/sampler/sampler.js';
 
 const VOCAB = 151_936;
@@ -11,19 +11,7 @@ const SAMPLEABLE = 151_669;
 const BATCH = 50;
 const ROUNDS = 9;
 
-const BASE: SamplingParams = {
-  temperature: 1,
-  topK: 0,
-  topP: 1,
-  minP: 0,
-  repetitionPenalty: 1,
-  frequencyPenalty: 0,
-  presencePenalty: 0,
-  logitBias: null,
-  logprobs: false,
-  topLogprobs: 0,
-  seed: 1234,
-};
+const BASE: SamplingParams = { ...GREEDY_SAMPLING, temperature: 1, seed: 1234 };
 
 const CASES: Record<string, SamplingParams> = {
   greedy: { ...BASE, temperature: 0 },

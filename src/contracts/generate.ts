@@ -34,6 +34,21 @@ export interface SamplingParams {
   readonly seed: number | null;
 }
 
+/** Greedy with every processor off: the neutral base that tests and benchmarks spread and override. */
+export const GREEDY_SAMPLING: SamplingParams = {
+  temperature: 0,
+  topK: 0,
+  topP: 1,
+  minP: 0,
+  repetitionPenalty: 1,
+  frequencyPenalty: 0,
+  presencePenalty: 0,
+  logitBias: null,
+  logprobs: false,
+  topLogprobs: 0,
+  seed: null,
+};
+
 /** Stops the engine checks itself. Stop strings are matched by the output processor, which ends the request with abort(id, 'stop'). */
 export interface StopConditions {
   /** Most output tokens to generate, ≥ 1. The context length caps it further. */

@@ -5,7 +5,7 @@
 // changes the generated tokens and fails the comparison with a run that never shares or evicts.
 
 import { expect } from 'vitest';
-import type { GenerateRequest, SampledTokens, StepPlan, StepResult } from '../../src/contracts/generate.js';
+import { type GenerateRequest, GREEDY_SAMPLING, type SampledTokens, type StepPlan, type StepResult } from '../../src/contracts/generate.js';
 import { type PreemptionEvent, Scheduler, type SchedulerConfig } from '../../src/engine-worker/scheduler.js';
 import { KvCacheManager, type KvCacheOptions } from '../../src/kv-cache/kv-cache-manager.js';
 
@@ -73,7 +73,7 @@ export function makeRequest(id: string, prompt: readonly number[], over: Partial
   return {
     id,
     promptTokenIds: prompt,
-    sampling: { temperature: 0, topK: 0, topP: 1, minP: 0, repetitionPenalty: 1, frequencyPenalty: 0, presencePenalty: 0, logitBias: null, logprobs: false, topLogprobs: 0, seed: null },
+    sampling: GREEDY_SAMPLING,
     stop: { maxTokens: 16, minTokens: 0, eosTokenIds: [EOS], ignoreEos: false, stopTokenIds: [], ...stop },
     priority,
     cacheSalt,

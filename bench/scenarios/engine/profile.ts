@@ -9,6 +9,7 @@ import { EngineCore } from '../../../src/engine-worker/engine-core.js';
 import { openModelRunner } from '../../../src/runners/create-runner.js';
 import { Sampler } from '../../../src/sampler/sampler.js';
 import type { EngineWorkerData } from '../../../src/contracts/engine-messages.js';
+import { GREEDY_SAMPLING } from '../../../src/contracts/generate.js';
 import type { EngineBenchConfig } from './config.js';
 import { benchRequest, medianOf, randomTokens } from './workload.js';
 
@@ -119,7 +120,7 @@ function timeOrtRuns(): OrtTimer {
 function timeSampler(vocabSize: number, batch: number): number {
   const sampler = new Sampler({ vocabSize });
   const rows = Array.from({ length: batch }, (_, i) => new SeededRandom(i + 1).uniformWithStd(vocabSize, 2));
-  const params = { temperature: 0, topK: 0, topP: 1, minP: 0, repetitionPenalty: 1, frequencyPenalty: 0, presencePenalty: 0, logitBias: null, logprobs: false, topLogprobs: 0, seed: null };
+  const params = GREEDY_SAMPLING;
   const times: number[] = [];
   for (let rep = 0; rep < 5; rep++) {
     const started = performance.now();

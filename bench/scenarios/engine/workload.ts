@@ -2,24 +2,10 @@
 // time and counters, and the engine's stats as of each step. Measurements come from the updates
 // themselves (engine timestamps), so the harness's wall time and these numbers can be compared.
 
-import type { EngineStats, GenerateRequest, SamplingParams } from '../../../src/contracts/generate.js';
+import { type EngineStats, type GenerateRequest, GREEDY_SAMPLING } from '../../../src/contracts/generate.js';
 import type { EngineClient } from '../../../src/engine-client/engine-client.js';
 import type { SeededRandom } from '../../../kernels/onnx/random.js';
 import { summarize } from '../../harness/stats.js';
-
-const GREEDY: SamplingParams = {
-  temperature: 0,
-  topK: 0,
-  topP: 1,
-  minP: 0,
-  repetitionPenalty: 1,
-  frequencyPenalty: 0,
-  presencePenalty: 0,
-  logitBias: null,
-  logprobs: false,
-  topLogprobs: 0,
-  seed: null,
-};
 
 /** Below Qwen3's special tokens (151,643 and up), so a random prompt is ordinary text to the model. */
 const ORDINARY_TOKENS = 151_643;
@@ -28,7 +14,7 @@ export function benchRequest(id: string, promptTokenIds: readonly number[], maxT
   return {
     id,
     promptTokenIds,
-    sampling: GREEDY,
+    sampling: GREEDY_SAMPLING,
     priority: 0,
     cacheSalt: null,
     stop: { maxTokens, minTokens: 0, eosTokenIds: [], ignoreEos: true, stopTokenIds: [] },

@@ -2,7 +2,7 @@
 import * as ort from 'onnxruntime-node';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import type { GenerateRequest } from '../../../src/contracts/generate.js';
+import { type GenerateRequest, GREEDY_SAMPLING } from '../../../src/contracts/generate.js';
 import { EngineClient } from '../../../src/engine-client/engine-client.js';
 import { DEFAULT_REPOSITORY } from '../../../models/default-repository.js';
 import { greedy } from '../../support/decoder.js';
@@ -13,7 +13,7 @@ const request = (id: string, prompt: number[], maxTokens: number): GenerateReque
   promptTokenIds: prompt,
   priority: 0,
   cacheSalt: null,
-  sampling: { temperature: 0, topK: 0, topP: 1, minP: 0, repetitionPenalty: 1, frequencyPenalty: 0, presencePenalty: 0, logitBias: null, logprobs: false, topLogprobs: 0, seed: null },
+  sampling: GREEDY_SAMPLING,
   stop: { maxTokens, minTokens: 0, eosTokenIds: [], ignoreEos: true, stopTokenIds: [] },
 });
 let engine: EngineClient;

@@ -48,3 +48,17 @@ export async function presentVariantFile(precision: string, exists: (file: strin
   for (const file of files) if (await exists(file)) return file;
   return files[0];
 }
+
+/**
+ * How a decoder's attention reads its KV cache, the `attention_backend` model parameter (as vLLM's
+ * --attention-backend). `past_key_values`: the Optimum contract (model.onnx), past K/V fed as
+ * tensors; `paged`: the paged-attention graph the builders and `conveyor convert --paged` write
+ * beside it (model_paged.onnx), whose attention reads the block pool in place.
+ */
+export const ATTENTION_BACKENDS = ['past_key_values', 'paged'] as const;
+export type AttentionBackend = (typeof ATTENTION_BACKENDS)[number];
+
+/** The paged graph's file for an Optimum variant file: model.onnx → model_paged.onnx, model_q4.onnx → model_paged_q4.onnx. */
+export function pagedVariantFile(file: string): string {
+  return file.replace(/^model(?=[_.])/, 'model_paged');
+}

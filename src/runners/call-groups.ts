@@ -4,7 +4,8 @@
 // no past) makes every row pay for both — the fresh prompt attends over the other's past and the
 // remainder runs a whole chunk of padded positions through every layer. Measured on the bench
 // decoder, such a mixed call took twice as long as the two rows run apart. This policy merges rows
-// only while the padding costs less than another call.
+// only while the padding costs less than another call. A paged-attention call pads only its
+// attention (FLAT_CALL_COST), so the same policy merges far more there.
 
 /** A row's shape as a call sees it: positions already cached and positions fed now. */
 export interface RowShape {
@@ -36,35 +37,56 @@ export function scoresPerHead(rows: number, past: number, fresh: number): number
   return rows * fresh * (past + fresh);
 }
 
+/** A call as the cost model sees it: every row padded to the longest past and chunk, and the real new positions. */
+export interface CallShape {
+  readonly rows: number;
+  readonly past: number;
+  readonly fresh: number;
+  readonly tokens: number;
+}
+
+/** How much a call of a given shape costs a runner; it only has to rank groupings. */
+export type CallCost = (call: CallShape) => number;
+
 /** Work of one call over `rows` padded rows of `fresh` new positions after `past` cached ones. */
 export function paddedWork(rows: number, past: number, fresh: number): number {
   return rows * fresh * (TOKEN_WORK + past + fresh) + CALL_WORK;
 }
 
+/** An Optimum decoder call is rectangular: every padded position goes through every layer. */
+export const RECTANGULAR_CALL_COST: CallCost = ({ rows, past, fresh }) => paddedWork(rows, past, fresh);
+
+/**
+ * A paged-attention call runs its tokens flat through the projections and MLP (no padding there)
+ * and pads only attention: each sequence's queries to the longest chunk, its keys to the longest
+ * past.
+ */
+export const FLAT_CALL_COST: CallCost = ({ rows, past, fresh, tokens }) => tokens * TOKEN_WORK + rows * fresh * (past + fresh) + CALL_WORK;
+
 /**
  * Partitions row indices into calls: rows sorted by chunk length then past, each joining the
- * first group whose padded work grows by less than running it alone would cost and that stays
- * within MAX_MERGED_SCORES. Pure, so it is
- * tested on shapes; a single group keeps the input order.
+ * first group whose work (by `cost`) grows by less than running it alone would cost and that
+ * stays within MAX_MERGED_SCORES. Pure, so it is tested on shapes; a single group keeps the
+ * input order.
  */
-export function groupRows(shapes: readonly RowShape[]): number[][] {
+export function groupRows(shapes: readonly RowShape[], cost: CallCost = RECTANGULAR_CALL_COST): number[][] {
   const order = shapes.map((_, i) => i).sort((a, b) => shapes[b]!.fresh - shapes[a]!.fresh || shapes[b]!.past - shapes[a]!.past || a - b);
-  const groups: { members: number[]; past: number; fresh: number }[] = [];
+  const groups: { members: number[]; past: number; fresh: number; tokens: number }[] = [];
   for (const index of order) {
     const row = shapes[index]!;
-    const alone = paddedWork(1, row.past, row.fresh);
+    const alone = cost({ rows: 1, past: row.past, fresh: row.fresh, tokens: row.fresh });
     const target = groups.find((g) => {
-      const past = Math.max(g.past, row.past);
-      const fresh = Math.max(g.fresh, row.fresh);
-      if (scoresPerHead(g.members.length + 1, past, fresh) > MAX_MERGED_SCORES) return false;
-      return paddedWork(g.members.length + 1, past, fresh) <= paddedWork(g.members.length, g.past, g.fresh) + alone;
+      const merged = { rows: g.members.length + 1, past: Math.max(g.past, row.past), fresh: Math.max(g.fresh, row.fresh), tokens: g.tokens + row.fresh };
+      if (scoresPerHead(merged.rows, merged.past, merged.fresh) > MAX_MERGED_SCORES) return false;
+      return cost(merged) <= cost({ rows: g.members.length, past: g.past, fresh: g.fresh, tokens: g.tokens }) + alone;
     });
     if (target) {
       target.members.push(index);
       target.past = Math.max(target.past, row.past);
       target.fresh = Math.max(target.fresh, row.fresh);
+      target.tokens += row.fresh;
     } else {
-      groups.push({ members: [index], past: row.past, fresh: row.fresh });
+      groups.push({ members: [index], past: row.past, fresh: row.fresh, tokens: row.fresh });
     }
   }
   return groups.map((g) => g.members.sort((a, b) => a - b));

@@ -1,6 +1,6 @@
 // Opens a model and picks the runner adapter from its I/O names (ARCHITECTURE.md, "Runners"):
-// the engine asks for a ModelRunner and never learns which one it got. Supporting another
-// contract (a paged-attention graph taking the block pool and block tables) means one entry in
+// the engine asks for a ModelRunner and never learns which one it got. Each contract (the Optimum
+// decoder's past_key_values, the paged-attention graph's block pools) is one entry in
 // RUNNER_CONTRACTS and one case in adapterFor, nothing in the engine.
 
 import type { StepPlan } from '../contracts/generate.js';
@@ -9,6 +9,8 @@ import { ConveyorError } from '../errors.js';
 import { FaultPoint } from '../runtime/fault-injection.js';
 import { ModelSession } from '../runtime/model-session.js';
 import type { ModelRunner, RunnerInfo, RunnerKind, RunnerOptions, RunnerStats, StepLogits } from './model-runner.js';
+import { PAGED_TOKEN_INPUTS } from './paged-layout.js';
+import { PagedRunner } from './paged-runner.js';
 import { PastKeyValuesRunner } from './past-key-values-runner.js';
 
 /** Names of a model's inputs and outputs, which is all the choice looks at. */
@@ -32,6 +34,12 @@ export const RUNNER_CONTRACTS: readonly RunnerContract[] = [
     description: 'an Optimum decoder with past_key_values (PastKeyValuesRunner)',
     inputs: ['input_ids', 'attention_mask', 'past_key_values.0.key', 'past_key_values.0.value'],
     outputs: ['logits', 'present.0.key', 'present.0.value'],
+  },
+  {
+    kind: 'paged',
+    description: 'a paged-attention decoder reading the block pool (PagedRunner)',
+    inputs: [...PAGED_TOKEN_INPUTS, 'key_cache.0', 'value_cache.0'],
+    outputs: ['logits', 'new_key.0', 'new_value.0'],
   },
 ];
 
@@ -74,6 +82,8 @@ function adapterFor(kind: RunnerKind, session: ModelSession, options: RunnerOpti
   switch (kind) {
     case 'past-key-values':
       return PastKeyValuesRunner.forSession(session, options);
+    case 'paged':
+      return PagedRunner.forSession(session, options);
   }
 }
 

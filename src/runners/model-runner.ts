@@ -13,7 +13,7 @@ import type { Device } from '../contracts/worker-messages.js';
 export type RunnerOptions = Pick<EngineWorkerData, 'modelPath' | 'device' | 'intraOpNumThreads' | 'kvCacheBytes' | 'blockSize' | 'faultInjection'>;
 
 /** The adapters there are; create-runner.ts maps a model's I/O names to one. */
-export type RunnerKind = 'past-key-values';
+export type RunnerKind = 'past-key-values' | 'paged';
 
 /** The model facts the engine needs: KV layout for the ready message and sizing, vocab for the sampler. */
 export interface ModelShape {

@@ -14,7 +14,9 @@ import type { ModelSession, RawTensor } from '../runtime/model-session.js';
 import { groupRows } from './call-groups.js';
 import { decoderLayoutFrom, type DecoderLayout } from './decoder-layout.js';
 import { KvStorage, type KvArray } from './kv-storage.js';
-import { emptyBreakdown, type ModelRunner, type RunnerInfo, type RunnerStats, type StepBreakdown } from './model-runner.js';
+import { toFloat32 } from './logits-rows.js';
+import { StepTimer } from './step-timer.js';
+import type { ModelRunner, RunnerInfo, RunnerStats } from './model-runner.js';
 
 /** The KV memory a runner is opened with. */
 export interface KvBudget {
@@ -36,7 +38,8 @@ interface LastDecode {
 }
 
 export class PastKeyValuesRunner implements ModelRunner {
-  readonly stats: RunnerStats = { lastStepCalls: 0, lastStepCopyMs: 0, reusedPastCalls: 0, lastStep: emptyBreakdown(), total: emptyBreakdown() };
+  private readonly timer = new StepTimer();
+  readonly stats: RunnerStats = this.timer.stats;
   readonly info: RunnerInfo;
   private lastDecode: LastDecode | null = null;
   /** Gather targets, reused across steps (one per layer and kind), grown as pasts get longer. */
@@ -80,9 +83,7 @@ export class PastKeyValuesRunner implements ModelRunner {
     const prefill = plan.scheduled.filter((r) => r.tokenIds.length > 1 && !r.allLogits);
     const allLogits = plan.scheduled.filter((r) => r.tokenIds.length > 1 && r.allLogits);
     const logits: LogitsRows = new Map();
-    this.stats.lastStepCalls = 0;
-    this.stats.lastStepCopyMs = 0;
-    Object.assign(this.stats.lastStep, emptyBreakdown());
+    this.timer.beginStep();
     if (decode.length > 0) await this.runGroup(decode, logits, true);
     else this.lastDecode = null;
     const shapes = prefill.map((r) => ({ past: r.numComputedTokens, fresh: r.tokenIds.length }));
@@ -103,15 +104,12 @@ export class PastKeyValuesRunner implements ModelRunner {
     const total = pastLen + newLen;
     // Prompt logprobs need every position's logits; otherwise only the last is computed.
     const keep = rows.some((r) => r.allLogits) ? newLen : 1;
-    const tokenFeeds = this.timed('feedsMs', () => this.tokenFeeds(rows, newLen, pastLen, keep));
-    const feeds: Record<string, RawTensor> = { ...tokenFeeds, ...this.timed('gatherMs', () => this.pastFeeds(rows, pastLen, isDecode)) };
+    const tokenFeeds = this.timer.timed('feedsMs', () => this.tokenFeeds(rows, newLen, pastLen, keep));
+    const feeds: Record<string, RawTensor> = { ...tokenFeeds, ...this.timer.timed('gatherMs', () => this.pastFeeds(rows, pastLen, isDecode)) };
 
-    const ortStart = performance.now();
-    const outputs = await this.session.run(feeds);
-    this.record('ortMs', performance.now() - ortStart);
-    this.stats.lastStepCalls += 1;
+    const outputs = await this.timer.call(() => this.session.run(feeds));
 
-    const present = this.timed('scatterMs', () => {
+    const present = this.timer.timed('scatterMs', () => {
       const arrays: KvArray[] = [];
       for (let layer = 0; layer < numLayers; layer++) {
         for (const kind of ['key', 'value'] as const) {
@@ -127,7 +125,7 @@ export class PastKeyValuesRunner implements ModelRunner {
     });
     if (isDecode) this.lastDecode = { requestIds: rows.map((r) => r.requestId), numComputed: rows.map((r) => r.numComputedTokens), total, present };
 
-    this.timed('logitsMs', () => {
+    this.timer.timed('logitsMs', () => {
       const logitsTensor = outputs.logits!;
       const kept = logitsTensor.dims[1]!;
       rows.forEach((r, row) => {
@@ -138,22 +136,6 @@ export class PastKeyValuesRunner implements ModelRunner {
         logits.set(r.requestId, toFloat32(logitsTensor, offset, count * vocabSize));
       });
     });
-  }
-
-  /** Runs `work`, adding its time to the phase in both the last step's and the running totals. */
-  private timed<T>(phase: Exclude<keyof StepBreakdown, 'gatheredPositions'>, work: () => T): T {
-    const started = performance.now();
-    try {
-      return work();
-    } finally {
-      this.record(phase, performance.now() - started);
-    }
-  }
-
-  private record(phase: keyof StepBreakdown, amount: number): void {
-    this.stats.lastStep[phase] += amount;
-    this.stats.total[phase] += amount;
-    if (phase === 'gatherMs' || phase === 'scatterMs') this.stats.lastStepCopyMs += amount;
   }
 
   /**
@@ -168,7 +150,7 @@ export class PastKeyValuesRunner implements ModelRunner {
     const feeds: Record<string, RawTensor> = {};
     const reusable = isDecode && this.continuesLastDecode(rows, pastLen) ? this.lastDecode!.present : null;
     if (reusable) this.stats.reusedPastCalls += 1;
-    else this.record('gatheredPositions', rows.length * pastLen);
+    else this.timer.record('gatheredPositions', rows.length * pastLen);
     const pastSize = rows.length * numKvHeads * pastLen * headDim;
     let index = 0;
     for (let layer = 0; layer < numLayers; layer++) {
@@ -228,25 +210,4 @@ export class PastKeyValuesRunner implements ModelRunner {
     if (this.layout.hasLogitsToKeep) feeds.num_logits_to_keep = { type: 'int64', dims: [], data: BigInt64Array.of(BigInt(keep)) };
     return feeds;
   }
-}
-
-/**
- * A logits row as float32 (fp16 models return float16 logits). A float32 row is a view: the
- * logits array is fresh from each call and nothing else reads it, so the sampler may overwrite it.
- */
-function toFloat32(tensor: RawTensor, offset: number, length: number): Float32Array {
-  if (tensor.type === 'float32') return (tensor.data as Float32Array).subarray(offset, offset + length);
-  const bits = tensor.data as Uint16Array;
-  const out = new Float32Array(length);
-  for (let i = 0; i < length; i++) out[i] = halfToFloat(bits[offset + i]!);
-  return out;
-}
-
-function halfToFloat(h: number): number {
-  const exponent = (h >>> 10) & 0x1f;
-  const mantissa = h & 0x3ff;
-  const sign = h & 0x8000 ? -1 : 1;
-  if (exponent === 0) return sign * mantissa * 2 ** -24;
-  if (exponent === 0x1f) return mantissa ? NaN : sign * Infinity;
-  return sign * (1 + mantissa / 1024) * 2 ** (exponent - 15);
 }

@@ -12,7 +12,7 @@ import { EngineClient } from '../engine-client/engine-client.js';
 import { InputProcessor, type ProcessInput } from '../engine-client/input-processor.js';
 import { MODEL_FILE_NAMES } from '../tokenizer/model-files.js';
 import { confinedPath, existingConfinedFile, redactPaths } from '../repository/confine.js';
-import { presentVariantFile } from '../repository/variants.js';
+import { ATTENTION_BACKENDS, type AttentionBackend, pagedVariantFile, presentVariantFile } from '../repository/variants.js';
 import { OutputProcessor } from '../engine-client/output-processor.js';
 import { ConveyorError, invalidArg, unavailable } from '../errors.js';
 import { faultInjectionOf } from '../runtime/fault-injection.js';
@@ -67,11 +67,22 @@ export function reasoningParserOf(config: ModelConfig): ReasoningParserName | nu
   throw invalidArg(`parameter reasoning_parser must be one of ${Object.keys(REASONING_FORMATS).join(', ')}, got '${raw}'`);
 }
 
+/** How the engine's attention reads the KV cache: the Optimum graph's past_key_values (default) or the paged graph beside it. */
+export function attentionBackendOf(config: ModelConfig): AttentionBackend {
+  const raw = parameter(config, 'attention_backend');
+  if (raw === undefined || raw === '') return 'past_key_values';
+  const backend = ATTENTION_BACKENDS.find((name) => name === raw);
+  if (backend) return backend;
+  throw invalidArg(`parameter attention_backend must be one of ${ATTENTION_BACKENDS.join(', ')}, got '${raw}'`);
+}
+
 export async function loadLlmModel(request: BackendLoadRequest): Promise<LlmModel> {
   const { config, versionDir } = request;
   const precision = parameter(config, 'precision') ?? 'fp32';
   const versionRoot = { dir: versionDir, display: `${request.name}/${request.version}` };
-  const file = `onnx/${await presentVariantFile(precision, async (name) => (await confinedPath(versionRoot, `onnx/${name}`, 'model file')).exists)}`;
+  const optimumFile = await presentVariantFile(precision, async (name) => (await confinedPath(versionRoot, `onnx/${name}`, 'model file')).exists);
+  const attentionBackend = attentionBackendOf(config);
+  const file = `onnx/${attentionBackend === 'paged' ? pagedVariantFile(optimumFile) : optimumFile}`;
   const model = await existingConfinedFile(versionRoot, file, 'model file');
   // The tokenizer and config files have fixed names; a link among them must not lead out either.
   for (const name of MODEL_FILE_NAMES) await confinedPath(versionRoot, name, 'model file');
@@ -79,7 +90,7 @@ export async function loadLlmModel(request: BackendLoadRequest): Promise<LlmMode
   const tokenizerFile = await confinedPath(versionRoot, 'tokenizer.json', 'model file');
   const maxModelLen = parameter(config, 'max_model_len');
   const log = (line: string): void => request.log(`${request.name}:${request.version}: ${line}`);
-  log(`precision ${precision}: loading ${file}`);
+  log(`precision ${precision}, attention_backend ${attentionBackend}: loading ${file}`);
   const faultInjection = faultInjectionOf(config, 'step', log);
   const chatSpecialTokens = parameter(config, 'chat_special_tokens') ?? 'text';
   if (chatSpecialTokens !== 'text' && chatSpecialTokens !== 'special') throw invalidArg(`parameter chat_special_tokens must be text or special, got '${chatSpecialTokens}'`);

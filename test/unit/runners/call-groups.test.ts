@@ -2,7 +2,7 @@
 // long past never pads a fresh prompt (nor the other way round), long chunks run alone, and
 // every row lands in exactly one call.
 import { describe, expect, it } from 'vitest';
-import { groupRows, MAX_MERGED_SCORES, paddedWork, scoresPerHead, type RowShape } from '../../../src/runners/call-groups.js';
+import { FLAT_CALL_COST, groupRows, MAX_MERGED_SCORES, paddedWork, RECTANGULAR_CALL_COST, scoresPerHead, type RowShape } from '../../../src/runners/call-groups.js';
 import { SeededRandom } from '../../../kernels/onnx/random.js';
 
 const shapesOf = (groups: number[][], shapes: readonly RowShape[]) => groups.map((g) => g.map((i) => shapes[i]!));
@@ -54,5 +54,28 @@ describe('groupRows', () => {
       const [past, fresh] = [Math.max(...shapes.map((s) => s.past)), Math.max(...shapes.map((s) => s.fresh))];
       if (scoresPerHead(shapes.length, past, fresh) <= MAX_MERGED_SCORES) expect(split).toBeLessThanOrEqual(paddedWork(shapes.length, past, fresh));
     }
+  });
+});
+
+describe('groupRows with the flat (paged) call cost', () => {
+  it('keeps decode rows and short prompts in one call: only attention pads', () => {
+    const shapes = [...Array.from({ length: 31 }, (_, i) => ({ past: 100 + i * 7, fresh: 1 })), { past: 0, fresh: 24 }];
+    expect(groupRows(shapes, FLAT_CALL_COST)).toEqual([shapes.map((_, i) => i)]);
+  });
+
+  it('merges chunks of different lengths that a rectangular call would pad', () => {
+    const shapes = [
+      { past: 0, fresh: 64 },
+      { past: 0, fresh: 8 },
+      { past: 0, fresh: 40 },
+    ];
+    expect(groupRows(shapes, RECTANGULAR_CALL_COST)).not.toEqual([[0, 1, 2]]);
+    expect(groupRows(shapes, FLAT_CALL_COST)).toEqual([[0, 1, 2]]);
+  });
+
+  it('still runs a long chunk apart from decode rows whose queries it would pad', () => {
+    const shapes = [...Array.from({ length: 16 }, () => ({ past: 2000, fresh: 1 })), { past: 0, fresh: 512 }];
+    const groups = groupRows(shapes, FLAT_CALL_COST);
+    expect(groups.find((g) => g.includes(16))).toEqual([16]);
   });
 });

@@ -1,5 +1,5 @@
 // The runner choice is a pure function of a model's I/O names: the Optimum past_key_values
-// contract gets PastKeyValuesRunner; anything else is refused with an error that says what the
+// contract gets PastKeyValuesRunner, the paged-attention graph PagedRunner; anything else is refused with an error that says what the
 // model has and what each supported contract would need.
 import { describe, expect, it } from 'vitest';
 import { ConveyorError } from '../../../src/errors.js';
@@ -29,6 +29,26 @@ describe('chooseRunner', () => {
     expect(chooseRunner(optimumDecoder(28, ['position_ids', 'num_logits_to_keep']))).toBe('past-key-values');
   });
 
+  it('picks the paged runner for a paged-attention decoder (block pools in, new K/V out)', () => {
+    const paged = (numLayers: number): ModelIoNames => ({
+      inputs: [
+        'input_ids',
+        'position_ids',
+        'query_starts',
+        'query_lengths',
+        'past_lengths',
+        'block_tables',
+        'logits_indices',
+        ...Array.from({ length: numLayers }, (_, i) => [`key_cache.${i}`, `value_cache.${i}`]).flat(),
+      ],
+      outputs: ['logits', ...Array.from({ length: numLayers }, (_, i) => [`new_key.${i}`, `new_value.${i}`]).flat()],
+    });
+    expect(chooseRunner(paged(4))).toBe('paged');
+    const withoutTables = paged(2);
+    const error = refusal({ inputs: withoutTables.inputs.filter((name) => name !== 'block_tables'), outputs: withoutTables.outputs });
+    expect(error.message).toMatch(/a paged-attention decoder reading the block pool \(PagedRunner\), which needs block_tables$/);
+  });
+
   it('does not depend on the order of the names', () => {
     const names = optimumDecoder(4, ['position_ids']);
     expect(chooseRunner({ inputs: [...names.inputs].reverse(), outputs: [...names.outputs].reverse() })).toBe('past-key-values');
@@ -46,13 +66,13 @@ describe('chooseRunner', () => {
 
   it('refuses a decoder exported without KV cache inputs (a plain forward graph)', () => {
     const error = refusal({ inputs: ['input_ids', 'attention_mask', 'position_ids'], outputs: ['logits'] });
-    expect(error.message).toMatch(/which needs past_key_values\.0\.key, past_key_values\.0\.value, present\.0\.key, present\.0\.value$/);
+    expect(error.message).toMatch(/which needs past_key_values\.0\.key, past_key_values\.0\.value, present\.0\.key, present\.0\.value;/);
   });
 
   it('refuses a model with past inputs but no present outputs, naming only what is missing', () => {
     const names = optimumDecoder(2);
     const error = refusal({ inputs: names.inputs, outputs: ['logits'] });
-    expect(error.message).toMatch(/which needs present\.0\.key, present\.0\.value$/);
+    expect(error.message).toMatch(/which needs present\.0\.key, present\.0\.value;/);
   });
 
   it('collapses per-layer names so a deep model still gets a short message', () => {

@@ -1,0 +1,148 @@
+// PagedRunner: runs a StepPlan on a paged-attention decoder (onnx/model_paged*.onnx, contract in
+// kernels/paged-attention.ts). The graph's attention reads each layer's block pool in place —
+// the pools are fed as they are, by reference — so no step copies past K/V in JS, and only the
+// new positions' K/V come back, to be written into their blocks. Tokens run flat: decode tokens
+// and prefill chunks of many sequences share a call with no padding through the projections and
+// MLP; only attention pads, so call-groups.ts (FLAT_CALL_COST) keeps rows of very different
+// shapes apart. Logits are computed only at the positions that are sampled.
+
+import type { ScheduledRequest, StepPlan } from '../contracts/generate.js';
+import { numBlocksForBudget } from '../kv-cache/budget.js';
+import type { ModelSession, RawTensor } from '../runtime/model-session.js';
+import { FLAT_CALL_COST, groupRows } from './call-groups.js';
+import type { KvArray } from './kv-storage.js';
+import { toFloat32 } from './logits-rows.js';
+import { StepTimer } from './step-timer.js';
+import type { ModelRunner, ModelShape, RunnerInfo, RunnerStats } from './model-runner.js';
+import { pagedLayoutFrom } from './paged-layout.js';
+import { PagedKvStorage } from './paged-kv-storage.js';
+import type { KvBudget } from './past-key-values-runner.js';
+
+type LogitsRows = Map<string, Float32Array>;
+
+export class PagedRunner implements ModelRunner {
+  private readonly timer = new StepTimer();
+  readonly stats: RunnerStats = this.timer.stats;
+  readonly info: RunnerInfo;
+
+  constructor(
+    private readonly session: ModelSession,
+    private readonly shape: ModelShape,
+    private readonly pool: PagedKvStorage,
+  ) {
+    this.info = {
+      kind: 'paged',
+      shape,
+      numBlocks: pool.numBlocks,
+      blockSize: pool.blockSize,
+      device: session.device,
+      ...(session.note ? { note: session.note } : {}),
+    };
+  }
+
+  /** Reads the layout from the session and allocates as many KV blocks as the budget holds. */
+  static forSession(session: ModelSession, budget: KvBudget): PagedRunner {
+    const shape = pagedLayoutFrom(session.metadata);
+    const { numLayers, numKvHeads, headDim, kvType } = shape;
+    const elementBytes = kvType === 'float16' ? 2 : 4;
+    const numBlocks = numBlocksForBudget(budget.kvCacheBytes, { numLayers, numKvHeads, headDim, elementBytes, blockSize: budget.blockSize });
+    return new PagedRunner(session, shape, new PagedKvStorage(shape, numBlocks, budget.blockSize));
+  }
+
+  release(): Promise<void> {
+    return this.session.release();
+  }
+
+  async execute(plan: StepPlan): Promise<LogitsRows> {
+    for (const [source, destination] of plan.blocksToCopy) this.pool.copyBlock(source, destination);
+    this.timer.beginStep();
+    const logits: LogitsRows = new Map();
+    const rows = plan.scheduled;
+    const shapes = rows.map((r) => ({ past: r.numComputedTokens, fresh: r.tokenIds.length }));
+    for (const group of groupRows(shapes, FLAT_CALL_COST))
+      await this.runCall(
+        group.map((i) => rows[i]!),
+        logits,
+      );
+    return logits;
+  }
+
+  private async runCall(rows: readonly ScheduledRequest[], logits: LogitsRows): Promise<void> {
+    const { numLayers, vocabSize } = this.shape;
+    const { feeds, logitsRows } = this.timer.timed('feedsMs', () => this.tokenFeeds(rows));
+    for (let layer = 0; layer < numLayers; layer++) {
+      feeds[`key_cache.${layer}`] = { type: this.shape.kvType, dims: this.pool.dims, data: this.pool.keys[layer]! };
+      feeds[`value_cache.${layer}`] = { type: this.shape.kvType, dims: this.pool.dims, data: this.pool.values[layer]! };
+    }
+    const outputs = await this.timer.call(() => this.session.run(feeds));
+
+    this.timer.timed('scatterMs', () => {
+      for (let layer = 0; layer < numLayers; layer++) {
+        for (const kind of ['key', 'value'] as const) {
+          const fresh = outputs[`new_${kind}.${layer}`]!.data as KvArray;
+          let token = 0;
+          for (const r of rows) {
+            this.pool.write(layer, kind, r.blockTable, r.numComputedTokens, r.tokenIds.length, fresh, token);
+            token += r.tokenIds.length;
+          }
+        }
+      }
+    });
+
+    this.timer.timed('logitsMs', () => {
+      const tensor = outputs.logits!;
+      for (const { requestId, first, count } of logitsRows) logits.set(requestId, toFloat32(tensor, first * vocabSize, count * vocabSize));
+    });
+  }
+
+  /**
+   * The flat token feeds, and where each sampling row's logits land in the output. A call always
+   * asks for at least one logits row (a call of prefill chunks that all continue later samples
+   * none; its one row is dropped).
+   */
+  private tokenFeeds(rows: readonly ScheduledRequest[]): { feeds: Record<string, RawTensor>; logitsRows: { requestId: string; first: number; count: number }[] } {
+    const numTokens = rows.reduce((sum, r) => sum + r.tokenIds.length, 0);
+    const blockSize = this.pool.blockSize;
+    const maxBlocks = Math.max(1, ...rows.map((r) => Math.ceil(r.numComputedTokens / blockSize)));
+    const ids = new BigInt64Array(numTokens);
+    const positions = new BigInt64Array(numTokens);
+    const starts = new BigInt64Array(rows.length);
+    const lengths = new BigInt64Array(rows.length);
+    const pasts = new BigInt64Array(rows.length);
+    const tables = new BigInt64Array(rows.length * maxBlocks); // padding entries stay block 0
+    const kept: number[] = [];
+    const logitsRows: { requestId: string; first: number; count: number }[] = [];
+    let token = 0;
+    rows.forEach((r, s) => {
+      const count = r.tokenIds.length;
+      starts[s] = BigInt(token);
+      lengths[s] = BigInt(count);
+      pasts[s] = BigInt(r.numComputedTokens);
+      const readBlocks = Math.ceil(r.numComputedTokens / blockSize);
+      for (let b = 0; b < readBlocks; b++) tables[s * maxBlocks + b] = BigInt(r.blockTable[b]!);
+      for (let k = 0; k < count; k++) {
+        ids[token + k] = BigInt(r.tokenIds[k]!);
+        positions[token + k] = BigInt(r.numComputedTokens + k);
+      }
+      const wanted = r.allLogits ? count : r.sample ? 1 : 0;
+      if (wanted > 0) {
+        logitsRows.push({ requestId: r.requestId, first: kept.length, count: wanted });
+        for (let k = count - wanted; k < count; k++) kept.push(token + k);
+      }
+      token += count;
+    });
+    if (kept.length === 0) kept.push(numTokens - 1);
+    this.timer.record('gatheredPositions', rows.length * maxBlocks * blockSize);
+    const vector = (data: BigInt64Array): RawTensor => ({ type: 'int64', dims: [data.length], data });
+    const feeds: Record<string, RawTensor> = {
+      input_ids: vector(ids),
+      position_ids: vector(positions),
+      query_starts: vector(starts),
+      query_lengths: vector(lengths),
+      past_lengths: vector(pasts),
+      block_tables: { type: 'int64', dims: [rows.length, maxBlocks], data: tables },
+      logits_indices: vector(BigInt64Array.from(kept, BigInt)),
+    };
+    return { feeds, logitsRows };
+  }
+}

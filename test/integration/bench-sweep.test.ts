@@ -1,39 +1,78 @@
 // The engine bench's context sweep on the tiny decoder: a whole workload per (prompt, concurrency)
-// on a real EngineCore, its wall time split by the runner's own phase counters. It proves the
-// breakdown adds up (phases within the wall, every call counted) and that a longer prompt gathers
-// more past, not the numbers.
+// on a real EngineCore for each runner — the Optimum graph's PastKeyValuesRunner and the paged
+// graph's PagedRunner — its wall time split by the runner's own phase counters, and the bare
+// forward floor of the same work; then the real CLI with --sweep-only writing the tables, targets
+// and chart. It proves the breakdown adds up and both runners and the floor are measured, not the
+// numbers.
 
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { promisify } from 'node:util';
+import { afterAll, describe, expect, it } from 'vitest';
 import { engineBenchConfig, engineData } from '../../bench/scenarios/engine/config.js';
-import { sweepWorkloads } from '../../bench/scenarios/engine/workload-profile.js';
+import { profileWorkload } from '../../bench/scenarios/engine/workload-profile.js';
+import type { BenchReport } from '../../bench/harness/types.js';
 import { DEFAULT_REPOSITORY } from '../../models/default-repository.js';
+import { checkWellFormed } from '../unit/bench/xml.js';
 
-const MODEL = join(DEFAULT_REPOSITORY, 'qwen3-tiny', '1', 'onnx', 'model.onnx');
+const ONNX = join(DEFAULT_REPOSITORY, 'qwen3-tiny', '1', 'onnx');
+const run = promisify(execFile);
+const out = mkdtempSync(join(tmpdir(), 'bench-sweep-'));
+afterAll(() => rmSync(out, { recursive: true, force: true }));
 
 describe('engine bench --sweep', () => {
-  it('profiles each prompt length and concurrency by runner phase', async () => {
-    const config = engineBenchConfig({ sweep: '16,200', concurrency: '1,3', output: '4', threads: '1' }, true);
-    expect(config.sweep).toEqual([16, 200]);
-    const profiles = await sweepWorkloads(config, engineData(config, MODEL, {}));
-    expect(profiles.map((p) => [p.promptTokens, p.concurrency])).toEqual([
-      [16, 1],
-      [16, 3],
-      [200, 1],
-      [200, 3],
-    ]);
-    for (const p of profiles) {
-      const b = p.breakdown;
-      expect(b.ortMs).toBeGreaterThan(0);
-      expect(p.ortCalls).toBeGreaterThanOrEqual(p.steps);
-      // One step at least per output token (prefill steps come on top).
-      expect(p.steps).toBeGreaterThanOrEqual(p.outputTokens);
-      const phases = b.gatherMs + b.feedsMs + b.ortMs + b.scatterMs + b.logitsMs;
-      expect(phases).toBeLessThanOrEqual(p.wallMs);
-      expect(p.otherMs).toBeCloseTo(p.wallMs - phases, 6);
+  it('profiles a whole workload on each runner by phase: the breakdown adds up, and only the Optimum runner gathers in JS', async () => {
+    const config = engineBenchConfig({ sweep: '16,200', concurrency: '3', output: '4', threads: '1' }, true);
+    for (const [file, kind] of [
+      ['model.onnx', 'past-key-values'],
+      ['model_paged.onnx', 'paged'],
+    ] as const) {
+      const data = engineData(config, join(ONNX, file), {});
+      const short = await profileWorkload(data, 3, 16, 4);
+      const long = await profileWorkload(data, 3, 200, 4);
+      for (const p of [short, long]) {
+        expect(p.runner).toBe(kind);
+        const b = p.breakdown;
+        expect(b.ortMs).toBeGreaterThan(0);
+        expect(p.ortCalls).toBeGreaterThanOrEqual(p.steps);
+        expect(p.steps).toBeGreaterThanOrEqual(p.outputTokens); // one step at least per output token
+        const phases = b.gatherMs + b.feedsMs + b.ortMs + b.scatterMs + b.logitsMs;
+        expect(phases).toBeLessThanOrEqual(p.wallMs);
+        expect(p.otherMs).toBeCloseTo(p.wallMs - phases, 6);
+        if (kind === 'paged') expect(b.gatherMs).toBe(0); // the graph reads the pool itself
+      }
+      // Longer prompts are chunked (quick budget: 256 tokens a step): later steps read a longer past.
+      expect(long.breakdown.gatheredPositions).toBeGreaterThan(short.breakdown.gatheredPositions);
     }
-    // The 200-token prompts are chunked (quick budget: 256 tokens a step), so their later chunks and
-    // the decode batch they join gather a longer past than the 16-token ones.
-    expect(profiles[3]!.breakdown.gatheredPositions).toBeGreaterThan(profiles[1]!.breakdown.gatheredPositions);
   }, 120_000);
+
+  it('the CLI runs both runners and the forward floor at every point and writes the comparison, the targets and the chart', async () => {
+    await run(
+      process.execPath,
+      ['--import', 'tsx', 'bench/cli.ts', 'engine', '--quick', '--sweep', '16,128', '--sweep-only', '--concurrency', '1,2', '--output', '3', '--threads', '1', '--out', out],
+      {
+        cwd: process.cwd(),
+        maxBuffer: 16 * 2 ** 20,
+      },
+    );
+    const report = JSON.parse(readFileSync(join(out, 'results.json'), 'utf8')) as BenchReport;
+    expect(report.skipped).toEqual([]);
+    for (const prompt of [16, 128]) {
+      for (const c of [1, 2]) {
+        for (const variant of ['PastKeyValuesRunner', 'PagedRunner', 'forward floor']) {
+          const found = report.cases.find((r) => r.group === 'context' && r.variant === variant && r.point === `p${prompt} c${c}`);
+          expect(found, `${variant} p${prompt} c${c}`).toBeDefined();
+          expect(found!.metrics!['tokPerSec']).toBeGreaterThan(0);
+        }
+      }
+    }
+    expect(report.cases.every((r) => r.group === 'context')).toBe(true); // --sweep-only
+    const summary = readFileSync(join(out, 'summary.md'), 'utf8');
+    expect(summary).toContain('### Context sweep: both runners and the forward floor');
+    expect(summary).toContain('### Context sweep: where each workload’s time goes');
+    expect(summary).toMatch(/PagedRunner vs PastKeyValuesRunner, c2, prompt 128 \| ≥ 1\.00× \| \d+\.\d\d×/);
+    checkWellFormed(readFileSync(join(out, 'engine-context-sweep.svg'), 'utf8'));
+  }, 300_000);
 });

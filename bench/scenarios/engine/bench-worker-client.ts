@@ -1,5 +1,5 @@
-// The main-thread side of bench-worker.ts: ask for floor calls or the step profile, get the
-// worker's own timings back.
+// The main-thread side of bench-worker.ts: ask for floor calls, the step profile or a sweep
+// workload, get the worker's own timings back.
 
 import type { Worker } from 'node:worker_threads';
 import type { EngineWorkerData } from '../../../src/contracts/engine-messages.js';
@@ -7,7 +7,7 @@ import { spawnWorker } from '../../../src/threads/spawn-worker.js';
 import type { StepShape } from '../forward/feeds.js';
 import type { EngineBenchConfig } from './config.js';
 import type { StepProfile } from './profile.js';
-import type { WorkloadProfile } from './workload-profile.js';
+import type { ForwardFloor, WorkloadProfile } from './workload-profile.js';
 
 const ENTRY = new URL('./bench-worker.ts', import.meta.url);
 
@@ -27,12 +27,16 @@ export type ToBenchWorker =
   | { readonly type: 'prepare-floor'; readonly id: number; readonly shapes: readonly FloorShape[] }
   | { readonly type: 'floor'; readonly id: number; readonly point: string; readonly calls: number }
   | { readonly type: 'profile'; readonly id: number; readonly config: EngineBenchConfig; readonly engine: EngineWorkerData }
+  | { readonly type: 'workload'; readonly id: number; readonly engine: EngineWorkerData; readonly concurrency: number; readonly promptTokens: number; readonly outputTokens: number }
+  | { readonly type: 'forward-floor'; readonly id: number; readonly config: EngineBenchConfig; readonly concurrency: number; readonly promptTokens: number }
   | { readonly type: 'close' };
 
 export type FromBenchWorker =
   | { readonly type: 'done'; readonly id: number }
   | { readonly type: 'floor'; readonly id: number; readonly times: number[] }
-  | { readonly type: 'profile'; readonly id: number; readonly profile: StepProfile[]; readonly workloads: WorkloadProfile[] }
+  | { readonly type: 'profile'; readonly id: number; readonly profile: StepProfile[] }
+  | { readonly type: 'workload'; readonly id: number; readonly workload: WorkloadProfile }
+  | { readonly type: 'forward-floor'; readonly id: number; readonly floor: ForwardFloor }
   | { readonly type: 'error'; readonly id: number; readonly message: string };
 
 type Pending = { resolve: (message: FromBenchWorker) => void; reject: (error: Error) => void };
@@ -69,10 +73,24 @@ export class BenchWorker {
     return reply.type === 'floor' ? reply.times : [];
   }
 
-  /** The decode step profile and the context sweep's workload profiles (config.sweep). */
-  async profile(config: EngineBenchConfig, engine: EngineWorkerData): Promise<{ steps: StepProfile[]; workloads: WorkloadProfile[] }> {
+  /** The decode step profile. */
+  async profile(config: EngineBenchConfig, engine: EngineWorkerData): Promise<StepProfile[]> {
     const reply = await this.request({ type: 'profile', id: this.nextId++, config, engine });
-    return reply.type === 'profile' ? { steps: reply.profile, workloads: reply.workloads } : { steps: [], workloads: [] };
+    return reply.type === 'profile' ? reply.profile : [];
+  }
+
+  /** One whole throughput workload on a fresh EngineCore in the worker, by runner phase. */
+  async workload(engine: EngineWorkerData, concurrency: number, promptTokens: number, outputTokens: number): Promise<WorkloadProfile> {
+    const reply = await this.request({ type: 'workload', id: this.nextId++, engine, concurrency, promptTokens, outputTokens });
+    if (reply.type !== 'workload') throw new Error(`bench worker answered ${reply.type} to a workload`);
+    return reply.workload;
+  }
+
+  /** The bare Optimum forward pass of one sweep point's work. */
+  async forwardFloor(config: EngineBenchConfig, concurrency: number, promptTokens: number): Promise<ForwardFloor> {
+    const reply = await this.request({ type: 'forward-floor', id: this.nextId++, config, concurrency, promptTokens });
+    if (reply.type !== 'forward-floor') throw new Error(`bench worker answered ${reply.type} to a forward floor`);
+    return reply.floor;
   }
 
   async close(): Promise<void> {

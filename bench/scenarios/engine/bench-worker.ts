@@ -6,10 +6,11 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import * as ort from 'onnxruntime-node';
 import { SeededRandom, seedFor } from '../../../kernels/onnx/random.js';
-import { decoderFeeds, inspectDecoder, type Feeds } from '../forward/feeds.js';
+import { decoderFeeds, inspectDecoder, type Feeds, type StepShape } from '../forward/feeds.js';
 import type { BenchWorkerData, FloorShape, FromBenchWorker, ToBenchWorker } from './bench-worker-client.js';
 import { profileSteps } from './profile.js';
-import { sweepWorkloads } from './workload-profile.js';
+import { forwardFloor, profileWorkload } from './workload-profile.js';
+import { medianOf } from './workload.js';
 
 const port = parentPort!;
 const data = workerData as BenchWorkerData;
@@ -17,7 +18,7 @@ const post = (message: FromBenchWorker): void => port.postMessage(message);
 let session: ort.InferenceSession | undefined;
 const feeds = new Map<string, Feeds>();
 
-async function prepareFloor(shapes: readonly FloorShape[]): Promise<void> {
+async function floorSession(): Promise<ort.InferenceSession> {
   session ??= await ort.InferenceSession.create(data.modelPath, {
     intraOpNumThreads: data.threads,
     interOpNumThreads: 1,
@@ -25,10 +26,28 @@ async function prepareFloor(shapes: readonly FloorShape[]): Promise<void> {
     graphOptimizationLevel: 'all',
     logSeverityLevel: 3,
   });
-  const layout = inspectDecoder(session);
+  return session;
+}
+
+async function prepareFloor(shapes: readonly FloorShape[]): Promise<void> {
+  const layout = inspectDecoder(await floorSession());
   for (const shape of shapes) {
     feeds.set(shape.point, decoderFeeds(layout, shape, new SeededRandom(seedFor(data.seed, `floor-${shape.point}`))));
   }
+}
+
+/** The sweep's floor: the median of a few calls of one shape, after one untimed call (fresh feeds; nothing kept). */
+async function timeForward(shape: StepShape): Promise<number> {
+  const floor = await floorSession();
+  const input = decoderFeeds(inspectDecoder(floor), shape, new SeededRandom(seedFor(data.seed, `sweep-${shape.batch}-${shape.past}-${shape.seq}`)));
+  await floor.run(input);
+  const times: number[] = [];
+  for (let i = 0; i < 3; i++) {
+    const started = performance.now();
+    await floor.run(input);
+    times.push(performance.now() - started);
+  }
+  return medianOf(times);
 }
 
 /** Each call timed on its own, so the caller can take the median call. */
@@ -53,12 +72,11 @@ async function handle(message: ToBenchWorker): Promise<void> {
       case 'floor':
         return post({ type: 'floor', id: message.id, times: await runFloor(message.point, message.calls) });
       case 'profile':
-        return post({
-          type: 'profile',
-          id: message.id,
-          profile: message.config.profile ? await profileSteps(message.config, message.engine) : [],
-          workloads: await sweepWorkloads(message.config, message.engine),
-        });
+        return post({ type: 'profile', id: message.id, profile: await profileSteps(message.config, message.engine) });
+      case 'workload':
+        return post({ type: 'workload', id: message.id, workload: await profileWorkload(message.engine, message.concurrency, message.promptTokens, message.outputTokens) });
+      case 'forward-floor':
+        return post({ type: 'forward-floor', id: message.id, floor: await forwardFloor(message.config, message.concurrency, message.promptTokens, timeForward) });
       case 'close':
         await session?.release();
         return port.close();

@@ -33,8 +33,10 @@ export interface EngineBenchConfig {
   readonly kvCacheBytes: number;
   /** Profile the engine step (copy ms, ORT calls, ORT ms) on an EngineCore before the interleaved runs. */
   readonly profile: boolean;
-  /** Context sweep: prompt lengths at which a whole throughput workload is profiled by runner phase (empty: none). */
+  /** Context sweep: prompt lengths at which a whole throughput workload runs on each runner, by phase (empty: none). */
   readonly sweep: readonly number[];
+  /** Run only the context sweep (no throughput, TTFT, KV-waste cases or step profile). */
+  readonly sweepOnly: boolean;
 }
 
 export const ENGINE_FLAGS: Readonly<Record<string, FlagSpec>> = {
@@ -46,7 +48,12 @@ export const ENGINE_FLAGS: Readonly<Record<string, FlagSpec>> = {
   output: { type: 'string', usage: '--output N', description: 'output tokens per throughput request (default 128; quick 8)' },
   prefix: { type: 'string', usage: '--prefix N', description: 'TTFT shared prefix tokens (default 1000; quick 64)' },
   mixed: { type: 'string', usage: '--mixed N', description: 'requests of the mixed KV-waste workload (default 16; quick 8)' },
-  sweep: { type: 'string', usage: '--sweep 128,1024,2048', description: 'context sweep: profile a whole workload per prompt length and concurrency, by runner phase (default none)' },
+  sweep: {
+    type: 'string',
+    usage: '--sweep 128,1024,2048',
+    description: 'context sweep: a whole workload per prompt length and concurrency on both runners (past_key_values, paged) and the forward floor, by runner phase (default none)',
+  },
+  'sweep-only': { type: 'boolean', usage: '--sweep-only', description: 'run only the context sweep' },
   'no-profile': { type: 'boolean', usage: '--no-profile', description: 'skip the decode step profile' },
 };
 
@@ -65,6 +72,7 @@ export function engineBenchConfig(flags: FlagValues, quick: boolean): EngineBenc
   const mixedPrompt: [number, number] = quick ? [4, 48] : [32, 384];
   const mixedOutput: [number, number] = quick ? [2, 16] : [16, 160];
   const sweep = intList(flags['sweep'], [], '--sweep');
+  if (flags['sweep-only'] === true && sweep.length === 0) throw new Error('--sweep-only needs --sweep');
   const longest = Math.max(promptTokens + outputTokens, ...sweep.map((p) => p + outputTokens), prefixTokens + 64, mixedPrompt[1] + mixedOutput[1]);
   return {
     size: size[0]!,
@@ -89,6 +97,7 @@ export function engineBenchConfig(flags: FlagValues, quick: boolean): EngineBenc
     kvCacheBytes: (quick ? 64 : 512) << 20,
     profile: flags['no-profile'] !== true,
     sweep,
+    sweepOnly: flags['sweep-only'] === true,
   };
 }
 

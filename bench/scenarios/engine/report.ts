@@ -9,8 +9,7 @@ import { GROUP, VARIANT, prefillRowsFor, type Observations, type StepTimes } fro
 import type { EngineBenchConfig } from './config.js';
 import { kvWaste, type KvWaste } from './kv-waste.js';
 import type { StepProfile } from './profile.js';
-import { sweepTable } from './sweep-report.js';
-import type { WorkloadProfile } from './workload-profile.js';
+import { concludeSweep, SWEEP_GROUP, type SweepObservations } from './context-sweep.js';
 import { decodeStepMs, medianOf, mergeTraces, outputTokens, type WorkloadTrace } from './workload.js';
 
 export const TARGETS = { floorShare: 0.8, batchingGain: 4, ttftGain: 5, kvWaste: 0.04 } as const;
@@ -34,7 +33,7 @@ export function conclude(
   config: EngineBenchConfig,
   profile: readonly StepProfile[],
   baseline: string,
-  workloads: readonly WorkloadProfile[] = [],
+  sweepObserved: SweepObservations = new Map(),
 ): Conclusion {
   const metrics = new Map<string, Metrics>();
   const kv = new Map<string, KvWaste>();
@@ -50,10 +49,15 @@ export function conclude(
   }
   const look = lookup(results, metrics);
   const top = Math.max(...config.concurrency);
-  const targets = targetRows(config, look, top, [...kv.values()][0]);
-  const sections = ['### Throughput and step time', '', throughputTable(config, look), '', '### Time to first token', '', ttftTable(results, metrics), '', '### KV cache waste', '', kvTable(kv), ''];
+  const sweep = concludeSweep(results, sweepObserved, config);
+  for (const [id, m] of sweep.metrics) metrics.set(id, { ...metrics.get(id), ...m });
+  const sweepOnly = results.every((r) => r.group === SWEEP_GROUP);
+  const targets = [...(sweepOnly ? [] : targetRows(config, look, top, [...kv.values()][0])), ...(config.sweep.length > 0 ? sweep.targets : [])];
+  const sections = sweepOnly
+    ? []
+    : ['### Throughput and step time', '', throughputTable(config, look), '', '### Time to first token', '', ttftTable(results, metrics), '', '### KV cache waste', '', kvTable(kv), ''];
   if (profile.length > 0) sections.push('### Decode step profile (EngineCore driven directly, in a worker)', '', profileTable(profile), '');
-  if (workloads.length > 0) sections.push('### Context sweep (a whole workload per point on an EngineCore, by runner phase)', '', sweepTable(workloads), '');
+  if (config.sweep.length > 0) sections.push(...sweep.sections);
   sections.push(
     '### Every case',
     '',
@@ -69,9 +73,10 @@ export function conclude(
   );
   const notes = targets.map((t) => `${t.name}: ${t.measured} (aim ${t.aim}) — ${t.met}`);
   const bound = forwardOnlyRate(config, top, look) / look.floorRate(`decode b${top}`);
-  notes.push(
-    `at c${top} the forward passes alone (prefill calls + decode steps at the floor's medians) reach ${percent(bound)} of the decode floor: the prefill share bounds what the aggregate can reach`,
-  );
+  if (!sweepOnly)
+    notes.push(
+      `at c${top} the forward passes alone (prefill calls + decode steps at the floor's medians) reach ${percent(bound)} of the decode floor: the prefill share bounds what the aggregate can reach`,
+    );
   return { metrics, notes, results: sections.join('\n') };
 }
 

@@ -4,7 +4,10 @@
 // token behind a shared prefix with prefix caching on vs off; KV blocks wasted on a mixed
 // workload. Engines run in their worker threads exactly as the server runs them.
 
+import { existsSync } from 'node:fs';
 import { loadavg } from 'node:os';
+import { basename, dirname, join } from 'node:path';
+import { pagedVariantFile } from '../../../src/repository/variants.js';
 import { SeededRandom } from '../../../kernels/onnx/random.js';
 import { ensureBuilt, type BuiltModel } from '../../../models/catalog.js';
 import { EngineClient } from '../../../src/engine-client/engine-client.js';
@@ -16,7 +19,7 @@ import { BenchWorker } from './bench-worker-client.js';
 import { GROUP, SEED, VARIANT, floorCases, floorShapes, kvCase, seedPrefix, throughputCases, ttftCases, type Engines, type Observations, type StepTimes } from './cases.js';
 import { ENGINE_FLAGS, engineBenchConfig, engineData, type EngineBenchConfig } from './config.js';
 import type { StepProfile } from './profile.js';
-import type { WorkloadProfile } from './workload-profile.js';
+import { sweepCases, sweepChart, type SweepObservations } from './context-sweep.js';
 import { conclude, engineCharts } from './report.js';
 import { benchRequest, randomTokens, runWorkload } from './workload.js';
 
@@ -41,34 +44,42 @@ async function prepareEngine(source: DecoderSource, context: ScenarioContext): P
   const modelPath = (await source(config.size)).modelPath(config.precision);
   const data = (overrides: Partial<EngineWorkerData>) => engineData(config, modelPath, overrides);
   const configs = { batched: data({}), serial: data({ maxNumSeqs: 1 }), cacheOn: data({}), cacheOff: data({ enablePrefixCaching: false }) };
-  context.log('starting 4 engines and the floor worker…');
-  const { engines, worker, dispose } = await startAll(config, modelPath, configs, context.log);
+  const pagedPath = join(dirname(modelPath), pagedVariantFile(basename(modelPath)));
+  const paged = existsSync(pagedPath) ? data({ modelPath: pagedPath }) : null;
+  if (config.sweep.length > 0 && !paged) context.log(`no ${pagedPath}: the sweep runs the PastKeyValuesRunner only`);
+  context.log(config.sweepOnly ? 'starting the floor worker…' : 'starting 4 engines and the floor worker…');
+  const { engines, worker, dispose } = await startAll(config, modelPath, config.sweepOnly ? null : configs, context.log);
   try {
-    let profile: { steps: StepProfile[]; workloads: WorkloadProfile[] } = { steps: [], workloads: [] };
-    if (config.profile || config.sweep.length > 0) {
-      context.log(`profiling the decode step${config.sweep.length > 0 ? ' and the context sweep' : ''} (EngineCore in the floor worker)…`);
-      profile = await worker.profile(config, configs.batched);
+    let steps: StepProfile[] = [];
+    if (config.profile && !config.sweepOnly) {
+      context.log('profiling the decode step (EngineCore in the floor worker)…');
+      steps = await worker.profile(config, configs.batched);
     }
-    await worker.prepareFloor(floorShapes(config));
-    const observed = { traces: new Map() as Observations, stepTimes: new Map() as StepTimes };
-    const cases = [
-      ...byPoint(throughputCases(config, engines, observed.traces), floorCases(config, worker, observed.stepTimes)),
-      ...ttftCases(config, engines, observed.traces),
-      kvCase(config, engines.batched, observed.traces),
-    ];
-    context.log('warming the engines and seeding the shared prefix…');
-    await warmUp(config, engines);
+    const observed = { traces: new Map() as Observations, stepTimes: new Map() as StepTimes, sweep: new Map() as SweepObservations };
+    const sweep = sweepCases(config, worker, { pastKeyValues: configs.batched, paged }, observed.sweep);
+    let cases = sweep;
+    if (engines) {
+      await worker.prepareFloor(floorShapes(config));
+      cases = [
+        ...byPoint(throughputCases(config, engines, observed.traces), floorCases(config, worker, observed.stepTimes)),
+        ...ttftCases(config, engines, observed.traces),
+        kvCase(config, engines.batched, observed.traces),
+        ...sweep,
+      ];
+      context.log('warming the engines and seeding the shared prefix…');
+      await warmUp(config, engines);
+    }
     // ORT's first dozen or so calls of a batch size run several times slower (measured on this
     // machine), so each floor shape is warmed twice over before anything is timed.
     for (const c of cases.filter((c) => c.group === GROUP.forward)) for (let i = 0; i < 2; i++) await c.run({ warmup: true, rep: 0 });
     return {
       cases,
       skipped: [],
-      charts: engineCharts(config, `qwen3 ${config.size}`),
-      notes: notesFor(config, engines, loadAtStart),
-      settings: { ...config, modelPath, numBlocks: engines.batched.info.numBlocks, batchedMaxNumSeqs: configs.batched.maxNumSeqs },
+      charts: [...(config.sweepOnly ? [] : engineCharts(config, `qwen3 ${config.size}`)), ...(config.sweep.length > 0 ? [sweepChart(config, `qwen3 ${config.size}`)] : [])],
+      notes: engines ? notesFor(config, engines, loadAtStart) : sweepNotes(config, loadAtStart),
+      settings: { ...config, modelPath, pagedModelPath: paged?.modelPath ?? null, ...(engines ? { numBlocks: engines.batched.info.numBlocks } : {}), batchedMaxNumSeqs: configs.batched.maxNumSeqs },
       conclude: (results: readonly CaseResult[]) => {
-        const conclusion = conclude(results, observed, config, profile.steps, VARIANT.serial, profile.workloads);
+        const conclusion = conclude(results, observed, config, steps, VARIANT.serial, observed.sweep);
         const load = loadavg()
           .map((x) => x.toFixed(2))
           .join(' / ');
@@ -84,14 +95,15 @@ async function prepareEngine(source: DecoderSource, context: ScenarioContext): P
   }
 }
 
-/** The four engines and the floor worker, each in its own thread; on failure, whatever started is closed. */
-async function startAll(config: EngineBenchConfig, modelPath: string, configs: Record<keyof Engines, EngineWorkerData>, log: (line: string) => void) {
+/** The four engines (none for a sweep-only run) and the floor worker, each in its own thread; on failure, whatever started is closed. */
+async function startAll(config: EngineBenchConfig, modelPath: string, configs: Record<keyof Engines, EngineWorkerData> | null, log: (line: string) => void) {
   const started: EngineClient[] = [];
   const worker = BenchWorker.start({ modelPath, threads: config.threads, seed: SEED });
   const dispose = async (): Promise<void> => {
     await Promise.all([...started.map((e) => e.close().catch(() => {})), worker.close()]);
   };
   try {
+    if (!configs) return { engines: null, worker, dispose };
     const start = async (key: keyof Engines) => {
       const engine = await EngineClient.start(configs[key], (line) => log(`[engine] ${line}`));
       started.push(engine);
@@ -133,6 +145,14 @@ async function warmUp(config: EngineBenchConfig, engines: Engines): Promise<void
   await runWorkload(engines.serial, batch('serial', 2));
   await seedPrefix(config, engines.cacheOn, 'on');
   await seedPrefix(config, engines.cacheOff, 'off');
+}
+
+function sweepNotes(config: EngineBenchConfig, load: readonly number[]): string[] {
+  return [
+    `context sweep: at each prompt length (${config.sweep.join(', ')}) and concurrency (${config.concurrency.join(', ')}), every request submitted at once to a fresh EngineCore in the bench worker, random prompts, ${config.outputTokens} output tokens, greedy, ignore_eos; tok/s = output tokens / the workload's own wall time (prefill included); max_num_batched_tokens ${config.maxNumBatchedTokens}, ${config.threads} intra-op threads`,
+    `forward floor: bare Optimum session.run of the same work — the prefill calls (prompts per call as max_num_batched_tokens admits) and ${config.outputTokens} decode steps at the middle past, medians of 3 calls each`,
+    `load average (1/5/15 min) at the start: ${load.map((x) => x.toFixed(2)).join(' / ')} on ${config.threads} threads`,
+  ];
 }
 
 function notesFor(config: EngineBenchConfig, engines: Engines, load: readonly number[]): string[] {

@@ -1,16 +1,19 @@
 // A whole throughput workload driven on an EngineCore directly (prefill chunks, arrivals into the
 // decode batch, decode), with the runner's time by phase summed over every step: where a point's
-// wall time goes, beside the decode-only step profile.
+// wall time goes, beside the decode-only step profile; the context sweep (context-sweep.ts) runs
+// one per runner and point, and the forward floor of the same work.
 
 import { SeededRandom } from '../../../kernels/onnx/random.js';
 import { EngineCore } from '../../../src/engine-worker/engine-core.js';
 import { openModelRunner } from '../../../src/runners/create-runner.js';
-import { emptyBreakdown, type StepBreakdown } from '../../../src/runners/model-runner.js';
+import { emptyBreakdown, type RunnerKind, type StepBreakdown } from '../../../src/runners/model-runner.js';
 import type { EngineWorkerData } from '../../../src/contracts/engine-messages.js';
+import type { StepShape } from '../forward/feeds.js';
 import type { EngineBenchConfig } from './config.js';
 import { benchRequest, randomTokens } from './workload.js';
 
 export interface WorkloadProfile {
+  readonly runner: RunnerKind;
   readonly concurrency: number;
   readonly promptTokens: number;
   readonly outputTokens: number;
@@ -40,17 +43,33 @@ export async function profileWorkload(data: EngineWorkerData, concurrency: numbe
     const breakdown = emptyBreakdown();
     for (const key of Object.keys(breakdown) as (keyof StepBreakdown)[]) breakdown[key] = core.runnerStats.total[key] - before[key];
     const runnerMs = breakdown.gatherMs + breakdown.feedsMs + breakdown.ortMs + breakdown.scatterMs + breakdown.logitsMs;
-    return { concurrency, promptTokens, outputTokens, wallMs, steps, ortCalls, breakdown, otherMs: Math.max(0, wallMs - runnerMs) };
+    return { runner: core.info.kind, concurrency, promptTokens, outputTokens, wallMs, steps, ortCalls, breakdown, otherMs: Math.max(0, wallMs - runnerMs) };
   } finally {
     await core.release();
   }
 }
 
-/** The context sweep: every (prompt length, concurrency) pair of the config, one fresh EngineCore each. */
-export async function sweepWorkloads(config: EngineBenchConfig, data: EngineWorkerData): Promise<WorkloadProfile[]> {
-  const profiles: WorkloadProfile[] = [];
-  for (const prompt of config.sweep) {
-    for (const concurrency of config.concurrency) profiles.push(await profileWorkload(data, concurrency, prompt, config.outputTokens));
-  }
-  return profiles;
+/**
+ * The bare Optimum forward pass of one sweep point's work: its prefill calls (prompts packed as
+ * max_num_batched_tokens admits, no past) and `outputTokens` decode steps at the middle past.
+ */
+export interface ForwardFloor {
+  readonly concurrency: number;
+  readonly promptTokens: number;
+  readonly decodeMs: number;
+  readonly prefillMs: number;
+  readonly prefillCalls: number;
+  /** prefillCalls × prefillMs + outputTokens × decodeMs. */
+  readonly workloadMs: number;
+}
+
+/** Median ms of a few bare forward calls of a shape (the worker owns the Optimum session). */
+export type TimeForward = (shape: StepShape) => Promise<number>;
+
+export async function forwardFloor(config: EngineBenchConfig, concurrency: number, promptTokens: number, timeForward: TimeForward): Promise<ForwardFloor> {
+  const rows = Math.max(1, Math.min(concurrency, Math.floor(config.maxNumBatchedTokens / promptTokens)));
+  const prefillCalls = Math.ceil(concurrency / rows);
+  const prefillMs = await timeForward({ batch: rows, past: 0, seq: promptTokens });
+  const decodeMs = await timeForward({ batch: concurrency, past: promptTokens + Math.floor(config.outputTokens / 2), seq: 1 });
+  return { concurrency, promptTokens, decodeMs, prefillMs, prefillCalls, workloadMs: prefillCalls * prefillMs + config.outputTokens * decodeMs };
 }

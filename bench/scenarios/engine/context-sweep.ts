@@ -1,0 +1,200 @@
+// The context sweep of `npm run bench -- engine --sweep 128,1024,2048`: at each prompt length and
+// concurrency, a whole throughput workload on a fresh EngineCore per runner — the Optimum graph's
+// PastKeyValuesRunner and the paged graph's PagedRunner, back to back so their ratio is taken
+// under the same load — with the runner's time by phase, and the bare Optimum forward pass of the
+// same work (the floor at that context). Cases of the harness (interleaved, repeated); their rates
+// come from the workloads' own wall times, not from the round trip to the worker.
+
+import type { BenchCase, CaseResult } from '../../harness/types.js';
+import { caseId } from '../../harness/types.js';
+import type { ChartRequest } from '../../harness/charts.js';
+import { markdownTable } from '../../harness/markdown.js';
+import type { BenchWorker } from './bench-worker-client.js';
+import type { EngineBenchConfig } from './config.js';
+import { medianOf } from './workload.js';
+import type { EngineWorkerData } from '../../../src/contracts/engine-messages.js';
+import type { ForwardFloor, WorkloadProfile } from './workload-profile.js';
+
+export const SWEEP_GROUP = 'context';
+export const SWEEP_VARIANT = { pastKeyValues: 'PastKeyValuesRunner', paged: 'PagedRunner', floor: 'forward floor' } as const;
+
+/** Targets of issue 13 on this machine: the paged runner at the largest concurrency. */
+export const SWEEP_TARGETS = { longContextShare: 0.75, shortPrompt: 128, longPrompt: 2048 } as const;
+
+/** What each measured sweep run observed, by case id. */
+export type SweepObservations = Map<string, (WorkloadProfile | ForwardFloor)[]>;
+
+type Slot = { readonly warmup?: boolean } | undefined;
+
+const pointOf = (prompt: number, concurrency: number) => `p${prompt} c${concurrency}`;
+
+export function sweepCases(config: EngineBenchConfig, worker: BenchWorker, engines: { pastKeyValues: EngineWorkerData; paged: EngineWorkerData | null }, observed: SweepObservations): BenchCase[] {
+  return config.sweep.flatMap((prompt) =>
+    config.concurrency.flatMap((concurrency) => {
+      const info = (variant: string) => ({
+        group: SWEEP_GROUP,
+        variant,
+        point: pointOf(prompt, concurrency),
+        params: { promptTokens: prompt, concurrency, outputTokens: config.outputTokens },
+        work: { count: concurrency * config.outputTokens, unit: 'tok' },
+      });
+      const observe = (variant: string, measure: () => Promise<WorkloadProfile | ForwardFloor>): BenchCase => {
+        const runs: (WorkloadProfile | ForwardFloor)[] = [];
+        const base = info(variant);
+        observed.set(caseId(base), runs);
+        return {
+          ...base,
+          run: async (slot?: Slot) => {
+            const result = await measure();
+            if (!slot?.warmup) runs.push(result);
+          },
+        };
+      };
+      const workload = (data: EngineWorkerData) => () => worker.workload(data, concurrency, prompt, config.outputTokens);
+      return [
+        observe(SWEEP_VARIANT.pastKeyValues, workload(engines.pastKeyValues)),
+        ...(engines.paged ? [observe(SWEEP_VARIANT.paged, workload(engines.paged))] : []),
+        observe(SWEEP_VARIANT.floor, () => worker.forwardFloor(config, concurrency, prompt)),
+      ];
+    }),
+  );
+}
+
+const isWorkload = (run: WorkloadProfile | ForwardFloor): run is WorkloadProfile => 'breakdown' in run;
+const tokens = (r: CaseResult) => Number(r.params['concurrency']) * Number(r.params['outputTokens']);
+
+/** Output tokens/s of a sweep case from its runs' own wall times (median run). */
+function rateOf(r: CaseResult, runs: readonly (WorkloadProfile | ForwardFloor)[]): number {
+  const wall = medianOf(runs.map((run) => (isWorkload(run) ? run.wallMs : run.workloadMs)));
+  return (tokens(r) * 1000) / wall;
+}
+
+export interface SweepConclusion {
+  readonly metrics: Map<string, Record<string, number>>;
+  readonly sections: string[];
+  readonly targets: { name: string; aim: string; measured: string; met: string }[];
+}
+
+export function concludeSweep(results: readonly CaseResult[], observed: SweepObservations, config: EngineBenchConfig): SweepConclusion {
+  const metrics = new Map<string, Record<string, number>>();
+  const sweep = results.filter((r) => r.group === SWEEP_GROUP);
+  for (const r of sweep) metrics.set(r.id, { tokPerSec: rateOf(r, observed.get(r.id) ?? []) });
+  const rate = (variant: string, prompt: number, concurrency: number) => {
+    const hit = sweep.find((r) => r.variant === variant && r.point === pointOf(prompt, concurrency));
+    return hit ? (metrics.get(hit.id)?.['tokPerSec'] ?? NaN) : NaN;
+  };
+  const comparison = config.sweep.flatMap((prompt) =>
+    config.concurrency.map((c) => {
+      const [pkv, paged, floor] = [rate(SWEEP_VARIANT.pastKeyValues, prompt, c), rate(SWEEP_VARIANT.paged, prompt, c), rate(SWEEP_VARIANT.floor, prompt, c)];
+      return [String(prompt), String(c), fixed(pkv), fixed(paged), ratio(paged / pkv), fixed(floor), ratio(paged / floor), ratio(paged / rate(SWEEP_VARIANT.paged, config.sweep[0]!, c))];
+    }),
+  );
+  const breakdown = sweep
+    .filter((r) => r.variant !== SWEEP_VARIANT.floor)
+    .map((r) => {
+      const runs = (observed.get(r.id) ?? []).filter(isWorkload);
+      const median = runs.sort((a, b) => a.wallMs - b.wallMs)[Math.floor(runs.length / 2)];
+      return median ? breakdownRow(r.variant, median) : null;
+    })
+    .filter((row): row is string[] => row !== null);
+  const floors = sweep
+    .filter((r) => r.variant === SWEEP_VARIANT.floor)
+    .map((r) => {
+      const runs = (observed.get(r.id) ?? []).filter((run): run is ForwardFloor => !isWorkload(run));
+      const f = runs[Math.floor(runs.length / 2)];
+      return f ? [String(f.promptTokens), String(f.concurrency), f.decodeMs.toFixed(1), `${f.prefillCalls} × ${f.prefillMs.toFixed(0)}`, (f.workloadMs / 1000).toFixed(2)] : null;
+    })
+    .filter((row): row is string[] => row !== null);
+  const top = Math.max(...config.concurrency);
+  const { shortPrompt, longPrompt, longContextShare } = SWEEP_TARGETS;
+  const verdict = (value: number, ok: boolean) => (Number.isNaN(value) ? 'no data' : ok ? 'met' : 'missed');
+  const vsPkv = rate(SWEEP_VARIANT.paged, shortPrompt, top) / rate(SWEEP_VARIANT.pastKeyValues, shortPrompt, top);
+  const vsFloor = rate(SWEEP_VARIANT.paged, shortPrompt, top) / rate(SWEEP_VARIANT.floor, shortPrompt, top);
+  const longShare = rate(SWEEP_VARIANT.paged, longPrompt, top) / rate(SWEEP_VARIANT.paged, shortPrompt, top);
+  const targets = [
+    { name: `PagedRunner vs PastKeyValuesRunner, c${top}, prompt ${shortPrompt}`, aim: '≥ 1.00×', measured: ratio(vsPkv), met: verdict(vsPkv, vsPkv >= 1) },
+    { name: `PagedRunner vs the forward floor, c${top}, prompt ${shortPrompt}`, aim: '≥ 1.00×', measured: ratio(vsFloor), met: verdict(vsFloor, vsFloor >= 1) },
+    {
+      name: `PagedRunner at prompt ${longPrompt} vs its own prompt ${shortPrompt}, c${top}`,
+      aim: `≥ ${(longContextShare * 100).toFixed(0)}%`,
+      measured: Number.isFinite(longShare) ? `${(longShare * 100).toFixed(0)}%` : '–',
+      met: verdict(longShare, longShare >= longContextShare),
+    },
+  ];
+  const sections = [
+    '### Context sweep: both runners and the forward floor (output tok/s of a whole workload)',
+    '',
+    markdownTable(
+      ['Prompt', 'Requests', 'PastKeyValuesRunner', 'PagedRunner', 'Paged / PKV', 'Forward floor', 'Paged / floor', `Paged vs prompt ${config.sweep[0]}`],
+      comparison,
+      comparison[0]?.map(() => 'right') ?? [],
+    ),
+    '',
+    '### Context sweep: where each workload’s time goes (median run, s and share of wall)',
+    '',
+    markdownTable(
+      BREAKDOWN_HEADERS,
+      breakdown,
+      BREAKDOWN_HEADERS.map(() => 'right'),
+    ),
+    '',
+    '### Context sweep: the forward floor (bare Optimum session.run of the same work)',
+    '',
+    markdownTable(['Prompt', 'Requests', 'Decode step ms (mid past)', 'Prefill calls × ms', 'Workload s'], floors, ['right', 'right', 'right', 'right', 'right']),
+    '',
+  ];
+  return { metrics, sections, targets };
+}
+
+const BREAKDOWN_HEADERS = [
+  'Runner',
+  'Prompt',
+  'Requests',
+  'Output tok/s',
+  'Wall s',
+  'Steps / ORT calls',
+  'ORT s',
+  'Gather s',
+  'Copy-back s',
+  'Token feeds s',
+  'Logits s',
+  'Other s',
+  'Past positions read',
+];
+
+function breakdownRow(runner: string, w: WorkloadProfile): string[] {
+  const share = (ms: number) => `${(ms / 1000).toFixed(2)} (${((100 * ms) / w.wallMs).toFixed(0)}%)`;
+  const b = w.breakdown;
+  return [
+    runner,
+    String(w.promptTokens),
+    String(w.concurrency),
+    ((w.concurrency * w.outputTokens * 1000) / w.wallMs).toFixed(1),
+    (w.wallMs / 1000).toFixed(2),
+    `${w.steps} / ${w.ortCalls}`,
+    share(b.ortMs),
+    share(b.gatherMs),
+    share(b.scatterMs),
+    share(b.feedsMs),
+    share(b.logitsMs),
+    share(w.otherMs),
+    b.gatheredPositions.toLocaleString('en-US'),
+  ];
+}
+
+export function sweepChart(config: EngineBenchConfig, label: string): ChartRequest {
+  return {
+    kind: 'line',
+    file: 'engine-context-sweep.svg',
+    title: `${label}: output tokens/s vs prompt length (output ${config.outputTokens}), both runners and the forward floor`,
+    xLabel: 'prompt tokens',
+    yLabel: 'tokens/s',
+    select: (r) => r.group === SWEEP_GROUP,
+    seriesOf: (r) => `${r.variant} c${r.params['concurrency']}`,
+    x: (r) => Number(r.params['promptTokens']),
+    y: (r) => (typeof r.metrics?.['tokPerSec'] === 'number' ? r.metrics['tokPerSec'] : NaN),
+  };
+}
+
+const fixed = (x: number) => (Number.isFinite(x) ? x.toFixed(1) : '–');
+const ratio = (x: number) => (Number.isFinite(x) ? `${x.toFixed(2)}×` : '–');

@@ -145,7 +145,10 @@ export function pagedAttentionReference(query: RefTensor, key: RefTensor, value:
       for (let j = 0; j < length; j++) {
         const q = ((start + j) * heads + h) * dim;
         // Keys: past positions 0..past-1 from the pool, then new tokens 0..j from the call.
-        const keys = [...Array.from({ length: past }, (_, p) => ({ data: keyCache.data, values: valueCache.data, at: pool(p) })), ...Array.from({ length: j + 1 }, (_, t) => ({ data: key.data, values: value.data, at: flat(t) }))];
+        const keys = [
+          ...Array.from({ length: past }, (_, p) => ({ data: keyCache.data, values: valueCache.data, at: pool(p) })),
+          ...Array.from({ length: j + 1 }, (_, t) => ({ data: key.data, values: value.data, at: flat(t) })),
+        ];
         const scores = keys.map((k) => {
           let dot = 0;
           for (let d = 0; d < dim; d++) dot += query.data[q + d]! * k.data[k.at + d]!;

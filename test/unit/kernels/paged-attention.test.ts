@@ -65,19 +65,54 @@ describe(`paged attention (seed ${seed})`, () => {
     expect(await compare(4, 2, 8, 4, [{ past: 0, query: 6 }])).toBeLessThan(1e-5);
   });
   it('decode rows over shuffled blocks with partial last blocks, GQA 4 groups', async () => {
-    expect(await compare(8, 2, 16, 4, [{ past: 9, query: 1 }, { past: 4, query: 1 }, { past: 1, query: 1 }])).toBeLessThan(1e-5);
+    expect(
+      await compare(8, 2, 16, 4, [
+        { past: 9, query: 1 },
+        { past: 4, query: 1 },
+        { past: 1, query: 1 },
+      ]),
+    ).toBeLessThan(1e-5);
   });
   it('mixed call: decode tokens, a chunk continuing a past, a fresh prompt', async () => {
-    expect(await compare(4, 2, 8, 4, [{ past: 7, query: 1 }, { past: 5, query: 4 }, { past: 0, query: 3 }, { past: 12, query: 1 }])).toBeLessThan(1e-5);
+    expect(
+      await compare(4, 2, 8, 4, [
+        { past: 7, query: 1 },
+        { past: 5, query: 4 },
+        { past: 0, query: 3 },
+        { past: 12, query: 1 },
+      ]),
+    ).toBeLessThan(1e-5);
   });
   it('two sequences sharing prefix blocks', async () => {
-    expect(await compare(4, 1, 8, 4, [{ past: 10, query: 1 }, { past: 9, query: 3 }], { sharedPrefixBlocks: 2 })).toBeLessThan(1e-5);
+    expect(
+      await compare(
+        4,
+        1,
+        8,
+        4,
+        [
+          { past: 10, query: 1 },
+          { past: 9, query: 3 },
+        ],
+        { sharedPrefixBlocks: 2 },
+      ),
+    ).toBeLessThan(1e-5);
   });
   it('without GQA (one query head per kv head), block size 1', async () => {
-    expect(await compare(2, 2, 4, 1, [{ past: 3, query: 2 }, { past: 0, query: 1 }])).toBeLessThan(1e-5);
+    expect(
+      await compare(2, 2, 4, 1, [
+        { past: 3, query: 2 },
+        { past: 0, query: 1 },
+      ]),
+    ).toBeLessThan(1e-5);
   });
   it('every sequence fresh (no past at all)', async () => {
-    expect(await compare(4, 2, 8, 8, [{ past: 0, query: 2 }, { past: 0, query: 5 }])).toBeLessThan(1e-5);
+    expect(
+      await compare(4, 2, 8, 8, [
+        { past: 0, query: 2 },
+        { past: 0, query: 5 },
+      ]),
+    ).toBeLessThan(1e-5);
   });
   it('random layouts', async () => {
     for (let round = 0; round < 12; round++) {
@@ -86,7 +121,12 @@ describe(`paged attention (seed ${seed})`, () => {
       const sequences = Array.from({ length: count }, () => ({ past: random.nextUint32() % 40, query: 1 + (random.nextUint32() % (random.next() < 0.5 ? 1 : 7)) }));
       const shareable = count >= 2 ? Math.floor(Math.min(sequences[0]!.past, sequences[1]!.past) / blockSize) : 0;
       const sharedPrefixBlocks = shareable > 0 ? 1 + (random.nextUint32() % shareable) : 0;
-      const [heads, kvHeads] = [[4, 2], [6, 2], [4, 4], [8, 1]][random.nextUint32() % 4]!;
+      const [heads, kvHeads] = [
+        [4, 2],
+        [6, 2],
+        [4, 4],
+        [8, 1],
+      ][random.nextUint32() % 4]!;
       const error = await compare(heads!, kvHeads!, 8, blockSize, sequences, { sharedPrefixBlocks });
       expect(error, JSON.stringify({ blockSize, sequences, sharedPrefixBlocks, heads, kvHeads })).toBeLessThan(1e-5);
     }

@@ -9,7 +9,7 @@ import type { GraphBuilder } from './onnx/graph-builder.js';
 import type { RefTensor } from './reference/tensor.js';
 
 /** Lowest finite value per float type: masked scores use it (not -inf) so fully masked rows stay finite. */
-const LOWEST = { float32: -3.4028234663852886e38, float16: -65504 } as const;
+export const LOWEST = { float32: -3.4028234663852886e38, float16: -65504 } as const;
 
 /**
  * Builds the visibility mask [B, 1, G·S, T] (bool) from `attentionMask` [B, T] int64 and the

@@ -1,0 +1,65 @@
+// One Qwen3-style decoder layer, shared by the Optimum graph (graph.ts, [B, S, ·] activations) and
+// the paged graph (paged-graph.ts, flat [N, ·] tokens): they differ only in how heads are laid out
+// and in the attention core, which the caller supplies.
+
+import { linear, type WeightPrecision } from '../../kernels/linear.js';
+import type { GraphBuilder } from '../../kernels/onnx/graph-builder.js';
+import { rmsNorm } from '../../kernels/rms-norm.js';
+import { applyRotary, type RotaryTables } from '../../kernels/rotary-embedding.js';
+import { swigluMlp } from '../../kernels/swiglu-mlp.js';
+import type { DecoderConfig } from './config.js';
+import type { DecoderLayerWeights } from './weights.js';
+
+export interface LayerContext {
+  readonly g: GraphBuilder;
+  readonly c: DecoderConfig;
+  readonly precision: WeightPrecision;
+  /** Broadcastable against the arranged heads. */
+  readonly rotary: RotaryTables;
+}
+
+/** How projections [.., heads·D] become the heads the attention core takes. */
+export interface HeadLayout {
+  /** [.., heads·D] → [.., heads, D]. */
+  split(projected: string, count: number): string;
+  /** [.., heads, D] → the core's layout (after the per-head norm, before RoPE). */
+  arrange(perHead: string): string;
+}
+
+/** q, k (RoPE applied) and v in the layout's arrangement → the attention output [.., H·D] (before o_proj), plus whatever else the core returns. */
+export type AttentionCore<T extends { output: string }> = (q: string, k: string, v: string) => T;
+
+export function decoderLayer<T extends { output: string }>(
+  { g, c, precision, rotary }: LayerContext,
+  x: string,
+  w: DecoderLayerWeights,
+  layout: HeadLayout,
+  core: AttentionCore<T>,
+): T & { hidden: string } {
+  const normed = g.scope('input_layernorm', () => rmsNorm(g, x, g.weight('weight', [c.hiddenSize], w.inputNorm), c.rmsNormEps));
+  const attention = g.scope('self_attn', () => {
+    // Qwen3's per-head RMSNorm on q and k before RoPE (LLaMA, Qwen2 and Mistral have none: their
+    // layers carry no qNorm / kNorm).
+    const heads = (projected: string, count: number, norm?: { name: string; weight?: Float32Array | undefined }): string => {
+      let perHead = layout.split(projected, count);
+      const weight = norm?.weight;
+      if (norm && weight) perHead = g.scope(norm.name, () => rmsNorm(g, perHead, g.weight('weight', [c.headDim], weight), c.rmsNormEps));
+      return layout.arrange(perHead);
+    };
+    const q = heads(linear(g, normed, 'q_proj', w.q, precision), c.numHeads, { name: 'q_norm', weight: w.qNorm });
+    const k = heads(linear(g, normed, 'k_proj', w.k, precision), c.numKvHeads, { name: 'k_norm', weight: w.kNorm });
+    const v = heads(linear(g, normed, 'v_proj', w.v, precision), c.numKvHeads);
+    const rotatedQuery = applyRotary(g, q, rotary, c.headDim);
+    const result = core(rotatedQuery, applyRotary(g, k, rotary, c.headDim), v);
+    return { ...result, output: linear(g, result.output, 'o_proj', w.o, precision) };
+  });
+  const afterAttention = g.op1('Add', [x, attention.output]);
+  const mlpInput = g.scope('post_attention_layernorm', () => rmsNorm(g, afterAttention, g.weight('weight', [c.hiddenSize], w.postAttentionNorm), c.rmsNormEps));
+  const mlp = g.scope('mlp', () => swigluMlp(g, mlpInput, { gate: w.gate, up: w.up, down: w.down }, precision));
+  return { ...attention, hidden: g.op1('Add', [afterAttention, mlp]) };
+}
+
+/** The final norm; logits through the tied lm_head come after the caller picks its rows. */
+export function finalNorm(g: GraphBuilder, c: DecoderConfig, hidden: string, weight: Float32Array): string {
+  return g.scope('model.norm', () => rmsNorm(g, hidden, g.weight('weight', [c.hiddenSize], weight), c.rmsNormEps));
+}

@@ -1,0 +1,72 @@
+// The Qwen3-style decoder over a paged KV cache (onnx/model_paged*.onnx), same weights and layer
+// code as the Optimum graph (graph.ts). One call runs a flat batch of tokens from many sequences
+// (prefill chunks and decode tokens mixed, no padding across sequences):
+//   inputs  input_ids, position_ids [num_tokens] int64; query_starts, query_lengths,
+//           past_lengths [num_seqs] int64; block_tables [num_seqs, max_blocks] int64;
+//           logits_indices [num_logits] int64;
+//           key_cache.{i}, value_cache.{i} [kv_heads, num_blocks, block_size, head_dim]
+//   outputs logits [num_logits, vocab]; new_key.{i}, new_value.{i} [num_tokens, kv_heads, head_dim]
+// The graph never writes the pool: the runner copies new_key / new_value into the blocks.
+
+import type { WeightPrecision } from '../../kernels/linear.js';
+import { type ExternalDataSink, GraphBuilder } from '../../kernels/onnx/graph-builder.js';
+import type { EncodedMessage } from '../../kernels/onnx/protobuf-writer.js';
+import { pagedAttention, pagedAttentionPlan } from '../../kernels/paged-attention.js';
+import { rotaryTables } from '../../kernels/rotary-embedding.js';
+import type { DecoderConfig } from './config.js';
+import { decoderLayer, finalNorm, type HeadLayout, type LayerContext } from './decoder-layer.js';
+import { tiedEmbedding } from './tied-embedding.js';
+import type { DecoderWeights } from './weights.js';
+
+export interface PagedDecoderGraphOptions {
+  readonly docString?: string;
+  readonly externalData?: ExternalDataSink;
+}
+
+/** [N, heads·D] → [N, heads, D]: flat tokens keep that layout through RoPE (tables [N, 1, D]). */
+const FLAT_HEADS = (g: GraphBuilder, headDim: number): HeadLayout => ({
+  split: (projected, count) => g.op1('Reshape', [projected, g.ints([0, count, headDim])]),
+  arrange: (perHead) => perHead,
+});
+
+export function buildPagedDecoderGraph(c: DecoderConfig, weights: DecoderWeights, precision: WeightPrecision, options: PagedDecoderGraphOptions = {}): EncodedMessage {
+  const docString = options.docString ?? 'Conveyor Qwen3-style decoder over a paged KV cache, deterministic random weights';
+  const g = new GraphBuilder('qwen3_paged_decoder', precision === 'fp16' || precision === 'q4f16' ? 'float16' : 'float32', options.externalData);
+  const kvType = g.floatType;
+  const inputIds = g.input('input_ids', 'int64', ['num_tokens']);
+  const positionIds = g.input('position_ids', 'int64', ['num_tokens']);
+  const queryStarts = g.input('query_starts', 'int64', ['num_seqs']);
+  const queryLengths = g.input('query_lengths', 'int64', ['num_seqs']);
+  const pastLengths = g.input('past_lengths', 'int64', ['num_seqs']);
+  const blockTables = g.input('block_tables', 'int64', ['num_seqs', 'max_blocks']);
+  const logitsIndices = g.input('logits_indices', 'int64', ['num_logits']);
+  const poolDims = [c.numKvHeads, 'num_blocks', 'block_size', c.headDim];
+  const pools = Array.from({ length: c.numLayers }, (_, i) => ({ key: g.input(`key_cache.${i}`, kvType, poolDims), value: g.input(`value_cache.${i}`, kvType, poolDims) }));
+
+  const embedding = tiedEmbedding(g, 'model.embed_tokens', weights.embedding, c, precision, weights.lmHead);
+  const context: LayerContext = { g, c, precision, rotary: rotaryTables(g, positionIds, c.headDim, c.ropeTheta, c.ropeInverseFrequencies) };
+  const plan = pagedAttentionPlan(g, { queryStarts, queryLengths, pastLengths, blockTables, keyCache: pools[0]!.key, flatTokens: inputIds, groups: c.numHeads / c.numKvHeads });
+  const layout = FLAT_HEADS(g, c.headDim);
+  let hidden = embedding.lookup(inputIds); // [N, hidden]
+  const newKv = weights.layers.map((layer, i) => {
+    const attend = (query: string, key: string, value: string) => ({
+      output: pagedAttention(g, { query, key, value, keyCache: pools[i]!.key, valueCache: pools[i]!.value, plan, numHeads: c.numHeads, numKvHeads: c.numKvHeads, headDim: c.headDim }),
+      newKey: key,
+      newValue: value,
+    });
+    const result = g.scope(`model.layers.${i}`, () => decoderLayer(context, hidden, layer, layout, attend));
+    hidden = result.hidden;
+    return result;
+  });
+
+  const normed = finalNorm(g, c, hidden, weights.finalNorm);
+  // The lm_head takes [B, S, hidden]: the sampled rows go through it as one batch row.
+  const sampled = g.op1('Unsqueeze', [g.op1('Gather', [normed, logitsIndices], { axis: 0 }), g.ints([0])]);
+  g.output(g.op1('Squeeze', [embedding.lmHead(sampled), g.ints([0])]), 'logits', g.floatType, ['num_logits', c.vocabSize]);
+  const newDims = ['num_tokens', c.numKvHeads, c.headDim];
+  newKv.forEach(({ newKey, newValue }, i) => {
+    g.output(newKey, `new_key.${i}`, kvType, newDims);
+    g.output(newValue, `new_value.${i}`, kvType, newDims);
+  });
+  return g.toModel({ docString });
+}

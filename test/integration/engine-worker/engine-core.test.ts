@@ -1,6 +1,8 @@
-// The engine with the real tiny decoder: whatever the batch composition (staggered arrivals,
-// chunked prefill, preemption, prefix hits), every request's greedy tokens equal the tokens of
-// the same request decoded alone by a plain loop over onnxruntime.
+// The engine with the real tiny decoder, on both runners — the Optimum graph's
+// PastKeyValuesRunner and the paged graph's PagedRunner (same weights): whatever the batch
+// composition (staggered arrivals, chunked prefill, preemption, prefix hits), every request's
+// greedy tokens equal the tokens of the same request decoded alone by a plain loop over
+// onnxruntime on the Optimum model.
 import * as ort from 'onnxruntime-node';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -8,10 +10,17 @@ import type { GenerateRequest, SamplingParams, StepOutput } from '../../../src/c
 import { EngineCore, type EngineConfig } from '../../../src/engine-worker/engine-core.js';
 import { openModelRunner } from '../../../src/runners/create-runner.js';
 import { DEFAULT_REPOSITORY } from '../../../models/default-repository.js';
+import { pagedVariantFile } from '../../../src/repository/variants.js';
 import { greedy } from '../../support/decoder.js';
 import { GREEDY_SAMPLING } from '../../support/sampling.js';
 
-const MODEL = join(DEFAULT_REPOSITORY, 'qwen3-tiny', '1', 'onnx', 'model.onnx');
+const ONNX = join(DEFAULT_REPOSITORY, 'qwen3-tiny', '1', 'onnx');
+const MODEL = join(ONNX, 'model.onnx');
+/** The runner each graph gets, and the graph's file for an Optimum variant file. */
+const BACKENDS = [
+  { kind: 'past-key-values', file: (optimum: string) => optimum },
+  { kind: 'paged', file: pagedVariantFile },
+] as const;
 const GREEDY = GREEDY_SAMPLING;
 const request = (id: string, prompt: number[], maxTokens: number, sampling: SamplingParams = GREEDY): GenerateRequest => ({
   id,
@@ -21,7 +30,7 @@ const request = (id: string, prompt: number[], maxTokens: number, sampling: Samp
   cacheSalt: null,
   stop: { maxTokens, minTokens: 0, eosTokenIds: [], ignoreEos: true, stopTokenIds: [] },
 });
-const config = (overrides: Partial<EngineConfig> = {}): EngineConfig => ({
+const baseConfig = (overrides: Partial<EngineConfig> = {}): EngineConfig => ({
   modelPath: MODEL,
   device: 'cpu',
   intraOpNumThreads: 1,
@@ -35,7 +44,7 @@ const config = (overrides: Partial<EngineConfig> = {}): EngineConfig => ({
   ...overrides,
 });
 /** The engine as its worker builds it: the runner the model's inputs call for, then the core. */
-const open = async (c: EngineConfig, log: (line: string) => void = () => {}): Promise<EngineCore> => EngineCore.create(c, await openModelRunner(c), log);
+const openEngine = async (c: EngineConfig, log: (line: string) => void = () => {}): Promise<EngineCore> => EngineCore.create(c, await openModelRunner(c), log);
 const prompt = (seed: number, length: number) => Array.from({ length }, (_, i) => (seed * 7919 + i * 104_729) % 150_000);
 
 /** Runs the engine until idle, adding `arrivals[step]` before each step; returns tokens per request. */
@@ -70,7 +79,14 @@ beforeAll(async () => {
   for (const c of cases) alone.set(c.id, await greedy(session, ort, c.prompt, c.max));
 });
 
-describe('EngineCore with the tiny decoder', () => {
+describe.each(BACKENDS)('EngineCore with the tiny decoder ($kind runner)', ({ kind, file: graphFile }) => {
+  const config = (overrides: Partial<EngineConfig> = {}): EngineConfig => baseConfig({ modelPath: join(ONNX, graphFile('model.onnx')), ...overrides });
+  const open = async (c: EngineConfig, log: (line: string) => void = () => {}): Promise<EngineCore> => {
+    const engine = await openEngine(c, log);
+    expect(engine.info.kind).toBe(kind);
+    return engine;
+  };
+
   it('continuous batching with staggered arrivals and chunked prefill equals each request alone', async () => {
     const engine = await open(config());
     const arrivals = new Map<number, GenerateRequest[]>();
@@ -106,8 +122,8 @@ describe('EngineCore with the tiny decoder', () => {
 
   it('fp16 and int8 variants run through the engine too', async () => {
     for (const file of ['model_fp16.onnx', 'model_quantized.onnx']) {
-      const engine = await open(config({ modelPath: join(DEFAULT_REPOSITORY, 'qwen3-tiny', '1', 'onnx', file) }));
-      const variantSession = await ort.InferenceSession.create(join(DEFAULT_REPOSITORY, 'qwen3-tiny', '1', 'onnx', file), { intraOpNumThreads: 1 });
+      const engine = await open(config({ modelPath: join(ONNX, graphFile(file)) }));
+      const variantSession = await ort.InferenceSession.create(join(ONNX, file), { intraOpNumThreads: 1 });
       const { tokens } = await drive(engine, new Map([[0, cases.slice(0, 3).map((c) => request(c.id, c.prompt, c.max))]]));
       for (const c of cases.slice(0, 3)) expect(tokens.get(c.id), `${file} ${c.id}`).toEqual(await greedy(variantSession, ort, c.prompt, c.max));
     }

@@ -90,7 +90,7 @@ export async function loadLlmModel(request: BackendLoadRequest): Promise<LlmMode
   const tokenizerFile = await confinedPath(versionRoot, 'tokenizer.json', 'model file');
   const maxModelLen = parameter(config, 'max_model_len');
   const log = (line: string): void => request.log(`${request.name}:${request.version}: ${line}`);
-  log(`precision ${precision}, attention_backend ${attentionBackend}: loading ${file}`);
+  log(`precision ${precision}: loading ${file}${attentionBackend === 'paged' ? ' (attention_backend paged)' : ''}`);
   const faultInjection = faultInjectionOf(config, 'step', log);
   const chatSpecialTokens = parameter(config, 'chat_special_tokens') ?? 'text';
   if (chatSpecialTokens !== 'text' && chatSpecialTokens !== 'special') throw invalidArg(`parameter chat_special_tokens must be text or special, got '${chatSpecialTokens}'`);

@@ -48,7 +48,7 @@ export async function startServer(options: ServerOptions, start: StartOptions): 
   const { log } = start;
   // Read at scrape time only, by which point the manager exists.
   const metrics = createMetrics({ models: () => manager.servedModels(), vllmNames: options.vllmMetricNames });
-  const root = options.model ? (await singleModelRepository(options.model, options.servedModelName, options.toolCallParser, options.reasoningParser)).root : options.modelRepository;
+  const root = options.model ? (await singleModelRepository(options.model, options.servedModelName, options)).root : options.modelRepository;
   const manager = new ModelManager({
     root,
     mode: options.modelControlMode,

@@ -42,6 +42,8 @@ export interface ServerOptions extends AccessOptions {
   readonly toolCallParser?: string;
   /** The --model's thinking-block format (the llm backend's `reasoning_parser` parameter: qwen3, deepseek_r1). */
   readonly reasoningParser?: string;
+  /** How the --model's attention reads the KV cache (the llm backend's `attention_backend` parameter: past_key_values, paged). */
+  readonly attentionBackend?: string;
   /** Timeouts, caps and sizes (src/config/limits.ts). */
   readonly limits: ResourceLimits;
 }
@@ -68,6 +70,8 @@ export const USAGE = `conveyor serve [options]
                                (vLLM's flag; without it, tools with tool_choice auto are refused)
   --reasoning-parser NAME      how the --model marks its thinking: qwen3, deepseek_r1 (vLLM's flag;
                                the thinking goes to reasoning_content instead of content)
+  --attention-backend NAME     how the --model's attention reads the KV cache: past_key_values
+                               (onnx/model*.onnx, default) or paged (onnx/model_paged*.onnx)
   --api-key KEY                require 'Authorization: Bearer KEY' on every front end: HTTP,
                                WebSocket and gRPC 'authorization' metadata (repeatable)
   --api-key-file PATH          API keys, one a line; blank lines and # comments skipped (repeatable)
@@ -134,6 +138,7 @@ export function parseServerOptions(argv: readonly string[]): ServerOptions {
         'served-model-name': { type: 'string' },
         'tool-call-parser': { type: 'string' },
         'reasoning-parser': { type: 'string' },
+        'attention-backend': { type: 'string' },
         'api-key': { type: 'string', multiple: true },
         'api-key-file': { type: 'string', multiple: true },
         'admin-key': { type: 'string', multiple: true },
@@ -157,6 +162,7 @@ export function parseServerOptions(argv: readonly string[]): ServerOptions {
   if (v['served-model-name'] !== undefined && v.model === undefined) throw new OptionsError('--served-model-name needs --model');
   checkParserFlag(v['tool-call-parser'], v.model, 'tool-call-parser', 'hermes');
   checkParserFlag(v['reasoning-parser'], v.model, 'reasoning-parser', 'qwen3');
+  checkParserFlag(v['attention-backend'], v.model, 'attention-backend', 'paged');
   const access = accessOptions({
     apiKeys: v['api-key'],
     apiKeyFiles: v['api-key-file'],
@@ -186,6 +192,7 @@ export function parseServerOptions(argv: readonly string[]): ServerOptions {
     ...(v['served-model-name'] !== undefined ? { servedModelName: v['served-model-name'] } : {}),
     ...(v['tool-call-parser'] !== undefined ? { toolCallParser: v['tool-call-parser'] } : {}),
     ...(v['reasoning-parser'] !== undefined ? { reasoningParser: v['reasoning-parser'] } : {}),
+    ...(v['attention-backend'] !== undefined ? { attentionBackend: v['attention-backend'] } : {}),
   };
 }
 

@@ -2,7 +2,7 @@
 // naming the parameter and the parsers there are.
 
 import { describe, expect, it } from 'vitest';
-import { reasoningParserOf, toolCallParserOf } from '../../../src/serving/llm-backend.js';
+import { attentionBackendOf, reasoningParserOf, toolCallParserOf } from '../../../src/serving/llm-backend.js';
 import { singleModelConfig } from '../../../src/repository/single-model.js';
 import { parseModelConfig } from '../../../src/repository/config/index.js';
 import { modelConfig } from '../../support/model-config.js';
@@ -24,10 +24,13 @@ describe('reasoning_parser', () => {
     expect(() => toolCallParserOf(withParameter('tool_call_parser', 'qwen3'))).toThrow(/tool_call_parser must be one of/);
   });
 
-  it('serve --model --reasoning-parser writes the parameter into the generated config', () => {
-    const config = parseModelConfig(singleModelConfig('m', 'fp32', 'hermes', 'deepseek_r1'), 'config.pbtxt', 'm');
+  it('serve --model --reasoning-parser / --tool-call-parser / --attention-backend write their parameters into the generated config', () => {
+    const config = parseModelConfig(singleModelConfig('m', 'fp32', { toolCallParser: 'hermes', reasoningParser: 'deepseek_r1', attentionBackend: 'paged' }), 'config.pbtxt', 'm');
     expect(reasoningParserOf(config)).toBe('deepseek_r1');
     expect(toolCallParserOf(config)).toBe('hermes');
+    expect(attentionBackendOf(config)).toBe('paged');
+    expect(attentionBackendOf(parseModelConfig(singleModelConfig('m', 'fp32'), 'config.pbtxt', 'm'))).toBe('past_key_values');
+    expect(() => attentionBackendOf(withParameter('attention_backend', 'flash'))).toThrow("parameter attention_backend must be one of past_key_values, paged, got 'flash'");
     expect(reasoningParserOf(parseModelConfig(singleModelConfig('m', 'fp32'), 'config.pbtxt', 'm'))).toBeNull();
   });
 });

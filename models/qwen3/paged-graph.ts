@@ -56,9 +56,8 @@ export function buildPagedDecoderGraph(c: DecoderConfig, weights: DecoderWeights
   });
 
   const normed = finalNorm(g, c, hidden, weights.finalNorm);
-  // The lm_head takes [B, S, hidden]: the sampled rows go through it as one batch row.
-  const sampled = g.op1('Unsqueeze', [g.op1('Gather', [normed, logitsIndices], { axis: 0 }), g.ints([0])]);
-  g.output(g.op1('Squeeze', [embedding.lmHead(sampled), g.ints([0])]), 'logits', g.floatType, ['num_logits', c.vocabSize]);
+  const sampled = g.op1('Gather', [normed, logitsIndices], { axis: 0 }); // [num_logits, hidden]
+  g.output(embedding.lmHeadRows(sampled), 'logits', g.floatType, ['num_logits', c.vocabSize]);
   const newDims = ['num_tokens', c.numKvHeads, c.headDim];
   newKv.forEach(({ newKey, newValue }, i) => {
     g.output(newKey, `new_key.${i}`, kvType, newDims);

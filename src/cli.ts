@@ -83,7 +83,7 @@ async function convert(argv: string[]): Promise<void> {
     process.stderr.write(`[convert] ${line}\n`);
   };
   try {
-    await convertCheckpoint(args.hfDir, args.outDir, { precision: args.precision, log });
+    await convertCheckpoint(args.hfDir, args.outDir, { precision: args.precision, paged: args.paged, log });
   } catch (error) {
     // A bad checkpoint is the user's input, not a crash: its message, no stack.
     if (!(error instanceof ConvertError || error instanceof CheckpointError)) throw error;

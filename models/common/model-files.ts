@@ -18,6 +18,19 @@ export const VARIANT_FILE: Record<WeightPrecision, string> = {
   q4f16: 'model_q4f16.onnx',
 };
 
+/**
+ * The paged-attention decoder graph written beside each variant (model.onnx → model_paged.onnx).
+ * models/ may import only kernels/, so this mirrors src/repository/variants.ts' pagedVariantFile;
+ * test/unit/repository/variants.test.ts pins the two together.
+ */
+export const PAGED_VARIANT_FILE: Record<WeightPrecision, string> = {
+  fp32: 'model_paged.onnx',
+  fp16: 'model_paged_fp16.onnx',
+  int8: 'model_paged_quantized.onnx',
+  q4: 'model_paged_q4.onnx',
+  q4f16: 'model_paged_q4f16.onnx',
+};
+
 export const PRECISIONS: readonly Precision[] = ['fp32', 'fp16', 'int8'];
 
 /** The decoders also get the 4-bit variants onnx-community ships for LLMs. */

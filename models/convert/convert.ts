@@ -1,6 +1,7 @@
 // `conveyor convert <hf-dir> <out-dir>`: a Hugging Face checkpoint (config.json, safetensors,
 // tokenizer files) → a directory `conveyor serve --model` serves (Optimum contract:
-// onnx/model*.onnx beside the config and tokenizer files). The weights go through the same graph
+// onnx/model*.onnx beside the config and tokenizer files; with `paged`, also the paged-attention
+// graph onnx/model_paged*.onnx on the same weights). The weights go through the same graph
 // builder as the built-in models (models/qwen3/graph.ts), so a converted model and a built one
 // with the same weights are the same graph.
 
@@ -8,9 +9,11 @@ import { closeSync, existsSync, openSync, writeSync } from 'node:fs';
 import { copyFile, mkdir, readFile } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import type { WeightPrecision } from '../../kernels/linear.js';
-import { VARIANT_FILE, writeModel } from '../common/model-files.js';
+import { PAGED_VARIANT_FILE, VARIANT_FILE, writeModel } from '../common/model-files.js';
+import type { EncodedMessage } from '../../kernels/onnx/protobuf-writer.js';
 import type { DecoderConfig } from '../qwen3/config.js';
-import { buildDecoderGraph } from '../qwen3/graph.js';
+import { buildDecoderGraph, type DecoderGraphOptions } from '../qwen3/graph.js';
+import { buildPagedDecoderGraph } from '../qwen3/paged-graph.js';
 import type { DecoderWeights } from '../qwen3/weights.js';
 import { ConvertError, planDecoder, tokenizerVocabSizeOf, type DecoderPlan } from './architecture.js';
 import { checkTensors, lazyDecoderWeights, requiredTensors } from './decoder-tensors.js';
@@ -34,6 +37,8 @@ export const CONVERTED_DOC_STRING = 'Converted by conveyor convert from a Huggin
 
 export interface ConvertOptions {
   readonly precision?: WeightPrecision;
+  /** Also write the paged-attention graph (onnx/model_paged*.onnx) beside the Optimum model. */
+  readonly paged?: boolean;
   /** One progress line (stderr in the CLI). */
   readonly log?: (line: string) => void;
 }
@@ -43,7 +48,12 @@ export interface ConvertResult {
   /** Path of the written ONNX model, relative to the output directory. */
   readonly modelFile: string;
   readonly sha256: string;
+  /** The paged graph's file and sha256, when `paged` asked for it. */
+  readonly paged?: { readonly modelFile: string; readonly sha256: string };
 }
+
+/** A decoder graph builder (the Optimum one or the paged one): both take the same weights. */
+export type DecoderGraphBuilder = (c: DecoderConfig, weights: DecoderWeights, precision: WeightPrecision, options: DecoderGraphOptions) => EncodedMessage;
 
 export async function convertCheckpoint(hfDir: string, outDir: string, options: ConvertOptions = {}): Promise<ConvertResult> {
   const precision = options.precision ?? 'fp32';
@@ -62,15 +72,21 @@ export async function convertCheckpoint(hfDir: string, outDir: string, options: 
   // Every tensor is checked from the headers first: a bad checkpoint writes nothing.
   checkTensors(checkpoint, plan);
   const total = requiredTensors(plan).length;
-  let done = 0;
-  const weights = lazyDecoderWeights(checkpoint, plan, (name) => log(`[${++done}/${total}] ${name}`));
   await mkdir(join(outDir, 'onnx'), { recursive: true });
   for (const file of COPIED_FILES) if (existsSync(join(hfDir, file))) await copyFile(join(hfDir, file), join(outDir, file));
+  // Each graph streams the tensors again (one at a time), so memory stays near one tensor.
+  const write = async (modelFile: string, build: DecoderGraphBuilder): Promise<string> => {
+    log(`writing ${modelFile} (weights in ${modelFile}_data)`);
+    let done = 0;
+    const weights = lazyDecoderWeights(checkpoint, plan, (name) => log(`[${++done}/${total}] ${name}`));
+    return writeDecoderModel(join(outDir, modelFile), c, weights, precision, build);
+  };
   const modelFile = `onnx/${VARIANT_FILE[precision]}`;
-  log(`writing ${modelFile} (weights in ${modelFile}_data)`);
-  const sha256 = await writeDecoderModel(join(outDir, modelFile), c, weights, precision);
+  const sha256 = await write(modelFile, buildDecoderGraph);
+  const pagedFile = `onnx/${PAGED_VARIANT_FILE[precision]}`;
+  const paged = options.paged ? { modelFile: pagedFile, sha256: await write(pagedFile, buildPagedDecoderGraph) } : undefined;
   log(`done: ${outDir} (serve it with: conveyor serve --model ${outDir} --precision ${precision})`);
-  return { plan, modelFile, sha256 };
+  return { plan, modelFile, sha256, ...(paged ? { paged } : {}) };
 }
 
 /** Weights of at least this many bytes go to the external data file; norms and constants stay inline. */
@@ -83,7 +99,7 @@ const EXTERNAL_ALIGNMENT = 4096;
  * models): each weight goes to the data file as the graph builder reaches it, so the model never
  * exists in memory whole, and neither file meets protobuf's 2 GB limit. Returns the model file's sha256.
  */
-export async function writeDecoderModel(path: string, c: DecoderConfig, weights: DecoderWeights, precision: WeightPrecision): Promise<string> {
+export async function writeDecoderModel(path: string, c: DecoderConfig, weights: DecoderWeights, precision: WeightPrecision, build: DecoderGraphBuilder = buildDecoderGraph): Promise<string> {
   const location = `${basename(path)}_data`;
   const fd = openSync(join(dirname(path), location), 'w');
   let end = 0;
@@ -98,7 +114,7 @@ export async function writeDecoderModel(path: string, c: DecoderConfig, weights:
         return offset;
       },
     };
-    const graph = buildDecoderGraph(c, weights, precision, { docString: CONVERTED_DOC_STRING, externalData: sink });
+    const graph = build(c, weights, precision, { docString: CONVERTED_DOC_STRING, externalData: sink });
     return await writeModel(path, graph);
   } finally {
     closeSync(fd);

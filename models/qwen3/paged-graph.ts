@@ -9,19 +9,15 @@
 // The graph never writes the pool: the runner copies new_key / new_value into the blocks.
 
 import type { WeightPrecision } from '../../kernels/linear.js';
-import { type ExternalDataSink, GraphBuilder } from '../../kernels/onnx/graph-builder.js';
+import { GraphBuilder } from '../../kernels/onnx/graph-builder.js';
 import type { EncodedMessage } from '../../kernels/onnx/protobuf-writer.js';
 import { pagedAttention, pagedAttentionPlan } from '../../kernels/paged-attention.js';
 import { rotaryTables } from '../../kernels/rotary-embedding.js';
 import type { DecoderConfig } from './config.js';
+import type { DecoderGraphOptions } from './graph.js';
 import { decoderLayer, finalNorm, type HeadLayout, type LayerContext } from './decoder-layer.js';
 import { tiedEmbedding } from './tied-embedding.js';
 import type { DecoderWeights } from './weights.js';
-
-export interface PagedDecoderGraphOptions {
-  readonly docString?: string;
-  readonly externalData?: ExternalDataSink;
-}
 
 /** [N, heads·D] → [N, heads, D]: flat tokens keep that layout through RoPE (tables [N, 1, D]). */
 const FLAT_HEADS = (g: GraphBuilder, headDim: number): HeadLayout => ({
@@ -29,7 +25,7 @@ const FLAT_HEADS = (g: GraphBuilder, headDim: number): HeadLayout => ({
   arrange: (perHead) => perHead,
 });
 
-export function buildPagedDecoderGraph(c: DecoderConfig, weights: DecoderWeights, precision: WeightPrecision, options: PagedDecoderGraphOptions = {}): EncodedMessage {
+export function buildPagedDecoderGraph(c: DecoderConfig, weights: DecoderWeights, precision: WeightPrecision, options: DecoderGraphOptions = {}): EncodedMessage {
   const docString = options.docString ?? 'Conveyor Qwen3-style decoder over a paged KV cache, deterministic random weights';
   const g = new GraphBuilder('qwen3_paged_decoder', precision === 'fp16' || precision === 'q4f16' ? 'float16' : 'float32', options.externalData);
   const kvType = g.floatType;
@@ -60,9 +56,8 @@ export function buildPagedDecoderGraph(c: DecoderConfig, weights: DecoderWeights
   });
 
   const normed = finalNorm(g, c, hidden, weights.finalNorm);
-  // The lm_head takes [B, S, hidden]: the sampled rows go through it as one batch row.
-  const sampled = g.op1('Unsqueeze', [g.op1('Gather', [normed, logitsIndices], { axis: 0 }), g.ints([0])]);
-  g.output(g.op1('Squeeze', [embedding.lmHead(sampled), g.ints([0])]), 'logits', g.floatType, ['num_logits', c.vocabSize]);
+  const sampled = g.op1('Gather', [normed, logitsIndices], { axis: 0 }); // [num_logits, hidden]
+  g.output(embedding.lmHeadRows(sampled), 'logits', g.floatType, ['num_logits', c.vocabSize]);
   const newDims = ['num_tokens', c.numKvHeads, c.headDim];
   newKv.forEach(({ newKey, newValue }, i) => {
     g.output(newKey, `new_key.${i}`, kvType, newDims);

@@ -16,6 +16,8 @@ export interface TiedEmbedding {
   lookup(ids: string): string;
   /** hidden [B, S', hidden] → logits [B, S', vocab]. */
   lmHead(hidden: string): string;
+  /** hidden [L, hidden] → logits [L, vocab], no reshapes (the paged graph's flat rows). */
+  lmHeadRows(rows: string): string;
 }
 
 /** Far below any real logit, and still finite in fp16. */
@@ -30,7 +32,7 @@ export function tiedEmbedding(g: GraphBuilder, name: string, embedding: Float32A
   const logitBias = g.initializer('lm_head.unused_id_bias', floatTensor(g.floatType, [c.vocabSize], bias));
   const input = embeddingTable(g, name, embedding, c, precision);
   const output = lmHeadWeight ? embeddingTable(g, 'lm_head', lmHeadWeight, c, precision) : input;
-  return { lookup: input.lookup, lmHead: (hidden) => output.lmHead(hidden, logitBias) };
+  return { lookup: input.lookup, lmHead: (hidden) => output.lmHead(hidden, logitBias), lmHeadRows: (rows) => output.lmHeadRows(rows, logitBias) };
 }
 
 function embeddingTable(
@@ -39,11 +41,12 @@ function embeddingTable(
   matrix: Float32Array,
   c: DecoderConfig,
   precision: WeightPrecision,
-): { lookup(ids: string): string; lmHead(hidden: string, bias: string): string } {
+): { lookup(ids: string): string; lmHead(hidden: string, bias: string): string; lmHeadRows(rows: string, bias: string): string } {
   if (precision === 'int8' || isFourBit(precision)) {
     const options = isFourBit(precision) ? { bits: 4 as const, blockSize: Q4_BLOCK_SIZE } : {};
     const quantized = quantizedTiedEmbedding(g, name, matrix, c.vocabSize, c.hiddenSize, options);
-    return { lookup: quantized.lookup, lmHead: (hidden, bias) => g.op1('Add', [quantized.lmHead(hidden), bias]) };
+    const lmHead = (hidden: string, bias: string): string => g.op1('Add', [quantized.lmHead(hidden), bias]);
+    return { lookup: quantized.lookup, lmHead, lmHeadRows: lmHead };
   }
   const table = g.weight(`${name}.weight`, [c.vocabSize, c.hiddenSize], matrix);
   return {
@@ -54,5 +57,6 @@ function embeddingTable(
       const leading = g.op1('Slice', [g.op1('Shape', [hidden]), g.ints([0]), g.ints([2])]);
       return g.op1('Reshape', [logits, g.op1('Concat', [leading, g.ints([c.vocabSize])], { axis: 0 })]);
     },
+    lmHeadRows: (rows, bias) => g.op1('Gemm', [rows, table, bias], { transB: 1 }),
   };
 }

@@ -3,15 +3,14 @@
 //   config.json, generation_config.json, tokenizer.json, tokenizer_config.json,
 //   onnx/model.onnx, onnx/model_fp16.onnx, onnx/model_quantized.onnx, onnx/model_q4.onnx,
 //   onnx/model_q4f16.onnx, and beside each the paged-attention graph on the same weights
-//   (onnx/model_paged.onnx, model_paged_fp16.onnx, ...: pagedVariantFile).
+//   (onnx/model_paged.onnx, model_paged_fp16.onnx, ...: PAGED_VARIANT_FILE).
 
 import { createRequire } from 'node:module';
 import { copyFile, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
-import { DECODER_PRECISIONS, VARIANT_FILE, writeModel, type ModelSize } from '../common/model-files.js';
+import { DECODER_PRECISIONS, PAGED_VARIANT_FILE, VARIANT_FILE, writeModel, type ModelSize } from '../common/model-files.js';
 import { DECODER_CONFIGS, hfConfig, hfGenerationConfig } from './config.js';
-import { pagedVariantFile } from '../../src/repository/variants.js';
 import { buildDecoderGraph } from './graph.js';
 import { buildPagedDecoderGraph } from './paged-graph.js';
 import { initDecoderWeights } from './weights.js';
@@ -47,7 +46,7 @@ export async function writeQwen3Directory(dir: string, size: ModelSize, log: (li
     const name = `onnx/${VARIANT_FILE[precision]}`;
     log(`qwen3-${size}: writing ${name}`);
     files[name] = await writeModel(join(dir, name), buildDecoderGraph(config, weights, precision));
-    const paged = `onnx/${pagedVariantFile(VARIANT_FILE[precision])}`;
+    const paged = `onnx/${PAGED_VARIANT_FILE[precision]}`;
     log(`qwen3-${size}: writing ${paged}`);
     files[paged] = await writeModel(join(dir, paged), buildPagedDecoderGraph(config, weights, precision));
   }

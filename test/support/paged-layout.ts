@@ -20,9 +20,14 @@ export interface RandomLayout extends PagedLayoutValues {
 /**
  * Lays `sequences` out in a pool of shuffled blocks. `sharedPrefixBlocks` > 0 makes sequence 1's
  * table start with sequence 0's first blocks (both pasts must cover them). Every table is padded
- * to the longest with random block ids, and the pool gets `spareBlocks` blocks nobody owns.
+ * to the longest plus `paddingColumns` (default 1) with random block ids, and the pool gets `spareBlocks` blocks nobody owns.
  */
-export function randomLayout(random: SeededRandom, blockSize: number, sequences: readonly SequenceShape[], options: { sharedPrefixBlocks?: number; spareBlocks?: number } = {}): RandomLayout {
+export function randomLayout(
+  random: SeededRandom,
+  blockSize: number,
+  sequences: readonly SequenceShape[],
+  options: { sharedPrefixBlocks?: number; spareBlocks?: number; paddingColumns?: number } = {},
+): RandomLayout {
   const shared = options.sharedPrefixBlocks ?? 0;
   const owned = sequences.map((s, i) => Math.ceil(s.past / blockSize) - (i === 1 ? shared : 0));
   const numBlocks = owned.reduce((a, b) => a + b, 0) + (options.spareBlocks ?? 3);
@@ -34,7 +39,7 @@ export function randomLayout(random: SeededRandom, blockSize: number, sequences:
   let next = 0;
   const tables = owned.map((count) => ids.slice(next, (next += count)));
   if (shared > 0) tables[1] = [...tables[0]!.slice(0, shared), ...tables[1]!];
-  const maxBlocks = Math.max(1, ...tables.map((t) => t.length)) + 1;
+  const maxBlocks = Math.max(0, ...tables.map((t) => t.length)) + (options.paddingColumns ?? 1);
   const blockTables = tables.map((t) => [...t, ...random.ints(maxBlocks - t.length, numBlocks)]);
   const queryStarts: number[] = [];
   const positions: number[] = [];

@@ -34,7 +34,14 @@ async function attentionSession(heads: number, kvHeads: number, dim: number) {
   return createSession(g);
 }
 
-async function compare(heads: number, kvHeads: number, dim: number, blockSize: number, sequences: readonly SequenceShape[], options: { sharedPrefixBlocks?: number } = {}): Promise<number> {
+async function compare(
+  heads: number,
+  kvHeads: number,
+  dim: number,
+  blockSize: number,
+  sequences: readonly SequenceShape[],
+  options: { sharedPrefixBlocks?: number; paddingColumns?: number } = {},
+): Promise<number> {
   const floatType = 'float32';
   const layout = randomLayout(random, blockSize, sequences, options);
   const n = layout.numTokens;
@@ -112,6 +119,21 @@ describe(`paged attention (seed ${seed})`, () => {
         { past: 0, query: 2 },
         { past: 0, query: 5 },
       ]),
+    ).toBeLessThan(1e-5);
+  });
+  it('fresh prompts with zero-width block tables (nothing in the pool yet)', async () => {
+    expect(
+      await compare(
+        4,
+        2,
+        8,
+        4,
+        [
+          { past: 0, query: 3 },
+          { past: 0, query: 1 },
+        ],
+        { paddingColumns: 0 },
+      ),
     ).toBeLessThan(1e-5);
   });
   it('random layouts', async () => {

@@ -2,14 +2,17 @@
 // weights: the history goes through model.onnx, its present K/V are written into a pool at a
 // shuffled block layout (two sequences sharing prefix blocks), and one mixed paged call (decode
 // tokens, a chunk continuing a past, a fresh prompt) must give model.onnx's logits and K/V.
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ensureBuilt } from '../../../models/catalog.js';
 import { sha256Of } from '../../../models/common/model-files.js';
-import { DECODER_CONFIGS } from '../../../models/qwen3/config.js';
+import { DECODER_CONFIGS, type DecoderConfig } from '../../../models/qwen3/config.js';
+import { buildDecoderGraph } from '../../../models/qwen3/graph.js';
+import type { LinearWeights } from '../../../kernels/linear.js';
 import { buildPagedDecoderGraph } from '../../../models/qwen3/paged-graph.js';
-import { initDecoderWeights } from '../../../models/qwen3/weights.js';
+import { type DecoderWeights, initDecoderWeights } from '../../../models/qwen3/weights.js';
 import { DEFAULT_REPOSITORY } from '../../../models/default-repository.js';
 import { SeededRandom } from '../../../kernels/onnx/random.js';
 import { fromFloat16Array } from '../../../kernels/onnx/dtypes.js';
@@ -40,9 +43,7 @@ const BLOCK_SIZE = 4;
 
 const asFloat = (t: ort.Tensor): Float32Array => (t.type === 'float16' ? fromFloat16Array(t.data as Uint16Array) : (t.data as Float32Array));
 
-async function comparePaged(variant: Variant): Promise<{ logits: number; keys: number; values: number }> {
-  const optimum = await open(variantFile(variant));
-  const paged = await open(pagedVariantFile(variantFile(variant)));
+async function comparePaged(optimum: ort.InferenceSession, paged: ort.InferenceSession, c: DecoderConfig = tiny): Promise<{ logits: number; keys: number; values: number }> {
   const shape = decoderShape(optimum);
   // model.onnx over history + call, all logits: the reference rows and the K/V of every position.
   const references = await Promise.all(
@@ -63,7 +64,7 @@ async function comparePaged(variant: Variant): Promise<{ logits: number; keys: n
   const poolSize = kvHeads * layout.numBlocks * BLOCK_SIZE * dim;
   const feeds: Record<string, ort.Tensor> = {};
   const int64 = (dims: number[], values: readonly number[]) => new ort.Tensor('int64', BigInt64Array.from(values, BigInt), dims);
-  for (let layer = 0; layer < tiny.numLayers; layer++) {
+  for (let layer = 0; layer < c.numLayers; layer++) {
     for (const kind of ['key', 'value'] as const) {
       // Garbage everywhere, then each sequence's past written at its blocks.
       const pool = shape.kvType === 'float16' ? Uint16Array.from(random.ints(poolSize, 0x3c00)) : random.uniformWithStd(poolSize, 3);
@@ -97,7 +98,7 @@ async function comparePaged(variant: Variant): Promise<{ logits: number; keys: n
   const out = await paged.run(feeds);
   // The reference for flat token n: its sequence's row at position past + j.
   const owner = layout.queryStarts.flatMap((start, seq) => Array.from({ length: layout.queryLengths[seq]! }, (_, j) => ({ seq, j, n: start + j })));
-  const vocab = tiny.vocabSize;
+  const vocab = c.vocabSize;
   const expectedLogits = new Float64Array(logitsIndices.length * vocab);
   logitsIndices.forEach((n, row) => {
     const { seq, j } = owner[n]!;
@@ -107,7 +108,7 @@ async function comparePaged(variant: Variant): Promise<{ logits: number; keys: n
   expect(out.logits!.dims).toEqual([logitsIndices.length, vocab]);
   const kvError = (kind: 'key' | 'value'): number => {
     let worst = 0;
-    for (let layer = 0; layer < tiny.numLayers; layer++) {
+    for (let layer = 0; layer < c.numLayers; layer++) {
       const actual = asFloat(out[`new_${kind}.${layer}`]!);
       const expected = new Float64Array(tokens.length * kvHeads * dim);
       for (const { seq, j, n } of owner) {
@@ -126,7 +127,7 @@ async function comparePaged(variant: Variant): Promise<{ logits: number; keys: n
   // Only ids the tokenizer has: the rest carry a -1e4 bias that would dwarf any error.
   const actualLogits = asFloat(out.logits!);
   const sampleable = (all: ArrayLike<number>) =>
-    Float64Array.from({ length: logitsIndices.length * tiny.tokenizerVocabSize }, (_, i) => all[Math.floor(i / tiny.tokenizerVocabSize) * vocab + (i % tiny.tokenizerVocabSize)]!);
+    Float64Array.from({ length: logitsIndices.length * c.tokenizerVocabSize }, (_, i) => all[Math.floor(i / c.tokenizerVocabSize) * vocab + (i % c.tokenizerVocabSize)]!);
   return { logits: relativeError(sampleable(actualLogits), sampleable(expectedLogits)), keys: kvError('key'), values: kvError('value') };
 }
 
@@ -134,7 +135,7 @@ describe('Qwen3-style paged decoder (tiny)', () => {
   it('builds the same bytes every time', () => {
     const first = sha256Of(buildPagedDecoderGraph(tiny, initDecoderWeights(tiny), 'fp32'));
     expect(sha256Of(buildPagedDecoderGraph(tiny, initDecoderWeights(tiny), 'fp32'))).toBe(first);
-    expect(first).toBe('b71879b7af083b56cee8d9b39850af1cc46d98aa35cf5d210f2517d911190d2b');
+    expect(first).toBe('0bb8e4ae537d52603681b788bba177c3e0c6665965b93d24219e9db6093fbff8');
   });
 
   it('has the paged I/O contract', async () => {
@@ -144,6 +145,8 @@ describe('Qwen3-style paged decoder (tiny)', () => {
     expect(s.outputNames.slice(0, 3)).toEqual(['logits', 'new_key.0', 'new_value.0']);
     const pool = s.inputMetadata.find((m) => m.name === 'key_cache.3') as unknown as { shape: unknown[]; type: string };
     expect(pool.shape).toEqual([tiny.numKvHeads, 'num_blocks', 'block_size', tiny.headDim]);
+    // The builder writes the paged graph beside every Optimum variant.
+    for (const variant of VARIANTS) expect(existsSync(join(dir, 'onnx', pagedVariantFile(variantFile(variant))))).toBe(true);
     const fp16 = await open('model_paged_fp16.onnx');
     expect((fp16.inputMetadata.find((m) => m.name === 'value_cache.0') as unknown as { type: string }).type).toBe('float16');
   });
@@ -154,12 +157,28 @@ describe('Qwen3-style paged decoder (tiny)', () => {
   // same weights, stays at ≈ 4e-7). fp32 / int8 / q4 ≈ 5e-7.
   const tolerance: Record<Variant, number> = { fp32: 1e-5, int8: 1e-5, q4: 1e-5, fp16: 5e-3, q4f16: 5e-2 };
   it.each(VARIANTS)('%s: a mixed call over a shuffled pool gives the Optimum model’s logits and K/V', async (variant) => {
-    const errors = await comparePaged(variant);
+    const errors = await comparePaged(await open(variantFile(variant)), await open(pagedVariantFile(variantFile(variant))));
     console.log(
       `[qwen3-tiny paged ${variant}] relative error vs Optimum: logits ${errors.logits.toExponential(2)}, new_key ${errors.keys.toExponential(2)}, new_value ${errors.values.toExponential(2)}`,
     );
     expect(errors.logits).toBeLessThan(tolerance[variant]);
     expect(errors.keys).toBeLessThan(tolerance[variant]);
     expect(errors.values).toBeLessThan(tolerance[variant]);
+  });
+
+  it("the converter's other layouts too: no q/k norm, q/k/v biases, an untied lm_head (LLaMA / Qwen2)", async () => {
+    const base = initDecoderWeights(tiny);
+    const withBias = (l: LinearWeights): LinearWeights => ({ ...l, bias: Float32Array.from({ length: l.outFeatures }, (_, i) => ((i % 5) - 2) * 0.01) });
+    const weights: DecoderWeights = {
+      ...base,
+      lmHead: base.embedding.map((x, i) => x * 0.5 + (i % 7) * 1e-3),
+      layers: base.layers.map(({ qNorm: _q, kNorm: _k, ...rest }) => ({ ...rest, q: withBias(rest.q), k: withBias(rest.k), v: withBias(rest.v) })),
+    };
+    const session = (bytes: Uint8Array) => ort.InferenceSession.create(bytes, { intraOpNumThreads: 1, logSeverityLevel: 3 });
+    const bytes = (model: { chunks: readonly Uint8Array[] }) => new Uint8Array(Buffer.concat(model.chunks));
+    const errors = await comparePaged(await session(bytes(buildDecoderGraph(tiny, weights, 'fp32'))), await session(bytes(buildPagedDecoderGraph(tiny, weights, 'fp32'))));
+    expect(errors.logits).toBeLessThan(1e-5);
+    expect(errors.keys).toBeLessThan(1e-5);
+    expect(errors.values).toBeLessThan(1e-5);
   });
 });

@@ -2,12 +2,16 @@
 // the single-model loader read. models/ writes the test models under the same names but may
 // import only kernels/, so it keeps its own table; this pins the two together.
 import { describe, expect, it } from 'vitest';
-import { VARIANT_FILE } from '../../../models/common/model-files.js';
-import { PRECISION_NAMES, PRECISION_VARIANTS, presentVariantFile, precisionVariant, variantFile } from '../../../src/repository/variants.js';
+import { PAGED_VARIANT_FILE, VARIANT_FILE } from '../../../models/common/model-files.js';
+import { PRECISION_NAMES, PRECISION_VARIANTS, pagedVariantFile, presentVariantFile, precisionVariant, variantFile } from '../../../src/repository/variants.js';
 
 describe('precision variants', () => {
   it('name the files the model builders write', () => {
     for (const [precision, file] of Object.entries(VARIANT_FILE)) expect(variantFile(precision)).toBe(file);
+  });
+
+  it('name the paged graphs the model builders write beside them', () => {
+    for (const [precision, file] of Object.entries(PAGED_VARIANT_FILE)) expect(pagedVariantFile(variantFile(precision))).toBe(file);
   });
 
   it('accept the transformers.js dtype names and aliases, each naming the onnx-community file', () => {

@@ -119,13 +119,13 @@ describe('rope_scaling', () => {
 
 describe('parseConvertArguments', () => {
   it('takes two directories and a precision (default fp32)', () => {
-    expect(parseConvertArguments(['in', 'out'])).toEqual({ hfDir: 'in', outDir: 'out', precision: 'fp32' });
-    expect(parseConvertArguments(['in', 'out', '--precision', 'int8'])).toEqual({ hfDir: 'in', outDir: 'out', precision: 'int8' });
+    expect(parseConvertArguments(['in', 'out'])).toEqual({ hfDir: 'in', outDir: 'out', precision: 'fp32', paged: false });
+    expect(parseConvertArguments(['in', 'out', '--precision', 'int8'])).toEqual({ hfDir: 'in', outDir: 'out', precision: 'int8', paged: false });
+    expect(parseConvertArguments(['in', 'out', '--paged', '--precision', 'q4'])).toEqual({ hfDir: 'in', outDir: 'out', precision: 'q4', paged: true });
     expect(parseConvertArguments(['--help'])).toBeUndefined();
   });
 
-  it('refuses --paged (not yet), unknown precisions and options, and a wrong argument count', () => {
-    expect(() => parseConvertArguments(['in', 'out', '--paged'])).toThrow(/--paged: not yet/);
+  it('refuses unknown precisions and options, and a wrong argument count', () => {
     expect(() => parseConvertArguments(['in', 'out', '--precision', 'bf16'])).toThrow(/--precision bf16: expected one of fp32, fp16, int8/);
     expect(() => parseConvertArguments(['in', 'out', '--bogus'])).toThrow(ConvertUsageError);
     expect(() => parseConvertArguments(['in'])).toThrow(/expected <hf-dir> <out-dir>, got 1/);

@@ -7,7 +7,9 @@ import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { afterAll, describe, expect, it } from 'vitest';
-import { convertCheckpoint, writeDecoderModel } from '../../../../models/convert/convert.js';
+import { convertCheckpoint, type DecoderGraphBuilder, writeDecoderModel } from '../../../../models/convert/convert.js';
+import { buildPagedDecoderGraph } from '../../../../models/qwen3/paged-graph.js';
+import { pagedVariantFile } from '../../../../src/repository/variants.js';
 import { scaledInverseFrequencies } from '../../../../models/convert/rope-scaling.js';
 import { decodeToFloat32 } from '../../../../models/convert/safetensors.js';
 import { encodeFromFloat32, writeSafetensorsCheckpoint } from '../../../../models/convert/safetensors-writer.js';
@@ -51,12 +53,19 @@ const mapWeights = (w: DecoderWeights, f: (x: Float32Array) => Float32Array): De
 const bf16 = (x: Float32Array): Float32Array => decodeToFloat32('BF16', encodeFromFloat32('BF16', x));
 
 /** Whether the converter's output equals the same writer fed in-memory weights: model file and external data, byte for byte. */
-async function isSameModel(out: string, modelFile: string, weights: DecoderWeights, precision: WeightPrecision, config: DecoderConfig = small): Promise<boolean> {
+async function isSameModel(
+  out: string,
+  modelFile: string,
+  weights: DecoderWeights,
+  precision: WeightPrecision,
+  config: DecoderConfig = small,
+  build: DecoderGraphBuilder = buildDecoderGraph,
+): Promise<boolean> {
   const reference = fresh();
   await mkdir(reference);
   // The same file name: the model records its data file's name.
   const path = join(reference, basename(modelFile));
-  await writeDecoderModel(path, config, weights, precision);
+  await writeDecoderModel(path, config, weights, precision, build);
   return (await readFile(join(out, modelFile))).equals(await readFile(path)) && (await readFile(join(out, `${modelFile}_data`))).equals(await readFile(`${path}_data`));
 }
 
@@ -111,6 +120,18 @@ describe('conveyor convert: Qwen3 checkpoints from the builder', () => {
       expect(result.modelFile).toBe(`onnx/${VARIANT_FILE[precision]}`);
       expect(await isSameModel(out, result.modelFile, rounded, precision)).toBe(true);
     }
+  });
+
+  it('--paged also writes the paged graph of the same weights, beside the Optimum model', async () => {
+    const [hf, out] = [fresh(), fresh()];
+    await writeQwen3Checkpoint(hf, small, weights);
+    for (const precision of ['fp32', 'q4'] as const) {
+      const result = await convertCheckpoint(hf, out, { precision, paged: true });
+      expect(result.paged?.modelFile).toBe(`onnx/${pagedVariantFile(VARIANT_FILE[precision])}`);
+      expect(await isSameModel(out, result.modelFile, weights, precision)).toBe(true);
+      expect(await isSameModel(out, result.paged!.modelFile, weights, precision, small, buildPagedDecoderGraph)).toBe(true);
+    }
+    expect((await convertCheckpoint(hf, fresh())).paged).toBeUndefined();
   });
 });
 

@@ -42,6 +42,10 @@ describe('engine bench --sweep', () => {
         expect(phases).toBeLessThanOrEqual(p.wallMs);
         expect(p.otherMs).toBeCloseTo(p.wallMs - phases, 6);
         if (kind === 'paged') expect(b.gatherMs).toBe(0); // the graph reads the pool itself
+        // After every request's first token, each step decodes all three: 3 tokens left each.
+        expect(p.decodeTokens).toBe(3 * 3);
+        expect(p.decodeMs).toBeGreaterThan(0);
+        expect(p.decodeMs).toBeLessThan(p.wallMs);
       }
       // Longer prompts are chunked (quick budget: 256 tokens a step): later steps read a longer past.
       expect(long.breakdown.gatheredPositions).toBeGreaterThan(short.breakdown.gatheredPositions);
@@ -65,6 +69,7 @@ describe('engine bench --sweep', () => {
           const found = report.cases.find((r) => r.group === 'context' && r.variant === variant && r.point === `p${prompt} c${c}`);
           expect(found, `${variant} p${prompt} c${c}`).toBeDefined();
           expect(found!.metrics!['tokPerSec']).toBeGreaterThan(0);
+          expect(found!.metrics!['decodeTokPerSec']).toBeGreaterThan(0);
         }
       }
     }
@@ -72,7 +77,7 @@ describe('engine bench --sweep', () => {
     const summary = readFileSync(join(out, 'summary.md'), 'utf8');
     expect(summary).toContain('### Context sweep: both runners and the forward floor');
     expect(summary).toContain('### Context sweep: where each workload’s time goes');
-    expect(summary).toMatch(/PagedRunner vs PastKeyValuesRunner, c2, prompt 128 \| ≥ 1\.00× \| \d+\.\d\d×/);
+    expect(summary).toMatch(/PagedRunner vs PastKeyValuesRunner, whole workload, c2, prompt 128 \| ≥ 1\.00× \| \d+\.\d\d×/);
     checkWellFormed(readFileSync(join(out, 'engine-context-sweep.svg'), 'utf8'));
   }, 300_000);
 });

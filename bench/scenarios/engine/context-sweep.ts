@@ -63,30 +63,49 @@ export function sweepCases(config: EngineBenchConfig, worker: BenchWorker, engin
 const isWorkload = (run: WorkloadProfile | ForwardFloor): run is WorkloadProfile => 'breakdown' in run;
 const tokens = (r: CaseResult) => Number(r.params['concurrency']) * Number(r.params['outputTokens']);
 
-/** Output tokens/s of a sweep case from its runs' own wall times (median run). */
-function rateOf(r: CaseResult, runs: readonly (WorkloadProfile | ForwardFloor)[]): number {
+/**
+ * Output tokens/s of a sweep case from its runs' own wall times (median run): of the whole
+ * workload (prefill included), and of its decode phase alone (the floor: its decode step at batch
+ * `concurrency`).
+ */
+function ratesOf(r: CaseResult, runs: readonly (WorkloadProfile | ForwardFloor)[]): { tokPerSec: number; decodeTokPerSec: number } {
   const wall = medianOf(runs.map((run) => (isWorkload(run) ? run.wallMs : run.workloadMs)));
-  return (tokens(r) * 1000) / wall;
+  const decode = medianOf(runs.map((run) => (isWorkload(run) ? (run.decodeTokens * 1000) / run.decodeMs : (Number(r.params['concurrency']) * 1000) / run.decodeMs)));
+  return { tokPerSec: (tokens(r) * 1000) / wall, decodeTokPerSec: decode };
 }
 
 export interface SweepConclusion {
-  readonly metrics: Map<string, Record<string, number>>;
+  readonly metrics: Map<string, { tokPerSec: number; decodeTokPerSec: number }>;
   readonly sections: string[];
   readonly targets: { name: string; aim: string; measured: string; met: string }[];
 }
 
 export function concludeSweep(results: readonly CaseResult[], observed: SweepObservations, config: EngineBenchConfig): SweepConclusion {
-  const metrics = new Map<string, Record<string, number>>();
+  const metrics = new Map<string, { tokPerSec: number; decodeTokPerSec: number }>();
   const sweep = results.filter((r) => r.group === SWEEP_GROUP);
-  for (const r of sweep) metrics.set(r.id, { tokPerSec: rateOf(r, observed.get(r.id) ?? []) });
-  const rate = (variant: string, prompt: number, concurrency: number) => {
+  for (const r of sweep) metrics.set(r.id, ratesOf(r, observed.get(r.id) ?? []));
+  const lookUp = (metric: 'tokPerSec' | 'decodeTokPerSec') => (variant: string, prompt: number, concurrency: number) => {
     const hit = sweep.find((r) => r.variant === variant && r.point === pointOf(prompt, concurrency));
-    return hit ? (metrics.get(hit.id)?.['tokPerSec'] ?? NaN) : NaN;
+    return hit ? (metrics.get(hit.id)?.[metric] ?? NaN) : NaN;
   };
+  const [rate, decodeRate] = [lookUp('tokPerSec'), lookUp('decodeTokPerSec')];
   const comparison = config.sweep.flatMap((prompt) =>
     config.concurrency.map((c) => {
       const [pkv, paged, floor] = [rate(SWEEP_VARIANT.pastKeyValues, prompt, c), rate(SWEEP_VARIANT.paged, prompt, c), rate(SWEEP_VARIANT.floor, prompt, c)];
-      return [String(prompt), String(c), fixed(pkv), fixed(paged), ratio(paged / pkv), fixed(floor), ratio(paged / floor), ratio(paged / rate(SWEEP_VARIANT.paged, config.sweep[0]!, c))];
+      const decode = [decodeRate(SWEEP_VARIANT.pastKeyValues, prompt, c), decodeRate(SWEEP_VARIANT.paged, prompt, c), decodeRate(SWEEP_VARIANT.floor, prompt, c)] as const;
+      const pagedShort = decodeRate(SWEEP_VARIANT.paged, config.sweep[0]!, c);
+      return [
+        String(prompt),
+        String(c),
+        fixed(pkv),
+        fixed(paged),
+        ratio(paged / pkv),
+        fixed(floor),
+        ...decode.map(fixed),
+        ratio(decode[1] / decode[0]),
+        ratio(decode[1] / decode[2]),
+        ratio(decode[1] / pagedShort),
+      ];
     }),
   );
   const breakdown = sweep
@@ -109,23 +128,36 @@ export function concludeSweep(results: readonly CaseResult[], observed: SweepObs
   const { shortPrompt, longPrompt, longContextShare } = SWEEP_TARGETS;
   const verdict = (value: number, ok: boolean) => (Number.isNaN(value) ? 'no data' : ok ? 'met' : 'missed');
   const vsPkv = rate(SWEEP_VARIANT.paged, shortPrompt, top) / rate(SWEEP_VARIANT.pastKeyValues, shortPrompt, top);
-  const vsFloor = rate(SWEEP_VARIANT.paged, shortPrompt, top) / rate(SWEEP_VARIANT.floor, shortPrompt, top);
-  const longShare = rate(SWEEP_VARIANT.paged, longPrompt, top) / rate(SWEEP_VARIANT.paged, shortPrompt, top);
+  const vsFloor = decodeRate(SWEEP_VARIANT.paged, shortPrompt, top) / decodeRate(SWEEP_VARIANT.floor, shortPrompt, top);
+  const longShare = decodeRate(SWEEP_VARIANT.paged, longPrompt, top) / decodeRate(SWEEP_VARIANT.paged, shortPrompt, top);
   const targets = [
-    { name: `PagedRunner vs PastKeyValuesRunner, c${top}, prompt ${shortPrompt}`, aim: '≥ 1.00×', measured: ratio(vsPkv), met: verdict(vsPkv, vsPkv >= 1) },
-    { name: `PagedRunner vs the forward floor, c${top}, prompt ${shortPrompt}`, aim: '≥ 1.00×', measured: ratio(vsFloor), met: verdict(vsFloor, vsFloor >= 1) },
+    { name: `PagedRunner vs PastKeyValuesRunner, whole workload, c${top}, prompt ${shortPrompt}`, aim: '≥ 1.00×', measured: ratio(vsPkv), met: verdict(vsPkv, vsPkv >= 1) },
+    { name: `PagedRunner decode vs the Optimum forward floor at batch ${top}, prompt ${shortPrompt}`, aim: '≥ 1.00×', measured: ratio(vsFloor), met: verdict(vsFloor, vsFloor >= 1) },
     {
-      name: `PagedRunner at prompt ${longPrompt} vs its own prompt ${shortPrompt}, c${top}`,
+      name: `PagedRunner decode at prompt ${longPrompt} vs its own at prompt ${shortPrompt}, c${top}`,
       aim: `≥ ${(longContextShare * 100).toFixed(0)}%`,
       measured: Number.isFinite(longShare) ? `${(longShare * 100).toFixed(0)}%` : '–',
       met: verdict(longShare, longShare >= longContextShare),
     },
   ];
   const sections = [
-    '### Context sweep: both runners and the forward floor (output tok/s of a whole workload)',
+    '### Context sweep: both runners and the forward floor (output tok/s of the whole workload, prefill included, and of its decode phase)',
     '',
     markdownTable(
-      ['Prompt', 'Requests', 'PastKeyValuesRunner', 'PagedRunner', 'Paged / PKV', 'Forward floor', 'Paged / floor', `Paged vs prompt ${config.sweep[0]}`],
+      [
+        'Prompt',
+        'Requests',
+        'PKV tok/s',
+        'Paged tok/s',
+        'Paged / PKV',
+        'Floor tok/s',
+        'PKV decode tok/s',
+        'Paged decode tok/s',
+        'Floor decode tok/s',
+        'Paged / PKV (decode)',
+        'Paged / floor (decode)',
+        `Paged decode vs prompt ${config.sweep[0]}`,
+      ],
       comparison,
       comparison[0]?.map(() => 'right') ?? [],
     ),
@@ -170,6 +202,7 @@ function breakdownRow(runner: string, w: WorkloadProfile): string[] {
     String(w.promptTokens),
     String(w.concurrency),
     ((w.concurrency * w.outputTokens * 1000) / w.wallMs).toFixed(1),
+    ((w.decodeTokens * 1000) / w.decodeMs).toFixed(1),
     (w.wallMs / 1000).toFixed(2),
     `${w.steps} / ${w.ortCalls}`,
     share(b.ortMs),

@@ -23,6 +23,12 @@ export interface WorkloadProfile {
   /** Runner phases summed over the workload; `otherMs` is the rest of the wall (scheduling, sampling). */
   readonly breakdown: StepBreakdown;
   readonly otherMs: number;
+  /**
+   * The decode phase: the steps after every request has its first token (all submitted at once,
+   * so from then on each step is one decode batch), their wall time and the tokens they emitted.
+   */
+  readonly decodeMs: number;
+  readonly decodeTokens: number;
 }
 
 export async function profileWorkload(data: EngineWorkerData, concurrency: number, promptTokens: number, outputTokens: number): Promise<WorkloadProfile> {
@@ -34,16 +40,23 @@ export async function profileWorkload(data: EngineWorkerData, concurrency: numbe
     let steps = 0;
     let ortCalls = 0;
     const started = performance.now();
+    const firstTokens = new Set<string>();
+    let decodeStart: number | null = null;
+    let decodeTokens = 0;
     while (core.hasWork()) {
-      await core.step();
+      const output = await core.step();
       steps++;
       ortCalls += core.runnerStats.lastStepCalls;
+      if (decodeStart !== null) decodeTokens += output.updates.reduce((sum, u) => sum + u.newTokenIds.length, 0);
+      for (const u of output.updates) firstTokens.add(u.requestId);
+      if (decodeStart === null && firstTokens.size === concurrency) decodeStart = performance.now();
     }
     const wallMs = performance.now() - started;
     const breakdown = emptyBreakdown();
     for (const key of Object.keys(breakdown) as (keyof StepBreakdown)[]) breakdown[key] = core.runnerStats.total[key] - before[key];
     const runnerMs = breakdown.gatherMs + breakdown.feedsMs + breakdown.ortMs + breakdown.scatterMs + breakdown.logitsMs;
-    return { runner: core.info.kind, concurrency, promptTokens, outputTokens, wallMs, steps, ortCalls, breakdown, otherMs: Math.max(0, wallMs - runnerMs) };
+    const decodeMs = decodeStart === null ? 0 : started + wallMs - decodeStart;
+    return { runner: core.info.kind, concurrency, promptTokens, outputTokens, wallMs, steps, ortCalls, breakdown, otherMs: Math.max(0, wallMs - runnerMs), decodeMs, decodeTokens };
   } finally {
     await core.release();
   }

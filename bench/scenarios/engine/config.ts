@@ -5,6 +5,7 @@ import { availableParallelism } from 'node:os';
 import type { EngineWorkerData } from '../../../src/contracts/engine-messages.js';
 import type { WeightPrecision } from '../../../kernels/linear.js';
 import { DECODER_PRECISIONS, type ModelSize } from '../../../models/common/model-files.js';
+import { DECODER_CONFIGS } from '../../../models/qwen3/config.js';
 import { intList, positiveInt, stringList } from '../../harness/args.js';
 import type { FlagSpec, FlagValues } from '../../harness/scenario.js';
 
@@ -93,12 +94,21 @@ export function engineBenchConfig(flags: FlagValues, quick: boolean): EngineBenc
     maxNumBatchedTokens: quick ? 256 : 2048,
     blockSize: 16,
     // The bench decoder stores 8 KiB of K/V per token: 512 MiB holds 64k tokens, so no run
-    // preempts (the cache is allocated lazily; untouched pages cost nothing).
-    kvCacheBytes: (quick ? 64 : 512) << 20,
+    // preempts (the cache is allocated lazily; untouched pages cost nothing); a context sweep's
+    // longest point gets what it needs on top, so it measures attention, not preemption.
+    kvCacheBytes: Math.max((quick ? 64 : 512) << 20, sweepKvBytes(size[0]!, Math.max(...concurrency), sweep, outputTokens)),
     profile: flags['no-profile'] !== true,
     sweep,
     sweepOnly: flags['sweep-only'] === true,
   };
+}
+
+/** KV bytes the sweep's largest point holds at once (fp32 K/V, every block full, 10% headroom for partial blocks). */
+function sweepKvBytes(size: ModelSize, concurrency: number, sweep: readonly number[], outputTokens: number): number {
+  if (sweep.length === 0) return 0;
+  const c = DECODER_CONFIGS[size];
+  const perToken = 2 * c.numLayers * c.numKvHeads * c.headDim * 4;
+  return Math.ceil(1.1 * concurrency * (Math.max(...sweep) + outputTokens) * perToken);
 }
 
 /** Every engine of the run: the same settings except what a comparison varies. */

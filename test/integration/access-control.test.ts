@@ -53,6 +53,22 @@ const HTTP_ROUTES: Readonly<Record<string, AccessClass>> = {
   'POST /v2/repository/index': 'api',
   'POST /v2/repository/models/:model/load': 'control',
   'POST /v2/repository/models/:model/unload': 'control',
+  'GET /v2/logging': 'api',
+  'POST /v2/logging': 'control',
+  'GET /v2/trace/setting': 'api',
+  'POST /v2/trace/setting': 'control',
+  'GET /v2/models/:model/trace/setting': 'api',
+  'POST /v2/models/:model/trace/setting': 'control',
+  'GET /v2/systemsharedmemory/status': 'api',
+  'GET /v2/systemsharedmemory/region/:region/status': 'api',
+  'POST /v2/systemsharedmemory/region/:region/register': 'control',
+  'POST /v2/systemsharedmemory/unregister': 'control',
+  'POST /v2/systemsharedmemory/region/:region/unregister': 'control',
+  'GET /v2/cudasharedmemory/status': 'api',
+  'GET /v2/cudasharedmemory/region/:region/status': 'api',
+  'POST /v2/cudasharedmemory/region/:region/register': 'control',
+  'POST /v2/cudasharedmemory/unregister': 'control',
+  'POST /v2/cudasharedmemory/region/:region/unregister': 'control',
   'GET /v1/ws': 'api',
   'GET /v1/models': 'api',
   'GET /v1/models/:id': 'api',
@@ -154,6 +170,7 @@ const concretePath = (url: string) =>
   url
     .replace(':model', targetOf(HTTP_ROUTES[`POST ${url}`] ?? 'api'))
     .replace(':version', '1')
+    .replace(':region', 'r0')
     .replace(':id', ABSENT)
     .replace('*', 'x');
 

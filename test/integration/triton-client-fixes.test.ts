@@ -81,7 +81,7 @@ describe('response compression (Triton compresses only infer and generate answer
     ['POST', '/v2/models/bert/trace/setting', '{}'],
   ];
 
-  it.each(JSON_ROUTES)('%s %s answers plain JSON under Accept-Encoding: gzip', async (method, path, body) => {
+  it.each(JSON_ROUTES.map(([method, path, body]) => ({ method, path, body })))('$method $path answers plain JSON under Accept-Encoding: gzip', async ({ method, path, body }) => {
     const answer = await raw(method, path, body, { 'accept-encoding': 'gzip, deflate' });
     expect(answer.status).toBe(200);
     expect(answer.headers['content-encoding']).toBeUndefined();

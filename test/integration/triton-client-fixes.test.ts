@@ -3,8 +3,9 @@
 // no index row for a model that never existed, 501 for shared memory, and run-time log and trace
 // settings over HTTP and gRPC.
 import { request as httpRequest } from 'node:http';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { gunzipSync } from 'node:zlib';
+import { killCliServer, startCliServer, type CliServer } from '../support/cli-server.js';
 import { addModel, configOf, makeRepository, startTestServer, type TestServer } from '../support/server.js';
 import { grpcClients, unaryCall, type GrpcClients } from '../support/streams.js';
 
@@ -315,4 +316,36 @@ describe('trace settings (v2/trace/setting, gRPC TraceSetting)', () => {
     const { error } = await unaryCall(grpc.inference, 'TraceSetting', { settings: {}, model_name: 'absent' });
     expect(error?.code).toBe(3);
   });
+});
+
+describe('log settings applied to the CLI’s logger (pino on stdout)', () => {
+  let cli: CliServer | undefined;
+  afterAll(async () => {
+    if (cli) await killCliServer(cli);
+  });
+
+  it('log_format ISO8601 changes the timestamps, and log_info false drops info lines (request lines too)', async () => {
+    const repository = await makeRepository([{ name: 'bert', from: 'bert-tiny', config: configOf('bert-tiny', 'bert') }]);
+    cli = await startCliServer(repository, ['--model-control-mode', 'explicit']);
+    const post = (path: string, body?: unknown) => fetch(`${cli!.http}${path}`, { method: 'POST', ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+    expect(typeof (await cli.waitForLog(/^HTTP \(KServe v2\) listening/))['time']).toBe('number');
+    expect((await post('/v2/logging', { log_format: 'ISO8601' })).status).toBe(200);
+    expect((await post('/v2/repository/models/bert/load')).status).toBe(200);
+    const ready = await cli.waitForLog(/^bert: version 1 READY/);
+    expect(ready['time']).toEqual(expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/));
+    expect((await post('/v2/logging', { log_info: false })).status).toBe(200);
+    const quietFrom = cli.lines.length;
+    expect((await post('/v2/repository/models/bert/unload')).status).toBe(200);
+    expect((await post('/v2/logging', { log_info: true })).status).toBe(200);
+    expect((await post('/v2/repository/models/bert/load')).status).toBe(200);
+    // stdout is written in order, so the unload's line would have come before this one.
+    await vi.waitFor(() => expect(cli!.lines.slice(quietFrom).some((l) => /^bert: version 1 READY/.test(l.msg))).toBe(true), { timeout: 60_000 });
+    const quiet = cli.lines.slice(
+      quietFrom,
+      cli.lines.findIndex((l, i) => i >= quietFrom && /^bert: version 1 READY/.test(l.msg)),
+    );
+    expect(quiet.filter((l) => /unloaded/.test(l.msg) || JSON.stringify(l).includes('/unload'))).toEqual([]);
+    // The request that switched info back on arrived while it was off: only its completion shows.
+    expect(quiet.filter((l) => l.msg === 'incoming request' && JSON.stringify(l).includes('/v2/logging'))).toEqual([]);
+  }, 120_000);
 });

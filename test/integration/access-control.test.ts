@@ -160,9 +160,9 @@ afterAll(async () => {
   await Promise.all([baseline, ...servers.values()].map((s) => s?.stop()));
 });
 
-// Requests name a model no server has, so every handler that runs answers at once. A load of an
-// unknown model still leaves an entry in the repository index, so control calls name another
-// model than the health checks ask about: every server then answers those alike.
+// Requests name a model no server has, so every handler that runs answers at once. Control calls
+// name another model than the health checks ask about, so a control call that got through on one
+// server can never change what another call sees there.
 const ABSENT = 'absent';
 const ABSENT_CONTROL = 'absent-control';
 const targetOf = (access: AccessClass) => (access === 'control' ? ABSENT_CONTROL : ABSENT);

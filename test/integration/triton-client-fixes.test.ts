@@ -327,25 +327,21 @@ describe('log settings applied to the CLI’s logger (pino on stdout)', () => {
   it('log_format ISO8601 changes the timestamps, and log_info false drops info lines (request lines too)', async () => {
     const repository = await makeRepository([{ name: 'bert', from: 'bert-tiny', config: configOf('bert-tiny', 'bert') }]);
     cli = await startCliServer(repository, ['--model-control-mode', 'explicit']);
-    const post = (path: string, body?: unknown) => fetch(`${cli!.http}${path}`, { method: 'POST', ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+    const post = (path: string, body?: unknown, requestId?: string) =>
+      fetch(`${cli!.http}${path}`, { method: 'POST', ...(requestId ? { headers: { 'x-request-id': requestId } } : {}), ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
     expect(typeof (await cli.waitForLog(/^HTTP \(KServe v2\) listening/))['time']).toBe('number');
     expect((await post('/v2/logging', { log_format: 'ISO8601' })).status).toBe(200);
     expect((await post('/v2/repository/models/bert/load')).status).toBe(200);
     const ready = await cli.waitForLog(/^bert: version 1 READY/);
     expect(ready['time']).toEqual(expect.stringMatching(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/));
     expect((await post('/v2/logging', { log_info: false })).status).toBe(200);
-    const quietFrom = cli.lines.length;
-    expect((await post('/v2/repository/models/bert/unload')).status).toBe(200);
-    expect((await post('/v2/logging', { log_info: true })).status).toBe(200);
+    expect((await post('/v2/repository/models/bert/unload', undefined, 'quiet-unload')).status).toBe(200);
+    expect((await post('/v2/logging', { log_info: true }, 'back-on')).status).toBe(200);
     expect((await post('/v2/repository/models/bert/load')).status).toBe(200);
-    // stdout is written in order, so the unload's line would have come before this one.
-    await vi.waitFor(() => expect(cli!.lines.slice(quietFrom).some((l) => /^bert: version 1 READY/.test(l.msg))).toBe(true), { timeout: 60_000 });
-    const quiet = cli.lines.slice(
-      quietFrom,
-      cli.lines.findIndex((l, i) => i >= quietFrom && /^bert: version 1 READY/.test(l.msg)),
-    );
-    expect(quiet.filter((l) => /unloaded/.test(l.msg) || JSON.stringify(l).includes('/unload'))).toEqual([]);
+    // stdout arrives in order: once the second READY is read, every earlier line has been too.
+    await vi.waitFor(() => expect(cli!.lines.filter((l) => /^bert: version 1 READY/.test(l.msg))).toHaveLength(2), { timeout: 60_000 });
+    expect(cli.lines.filter((l) => /unloaded/.test(l.msg) || l['reqId'] === 'quiet-unload')).toEqual([]);
     // The request that switched info back on arrived while it was off: only its completion shows.
-    expect(quiet.filter((l) => l.msg === 'incoming request' && JSON.stringify(l).includes('/v2/logging'))).toEqual([]);
+    expect(cli.lines.filter((l) => l['reqId'] === 'back-on').map((l) => l.msg)).toEqual(['request completed']);
   }, 120_000);
 });

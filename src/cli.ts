@@ -9,7 +9,9 @@ import { CheckpointError, ConvertError, convertCheckpoint } from '../models/conv
 import { OptionsError, USAGE, parseServerOptions } from './config/server-options.js';
 import { startServer, type RunningServer } from './main.js';
 import { resolve } from 'node:path';
-import { pino } from 'pino';
+import { pino, type LoggerOptions } from 'pino';
+import { logSettingsForLevel, severityOfLevel, thresholdFor, type LogSettings } from './config/log-settings.js';
+import { createRuntimeSettings } from './config/runtime-settings.js';
 
 async function serve(argv: string[]): Promise<void> {
   if (argv.includes('--help') || argv.includes('-h')) {
@@ -20,19 +22,38 @@ async function serve(argv: string[]): Promise<void> {
   // Structured JSON lines on stdout (pino, fastify's logger); --log-level filters them.
   // Written synchronously (lifecycle and per-generation lines are few), so the last lines before
   // a forced exit or a crash are never lost in a buffer; request lines go through fastify's own logger.
-  const logger = pino({ level: options.logLevel, base: { service: 'conveyor' } }, pino.destination({ dest: 1, sync: true }));
+  // Both loggers follow the run-time log settings (v2/logging), which start from --log-level.
+  const settings = createRuntimeSettings(logSettingsForLevel(options.logLevel));
+  const loggerOptions = followingLogSettings(settings.log);
+  const logger = pino(loggerOptions, pino.destination({ dest: 1, sync: true }));
+  settings.log.onChange((value) => (logger.level = thresholdFor(value)));
   const log = (line: string, fields?: Record<string, unknown>): void => logger.info(fields ?? {}, line);
   // Installed first, so a signal during startup drains the server once it is up (a second one exits at once).
   let started: Promise<RunningServer> | undefined;
   handleSignals(async () => (await started)?.stop(), log);
   // The bundled repository's weights are generated, never downloaded: build them if missing.
   if (options.model === undefined && resolve(options.modelRepository) === resolve(DEFAULT_REPOSITORY)) await ensureDefaultRepository(DEFAULT_REPOSITORY, log);
-  started = startServer(options, { log, httpLogger: { level: options.logLevel, base: { service: 'conveyor' } } });
+  started = startServer(options, { log, httpLogger: loggerOptions, settings });
   await started;
   // glibc reads it at process start, so the server can only say so (README: "Memory on Linux").
   if (process.platform === 'linux' && process.env['MALLOC_ARENA_MAX'] === undefined) {
     log('MALLOC_ARENA_MAX is not set: every model reload (precision swap, restart) then grows resident memory; start the server with MALLOC_ARENA_MAX=1');
   }
+}
+
+/** pino options under which a line is written only if the log settings allow its severity, with their timestamp format. */
+function followingLogSettings(settings: LogSettings): LoggerOptions {
+  return {
+    level: thresholdFor(settings.value),
+    base: { service: 'conveyor' },
+    timestamp: () => (settings.value.log_format === 'ISO8601' ? `,"time":"${new Date().toISOString()}"` : `,"time":${Date.now()}`),
+    hooks: {
+      logMethod(args, method, level) {
+        const { severity, verboseLevel } = severityOfLevel(level);
+        if (settings.allows(severity, verboseLevel)) method.apply(this, args);
+      },
+    },
+  };
 }
 
 /** Exit status of a second signal during the drain: death by that signal, 128 + its number (130 SIGINT, 143 SIGTERM). */

@@ -2,6 +2,7 @@
 // HTTP and gRPC front ends, and the metrics port. Used by the CLI and by the integration tests.
 
 import type { ServerOptions } from './config/server-options.js';
+import { createRuntimeSettings, type RuntimeSettings } from './config/runtime-settings.js';
 import { createMetrics, startMetricsServer, type ConveyorMetrics } from './metrics/index.js';
 import { ModelManager } from './serving/model-manager.js';
 import { ConveyorService } from './serving/conveyor-service.js';
@@ -42,10 +43,16 @@ export interface StartOptions {
   readonly httpLogger?: object;
   /** Backends beyond the built-in ones (the LLM engine registers "llm"). */
   readonly loaders?: Readonly<Record<string, BackendLoader>>;
+  /** The settings /v2/logging and /v2/trace/setting change (the CLI's logger follows them); fresh defaults when absent. */
+  readonly settings?: RuntimeSettings;
 }
 
 export async function startServer(options: ServerOptions, start: StartOptions): Promise<RunningServer> {
-  const { log } = start;
+  const settings = start.settings ?? createRuntimeSettings();
+  // The server's own lines are info lines: log_info (v2/logging) switches them off and on.
+  const log: StartOptions['log'] = (line, fields) => {
+    if (settings.log.allows('info')) start.log(line, fields);
+  };
   // Read at scrape time only, by which point the manager exists.
   const metrics = createMetrics({ models: () => manager.servedModels(), vllmNames: options.vllmMetricNames });
   const root = options.model ? (await singleModelRepository(options.model, options.servedModelName, options)).root : options.modelRepository;
@@ -72,6 +79,7 @@ export async function startServer(options: ServerOptions, start: StartOptions): 
     bodyLimit: limits.httpMaxBodyBytes,
     jsonMaxDepth: limits.jsonMaxDepth,
     streamSendTimeoutMs: limits.streamSendTimeoutSecs * 1000,
+    settings,
   });
   registerApiFrontEnds(http, service, options, root);
   await http.listen({ host: options.host, port: options.httpPort });
@@ -82,6 +90,7 @@ export async function startServer(options: ServerOptions, start: StartOptions): 
     access,
     maxMessageBytes: limits.grpcMaxMessageBytes,
     maxConcurrentStreams: limits.grpcMaxConcurrentStreams,
+    settings,
   });
   const grpcPort = await grpc.start(options.host, options.grpcPort);
   log(`HTTP (KServe v2) listening on ${options.host}:${httpPort}`);

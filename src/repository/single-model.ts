@@ -44,12 +44,7 @@ name: "${name}"
 backend: "llm"
 max_batch_size: 0
 model_transaction_policy { decoupled: true }
-input [
-  { name: "text_input" data_type: TYPE_STRING dims: [ 1 ] },
-  { name: "stream" data_type: TYPE_BOOL dims: [ 1 ] optional: true },
-  { name: "max_tokens" data_type: TYPE_INT32 dims: [ 1 ] optional: true }
-]
-output [ { name: "text_output" data_type: TYPE_STRING dims: [ -1 ] } ]
+# No input or output blocks: the llm backend declares every tensor it handles on load.
 instance_group [ { count: 1 kind: KIND_CPU } ]
 parameters: { key: "precision" value: { string_value: "${precision}" } }
 ${extra}`;

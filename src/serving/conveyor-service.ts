@@ -23,6 +23,9 @@ export const EXTENSIONS = [
   'binary_tensor_data',
   'parameters',
   'statistics',
+  // The endpoints exist; trace settings are stored and returned, and say that nothing is traced.
+  'trace',
+  'logging',
 ] as const;
 
 export interface ServiceOptions {

@@ -13,6 +13,7 @@ import { InputProcessor, type ProcessInput } from '../engine-client/input-proces
 import { MODEL_FILE_NAMES } from '../tokenizer/model-files.js';
 import { confinedPath, existingConfinedFile, redactPaths } from '../repository/confine.js';
 import { ATTENTION_BACKENDS, type AttentionBackend, pagedVariantFile, presentVariantFile } from '../repository/variants.js';
+import { completeLlmTensors } from '../repository/config/index.js';
 import { OutputProcessor } from '../engine-client/output-processor.js';
 import { ConveyorError, invalidArg, unavailable } from '../errors.js';
 import { faultInjectionOf } from '../runtime/fault-injection.js';
@@ -129,8 +130,9 @@ export async function loadLlmModel(request: BackendLoadRequest): Promise<LlmMode
   const engineMetrics = metrics.attach(request.name);
   engine.onStep((output) => engineMetrics.observeStep(output));
   // The effective config names the file this version runs (Triton's field for it), so
-  // GET /v2/models/{m}/config shows which precision variant was loaded.
-  const effective: ModelConfig = { ...config, default_model_filename: file };
+  // GET /v2/models/{m}/config shows which precision variant was loaded,
+  // and lists every input and output the server handles, as the vLLM backend's auto-complete does.
+  const effective: ModelConfig = { ...completeLlmTensors(config), default_model_filename: file };
   return new LlmModel(request.name, request.version, effective, processor, engine, { observer: metrics, engine: engineMetrics }, request.log, { maxRequestSecs: limits.maxRequestSecs });
 }
 

@@ -87,7 +87,19 @@ export class ModelManager {
 
   load(name: string, override?: LoadOverride): Promise<void> {
     const entry = this.entry(name);
-    return this.change(entry, () => this.loadNow(name, entry, override));
+    return this.change(entry, () => this.loadNow(name, entry, override)).catch((error: unknown) => {
+      this.forgetIfAbsent(name, entry);
+      throw error;
+    });
+  }
+
+  /**
+   * A failed load of a model the repository does not hold leaves no trace (no index row), as in
+   * Triton; a model that is there keeps its UNAVAILABLE row with the reason.
+   */
+  private forgetIfAbsent(name: string, entry: ModelEntry): void {
+    const untouched = entry.changes === 0 && !entry.loaded && entry.versions.size === 0;
+    if (untouched && this.models.get(name) === entry && !existsSync(join(this.options.root, name))) this.models.delete(name);
   }
 
   unload(name: string): Promise<void> {

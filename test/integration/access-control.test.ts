@@ -53,6 +53,22 @@ const HTTP_ROUTES: Readonly<Record<string, AccessClass>> = {
   'POST /v2/repository/index': 'api',
   'POST /v2/repository/models/:model/load': 'control',
   'POST /v2/repository/models/:model/unload': 'control',
+  'GET /v2/logging': 'api',
+  'POST /v2/logging': 'control',
+  'GET /v2/trace/setting': 'api',
+  'POST /v2/trace/setting': 'control',
+  'GET /v2/models/:model/trace/setting': 'api',
+  'POST /v2/models/:model/trace/setting': 'control',
+  'GET /v2/systemsharedmemory/status': 'api',
+  'GET /v2/systemsharedmemory/region/:region/status': 'api',
+  'POST /v2/systemsharedmemory/region/:region/register': 'control',
+  'POST /v2/systemsharedmemory/unregister': 'control',
+  'POST /v2/systemsharedmemory/region/:region/unregister': 'control',
+  'GET /v2/cudasharedmemory/status': 'api',
+  'GET /v2/cudasharedmemory/region/:region/status': 'api',
+  'POST /v2/cudasharedmemory/region/:region/register': 'control',
+  'POST /v2/cudasharedmemory/unregister': 'control',
+  'POST /v2/cudasharedmemory/region/:region/unregister': 'control',
   'GET /v1/ws': 'api',
   'GET /v1/models': 'api',
   'GET /v1/models/:id': 'api',
@@ -144,9 +160,9 @@ afterAll(async () => {
   await Promise.all([baseline, ...servers.values()].map((s) => s?.stop()));
 });
 
-// Requests name a model no server has, so every handler that runs answers at once. A load of an
-// unknown model still leaves an entry in the repository index, so control calls name another
-// model than the health checks ask about: every server then answers those alike.
+// Requests name a model no server has, so every handler that runs answers at once. Control calls
+// name another model than the health checks ask about, so a control call that got through on one
+// server can never change what another call sees there.
 const ABSENT = 'absent';
 const ABSENT_CONTROL = 'absent-control';
 const targetOf = (access: AccessClass) => (access === 'control' ? ABSENT_CONTROL : ABSENT);
@@ -154,6 +170,7 @@ const concretePath = (url: string) =>
   url
     .replace(':model', targetOf(HTTP_ROUTES[`POST ${url}`] ?? 'api'))
     .replace(':version', '1')
+    .replace(':region', 'r0')
     .replace(':id', ABSENT)
     .replace('*', 'x');
 

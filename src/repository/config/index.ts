@@ -16,6 +16,7 @@ import { checkSupported, validateModelConfig } from './validate.js';
 
 export { completeFromModelMetadata, checkModelMetadata, DEFAULT_MAX_BATCH_SIZE, ORT_TO_CONFIG_TYPE } from './autocomplete.js';
 export type { CompleteOptions, ModelIoMetadata, TensorMetadata } from './autocomplete.js';
+export { completeLlmTensors } from './llm-tensors.js';
 export { modelConfigToJson, modelConfigToJsonValue } from './json.js';
 export { DEFAULT_CPU_INSTANCE_COUNT, DEFAULT_MODEL_FILENAME, normalizeModelConfig } from './normalize.js';
 export type { NormalizeOptions } from './normalize.js';

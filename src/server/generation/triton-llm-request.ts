@@ -7,22 +7,19 @@
 
 import type { Parameters } from '../../contracts/infer.js';
 import type { Tensor } from '../../contracts/tensors.js';
+import { LLM_INPUT_TENSORS, type LlmInputName } from '../../contracts/triton-llm-tensors.js';
 import { invalidArg } from '../../errors.js';
 import { carriedFields, valueKind, type GenerationField, type UncheckedParams, type ValueKind, type WireVocabulary } from '../../vocabulary/index.js';
 
-/** The inputs an LLM request may carry, by the kind of value each holds. */
-export const TRITON_LLM_INPUTS = {
-  text_input: 'string',
-  stream: 'bool',
-  max_tokens: 'int',
-  exclude_input_in_output: 'bool',
-  sampling_parameters: 'string',
-  return_finish_reason: 'bool',
-  return_num_input_tokens: 'bool',
-  return_num_output_tokens: 'bool',
-} as const satisfies Record<string, ValueKind>;
+const KIND_OF_TYPE = { TYPE_STRING: 'string', TYPE_BOOL: 'bool', TYPE_INT32: 'int' } as const satisfies Record<string, ValueKind>;
 
-export type TritonInputName = keyof typeof TRITON_LLM_INPUTS;
+export type TritonInputName = LlmInputName;
+
+/** The inputs an LLM request may carry, by the kind of value each holds: derived from the one declaration of the LLM's tensors. */
+export const TRITON_LLM_INPUTS: Readonly<Record<TritonInputName, ValueKind>> = Object.fromEntries(LLM_INPUT_TENSORS.map((t) => [t.name, KIND_OF_TYPE[t.data_type]])) as Record<
+  TritonInputName,
+  ValueKind
+>;
 
 /** Own keys only: `key in` would also take 'constructor', 'toString' and '__proto__' for inputs. */
 export const isTritonInput = (key: string): key is TritonInputName => Object.hasOwn(TRITON_LLM_INPUTS, key);

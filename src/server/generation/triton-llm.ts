@@ -3,11 +3,12 @@
 // response with the whole text, the prompt prepended unless exclude_input_in_output. Both the
 // ModelStreamInfer hook (tensors) and the HTTP generate extension (JSON) format these responses.
 
+import type { LlmOutputName } from '../../contracts/triton-llm-tensors.js';
 import type { LlmLookup } from './lookup.js';
 import type { TritonLlmRequest } from './triton-llm-request.js';
 
 export interface TritonLlmOutput {
-  readonly name: 'text_output' | 'finish_reason' | 'num_input_tokens' | 'num_output_tokens';
+  readonly name: LlmOutputName;
   readonly datatype: 'BYTES' | 'UINT32';
   readonly value: string | number;
 }

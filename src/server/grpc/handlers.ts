@@ -7,6 +7,8 @@ import { ConveyorError } from '../../errors.js';
 import { inferRequestFromWire, inferResponseToWire } from './infer-codec.js';
 import { loadOverrideFromWire, unloadOptionsFromWire } from './repository-codec.js';
 import { cancelledError, toGrpcStatus, unsupported } from './status.js';
+import { createRuntimeSettings, type RuntimeSettings } from '../../config/runtime-settings.js';
+import { logSettingsRpc, traceSettingRpc, type WireLogSettingsRequest, type WireTraceSettingRequest } from './settings-handlers.js';
 import { handleModelStreamInfer, isDecoupled, type DecoupledInfer } from './stream-infer.js';
 import type { WireInferRequest, WireInferResponse, WireModelRef, WireRepositoryIndexRequest, WireRepositoryModelRequest } from './wire-types.js';
 
@@ -34,11 +36,10 @@ const UNIMPLEMENTED_RPCS = [
   'CudaSharedMemoryStatus',
   'CudaSharedMemoryRegister',
   'CudaSharedMemoryUnregister',
-  'TraceSetting',
-  'LogSettings',
 ] as const;
 
-export function inferenceHandlers(service: InferenceService, decoupled?: DecoupledInfer): UntypedServiceImplementation {
+export function inferenceHandlers(service: InferenceService, decoupled?: DecoupledInfer, settings?: RuntimeSettings): UntypedServiceImplementation {
+  const { log, trace } = settings ?? createRuntimeSettings();
   const handlers: UntypedServiceImplementation = {
     ServerLive: unary(() => ({ live: service.isLive() })),
     ServerReady: unary(() => ({ ready: service.isReady() })),
@@ -59,6 +60,8 @@ export function inferenceHandlers(service: InferenceService, decoupled?: Decoupl
       await service.unloadModel(r.model_name, unloadOptionsFromWire(r.parameters));
       return {};
     }),
+    LogSettings: unary((r: WireLogSettingsRequest) => logSettingsRpc(log, r)),
+    TraceSetting: unary((r: WireTraceSettingRequest) => traceSettingRpc(trace, service, r)),
   };
   for (const rpc of UNIMPLEMENTED_RPCS) {
     handlers[rpc] = unary(() => {

@@ -10,6 +10,7 @@ import type { LlmLookup } from '../generation/lookup.js';
 import { accessInterceptor } from './access.js';
 import { generationHandlers } from './generation-service.js';
 import { inferenceHandlers } from './handlers.js';
+import type { RuntimeSettings } from '../../config/runtime-settings.js';
 import { createHealthService } from './health.js';
 import type { DecoupledInfer } from './stream-infer.js';
 
@@ -40,6 +41,8 @@ export interface GrpcServerOptions {
   readonly healthWatchIntervalMs?: number;
   /** Who may call which RPC (access.ts); without it every RPC is open. */
   readonly access?: AccessPolicy;
+  /** The log and trace settings behind LogSettings and TraceSetting (shared with HTTP); fresh defaults when absent. */
+  readonly settings?: RuntimeSettings;
 }
 
 export interface GrpcServer {
@@ -70,7 +73,7 @@ export function createGrpcServer(service: InferenceService, options: GrpcServerO
     interceptors: options.access?.guardsAnything() ? [accessInterceptor(options.access)] : [],
   });
   const health = createHealthService(service, options.healthWatchIntervalMs ?? 1000);
-  server.addService(definitions.inference, inferenceHandlers(service, options.decoupled));
+  server.addService(definitions.inference, inferenceHandlers(service, options.decoupled, options.settings));
   server.addService(definitions.health, health.implementation);
   if (options.generation) server.addService(definitions.generation, generationHandlers(options.generation));
 

@@ -14,6 +14,8 @@ import { registerInferRoutes } from './routes/infer.js';
 import { registerModelRoutes } from './routes/models.js';
 import { registerRepositoryRoutes } from './routes/repository.js';
 import { registerServerRoutes } from './routes/server.js';
+import { registerSettingsRoutes, registerSharedMemoryRoutes } from './routes/settings.js';
+import { createRuntimeSettings, type RuntimeSettings } from '../../config/runtime-settings.js';
 import { chooseResponseCoding, compress, decodeContentEncoding } from './transport.js';
 import { websocketRoutes, type WebSocketOptions } from './websocket/routes.js';
 import { DEFAULT_LIMITS } from '../../config/limits.js';
@@ -41,6 +43,8 @@ export interface HttpAppOptions {
   jsonMaxDepth?: number;
   /** A generate_stream client that reads nothing this long is dropped (default: the limits table's). */
   streamSendTimeoutMs?: number;
+  /** The log and trace settings behind /v2/logging and /v2/trace/setting (shared with gRPC); fresh defaults when absent. */
+  settings?: RuntimeSettings;
 }
 
 export function createHttpApp(service: InferenceService, options: HttpAppOptions = {}): FastifyInstance {
@@ -57,7 +61,8 @@ export function createHttpApp(service: InferenceService, options: HttpAppOptions
     applyConnectionCap(app.server, options.connections, () => app.log.warn(`refused a connection: --http-max-connections (${httpMaxConnections}) reached`));
   }
   installAccessControl(app, options.access ?? AccessPolicy.open());
-  app.register(kserveRoutes(service, { bodyLimit, llm: options.llm, jsonMaxDepth: options.jsonMaxDepth, streamSendTimeoutMs: options.streamSendTimeoutMs }));
+  const settings = options.settings ?? createRuntimeSettings();
+  app.register(kserveRoutes(service, { bodyLimit, llm: options.llm, jsonMaxDepth: options.jsonMaxDepth, streamSendTimeoutMs: options.streamSendTimeoutMs, settings }));
   if (options.llm) app.register(websocketRoutes(options.llm, options.websocket));
   // Errors outside the front ends' own plugins (a refused /v1/ws upgrade) in Triton's shape too.
   app.setErrorHandler((error, request, reply) => sendFailure(error, request, reply));
@@ -68,17 +73,23 @@ export function createHttpApp(service: InferenceService, options: HttpAppOptions
 /** The KServe v2 routes as a plugin, for composing into an app built elsewhere. */
 export function kserveRoutes(
   service: InferenceService,
-  options: { bodyLimit: number; llm?: LlmLookup | undefined; jsonMaxDepth?: number | undefined; streamSendTimeoutMs?: number | undefined },
+  options: { bodyLimit: number; llm?: LlmLookup | undefined; jsonMaxDepth?: number | undefined; streamSendTimeoutMs?: number | undefined; settings?: RuntimeSettings | undefined },
 ): FastifyPluginAsync {
   return async (app) => {
     installRawBodyParser(app, options.bodyLimit, options.jsonMaxDepth ?? DEFAULT_LIMITS.jsonMaxDepth);
     app.setErrorHandler((error, request, reply) => sendFailure(error, request, reply));
-    app.addHook('onSend', compressResponse);
     registerServerRoutes(app, service);
     registerModelRoutes(app, service);
     registerRepositoryRoutes(app, service);
-    registerInferRoutes(app, service);
-    if (options.llm) registerGenerateRoutes(app, options.llm, options.streamSendTimeoutMs);
+    registerSettingsRoutes(app, service, options.settings ?? createRuntimeSettings());
+    registerSharedMemoryRoutes(app);
+    // Only inference answers are compressed, as Triton does: tritonclient.http.aio reads every
+    // other answer with decompression off, so a gzip'd metadata body would be unreadable there.
+    await app.register(async (inference) => {
+      inference.addHook('onSend', compressResponse);
+      registerInferRoutes(inference, service);
+      if (options.llm) registerGenerateRoutes(inference, options.llm, options.streamSendTimeoutMs);
+    });
   };
 }
 

@@ -4,7 +4,7 @@
 // with the same sha256; any change to a builder therefore rebuilds on next use.
 
 import { createHash } from 'node:crypto';
-import { createReadStream } from 'node:fs';
+import { createReadStream, existsSync } from 'node:fs';
 import { readFile, readdir, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -38,7 +38,19 @@ const BUILDERS: Record<ModelFamily, Builder> = {
   resnet: { onnxDir: '.', write: writeResnetModel },
 };
 
-export const MODELS_ROOT = dirname(fileURLToPath(import.meta.url));
+/**
+ * The package's models/ folder: the builder sources the fingerprint hashes, the committed
+ * repository configs and the weights built beside them. Found from the nearest package.json, so
+ * the compiled catalog (dist/models/catalog.js) uses the same folder as the sources do.
+ */
+export const MODELS_ROOT = join(packageRoot(dirname(fileURLToPath(import.meta.url))), 'models');
+
+function packageRoot(from: string): string {
+  for (let dir = from; ; dir = dirname(dir)) {
+    if (existsSync(join(dir, 'package.json'))) return dir;
+    if (dirname(dir) === dir) throw new Error(`no package.json above ${from}`);
+  }
+}
 const MANIFEST = 'conveyor-build.json';
 
 interface Manifest {

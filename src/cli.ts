@@ -1,4 +1,5 @@
-// `conveyor serve [options]` (npm start): builds the default repository's weights on first use,
+#!/usr/bin/env node
+// `conveyor serve [options]` (npm start; `npx conveyor serve` after `npm run build`): builds the default repository's weights on first use,
 // then serves the repository (or the one --model directory) until SIGINT/SIGTERM, which drain
 // it (src/shutdown.ts); a second signal during the drain exits at once.
 // `conveyor convert <hf-dir> <out-dir>`: a Hugging Face checkpoint → a servable ONNX directory (models/convert/).

@@ -1,4 +1,4 @@
-// The real CLI as a child process (`node --import tsx src/cli.ts serve`), for tests that send it
+// The real CLI as a child process (`node --import tsx src/cli.ts serve`, or a compiled build's cli.js), for tests that send it
 // signals: ports come from its JSON log lines, and tests wait for log lines, never for time.
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { constants } from 'node:os';
@@ -21,12 +21,20 @@ export interface CliServer {
   signal(name: 'SIGTERM' | 'SIGINT'): void;
 }
 
-export async function startCliServer(repository: string, args: readonly string[] = []): Promise<CliServer> {
-  const child = spawn(
-    process.execPath,
-    ['--import', 'tsx', 'src/cli.ts', 'serve', '--model-repository', repository, '--host', '127.0.0.1', '--http-port', '0', '--grpc-port', '0', '--metrics-port', '0', ...args],
-    { stdio: ['pipe', 'pipe', 'pipe'] },
-  );
+/** How the CLI is started: from its TypeScript sources (the default) or from a compiled build. */
+export interface CliLaunch {
+  /** Node's arguments before `serve`. */
+  readonly entry: readonly string[];
+  readonly cwd?: string;
+}
+
+export const SOURCE_CLI: CliLaunch = { entry: ['--import', 'tsx', 'src/cli.ts'] };
+
+export async function startCliServer(repository: string, args: readonly string[] = [], launch: CliLaunch = SOURCE_CLI): Promise<CliServer> {
+  const child = spawn(process.execPath, [...launch.entry, 'serve', '--model-repository', repository, '--host', '127.0.0.1', '--http-port', '0', '--grpc-port', '0', '--metrics-port', '0', ...args], {
+    stdio: ['pipe', 'pipe', 'pipe'],
+    ...(launch.cwd ? { cwd: launch.cwd } : {}),
+  });
   const lines: LogLine[] = [];
   const waiters: { pattern: RegExp; resolve: (line: LogLine) => void }[] = [];
   let stderr = '';

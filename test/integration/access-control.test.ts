@@ -71,6 +71,9 @@ const HTTP_ROUTES: Readonly<Record<string, AccessClass>> = {
   'POST /detokenize': 'api',
   'OPTIONS /tokenize': 'api',
   'OPTIONS /detokenize': 'api',
+  'POST /sleep': 'control',
+  'POST /wake_up': 'control',
+  'GET /is_sleeping': 'api',
 };
 
 /** Every gRPC method, by path, with its access class. */
@@ -155,7 +158,9 @@ const concretePath = (url: string) =>
     .replace(':model', targetOf(HTTP_ROUTES[`POST ${url}`] ?? 'api'))
     .replace(':version', '1')
     .replace(':id', ABSENT)
-    .replace('*', 'x');
+    .replace('*', 'x')
+    // vLLM's sleep routes name their model in the query: an absent one, so no server's LLM sleeps.
+    .replace(/^\/(sleep|wake_up|is_sleeping)$/, (path) => `${path}?model=${ABSENT}`);
 
 interface HttpAnswer {
   readonly status: number;

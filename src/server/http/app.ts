@@ -8,6 +8,7 @@ import type { InferenceService } from '../../contracts/inference-service.js';
 import { AccessPolicy } from '../../security/access-policy.js';
 import type { LlmLookup } from '../generation/lookup.js';
 import { installAccessControl } from './access.js';
+import { installModelLeases, type ModelLeases } from './model-leases.js';
 import { sendFailure } from './errors.js';
 import { registerGenerateRoutes } from './routes/generate.js';
 import { registerInferRoutes } from './routes/infer.js';
@@ -41,6 +42,8 @@ export interface HttpAppOptions {
   jsonMaxDepth?: number;
   /** A generate_stream client that reads nothing this long is dropped (default: the limits table's). */
   streamSendTimeoutMs?: number;
+  /** Leases on the model each request runs (loads on demand, idle unload); absent, none are taken. */
+  modelLeases?: ModelLeases;
 }
 
 export function createHttpApp(service: InferenceService, options: HttpAppOptions = {}): FastifyInstance {
@@ -57,6 +60,7 @@ export function createHttpApp(service: InferenceService, options: HttpAppOptions
     applyConnectionCap(app.server, options.connections, () => app.log.warn(`refused a connection: --http-max-connections (${httpMaxConnections}) reached`));
   }
   installAccessControl(app, options.access ?? AccessPolicy.open());
+  if (options.modelLeases) installModelLeases(app, options.modelLeases);
   app.register(kserveRoutes(service, { bodyLimit, llm: options.llm, jsonMaxDepth: options.jsonMaxDepth, streamSendTimeoutMs: options.streamSendTimeoutMs }));
   if (options.llm) app.register(websocketRoutes(options.llm, options.websocket));
   // Errors outside the front ends' own plugins (a refused /v1/ws upgrade) in Triton's shape too.

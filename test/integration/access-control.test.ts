@@ -199,7 +199,7 @@ function expectRefusalShape(route: string, answer: HttpAnswer): void {
     // The Anthropic routes answer in Anthropic's error shape.
     const type = answer.status === 401 ? 'authentication_error' : 'permission_error';
     expect(answer.body, route).toEqual({ type: 'error', error: { type, message: expect.any(String) } });
-  } else if (url.startsWith('/v1/') || url === '/tokenize' || url === '/detokenize') {
+  } else if (url.startsWith('/v1/') || ['/tokenize', '/detokenize', '/sleep', '/wake_up', '/is_sleeping'].includes(url)) {
     const type = answer.status === 401 ? 'authentication_error' : 'permission_error';
     expect(answer.body, route).toEqual({ error: { message: expect.any(String), type, param: null, code: expect.any(String) } });
   } else {

@@ -149,7 +149,8 @@ export class ConveyorService implements InferenceService {
 
   async loadModel(name: string, override?: LoadOverride): Promise<void> {
     this.requireExplicitMode('load');
-    await this.manager.load(name, override);
+    const load = () => this.manager.load(name, override);
+    await (this.options.residency ? this.options.residency.observedLoad(name, load) : load());
   }
 
   async unloadModel(name: string): Promise<void> {

@@ -45,6 +45,8 @@ interface Resident {
   idleTimer?: NodeJS.Timeout;
   bytes?: number;
   sleeping: boolean;
+  /** An idle unload, eviction or sleep in progress: a request arriving meanwhile waits for it, then loads afresh. */
+  unloading?: Promise<void>;
 }
 
 export class ModelResidency {
@@ -88,7 +90,11 @@ export class ModelResidency {
       },
     };
     try {
-      if (this.options.loadOnDemand && !this.isLoaded(name)) await this.waitForLoad(name);
+      if (this.options.loadOnDemand) {
+        await resident.unloading;
+        if (resident.sleeping) throw unavailable(`model '${name}' is sleeping; POST /wake_up?model=${name} wakes it`);
+        if (!this.isLoaded(name)) await this.waitForLoad(name);
+      }
     } catch (error) {
       lease.release();
       throw error;
@@ -134,7 +140,7 @@ export class ModelResidency {
     resident.sleeping = true;
     clearTimeout(resident.idleTimer);
     try {
-      await this.manager.unload(name);
+      await this.unloading(resident, this.manager.unload(name));
     } catch (error) {
       resident.sleeping = false;
       throw error;
@@ -155,6 +161,18 @@ export class ModelResidency {
 
   isSleeping(name: string): boolean {
     return this.residents.get(name)?.sleeping ?? false;
+  }
+
+  /** Runs `load` of `name`, counted in the lifecycle metrics (on-demand loads, wake_up, and the repository API's loads). */
+  async observedLoad(name: string, load: () => Promise<void>): Promise<void> {
+    const started = performance.now();
+    try {
+      await load();
+    } catch (error) {
+      this.observer.loadFailed(name);
+      throw error;
+    }
+    this.observer.loaded(name, (performance.now() - started) / 1000);
   }
 
   /** An explicit unload (the repository API) counts for the lifecycle metrics too. */
@@ -199,9 +217,23 @@ export class ModelResidency {
     }
   }
 
-  /** Makes room (LRU idle models first), then loads; refused with nothing unloaded when room cannot be made. */
+  /**
+   * Makes room (LRU idle models first), then loads; refused with nothing unloaded when room cannot
+   * be made. A victim that took a request between the plan and its unload stays, and the plan is made again.
+   */
   private async admit(name: string): Promise<void> {
     if (this.isLoaded(name)) return;
+    for (let attempt = 0; ; attempt += 1) {
+      const victims = await this.planRoom(name);
+      let evictedAll = true;
+      for (const victim of victims) evictedAll = (await this.unloadIdle(victim, 'evicted')) && evictedAll;
+      if (evictedAll || attempt >= 3) break;
+    }
+    await this.timedLoad(name);
+  }
+
+  /** The idle models to unload so that `name` fits; UNAVAILABLE when no choice of idle models makes room. */
+  private async planRoom(name: string): Promise<readonly string[]> {
     const incoming = await this.bytesOf(name);
     const loaded = await Promise.all(
       this.manager
@@ -216,19 +248,11 @@ export class ModelResidency {
     if ('refuse' in plan) {
       throw new ConveyorError('UNAVAILABLE', `cannot load model '${name}' now: ${plan.refuse} (--max-loaded-models, --max-loaded-model-bytes); retry when one is idle`);
     }
-    for (const victim of plan.evict) await this.unloadIdle(victim, 'evicted');
-    await this.timedLoad(name);
+    return plan.evict;
   }
 
   private async timedLoad(name: string): Promise<void> {
-    const started = performance.now();
-    try {
-      await this.manager.load(name, this.manager.lastOverride(name));
-    } catch (error) {
-      this.observer.loadFailed(name);
-      throw error;
-    }
-    this.observer.loaded(name, (performance.now() - started) / 1000);
+    await this.observedLoad(name, () => this.manager.load(name, this.manager.lastOverride(name)));
     this.resident(name).lastUsedMs = this.now();
   }
 
@@ -271,12 +295,27 @@ export class ModelResidency {
     }
   }
 
-  /** Unloads `name` if it is still idle and awake (a request may have arrived since the decision). */
-  private async unloadIdle(name: string, reason: UnloadReason): Promise<void> {
+  /** Unloads `name` if it is still idle and awake (a request may have arrived since the decision); false when it stayed. */
+  private async unloadIdle(name: string, reason: UnloadReason): Promise<boolean> {
     const resident = this.resident(name);
-    if (resident.inFlight > 0 || resident.sleeping || !this.isLoaded(name)) return;
-    await this.manager.unload(name);
+    if (resident.inFlight > 0 || resident.sleeping || !this.isLoaded(name)) return !this.isLoaded(name);
+    await this.unloading(resident, this.manager.unload(name));
     this.observer.unloaded(name, reason);
     this.options.log(`${name}: unloaded (${reason === 'idle' ? 'keep_alive expired' : 'least recently used, to make room'})`);
+    return true;
+  }
+
+  /** Records `unload` as the resident's unload in progress until it settles. */
+  private async unloading(resident: Resident, unload: Promise<void>): Promise<void> {
+    const settled = unload.then(
+      () => undefined,
+      () => undefined,
+    );
+    resident.unloading = settled;
+    try {
+      await unload;
+    } finally {
+      if (resident.unloading === settled) resident.unloading = undefined;
+    }
   }
 }

@@ -123,6 +123,28 @@ describe('an LLM and an embedding model on demand', () => {
   }, 60_000);
 });
 
+describe('the load timeout', () => {
+  it('a request that waits past --load-timeout-secs gets a 503; the load goes on and other models keep serving', async () => {
+    const repository = await makeRepository([
+      { name: 'qwen3', from: 'qwen3-tiny', config: configOf('qwen3-tiny', 'qwen3') },
+      { name: 'cnn', from: 'resnet-tiny', config: configOf('resnet-tiny', 'cnn') },
+    ]);
+    const server = await start(repository, ['--load-timeout-secs', '0.001']);
+    // The repository API's loads count in the lifecycle metrics too.
+    expect((await fetch(`${server.http}/v2/repository/models/cnn/load`, { method: 'POST' })).status).toBe(200);
+    expect(await metric(server, 'conveyor_model_loads_total{model="cnn",result="success"}')).toBe(1);
+    const client = new OpenAI({ baseURL: `${server.http}/v1`, apiKey: 'unused', maxRetries: 0 });
+    const timedOut = await client.completions.create({ model: 'qwen3', prompt: 'x', max_tokens: 2 }).catch((e: unknown) => e);
+    expect(timedOut).toBeInstanceOf(APIError);
+    expect((timedOut as APIError).status).toBe(503);
+    expect((timedOut as APIError).message).toMatch(/still loading after 0\.001 s \(--load-timeout-secs\)/);
+    expect((await infer(server, 'cnn')).status).toBe(200);
+    await waitFor(async () => (await cards(server)).qwen3 === 'READY');
+    expect((await client.completions.create({ model: 'qwen3', prompt: 'x', max_tokens: 2 })).choices[0]!.finish_reason).toBe('length');
+    expect(server.logs.filter((l) => l === 'qwen3: version 1 READY')).toHaveLength(1);
+  }, 120_000);
+});
+
 describe('eviction', () => {
   it('past --max-loaded-models, the least recently used idle model goes', async () => {
     const repository = await makeRepository(['a', 'b', 'c'].map((name) => ({ name, from: 'resnet-tiny', config: configOf('resnet-tiny', name) })));

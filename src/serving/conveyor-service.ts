@@ -9,7 +9,7 @@ import { ConveyorError, invalidArg, serverDraining } from '../errors.js';
 import type { ModelManager } from './model-manager.js';
 import { LlmModel } from './llm-backend.js';
 import { wireDataType, wireShape } from './validate-infer.js';
-import type { ModelResidency } from './model-residency.js';
+import type { ModelLease, ModelResidency } from './model-residency.js';
 
 export const SERVER_NAME = 'conveyor';
 export const SERVER_VERSION = '0.1.0';
@@ -124,6 +124,11 @@ export class ConveyorService implements InferenceService {
     } finally {
       lease?.release();
     }
+  }
+
+  /** A lease on `name` for one request (loads it on demand); an empty one without a residency. */
+  async acquire(name: string): Promise<ModelLease> {
+    return (await this.options.residency?.acquire(name)) ?? { release: () => undefined };
   }
 
   get residency(): ModelResidency | undefined {

@@ -3,6 +3,9 @@
 // with its state, the least recently used idle model makes room and a busy one never does,
 // keep_alive unloads idle models (config.pbtxt parameter, request field), and vLLM's
 // /sleep, /wake_up, /is_sleeping. Waits poll for the state meant, with a deadline.
+import { join } from 'node:path';
+import * as grpc from '@grpc/grpc-js';
+import { loadSync } from '@grpc/proto-loader';
 import OpenAI, { APIError, BadRequestError } from 'openai';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { configOf, makeRepository, startTestServer, type TestServer } from '../support/server.js';
@@ -142,6 +145,30 @@ describe('the load timeout', () => {
     await waitFor(async () => (await cards(server)).qwen3 === 'READY');
     expect((await client.completions.create({ model: 'qwen3', prompt: 'x', max_tokens: 2 })).choices[0]!.finish_reason).toBe('length');
     expect(server.logs.filter((l) => l === 'qwen3: version 1 READY')).toHaveLength(1);
+  }, 120_000);
+});
+
+describe('gRPC', () => {
+  it('conveyor.v1.GenerationService/Generate loads the LLM on demand', async () => {
+    const repository = await makeRepository([{ name: 'qwen3', from: 'qwen3-tiny', config: configOf('qwen3-tiny', 'qwen3') }]);
+    const server = await start(repository, []);
+    const definition = loadSync(['generate.proto'], { keepCase: true, longs: String, enums: String, defaults: true, oneofs: true, includeDirs: [join(import.meta.dirname, '..', '..', 'protos')] });
+    const root = grpc.loadPackageDefinition(definition) as unknown as { conveyor: { v1: { GenerationService: new (address: string, credentials: grpc.ChannelCredentials) => grpc.Client } } };
+    const client = new root.conveyor.v1.GenerationService(server.grpcAddress, grpc.credentials.createInsecure()) as grpc.Client &
+      Record<string, (request: object) => grpc.ClientReadableStream<Record<string, unknown>>>;
+    try {
+      const events = await new Promise<string[]>((resolve, reject) => {
+        const seen: string[] = [];
+        const call = client['Generate']!({ model: 'qwen3', request_id: 'g1', chat: { messages: [{ role: 'user', content: 'hi' }] }, sampling: { max_tokens: 2 } });
+        call.on('data', (m) => seen.push(String(m['event'])));
+        call.on('error', reject);
+        call.on('end', () => resolve(seen));
+      });
+      expect(events.at(-1)).toBe('final');
+      expect(loaded(server)).toEqual(['qwen3']);
+    } finally {
+      client.close();
+    }
   }, 120_000);
 });
 

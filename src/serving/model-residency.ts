@@ -37,6 +37,9 @@ export interface ModelLease {
 
 const NO_LEASE: ModelLease = { release: () => undefined };
 
+/** As in vLLM, only /wake_up wakes a sleeping model; its requests are refused meanwhile (503, retryable). */
+const sleepingError = (name: string): ConveyorError => unavailable(`model '${name}' is sleeping; POST /wake_up?model=${name} wakes it`);
+
 interface Resident {
   inFlight: number;
   lastUsedMs: number;
@@ -66,19 +69,16 @@ export class ModelResidency {
     this.now = options.now ?? Date.now;
   }
 
-  get loadOnDemand(): boolean {
-    return this.options.loadOnDemand;
-  }
-
   /**
    * A lease on `name` for one request: loads it first when it is in the repository and not loaded
    * (on demand), and keeps it from idle unload and eviction until released. A name the repository
    * does not hold gets an empty lease: the route answers "unknown model" as before.
    */
   async acquire(name: string, requestKeepAliveMs?: KeepAliveMs): Promise<ModelLease> {
-    if (!this.manager.inRepository(name)) return NO_LEASE;
+    if (this.residents.get(name)?.sleeping) throw sleepingError(name);
+    // Without on-demand loading nothing reads the counts: the request path stays as it was.
+    if (!this.options.loadOnDemand || !this.manager.inRepository(name)) return NO_LEASE;
     const resident = this.resident(name);
-    if (resident.sleeping) throw unavailable(`model '${name}' is sleeping; POST /wake_up?model=${name} wakes it`);
     resident.inFlight += 1;
     clearTimeout(resident.idleTimer);
     let released = false;
@@ -90,11 +90,9 @@ export class ModelResidency {
       },
     };
     try {
-      if (this.options.loadOnDemand) {
-        await resident.unloading;
-        if (resident.sleeping) throw unavailable(`model '${name}' is sleeping; POST /wake_up?model=${name} wakes it`);
-        if (!this.isLoaded(name)) await this.waitForLoad(name);
-      }
+      await resident.unloading;
+      if (resident.sleeping) throw sleepingError(name);
+      if (!this.isLoaded(name)) await this.waitForLoad(name);
     } catch (error) {
       lease.release();
       throw error;
@@ -270,7 +268,7 @@ export class ModelResidency {
     resident.inFlight -= 1;
     resident.lastUsedMs = this.now();
     if (requestKeepAliveMs !== undefined) resident.requestKeepAliveMs = requestKeepAliveMs;
-    if (resident.inFlight > 0 || !this.options.loadOnDemand) return;
+    if (resident.inFlight > 0) return;
     const keepAlive = effectiveKeepAlive(resident.requestKeepAliveMs, this.modelKeepAlive(name), this.options.keepAliveMs);
     if (keepAlive === FOREVER) return;
     clearTimeout(resident.idleTimer);

@@ -61,6 +61,10 @@ export class ModelManager {
     return this.options.root;
   }
 
+  get mode(): ModelControlMode {
+    return this.options.mode;
+  }
+
   /** Startup per control mode: none/poll load everything, explicit only `names` ('*' = all). */
   async start(names: readonly string[] = []): Promise<void> {
     const all = await listModelNames(this.options.root);

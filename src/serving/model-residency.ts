@@ -134,6 +134,8 @@ export class ModelResidency {
   async sleep(name: string): Promise<void> {
     const resident = this.resident(name);
     if (resident.sleeping) return;
+    // The next poll would load it again behind the sleep's back.
+    if (this.manager.mode === 'poll') throw invalidArg('sleep is not allowed if polling is enabled (--model-control-mode poll)');
     if (!this.isLoaded(name)) throw invalidArg(`model '${name}' is not loaded, so it cannot be put to sleep`);
     resident.sleeping = true;
     clearTimeout(resident.idleTimer);

@@ -17,7 +17,7 @@ export interface EmbeddingModel {
   readonly config: ModelConfig;
 }
 
-const isEmbeddingModel = (config: ModelConfig): boolean => config.output.some((o) => o.name === EMBEDDING_OUTPUT) && config.input.some((i) => i.name === 'input_ids');
+export const isEmbeddingModel = (config: ModelConfig): boolean => config.output.some((o) => o.name === EMBEDDING_OUTPUT) && config.input.some((i) => i.name === 'input_ids');
 
 export class EmbeddingModels {
   private readonly tokenizers = new Map<string, Promise<EncoderTokenizer>>();

@@ -13,9 +13,9 @@ import type { OpenAIContext } from './context.js';
 import type { EncoderTokenizer } from '../src/serving/encoder-tokenizer.js';
 import { EMBEDDING_OUTPUT, type EmbeddingModel } from './embedding-models.js';
 import { unknownParameter } from './errors.js';
-import { checkNoOps, optionalFlag, requireModel, requireObject, type Body } from './request-fields.js';
+import { checkNoOps, KEEP_ALIVE_FIELD, optionalFlag, requireModel, requireObject, type Body } from './request-fields.js';
 
-const FIELDS = new Set(['model', 'input', 'encoding_format', 'dimensions', 'user', 'add_special_tokens']);
+const FIELDS = new Set(['model', 'input', 'encoding_format', 'dimensions', 'user', 'add_special_tokens', KEEP_ALIVE_FIELD]);
 /** OpenAI's own limit on inputs per request. */
 export const MAX_INPUTS = 2048;
 

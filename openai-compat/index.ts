@@ -18,6 +18,7 @@ import { listModels, retrieveModel } from './models.js';
 import { corsHook } from './cors.js';
 import { responsesRoutes } from './responses/routes.js';
 import { detokenize, tokenize } from './tokenize.js';
+import { registerSleepRoutes } from './sleep.js';
 
 export type { OpenAIOptions } from './context.js';
 
@@ -64,6 +65,7 @@ function tokenizerRoutes(ctx: OpenAIContext): FastifyPluginAsync {
     installCommon(app, ctx.options);
     app.post('/tokenize', async (request) => tokenize(ctx, request.body));
     app.post('/detokenize', async (request) => detokenize(ctx, request.body));
+    registerSleepRoutes(app, ctx);
     if (ctx.options.corsAllowOrigins.length > 0) {
       for (const path of ['/tokenize', '/detokenize']) app.options(path, async (_request, reply) => reply.code(204).send());
     }

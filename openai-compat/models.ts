@@ -3,8 +3,15 @@
 // `state`: a loaded model whose workers are restarting after a crash stays listed, UNAVAILABLE.
 // `capabilities` (a Conveyor extension; OpenAI's own cards have none) says what a model serves,
 // so a client can tell before sending whether structured outputs or tool calls are available.
+// With --load-on-demand the list also holds the repository's models that are not loaded
+// (`state` UNLOADED, or LOADING while a load runs) and any put to sleep (SLEEPING): a request
+// naming an unloaded one loads it.
 
 import { GRAMMAR_KINDS } from '../src/vocabulary/index.js';
+import type { ModelConfig } from '../src/contracts/model-config.js';
+import { reasoningParserOf, toolCallParserOf } from '../src/serving/llm-backend.js';
+import type { ResidencyState } from '../src/serving/model-residency.js';
+import { isEmbeddingModel } from './embedding-models.js';
 import type { OpenAIContext } from './context.js';
 import { modelNotFound } from './errors.js';
 
@@ -15,8 +22,11 @@ export interface ModelCard {
   readonly owned_by: string;
   readonly root: string;
   readonly max_model_len?: number;
-  /** READY while it takes requests; UNAVAILABLE while its workers restart or after a crash loop. */
-  readonly state: 'READY' | 'UNAVAILABLE';
+  /**
+   * READY while it takes requests; UNAVAILABLE while its workers restart or after a crash loop;
+   * UNLOADED (loads on its first request), LOADING, SLEEPING (POST /wake_up) with --load-on-demand or after /sleep.
+   */
+  readonly state: 'UNAVAILABLE' | ResidencyState;
   readonly capabilities: ModelCapabilities;
 }
 
@@ -46,7 +56,22 @@ const llmCapabilities = (model: { readonly toolCallParser: unknown; readonly rea
   reasoning: model.reasoningParser !== null,
 });
 
-export function modelCards(ctx: OpenAIContext): ModelCard[] {
+/** Capabilities read from a config.pbtxt (a model not loaded); a parser parameter the load would refuse reads as absent. */
+function configCapabilities(config: ModelConfig): ModelCapabilities | undefined {
+  if (config.backend === 'llm') {
+    const orNull = <T>(read: () => T): T | null => {
+      try {
+        return read();
+      } catch {
+        return null;
+      }
+    };
+    return llmCapabilities({ toolCallParser: orNull(() => toolCallParserOf(config)), reasoningParser: orNull(() => reasoningParserOf(config)) });
+  }
+  return isEmbeddingModel(config) ? EMBEDDING_CAPABILITIES : undefined;
+}
+
+export async function modelCards(ctx: OpenAIContext): Promise<ModelCard[]> {
   const cards = new Map<string, ModelCard>();
   const card = (id: string, capabilities: ModelCapabilities, extra: { max_model_len?: number } = {}): ModelCard => {
     const state = ctx.service.modelReady(id) ? 'READY' : 'UNAVAILABLE';
@@ -56,15 +81,19 @@ export function modelCards(ctx: OpenAIContext): ModelCard[] {
     if (!cards.has(model.name)) cards.set(model.name, card(model.name, llmCapabilities(model), { max_model_len: model.processor.info.contextLength }));
   }
   for (const model of ctx.embeddings.list()) if (!cards.has(model.name)) cards.set(model.name, card(model.name, EMBEDDING_CAPABILITIES));
+  for (const { name, state, config } of (await ctx.service.residency?.unloadedModels()) ?? []) {
+    const capabilities = configCapabilities(config);
+    if (capabilities && !cards.has(name)) cards.set(name, { id: name, object: 'model', created: ctx.startedAt, owned_by: OWNER, root: name, state, capabilities });
+  }
   return [...cards.values()].sort((a, b) => a.id.localeCompare(b.id));
 }
 
-export function listModels(ctx: OpenAIContext): { object: 'list'; data: ModelCard[] } {
-  return { object: 'list', data: modelCards(ctx) };
+export async function listModels(ctx: OpenAIContext): Promise<{ object: 'list'; data: ModelCard[] }> {
+  return { object: 'list', data: await modelCards(ctx) };
 }
 
-export function retrieveModel(ctx: OpenAIContext, id: string): ModelCard {
-  const found = modelCards(ctx).find((m) => m.id === id);
+export async function retrieveModel(ctx: OpenAIContext, id: string): Promise<ModelCard> {
+  const found = (await modelCards(ctx)).find((m) => m.id === id);
   if (!found) throw modelNotFound(id);
   return found;
 }

@@ -31,7 +31,10 @@ const NO_OP_FIELDS = ['user', 'metadata', 'safety_identifier', 'prompt_cache_key
 /** Chat's tool fields (src/vocabulary/tools.ts); completions have none. */
 const TOOL_FIELDS = ['tools', 'tool_choice', 'parallel_tool_calls'];
 
-const COMMON_FIELDS = ['model', 'n', 'stream', 'stream_options', ...NO_OP_FIELDS];
+/** Ollama's keep_alive: how long the model stays loaded after this request (read by src/server/http/model-leases.ts). */
+export const KEEP_ALIVE_FIELD = 'keep_alive';
+
+const COMMON_FIELDS = ['model', 'n', 'stream', 'stream_options', KEEP_ALIVE_FIELD, ...NO_OP_FIELDS];
 
 export const CHAT_FIELDS = new Set([...COMMON_FIELDS, ...wireFieldNames(CHAT_VOCABULARY), 'messages', 'chat_template_kwargs', 'add_generation_prompt', ...TOOL_FIELDS]);
 export const COMPLETION_FIELDS = new Set([...COMMON_FIELDS, ...wireFieldNames(COMPLETION_VOCABULARY), 'prompt', 'echo', 'add_special_tokens', 'best_of', 'suffix']);

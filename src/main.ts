@@ -5,6 +5,7 @@ import type { ServerOptions } from './config/server-options.js';
 import { createRuntimeSettings, type RuntimeSettings } from './config/runtime-settings.js';
 import { createMetrics, startMetricsServer, type ConveyorMetrics } from './metrics/index.js';
 import { ModelManager } from './serving/model-manager.js';
+import { ModelResidency } from './serving/model-residency.js';
 import { ConveyorService } from './serving/conveyor-service.js';
 import { loadLlmModel } from './serving/llm-backend.js';
 import { loadOnnxModel } from './serving/onnx-backend.js';
@@ -64,7 +65,8 @@ export async function startServer(options: ServerOptions, start: StartOptions): 
   });
   await manager.start(options.loadModels);
   if (options.modelControlMode === 'poll') manager.startPolling(options.repositoryPollSecs);
-  const service = new ConveyorService(manager, { mode: options.modelControlMode, strictReadiness: options.strictReadiness });
+  const residency = modelResidency(manager, options, metrics, log);
+  const service = new ConveyorService(manager, { mode: options.modelControlMode, strictReadiness: options.strictReadiness, residency });
 
   const { limits } = options;
   // One policy for every front end: HTTP routes, the WebSocket upgrade, gRPC calls, metrics.
@@ -80,6 +82,7 @@ export async function startServer(options: ServerOptions, start: StartOptions): 
     jsonMaxDepth: limits.jsonMaxDepth,
     streamSendTimeoutMs: limits.streamSendTimeoutSecs * 1000,
     settings,
+    modelLeases: residency,
   });
   registerApiFrontEnds(http, service, options, root);
   await http.listen({ host: options.host, port: options.httpPort });
@@ -112,7 +115,10 @@ export async function startServer(options: ServerOptions, start: StartOptions): 
     (stopping ??= drain(
       {
         beginShutdown: () => service.beginShutdown(),
-        unloadAll: () => manager.stop(),
+        unloadAll: () => {
+          residency.stop();
+          return manager.stop();
+        },
         abortInFlight: (reason) => manager.abortInFlight(reason),
         closeFrontEnds,
         closeMetrics: () => metricsServer.close(),
@@ -121,6 +127,19 @@ export async function startServer(options: ServerOptions, start: StartOptions): 
       options.exitTimeoutSecs * 1000,
     ).then(() => undefined));
   return { httpPort, grpcPort, metricsPort: metricsServer.port, metrics, service, manager, httpRoutes: http.routeAccess, stop };
+}
+
+/** Loads on demand, idle unload and sleep, from the --load-on-demand family of flags. */
+function modelResidency(manager: ModelManager, options: ServerOptions, metrics: ConveyorMetrics, log: StartOptions['log']): ModelResidency {
+  const { onDemand } = options;
+  return new ModelResidency(manager, {
+    loadOnDemand: onDemand.enabled,
+    loadTimeoutSecs: onDemand.loadTimeoutSecs,
+    limits: { maxModels: onDemand.maxLoadedModels, maxBytes: onDemand.maxLoadedModelBytes },
+    keepAliveMs: onDemand.keepAliveMs,
+    observer: metrics.lifecycle,
+    log,
+  });
 }
 
 /** The OpenAI and Anthropic routes on the HTTP app, sharing one load-shedding bound per model, whichever API a generation came through. */

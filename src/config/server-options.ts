@@ -5,6 +5,7 @@ import { parseArgs } from 'node:util';
 import { resolve } from 'node:path';
 import type { AccessOptions } from '../security/access-policy.js';
 import { keyProblem, parseKeyFile } from '../security/keys.js';
+import { DEFAULT_KEEP_ALIVE, KEEP_ALIVE_FORMS, readKeepAlive, type KeepAliveMs } from './keep-alive.js';
 import { limitArgOptions, limitsUsage, readLimits, type ResourceLimits } from './limits.js';
 
 export type ModelControlMode = 'none' | 'poll' | 'explicit';
@@ -46,6 +47,21 @@ export interface ServerOptions extends AccessOptions {
   readonly attentionBackend?: string;
   /** Timeouts, caps and sizes (src/config/limits.ts). */
   readonly limits: ResourceLimits;
+  /** Models loaded on first use, kept while used, unloaded when idle or to make room (src/serving/model-residency.ts). */
+  readonly onDemand: OnDemandOptions;
+}
+
+export interface OnDemandOptions {
+  /** --load-on-demand: a request naming a repository model that is not loaded loads it (explicit mode). */
+  readonly enabled: boolean;
+  /** --load-timeout-secs: how long such a request waits for the load before a 503. */
+  readonly loadTimeoutSecs: number;
+  /** --max-loaded-models: most models loaded at once (0 = no limit); past it the least recently used idle one goes. */
+  readonly maxLoadedModels: number;
+  /** --max-loaded-model-bytes: most estimated memory (weights files + KV budgets) of loaded models; 0 = no limit. */
+  readonly maxLoadedModelBytes: number;
+  /** --keep-alive: how long an idle model stays loaded (Ollama's keep_alive); a model's keep_alive parameter and a request's field override it. */
+  readonly keepAliveMs: KeepAliveMs;
 }
 
 export const DEFAULT_REPOSITORY_PATH = 'models/repository';
@@ -83,6 +99,17 @@ export const USAGE = `conveyor serve [options]
   --cors-allow-origin ORIGIN   allow CORS from ORIGIN on the OpenAI routes (repeatable; * = any)
   --max-queued-requests N      per model, generations waiting for a first token before the OpenAI
                                routes answer 503 with retry-after (default 0 = unbounded)
+Models on demand (Ollama / llama.cpp router style; needs --model-control-mode explicit):
+  --load-on-demand BOOL        a request naming a repository model that is not loaded loads it
+                               (concurrent first requests share one load) (default false)
+  --load-timeout-secs N        how long such a request waits for the load before a 503 (default 300)
+  --max-loaded-models N        most models loaded at once; past it the least recently used idle
+                               model is unloaded, never a busy one (default 0 = no limit)
+  --max-loaded-model-bytes N   most estimated memory of loaded models (weights files + KV
+                               budgets), evicting as above (default 0 = no limit)
+  --keep-alive DURATION        unload a model idle this long: 5m, 30s, 1h, seconds; 0 = after each
+                               request, -1 = never (default ${DEFAULT_KEEP_ALIVE}; a model's keep_alive parameter
+                               and a request's keep_alive field override it)
 Resource limits:
 ${limitsUsage()}`;
 
@@ -115,10 +142,10 @@ function count(value: string | undefined, flag: string, fallback: number): numbe
   return n;
 }
 
-export function parseServerOptions(argv: readonly string[]): ServerOptions {
-  let parsed;
+/** The flags as parseArgs reads them (every value a string, or a list of them). */
+function readFlags(argv: readonly string[]) {
   try {
-    parsed = parseArgs({
+    return parseArgs({
       args: [...argv],
       allowPositionals: false,
       options: {
@@ -147,13 +174,21 @@ export function parseServerOptions(argv: readonly string[]): ServerOptions {
         'auth-metrics': { type: 'string' },
         'cors-allow-origin': { type: 'string', multiple: true },
         'max-queued-requests': { type: 'string' },
+        'load-on-demand': { type: 'string' },
+        'load-timeout-secs': { type: 'string' },
+        'max-loaded-models': { type: 'string' },
+        'max-loaded-model-bytes': { type: 'string' },
+        'keep-alive': { type: 'string' },
         ...limitArgOptions(),
       },
-    });
+    }).values;
   } catch (error) {
     throw new OptionsError((error as Error).message);
   }
-  const v = parsed.values;
+}
+
+export function parseServerOptions(argv: readonly string[]): ServerOptions {
+  const v = readFlags(argv);
   const mode = oneOf(v['model-control-mode'], '--model-control-mode', ['none', 'poll', 'explicit'] as const, 'none');
   const loadModels = v['load-model'] ?? [];
   if (loadModels.length > 0 && mode !== 'explicit') throw new OptionsError('--load-model needs --model-control-mode explicit');
@@ -188,6 +223,7 @@ export function parseServerOptions(argv: readonly string[]): ServerOptions {
     corsAllowOrigins: v['cors-allow-origin'] ?? [],
     maxQueuedRequests: count(v['max-queued-requests'], '--max-queued-requests', 0),
     limits: readLimits(v, (message) => new OptionsError(message)),
+    onDemand: onDemandOptions(v, mode),
     ...(v.model !== undefined ? { model: resolve(v.model) } : {}),
     ...(v['served-model-name'] !== undefined ? { servedModelName: v['served-model-name'] } : {}),
     ...(v['tool-call-parser'] !== undefined ? { toolCallParser: v['tool-call-parser'] } : {}),
@@ -205,6 +241,22 @@ function checkParserFlag(value: string | undefined, model: string | undefined, f
   const parameter = flag.replaceAll('-', '_');
   if (model === undefined) throw new OptionsError(`--${flag} needs --model (a repository model sets the ${parameter} parameter)`);
   if (!/^[a-z0-9_]+$/.test(value)) throw new OptionsError(`--${flag} must be a parser name such as ${example}, got '${value}'`);
+}
+
+function onDemandOptions(v: Readonly<Record<string, string | boolean | (string | boolean)[] | undefined>>, mode: ModelControlMode): OnDemandOptions {
+  const text = (flag: string): string | undefined => (typeof v[flag] === 'string' ? v[flag] : undefined);
+  const enabled = bool(text('load-on-demand'), '--load-on-demand');
+  if (enabled && mode !== 'explicit') throw new OptionsError('--load-on-demand true needs --model-control-mode explicit (models come and go at run time)');
+  const rawKeepAlive = text('keep-alive') ?? DEFAULT_KEEP_ALIVE;
+  const keepAliveMs = readKeepAlive(rawKeepAlive);
+  if (keepAliveMs === undefined) throw new OptionsError(`--keep-alive must be ${KEEP_ALIVE_FORMS}, got '${rawKeepAlive}'`);
+  return {
+    enabled,
+    loadTimeoutSecs: positive(text('load-timeout-secs'), '--load-timeout-secs', 300),
+    maxLoadedModels: count(text('max-loaded-models'), '--max-loaded-models', 0),
+    maxLoadedModelBytes: count(text('max-loaded-model-bytes'), '--max-loaded-model-bytes', 0),
+    keepAliveMs,
+  };
 }
 
 function bool(value: string | undefined, flag: string): boolean {

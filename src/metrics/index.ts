@@ -4,3 +4,4 @@ export { createMetrics, type ConveyorMetrics, type MetricsOptions, type MetricsR
 export { startMetricsServer, type MetricsServer, type MetricsServerOptions } from './metrics-server.js';
 export { finishedRequest, NO_LLM_METRICS, type FinishedRequest, type LlmEngineMetrics, type LlmMetricsObserver } from './llm-observer.js';
 export type { ModelSnapshotSource } from './triton-collector.js';
+export { NO_LIFECYCLE_METRICS, type LifecycleObserver, type UnloadReason } from './lifecycle-metrics.js';

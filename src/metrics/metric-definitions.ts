@@ -132,9 +132,37 @@ export const PROCESS_METRICS = {
   },
 } as const satisfies Record<string, MetricDefinition>;
 
+// ---------------------------------------------------------------------------------------------
+// Model lifecycle (per model; recorded by the model residency: on-demand loads, idle unloads, evictions, sleep)
+
+export const LIFECYCLE_LABELS = ['model'] as const;
+/** Why a model was unloaded: its keep_alive ran out, it made room for another, it was put to sleep, or it was asked to go. */
+export const UNLOAD_REASONS = ['idle', 'evicted', 'sleep', 'explicit'] as const;
+/** Loads of a tiny model take a second, of a large one minutes. */
+const LOAD_SECONDS_BUCKETS = [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 40, 80, 160, 320, 640];
+
+export const LIFECYCLE_METRICS = {
+  loads: { name: 'conveyor_model_loads_total', kind: 'counter', labels: [...LIFECYCLE_LABELS, 'result'], help: 'Model loads started on demand or by wake_up, by result (success, failure)' },
+  unloads: { name: 'conveyor_model_unloads_total', kind: 'counter', labels: [...LIFECYCLE_LABELS, 'reason'], help: 'Models unloaded by the residency, by reason (idle, evicted, sleep, explicit)' },
+  evictions: { name: 'conveyor_model_evictions_total', kind: 'counter', labels: LIFECYCLE_LABELS, help: 'Idle models unloaded to make room for another (least recently used first)' },
+  loadDuration: {
+    name: 'conveyor_model_load_duration_seconds',
+    kind: 'histogram',
+    labels: LIFECYCLE_LABELS,
+    buckets: LOAD_SECONDS_BUCKETS,
+    help: 'Seconds a successful load on demand or wake_up took',
+  },
+  loaded: { name: 'conveyor_model_loaded', kind: 'gauge', labels: LIFECYCLE_LABELS, help: 'Whether the model is loaded now: 1 loaded, 0 not (sleeping or unloaded)' },
+} as const satisfies Record<string, MetricDefinition>;
+
 /** Every definition with its full exported name(s), for documentation and tests. */
 export function allMetricNames(vllmNames: boolean): string[] {
   const llm = [LLM_HISTOGRAMS, LLM_COUNTERS, LLM_GAUGES].flatMap((group) => Object.values(group).map((d) => d.name));
   const prefixes = vllmNames ? [LLM_PREFIX, VLLM_PREFIX] : [LLM_PREFIX];
-  return [...Object.values(TRITON_METRICS).map((d) => d.name), ...prefixes.flatMap((p) => llm.map((n) => `${p}${n}`)), ...Object.values(PROCESS_METRICS).map((d) => d.name)];
+  return [
+    ...Object.values(TRITON_METRICS).map((d) => d.name),
+    ...prefixes.flatMap((p) => llm.map((n) => `${p}${n}`)),
+    ...Object.values(PROCESS_METRICS).map((d) => d.name),
+    ...Object.values(LIFECYCLE_METRICS).map((d) => d.name),
+  ];
 }

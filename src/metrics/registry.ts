@@ -5,6 +5,7 @@
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import { EVENT_LOOP_MONITORING_PRECISION_MS, LLM_PREFIX, VLLM_PREFIX } from './metric-definitions.js';
 import { PromLlmMetrics, type LlmMetricsObserver } from './llm-observer.js';
+import { PromLifecycleMetrics, type LifecycleObserver } from './lifecycle-metrics.js';
 import { registerTritonMetrics, type ModelSnapshotSource } from './triton-collector.js';
 
 /** What the metrics server needs of a registry. */
@@ -27,6 +28,8 @@ export interface ConveyorMetrics {
   readonly registry: MetricsRegistry;
   /** For the LLM backend: call it per engine step message and per finished request. */
   readonly llm: LlmMetricsObserver;
+  /** For the model residency: loads, unloads, evictions and load time per model. */
+  readonly lifecycle: LifecycleObserver;
 }
 
 export function createMetrics(options: MetricsOptions): ConveyorMetrics {
@@ -35,5 +38,5 @@ export function createMetrics(options: MetricsOptions): ConveyorMetrics {
   registerTritonMetrics(registry, options.models);
   const llm = new PromLlmMetrics(registry, options.vllmNames ? [LLM_PREFIX, VLLM_PREFIX] : [LLM_PREFIX]);
   if (options.processMetrics ?? true) collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: EVENT_LOOP_MONITORING_PRECISION_MS });
-  return { registry, llm };
+  return { registry, llm, lifecycle: new PromLifecycleMetrics(registry) };
 }

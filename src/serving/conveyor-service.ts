@@ -9,6 +9,7 @@ import { ConveyorError, invalidArg, serverDraining } from '../errors.js';
 import type { ModelManager } from './model-manager.js';
 import { LlmModel } from './llm-backend.js';
 import { wireDataType, wireShape } from './validate-infer.js';
+import type { ModelLease, ModelResidency } from './model-residency.js';
 
 export const SERVER_NAME = 'conveyor';
 export const SERVER_VERSION = '0.1.0';
@@ -31,6 +32,8 @@ export const EXTENSIONS = [
 export interface ServiceOptions {
   readonly mode: ModelControlMode;
   readonly strictReadiness: boolean;
+  /** Models loaded on demand, idle unload and sleep (src/serving/model-residency.ts); absent, models stay as loaded. */
+  readonly residency?: ModelResidency;
 }
 
 export class ConveyorService implements InferenceService {
@@ -115,13 +118,24 @@ export class ConveyorService implements InferenceService {
     return this.manager.isChanging(name);
   }
 
-  infer(request: InferRequest, signal?: AbortSignal): Promise<InferResponse> {
+  async infer(request: InferRequest, signal?: AbortSignal): Promise<InferResponse> {
+    this.refuseWhileDraining();
+    // A lease here covers gRPC too (HTTP routes already hold one: a second is harmless).
+    const lease = await this.options.residency?.acquire(request.model);
     try {
-      this.refuseWhileDraining();
-      return this.manager.resolve(request.model, request.version).infer(request, signal);
-    } catch (error) {
-      return Promise.reject(error);
+      return await this.manager.resolve(request.model, request.version).infer(request, signal);
+    } finally {
+      lease?.release();
     }
+  }
+
+  /** A lease on `name` for one request (loads it on demand); an empty one without a residency. */
+  async acquire(name: string): Promise<ModelLease> {
+    return (await this.options.residency?.acquire(name)) ?? { release: () => undefined };
+  }
+
+  get residency(): ModelResidency | undefined {
+    return this.options.residency;
   }
 
   /** The LLM a generation request names (OpenAI model id, Triton model name); INVALID_ARG if it is not one. */
@@ -143,12 +157,14 @@ export class ConveyorService implements InferenceService {
 
   async loadModel(name: string, override?: LoadOverride): Promise<void> {
     this.requireExplicitMode('load');
-    await this.manager.load(name, override);
+    const load = () => this.manager.load(name, override);
+    await (this.options.residency ? this.options.residency.observedLoad(name, load) : load());
   }
 
   async unloadModel(name: string): Promise<void> {
     this.requireExplicitMode('unload');
     await this.manager.unload(name);
+    this.options.residency?.noteExplicitUnload(name);
   }
 
   /** Every new inference request during the drain: UNAVAILABLE, which each front end answers as retryable. */

@@ -40,6 +40,8 @@ interface ModelEntry {
   error?: string;
   /** The temporary directory of `file:` overrides the loaded versions came from; removed when they go. */
   overrideDir?: string;
+  /** The override the loaded versions came from, so a wake_up restores the same config. */
+  override?: LoadOverride;
 }
 
 export interface ModelManagerOptions {
@@ -54,6 +56,14 @@ export class ModelManager {
   private pollTimer?: NodeJS.Timeout;
 
   constructor(private readonly options: ModelManagerOptions) {}
+
+  get root(): string {
+    return this.options.root;
+  }
+
+  get mode(): ModelControlMode {
+    return this.options.mode;
+  }
 
   /** Startup per control mode: none/poll load everything, explicit only `names` ('*' = all). */
   async start(names: readonly string[] = []): Promise<void> {
@@ -117,6 +127,29 @@ export class ModelManager {
     const entry = this.models.get(name);
     if (!entry) return false;
     return entry.changes > 0 || [...entry.versions.values()].some((v) => v.state === 'LOADING' || v.state === 'UNLOADING');
+  }
+
+  /** Names of the models loaded now (some version loaded, READY or restarting). */
+  loadedNames(): string[] {
+    return [...this.models.entries()].filter(([, e]) => e.loaded).map(([name]) => name);
+  }
+
+  /** True when the repository holds `name` (a config.pbtxt in its directory): it can be loaded on demand. */
+  inRepository(name: string): boolean {
+    return /^[A-Za-z0-9_.-]+$/.test(name) && name !== '.' && name !== '..' && existsSync(join(this.options.root, name, 'config.pbtxt'));
+  }
+
+  /** The config a model is (or would be) loaded with, and its directory: the loaded one, else config.pbtxt read from disk. */
+  async repositoryConfig(name: string): Promise<{ config: ModelConfig; modelDir: string }> {
+    const entry = this.models.get(name);
+    const modelDir = entry?.overrideDir ?? join(this.options.root, name);
+    const config = entry?.loaded && entry.config ? entry.config : await loadModelConfig(join(this.options.root, name, 'config.pbtxt'), name, { label: `${name}/config.pbtxt` });
+    return { config, modelDir };
+  }
+
+  /** The override `name` was last loaded with (undefined: its repository files), for loading it again as it was. */
+  lastOverride(name: string): LoadOverride | undefined {
+    return this.models.get(name)?.override;
   }
 
   /** Ends the generations still running on every version, READY or UNLOADING; returns how many. */
@@ -266,6 +299,7 @@ export class ModelManager {
     entry.fingerprint = fingerprint;
     entry.loaded = true;
     entry.error = undefined;
+    entry.override = override;
   }
 
   /** Loads the wanted versions next to the old ones, then swaps, so serving never pauses. */

@@ -87,6 +87,9 @@ const HTTP_ROUTES: Readonly<Record<string, AccessClass>> = {
   'POST /detokenize': 'api',
   'OPTIONS /tokenize': 'api',
   'OPTIONS /detokenize': 'api',
+  'POST /sleep': 'control',
+  'POST /wake_up': 'control',
+  'GET /is_sleeping': 'api',
 };
 
 /** Every gRPC method, by path, with its access class. */
@@ -172,7 +175,9 @@ const concretePath = (url: string) =>
     .replace(':version', '1')
     .replace(':region', 'r0')
     .replace(':id', ABSENT)
-    .replace('*', 'x');
+    .replace('*', 'x')
+    // vLLM's sleep routes name their model in the query: an absent one, so no server's LLM sleeps.
+    .replace(/^\/(sleep|wake_up|is_sleeping)$/, (path) => `${path}?model=${ABSENT}`);
 
 interface HttpAnswer {
   readonly status: number;
@@ -211,7 +216,7 @@ function expectRefusalShape(route: string, answer: HttpAnswer): void {
     // The Anthropic routes answer in Anthropic's error shape.
     const type = answer.status === 401 ? 'authentication_error' : 'permission_error';
     expect(answer.body, route).toEqual({ type: 'error', error: { type, message: expect.any(String) } });
-  } else if (url.startsWith('/v1/') || url === '/tokenize' || url === '/detokenize') {
+  } else if (url.startsWith('/v1/') || ['/tokenize', '/detokenize', '/sleep', '/wake_up', '/is_sleeping'].includes(url)) {
     const type = answer.status === 401 ? 'authentication_error' : 'permission_error';
     expect(answer.body, route).toEqual({ error: { message: expect.any(String), type, param: null, code: expect.any(String) } });
   } else {

@@ -2,8 +2,11 @@
 // need of the server core: the LLM a request names. ConveyorService provides it.
 
 import type { LlmModel } from '../../serving/llm-backend.js';
+import type { ModelLease } from '../../serving/model-residency.js';
 
 export interface LlmLookup {
   /** Throws INVALID_ARG for an unknown or non-generative model, NOT_FOUND for a missing version. */
   llmModel(name: string, version?: string): LlmModel;
+  /** A lease on the model for one request (loads it on demand; src/serving/model-residency.ts); absent, none is needed. */
+  acquire?(name: string): Promise<ModelLease>;
 }

@@ -21,8 +21,10 @@ async function generate(lookup: LlmLookup, call: GenerateCall): Promise<void> {
   const onCancel = (): void => controller.abort(cancelledError());
   call.once('cancelled', onCancel);
   const requestId = call.request.request_id;
+  let lease: { release(): void } | undefined;
   try {
     const { model: name, version, input } = generateCallFromWire(call.request);
+    lease = await lookup.acquire?.(name);
     const model = lookup.llmModel(name, version);
     const prepared = await model.prepare(input);
     for await (const event of model.generate(prepared, controller.signal)) {
@@ -35,6 +37,7 @@ async function generate(lookup: LlmLookup, call: GenerateCall): Promise<void> {
   } catch (error) {
     if (!call.cancelled) call.emit('error', statusOf(error));
   } finally {
+    lease?.release();
     call.removeListener('cancelled', onCancel);
   }
 }

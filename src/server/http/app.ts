@@ -8,6 +8,7 @@ import type { InferenceService } from '../../contracts/inference-service.js';
 import { AccessPolicy } from '../../security/access-policy.js';
 import type { LlmLookup } from '../generation/lookup.js';
 import { installAccessControl } from './access.js';
+import { installModelLeases, type ModelLeases } from './model-leases.js';
 import { sendFailure } from './errors.js';
 import { registerGenerateRoutes } from './routes/generate.js';
 import { registerInferRoutes } from './routes/infer.js';
@@ -45,6 +46,8 @@ export interface HttpAppOptions {
   streamSendTimeoutMs?: number;
   /** The log and trace settings behind /v2/logging and /v2/trace/setting (shared with gRPC); fresh defaults when absent. */
   settings?: RuntimeSettings;
+  /** Leases on the model each request runs (loads on demand, idle unload); absent, none are taken. */
+  modelLeases?: ModelLeases;
 }
 
 export function createHttpApp(service: InferenceService, options: HttpAppOptions = {}): FastifyInstance {
@@ -62,6 +65,7 @@ export function createHttpApp(service: InferenceService, options: HttpAppOptions
   }
   installAccessControl(app, options.access ?? AccessPolicy.open());
   const settings = options.settings ?? createRuntimeSettings();
+  if (options.modelLeases) installModelLeases(app, options.modelLeases);
   app.register(kserveRoutes(service, { bodyLimit, llm: options.llm, jsonMaxDepth: options.jsonMaxDepth, streamSendTimeoutMs: options.streamSendTimeoutMs, settings }));
   if (options.llm) app.register(websocketRoutes(options.llm, options.websocket));
   // Errors outside the front ends' own plugins (a refused /v1/ws upgrade) in Triton's shape too.

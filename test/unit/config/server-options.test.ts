@@ -148,3 +148,36 @@ describe('parseServerOptions', () => {
     expect(() => parseServerOptions(argv)).toThrow(message);
   });
 });
+
+describe('models on demand flags', () => {
+  it('are off by default, with Ollama-like defaults', () => {
+    expect(parseServerOptions([]).onDemand).toEqual({ enabled: false, loadTimeoutSecs: 300, maxLoadedModels: 0, maxLoadedModelBytes: 0, keepAliveMs: 300_000 });
+  });
+
+  it('read every flag', () => {
+    const o = parseServerOptions([
+      '--model-control-mode',
+      'explicit',
+      '--load-on-demand',
+      'true',
+      '--load-timeout-secs',
+      '20',
+      '--max-loaded-models',
+      '2',
+      '--max-loaded-model-bytes',
+      '1000000',
+      '--keep-alive=-1',
+    ]);
+    expect(o.onDemand).toEqual({ enabled: true, loadTimeoutSecs: 20, maxLoadedModels: 2, maxLoadedModelBytes: 1_000_000, keepAliveMs: Number.POSITIVE_INFINITY });
+    expect(USAGE).toContain('--load-on-demand BOOL');
+  });
+
+  it.each([
+    [['--load-on-demand', 'true'], /--load-on-demand true needs --model-control-mode explicit/],
+    [['--keep-alive', 'soon'], /--keep-alive must be a duration/],
+    [['--max-loaded-models=-1'], /--max-loaded-models must be a non-negative integer/],
+    [['--load-timeout-secs', '0'], /--load-timeout-secs must be a positive number/],
+  ])('rejects %j', (argv, message) => {
+    expect(() => parseServerOptions(argv)).toThrow(message);
+  });
+});

@@ -1,6 +1,6 @@
 // GET /v1/models and /v1/models/{id}: every READY LLM and embedding model, in OpenAI's list
 // shape, plus vLLM's `root` and (for LLMs) `max_model_len`, which benchmark tools read, and
-// `state`: a loaded model whose workers are restarting after a crash stays listed, UNAVAILABLE.
+// `precision` / `model_file`: the variant serving; `state`: a loaded model whose workers are restarting after a crash stays listed, UNAVAILABLE.
 // `capabilities` (a Conveyor extension; OpenAI's own cards have none) says what a model serves,
 // so a client can tell before sending whether structured outputs or tool calls are available.
 
@@ -14,6 +14,9 @@ export interface ModelCard {
   readonly created: number;
   readonly owned_by: string;
   readonly root: string;
+  /** The precision variant serving (fp32, fp16, int8, q4, ...; `custom` outside the table) and the file it runs: changes with a swap. */
+  readonly precision: string;
+  readonly model_file: string;
   readonly max_model_len?: number;
   /** READY while it takes requests; UNAVAILABLE while its workers restart or after a crash loop. */
   readonly state: 'READY' | 'UNAVAILABLE';
@@ -50,7 +53,8 @@ export function modelCards(ctx: OpenAIContext): ModelCard[] {
   const cards = new Map<string, ModelCard>();
   const card = (id: string, capabilities: ModelCapabilities, extra: { max_model_len?: number } = {}): ModelCard => {
     const state = ctx.service.modelReady(id) ? 'READY' : 'UNAVAILABLE';
-    return { id, object: 'model', created: ctx.startedAt, owned_by: OWNER, root: id, ...extra, state, capabilities };
+    const { precision, model_file } = ctx.service.modelMetadata(id).parameters;
+    return { id, object: 'model', created: ctx.startedAt, owned_by: OWNER, root: id, precision, model_file, ...extra, state, capabilities };
   };
   for (const model of ctx.service.llmModels()) {
     if (!cards.has(model.name)) cards.set(model.name, card(model.name, llmCapabilities(model), { max_model_len: model.processor.info.contextLength }));

@@ -91,6 +91,7 @@ export class ConveyorService implements InferenceService {
       platform: config.platform || config.backend,
       inputs: config.input.map(describe),
       outputs: config.output.map(describe),
+      parameters: served.variant,
     };
   }
 

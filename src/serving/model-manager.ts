@@ -173,7 +173,8 @@ export class ModelManager {
       for (const [version, v] of [...entry.versions.entries()].sort((a, b) => a[0] - b[0])) {
         const state = effectiveState(v);
         const reason = v.state === 'READY' ? (v.served?.supervision?.().reason ?? v.reason) : v.reason;
-        if (!readyOnly || state === 'READY') rows.push({ name, version: String(version), state, reason });
+        const precision = v.served ? { precision: v.served.variant.precision } : {};
+        if (!readyOnly || state === 'READY') rows.push({ name, version: String(version), state, reason, ...precision });
       }
     }
     return rows;

@@ -55,7 +55,7 @@ async function surfaces(model: string): Promise<Record<string, unknown>> {
   return { card: [card.precision, card.model_file], listed: listed?.precision, index: [index?.state, index?.precision], metadata: metadata.parameters, metrics: labelled };
 }
 
-const expectedSurfaces = (model: string, precision: keyof typeof VARIANT_FILES, prefix: string) => ({
+const expectedSurfaces = (precision: keyof typeof VARIANT_FILES, prefix: string) => ({
   card: [precision, `${prefix}${VARIANT_FILES[precision]}`],
   listed: precision,
   index: ['READY', precision],
@@ -96,7 +96,7 @@ describe('precision swaps under traffic', () => {
   it('decoder fp32 → int8 → fp16 → fp32: no failed stream, each stream one variant, no KV block left, memory back', async () => {
     const references = new Set([await greedyText('decoder'), await greedyText('ref-int8'), await greedyText('ref-fp16')]);
     const before = server.manager.loadedBytes();
-    expect(await surfaces('decoder')).toEqual(expectedSurfaces('decoder', 'fp32', 'onnx/'));
+    expect(await surfaces('decoder')).toEqual(expectedSurfaces('fp32', 'onnx/'));
 
     const { results, failures } = await underTraffic(
       4,
@@ -104,7 +104,7 @@ describe('precision swaps under traffic', () => {
       async () => {
         for (const precision of SWAPS) {
           expect(await swap('decoder', precision)).toEqual({ status: 200, error: '' });
-          expect(await surfaces('decoder')).toEqual(expectedSurfaces('decoder', precision, 'onnx/'));
+          expect(await surfaces('decoder')).toEqual(expectedSurfaces(precision, 'onnx/'));
           expect(server.logs.some((l) => l.includes(`decoder:1: precision ${precision}: loading onnx/${VARIANT_FILES[precision]}`))).toBe(true);
         }
       },
@@ -120,12 +120,12 @@ describe('precision swaps under traffic', () => {
 
   it('encoder fp32 → int8 → fp16 → fp32 under concurrent embeddings: none fails, memory back', async () => {
     const before = server.manager.loadedBytes();
-    expect(await surfaces('encoder')).toEqual(expectedSurfaces('encoder', 'fp32', ''));
+    expect(await surfaces('encoder')).toEqual(expectedSurfaces('fp32', ''));
     const embed = async (): Promise<number> => (await client.embeddings.create({ model: 'encoder', input: ['a swap in flight', 'precision'] })).data.length;
     const { results, failures } = await underTraffic(4, embed, async () => {
       for (const precision of SWAPS) {
         expect(await swap('encoder', precision)).toEqual({ status: 200, error: '' });
-        expect(await surfaces('encoder')).toEqual(expectedSurfaces('encoder', precision, ''));
+        expect(await surfaces('encoder')).toEqual(expectedSurfaces(precision, ''));
       }
     });
     expect(failures).toEqual([]);

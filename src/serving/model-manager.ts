@@ -173,6 +173,12 @@ export class ModelManager {
     return sum;
   }
 
+  /** The accounting's share of one loaded version (weights and KV pool); undefined for one it does not hold. */
+  memoryOf(served: ServedModel): VersionBytes | undefined {
+    for (const v of this.models.get(served.name)?.versions.values() ?? []) if (v.served === served) return v.bytes;
+    return undefined;
+  }
+
   async index(readyOnly: boolean): Promise<RepositoryIndexEntry[]> {
     const names = new Set([...(await listModelNames(this.options.root).catch(() => [])), ...this.models.keys()]);
     const rows: RepositoryIndexEntry[] = [];

@@ -100,5 +100,8 @@ describe('precision swap safety', () => {
     expect(await serving()).toEqual({ precision: 'q4f16', file: 'onnx/model_q4f16.onnx', row: { ...servingQ4.row, precision: 'q4f16' } });
     expect(await complete()).toBeGreaterThan(0);
     expect(server.manager.loadedBytes()).toBe(sizes.q4f16 + KV_BYTES);
+    // The same accounting in Triton's statistics field.
+    const stats = await json<{ model_stats: { memory_usage: unknown }[] }>('/v2/models/decoder/stats');
+    expect(stats.model_stats[0]!.memory_usage).toEqual([{ type: 'CPU', id: 0, byte_size: sizes.q4f16 + KV_BYTES }]);
   }, 300_000);
 });

@@ -1,6 +1,6 @@
 // GET /v1/models and /v1/models/{id}: every READY LLM and embedding model, in OpenAI's list
 // shape, plus vLLM's `root` and (for LLMs) `max_model_len`, which benchmark tools read, and
-// `state`: a loaded model whose workers are restarting after a crash stays listed, UNAVAILABLE.
+// `precision` / `model_file`: the variant serving; `state`: a loaded model whose workers are restarting after a crash stays listed, UNAVAILABLE.
 // `capabilities` (a Conveyor extension; OpenAI's own cards have none) says what a model serves,
 // so a client can tell before sending whether structured outputs or tool calls are available.
 // With --load-on-demand the list also holds the repository's models that are not loaded
@@ -21,6 +21,10 @@ export interface ModelCard {
   readonly created: number;
   readonly owned_by: string;
   readonly root: string;
+  /** The precision variant serving (fp32, fp16, int8, q4, ...; `custom` outside the table) and the file it runs: changes with a swap. */
+  readonly precision: string;
+  /** Absent for a model not loaded: the file is chosen when it loads. */
+  readonly model_file?: string;
   readonly max_model_len?: number;
   /**
    * READY while it takes requests; UNAVAILABLE while its workers restart or after a crash loop;
@@ -75,7 +79,8 @@ export async function modelCards(ctx: OpenAIContext): Promise<ModelCard[]> {
   const cards = new Map<string, ModelCard>();
   const card = (id: string, capabilities: ModelCapabilities, extra: { max_model_len?: number } = {}): ModelCard => {
     const state = ctx.service.modelReady(id) ? 'READY' : 'UNAVAILABLE';
-    return { id, object: 'model', created: ctx.startedAt, owned_by: OWNER, root: id, ...extra, state, capabilities };
+    const { precision, model_file } = ctx.service.modelMetadata(id).parameters;
+    return { id, object: 'model', created: ctx.startedAt, owned_by: OWNER, root: id, precision, model_file, ...extra, state, capabilities };
   };
   for (const model of ctx.service.llmModels()) {
     if (!cards.has(model.name)) cards.set(model.name, card(model.name, llmCapabilities(model), { max_model_len: model.processor.info.contextLength }));
@@ -83,7 +88,9 @@ export async function modelCards(ctx: OpenAIContext): Promise<ModelCard[]> {
   for (const model of ctx.embeddings.list()) if (!cards.has(model.name)) cards.set(model.name, card(model.name, EMBEDDING_CAPABILITIES));
   for (const { name, state, config } of (await ctx.service.residency?.unloadedModels()) ?? []) {
     const capabilities = configCapabilities(config);
-    if (capabilities && !cards.has(name)) cards.set(name, { id: name, object: 'model', created: ctx.startedAt, owned_by: OWNER, root: name, state, capabilities });
+    // The variant its load would choose; the file is known once it loads.
+    const precision = config.parameters['precision']?.string_value ?? 'fp32';
+    if (capabilities && !cards.has(name)) cards.set(name, { id: name, object: 'model', created: ctx.startedAt, owned_by: OWNER, root: name, precision, state, capabilities });
   }
   return [...cards.values()].sort((a, b) => a.id.localeCompare(b.id));
 }

@@ -62,6 +62,7 @@ export async function startServer(options: ServerOptions, start: StartOptions): 
     mode: options.modelControlMode,
     loaders: withLlmMetrics({ onnxruntime: loadOnnxModel, llm: loadLlmModel, ...start.loaders }, metrics, options.limits),
     log,
+    memoryBudgetBytes: options.limits.memoryBudgetBytes,
   });
   await manager.start(options.loadModels);
   if (options.modelControlMode === 'poll') manager.startPolling(options.repositoryPollSecs);

@@ -4,9 +4,10 @@ import type { Scenario } from '../harness/scenario.js';
 import { engineScenario } from './engine/scenario.js';
 import { forwardScenario } from './forward/scenario.js';
 import { inferScenario } from './infer/scenario.js';
+import { precisionScenario } from './precision/scenario.js';
 import { serveScenario } from './serve/scenario.js';
 import { soakScenario } from './soak/scenario.js';
 import { streamingScenario } from './streaming/scenario.js';
 import { structuredScenario } from './structured/scenario.js';
 
-export const SCENARIOS: readonly Scenario[] = [forwardScenario(), inferScenario(), engineScenario(), serveScenario(), streamingScenario(), structuredScenario(), soakScenario()];
+export const SCENARIOS: readonly Scenario[] = [forwardScenario(), inferScenario(), engineScenario(), serveScenario(), streamingScenario(), structuredScenario(), precisionScenario(), soakScenario()];

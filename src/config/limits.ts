@@ -43,6 +43,13 @@ export const LIMITS = {
   },
   responsesStoreSize: { flag: '--responses-store-size', default: 1000, unit: 'count', help: 'responses /v1/responses keeps for previous_response_id and GET (store: true); the oldest go first' },
   responsesStoreTtlSecs: { flag: '--responses-store-ttl-secs', default: 3600, unit: 'secs', help: 'a stored /v1/responses response is forgotten this long after it finished' },
+  memoryBudgetBytes: {
+    flag: '--memory-budget-bytes',
+    default: 0,
+    unit: 'bytes',
+    help: 'weights and KV pools of all loaded models together (a precision swap counts both variants while they overlap); a load past it is refused',
+    zeroMeans: 'unlimited',
+  },
   grpcMaxConcurrentStreams: { flag: '--grpc-max-concurrent-streams', default: 128, unit: 'count', help: 'concurrent calls (HTTP/2 streams) per gRPC connection' },
   grpcMaxMessageBytes: { flag: '--grpc-max-message-bytes', default: 2 ** 31 - 1, unit: 'bytes', help: "largest gRPC message received or sent (Triton's and tritonclient's INT32_MAX)" },
 } as const satisfies Record<string, LimitSpec>;

@@ -18,12 +18,24 @@ export interface TensorMetadata {
   readonly shape: readonly number[];
 }
 
+/**
+ * Which precision variant a loaded version runs: `precision` names a row of
+ * src/repository/variants.ts (fp32, fp16, int8, q4, ...; `custom` for a file outside it) and
+ * `model_file` the file loaded, relative to the version directory.
+ */
+export interface ModelVariant {
+  readonly precision: string;
+  readonly model_file: string;
+}
+
 export interface ModelMetadata {
   readonly name: string;
   readonly versions: readonly string[];
   readonly platform: string;
   readonly inputs: readonly TensorMetadata[];
   readonly outputs: readonly TensorMetadata[];
+  /** KServe's optional metadata parameters: the variant the (highest READY) version runs. */
+  readonly parameters: ModelVariant;
 }
 
 /** A cumulative {count, ns} pair, Triton's StatisticDuration. */
@@ -56,6 +68,8 @@ export interface RepositoryIndexEntry {
   readonly version: string;
   readonly state: ModelState;
   readonly reason: string;
+  /** A loaded version's precision variant (an extra field: Triton clients read the four above and ignore others). */
+  readonly precision?: string;
 }
 
 export interface LoadOverride {

@@ -19,8 +19,11 @@ export interface MetricDefinition {
 // ---------------------------------------------------------------------------------------------
 // Triton (per model version; computed at scrape time from the statistics snapshot)
 
-/** Triton's per-model labels; `version` is a string as in Triton. */
-export const TRITON_LABELS = ['model', 'version'] as const;
+/**
+ * Triton's per-model labels; `version` is a string as in Triton. `precision` (not Triton's) is the
+ * variant the version runs (fp32, int8, ...), so a dashboard tells a precision swap apart.
+ */
+export const TRITON_LABELS = ['model', 'version', 'precision'] as const;
 
 /** The `reason` values of nv_inference_request_failure (Triton's core constants). */
 export const FAILURE_REASONS = ['REJECTED', 'CANCELED', 'BACKEND', 'OTHER'] as const;

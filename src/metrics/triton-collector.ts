@@ -19,6 +19,8 @@ export interface ModelSnapshotSource {
   workersAlive?(): readonly boolean[];
   /** Its supervisor's count of worker restarts; without it the counter is not exported for the model. */
   supervision?(): { readonly restarts: number };
+  /** The precision variant it runs; without it the `precision` label is empty. */
+  readonly variant?: { readonly precision: string };
 }
 
 /** One model version as read at one instant. */
@@ -28,6 +30,7 @@ export interface ModelReading {
   readonly pending: number | undefined;
   readonly workersAlive: readonly boolean[];
   readonly restarts: number | undefined;
+  readonly precision: string;
 }
 
 export function readModel(source: ModelSnapshotSource): ModelReading {
@@ -39,10 +42,11 @@ export function readModel(source: ModelSnapshotSource): ModelReading {
     pending: source.pendingRequests?.(),
     workersAlive: source.workersAlive?.() ?? [],
     restarts: source.supervision?.().restarts,
+    precision: source.variant?.precision ?? '',
   };
 }
 
-const labelsOf = (s: ModelStatistics): Labels => ({ model: s.name, version: s.version });
+const labelsOf = (r: ModelReading): Labels => ({ model: r.statistics.name, version: r.statistics.version, precision: r.precision });
 /** Triton's duration counters are whole microseconds. */
 const micros = (d: StatisticDuration): number => Math.floor(d.ns / 1000);
 
@@ -51,7 +55,7 @@ type TritonKey = keyof typeof TRITON_METRICS;
 /** Every Triton sample of one model version, by metric. */
 export function tritonSamples(reading: ModelReading): Record<TritonKey, Sample[]> {
   const s = reading.statistics;
-  const labels = labelsOf(s);
+  const labels = labelsOf(reading);
   const one = (value: number): Sample[] => [{ labels, value }];
   // batch_stats counts executions per batch size; compute_infer is recorded once per execution.
   const batchCounts = new Map(s.batch_stats.map((b) => [b.batch_size, b.compute_infer.count]));
@@ -71,12 +75,12 @@ export function tritonSamples(reading: ModelReading): Record<TritonKey, Sample[]
 }
 
 export function workerSamples(reading: ModelReading): Sample[] {
-  const labels = labelsOf(reading.statistics);
+  const labels = labelsOf(reading);
   return reading.workersAlive.map((alive, i) => ({ labels: { ...labels, worker: String(i) }, value: alive ? 1 : 0 }));
 }
 
 export function restartSamples(reading: ModelReading): Sample[] {
-  return reading.restarts === undefined ? [] : [{ labels: labelsOf(reading.statistics), value: reading.restarts }];
+  return reading.restarts === undefined ? [] : [{ labels: labelsOf(reading), value: reading.restarts }];
 }
 
 /**

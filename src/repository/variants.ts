@@ -62,3 +62,22 @@ export type AttentionBackend = (typeof ATTENTION_BACKENDS)[number];
 export function pagedVariantFile(file: string): string {
   return file.replace(/^model(?=[_.])/, 'model_paged');
 }
+
+/** The precision a model file name declares: model_quantized.onnx → int8; null for a name outside the table. */
+export function precisionOfFile(file: string): Precision | null {
+  // The paged graph carries its Optimum file's precision (model_paged_q4.onnx is q4).
+  const base = (file.split('/').pop() ?? file).replace(/^model_paged(?=[_.])/, 'model');
+  return PRECISION_VARIANTS.find((v) => (v.files as readonly string[]).includes(base))?.precision ?? null;
+}
+
+/** What a precision that no table row names reads as: a file of the repository's own naming. */
+export const CUSTOM_PRECISION = 'custom';
+
+/**
+ * The variant a loaded version runs, from its effective config (each backend names the file it
+ * loaded in default_model_filename): what /v1/models, the index, model metadata and the metrics show.
+ */
+export function servedVariant(config: { readonly default_model_filename: string }, fallbackFile = 'model.onnx'): { precision: string; model_file: string } {
+  const file = config.default_model_filename || fallbackFile;
+  return { precision: precisionOfFile(file) ?? CUSTOM_PRECISION, model_file: file };
+}

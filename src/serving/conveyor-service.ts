@@ -7,6 +7,7 @@ import type { ModelConfig, ModelTensorConfig } from '../contracts/model-config.j
 import type { ModelControlMode } from '../config/server-options.js';
 import { ConveyorError, invalidArg, serverDraining } from '../errors.js';
 import type { ModelManager } from './model-manager.js';
+import type { ServedModel } from './served-model.js';
 import { LlmModel } from './llm-backend.js';
 import { wireDataType, wireShape } from './validate-infer.js';
 import type { ModelLease, ModelResidency } from './model-residency.js';
@@ -97,6 +98,7 @@ export class ConveyorService implements InferenceService {
       platform: config.platform || config.backend,
       inputs: config.input.map(describe),
       outputs: config.output.map(describe),
+      parameters: served.variant,
     };
   }
 
@@ -110,7 +112,16 @@ export class ConveyorService implements InferenceService {
       .servedModels()
       .filter((m) => (name === undefined || m.name === name) && (!version || String(m.version) === version))
       .sort((a, b) => a.name.localeCompare(b.name) || a.version - b.version)
-      .map((m) => m.statistics());
+      .map((m) => this.withMemory(m));
+  }
+
+  /** Triton's memory_usage: the server's accounting of the version (weights and KV pool, not RSS), on its device. */
+  private withMemory(served: ServedModel): ModelStatistics {
+    const statistics = served.statistics();
+    const bytes = this.manager.memoryOf(served);
+    if (!bytes) return statistics;
+    const type = served.config.instance_group.some((g) => g.kind === 'KIND_GPU') ? 'GPU' : 'CPU';
+    return { ...statistics, memory_usage: [{ type, id: 0, byte_size: bytes.weights + bytes.kvCache }] };
   }
 
   /** True while `name` is being loaded or unloaded: a request for it is retryable, not unknown. */

@@ -7,13 +7,15 @@ import { randomUUID } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import type { InferRequest, InferResponse } from '../contracts/infer.js';
 import type { ModelConfig } from '../contracts/model-config.js';
+import type { ModelVariant } from '../contracts/inference-service.js';
 import { ModelStatsRecorder } from '../batcher/stats.js';
 import { EngineClient } from '../engine-client/engine-client.js';
 import { InputProcessor, type ProcessInput } from '../engine-client/input-processor.js';
 import { MODEL_FILE_NAMES } from '../tokenizer/model-files.js';
 import { confinedPath, existingConfinedFile, redactPaths } from '../repository/confine.js';
-import { ATTENTION_BACKENDS, type AttentionBackend, pagedVariantFile, presentVariantFile } from '../repository/variants.js';
+import { ATTENTION_BACKENDS, type AttentionBackend, pagedVariantFile, presentVariantFile, servedVariant } from '../repository/variants.js';
 import { completeLlmTensors } from '../repository/config/index.js';
+import type { ConfinementRoot } from '../repository/confine.js';
 import { OutputProcessor } from '../engine-client/output-processor.js';
 import { ConveyorError, invalidArg, unavailable } from '../errors.js';
 import { faultInjectionOf } from '../runtime/fault-injection.js';
@@ -77,13 +79,27 @@ export function attentionBackendOf(config: ModelConfig): AttentionBackend {
   throw invalidArg(`parameter attention_backend must be one of ${ATTENTION_BACKENDS.join(', ')}, got '${raw}'`);
 }
 
+/**
+ * The decoder file under the version's onnx/: the variant `precision` (fp32 when absent)
+ * chooses, or the paged graph beside it when attention_backend is paged.
+ */
+export async function llmModelFile(config: ModelConfig, versionRoot: ConfinementRoot): Promise<string> {
+  const precision = parameter(config, 'precision') ?? 'fp32';
+  const optimumFile = await presentVariantFile(precision, async (name) => (await confinedPath(versionRoot, `onnx/${name}`, 'model file')).exists);
+  return `onnx/${attentionBackendOf(config) === 'paged' ? pagedVariantFile(optimumFile) : optimumFile}`;
+}
+
+/** The engine's KV block pool, bytes (the kv_cache_bytes parameter; 256 MiB when absent). */
+export function kvCacheBytesOf(config: ModelConfig): number {
+  return positiveInt(config, 'kv_cache_bytes', 256 * 2 ** 20);
+}
+
 export async function loadLlmModel(request: BackendLoadRequest): Promise<LlmModel> {
   const { config, versionDir } = request;
   const precision = parameter(config, 'precision') ?? 'fp32';
   const versionRoot = { dir: versionDir, display: `${request.name}/${request.version}` };
-  const optimumFile = await presentVariantFile(precision, async (name) => (await confinedPath(versionRoot, `onnx/${name}`, 'model file')).exists);
   const attentionBackend = attentionBackendOf(config);
-  const file = `onnx/${attentionBackend === 'paged' ? pagedVariantFile(optimumFile) : optimumFile}`;
+  const file = await llmModelFile(config, versionRoot);
   const model = await existingConfinedFile(versionRoot, file, 'model file');
   // The tokenizer and config files have fixed names; a link among them must not lead out either.
   for (const name of MODEL_FILE_NAMES) await confinedPath(versionRoot, name, 'model file');
@@ -116,7 +132,7 @@ export async function loadLlmModel(request: BackendLoadRequest): Promise<LlmMode
       maxNumBatchedTokens: positiveInt(config, 'max_num_batched_tokens', 512),
       maxModelLen: processor.info.contextLength,
       blockSize: positiveInt(config, 'block_size', 16),
-      kvCacheBytes: positiveInt(config, 'kv_cache_bytes', 256 * 2 ** 20),
+      kvCacheBytes: kvCacheBytesOf(config),
       enablePrefixCaching: parameter(config, 'enable_prefix_caching') !== 'false',
       schedulingPolicy: policy,
       sampleableVocabSize: processor.info.vocabSize,
@@ -157,6 +173,7 @@ export class LlmModel implements ServedModel {
   readonly toolCallParser: ToolCallParserName | null;
   /** How this model marks its thinking block (the reasoning_parser parameter), or null. */
   readonly reasoningParser: ReasoningParserName | null;
+  readonly variant: ModelVariant;
 
   constructor(
     readonly name: string,
@@ -172,6 +189,7 @@ export class LlmModel implements ServedModel {
     this.stats = new ModelStatsRecorder(name, String(version));
     this.toolCallParser = toolCallParserOf(config);
     this.reasoningParser = reasoningParserOf(config);
+    this.variant = servedVariant(config, 'onnx/model.onnx');
   }
 
   /** How a prepared request's output splits into reasoning and answer; null for a model without a reasoning_parser. */

@@ -17,6 +17,7 @@ import { loadModelConfig, modelConfigFromJson } from '../repository/config/index
 import { lexicalProblem, redactPaths } from '../repository/confine.js';
 import { fingerprintModel, listModelNames, versionDirectories } from '../repository/scan.js';
 import { selectVersions } from '../repository/version-policy.js';
+import { budgetRefusal, estimateVersionBytes, totalBytes, type VersionBytes } from './memory-budget.js';
 
 interface VersionEntry {
   state: ModelState;
@@ -24,6 +25,8 @@ interface VersionEntry {
   served?: ServedModel;
   /** Why it failed to load, when it did. */
   error?: ConveyorError;
+  /** Its share of --memory-budget-bytes while loaded (estimated before the load). */
+  bytes?: VersionBytes;
 }
 
 interface ModelEntry {
@@ -49,6 +52,8 @@ export interface ModelManagerOptions {
   readonly mode: ModelControlMode;
   readonly loaders: Readonly<Record<string, BackendLoader>>;
   readonly log: (line: string, fields?: Record<string, unknown>) => void;
+  /** --memory-budget-bytes: loaded weights and KV pools together; 0 or absent = unlimited. */
+  readonly memoryBudgetBytes?: number;
 }
 
 export class ModelManager {
@@ -206,6 +211,19 @@ export class ModelManager {
     return [...this.models.values()].every((e) => !e.error && [...e.versions.values()].every((v) => effectiveState(v) === 'READY'));
   }
 
+  /** The memory accounting's total: every loaded version's weights and KV pool (the old variant too, mid-swap). */
+  loadedBytes(): number {
+    let sum = 0;
+    for (const entry of this.models.values()) for (const v of entry.versions.values()) if (v.served && v.bytes) sum += totalBytes(v.bytes);
+    return sum;
+  }
+
+  /** The accounting's share of one loaded version (weights and KV pool); undefined for one it does not hold. */
+  memoryOf(served: ServedModel): VersionBytes | undefined {
+    for (const v of this.models.get(served.name)?.versions.values() ?? []) if (v.served === served) return v.bytes;
+    return undefined;
+  }
+
   async index(readyOnly: boolean): Promise<RepositoryIndexEntry[]> {
     const names = new Set([...(await listModelNames(this.options.root).catch(() => [])), ...this.models.keys()]);
     const rows: RepositoryIndexEntry[] = [];
@@ -218,7 +236,8 @@ export class ModelManager {
       for (const [version, v] of [...entry.versions.entries()].sort((a, b) => a[0] - b[0])) {
         const state = effectiveState(v);
         const reason = v.state === 'READY' ? (v.served?.supervision?.().reason ?? v.reason) : v.reason;
-        if (!readyOnly || state === 'READY') rows.push({ name, version: String(version), state, reason });
+        const precision = v.served ? { precision: v.served.variant.precision } : {};
+        if (!readyOnly || state === 'READY') rows.push({ name, version: String(version), state, reason, ...precision });
       }
     }
     return rows;
@@ -304,12 +323,13 @@ export class ModelManager {
 
   /** Loads the wanted versions next to the old ones, then swaps, so serving never pauses. */
   private async replaceVersions(name: string, entry: ModelEntry, config: ModelConfig, modelDir: string, wanted: number[], loader: BackendLoader): Promise<void> {
+    const estimates = await this.checkBudget(name, entry, config, modelDir, wanted);
     const fresh = new Map<number, VersionEntry>();
     for (const version of wanted) {
       if (!entry.versions.has(version)) entry.versions.set(version, { state: 'LOADING', reason: '' });
       try {
         const served = await loader({ name, version, modelDir, versionDir: join(modelDir, String(version)), config, log: this.options.log });
-        fresh.set(version, { state: 'READY', reason: '', served });
+        fresh.set(version, { state: 'READY', reason: '', served, bytes: estimates.get(version) });
         this.options.log(`${name}: version ${version} READY`);
       } catch (error) {
         const failure = asConveyorError(error);
@@ -332,6 +352,24 @@ export class ModelManager {
         name,
         [...fresh.values()].filter((v) => v.state !== 'READY'),
       );
+  }
+
+  /**
+   * Refuses (before anything loads or unloads) a load whose versions would not fit the memory
+   * budget beside everything loaded now, the model's own old versions included: they serve until
+   * the new ones are READY. Returns each wanted version's estimate, kept while it is loaded.
+   */
+  private async checkBudget(name: string, entry: ModelEntry, config: ModelConfig, modelDir: string, wanted: readonly number[]): Promise<Map<number, VersionBytes>> {
+    const estimates = new Map<number, VersionBytes>();
+    for (const version of wanted) estimates.set(version, await estimateVersionBytes(config, join(modelDir, String(version)), `${name}/${version}`));
+    const needed = [...estimates.values()].reduce((a, b) => ({ weights: a.weights + b.weights, kvCache: a.kvCache + b.kvCache }), { weights: 0, kvCache: 0 });
+    const refusal = budgetRefusal(name, needed, this.loadedBytes(), this.options.memoryBudgetBytes ?? 0);
+    if (refusal !== null) {
+      if (!entry.loaded) entry.error = refusal;
+      this.options.log(refusal);
+      throw invalidArg(refusal);
+    }
+    return estimates;
   }
 
   private async unloadNow(name: string, entry: ModelEntry): Promise<void> {

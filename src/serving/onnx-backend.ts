@@ -4,6 +4,7 @@
 import { readFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import type { InferRequest, InferResponse } from '../contracts/infer.js';
+import type { ModelVariant } from '../contracts/inference-service.js';
 import type { ModelConfig } from '../contracts/model-config.js';
 import type { Tensor } from '../contracts/tensors.js';
 import type { Device } from '../contracts/worker-messages.js';
@@ -11,7 +12,7 @@ import { DynamicBatcher } from '../batcher/dynamic-batcher.js';
 import { asConveyorError, ConveyorError, invalidArg } from '../errors.js';
 import { completeFromModelMetadata } from '../repository/config/index.js';
 import { confinedPath, existingConfinedFile, redactPaths, type ConfinementRoot } from '../repository/confine.js';
-import { presentVariantFile } from '../repository/variants.js';
+import { presentVariantFile, servedVariant } from '../repository/variants.js';
 import { faultInjectionOf } from '../runtime/fault-injection.js';
 import { InstancePool } from '../runtime/instance-pool.js';
 import { classify } from './classification.js';
@@ -26,11 +27,16 @@ export async function modelFileFor(config: ModelConfig, versionRoot: Confinement
   return presentVariantFile(precision, async (file) => (await confinedPath(versionRoot, file, 'model file')).exists);
 }
 
-function instancePlan(config: ModelConfig): { count: number; device: Device; threads: number } {
-  const count = Math.max(
+/** How many instance workers the config asks for; each holds its own session, hence its own copy of the weights. */
+export function instanceCount(config: ModelConfig): number {
+  return Math.max(
     1,
     config.instance_group.reduce((sum, g) => sum + g.count, 0),
   );
+}
+
+function instancePlan(config: ModelConfig): { count: number; device: Device; threads: number } {
+  const count = instanceCount(config);
   const device: Device = config.instance_group.some((g) => g.kind === 'KIND_GPU') ? 'cuda' : 'cpu';
   const configured = Number(config.parameters.intra_op_thread_count?.string_value ?? NaN);
   // Instances share the cores: more instances, fewer threads each.
@@ -103,6 +109,7 @@ async function readHfConfig(versionRoot: ConfinementRoot): Promise<Record<string
 
 class OnnxModel implements ServedModel {
   private readonly batcher: DynamicBatcher;
+  readonly variant: ModelVariant;
 
   constructor(
     readonly name: string,
@@ -113,6 +120,7 @@ class OnnxModel implements ServedModel {
     private readonly ranges: InputRanges,
   ) {
     this.batcher = new DynamicBatcher({ config, version: String(version), executor: pool });
+    this.variant = servedVariant(config);
   }
 
   async infer(request: InferRequest, signal?: AbortSignal): Promise<InferResponse> {

@@ -1,7 +1,7 @@
 // One loaded model version as the rest of the server sees it, whatever its backend.
 
 import type { InferRequest, InferResponse } from '../contracts/infer.js';
-import type { ModelStatistics } from '../contracts/inference-service.js';
+import type { ModelStatistics, ModelVariant } from '../contracts/inference-service.js';
 import type { ModelConfig } from '../contracts/model-config.js';
 import type { FailureReason } from '../batcher/stats.js';
 import type { ConveyorError } from '../errors.js';
@@ -14,6 +14,8 @@ export interface ServedModel {
   readonly version: number;
   /** The effective config (normalized and completed from the model's metadata). */
   readonly config: ModelConfig;
+  /** The precision variant it runs (servedVariant of the effective config). */
+  readonly variant: ModelVariant;
   infer(request: InferRequest, signal?: AbortSignal): Promise<InferResponse>;
   statistics(): ModelStatistics;
   /** Failed requests by nv_inference_request_failure reason (read by the metrics at scrape time). */

@@ -117,7 +117,10 @@ describe('gRPC GRPCInferenceService (real server)', () => {
       versions: ['1'],
       inputs: [{ name: 'input', datatype: 'FP32', shape: ['-1', '3', '224', '224'] }],
       outputs: [{ name: 'logits', datatype: 'FP32', shape: ['-1', '1000'] }],
+      // The precision variant serving, as string parameters (field 6; Triton clients skip it).
+      parameters: { precision: { string_param: 'fp32' }, model_file: { string_param: 'model.onnx' } },
     });
+    expect((await unary(inference, 'RepositoryIndex', { ready: true }))['models']).toEqual(expect.arrayContaining([{ name: 'resnet', version: '1', state: 'READY', reason: '', precision: 'fp32' }]));
     expect((await unary(inference, 'ModelConfig', { name: 'resnet' }))['config']).toMatchObject({
       name: 'resnet',
       max_batch_size: 32,

@@ -86,6 +86,8 @@ describe('KServe v2 HTTP', () => {
       platform: 'onnxruntime_onnx',
       inputs: [{ name: 'input', datatype: 'FP32', shape: [-1, 3, 224, 224] }],
       outputs: [{ name: 'logits', datatype: 'FP32', shape: [-1, 1000] }],
+      // KServe's optional metadata parameters: the precision variant serving and its file.
+      parameters: { precision: 'fp32', model_file: 'model.onnx' },
     });
     const config = await (await fetch(`${server.http}/v2/models/resnet/config`)).json();
     expect(config).toMatchObject({ name: 'resnet', max_batch_size: 32, dynamic_batching: { preferred_batch_size: [8, 16, 32], max_queue_delay_microseconds: 5000 } });
@@ -217,6 +219,6 @@ describe('KServe v2 HTTP', () => {
 
   it('lists the repository index with states', async () => {
     const index = await (await post('/v2/repository/index', {})).json();
-    expect(index).toEqual(expect.arrayContaining([{ name: 'bert', version: '1', state: 'READY', reason: '' }]));
+    expect(index).toEqual(expect.arrayContaining([{ name: 'bert', version: '1', state: 'READY', reason: '', precision: 'fp32' }]));
   });
 });

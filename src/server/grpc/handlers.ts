@@ -4,7 +4,7 @@
 import type { ServerUnaryCall, UntypedServiceImplementation, sendUnaryData } from '@grpc/grpc-js';
 import type { InferenceService } from '../../contracts/inference-service.js';
 import { ConveyorError } from '../../errors.js';
-import { inferRequestFromWire, inferResponseToWire } from './infer-codec.js';
+import { inferRequestFromWire, inferResponseToWire, parametersToWire } from './infer-codec.js';
 import { loadOverrideFromWire, unloadOptionsFromWire } from './repository-codec.js';
 import { cancelledError, toGrpcStatus, unsupported } from './status.js';
 import { createRuntimeSettings, type RuntimeSettings } from '../../config/runtime-settings.js';
@@ -45,7 +45,10 @@ export function inferenceHandlers(service: InferenceService, decoupled?: Decoupl
     ServerReady: unary(() => ({ ready: service.isReady() })),
     ModelReady: unary((r: WireModelRef) => ({ ready: service.modelReady(r.name, optional(r.version)) })),
     ServerMetadata: unary(() => service.serverMetadata()),
-    ModelMetadata: unary((r: WireModelRef) => service.modelMetadata(r.name, optional(r.version))),
+    ModelMetadata: unary((r: WireModelRef) => {
+      const metadata = service.modelMetadata(r.name, optional(r.version));
+      return { ...metadata, parameters: parametersToWire({ ...metadata.parameters }) };
+    }),
     ModelInfer: unary((r: WireInferRequest, call) => modelInfer(service, r, call)),
     ModelStreamInfer: handleModelStreamInfer(service, decoupled),
     // The contract's ModelConfig already uses the proto's field names and enum names.

@@ -3,7 +3,7 @@
 // import only kernels/, so it keeps its own table; this pins the two together.
 import { describe, expect, it } from 'vitest';
 import { PAGED_VARIANT_FILE, VARIANT_FILE } from '../../../models/common/model-files.js';
-import { PRECISION_NAMES, PRECISION_VARIANTS, pagedVariantFile, presentVariantFile, precisionVariant, variantFile } from '../../../src/repository/variants.js';
+import { PRECISION_NAMES, PRECISION_VARIANTS, pagedVariantFile, precisionOfFile, presentVariantFile, precisionVariant, servedVariant, variantFile } from '../../../src/repository/variants.js';
 
 describe('precision variants', () => {
   it('name the files the model builders write', () => {
@@ -46,5 +46,18 @@ describe('precision variants', () => {
     expect(variantFile('fp16')).toBe('model_fp16.onnx');
     expect(() => variantFile('fp8')).toThrow("parameter precision must be one of fp32, fp16, int8, uint8, q4, q4f16, bnb4, q8, quantized, got 'fp8'");
     expect(() => variantFile('Q4')).toThrow(/got 'Q4'/);
+  });
+
+  it('read the precision back from the file a version loaded (what clients are shown)', () => {
+    expect(precisionOfFile('model.onnx')).toBe('fp32');
+    expect(precisionOfFile('onnx/model_quantized.onnx')).toBe('int8');
+    expect(precisionOfFile('onnx/model_int8.onnx')).toBe('int8');
+    expect(precisionOfFile('onnx/model_paged_q4.onnx')).toBe('q4');
+    expect(precisionOfFile('onnx/model_paged.onnx')).toBe('fp32');
+    expect(precisionOfFile('resnet50.onnx')).toBeNull();
+    for (const v of PRECISION_VARIANTS) for (const file of v.files) expect(precisionOfFile(file)).toBe(v.precision);
+    expect(servedVariant({ default_model_filename: 'model_fp16.onnx' })).toEqual({ precision: 'fp16', model_file: 'model_fp16.onnx' });
+    expect(servedVariant({ default_model_filename: '' })).toEqual({ precision: 'fp32', model_file: 'model.onnx' });
+    expect(servedVariant({ default_model_filename: 'resnet50.onnx' })).toEqual({ precision: 'custom', model_file: 'resnet50.onnx' });
   });
 });

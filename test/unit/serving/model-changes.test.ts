@@ -31,6 +31,7 @@ async function setUp() {
       name: request.name,
       version: request.version,
       config: request.config,
+      variant: { precision: 'fp32', model_file: 'model.onnx' },
       infer: () => Promise.reject(new Error('not used')),
       statistics: () => ({ name: request.name, version: String(request.version) }) as ReturnType<ServedModel['statistics']>,
       close: () => closing.opened,

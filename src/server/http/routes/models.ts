@@ -25,8 +25,8 @@ export function modelPaths(suffix: string): string[] {
 export function registerModelRoutes(app: FastifyInstance, service: InferenceService): void {
   for (const path of modelPaths('')) {
     app.get<{ Params: ModelParams }>(path, async (request) => {
-      const { name, versions, platform, inputs, outputs } = service.modelMetadata(request.params.model, versionOf(request.params));
-      return { name, versions, platform, inputs, outputs };
+      const { name, versions, platform, inputs, outputs, parameters } = service.modelMetadata(request.params.model, versionOf(request.params));
+      return { name, versions, platform, inputs, outputs, parameters };
     });
   }
   for (const path of modelPaths('/ready')) {

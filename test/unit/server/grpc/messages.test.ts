@@ -3,6 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ModelMetadata, ModelStatistics } from '../../../../src/contracts/inference-service.js';
 import type { ModelConfig } from '../../../../src/contracts/model-config.js';
+import { parametersToWire } from '../../../../src/server/grpc/infer-codec.js';
 import { loadOverrideFromWire, unloadOptionsFromWire } from '../../../../src/server/grpc/repository-codec.js';
 import { loadServiceDefinitions } from '../../../../src/server/grpc/server.js';
 import { ConveyorError } from '../../../../src/errors.js';
@@ -144,20 +145,22 @@ describe('ModelStatistics and ModelMetadata responses', () => {
     ]);
   });
 
-  it('encodes model metadata with -1 dimensions', () => {
+  it('encodes model metadata with -1 dimensions and the variant as string parameters', () => {
     const metadata: ModelMetadata = {
       name: 'm',
       versions: ['1', '2'],
       platform: 'onnxruntime_onnx',
       inputs: [{ name: 'x', datatype: 'FP32', shape: [-1, 3] }],
       outputs: [{ name: 'y', datatype: 'INT64', shape: [-1] }],
+      parameters: { precision: 'int8', model_file: 'model_quantized.onnx' },
     };
-    expect(roundTrip('ModelMetadata', metadata)).toEqual({
+    expect(roundTrip('ModelMetadata', { ...metadata, parameters: parametersToWire({ ...metadata.parameters }) })).toEqual({
       name: 'm',
       versions: ['1', '2'],
       platform: 'onnxruntime_onnx',
       inputs: [{ name: 'x', datatype: 'FP32', shape: ['-1', '3'] }],
       outputs: [{ name: 'y', datatype: 'INT64', shape: ['-1'] }],
+      parameters: { precision: { string_param: 'int8', parameter_choice: 'string_param' }, model_file: { string_param: 'model_quantized.onnx', parameter_choice: 'string_param' } },
     });
   });
 });

@@ -30,7 +30,15 @@ const GRPC_SERVICE_MESSAGES: Record<string, Record<string, string>> = {
   ModelReadyResponse: { ready: '1 bool' },
   ServerMetadataResponse: { name: '1 string', version: '2 string', extensions: '3 repeated string' },
   ModelMetadataRequest: { name: '1 string', version: '2 string' },
-  ModelMetadataResponse: { name: '1 string', versions: '2 repeated string', platform: '3 string', inputs: '4 repeated TensorMetadata', outputs: '5 repeated TensorMetadata' },
+  // parameters (6) and ModelIndex.precision (5) are Conveyor's, past Triton's numbers: a Triton client skips them as unknown fields.
+  ModelMetadataResponse: {
+    name: '1 string',
+    versions: '2 repeated string',
+    platform: '3 string',
+    inputs: '4 repeated TensorMetadata',
+    outputs: '5 repeated TensorMetadata',
+    parameters: '6 map<string,InferParameter>',
+  },
   'ModelMetadataResponse.TensorMetadata': { name: '1 string', datatype: '2 string', shape: '3 repeated int64' },
   InferParameter: { bool_param: '1 bool', int64_param: '2 int64', string_param: '3 string', double_param: '4 double', uint64_param: '5 uint64' },
   InferTensorContents: {
@@ -103,7 +111,7 @@ const GRPC_SERVICE_MESSAGES: Record<string, Record<string, string>> = {
   ModelRepositoryParameter: { bool_param: '1 bool', int64_param: '2 int64', string_param: '3 string', bytes_param: '4 bytes' },
   RepositoryIndexRequest: { repository_name: '1 string', ready: '2 bool' },
   RepositoryIndexResponse: { models: '1 repeated ModelIndex' },
-  'RepositoryIndexResponse.ModelIndex': { name: '1 string', version: '2 string', state: '3 string', reason: '4 string' },
+  'RepositoryIndexResponse.ModelIndex': { name: '1 string', version: '2 string', state: '3 string', reason: '4 string', precision: '5 string' },
   RepositoryModelLoadRequest: { repository_name: '1 string', model_name: '2 string', parameters: '3 map<string,ModelRepositoryParameter>' },
   RepositoryModelUnloadRequest: { repository_name: '1 string', model_name: '2 string', parameters: '3 map<string,ModelRepositoryParameter>' },
 };

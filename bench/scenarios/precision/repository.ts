@@ -1,0 +1,69 @@
+// The repository `bench -- precision` serves: each family (decoder, encoder, CNN) once per
+// precision variant, `<family>-<precision>`, plus `<family>-swap` that the swap measurement
+// reloads from variant to variant. Version directories link the built model; the configs differ
+// only in the `precision` parameter (classic models are completed from the ONNX model, as Triton does).
+
+import { readFile, mkdir, mkdtemp, stat, symlink, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ensureBuilt, type BuiltModel, type ModelFamily } from '../../../models/catalog.js';
+import { DEFAULT_REPOSITORY } from '../../../models/default-repository.js';
+import type { ModelSize } from '../../../models/common/model-files.js';
+import type { Precision } from '../../../kernels/linear.js';
+
+export const FAMILIES: readonly ModelFamily[] = ['qwen3', 'bert', 'resnet'];
+export const SWAP = 'swap';
+
+export interface FamilyModels {
+  readonly family: ModelFamily;
+  readonly built: BuiltModel;
+  /** Bytes of each variant's ONNX file. */
+  readonly fileBytes: ReadonlyMap<Precision, number>;
+}
+
+const served = (family: ModelFamily, variant: string): string => `${family}-${variant}`;
+export { served as servedName };
+
+/** The LLM's committed config (engine settings), renamed, at `precision`, with a small KV pool. */
+async function decoderConfig(name: string, precision: string, kvCacheBytes: number): Promise<string> {
+  const text = await readFile(join(DEFAULT_REPOSITORY, 'qwen3-tiny', 'config.pbtxt'), 'utf8');
+  return text
+    .replace('name: "qwen3-tiny"', `name: "${name}"`)
+    .replace('string_value: "fp32"', `string_value: "${precision}"`)
+    .replace(/key: "kv_cache_bytes" value: \{ string_value: "\d+" \}/, `key: "kv_cache_bytes" value: { string_value: "${kvCacheBytes}" }`);
+}
+
+const classicConfig = (name: string, precision: string): string =>
+  [
+    `name: "${name}"`,
+    'backend: "onnxruntime"',
+    'max_batch_size: 32',
+    'dynamic_batching { max_queue_delay_microseconds: 1000 }',
+    `parameters: { key: "precision" value: { string_value: "${precision}" } }`,
+    '',
+  ].join('\n');
+
+export async function buildRepository(
+  size: ModelSize,
+  wanted: readonly ModelFamily[],
+  precisions: readonly Precision[],
+  kvCacheBytes: number,
+  log: (line: string) => void,
+): Promise<{ root: string; families: FamilyModels[] }> {
+  const root = await mkdtemp(join(tmpdir(), 'conveyor-bench-precision-'));
+  const families: FamilyModels[] = [];
+  for (const family of wanted) {
+    const built = await ensureBuilt(family, size, { log });
+    const fileBytes = new Map<Precision, number>();
+    for (const precision of precisions) fileBytes.set(precision, (await stat(built.modelPath(precision))).size);
+    for (const variant of [...precisions, SWAP]) {
+      const name = served(family, variant);
+      const precision = variant === SWAP ? 'fp32' : variant;
+      await mkdir(join(root, name), { recursive: true });
+      await symlink(built.dir, join(root, name, '1'), 'dir');
+      await writeFile(join(root, name, 'config.pbtxt'), family === 'qwen3' ? await decoderConfig(name, precision, kvCacheBytes) : classicConfig(name, precision));
+    }
+    families.push({ family, built, fileBytes });
+  }
+  return { root, families };
+}

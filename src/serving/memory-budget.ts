@@ -1,0 +1,48 @@
+// The server's memory accounting: what a model version will hold once loaded (its weights file,
+// once per instance worker, and an LLM's KV block pool), estimated from the config and the files
+// before anything starts, so a load or precision swap past --memory-budget-bytes is refused while
+// the old variant still serves. The numbers are the server's own books, not the process RSS:
+// onnxruntime's arena and the JS heap come on top.
+
+import { stat } from 'node:fs/promises';
+import type { ModelConfig } from '../contracts/model-config.js';
+import { existingConfinedFile } from '../repository/confine.js';
+import { kvCacheBytesOf, llmModelFile } from './llm-backend.js';
+import { instanceCount, modelFileFor } from './onnx-backend.js';
+
+/** One version's share of the budget. */
+export interface VersionBytes {
+  readonly weights: number;
+  readonly kvCache: number;
+}
+
+export const totalBytes = (b: VersionBytes): number => b.weights + b.kvCache;
+
+/**
+ * What loading `config` into `versionDir` will hold. A backend it does not know counts nothing;
+ * a missing file counts nothing either (the backend's own load then fails, naming it).
+ */
+export async function estimateVersionBytes(config: ModelConfig, versionDir: string, display: string): Promise<VersionBytes> {
+  const root = { dir: versionDir, display };
+  const sizeOf = async (file: string): Promise<number> => {
+    try {
+      return (await stat((await existingConfinedFile(root, file, 'model file')).path)).size;
+    } catch {
+      return 0;
+    }
+  };
+  if (config.backend === 'llm') return { weights: await sizeOf(await llmModelFile(config, root)), kvCache: kvCacheBytesOf(config) };
+  if (config.backend === 'onnxruntime') return { weights: (await sizeOf(await modelFileFor(config, root))) * instanceCount(config), kvCache: 0 };
+  return { weights: 0, kvCache: 0 };
+}
+
+/**
+ * Why a load needing `needed` bytes beside the `loaded` ones would not fit `budget` (0 = no
+ * budget), or null when it fits. During a swap `loaded` still holds the old variant: both live
+ * until the new one is READY.
+ */
+export function budgetRefusal(name: string, needed: VersionBytes, loaded: number, budget: number): string | null {
+  if (budget <= 0 || loaded + totalBytes(needed) <= budget) return null;
+  const kv = needed.kvCache > 0 ? ` + ${needed.kvCache} KV cache` : '';
+  return `failed to load '${name}': not enough memory under --memory-budget-bytes ${budget}: it needs ${totalBytes(needed)} bytes (${needed.weights} weights${kv}) beside the ${loaded} bytes loaded (the variant serving stays loaded until the new one is ready); nothing was unloaded`;
+}

@@ -2,11 +2,15 @@
 // once per instance worker, and an LLM's KV block pool), estimated from the config and the files
 // before anything starts, so a load or precision swap past --memory-budget-bytes is refused while
 // the old variant still serves. The numbers are the server's own books, not the process RSS:
-// onnxruntime's arena and the JS heap come on top.
+// onnxruntime's arena and the JS heap come on top. The same estimate decides what --load-on-demand
+// evicts under --max-loaded-model-bytes (estimateModelBytes: every version the policy serves).
 
 import { stat } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { ModelConfig } from '../contracts/model-config.js';
 import { existingConfinedFile } from '../repository/confine.js';
+import { versionDirectories } from '../repository/scan.js';
+import { selectVersions } from '../repository/version-policy.js';
 import { kvCacheBytesOf, llmModelFile } from './llm-backend.js';
 import { instanceCount, modelFileFor } from './onnx-backend.js';
 
@@ -31,9 +35,19 @@ export async function estimateVersionBytes(config: ModelConfig, versionDir: stri
       return 0;
     }
   };
-  if (config.backend === 'llm') return { weights: await sizeOf(await llmModelFile(config, root)), kvCache: kvCacheBytesOf(config) };
-  if (config.backend === 'onnxruntime') return { weights: (await sizeOf(await modelFileFor(config, root))) * instanceCount(config), kvCache: 0 };
+  // A graph over 2 GB keeps its weights in external data beside it (Optimum's `<file>_data`, or `<file>.data`).
+  const withData = async (file: string): Promise<number> => (await Promise.all([file, `${file}_data`, `${file}.data`].map(sizeOf))).reduce((a, b) => a + b, 0);
+  if (config.backend === 'llm') return { weights: await withData(await llmModelFile(config, root)), kvCache: kvCacheBytesOf(config) };
+  if (config.backend === 'onnxruntime') return { weights: (await withData(await modelFileFor(config, root))) * instanceCount(config), kvCache: 0 };
   return { weights: 0, kvCache: 0 };
+}
+
+/** What loading `config` from `modelDir` holds across every version its version policy serves. */
+export async function estimateModelBytes(modelDir: string, config: ModelConfig, name: string): Promise<number> {
+  const versions = selectVersions(config.version_policy, await versionDirectories(modelDir).catch(() => []));
+  let bytes = 0;
+  for (const version of versions) bytes += totalBytes(await estimateVersionBytes(config, join(modelDir, String(version)), `${name}/${version}`));
+  return bytes;
 }
 
 /**

@@ -8,7 +8,7 @@
 import { ConveyorError, invalidArg, unavailable } from '../errors.js';
 import type { LifecycleObserver, UnloadReason } from '../metrics/index.js';
 import { NO_LIFECYCLE_METRICS } from '../metrics/index.js';
-import { estimateModelBytes } from '../repository/footprint.js';
+import { estimateModelBytes } from './memory-budget.js';
 import { listModelNames } from '../repository/scan.js';
 import type { ModelConfig } from '../contracts/model-config.js';
 import type { ModelManager } from './model-manager.js';
@@ -261,7 +261,7 @@ export class ModelResidency {
     const resident = this.resident(name);
     if (resident.bytes === undefined) {
       const { config, modelDir } = await this.manager.repositoryConfig(name);
-      resident.bytes = await estimateModelBytes(modelDir, config);
+      resident.bytes = await estimateModelBytes(modelDir, config, name);
     }
     return resident.bytes;
   }

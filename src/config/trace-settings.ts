@@ -23,7 +23,7 @@ export const DEFAULT_TRACE_SETTINGS: TraceSettingsValue = {
 };
 
 /** The extra key in every trace settings answer, stating what this server traces. */
-export const TRACE_STATUS_KEY = 'conveyor_tracing';
+export const TRACE_STATUS_KEY = 'traces_recorded';
 export const TRACE_STATUS = 'none: Conveyor stores and returns these settings for Triton clients but records no traces, whatever trace_level says';
 
 /** A requested change: a setting's new value(s), or null to drop a model's override (back to the global value). */

@@ -42,8 +42,11 @@ describe('engine bench --sweep', () => {
         expect(phases).toBeLessThanOrEqual(p.wallMs);
         expect(p.otherMs).toBeCloseTo(p.wallMs - phases, 6);
         if (kind === 'paged') expect(b.gatherMs).toBe(0); // the graph reads the pool itself
-        // After every request's first token, each step decodes all three: 3 tokens left each.
-        expect(p.decodeTokens).toBe(3 * 3);
+        // After every request's first token each step decodes all three (3 tokens left each at
+        // most; a chunked prompt's neighbours may have decoded some before its first token).
+        if (p === short) expect(p.decodeTokens).toBe(3 * 3);
+        expect(p.decodeTokens).toBeGreaterThan(0);
+        expect(p.decodeTokens).toBeLessThanOrEqual(3 * 3);
         expect(p.decodeMs).toBeGreaterThan(0);
         expect(p.decodeMs).toBeLessThan(p.wallMs);
       }

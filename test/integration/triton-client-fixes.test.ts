@@ -280,7 +280,7 @@ describe('trace settings (v2/trace/setting, gRPC TraceSetting)', () => {
       trace_rate: '1000',
       trace_count: '-1',
       log_frequency: '0',
-      conveyor_tracing: expect.stringMatching(/^none: .*records no traces/),
+      traces_recorded: expect.stringMatching(/^none: .*records no traces/),
     });
     const model = await json('/v2/models/bert/trace/setting', 'POST', { trace_level: ['TIMESTAMPS'], trace_rate: 10 });
     expect(model.body).toMatchObject({ trace_level: ['TIMESTAMPS'], trace_rate: '10', trace_count: '-1' });
@@ -289,7 +289,7 @@ describe('trace settings (v2/trace/setting, gRPC TraceSetting)', () => {
     expect((await json('/v2/models/bert/trace/setting')).body).toMatchObject({ trace_level: ['TIMESTAMPS'], trace_count: '5' });
     const viaGrpc = (await unaryCall(grpc.inference, 'TraceSetting', { settings: {}, model_name: 'bert' })).reply!['settings'] as Record<string, { value: string[] }>;
     expect(viaGrpc['trace_level']!.value).toEqual(['TIMESTAMPS']);
-    expect(viaGrpc['conveyor_tracing']!.value[0]).toMatch(/records no traces/);
+    expect(viaGrpc['traces_recorded']!.value[0]).toMatch(/records no traces/);
     // An empty list over gRPC (null over HTTP) drops the model's own value.
     await unaryCall(grpc.inference, 'TraceSetting', { settings: { trace_level: { value: [] } }, model_name: 'bert' });
     expect((await json('/v2/models/bert/trace/setting')).body).toMatchObject({ trace_level: ['OFF'], trace_rate: '10' });

@@ -4,7 +4,9 @@
 // (between the runner's decode and prefill calls, which is where a client disconnect used to
 // kill the engine). After every step: no exception and exact block accounting. At the end: every
 // request got exactly one final update, no block is held, every request left alone produced the
-// tokens it produces decoded alone, and every ended one produced a prefix of them.
+// tokens it produces decoded alone, and every ended one produced a prefix of them. Each scenario
+// runs on one of the two runners (PastKeyValuesRunner or PagedRunner), both held to the same
+// contract and the same reference.
 import * as ort from 'onnxruntime-node';
 import fc from 'fast-check';
 import { join } from 'node:path';
@@ -16,7 +18,9 @@ import { DEFAULT_REPOSITORY } from '../../../models/default-repository.js';
 import { greedy } from '../../support/decoder.js';
 import { GREEDY_SAMPLING } from '../../support/sampling.js';
 
-const MODEL = join(DEFAULT_REPOSITORY, 'qwen3-tiny', '1', 'onnx', 'model.onnx');
+const ONNX = join(DEFAULT_REPOSITORY, 'qwen3-tiny', '1', 'onnx');
+/** The reference decodes alone on the Optimum graph; scenarios run on either runner. */
+const MODEL = join(ONNX, 'model.onnx');
 /** One KV block of the tiny decoder: 4 layers × (K, V) × 2 KV heads × block 4 × head_dim 16 × fp32. */
 const BYTES_PER_BLOCK = 4 * 2 * 2 * 4 * 16 * 4;
 const MAX_TOKENS = 16;
@@ -43,6 +47,8 @@ interface Scenario {
   readonly maxNumSeqs: number;
   readonly maxNumBatchedTokens: number;
   readonly numBlocks: number;
+  /** The graph, so the runner: the Optimum model (PastKeyValuesRunner) or the paged one (PagedRunner), same weights. */
+  readonly graph: 'model.onnx' | 'model_paged.onnx';
 }
 
 const momentArb: fc.Arbitrary<Moment> = fc.oneof(
@@ -64,6 +70,7 @@ const scenarioArb: fc.Arbitrary<Scenario> = fc.record({
   maxNumBatchedTokens: fc.integer({ min: 4, max: 32 }),
   // 16 blocks of 4 fit the longest request (40 + 16 positions) but few at once: preemption.
   numBlocks: fc.constantFrom(16, 16, 20, 48, 256),
+  graph: fc.constantFrom('model.onnx' as const, 'model_paged.onnx' as const),
 });
 
 let session: ort.InferenceSession;
@@ -100,7 +107,7 @@ const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve)
 /** Drives one scenario through a fresh engine, the way the engine worker's loop and message handler do. */
 async function run(scenario: Scenario): Promise<Outcome> {
   const config: EngineConfig = {
-    modelPath: MODEL,
+    modelPath: join(ONNX, scenario.graph),
     device: 'cpu',
     intraOpNumThreads: 1,
     maxNumSeqs: scenario.maxNumSeqs,

@@ -260,7 +260,23 @@ describe('each protocol maps its wire names onto the declaration', () => {
       'guided_choice',
       'guided_grammar',
     ];
-    const common = ['model', 'n', 'stream', 'stream_options', 'priority', 'cache_salt', 'logprobs', ...sampling, 'user', 'metadata', 'safety_identifier', 'prompt_cache_key', 'request_id'];
+    // keep_alive: Ollama's, how long an on-demand model stays loaded after the request.
+    const common = [
+      'model',
+      'n',
+      'stream',
+      'stream_options',
+      'priority',
+      'cache_salt',
+      'logprobs',
+      ...sampling,
+      'user',
+      'metadata',
+      'safety_identifier',
+      'prompt_cache_key',
+      'request_id',
+      'keep_alive',
+    ];
     expect(CHAT_FIELDS).toEqual(
       new Set([
         ...common,

@@ -101,6 +101,8 @@ describe('KServe v2 HTTP routes on the real service', () => {
       platform: 'onnxruntime_onnx',
       inputs: [{ name: 'input', datatype: 'FP32', shape: [-1, 3, 224, 224] }],
       outputs: [{ name: 'logits', datatype: 'FP32', shape: [-1, 1000] }],
+      // The variant serving (Triton's metadata has no field for it; KServe allows parameters).
+      parameters: { precision: 'fp32', model_file: 'model.onnx' },
     });
     expect((await app.inject({ method: 'GET', url: '/v2/models/resnet/versions/1' })).json().versions).toEqual(['1']);
     const config = (await app.inject({ method: 'GET', url: '/v2/models/resnet/config' })).json();

@@ -47,7 +47,7 @@ export interface StartOptions {
 export async function startServer(options: ServerOptions, start: StartOptions): Promise<RunningServer> {
   const { log } = start;
   // Read at scrape time only, by which point the manager exists.
-  const metrics = createMetrics({ models: () => manager.servedModels(), vllmNames: options.vllmMetricNames });
+  const metrics = createMetrics({ models: () => manager.servedModels(), engineType: options.metricsEngineType });
   const root = options.model ? (await singleModelRepository(options.model, options.servedModelName, options)).root : options.modelRepository;
   const manager = new ModelManager({
     root,
@@ -72,6 +72,7 @@ export async function startServer(options: ServerOptions, start: StartOptions): 
     bodyLimit: limits.httpMaxBodyBytes,
     jsonMaxDepth: limits.jsonMaxDepth,
     streamSendTimeoutMs: limits.streamSendTimeoutSecs * 1000,
+    metrics: metrics.registry,
   });
   registerApiFrontEnds(http, service, options, root);
   await http.listen({ host: options.host, port: options.httpPort });

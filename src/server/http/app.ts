@@ -11,6 +11,7 @@ import { installAccessControl } from './access.js';
 import { sendFailure } from './errors.js';
 import { registerGenerateRoutes } from './routes/generate.js';
 import { registerInferRoutes } from './routes/infer.js';
+import { registerMetricsRoute, type MetricsExposition } from './routes/metrics.js';
 import { registerModelRoutes } from './routes/models.js';
 import { registerRepositoryRoutes } from './routes/repository.js';
 import { registerServerRoutes } from './routes/server.js';
@@ -41,6 +42,8 @@ export interface HttpAppOptions {
   jsonMaxDepth?: number;
   /** A generate_stream client that reads nothing this long is dropped (default: the limits table's). */
   streamSendTimeoutMs?: number;
+  /** Also serve GET /metrics on this port (the metrics port serves it regardless). */
+  metrics?: MetricsExposition;
 }
 
 export function createHttpApp(service: InferenceService, options: HttpAppOptions = {}): FastifyInstance {
@@ -59,6 +62,7 @@ export function createHttpApp(service: InferenceService, options: HttpAppOptions
   installAccessControl(app, options.access ?? AccessPolicy.open());
   app.register(kserveRoutes(service, { bodyLimit, llm: options.llm, jsonMaxDepth: options.jsonMaxDepth, streamSendTimeoutMs: options.streamSendTimeoutMs }));
   if (options.llm) app.register(websocketRoutes(options.llm, options.websocket));
+  if (options.metrics) registerMetricsRoute(app, options.metrics);
   // Errors outside the front ends' own plugins (a refused /v1/ws upgrade) in Triton's shape too.
   app.setErrorHandler((error, request, reply) => sendFailure(error, request, reply));
   app.setNotFoundHandler((request, reply) => reply.code(404).send({ error: `no route for ${request.method} ${request.url}` }));

@@ -32,7 +32,7 @@ describe('metric definitions', () => {
   });
 
   it("exports vLLM's sample names under vllm: when asked (llm-serving.md §1g)", () => {
-    const names = allMetricNames(true);
+    const names = allMetricNames('vllm');
     const vllm = [
       'num_requests_running',
       'num_requests_waiting',
@@ -52,13 +52,13 @@ describe('metric definitions', () => {
       'iteration_tokens_total',
     ];
     expect(names).toEqual(expect.arrayContaining(vllm.flatMap((n) => [`vllm:${n}`, `conveyor:${n}`])));
-    expect(allMetricNames(false).some((n) => n.startsWith('vllm:'))).toBe(false);
+    expect(allMetricNames('conveyor').some((n) => n.startsWith('vllm:'))).toBe(false);
     expect(LLM_COUNTERS.requestSuccess.labels).toEqual(['model_name', 'finished_reason']);
     for (const d of [LLM_HISTOGRAMS, LLM_COUNTERS, LLM_GAUGES].flatMap((g) => Object.values(g))) expect(d.labels[0]).toBe('model_name');
   });
 
   it('gives every name a valid, unique spelling and every counter the _total suffix vLLM exports', () => {
-    const names = allMetricNames(true);
+    const names = allMetricNames('vllm');
     expect(new Set(names).size).toBe(names.length);
     for (const name of names) expect(validateMetricName(name), name).toBe(true);
     for (const d of Object.values(LLM_COUNTERS)) expect(d.name).toMatch(/_total$/);

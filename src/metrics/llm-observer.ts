@@ -284,10 +284,11 @@ export class PromLlmMetrics implements LlmMetricsObserver {
     }
   }
 
-  /** Zero-valued request_success series for every reason, so rates exist before the first finish. */
+  /** Zero-valued counter series (request_success for every reason), so rates exist before the first step. */
   private declareModel(model: string): void {
     this.declared.add(model);
     for (const set of this.sets) {
+      for (const [key, counter] of Object.entries(set.counters)) if (key !== 'requestSuccess') counter.inc({ model_name: model }, 0);
       for (const reason of FINISHED_REASONS) set.counters.requestSuccess.inc({ model_name: model, finished_reason: reason }, 0);
       set.routing?.gpuPrefixCacheQueries.inc({ model_name: model }, 0);
       set.routing?.gpuPrefixCacheHits.inc({ model_name: model }, 0);

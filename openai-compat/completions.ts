@@ -35,7 +35,7 @@ export function completionPrompts(prompt: unknown, addSpecialTokens: boolean): P
   throw invalidArg('prompt must be a string, an array of strings, an array of token ids, or an array of token id arrays (none empty)', 'prompt');
 }
 
-function logprobCount(body: Body): number | null {
+export function logprobCount(body: Body): number | null {
   const value = body.logprobs;
   if (value === undefined || value === null) return null;
   if (typeof value !== 'number' || !Number.isInteger(value)) throw invalidArg('logprobs must be an integer (the number of alternatives per token)', 'logprobs');
@@ -58,8 +58,8 @@ export function completionParams(body: Body, echoLogprobs: number | null = null,
   return { sampling: { ...withLength, prompt_logprobs: promptLogprobs }, wireNames };
 }
 
-/** Every prompt prepared n times: all validation (and context checks) happens before anything runs. */
-async function prepareAll(model: LlmModel, body: Body, n: number, echoLogprobs: number | null, ranked: boolean): Promise<{ choices: ProcessedRequest[]; prompts: PromptInput[] }> {
+/** Every prompt prepared n times (the render route: once): all validation (and context checks) happens before anything runs. */
+export async function prepareAll(model: LlmModel, body: Body, n: number, echoLogprobs: number | null, ranked: boolean): Promise<{ choices: ProcessedRequest[]; prompts: PromptInput[] }> {
   const prompts = withSuffix(model, completionPrompts(body.prompt, optionalFlag(body, 'add_special_tokens', true)), requestedSuffix(body.suffix));
   if (prompts.length * n > MAX_CHOICES)
     throw invalidArg(`${prompts.length} prompts × ${n} ${ranked ? 'best_of candidates' : 'choices (n)'} exceed the ${MAX_CHOICES} one request may have`, ranked ? 'best_of' : 'n');

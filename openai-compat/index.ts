@@ -17,6 +17,7 @@ import { OpenAIRequestError, sendOpenAIError } from './errors.js';
 import { listModels, retrieveModel } from './models.js';
 import { corsHook } from './cors.js';
 import { responsesRoutes } from './responses/routes.js';
+import { renderChatCompletion, renderCompletion } from './render.js';
 import { detokenize, tokenize } from './tokenize.js';
 import { registerSleepRoutes } from './sleep.js';
 
@@ -50,6 +51,9 @@ function v1Routes(ctx: OpenAIContext): FastifyPluginAsync {
     app.get<{ Params: { id: string } }>('/models/:id', async (request) => retrieveModel(ctx, request.params.id));
     app.post('/chat/completions', (request, reply) => chatCompletions(ctx, request.body, reply, signalOf(reply)));
     app.post('/completions', (request, reply) => completions(ctx, request.body, reply, signalOf(reply)));
+    // vLLM's render routes: the prompt's token ids as the engine would get them, nothing generated.
+    app.post('/chat/completions/render', async (request) => renderChatCompletion(ctx, request.body));
+    app.post('/completions/render', async (request) => renderCompletion(ctx, request.body));
     app.post('/embeddings', (request, reply) => createEmbeddings(ctx, request.body, signalOf(reply)));
     responsesRoutes(app, ctx, signalOf);
     // Preflights reach the CORS hook through a route; with CORS off they fall to the 404 below.

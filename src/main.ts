@@ -55,7 +55,7 @@ export async function startServer(options: ServerOptions, start: StartOptions): 
     if (settings.log.allows('info')) start.log(line, fields);
   };
   // Read at scrape time only, by which point the manager exists.
-  const metrics = createMetrics({ models: () => manager.servedModels(), vllmNames: options.vllmMetricNames });
+  const metrics = createMetrics({ models: () => manager.servedModels(), engineType: options.metricsEngineType });
   const root = options.model ? (await singleModelRepository(options.model, options.servedModelName, options)).root : options.modelRepository;
   const manager = new ModelManager({
     root,
@@ -84,6 +84,7 @@ export async function startServer(options: ServerOptions, start: StartOptions): 
     streamSendTimeoutMs: limits.streamSendTimeoutSecs * 1000,
     settings,
     modelLeases: residency,
+    metrics: metrics.registry,
   });
   registerApiFrontEnds(http, service, options, root);
   await http.listen({ host: options.host, port: options.httpPort });

@@ -7,6 +7,7 @@ import type { AccessOptions } from '../security/access-policy.js';
 import { keyProblem, parseKeyFile } from '../security/keys.js';
 import { DEFAULT_KEEP_ALIVE, KEEP_ALIVE_FORMS, readKeepAlive, type KeepAliveMs } from './keep-alive.js';
 import { limitArgOptions, limitsUsage, readLimits, type ResourceLimits } from './limits.js';
+import { METRICS_ENGINE_TYPES, type MetricsEngineType } from '../metrics/metric-definitions.js';
 
 export type ModelControlMode = 'none' | 'poll' | 'explicit';
 
@@ -16,8 +17,8 @@ export interface ServerOptions extends AccessOptions {
   readonly httpPort: number;
   readonly grpcPort: number;
   readonly metricsPort: number;
-  /** Also export the LLM metrics under vLLM's `vllm:` names (dashboards and autoscalers built for vLLM). */
-  readonly vllmMetricNames: boolean;
+  /** Whose metric names /metrics speaks besides Triton's: conveyor, or vllm (routers, dashboards and autoscalers built for vLLM). */
+  readonly metricsEngineType: MetricsEngineType;
   readonly modelControlMode: ModelControlMode;
   readonly repositoryPollSecs: number;
   /** Models to load at startup in explicit mode; ['*'] = all. */
@@ -72,7 +73,10 @@ export const USAGE = `conveyor serve [options]
   --http-port N                KServe v2 / OpenAI HTTP port (default 8000; 0 picks a free port)
   --grpc-port N                KServe v2 gRPC port (default 8001; 0 picks a free port)
   --metrics-port N             Prometheus metrics port (default 8002; 0 picks a free port)
-  --vllm-metric-names BOOL     also export LLM metrics under vllm: names (default false)
+  --metrics-engine-type TYPE   the engine whose metric names /metrics also speaks: conveyor
+                               (default: conveyor: LLM names) or vllm (adds every vllm: series
+                               routers read: the endpoint picker, production-stack, KEDA)
+  --vllm-metric-names BOOL     older spelling: true is --metrics-engine-type vllm
   --model-control-mode MODE    none | poll | explicit (default none)
   --repository-poll-secs N     poll interval in poll mode (default 15)
   --load-model NAME            model to load at startup in explicit mode (repeatable; * = all)
@@ -154,7 +158,7 @@ function readFlags(argv: readonly string[]) {
         'http-port': { type: 'string' },
         'grpc-port': { type: 'string' },
         'metrics-port': { type: 'string' },
-        'vllm-metric-names': { type: 'string' },
+        ...METRICS_ENGINE_FLAGS,
         'model-control-mode': { type: 'string' },
         'repository-poll-secs': { type: 'string' },
         'load-model': { type: 'string', multiple: true },
@@ -212,7 +216,7 @@ export function parseServerOptions(argv: readonly string[]): ServerOptions {
     httpPort: port(v['http-port'], '--http-port', 8000),
     grpcPort: port(v['grpc-port'], '--grpc-port', 8001),
     metricsPort: port(v['metrics-port'], '--metrics-port', 8002),
-    vllmMetricNames: oneOf(v['vllm-metric-names'], '--vllm-metric-names', ['true', 'false'] as const, 'false') === 'true',
+    metricsEngineType: metricsEngineType(v['metrics-engine-type'], v['vllm-metric-names']),
     modelControlMode: mode,
     repositoryPollSecs: positive(v['repository-poll-secs'], '--repository-poll-secs', 15),
     loadModels,
@@ -257,6 +261,18 @@ function onDemandOptions(v: Readonly<Record<string, string | boolean | (string |
     maxLoadedModelBytes: count(text('max-loaded-model-bytes'), '--max-loaded-model-bytes', 0),
     keepAliveMs,
   };
+}
+
+/** The metric-naming flags: --metrics-engine-type, and the --vllm-metric-names it grew out of. */
+const METRICS_ENGINE_FLAGS = { 'metrics-engine-type': { type: 'string' }, 'vllm-metric-names': { type: 'string' } } as const;
+
+/** --metrics-engine-type, with --vllm-metric-names (which it grew out of) as an alias that must agree with it. */
+function metricsEngineType(type: string | undefined, vllmNames: string | undefined): MetricsEngineType {
+  const chosen = oneOf(type, '--metrics-engine-type', METRICS_ENGINE_TYPES, 'conveyor');
+  if (vllmNames === undefined) return chosen;
+  const alias = oneOf(vllmNames, '--vllm-metric-names', ['true', 'false'] as const, 'false') === 'true' ? 'vllm' : 'conveyor';
+  if (type !== undefined && alias !== chosen) throw new OptionsError(`--vllm-metric-names ${vllmNames} contradicts --metrics-engine-type ${type}; give only --metrics-engine-type`);
+  return alias;
 }
 
 function bool(value: string | undefined, flag: string): boolean {

@@ -8,7 +8,7 @@
 
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import type { EngineStats, FinishReason, SequenceUpdate, StepOutput } from '../contracts/generate.js';
-import { FINISHED_REASONS, LLM_COUNTERS, LLM_GAUGES, LLM_HISTOGRAMS } from './metric-definitions.js';
+import { FINISHED_REASONS, LLM_COUNTERS, LLM_GAUGES, LLM_HISTOGRAMS, VLLM_PREFIX, VLLM_ROUTING_METRICS } from './metric-definitions.js';
 
 /** A request that ended with a finish reason. Every time is in ms on one clock (the engine's). */
 export interface FinishedRequest {
@@ -26,9 +26,15 @@ export interface FinishedRequest {
   readonly outputTokens: number;
 }
 
+/** An engine's KV pool as it reports it when ready (vllm:cache_config_info). */
+export interface KvCacheShape {
+  readonly blockSize: number;
+  readonly numBlocks: number;
+}
+
 export interface LlmMetricsObserver {
-  /** An engine starts serving `model`; its step messages go to the handle. */
-  attach(model: string): LlmEngineMetrics;
+  /** An engine starts serving `model`; its step messages go to the handle. `cache`: its pool, when known. */
+  attach(model: string, cache?: KvCacheShape): LlmEngineMetrics;
   /** Once per request that got a final update (stop, length or abort); not for rejected requests. */
   observeRequestFinished(request: FinishedRequest): void;
 }
@@ -65,19 +71,46 @@ type HistogramKey = keyof typeof LLM_HISTOGRAMS;
 type CounterKey = keyof typeof LLM_COUNTERS;
 type GaugeKey = keyof typeof LLM_GAUGES;
 
+/** The vllm: set's extras (VLLM_ROUTING_METRICS). */
+interface RoutingMetrics {
+  readonly loraRequestsInfo: Gauge;
+  readonly cacheConfigInfo: Gauge;
+  readonly gpuCacheUsage: Gauge;
+  readonly gpuPrefixCacheHitRate: Gauge;
+  readonly gpuPrefixCacheHits: Counter;
+  readonly gpuPrefixCacheQueries: Counter;
+}
+
 /** One prefix's worth of prom-client metrics (conveyor:, and vllm: when mirrored). */
 class LlmMetricSet {
   readonly histograms: Record<HistogramKey, Histogram>;
   readonly counters: Record<CounterKey, Counter>;
   readonly gauges: Record<GaugeKey, Gauge>;
+  /** Only under vllm:. */
+  readonly routing: RoutingMetrics | null;
 
   constructor(registry: Registry, prefix: string) {
     const common = <D extends { name: string; help: string; labels: readonly string[] }>(d: D) => ({ name: `${prefix}${d.name}`, help: d.help, labelNames: d.labels, registers: [registry] });
     this.histograms = mapValues(LLM_HISTOGRAMS, (d) => new Histogram({ ...common(d), buckets: [...d.buckets] }));
     this.counters = mapValues(LLM_COUNTERS, (d) => new Counter(common(d)));
     this.gauges = mapValues(LLM_GAUGES, (d) => new Gauge(common(d)));
+    const r = VLLM_ROUTING_METRICS;
+    this.routing =
+      prefix === VLLM_PREFIX
+        ? {
+            loraRequestsInfo: new Gauge(common(r.loraRequestsInfo)),
+            cacheConfigInfo: new Gauge(common(r.cacheConfigInfo)),
+            gpuCacheUsage: new Gauge(common(r.gpuCacheUsage)),
+            gpuPrefixCacheHitRate: new Gauge(common(r.gpuPrefixCacheHitRate)),
+            gpuPrefixCacheHits: new Counter(common(r.gpuPrefixCacheHits)),
+            gpuPrefixCacheQueries: new Counter(common(r.gpuPrefixCacheQueries)),
+          }
+        : null;
   }
 }
+
+/** Conveyor serves no LoRA adapters: a batch holds none, none run or wait. */
+const NO_LORA = { max_lora: '0', running_lora_adapters: '', waiting_lora_adapters: '' } as const;
 
 function mapValues<K extends string, V, R>(record: Readonly<Record<K, V>>, f: (v: V) => R): Record<K, R> {
   return Object.fromEntries(Object.entries(record).map(([k, v]) => [k, f(v as V)])) as Record<K, R>;
@@ -108,6 +141,14 @@ interface AttachedEngine {
   latest: EngineStats | null;
   /** Per live request: when its latest token was applied (for inter-token latency). */
   readonly lastTokenMs: Map<string, number>;
+  /** Its KV pool, from attach and then from each step's stats; null while unknown. */
+  cache: KvCacheShape | null;
+}
+
+/** A model's prefix-cache tokens since it loaded, over all its engines (vllm:gpu_prefix_cache_hit_rate). */
+interface PrefixTally {
+  queries: number;
+  hits: number;
 }
 
 export class PromLlmMetrics implements LlmMetricsObserver {
@@ -115,16 +156,40 @@ export class PromLlmMetrics implements LlmMetricsObserver {
   /** Per model, its attached engines in attach order (the last one gets new work). */
   private readonly engines = new Map<string, AttachedEngine[]>();
   private readonly declared = new Set<string>();
+  private readonly prefixTallies = new Map<string, PrefixTally>();
+  /** The cache_config_info labels each model's series carries now (replaced when the pool changes). */
+  private readonly cacheLabels = new Map<string, Record<string, string>>();
 
   constructor(registry: Registry, prefixes: readonly string[]) {
     this.sets = prefixes.map((p) => new LlmMetricSet(registry, p));
   }
 
-  attach(model: string): LlmEngineMetrics {
-    const engine: AttachedEngine = { model, totals: { prefixCacheQueries: 0, prefixCacheHits: 0, numPreemptions: 0 }, latest: null, lastTokenMs: new Map() };
+  attach(model: string, cache?: KvCacheShape): LlmEngineMetrics {
+    const engine: AttachedEngine = { model, totals: { prefixCacheQueries: 0, prefixCacheHits: 0, numPreemptions: 0 }, latest: null, lastTokenMs: new Map(), cache: cache ?? null };
     this.engines.set(model, [...(this.engines.get(model) ?? []), engine]);
     if (!this.declared.has(model)) this.declareModel(model);
+    this.publishGauges(model);
+    this.publishRouting(model);
     return { observeStep: (step) => this.observeStep(engine, step), detach: () => this.detach(engine) };
+  }
+
+  /** The vllm: extras: the newest engine's pool, the model's hit rate so far, and a fresh LoRA timestamp. */
+  private publishRouting(model: string): void {
+    const routing = this.sets.flatMap((s) => (s.routing ? [s.routing] : []));
+    if (routing.length === 0) return;
+    const cache = (this.engines.get(model) ?? []).filter((e) => e.cache !== null).at(-1)?.cache;
+    const tally = this.prefixTallies.get(model) ?? { queries: 0, hits: 0 };
+    const before = this.cacheLabels.get(model);
+    const labels = cache ? { model_name: model, block_size: String(cache.blockSize), num_gpu_blocks: String(cache.numBlocks) } : undefined;
+    const nowSeconds = Date.now() / 1000;
+    for (const r of routing) {
+      r.loraRequestsInfo.set(NO_LORA, nowSeconds);
+      r.gpuPrefixCacheHitRate.set({ model_name: model }, tally.queries > 0 ? tally.hits / tally.queries : 0);
+      if (before && labels && before.num_gpu_blocks === labels.num_gpu_blocks && before.block_size === labels.block_size) continue;
+      if (before) r.cacheConfigInfo.remove(before);
+      if (labels) r.cacheConfigInfo.set(labels, 1);
+    }
+    if (labels) this.cacheLabels.set(model, labels);
   }
 
   private detach(engine: AttachedEngine): void {
@@ -136,15 +201,29 @@ export class PromLlmMetrics implements LlmMetricsObserver {
     }
     this.engines.delete(engine.model);
     this.declared.delete(engine.model);
-    for (const set of this.sets) for (const gauge of Object.values(set.gauges)) gauge.remove({ model_name: engine.model });
+    this.prefixTallies.delete(engine.model);
+    const cacheLabels = this.cacheLabels.get(engine.model);
+    this.cacheLabels.delete(engine.model);
+    for (const set of this.sets) {
+      for (const gauge of Object.values(set.gauges)) gauge.remove({ model_name: engine.model });
+      if (!set.routing) continue;
+      set.routing.gpuCacheUsage.remove({ model_name: engine.model });
+      set.routing.gpuPrefixCacheHitRate.remove({ model_name: engine.model });
+      if (cacheLabels) set.routing.cacheConfigInfo.remove(cacheLabels);
+      if (this.engines.size === 0) set.routing.loraRequestsInfo.reset();
+    }
   }
 
-  /** Requests running and waiting summed over the model's engines; KV usage of the newest one that has stepped. */
+  /**
+   * Requests running and waiting summed over the model's engines; KV usage of the newest one that
+   * has stepped. Before any engine stepped all three are 0 (an idle engine sends no steps), so a
+   * router reading a fresh pod finds the series rather than a gap.
+   */
   private publishGauges(model: string): void {
     const engines = this.engines.get(model) ?? [];
     const reporting = engines.filter((e) => e.latest !== null).map((e) => e.latest!);
-    if (reporting.length === 0) return;
     const labels = { model_name: model };
+    const kvUsage = reporting.at(-1)?.kvCacheUsage ?? 0;
     for (const set of this.sets) {
       set.gauges.numRunning.set(
         labels,
@@ -154,7 +233,8 @@ export class PromLlmMetrics implements LlmMetricsObserver {
         labels,
         reporting.reduce((n, s) => n + s.numWaiting, 0),
       );
-      set.gauges.kvCacheUsage.set(labels, reporting.at(-1)!.kvCacheUsage);
+      set.gauges.kvCacheUsage.set(labels, kvUsage);
+      set.routing?.gpuCacheUsage.set(labels, kvUsage);
     }
   }
 
@@ -164,10 +244,16 @@ export class PromLlmMetrics implements LlmMetricsObserver {
     const delta = this.totalsDelta(engine, stats);
     const tally = this.tally(engine, step);
     engine.latest = stats;
+    if (engine.cache !== null && engine.cache.numBlocks !== stats.numTotalBlocks) engine.cache = { ...engine.cache, numBlocks: stats.numTotalBlocks };
+    const prefix = this.prefixTallies.get(engine.model) ?? { queries: 0, hits: 0 };
+    this.prefixTallies.set(engine.model, { queries: prefix.queries + delta.prefixCacheQueries, hits: prefix.hits + delta.prefixCacheHits });
     this.publishGauges(engine.model);
+    this.publishRouting(engine.model);
     for (const set of this.sets) {
       set.counters.prefixCacheQueries.inc(labels, delta.prefixCacheQueries);
       set.counters.prefixCacheHits.inc(labels, delta.prefixCacheHits);
+      set.routing?.gpuPrefixCacheQueries.inc(labels, delta.prefixCacheQueries);
+      set.routing?.gpuPrefixCacheHits.inc(labels, delta.prefixCacheHits);
       set.counters.preemptions.inc(labels, delta.numPreemptions);
       set.counters.promptTokens.inc(labels, tally.promptTokens);
       set.counters.promptTokensCached.inc(labels, tally.cachedTokens);
@@ -198,10 +284,15 @@ export class PromLlmMetrics implements LlmMetricsObserver {
     }
   }
 
-  /** Zero-valued request_success series for every reason, so rates exist before the first finish. */
+  /** Zero-valued counter series (request_success for every reason), so rates exist before the first step. */
   private declareModel(model: string): void {
     this.declared.add(model);
-    for (const set of this.sets) for (const reason of FINISHED_REASONS) set.counters.requestSuccess.inc({ model_name: model, finished_reason: reason }, 0);
+    for (const set of this.sets) {
+      for (const [key, counter] of Object.entries(set.counters)) if (key !== 'requestSuccess') counter.inc({ model_name: model }, 0);
+      for (const reason of FINISHED_REASONS) set.counters.requestSuccess.inc({ model_name: model, finished_reason: reason }, 0);
+      set.routing?.gpuPrefixCacheQueries.inc({ model_name: model }, 0);
+      set.routing?.gpuPrefixCacheHits.inc({ model_name: model }, 0);
+    }
   }
 
   private totalsDelta(engine: AttachedEngine, now: EngineTotals): EngineTotals {

@@ -2,7 +2,7 @@
 // principle 8). Triton's names are kept exactly so Triton dashboards and perf_analyzer's server
 // stats work unchanged (reference/triton-protocol.md §5). LLM metrics carry vLLM's meanings and
 // bucket boundaries (reference/llm-serving.md §1g) under the `conveyor:` prefix, and optionally
-// the same series again under `vllm:`. Process metrics (process_*, nodejs_*, including
+// the same series again under `vllm:` with vLLM's routing extras (METRICS_ENGINE_TYPES). Process metrics (process_*, nodejs_*, including
 // nodejs_eventloop_lag_seconds) are prom-client's default set, named by prom-client.
 
 export type MetricKind = 'counter' | 'gauge' | 'histogram';
@@ -116,6 +116,48 @@ export const LLM_GAUGES = {
   kvCacheUsage: { name: 'kv_cache_usage_perc', kind: 'gauge', labels: LLM_LABELS, help: 'Fraction of KV cache blocks in use, 0 to 1' },
 } as const satisfies Record<string, MetricDefinition>;
 
+/**
+ * Series only the `vllm:` set has: what routers built for vLLM read besides the families above
+ * (the Gateway API Inference Extension's endpoint picker with engine-type vllm, vLLM's
+ * production-stack router). The `gpu_` names are vLLM's older spellings of the same numbers.
+ */
+export const VLLM_ROUTING_METRICS = {
+  /** Value: seconds since the epoch of the latest change; the picker reads the labels of the newest series. */
+  loraRequestsInfo: {
+    name: 'lora_requests_info',
+    kind: 'gauge',
+    labels: ['max_lora', 'running_lora_adapters', 'waiting_lora_adapters'],
+    help: 'LoRA adapters: the most one batch may hold, and the ones running and waiting (comma-separated); the value is when this was last updated, seconds since the epoch',
+  },
+  /** Value 1; the numbers are in the labels, as vLLM exports its cache config. */
+  cacheConfigInfo: {
+    name: 'cache_config_info',
+    kind: 'gauge',
+    labels: [...LLM_LABELS, 'block_size', 'num_gpu_blocks'],
+    help: 'KV cache configuration: tokens per block and blocks in the pool (value 1)',
+  },
+  gpuCacheUsage: { name: 'gpu_cache_usage_perc', kind: 'gauge', labels: LLM_LABELS, help: 'Older name of kv_cache_usage_perc: fraction of KV cache blocks in use, 0 to 1' },
+  gpuPrefixCacheHitRate: {
+    name: 'gpu_prefix_cache_hit_rate',
+    kind: 'gauge',
+    labels: LLM_LABELS,
+    help: 'Prefix cache hits / queries in tokens since the model loaded, 0 to 1 (0 before any query)',
+  },
+  gpuPrefixCacheHits: { name: 'gpu_prefix_cache_hits_total', kind: 'counter', labels: LLM_LABELS, help: 'Older name of prefix_cache_hits_total: prompt tokens the prefix cache lookups found' },
+  gpuPrefixCacheQueries: { name: 'gpu_prefix_cache_queries_total', kind: 'counter', labels: LLM_LABELS, help: 'Older name of prefix_cache_queries_total: prompt tokens looked up in the prefix cache' },
+} as const satisfies Record<string, MetricDefinition>;
+
+/**
+ * Which server's metric names /metrics speaks besides Triton's (always exported): `conveyor`
+ * (the LLM families under `conveyor:` only) or `vllm` (the same again under `vllm:`, plus
+ * VLLM_ROUTING_METRICS), for routers and autoscalers that pick pods by engine type.
+ */
+export const METRICS_ENGINE_TYPES = ['conveyor', 'vllm'] as const;
+export type MetricsEngineType = (typeof METRICS_ENGINE_TYPES)[number];
+
+/** The prefixes the LLM families are exported under for an engine type. */
+export const llmPrefixes = (engineType: MetricsEngineType): readonly string[] => (engineType === 'vllm' ? [LLM_PREFIX, VLLM_PREFIX] : [LLM_PREFIX]);
+
 /** The finish reasons request_success_total is labelled with (vLLM's). */
 export const FINISHED_REASONS = ['stop', 'length', 'abort'] as const;
 
@@ -158,14 +200,15 @@ export const LIFECYCLE_METRICS = {
   loaded: { name: 'conveyor_model_loaded', kind: 'gauge', labels: LIFECYCLE_LABELS, help: 'Whether the model is loaded now: 1 loaded, 0 not (sleeping or unloaded)' },
 } as const satisfies Record<string, MetricDefinition>;
 
-/** Every definition with its full exported name(s), for documentation and tests. */
-export function allMetricNames(vllmNames: boolean): string[] {
-  const llm = [LLM_HISTOGRAMS, LLM_COUNTERS, LLM_GAUGES].flatMap((group) => Object.values(group).map((d) => d.name));
-  const prefixes = vllmNames ? [LLM_PREFIX, VLLM_PREFIX] : [LLM_PREFIX];
-  return [
-    ...Object.values(TRITON_METRICS).map((d) => d.name),
-    ...prefixes.flatMap((p) => llm.map((n) => `${p}${n}`)),
-    ...Object.values(PROCESS_METRICS).map((d) => d.name),
-    ...Object.values(LIFECYCLE_METRICS).map((d) => d.name),
-  ];
+/** Every definition with its full exported name(s) under an engine type, for documentation and tests. */
+export function allMetricNames(engineType: MetricsEngineType): string[] {
+  return exportedDefinitions(engineType).map((d) => d.name);
+}
+
+/** Every family /metrics declares under an engine type (process metrics aside), with its full name: the contract table. */
+export function exportedDefinitions(engineType: MetricsEngineType): MetricDefinition[] {
+  const llm = [LLM_HISTOGRAMS, LLM_COUNTERS, LLM_GAUGES].flatMap((group) => Object.values(group) as MetricDefinition[]);
+  const prefixed = (prefix: string, defs: readonly MetricDefinition[]) => defs.map((d) => ({ ...d, name: `${prefix}${d.name}` }));
+  const vllmOnly = engineType === 'vllm' ? prefixed(VLLM_PREFIX, Object.values(VLLM_ROUTING_METRICS)) : [];
+  return [...Object.values(TRITON_METRICS), ...llmPrefixes(engineType).flatMap((p) => prefixed(p, llm)), ...vllmOnly, ...Object.values(PROCESS_METRICS), ...Object.values(LIFECYCLE_METRICS)];
 }

@@ -3,7 +3,7 @@
 // and the process metrics. The composition root creates one and hands the observer to backends.
 
 import { Registry, collectDefaultMetrics } from 'prom-client';
-import { EVENT_LOOP_MONITORING_PRECISION_MS, LLM_PREFIX, VLLM_PREFIX } from './metric-definitions.js';
+import { EVENT_LOOP_MONITORING_PRECISION_MS, llmPrefixes, type MetricsEngineType } from './metric-definitions.js';
 import { PromLlmMetrics, type LlmMetricsObserver } from './llm-observer.js';
 import { PromLifecycleMetrics, type LifecycleObserver } from './lifecycle-metrics.js';
 import { registerTritonMetrics, type ModelSnapshotSource } from './triton-collector.js';
@@ -18,8 +18,8 @@ export interface MetricsRegistry {
 export interface MetricsOptions {
   /** The served model versions at this instant (ModelManager.servedModels). */
   readonly models: () => readonly ModelSnapshotSource[];
-  /** Also export every LLM series under vLLM's `vllm:` names. */
-  readonly vllmNames: boolean;
+  /** Whose names the LLM series speak besides conveyor: (`vllm`: every series again under vllm:, with vLLM's routing extras). */
+  readonly engineType: MetricsEngineType;
   /** prom-client's process_* and nodejs_* metrics (default true; tests may turn them off). */
   readonly processMetrics?: boolean;
 }
@@ -36,7 +36,7 @@ export function createMetrics(options: MetricsOptions): ConveyorMetrics {
   // A registry per server, never prom-client's global one: tests run several servers per process.
   const registry = new Registry();
   registerTritonMetrics(registry, options.models);
-  const llm = new PromLlmMetrics(registry, options.vllmNames ? [LLM_PREFIX, VLLM_PREFIX] : [LLM_PREFIX]);
+  const llm = new PromLlmMetrics(registry, llmPrefixes(options.engineType));
   if (options.processMetrics ?? true) collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: EVENT_LOOP_MONITORING_PRECISION_MS });
   return { registry, llm, lifecycle: new PromLifecycleMetrics(registry) };
 }

@@ -143,7 +143,7 @@ export async function loadLlmModel(request: BackendLoadRequest): Promise<LlmMode
     { label: `'${request.name}' version ${request.version}` },
   );
   const metrics = request.llmMetrics ?? NO_LLM_METRICS;
-  const engineMetrics = metrics.attach(request.name);
+  const engineMetrics = metrics.attach(request.name, { blockSize: engine.info.blockSize, numBlocks: engine.info.numBlocks });
   engine.onStep((output) => engineMetrics.observeStep(output));
   // The effective config names the file this version runs (Triton's field for it), so
   // GET /v2/models/{m}/config shows which precision variant was loaded,

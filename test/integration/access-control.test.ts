@@ -74,6 +74,9 @@ const HTTP_ROUTES: Readonly<Record<string, AccessClass>> = {
   'GET /v1/models/:id': 'api',
   'POST /v1/chat/completions': 'api',
   'POST /v1/completions': 'api',
+  'POST /v1/chat/completions/render': 'api',
+  'POST /v1/completions/render': 'api',
+  'GET /metrics': 'metrics',
   'POST /v1/embeddings': 'api',
   'OPTIONS /v1/*': 'api',
   'POST /v1/messages': 'api',
@@ -192,7 +195,9 @@ async function httpAnswer(server: TestServer, route: string, credential: Credent
   const headers: Record<string, string> = { 'content-type': 'application/json', ...(authorization ? { authorization } : {}) };
   const response = await fetch(`${server.http}${concretePath(url)}`, { method, headers, ...(method === 'POST' ? { body: '{}' } : {}) });
   const text = await response.text();
-  return { status: response.status, body: text === '' ? null : (JSON.parse(text) as unknown), wwwAuthenticate: response.headers.get('www-authenticate') };
+  // Every answer is JSON but a served scrape (GET /metrics: Prometheus text).
+  const json = response.headers.get('content-type')?.includes('json') ?? false;
+  return { status: response.status, body: text === '' ? null : json ? (JSON.parse(text) as unknown) : text, wwwAuthenticate: response.headers.get('www-authenticate') };
 }
 
 function upgradeStatus(server: TestServer, authorization: string | undefined): Promise<number> {

@@ -1,7 +1,7 @@
 // Smoke test of `npm run bench -- streaming --quick`: the real CLI starts the real server (child
 // process) on the tiny decoder, and every transport runs its concurrent chats, into a temporary
 // folder. It proves the scenario end to end (server up, all four transports delivering the asked
-// tokens with the same greedy text, CPU and health sampled, files written), not the numbers.
+// tokens with the same greedy text, CPU, health and /metrics scrapes sampled, files written), not the numbers.
 
 import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -44,9 +44,13 @@ describe('npm run bench -- streaming --quick', () => {
       expect(m['healthPolls']).toBeGreaterThan(0);
       expect(m['healthFailures']).toBe(0);
       expect(m['healthP50Ms']).toBeGreaterThan(0);
+      // /metrics scraped on the HTTP port at the same time.
+      expect(m['metricsPolls']).toBeGreaterThan(0);
+      expect(m['metricsFailures']).toBe(0);
+      expect(m['metricsP99Ms']).toBeGreaterThanOrEqual(m['metricsP50Ms'] as number);
       if (process.platform === 'linux') expect(m['mainCpuUsPerToken']).toBeGreaterThanOrEqual(0);
     }
-    for (const file of ['streaming-throughput.svg', 'streaming-main-cpu.svg', 'streaming-health.svg']) {
+    for (const file of ['streaming-throughput.svg', 'streaming-main-cpu.svg', 'streaming-health.svg', 'streaming-metrics.svg']) {
       const svg = readFileSync(join(out, file), 'utf8');
       checkWellFormed(svg);
       for (const transport of TRANSPORTS) expect(svg).toContain(`data-series="${transport}"`);

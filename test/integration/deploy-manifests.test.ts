@@ -12,7 +12,6 @@ const KUBECTL = kubectlPath();
 // CRDs the kubernetes-models packages do not ship (gateway-api 2.0.0 has no inference.networking.* group).
 const UNVALIDATED_KINDS = ['InferencePool', 'ScaledObject', 'ServiceMonitor', 'ServingRuntime', 'InferenceService'];
 // Served once the i15-metrics branch (the vLLM metric contract, /metrics on the HTTP port) is merged.
-const PENDING_METRICS = new Set(['vllm:lora_requests_info', 'vllm:cache_config_info']);
 const VLLM_NAME = /vllm:[a-z_]+/g;
 
 interface Container {
@@ -87,7 +86,7 @@ describe.skipIf(!KUBECTL)(`deploy/kubernetes${KUBECTL ? '' : ' (skipped: kubectl
       expect(container.livenessProbe.httpGet.path).toBe('/v2/health/live');
       // The pod is killed only after the preStop pause and the whole drain.
       expect(pod.terminationGracePeriodSeconds).toBeGreaterThanOrEqual(container.lifecycle.preStop.sleep.seconds + options.exitTimeoutSecs);
-      expect(options.vllmMetricNames).toBe(true);
+      expect(options.metricsEngineType).toBe('vllm');
     }
   });
 
@@ -97,13 +96,15 @@ describe.skipIf(!KUBECTL)(`deploy/kubernetes${KUBECTL ? '' : ' (skipped: kubectl
     const monitor = ofKind(rendered.get('base')!, 'ServiceMonitor')[0]!;
     const path = spec<{ endpoints: { path: string }[] }>(monitor).endpoints[0]!.path;
     expect((await fetch(`http://127.0.0.1:${server.metricsPort}${path}`)).status).toBe(200);
+    // The endpoint picker scrapes the InferencePool's target port: the HTTP serving port.
+    expect((await fetch(`${server.http}${path}`)).status).toBe(200);
   });
 
   it('reads only metric names the server declares', () => {
-    const declared = new Set(allMetricNames(true));
+    const declared = new Set(allMetricNames('vllm'));
     const used = new Set(JSON.stringify(all()).match(VLLM_NAME) ?? []);
     expect(used).toContain('vllm:num_requests_waiting');
-    const undeclared = [...used].filter((name) => !declared.has(name) && !PENDING_METRICS.has(name));
+    const undeclared = [...used].filter((name) => !declared.has(name));
     expect(undeclared).toEqual([]);
     // The adapter rule turns the declared series into the pods metric the HPA reads.
     const hpa = ofKind(rendered.get('base')!, 'HorizontalPodAutoscaler')[0]!;

@@ -1,7 +1,8 @@
 // What the streaming scenario watches on the server while a load runs: the CPU time of the
 // server process and of its main thread (from /proc; the engine computes on worker threads, so the
 // main thread's share is the serving side: HTTP, framing, JSON, detokenized text), and the latency
-// of GET /v2/health/ready polled about every 50 ms.
+// of GET /v2/health/ready and of a GET /metrics scrape on the HTTP port (the endpoint picker's: a
+// scrape every 50 ms, metrics older than 200 ms read as saturated), each polled about every 50 ms.
 
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -44,13 +45,19 @@ export function readCpu(pid: number): CpuSample | undefined {
   }
 }
 
-export interface HealthPoll {
+export interface LatencyPoll {
   /** Stops polling; resolves with every latency in ms and the count of answers that were not 200. */
   stop(): Promise<{ latenciesMs: number[]; failures: number }>;
 }
 
-/** Polls GET /v2/health/ready every `intervalMs` (from the start of one poll to the next), one at a time. */
-export function pollHealth(http: string, intervalMs = 50): HealthPoll {
+/** Polls GET /v2/health/ready every `intervalMs`, one at a time. */
+export const pollHealth = (http: string, intervalMs = 50): LatencyPoll => pollLatency(`${http}/v2/health/ready`, intervalMs);
+
+/** Scrapes GET /metrics on the HTTP serving port every `intervalMs` (the body read whole, as Prometheus does), one at a time. */
+export const pollMetrics = (http: string, intervalMs = 50): LatencyPoll => pollLatency(`${http}/metrics`, intervalMs);
+
+/** GETs `url` every `intervalMs` (from the start of one poll to the next), one at a time. */
+function pollLatency(url: string, intervalMs: number): LatencyPoll {
   const latenciesMs: number[] = [];
   let failures = 0;
   let stopped = false;
@@ -59,7 +66,7 @@ export function pollHealth(http: string, intervalMs = 50): HealthPoll {
     while (!stopped) {
       const started = performance.now();
       try {
-        const response = await fetch(`${http}/v2/health/ready`);
+        const response = await fetch(url);
         await response.arrayBuffer();
         if (response.status !== 200) failures++;
       } catch {

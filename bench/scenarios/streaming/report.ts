@@ -1,7 +1,7 @@
 // From the streaming scenario's recorded runs to per-case metrics, charts and the results table:
 // tokens/s per transport (the harness's throughput at the median run), the server's main-thread
 // CPU per delivered token and its difference from non-streaming, the wall-clock difference per
-// token, and /v2/health/ready latency under load.
+// token, and /v2/health/ready and /metrics scrape latency under load.
 
 import type { ChartRequest } from '../../harness/charts.js';
 import { formatMs, formatRate, markdownTable, type Align } from '../../harness/markdown.js';
@@ -22,6 +22,8 @@ export interface RecordedRun {
   readonly processCpuMs: number | undefined;
   readonly healthMs: readonly number[];
   readonly healthFailures: number;
+  readonly metricsMs: readonly number[];
+  readonly metricsFailures: number;
   /** Request i's text, to compare transports (greedy: all must agree). */
   readonly texts: readonly string[];
 }
@@ -44,6 +46,11 @@ interface TransportMetrics {
   healthMaxMs: number | null;
   healthPolls: number;
   healthFailures: number;
+  metricsP50Ms: number | null;
+  metricsP99Ms: number | null;
+  metricsMaxMs: number | null;
+  metricsPolls: number;
+  metricsFailures: number;
   textsMatchingBaseline: string;
 }
 
@@ -77,6 +84,8 @@ function measure(results: readonly CaseResult[], recorded: Recorded) {
     };
     const health = runs.flatMap((r) => r.healthMs).sort((a, b) => a - b);
     const at = (p: number): number | null => (health.length > 0 ? percentile(health, p) : null);
+    const scrapes = runs.flatMap((r) => r.metricsMs).sort((a, b) => a - b);
+    const scrapeAt = (p: number): number | null => (scrapes.length > 0 ? percentile(scrapes, p) : null);
     const metrics: Omit<TransportMetrics, 'mainCpuUsPerTokenVsBaseline' | 'wallUsPerTokenVsBaseline' | 'textsMatchingBaseline'> = {
       tokensPerRun: tokens / runs.length,
       messagesPerRequest: sum(runs.map((r) => r.messages)) / sum(runs.map((r) => r.requests)),
@@ -88,6 +97,11 @@ function measure(results: readonly CaseResult[], recorded: Recorded) {
       healthMaxMs: health.at(-1) ?? null,
       healthPolls: health.length,
       healthFailures: sum(runs.map((r) => r.healthFailures)),
+      metricsP50Ms: scrapeAt(50),
+      metricsP99Ms: scrapeAt(99),
+      metricsMaxMs: scrapes.at(-1) ?? null,
+      metricsPolls: scrapes.length,
+      metricsFailures: sum(runs.map((r) => r.metricsFailures)),
     };
     return [{ id: result.id, transport: entry.transport, texts: runs[0]!.texts, metrics }];
   });
@@ -112,9 +126,12 @@ function resultsTable(rows: readonly { transport: Transport; m: TransportMetrics
     'Process CPU µs/token',
     `Δ wall vs ${BASELINE} µs/token`,
     'Health p50 / p99 / max ms (polls)',
+    '/metrics p50 / p99 / max ms (scrapes)',
     `Same text as ${BASELINE}`,
   ];
-  const align: Align[] = ['left', 'right', 'right', 'right', 'right', 'right', 'right', 'right', 'right'];
+  const align: Align[] = ['left', 'right', 'right', 'right', 'right', 'right', 'right', 'right', 'right', 'right'];
+  const latencies = (p50: number | null, p99: number | null, max: number | null, polls: number, failures: number): string =>
+    `${num(p50, formatMs)} / ${num(p99, formatMs)} / ${num(max, formatMs)} (${polls}${failures > 0 ? `, ${failures} failed` : ''})`;
   const body = rows.map(({ transport, m }) => [
     transport,
     num(m.tokPerSec, formatRate),
@@ -123,7 +140,8 @@ function resultsTable(rows: readonly { transport: Transport; m: TransportMetrics
     signed(m.mainCpuUsPerTokenVsBaseline),
     num(m.processCpuUsPerToken),
     signed(m.wallUsPerTokenVsBaseline),
-    `${num(m.healthP50Ms, formatMs)} / ${num(m.healthP99Ms, formatMs)} / ${num(m.healthMaxMs, formatMs)} (${m.healthPolls}${m.healthFailures > 0 ? `, ${m.healthFailures} failed` : ''})`,
+    latencies(m.healthP50Ms, m.healthP99Ms, m.healthMaxMs, m.healthPolls, m.healthFailures),
+    latencies(m.metricsP50Ms, m.metricsP99Ms, m.metricsMaxMs, m.metricsPolls, m.metricsFailures),
     m.textsMatchingBaseline,
   ]);
   return markdownTable(headers, body, align);
@@ -139,5 +157,6 @@ export function streamingCharts(label: string): ChartRequest[] {
     { ...common, file: 'streaming-throughput.svg', title: `${label}: output tokens/s per transport`, yLabel: 'output tokens/s', value: (r) => r.throughput?.perSecond ?? 0 },
     { ...common, file: 'streaming-main-cpu.svg', title: `${label}: server main-thread CPU per token`, yLabel: 'µs CPU / token', value: metric('mainCpuUsPerToken') },
     { ...common, file: 'streaming-health.svg', title: `${label}: GET /v2/health/ready under load, p99`, yLabel: 'ms', value: metric('healthP99Ms') },
+    { ...common, file: 'streaming-metrics.svg', title: `${label}: GET /metrics scrape under load, p99`, yLabel: 'ms', value: metric('metricsP99Ms') },
   ];
 }

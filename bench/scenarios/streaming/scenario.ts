@@ -2,7 +2,7 @@
 // the decoder; each transport (non-streaming chat, SSE, WebSocket, gRPC Generate) sends the same
 // concurrent greedy chat requests with ignore_eos and a fixed max_tokens, interleaved by the
 // harness round by round. Per transport: output tokens/s, the server's main-thread CPU per token
-// (/proc of the child), and GET /v2/health/ready latency polled while the load runs.
+// (/proc of the child), and GET /v2/health/ready and GET /metrics latency polled while the load runs.
 
 import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
@@ -15,7 +15,7 @@ import type { FlagSpec, PreparedScenario, Scenario, ScenarioContext } from '../.
 import type { BenchCase, RunSlot } from '../../harness/types.js';
 import { startServerProcess, type ServerProcess } from '../infer/server-process.js';
 import { conveyorConfig, waitForModels } from '../serve/systems.js';
-import { pollHealth, readCpu } from './probes.js';
+import { pollHealth, pollMetrics, readCpu } from './probes.js';
 import { BASELINE, conclude, streamingCharts, type Recorded } from './report.js';
 import { openClient, TRANSPORTS, type GenerationParams, type Transport, type TransportClient } from './transports.js';
 
@@ -70,7 +70,8 @@ async function prepareStreaming(decoder: DecoderDir, context: ScenarioContext): 
     await writeFile(join(root, model, 'config.pbtxt'), conveyorConfig(model, Math.max(32, concurrency)));
     await symlink(resolve(modelDir), join(root, model, '1'), 'dir');
     log(`starting the server on ${modelDir}…`);
-    server = await startServerProcess(root);
+    // vLLM's names too: the scrape measured is the full one a router built for vLLM reads.
+    server = await startServerProcess(root, undefined, ['--metrics-engine-type', 'vllm']);
     await waitForModels(server.http, [model], 240_000);
     log(`serving ${model} at ${server.http}, gRPC ${server.grpcAddress} (pid ${server.pid})`);
     const params: GenerationParams = { model, maxTokens };
@@ -100,12 +101,14 @@ async function prepareStreaming(decoder: DecoderDir, context: ScenarioContext): 
         run: async (slot?: RunSlot) => {
           const before = readCpu(pid);
           const health = pollHealth(http);
+          const scrapes = pollMetrics(http);
           const outcome = await client.run(prompts, params).then(
             (delivered) => ({ delivered }),
             (error: unknown) => ({ error }),
           );
           const after = readCpu(pid);
           const polled = await health.stop();
+          const scraped = await scrapes.stop();
           if ('error' in outcome) throw outcome.error;
           const { delivered } = outcome;
           checkDelivered(client.transport, delivered, maxTokens);
@@ -118,6 +121,8 @@ async function prepareStreaming(decoder: DecoderDir, context: ScenarioContext): 
             processCpuMs: before && after ? after.processMs - before.processMs : undefined,
             healthMs: polled.latenciesMs,
             healthFailures: polled.failures,
+            metricsMs: scraped.latenciesMs,
+            metricsFailures: scraped.failures,
             texts: delivered.map((d) => d.text),
           });
         },
@@ -162,5 +167,6 @@ function setupNotes(model: string, concurrency: number, maxTokens: number, pid: 
     `Each run: ${concurrency} chat requests sent at once (distinct prompts, the same for every transport), temperature 0, ignore_eos, max_tokens ${maxTokens}; the run ends when the last request finishes. non-streaming and sse: POST /v1/chat/completions over fetch (stream false / true with include_usage); websocket: every request multiplexed on one /v1/ws socket; grpc: conveyor.v1.GenerationService/Generate, one call per request on one channel. Transports run interleaved, one run each per round; each was warmed with one short burst of the same prompts (so prompts hit the prefix cache alike).`,
     "Output tok/s: tokens of a run ÷ the median run time. Main-thread CPU: utime + stime of the server's main thread (/proc/<pid>/task/<pid>/stat, 10 ms ticks) over the measured runs ÷ tokens delivered; the engine steps on worker threads, so this is the serving side (HTTP, framing, serialization, detokenized text). Δ main CPU vs non-streaming is the streaming cost per token on the main thread; Δ wall is 1/throughput − 1/throughput(non-streaming) per token (noise-bound on a loaded machine). Process CPU counts every thread, engine included.",
     "Health: GET /v2/health/ready polled from the bench process about every 50 ms while each measured run was in flight; the latency includes the bench process's own event loop, which is also parsing the streams.",
+    'Scrape: GET /metrics on the HTTP serving port (the server runs with --metrics-engine-type vllm, so every conveyor: and vllm: series is in it), polled the same way and at the same time as health, the body read whole; the endpoint picker scrapes every 50 ms and reads metrics older than 200 ms as saturated, so the target is p99 < 20 ms.',
   ];
 }

@@ -12,6 +12,7 @@ import { installModelLeases, type ModelLeases } from './model-leases.js';
 import { sendFailure } from './errors.js';
 import { registerGenerateRoutes } from './routes/generate.js';
 import { registerInferRoutes } from './routes/infer.js';
+import { registerMetricsRoute, type MetricsExposition } from './routes/metrics.js';
 import { registerModelRoutes } from './routes/models.js';
 import { registerRepositoryRoutes } from './routes/repository.js';
 import { registerServerRoutes } from './routes/server.js';
@@ -48,6 +49,8 @@ export interface HttpAppOptions {
   settings?: RuntimeSettings;
   /** Leases on the model each request runs (loads on demand, idle unload); absent, none are taken. */
   modelLeases?: ModelLeases;
+  /** Also serve GET /metrics on this port (the metrics port serves it regardless). */
+  metrics?: MetricsExposition;
 }
 
 export function createHttpApp(service: InferenceService, options: HttpAppOptions = {}): FastifyInstance {
@@ -68,6 +71,7 @@ export function createHttpApp(service: InferenceService, options: HttpAppOptions
   if (options.modelLeases) installModelLeases(app, options.modelLeases);
   app.register(kserveRoutes(service, { bodyLimit, llm: options.llm, jsonMaxDepth: options.jsonMaxDepth, streamSendTimeoutMs: options.streamSendTimeoutMs, settings }));
   if (options.llm) app.register(websocketRoutes(options.llm, options.websocket));
+  if (options.metrics) registerMetricsRoute(app, options.metrics);
   // Errors outside the front ends' own plugins (a refused /v1/ws upgrade) in Triton's shape too.
   app.setErrorHandler((error, request, reply) => sendFailure(error, request, reply));
   app.setNotFoundHandler((request, reply) => reply.code(404).send({ error: `no route for ${request.method} ${request.url}` }));

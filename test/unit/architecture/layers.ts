@@ -32,7 +32,7 @@ export const LAYERS: Readonly<Record<string, Layer>> = {
   'src/contracts': { holds: 'plain types shared across threads and layers, and pure declarations they derive from (the ModelConfig schema); no I/O, no imports outside it', imports: [] },
   'src/errors.ts': { holds: 'the error catalog', imports: [] },
   'src/security': { holds: 'API keys and the access policy', imports: ['src/errors.ts'] },
-  'src/config': { holds: 'server options, resource limits and their defaults', imports: ['src/security'] },
+  'src/config': { holds: 'server options, resource limits and their defaults', imports: ['src/security', 'src/metrics'] },
   'src/vocabulary': { holds: 'the generation request vocabulary: sampling fields and their validation', imports: ['src/contracts', 'src/errors.ts'] },
   'src/kv-cache': { holds: 'block pool, KV cache manager, block hashing', imports: ['src/contracts', 'src/errors.ts'] },
   'src/sampler': { holds: 'logits → token (engine worker thread)', imports: ['src/contracts', 'src/errors.ts'] },

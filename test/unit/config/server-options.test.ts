@@ -15,7 +15,7 @@ function keyFile(text: string): string {
 describe('parseServerOptions', () => {
   it("uses Triton's defaults", () => {
     const o = parseServerOptions([]);
-    expect(o).toMatchObject({ httpPort: 8000, grpcPort: 8001, metricsPort: 8002, vllmMetricNames: false, modelControlMode: 'none', strictReadiness: true, exitTimeoutSecs: 30 });
+    expect(o).toMatchObject({ httpPort: 8000, grpcPort: 8001, metricsPort: 8002, metricsEngineType: 'conveyor', modelControlMode: 'none', strictReadiness: true, exitTimeoutSecs: 30 });
     expect(o.modelRepository.endsWith('models/repository')).toBe(true);
   });
 
@@ -25,8 +25,10 @@ describe('parseServerOptions', () => {
   });
 
   it('turns on the vllm: metric names', () => {
-    expect(parseServerOptions(['--vllm-metric-names', 'true']).vllmMetricNames).toBe(true);
-    expect(parseServerOptions(['--vllm-metric-names', 'false']).vllmMetricNames).toBe(false);
+    expect(parseServerOptions(['--vllm-metric-names', 'true']).metricsEngineType).toBe('vllm');
+    expect(parseServerOptions(['--vllm-metric-names', 'false']).metricsEngineType).toBe('conveyor');
+    expect(parseServerOptions(['--metrics-engine-type', 'vllm']).metricsEngineType).toBe('vllm');
+    expect(parseServerOptions(['--metrics-engine-type', 'vllm', '--vllm-metric-names', 'true']).metricsEngineType).toBe('vllm');
   });
 
   it('reads the OpenAI front end and --model flags', () => {
@@ -139,6 +141,8 @@ describe('parseServerOptions', () => {
     [['--max-queued-requests', '1.5'], /--max-queued-requests must be a non-negative integer/],
     [['--http-port', '70000'], /--http-port must be a port number/],
     [['--vllm-metric-names', 'yes'], /--vllm-metric-names must be one of true, false/],
+    [['--metrics-engine-type', 'sglang'], /--metrics-engine-type must be one of conveyor, vllm/],
+    [['--metrics-engine-type', 'conveyor', '--vllm-metric-names', 'true'], /contradicts --metrics-engine-type/],
     [['--model-control-mode', 'sometimes'], /must be one of none, poll, explicit/],
     [['--load-model', 'a'], /needs --model-control-mode explicit/],
     [['--model-control-mode', 'explicit', '--load-model', '*', '--load-model', 'a'], /must be the only/],

@@ -4,7 +4,7 @@
 import { Registry } from 'prom-client';
 import { beforeEach, describe, expect, it } from 'vitest';
 import type { EngineStats, SequenceUpdate, StepOutput } from '../../../src/contracts/generate.js';
-import { LLM_PREFIX, VLLM_PREFIX } from '../../../src/metrics/metric-definitions.js';
+import { LLM_PREFIX, VLLM_PREFIX, VLLM_ROUTING_METRICS } from '../../../src/metrics/metric-definitions.js';
 import { PromLlmMetrics, finishedRequest, type LlmEngineMetrics } from '../../../src/metrics/llm-observer.js';
 import { parseExposition } from './exposition.js';
 
@@ -186,7 +186,38 @@ describe('vllm: names', () => {
     const conveyor = m.samples.filter((s) => s.name.startsWith('conveyor:'));
     expect(conveyor.length).toBeGreaterThan(50);
     for (const s of conveyor) expect(m.value(s.name.replace('conveyor:', 'vllm:'), s.labels), s.name).toBe(s.value);
-    expect(names.filter((n) => n.startsWith('vllm:')).length).toBe(names.filter((n) => n.startsWith('conveyor:')).length);
+    const routing = new Set(Object.values(VLLM_ROUTING_METRICS).map((d) => `${VLLM_PREFIX}${d.name}`));
+    const mirrored = names.filter((n) => n.startsWith('vllm:') && !routing.has(n));
+    expect(mirrored.length).toBe(names.filter((n) => n.startsWith('conveyor:')).length);
     expect(m.value('vllm:prefix_cache_hits_total', M)).toBe(5);
+  });
+
+  it("adds vLLM's routing series: the older gpu_ names, the cache config and the LoRA info", async () => {
+    observer = new PromLlmMetrics((registry = new Registry()), [LLM_PREFIX, VLLM_PREFIX]);
+    const before = Date.now() / 1000;
+    const engine = observer.attach('qwen', { blockSize: 16, numBlocks: 64 });
+    let m = await scrape();
+    // A fresh engine: every series a router reads is there before the first request.
+    expect([m.value('vllm:num_requests_running', M), m.value('vllm:num_requests_waiting', M), m.value('vllm:kv_cache_usage_perc', M)]).toEqual([0, 0, 0]);
+    expect(m.value('vllm:cache_config_info', { ...M, block_size: '16', num_gpu_blocks: '64' })).toBe(1);
+    expect(m.value('vllm:gpu_prefix_cache_hit_rate', M)).toBe(0);
+    expect(m.value('vllm:gpu_prefix_cache_queries_total', M)).toBe(0);
+    const lora = m.all('vllm:lora_requests_info');
+    expect(lora.map((s) => s.labels)).toEqual([{ max_lora: '0', running_lora_adapters: '', waiting_lora_adapters: '' }]);
+    expect(lora[0]!.value).toBeGreaterThanOrEqual(Math.floor(before));
+    engine.observeStep(step(0, 10, [], stats({ kvCacheUsage: 0.5, prefixCacheQueries: 8, prefixCacheHits: 2 })));
+    engine.observeStep(step(1, 20, [], stats({ kvCacheUsage: 0.75, prefixCacheQueries: 16, prefixCacheHits: 10, numTotalBlocks: 32 })));
+    m = await scrape();
+    expect(m.value('vllm:gpu_cache_usage_perc', M)).toBe(0.75);
+    expect(m.value('vllm:gpu_prefix_cache_queries_total', M)).toBe(16);
+    expect(m.value('vllm:gpu_prefix_cache_hits_total', M)).toBe(10);
+    expect(m.value('vllm:gpu_prefix_cache_hit_rate', M)).toBe(10 / 16);
+    // The pool the engine reports now replaces the one it started with: one series, not two.
+    expect(m.all('vllm:cache_config_info', M).map((s) => s.labels.num_gpu_blocks)).toEqual(['32']);
+    // None of it under conveyor:.
+    expect(m.samples.some((s) => s.name === 'conveyor:gpu_cache_usage_perc' || s.name === 'conveyor:cache_config_info')).toBe(false);
+    engine.detach();
+    m = await scrape();
+    expect(m.samples.filter((s) => s.name.startsWith('vllm:') && /info|gpu_cache|hit_rate/.test(s.name))).toEqual([]);
   });
 });

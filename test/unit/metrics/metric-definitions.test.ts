@@ -4,10 +4,20 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { validateMetricName } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { LLM_COUNTERS, LLM_GAUGES, LLM_HISTOGRAMS, PROCESS_METRICS, TRITON_METRICS, allMetricNames, type MetricDefinition } from '../../../src/metrics/metric-definitions.js';
+import {
+  LLM_COUNTERS,
+  LLM_GAUGES,
+  LLM_HISTOGRAMS,
+  PROCESS_METRICS,
+  TRITON_METRICS,
+  VLLM_ROUTING_METRICS,
+  allMetricNames,
+  exportedDefinitions,
+  type MetricDefinition,
+} from '../../../src/metrics/metric-definitions.js';
 
 const ROOT = join(import.meta.dirname, '..', '..', '..');
-const every: MetricDefinition[] = [TRITON_METRICS, LLM_HISTOGRAMS, LLM_COUNTERS, LLM_GAUGES, PROCESS_METRICS].flatMap((g) => Object.values(g));
+const every: MetricDefinition[] = [TRITON_METRICS, LLM_HISTOGRAMS, LLM_COUNTERS, LLM_GAUGES, VLLM_ROUTING_METRICS, PROCESS_METRICS].flatMap((g) => Object.values(g));
 
 describe('metric definitions', () => {
   it("names Triton's per-model metrics exactly (triton-protocol.md §5), labelled model and version", () => {
@@ -32,7 +42,7 @@ describe('metric definitions', () => {
   });
 
   it("exports vLLM's sample names under vllm: when asked (llm-serving.md §1g)", () => {
-    const names = allMetricNames(true);
+    const names = allMetricNames('vllm');
     const vllm = [
       'num_requests_running',
       'num_requests_waiting',
@@ -52,13 +62,24 @@ describe('metric definitions', () => {
       'iteration_tokens_total',
     ];
     expect(names).toEqual(expect.arrayContaining(vllm.flatMap((n) => [`vllm:${n}`, `conveyor:${n}`])));
-    expect(allMetricNames(false).some((n) => n.startsWith('vllm:'))).toBe(false);
+    expect(allMetricNames('conveyor').some((n) => n.startsWith('vllm:'))).toBe(false);
     expect(LLM_COUNTERS.requestSuccess.labels).toEqual(['model_name', 'finished_reason']);
     for (const d of [LLM_HISTOGRAMS, LLM_COUNTERS, LLM_GAUGES].flatMap((g) => Object.values(g))) expect(d.labels[0]).toBe('model_name');
   });
 
+  it("adds vLLM's routing series only under --metrics-engine-type vllm, as gauges and counters with vLLM's labels", () => {
+    const routing = ['lora_requests_info', 'cache_config_info', 'gpu_cache_usage_perc', 'gpu_prefix_cache_hit_rate', 'gpu_prefix_cache_hits_total', 'gpu_prefix_cache_queries_total'];
+    expect(Object.values(VLLM_ROUTING_METRICS).map((d) => d.name)).toEqual(routing);
+    expect(allMetricNames('vllm')).toEqual(expect.arrayContaining(routing.map((n) => `vllm:${n}`)));
+    expect(allMetricNames('conveyor').filter((n) => routing.some((r) => n.endsWith(r)))).toEqual([]);
+    expect(VLLM_ROUTING_METRICS.loraRequestsInfo.labels).toEqual(['max_lora', 'running_lora_adapters', 'waiting_lora_adapters']);
+    expect(VLLM_ROUTING_METRICS.cacheConfigInfo.labels).toEqual(expect.arrayContaining(['block_size', 'num_gpu_blocks']));
+    const kinds = Object.fromEntries(exportedDefinitions('vllm').map((d) => [d.name, d.kind]));
+    expect(kinds).toMatchObject({ 'vllm:gpu_prefix_cache_hits_total': 'counter', 'vllm:gpu_prefix_cache_hit_rate': 'gauge', 'vllm:lora_requests_info': 'gauge', nv_inference_exec_count: 'counter' });
+  });
+
   it('gives every name a valid, unique spelling and every counter the _total suffix vLLM exports', () => {
-    const names = allMetricNames(true);
+    const names = allMetricNames('vllm');
     expect(new Set(names).size).toBe(names.length);
     for (const name of names) expect(validateMetricName(name), name).toBe(true);
     for (const d of Object.values(LLM_COUNTERS)) expect(d.name).toMatch(/_total$/);

@@ -11,7 +11,7 @@ afterEach(async () => server?.close());
 
 describe('startMetricsServer', () => {
   it('serves the registry as Prometheus text on GET /metrics', async () => {
-    const metrics = createMetrics({ models: () => [], vllmNames: false });
+    const metrics = createMetrics({ models: () => [], engineType: 'conveyor' });
     server = await startMetricsServer({ host: '127.0.0.1', port: 0, registry: metrics.registry });
     expect(server.port).toBeGreaterThan(0);
     const response = await fetch(`http://127.0.0.1:${server.port}/metrics`);
@@ -25,7 +25,7 @@ describe('startMetricsServer', () => {
   });
 
   it('answers 404 elsewhere and 405 to other methods', async () => {
-    const metrics = createMetrics({ models: () => [], vllmNames: false, processMetrics: false });
+    const metrics = createMetrics({ models: () => [], engineType: 'conveyor', processMetrics: false });
     server = await startMetricsServer({ host: '127.0.0.1', port: 0, registry: metrics.registry });
     expect((await fetch(`http://127.0.0.1:${server.port}/`)).status).toBe(404);
     expect((await fetch(`http://127.0.0.1:${server.port}/metrics`, { method: 'POST', body: 'x' })).status).toBe(405);
@@ -37,7 +37,7 @@ describe('startMetricsServer', () => {
       models: () => {
         throw new Error('snapshot failed');
       },
-      vllmNames: false,
+      engineType: 'conveyor',
       processMetrics: false,
     });
     server = await startMetricsServer({ host: '127.0.0.1', port: 0, registry: metrics.registry });
@@ -47,7 +47,7 @@ describe('startMetricsServer', () => {
   });
 
   it('closes promptly with a keep-alive connection open', async () => {
-    const metrics = createMetrics({ models: () => [], vllmNames: false, processMetrics: false });
+    const metrics = createMetrics({ models: () => [], engineType: 'conveyor', processMetrics: false });
     server = await startMetricsServer({ host: '127.0.0.1', port: 0, registry: metrics.registry });
     const agent = new Agent({ keepAlive: true });
     await new Promise<void>((resolve, reject) => {
@@ -63,7 +63,7 @@ describe('startMetricsServer', () => {
   });
 
   it('reports a port already taken', async () => {
-    const metrics = createMetrics({ models: () => [], vllmNames: false, processMetrics: false });
+    const metrics = createMetrics({ models: () => [], engineType: 'conveyor', processMetrics: false });
     server = await startMetricsServer({ host: '127.0.0.1', port: 0, registry: metrics.registry });
     await expect(startMetricsServer({ host: '127.0.0.1', port: server.port, registry: metrics.registry })).rejects.toThrow(/EADDRINUSE/);
   });

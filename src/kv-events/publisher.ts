@@ -115,15 +115,19 @@ export class KvEventPublisher {
   }
 
   private async answerReplay(router: Router, frames: Buffer[]): Promise<void> {
-    // [identity, empty delimiter, start sequence] from a REQ client.
-    const [identity, , start] = frames;
-    if (frames.length !== 3 || identity === undefined || start === undefined) {
+    // [identity, empty delimiter, start sequence] from a REQ or DEALER client; a DEALER that
+    // sends no delimiter gets replies without one.
+    const identity = frames[0];
+    const start = frames[frames.length - 1];
+    const delimited = frames.length === 3;
+    if ((frames.length !== 2 && !delimited) || (delimited && frames[1]!.length !== 0) || identity === undefined || start === undefined) {
       this.log(`kv events: ignored a replay request of ${frames.length} frames (want identity, delimiter, start sequence)`);
       return;
     }
+    const head = delimited ? [identity, EMPTY] : [identity];
     const startSequence = readSequenceFrame(start);
     if (startSequence === null) this.log(`kv events: replay request with a ${start.length}-byte start sequence (want 8): answered with the end marker only`);
-    else for (const batch of this.replay.since(startSequence)) await router.send([identity, EMPTY, sequenceFrame(batch.sequence), batch.payload]);
-    await router.send([identity, EMPTY, END_OF_REPLAY, EMPTY]);
+    else for (const batch of this.replay.since(startSequence)) await router.send([...head, sequenceFrame(batch.sequence), batch.payload]);
+    await router.send([...head, END_OF_REPLAY, EMPTY]);
   }
 }

@@ -34,12 +34,7 @@ describe('KV event batch layout', () => {
     expect(hex(bytes)).toBe(expected);
     expect(decode(bytes)).toEqual([
       1.5,
-      [
-        ['BlockStored', [7, 2 ** 40], null, [1, 2, 3, 4], 2, null, 'GPU'],
-        ['BlockStored', [9], 2 ** 40, [5, 300], 2, null, 'GPU'],
-        ['BlockRemoved', [7], 'GPU'],
-        ['AllBlocksCleared'],
-      ],
+      [['BlockStored', [7, 2 ** 40], null, [1, 2, 3, 4], 2, null, 'GPU'], ['BlockStored', [9], 2 ** 40, [5, 300], 2, null, 'GPU'], ['BlockRemoved', [7], 'GPU'], ['AllBlocksCleared']],
       0,
     ]);
   });

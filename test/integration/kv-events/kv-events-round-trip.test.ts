@@ -97,7 +97,6 @@ describe('KV events over ZeroMQ', () => {
   const live = new CachedSet();
   let subscriber: Subscriber;
   let listening: Promise<void>;
-  let replayedLive = 0;
 
   beforeAll(async () => {
     const config: EngineConfig & { kvEvents: KvEventsConfig } = {
@@ -124,7 +123,7 @@ describe('KV events over ZeroMQ', () => {
       for await (const [topic, seq, payload] of subscriber) {
         expect(topic!.toString()).toBe(TOPIC);
         const sequence = readSequenceFrame(seq!)!;
-        if (sequence > live.nextSequence) replayedLive += await replay(publisher.replayEndpoint!, live.nextSequence, live);
+        if (sequence > live.nextSequence) await replay(publisher.replayEndpoint!, live.nextSequence, live);
         live.apply(sequence, payload!);
       }
     })().catch((error: unknown) => {

@@ -60,7 +60,7 @@ export async function startServer(options: ServerOptions, start: StartOptions): 
   const manager = new ModelManager({
     root,
     mode: options.modelControlMode,
-    loaders: withLlmMetrics({ onnxruntime: loadOnnxModel, llm: loadLlmModel, ...start.loaders }, metrics, options.limits),
+    loaders: withServingAddress(withLlmMetrics({ onnxruntime: loadOnnxModel, llm: loadLlmModel, ...start.loaders }, metrics, options.limits), options),
     log,
     memoryBudgetBytes: options.limits.memoryBudgetBytes,
   });
@@ -161,6 +161,12 @@ function registerApiFrontEnds(http: ReturnType<typeof createHttpApp>, service: C
     }),
   );
   http.register(anthropicRoutes(service, { admission, corsAllowOrigins, ...json }));
+}
+
+/** Every load request names the HTTP address this server serves on (an LLM's default KV events topic names it). */
+function withServingAddress(loaders: Readonly<Record<string, BackendLoader>>, options: Pick<ServerOptions, 'host' | 'httpPort'>): Record<string, BackendLoader> {
+  const servingAddress = { host: options.host, port: options.httpPort };
+  return Object.fromEntries(Object.entries(loaders).map(([backend, load]) => [backend, (request) => load({ ...request, servingAddress })]));
 }
 
 /** Every backend gets the LLM metrics observer and the prompt/request limits in its load request (non-LLM backends ignore them). */

@@ -2,6 +2,7 @@
 // message per engine step (StepOutput), never one per token.
 
 import type { GenerateRequest, SchedulingPolicy, StepOutput } from './generate.js';
+import type { KvEventsConfig } from './kv-events.js';
 import type { Device, FaultInjection } from './worker-messages.js';
 
 /** workerData of an engine worker (mirrors EngineConfig; plain data). */
@@ -22,6 +23,8 @@ export interface EngineWorkerData {
   readonly tokenizerPath?: string;
   /** Absent unless a test enabled fault injection. */
   readonly faultInjection?: FaultInjection;
+  /** Publish KV cache events (the kv_events_config parameter); absent: off. */
+  readonly kvEvents?: KvEventsConfig;
 }
 
 export interface EngineReadyInfo {

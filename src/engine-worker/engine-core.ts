@@ -20,6 +20,8 @@
 import type { GenerateRequest, RequestRejection, SampledTokens, SequenceUpdate, StepOutput, StepPlan } from '../contracts/generate.js';
 import type { EngineWorkerData } from '../contracts/engine-messages.js';
 import { asConveyorError, ConveyorError } from '../errors.js';
+import type { BlockHash } from '../kv-cache/block-hash.js';
+import type { KvCacheEvent } from '../kv-cache/cache-events.js';
 import { KvCacheManager } from '../kv-cache/kv-cache-manager.js';
 import { lastLogitsRow, type ModelRunner, type RunnerInfo, type RunnerOptions, type RunnerStats } from '../runners/model-runner.js';
 import { Sampler, type SamplerRow } from '../sampler/sampler.js';
@@ -73,7 +75,7 @@ export class EngineCore {
    */
   static create(config: EngineSettings, runner: ModelRunner, log: (line: string) => void): EngineCore {
     const { numBlocks, blockSize, shape } = runner.info;
-    const kv = new KvCacheManager({ numBlocks, blockSize, enablePrefixCaching: config.enablePrefixCaching });
+    const kv = new KvCacheManager({ numBlocks, blockSize, enablePrefixCaching: config.enablePrefixCaching, recordEvents: config.kvEvents !== undefined });
     const scheduler = new Scheduler(
       { maxNumSeqs: config.maxNumSeqs, maxNumBatchedTokens: config.maxNumBatchedTokens, maxModelLen: config.maxModelLen, policy: config.schedulingPolicy ?? 'fcfs' },
       kv,
@@ -274,6 +276,16 @@ export class EngineCore {
 
   checkIntegrity(): void {
     this.kv.checkIntegrity();
+  }
+
+  /** The KV cache events since the last call (none unless config.kvEvents is set): one published batch. */
+  takeKvEvents(): KvCacheEvent[] {
+    return this.kv.takeEvents();
+  }
+
+  /** The block hashes a prefix lookup can hit now (what the published events must add up to). */
+  cachedBlockHashes(): ReadonlySet<BlockHash> {
+    return this.kv.cachedBlockHashes();
   }
 
   stats() {

@@ -6,6 +6,7 @@
 
 import { parentPort, workerData } from 'node:worker_threads';
 import type { EngineWorkerData, FromEngine, ToEngine } from '../contracts/engine-messages.js';
+import { KvEventPublisher } from '../kv-events/publisher.js';
 import { openModelRunner } from '../runners/create-runner.js';
 import { EngineCore } from './engine-core.js';
 
@@ -17,8 +18,11 @@ const describe = (error: unknown): string => (error instanceof Error ? error.mes
 
 async function main(): Promise<void> {
   let core: EngineCore;
+  let events: KvEventPublisher | undefined;
   try {
-    core = EngineCore.create(config, await openModelRunner(config), (line) => post({ type: 'log', line }));
+    const log = (line: string): void => post({ type: 'log', line });
+    core = EngineCore.create(config, await openModelRunner(config), log);
+    if (config.kvEvents) events = await KvEventPublisher.open(config.kvEvents, log);
   } catch (error) {
     post({ type: 'fatal', message: describe(error) });
     return;
@@ -40,22 +44,28 @@ async function main(): Promise<void> {
     }
     wake?.();
   });
+  // The pool's events of each step go out as one batch (the first holds AllBlocksCleared).
+  const publishKvEvents = events ? (): void => events.publish(core.takeKvEvents()) : (): void => {};
+  publishKvEvents();
   await runSteps(
     core,
     () => closing || failed !== undefined,
     (resolve) => (wake = resolve),
+    publishKvEvents,
   );
   if (failed !== undefined) throw failed;
+  await events?.close();
   await core.release();
   post({ type: 'closed' });
   port.close();
 }
 
 /** Steps while there is work, flushes news, checks integrity and sleeps when idle, until `stop()`. */
-async function runSteps(core: EngineCore, stop: () => boolean, sleep: (wake: () => void) => void): Promise<void> {
+async function runSteps(core: EngineCore, stop: () => boolean, sleep: (wake: () => void) => void, afterStep: () => void): Promise<void> {
   while (!stop()) {
     if (core.hasWork()) {
       post({ type: 'step', output: await core.step() });
+      afterStep();
       await yieldToMessages();
     } else if (core.hasNews()) {
       post({ type: 'step', output: core.flush() });

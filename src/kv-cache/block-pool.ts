@@ -27,6 +27,8 @@ export class BlockPool {
   constructor(
     readonly numBlocks: number,
     readonly blockSize: number,
+    /** Told the hash of every cached block that eviction drops (the KV events' BlockRemoved). */
+    private readonly onEvicted?: (hash: BlockHash) => void,
   ) {
     if (!Number.isInteger(numBlocks) || numBlocks < 1) throw new RangeError(`numBlocks must be a positive integer, got ${numBlocks}`);
     if (!Number.isInteger(blockSize) || blockSize < 1) throw new RangeError(`blockSize must be a positive integer, got ${blockSize}`);
@@ -111,6 +113,11 @@ export class BlockPool {
     return true;
   }
 
+  /** The hashes of every cached block (in use or evictable): what a prefix lookup can hit. */
+  cachedHashes(): IterableIterator<BlockHash> {
+    return this.byHash.keys();
+  }
+
   /**
    * Throws unless every block is in exactly one place and ref counts equal `expectedRefs` (the
    * number of block-table entries naming each block).
@@ -150,8 +157,10 @@ export class BlockPool {
     const block = this.evictable.values().next().value;
     if (block === undefined) throw new Error('BlockPool: no block to evict');
     this.evictable.delete(block);
-    this.byHash.delete(this.hashes[block]!);
+    const hash = this.hashes[block]!;
+    this.byHash.delete(hash);
     this.hashes[block] = NO_HASH;
+    this.onEvicted?.(hash);
     return block;
   }
 }

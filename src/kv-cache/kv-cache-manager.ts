@@ -10,6 +10,7 @@
 import { BlockPool } from './block-pool.js';
 import { type BlockHash, hashBlock, rootHash } from './block-hash.js';
 import { DEFAULT_BLOCK_SIZE } from './budget.js';
+import type { KvCacheEvent } from './cache-events.js';
 
 export interface KvCacheOptions {
   readonly numBlocks: number;
@@ -17,6 +18,8 @@ export interface KvCacheOptions {
   readonly blockSize?: number;
   /** On by default. */
   readonly enablePrefixCaching?: boolean;
+  /** Record KV cache events for takeEvents() (off by default: nothing is kept when nobody publishes). */
+  readonly recordEvents?: boolean;
 }
 
 /** The result of a lookup, consumed by the `allocate` that admits the request (nothing may run in between). */
@@ -57,11 +60,30 @@ export class KvCacheManager {
   private readonly requests = new Map<string, RequestBlocks>();
   private queries = 0;
   private hits = 0;
+  /** Events since the last takeEvents(), in the order they happened; null when not recording. */
+  private events: KvCacheEvent[] | null;
 
   constructor(options: KvCacheOptions) {
     this.blockSize = options.blockSize ?? DEFAULT_BLOCK_SIZE;
     this.enablePrefixCaching = options.enablePrefixCaching ?? true;
-    this.pool = new BlockPool(options.numBlocks, this.blockSize);
+    // A new pool is empty: the first event says so, so a subscriber still holding the blocks of
+    // an engine that published here before (a restart, a reload) drops them.
+    this.events = options.recordEvents ? [{ kind: 'cleared' }] : null;
+    const onEvicted = this.events ? (hash: BlockHash) => this.events?.push({ kind: 'removed', blockHashes: [hash] }) : undefined;
+    this.pool = new BlockPool(options.numBlocks, this.blockSize, onEvicted);
+  }
+
+  /** The KV cache events since the last call (empty when not recording), oldest first. */
+  takeEvents(): KvCacheEvent[] {
+    if (!this.events || this.events.length === 0) return [];
+    const taken = this.events;
+    this.events = [];
+    return taken;
+  }
+
+  /** A snapshot of the hashes a prefix lookup can hit now (for checks against the published events). */
+  cachedBlockHashes(): ReadonlySet<BlockHash> {
+    return new Set(this.pool.cachedHashes());
   }
 
   get numTotalBlocks(): number {
@@ -142,12 +164,33 @@ export class KvCacheManager {
     const entry = this.requests.get(requestId);
     if (!entry) throw new Error(`commitComputed(${requestId}): unknown request`);
     const numFull = Math.min(Math.floor(numComputedTokens / this.blockSize), entry.blockIds.length);
+    let run: number[] = [];
     for (let i = entry.hashes.length; i < numFull; i++) {
       const parent = i === 0 ? entry.root : entry.hashes[i - 1]!;
       const hash = hashBlock(parent, tokenIds, i * this.blockSize, this.blockSize);
       entry.hashes.push(hash);
-      this.pool.register(entry.blockIds[i]!, hash, tokenIds, i * this.blockSize);
+      if (this.pool.register(entry.blockIds[i]!, hash, tokenIds, i * this.blockSize)) run.push(i);
+      else run = this.recordStored(entry, tokenIds, run);
     }
+    this.recordStored(entry, tokenIds, run);
+  }
+
+  /**
+   * One BlockStored for a run of consecutive newly published chain positions. A block whose
+   * content was already cached is not stored again, so it splits the run. Returns a new empty run.
+   */
+  private recordStored(entry: RequestBlocks, tokenIds: readonly number[], run: readonly number[]): number[] {
+    if (this.events && run.length > 0) {
+      const first = run[0]!;
+      this.events.push({
+        kind: 'stored',
+        blockHashes: run.map((i) => entry.hashes[i]!),
+        parentBlockHash: first === 0 ? null : entry.hashes[first - 1]!,
+        tokenIds: tokenIds.slice(first * this.blockSize, (first + run.length) * this.blockSize),
+        blockSize: this.blockSize,
+      });
+    }
+    return [];
   }
 
   /**

@@ -4,9 +4,11 @@
 // step updates into text events.
 
 import { randomUUID } from 'node:crypto';
-import { availableParallelism } from 'node:os';
+import { availableParallelism, hostname } from 'node:os';
 import type { InferRequest, InferResponse } from '../contracts/infer.js';
+import type { KvEventsConfig } from '../contracts/kv-events.js';
 import type { ModelConfig } from '../contracts/model-config.js';
+import { defaultKvEventsTopic, parseKvEventsConfig } from '../kv-events/config.js';
 import type { ModelVariant } from '../contracts/inference-service.js';
 import { ModelStatsRecorder } from '../batcher/stats.js';
 import { EngineClient } from '../engine-client/engine-client.js';
@@ -94,6 +96,21 @@ export function kvCacheBytesOf(config: ModelConfig): number {
   return positiveInt(config, 'kv_cache_bytes', 256 * 2 ** 20);
 }
 
+/**
+ * The kv_events_config parameter (vLLM's --kv-events-config JSON), or null when off. Its topic
+ * defaults to kv@<host>:<port>@<model>, the serving address as configured (a wildcard host is
+ * replaced by this machine's name), so every engine of the server publishes under its own topic.
+ */
+function kvEventsOf(config: ModelConfig, request: BackendLoadRequest): KvEventsConfig | null {
+  const address = request.servingAddress ?? { host: '0.0.0.0', port: 0 };
+  const host = address.host === '0.0.0.0' || address.host === '::' || address.host === '' ? hostname() : address.host;
+  try {
+    return parseKvEventsConfig(parameter(config, 'kv_events_config'), defaultKvEventsTopic(host, address.port, request.name));
+  } catch (error) {
+    throw invalidArg((error as Error).message);
+  }
+}
+
 export async function loadLlmModel(request: BackendLoadRequest): Promise<LlmModel> {
   const { config, versionDir } = request;
   const precision = parameter(config, 'precision') ?? 'fp32';
@@ -109,6 +126,7 @@ export async function loadLlmModel(request: BackendLoadRequest): Promise<LlmMode
   const log = (line: string): void => request.log(`${request.name}:${request.version}: ${line}`);
   log(`precision ${precision}: loading ${file}${attentionBackend === 'paged' ? ' (attention_backend paged)' : ''}`);
   const faultInjection = faultInjectionOf(config, 'step', log);
+  const kvEvents = kvEventsOf(config, request);
   const chatSpecialTokens = parameter(config, 'chat_special_tokens') ?? 'text';
   if (chatSpecialTokens !== 'text' && chatSpecialTokens !== 'special') throw invalidArg(`parameter chat_special_tokens must be text or special, got '${chatSpecialTokens}'`);
   const limits = request.limits ?? DEFAULT_LIMITS;
@@ -138,6 +156,7 @@ export async function loadLlmModel(request: BackendLoadRequest): Promise<LlmMode
       sampleableVocabSize: processor.info.vocabSize,
       ...(tokenizerFile.exists ? { tokenizerPath: tokenizerFile.path } : {}),
       ...(faultInjection ? { faultInjection } : {}),
+      ...(kvEvents ? { kvEvents } : {}),
     },
     log,
     { label: `'${request.name}' version ${request.version}` },

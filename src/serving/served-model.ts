@@ -49,6 +49,8 @@ export interface BackendLoadRequest {
   readonly llmMetrics?: LlmMetricsObserver;
   /** The server's prompt and request-time limits (defaults when absent). */
   readonly limits?: Pick<ResourceLimits, 'maxPromptChars' | 'maxRequestSecs'>;
+  /** The server's HTTP host and port as configured (port 0: picked at listen); absent in tests that need none. */
+  readonly servingAddress?: { readonly host: string; readonly port: number };
 }
 
 /** Loads one version for one backend ("onnxruntime", "llm"). */

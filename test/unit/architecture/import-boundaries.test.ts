@@ -54,6 +54,8 @@ const RULES: readonly Rule[] = [
     forbids: (s) => isPackage('@grpc/grpc-js')(s) || isPackage('@grpc/proto-loader')(s),
   },
   { description: 'only src/grammar/ imports @mlc-ai/web-xgrammar', appliesTo: notUnder('src/grammar/'), forbids: isPackage('@mlc-ai/web-xgrammar') },
+  // Tests subscribe to the published events with a real socket.
+  { description: 'only src/kv-events/ imports zeromq', appliesTo: notUnder('src/kv-events/', 'test/'), forbids: isPackage('zeromq') },
   { description: 'only src/metrics/ imports prom-client', appliesTo: notUnder('src/metrics/', 'bench/'), forbids: isPackage('prom-client') },
   {
     description: 'kernels/ depends on nothing else in the project',

@@ -35,6 +35,10 @@ export const LAYERS: Readonly<Record<string, Layer>> = {
   'src/config': { holds: 'server options, resource limits and their defaults', imports: ['src/security', 'src/metrics'] },
   'src/vocabulary': { holds: 'the generation request vocabulary: sampling fields and their validation', imports: ['src/contracts', 'src/errors.ts'] },
   'src/kv-cache': { holds: 'block pool, KV cache manager, block hashing', imports: ['src/contracts', 'src/errors.ts'] },
+  'src/kv-events': {
+    holds: "the only importer of zeromq and @msgpack/msgpack: vLLM's KV events (config, msgpack layout, PUB socket and replay) for one engine (engine worker thread)",
+    imports: ['src/contracts', 'src/kv-cache'],
+  },
   'src/sampler': { holds: 'logits → token (engine worker thread)', imports: ['src/contracts', 'src/errors.ts'] },
   'src/grammar': {
     holds: 'the only importer of @mlc-ai/web-xgrammar: grammar specs compiled against a vocabulary, per-request token masks (grammar worker thread)',
@@ -50,7 +54,7 @@ export const LAYERS: Readonly<Record<string, Layer>> = {
   },
   'src/engine-worker': {
     holds: 'the engine worker thread: step loop, scheduler, request state, thinking blocks, the grammar worker client',
-    imports: ['src/contracts', 'src/errors.ts', 'src/kv-cache', 'src/runners', 'src/sampler', 'src/threads', 'src/grammar-worker'],
+    imports: ['src/contracts', 'src/errors.ts', 'src/kv-cache', 'src/kv-events', 'src/runners', 'src/sampler', 'src/threads', 'src/grammar-worker'],
     entry: 'entry.ts',
   },
   'src/tokenizer': { holds: "a model's Hugging Face files and the tokenizer built from them (both threads)", imports: ['src/contracts', 'src/vocabulary'] },
@@ -85,6 +89,7 @@ export const LAYERS: Readonly<Record<string, Layer>> = {
       'src/tokenizer',
       'src/tool-calls',
       'src/reasoning',
+      'src/kv-events',
     ],
   },
   'src/server/generation': { holds: 'generation shared by the KServe front ends (Triton generate, model lookup)', imports: FRONT_END_BASE },

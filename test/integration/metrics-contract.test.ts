@@ -34,10 +34,11 @@ const CONTRACT: readonly (readonly [string, FamilyType, readonly string[]])[] = 
   ['vllm:inter_token_latency_seconds', 'histogram', ['model_name']],
   ['vllm:e2e_request_latency_seconds', 'histogram', ['model_name']],
   ['vllm:request_queue_time_seconds', 'histogram', ['model_name']],
-  // Triton-style models (every model, the LLM included).
-  ['nv_inference_pending_request_count', 'gauge', ['model', 'version']],
-  ['nv_inference_exec_count', 'counter', ['model', 'version']],
-  ['nv_inference_request_success', 'counter', ['model', 'version']],
+  // Triton-style models (every model, the LLM included): Triton's model and version, plus the
+  // precision variant serving (issue 14; an added label leaves Triton's selectors matching).
+  ['nv_inference_pending_request_count', 'gauge', ['model', 'precision', 'version']],
+  ['nv_inference_exec_count', 'counter', ['model', 'precision', 'version']],
+  ['nv_inference_request_success', 'counter', ['model', 'precision', 'version']],
 ];
 
 /** Histogram series appear with a model's first finished request (prom-client has none before an observation). */

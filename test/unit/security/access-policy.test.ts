@@ -38,6 +38,7 @@ describe('AccessPolicy', () => {
     ['--auth-health', options({ apiKeys: [API], adminKeys: [ADMIN], authHealth: true }), 'metrics', ['ok', 'ok', 'ok', 'ok']],
     ['--auth-metrics', options({ apiKeys: [API], adminKeys: [ADMIN], authMetrics: true }), 'metrics', ['401', '401', 'ok', 'ok']],
     ['--auth-metrics', options({ apiKeys: [API], adminKeys: [ADMIN], authMetrics: true }), 'health', ['ok', 'ok', 'ok', 'ok']],
+    ['every key and flag', options({ apiKeys: [API], adminKeys: [ADMIN], authHealth: true, authMetrics: true }), 'ui', ['ok', 'ok', 'ok', 'ok']],
   ] as const)('%s, %s: none/wrong/api/admin → %j', (_name, config, access, expected) => {
     const policy = new AccessPolicy(config);
     expect(Object.values(CREDENTIALS).map((c) => outcome(policy, access, c))).toEqual(expected);

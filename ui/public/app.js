@@ -41,7 +41,8 @@ async function call(path, init) {
   throw new HttpError(response.status, `${response.status}: ${await errorText(response)}`);
 }
 async function callJson(path, init) {
-  return await (await call(path, init)).json();
+  const text = await (await call(path, init)).text();
+  return text === "" ? null : JSON.parse(text);
 }
 var postJson = (path, body, init) => callJson(path, { ...init, method: "POST", body: JSON.stringify(body) });
 

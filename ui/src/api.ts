@@ -51,8 +51,10 @@ export async function call(path: string, init?: RequestInit): Promise<Response> 
   throw new HttpError(response.status, `${response.status}: ${await errorText(response)}`);
 }
 
+/** The answer's JSON; an empty body (repository load and unload answer with none) is null. */
 export async function callJson<T>(path: string, init?: RequestInit): Promise<T> {
-  return (await (await call(path, init)).json()) as T;
+  const text = await (await call(path, init)).text();
+  return (text === '' ? null : JSON.parse(text)) as T;
 }
 
 export const postJson = <T>(path: string, body: unknown, init?: RequestInit): Promise<T> => callJson<T>(path, { ...init, method: 'POST', body: JSON.stringify(body) });

@@ -76,8 +76,8 @@ describe('AccessPolicy', () => {
   });
 
   it('describes what each class needs for the startup log', () => {
-    expect(new AccessPolicy(options({ apiKeys: [API] })).describe()).toBe('access: 1 API key(s), 0 admin key(s); api key, control refused, health none, metrics none');
-    expect(AccessPolicy.open().describe()).toBe('access: 0 API key(s), 0 admin key(s); api none, control none, health none, metrics none');
+    expect(new AccessPolicy(options({ apiKeys: [API] })).describe()).toBe('access: 1 API key(s), 0 admin key(s); api key, control refused, health none, metrics none, ui none');
+    expect(AccessPolicy.open().describe()).toBe('access: 0 API key(s), 0 admin key(s); api none, control none, health none, metrics none, ui none');
   });
 });
 

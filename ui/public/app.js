@@ -398,22 +398,7 @@ var Dashboard = class {
   }
 };
 
-// ui/src/sse.ts
-var SseParser = class {
-  buffer = "";
-  /** The data payloads of the events this chunk completes (multi-line data joined by \n). */
-  feed(chunk) {
-    this.buffer += chunk;
-    const events = this.buffer.split(/\r?\n\r?\n/);
-    this.buffer = events.pop() ?? "";
-    return events.flatMap((event) => {
-      const data = event.split(/\r?\n/).filter((line) => line.startsWith("data:")).map((line) => line.slice(line.startsWith("data: ") ? 6 : 5));
-      return data.length === 0 ? [] : [data.join("\n")];
-    });
-  }
-};
-
-// ui/src/chat-stream.ts
+// ui/src/chat-chunks.ts
 function chatRequest(model, messages, controls) {
   const { schema, stop, ...sampling } = controls;
   return {
@@ -446,6 +431,23 @@ function applyChunk(progress, chunk, elapsedMs) {
   if (tokens > 1 && decodingMs > 0) progress.tokensPerSec = (tokens - 1) * 1e3 / decodingMs;
 }
 var emptyProgress = () => ({ content: "", reasoning: "", finishReason: null, promptTokens: null, completionTokens: null, ttftMs: null, tokensPerSec: null, deltas: 0 });
+
+// ui/src/sse.ts
+var SseParser = class {
+  buffer = "";
+  /** The data payloads of the events this chunk completes (multi-line data joined by \n). */
+  feed(chunk) {
+    this.buffer += chunk;
+    const events = this.buffer.split(/\r?\n\r?\n/);
+    this.buffer = events.pop() ?? "";
+    return events.flatMap((event) => {
+      const data = event.split(/\r?\n/).filter((line) => line.startsWith("data:")).map((line) => line.slice(line.startsWith("data: ") ? 6 : 5));
+      return data.length === 0 ? [] : [data.join("\n")];
+    });
+  }
+};
+
+// ui/src/chat-stream.ts
 async function streamChat(body, signal, onProgress) {
   const started2 = performance.now();
   const progress = emptyProgress();

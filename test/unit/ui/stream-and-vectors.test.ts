@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { applyChunk, chatRequest, emptyProgress } from '../../../ui/src/chat-stream.js';
+import { applyChunk, chatRequest, emptyProgress } from '../../../ui/src/chat-chunks.js';
 import { SseParser } from '../../../ui/src/sse.js';
 import { cosineSimilarity, parseClassification, rgbaToChw } from '../../../ui/src/vectors.js';
 

@@ -85,6 +85,8 @@ describe.skipIf(executable === undefined)('the web UI in Chromium', () => {
     while (!(await moved())) await loadRound(open);
     expect(await chartMax(page, 'lag')).toBeGreaterThan(0);
     if (SCREENSHOTS) {
+      // A picture worth looking at: a minute of history under load first.
+      while (Number(await page.getAttribute('#chart-tokens', 'data-points')) < 60) await loadRound(open);
       mkdirSync(IMAGES, { recursive: true });
       await page.screenshot({ path: join(IMAGES, 'dashboard.png'), fullPage: true });
     }

@@ -104,7 +104,7 @@ var LineChart = class {
           drawing = false;
           return;
         }
-        const x = i / (WINDOW - 1) * width;
+        const x = width - (data.length - 1 - i) / (WINDOW - 1) * width;
         const y = height - 4 - value / top * (height - 20);
         if (drawing) context.lineTo(x, y);
         else context.moveTo(x, y);
@@ -194,7 +194,8 @@ function intervalQuantiles(previous, current, family, scale) {
   return { p50: at(0.5), p95: at(0.95) };
 }
 function tritonModels(status, name) {
-  return [...new Set(samplesNamed(status, name).map((sample) => String(sample.labels["model"])))].sort();
+  const llms = new Set(samplesNamed(status, `${LLM}num_requests_running`).map((sample) => String(sample.labels["model_name"])));
+  return [...new Set(samplesNamed(status, name).map((sample) => String(sample.labels["model"])))].filter((model) => !llms.has(model)).sort();
 }
 function perModelRatio(previous, current, numerator, denominator, scale) {
   const out = {};

@@ -60,7 +60,8 @@ export class LineChart {
           drawing = false;
           return;
         }
-        const x = (i / (WINDOW - 1)) * width;
+        // The newest point at the right edge; older ones scroll left.
+        const x = width - ((data.length - 1 - i) / (WINDOW - 1)) * width;
         const y = height - 4 - (value / top) * (height - 20);
         if (drawing) context.lineTo(x, y);
         else context.moveTo(x, y);

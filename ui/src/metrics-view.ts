@@ -120,9 +120,10 @@ function intervalQuantiles(previous: Status, current: Status, family: string, sc
   return { p50: at(0.5), p95: at(0.95) };
 }
 
-/** The classic (Triton-labelled) models that appear in `name`'s samples. */
+/** The classic models in `name`'s (Triton-labelled) samples: LLMs report there too, but no dynamic batcher forms their batches. */
 function tritonModels(status: Status, name: string): string[] {
-  return [...new Set(samplesNamed(status, name).map((sample) => String(sample.labels['model'])))].sort();
+  const llms = new Set(samplesNamed(status, `${LLM}num_requests_running`).map((sample) => String(sample.labels['model_name'])));
+  return [...new Set(samplesNamed(status, name).map((sample) => String(sample.labels['model'])))].filter((model) => !llms.has(model)).sort();
 }
 
 /** Per model, the interval's Δnumerator / Δdenominator × scale (null when the denominator did not move). */

@@ -34,8 +34,14 @@ function status(time_ms: number, tokens: number, ttftCounts: [string, number][],
         ['conveyor_inference_batch_size_sum', { model: 'bert', version: '1' }, batch.sum],
         ['conveyor_inference_batch_size_count', { model: 'bert', version: '1' }, batch.count],
       ]),
-      family('nv_inference_queue_duration_us', [['nv_inference_queue_duration_us', { model: 'bert', version: '1' }, queue.us]]),
-      family('nv_inference_request_success', [['nv_inference_request_success', { model: 'bert', version: '1' }, queue.ok]]),
+      family('nv_inference_queue_duration_us', [
+        ['nv_inference_queue_duration_us', { model: 'bert', version: '1' }, queue.us],
+        ['nv_inference_queue_duration_us', { model: 'm', version: '1' }, queue.us],
+      ]),
+      family('nv_inference_request_success', [
+        ['nv_inference_request_success', { model: 'bert', version: '1' }, queue.ok],
+        ['nv_inference_request_success', { model: 'm', version: '1' }, queue.ok],
+      ]),
       family('nodejs_eventloop_lag_p99_seconds', [['nodejs_eventloop_lag_p99_seconds', {}, 0.012]]),
     ],
   };
@@ -93,7 +99,7 @@ describe('dashboardPoint', () => {
     { us: 9000, ok: 5 },
   );
 
-  it('turns counter differences over the interval into rates and means', () => {
+  it('turns counter differences over the interval into rates and means (batcher charts leave the LLMs out)', () => {
     const point = dashboardPoint(before, after);
     expect(point.outputTokensPerSec).toBe(100);
     expect(point.prefixHitPercent).toBe(50);

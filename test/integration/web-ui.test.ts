@@ -119,6 +119,16 @@ describe.skipIf(executable === undefined)('the web UI in Chromium', () => {
     await expect.poll(() => gauge(open, 'conveyor:num_requests_running'), { timeout: 30_000 }).toBe(0);
     expect(await second.locator('.stats').textContent()).toMatch(/ · stopped$/);
     expect(await page.isDisabled('#chat-stop')).toBe(true);
+    // The JSON-schema toggle constrains the answer to the schema.
+    await page.uncheck('#ignore_eos');
+    await page.fill('#max_tokens', '200');
+    await page.check('#use-schema');
+    await page.fill('#schema', JSON.stringify({ type: 'object', properties: { ok: { type: 'boolean' } }, required: ['ok'], additionalProperties: false }));
+    await page.fill('#chat-input', 'Answer in JSON.');
+    await page.click('#chat-send');
+    const third = page.locator('.message.assistant').nth(2);
+    await expect.poll(() => third.getAttribute('data-finish'), { timeout: 60_000 }).toBe('stop');
+    expect(typeof (JSON.parse((await third.locator('.content').textContent()) ?? '') as { ok: unknown }).ok).toBe('boolean');
     await page.close();
   }, 300_000);
 

@@ -19,6 +19,7 @@ const ADMIN = 'sk-ui-admin';
 const SCREENSHOTS = process.env['CONVEYOR_SCREENSHOTS'] === '1';
 const IMAGES = join(import.meta.dirname, '..', '..', 'docs', 'images');
 const DEFAULT_MODELS = ['bert-tiny', 'qwen3-tiny', 'resnet-tiny'];
+const SHARED_PREFIX = 'Every request of this load starts with the same words, block after block. '.repeat(12);
 
 let browser: Browser;
 let open: TestServer;
@@ -52,7 +53,10 @@ async function loadRound(server: TestServer): Promise<void> {
   const post = (path: string, body: unknown) => fetch(`${server.http}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) }).then((r) => r.text());
   const image = { inputs: [{ name: 'input', shape: [1, 3, 224, 224], datatype: 'FP32', data: new Array<number>(3 * 224 * 224).fill(0.5) }] };
   await Promise.all([
-    ...Array.from({ length: 4 }, (_, i) => post('/v1/chat/completions', { model: 'qwen3-tiny', messages: [{ role: 'user', content: `load ${i}` }], max_tokens: 24, ignore_eos: true })),
+    // One long shared prefix, so the prefix cache has something to find.
+    ...Array.from({ length: 4 }, (_, i) =>
+      post('/v1/chat/completions', { model: 'qwen3-tiny', messages: [{ role: 'user', content: `${SHARED_PREFIX} load ${i}` }], max_tokens: 24, ignore_eos: true }),
+    ),
     ...Array.from({ length: 8 }, (_, i) => post('/v1/embeddings', { model: 'bert-tiny', input: `text number ${i}` })),
     ...Array.from({ length: 6 }, () => post('/v2/models/resnet-tiny/infer', image)),
   ]);
@@ -63,7 +67,13 @@ describe.skipIf(executable === undefined)('the web UI in Chromium', () => {
     const repository = await makeRepository(DEFAULT_MODELS.map((name) => ({ name, from: name, config: configOf(name, name) })));
     const common = ['--model-control-mode', 'explicit', '--load-model', '*'];
     open = await startTestServer(repository, common);
-    keyed = await startTestServer(await makeRepository([{ name: 'bert-tiny', from: 'bert-tiny', config: configOf('bert-tiny', 'bert-tiny') }]), [...common, '--api-key', API, '--admin-key', ADMIN]);
+    // r1 thinks from its first token (deepseek_r1's block opens in the prompt): the playground shows that apart.
+    const r1 = configOf('qwen3-tiny', 'r1', (text) => `${text}parameters: { key: "reasoning_parser" value: { string_value: "deepseek_r1" } }\n`);
+    const keyedRepository = await makeRepository([
+      { name: 'bert-tiny', from: 'bert-tiny', config: configOf('bert-tiny', 'bert-tiny') },
+      { name: 'r1', from: 'qwen3-tiny', config: r1 },
+    ]);
+    keyed = await startTestServer(keyedRepository, [...common, '--api-key', API, '--admin-key', ADMIN]);
     browser = await chromium.launch({ executablePath: executable!, args: ['--no-sandbox'] });
   }, 300_000);
   afterAll(async () => {
@@ -81,9 +91,12 @@ describe.skipIf(executable === undefined)('the web UI in Chromium', () => {
     }
     expect(await page.locator('tr[data-model="qwen3-tiny"] td').nth(2).textContent()).toBe('llm');
     // Load until every chart that load moves has drawn a non-zero point (each poll is a point).
-    const moved = async () => (await Promise.all(['tokens', 'requests', 'ttft', 'itl', 'batch', 'queue'].map((id) => chartMax(page, id)))).every((max) => max > 0);
+    const moved = async () => (await Promise.all(['tokens', 'requests', 'cache', 'ttft', 'itl', 'batch', 'queue'].map((id) => chartMax(page, id)))).every((max) => max > 0);
     while (!(await moved())) await loadRound(open);
     expect(await chartMax(page, 'lag')).toBeGreaterThan(0);
+    // A refused request shows among the recent errors.
+    await fetch(`${open.http}/v1/embeddings`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"model":"bert-tiny"}' });
+    await expect.poll(() => page.locator('#error-rows tr').first().textContent(), { timeout: 30_000 }).toMatch(/POST \/v1\/embeddings400.*input/);
     if (SCREENSHOTS) {
       // A picture worth looking at: a minute of history under load first.
       while (Number(await page.getAttribute('#chart-tokens', 'data-points')) < 60) await loadRound(open);
@@ -191,8 +204,26 @@ describe.skipIf(executable === undefined)('the web UI in Chromium', () => {
     await page.close();
   }, 300_000);
 
+  it("shows a reasoning model's thinking apart from its answer", async () => {
+    const page = await newPage(keyed, 'reasoning', '/ui/#playground');
+    await page.fill('#key-input', API);
+    await page.click('#key-submit');
+    await expect.poll(() => page.locator('#chat-model option').allTextContents(), { timeout: 30_000 }).toEqual(['r1']);
+    await page.fill('#max_tokens', '12');
+    await page.check('#ignore_eos');
+    await page.fill('#chat-input', 'Think first.');
+    await page.click('#chat-send');
+    const answer = page.locator('.message.assistant').first();
+    await expect.poll(() => answer.getAttribute('data-finish'), { timeout: 60_000 }).toBe('length');
+    expect(await answer.locator('details.reasoning').isVisible()).toBe(true);
+    const thinking = (await answer.locator('details.reasoning').textContent()) ?? '';
+    expect(thinking.replace(/^reasoning/, '').length).toBeGreaterThan(0);
+    expect(await answer.locator('.content').textContent()).not.toContain(thinking.replace(/^reasoning/, ''));
+    await page.close();
+  }, 120_000);
+
   it('logged no console errors (the key prompt aside: its first call is refused with 401 by design)', () => {
-    const unexpected = consoleErrors.filter((e) => !(e.page === 'api key' && /status of 40[13]/.test(e.text)));
+    const unexpected = consoleErrors.filter((e) => !(['api key', 'reasoning'].includes(e.page) && /status of 40[13]/.test(e.text)));
     expect(unexpected).toEqual([]);
   });
 });

@@ -12,6 +12,7 @@ import { loadOnnxModel } from './serving/onnx-backend.js';
 import type { BackendLoader } from './serving/served-model.js';
 import { createGrpcServer, llmDecoupledInfer } from './server/grpc/index.js';
 import { createHttpApp } from './server/http/app.js';
+import { RecentErrors } from './server/http/recent-errors.js';
 import type { HttpRouteAccess } from './server/http/access.js';
 import { websocketLimits } from './server/http/websocket/routes.js';
 import { openaiRoutes } from '../openai-compat/index.js';
@@ -85,6 +86,7 @@ export async function startServer(options: ServerOptions, start: StartOptions): 
     settings,
     modelLeases: residency,
     metrics: metrics.registry,
+    ui: { families: metrics.families, errors: new RecentErrors() },
   });
   registerApiFrontEnds(http, service, options, root);
   await http.listen({ host: options.host, port: options.httpPort });

@@ -7,6 +7,7 @@ import { EVENT_LOOP_MONITORING_PRECISION_MS, llmPrefixes, type MetricsEngineType
 import { PromLlmMetrics, type LlmMetricsObserver } from './llm-observer.js';
 import { PromLifecycleMetrics, type LifecycleObserver } from './lifecycle-metrics.js';
 import { registerTritonMetrics, type ModelSnapshotSource } from './triton-collector.js';
+import { readFamilies, type MetricFamily } from './families.js';
 
 /** What the metrics server needs of a registry. */
 export interface MetricsRegistry {
@@ -30,6 +31,8 @@ export interface ConveyorMetrics {
   readonly llm: LlmMetricsObserver;
   /** For the model residency: loads, unloads, evictions and load time per model. */
   readonly lifecycle: LifecycleObserver;
+  /** Every family as plain JSON, read now (the dashboard's status route). */
+  readonly families: () => Promise<MetricFamily[]>;
 }
 
 export function createMetrics(options: MetricsOptions): ConveyorMetrics {
@@ -38,5 +41,5 @@ export function createMetrics(options: MetricsOptions): ConveyorMetrics {
   registerTritonMetrics(registry, options.models);
   const llm = new PromLlmMetrics(registry, llmPrefixes(options.engineType));
   if (options.processMetrics ?? true) collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: EVENT_LOOP_MONITORING_PRECISION_MS });
-  return { registry, llm, lifecycle: new PromLifecycleMetrics(registry) };
+  return { registry, llm, lifecycle: new PromLifecycleMetrics(registry), families: () => readFamilies(registry) };
 }

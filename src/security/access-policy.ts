@@ -17,8 +17,10 @@ import { ConveyorError } from '../errors.js';
  * - `metrics`: the Prometheus scrape; open unless `authMetrics`.
  * - `api`: inference, generation, metadata, tokenization; anything not classed otherwise.
  * - `control`: changes what the server serves (repository load and unload, settings).
+ * - `ui`: the built-in web UI's page, script and stylesheet; always open, since a browser cannot
+ *   send a key when it navigates and they carry no data (the routes they call are `api`).
  */
-export const ACCESS_CLASSES = ['api', 'control', 'health', 'metrics'] as const;
+export const ACCESS_CLASSES = ['api', 'control', 'health', 'metrics', 'ui'] as const;
 export type AccessClass = (typeof ACCESS_CLASSES)[number];
 
 export interface AccessOptions {
@@ -79,6 +81,8 @@ export class AccessPolicy {
         return authMetrics ? 'key' : 'none';
       case 'api':
         return apiKeys.length > 0 ? 'key' : 'none';
+      case 'ui':
+        return 'none';
       case 'control':
         // Fail closed: once any key guards the server, control needs an admin key, and a server
         // configured with API keys alone has no one who may load or unload.

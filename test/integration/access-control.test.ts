@@ -93,6 +93,12 @@ const HTTP_ROUTES: Readonly<Record<string, AccessClass>> = {
   'POST /sleep': 'control',
   'POST /wake_up': 'control',
   'GET /is_sleeping': 'api',
+  'GET /': 'ui',
+  'GET /ui': 'ui',
+  'GET /ui/': 'ui',
+  'GET /ui/app.js': 'ui',
+  'GET /ui/style.css': 'ui',
+  'GET /ui/api/status': 'api',
 };
 
 /** Every gRPC method, by path, with its access class. */
@@ -133,16 +139,16 @@ const ADMIN_ONLY = { none: 401, wrong: 401, api: 403, admin: 'pass' } as const;
 const CONFIGURATIONS: Readonly<Record<string, { args: () => string[]; expected: ClassTable }>> = {
   'API and admin keys': {
     args: () => ['--api-key', API, '--admin-key', ADMIN],
-    expected: { api: KEYED, control: ADMIN_ONLY, health: OPEN, metrics: OPEN },
+    expected: { api: KEYED, control: ADMIN_ONLY, health: OPEN, metrics: OPEN, ui: OPEN },
   },
   'API keys only': {
     args: () => ['--api-key', API],
     // No admin key is configured, so the admin credential is just an unknown key.
-    expected: { api: { ...KEYED, admin: 401 }, control: { none: 401, wrong: 401, api: 403, admin: 401 }, health: OPEN, metrics: OPEN },
+    expected: { api: { ...KEYED, admin: 401 }, control: { none: 401, wrong: 401, api: 403, admin: 401 }, health: OPEN, metrics: OPEN, ui: OPEN },
   },
   'key files, --auth-health, --auth-metrics': {
     args: () => ['--api-key-file', keyFile(`# serving\n${API}\n`), '--admin-key-file', keyFile(`${ADMIN}\n`), '--auth-health', 'true', '--auth-metrics', 'true'],
-    expected: { api: KEYED, control: ADMIN_ONLY, health: KEYED, metrics: KEYED },
+    expected: { api: KEYED, control: ADMIN_ONLY, health: KEYED, metrics: KEYED, ui: OPEN },
   },
 };
 
@@ -195,7 +201,7 @@ async function httpAnswer(server: TestServer, route: string, credential: Credent
   const headers: Record<string, string> = { 'content-type': 'application/json', ...(authorization ? { authorization } : {}) };
   const response = await fetch(`${server.http}${concretePath(url)}`, { method, headers, ...(method === 'POST' ? { body: '{}' } : {}) });
   const text = await response.text();
-  // Every answer is JSON but a served scrape (GET /metrics: Prometheus text).
+  // Every answer is JSON but a served scrape (GET /metrics: Prometheus text) and the UI's static files.
   const json = response.headers.get('content-type')?.includes('json') ?? false;
   return { status: response.status, body: text === '' ? null : json ? (JSON.parse(text) as unknown) : text, wwwAuthenticate: response.headers.get('www-authenticate') };
 }

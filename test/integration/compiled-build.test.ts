@@ -51,6 +51,12 @@ describe('the compiled build (npm run build → dist/)', () => {
     expect(ids).toContain('qwen3-tiny');
   });
 
+  it('serves the web UI (ui/public copied beside the compiled server)', async () => {
+    const page = await fetch(`${server.http}/`);
+    expect([page.status, page.headers.get('content-type')]).toEqual([200, 'text/html; charset=utf-8']);
+    expect((await fetch(`${server.http}/ui/app.js`)).status).toBe(200);
+  });
+
   it('streams a chat completion (tokenizer and engine workers)', async () => {
     const client = new OpenAI({ baseURL: `${server.http}/v1`, apiKey: 'none' });
     const stream = await client.chat.completions.create({

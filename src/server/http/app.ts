@@ -17,6 +17,8 @@ import { registerModelRoutes } from './routes/models.js';
 import { registerRepositoryRoutes } from './routes/repository.js';
 import { registerServerRoutes } from './routes/server.js';
 import { registerSettingsRoutes, registerSharedMemoryRoutes } from './routes/settings.js';
+import { registerUiRoutes, type UiOptions } from './routes/ui.js';
+import { installRecentErrors } from './recent-errors.js';
 import { createRuntimeSettings, type RuntimeSettings } from '../../config/runtime-settings.js';
 import { chooseResponseCoding, compress, decodeContentEncoding } from './transport.js';
 import { websocketRoutes, type WebSocketOptions } from './websocket/routes.js';
@@ -51,6 +53,8 @@ export interface HttpAppOptions {
   modelLeases?: ModelLeases;
   /** Also serve GET /metrics on this port (the metrics port serves it regardless). */
   metrics?: MetricsExposition;
+  /** Serve the built-in dashboard and playground at / and /ui/ (and record recent errors for it). */
+  ui?: UiOptions;
 }
 
 export function createHttpApp(service: InferenceService, options: HttpAppOptions = {}): FastifyInstance {
@@ -67,11 +71,13 @@ export function createHttpApp(service: InferenceService, options: HttpAppOptions
     applyConnectionCap(app.server, options.connections, () => app.log.warn(`refused a connection: --http-max-connections (${httpMaxConnections}) reached`));
   }
   installAccessControl(app, options.access ?? AccessPolicy.open());
+  if (options.ui) installRecentErrors(app, options.ui.errors);
   const settings = options.settings ?? createRuntimeSettings();
   if (options.modelLeases) installModelLeases(app, options.modelLeases);
   app.register(kserveRoutes(service, { bodyLimit, llm: options.llm, jsonMaxDepth: options.jsonMaxDepth, streamSendTimeoutMs: options.streamSendTimeoutMs, settings }));
   if (options.llm) app.register(websocketRoutes(options.llm, options.websocket));
   if (options.metrics) registerMetricsRoute(app, options.metrics);
+  if (options.ui) registerUiRoutes(app, options.ui);
   // Errors outside the front ends' own plugins (a refused /v1/ws upgrade) in Triton's shape too.
   app.setErrorHandler((error, request, reply) => sendFailure(error, request, reply));
   app.setNotFoundHandler((request, reply) => reply.code(404).send({ error: `no route for ${request.method} ${request.url}` }));

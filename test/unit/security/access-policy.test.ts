@@ -38,6 +38,7 @@ describe('AccessPolicy', () => {
     ['--auth-health', options({ apiKeys: [API], adminKeys: [ADMIN], authHealth: true }), 'metrics', ['ok', 'ok', 'ok', 'ok']],
     ['--auth-metrics', options({ apiKeys: [API], adminKeys: [ADMIN], authMetrics: true }), 'metrics', ['401', '401', 'ok', 'ok']],
     ['--auth-metrics', options({ apiKeys: [API], adminKeys: [ADMIN], authMetrics: true }), 'health', ['ok', 'ok', 'ok', 'ok']],
+    ['every key and flag', options({ apiKeys: [API], adminKeys: [ADMIN], authHealth: true, authMetrics: true }), 'ui', ['ok', 'ok', 'ok', 'ok']],
   ] as const)('%s, %s: none/wrong/api/admin → %j', (_name, config, access, expected) => {
     const policy = new AccessPolicy(config);
     expect(Object.values(CREDENTIALS).map((c) => outcome(policy, access, c))).toEqual(expected);
@@ -75,8 +76,8 @@ describe('AccessPolicy', () => {
   });
 
   it('describes what each class needs for the startup log', () => {
-    expect(new AccessPolicy(options({ apiKeys: [API] })).describe()).toBe('access: 1 API key(s), 0 admin key(s); api key, control refused, health none, metrics none');
-    expect(AccessPolicy.open().describe()).toBe('access: 0 API key(s), 0 admin key(s); api none, control none, health none, metrics none');
+    expect(new AccessPolicy(options({ apiKeys: [API] })).describe()).toBe('access: 1 API key(s), 0 admin key(s); api key, control refused, health none, metrics none, ui none');
+    expect(AccessPolicy.open().describe()).toBe('access: 0 API key(s), 0 admin key(s); api none, control none, health none, metrics none, ui none');
   });
 });
 

@@ -183,6 +183,7 @@ const BREAKDOWN_HEADERS = [
   'Prompt',
   'Requests',
   'Output tok/s',
+  'Decode tok/s',
   'Wall s',
   'Steps / ORT calls',
   'ORT s',

@@ -106,7 +106,12 @@ async function groupQuery(): Promise<Candidate> {
   const pastValue = g.input('past_value', 'float32', [BATCH, KV_HEADS, maxLen, DIM]);
   const seqlens = g.input('seqlens_k', 'int32', [BATCH]);
   const total = g.input('total_sequence_length', 'int32', []);
-  const [output, presentKey, presentValue] = g.op('GroupQueryAttention', [q, k, v, pastKey, pastValue, seqlens, total], { num_heads: HEADS, kv_num_heads: KV_HEADS }, { outputs: 3, domain: MS_DOMAIN }) as [string, string, string];
+  const [output, presentKey, presentValue] = g.op(
+    'GroupQueryAttention',
+    [q, k, v, pastKey, pastValue, seqlens, total],
+    { num_heads: HEADS, kv_num_heads: KV_HEADS },
+    { outputs: 3, domain: MS_DOMAIN },
+  ) as [string, string, string];
   g.output(output, 'output', 'float32', [BATCH, 1, HEADS * DIM]);
   g.output(presentKey, 'present_key', 'float32', [BATCH, KV_HEADS, maxLen, DIM]);
   g.output(presentValue, 'present_value', 'float32', [BATCH, KV_HEADS, maxLen, DIM]);

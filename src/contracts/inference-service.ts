@@ -94,4 +94,10 @@ export interface InferenceService {
   repositoryIndex(readyOnly: boolean): Promise<RepositoryIndexEntry[]>;
   loadModel(name: string, override?: LoadOverride): Promise<void>;
   unloadModel(name: string, options?: { unloadDependents?: boolean }): Promise<void>;
+  /**
+   * Holds the model loaded (loading it first with --load-on-demand) until release(); what a
+   * front end takes before it reads a model's config for a request. Absent, models never come
+   * and go on their own.
+   */
+  acquire?(name: string): Promise<{ release(): void }>;
 }

@@ -172,6 +172,40 @@ describe('gRPC', () => {
   }, 120_000);
 });
 
+describe('gRPC ModelStreamInfer', () => {
+  it('loads a decoupled LLM on its first request and streams it (the config is read once the model is loaded)', async () => {
+    const repository = await makeRepository([{ name: 'qwen3', from: 'qwen3-tiny', config: configOf('qwen3-tiny', 'qwen3') }]);
+    const server = await start(repository, []);
+    const definition = loadSync(['grpc_service.proto'], { keepCase: true, longs: String, enums: String, defaults: true, oneofs: true, includeDirs: [join(import.meta.dirname, '..', '..', 'protos')] });
+    const root = grpc.loadPackageDefinition(definition) as unknown as { inference: { GRPCInferenceService: new (address: string, credentials: grpc.ChannelCredentials) => grpc.Client } };
+    const client = new root.inference.GRPCInferenceService(server.grpcAddress, grpc.credentials.createInsecure()) as grpc.Client &
+      Record<string, () => grpc.ClientDuplexStream<object, Record<string, unknown>>>;
+    try {
+      const responses = await new Promise<Record<string, unknown>[]>((resolve, reject) => {
+        const seen: Record<string, unknown>[] = [];
+        const call = client['ModelStreamInfer']!();
+        call.on('data', (r) => seen.push(r));
+        call.on('error', reject);
+        call.on('end', () => resolve(seen));
+        const inputs = [
+          { name: 'text_input', datatype: 'BYTES', shape: [1], contents: { bytes_contents: [Buffer.from('Hello')] } },
+          { name: 'stream', datatype: 'BOOL', shape: [1], contents: { bool_contents: [true] } },
+          { name: 'max_tokens', datatype: 'INT32', shape: [1], contents: { int_contents: [3] } },
+        ];
+        call.write({ model_name: 'qwen3', id: 's1', inputs, parameters: {} });
+        call.end();
+      });
+      expect(responses.map((r) => r['error_message'])).toEqual(responses.map(() => ''));
+      expect(responses.length).toBeGreaterThanOrEqual(1);
+      const last = responses.at(-1)!['infer_response'] as { parameters: Record<string, { bool_param?: boolean }> };
+      expect(last.parameters['triton_final_response']?.bool_param).toBe(true);
+      expect(loaded(server)).toEqual(['qwen3']);
+    } finally {
+      client.close();
+    }
+  }, 120_000);
+});
+
 describe('eviction', () => {
   it('past --max-loaded-models, the least recently used idle model goes', async () => {
     const repository = await makeRepository(['a', 'b', 'c'].map((name) => ({ name, from: 'resnet-tiny', config: configOf('resnet-tiny', name) })));

@@ -93,8 +93,11 @@ const answer = (infer_response: WireInferResponse): WireStreamInferResponse => (
 
 async function runRequest(wire: WireInferRequest, context: RequestContext): Promise<void> {
   const { service, signal, write } = context;
+  let lease: { release(): void } | undefined;
   try {
     const request = inferRequestFromWire(wire);
+    // Loaded (on demand) before its config says whether it streams, and kept while it does.
+    lease = await service.acquire?.(request.model);
     if (isDecoupled(service, request.model, request.version)) {
       await streamDecoupled(request, context);
       return;
@@ -103,6 +106,8 @@ async function runRequest(wire: WireInferRequest, context: RequestContext): Prom
     await write(answer(inferResponseToWire(response, { triton_final_response: true })));
   } catch (error) {
     await write({ error_message: asConveyorError(error).message, infer_response: null });
+  } finally {
+    lease?.release();
   }
 }
 

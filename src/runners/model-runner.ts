@@ -8,6 +8,7 @@
 import type { EngineWorkerData } from '../contracts/engine-messages.js';
 import type { StepPlan } from '../contracts/generate.js';
 import type { Device } from '../contracts/worker-messages.js';
+import { numBlocksForBudget } from '../kv-cache/budget.js';
 
 /** What opening a runner takes: the session settings, the KV budget, and the test-only fault. */
 export type RunnerOptions = Pick<EngineWorkerData, 'modelPath' | 'device' | 'intraOpNumThreads' | 'kvCacheBytes' | 'blockSize' | 'faultInjection'>;
@@ -98,4 +99,21 @@ export interface ModelRunner {
   execute(plan: StepPlan): Promise<StepLogits>;
   /** Frees the session and the KV storage; the runner is unusable afterwards. */
   release(): Promise<void>;
+}
+
+/** The KV memory a runner is opened with. */
+export interface KvBudget {
+  readonly kvCacheBytes: number;
+  readonly blockSize: number;
+}
+
+/** How many blocks of this model's KV the budget holds (fp16 models keep 2-byte K/V). */
+export function blocksForBudget(shape: ModelShape, budget: KvBudget): number {
+  const { numLayers, numKvHeads, headDim, kvType } = shape;
+  return numBlocksForBudget(budget.kvCacheBytes, { numLayers, numKvHeads, headDim, elementBytes: kvType === 'float16' ? 2 : 4, blockSize: budget.blockSize });
+}
+
+/** A runner's fixed facts, as every adapter reports them. */
+export function runnerInfo(kind: RunnerKind, shape: ModelShape, storage: { numBlocks: number; blockSize: number }, session: { device: Device; note?: string | undefined }): RunnerInfo {
+  return { kind, shape, numBlocks: storage.numBlocks, blockSize: storage.blockSize, device: session.device, ...(session.note ? { note: session.note } : {}) };
 }

@@ -7,16 +7,14 @@
 // shapes apart. Logits are computed only at the positions that are sampled.
 
 import type { ScheduledRequest, StepPlan } from '../contracts/generate.js';
-import { numBlocksForBudget } from '../kv-cache/budget.js';
 import type { ModelSession, RawTensor } from '../runtime/model-session.js';
 import { FLAT_CALL_COST, groupRows } from './call-groups.js';
 import type { KvArray } from './kv-storage.js';
 import { toFloat32 } from './logits-rows.js';
 import { StepTimer } from './step-timer.js';
-import type { ModelRunner, ModelShape, RunnerInfo, RunnerStats } from './model-runner.js';
+import { blocksForBudget, type KvBudget, type ModelRunner, type ModelShape, type RunnerInfo, type RunnerStats, runnerInfo } from './model-runner.js';
 import { pagedLayoutFrom } from './paged-layout.js';
 import { PagedKvStorage } from './paged-kv-storage.js';
-import type { KvBudget } from './past-key-values-runner.js';
 
 type LogitsRows = Map<string, Float32Array>;
 
@@ -30,23 +28,13 @@ export class PagedRunner implements ModelRunner {
     private readonly shape: ModelShape,
     private readonly pool: PagedKvStorage,
   ) {
-    this.info = {
-      kind: 'paged',
-      shape,
-      numBlocks: pool.numBlocks,
-      blockSize: pool.blockSize,
-      device: session.device,
-      ...(session.note ? { note: session.note } : {}),
-    };
+    this.info = runnerInfo('paged', shape, pool, session);
   }
 
   /** Reads the layout from the session and allocates as many KV blocks as the budget holds. */
   static forSession(session: ModelSession, budget: KvBudget): PagedRunner {
     const shape = pagedLayoutFrom(session.metadata);
-    const { numLayers, numKvHeads, headDim, kvType } = shape;
-    const elementBytes = kvType === 'float16' ? 2 : 4;
-    const numBlocks = numBlocksForBudget(budget.kvCacheBytes, { numLayers, numKvHeads, headDim, elementBytes, blockSize: budget.blockSize });
-    return new PagedRunner(session, shape, new PagedKvStorage(shape, numBlocks, budget.blockSize));
+    return new PagedRunner(session, shape, new PagedKvStorage(shape, blocksForBudget(shape, budget), budget.blockSize));
   }
 
   release(): Promise<void> {

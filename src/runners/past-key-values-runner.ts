@@ -9,20 +9,13 @@
 // token) and prefill chunks run as separate calls so a long chunk never pads 31 decode rows.
 
 import type { ScheduledRequest, StepPlan } from '../contracts/generate.js';
-import { numBlocksForBudget } from '../kv-cache/budget.js';
 import type { ModelSession, RawTensor } from '../runtime/model-session.js';
 import { groupRows } from './call-groups.js';
 import { decoderLayoutFrom, type DecoderLayout } from './decoder-layout.js';
 import { KvStorage, type KvArray } from './kv-storage.js';
 import { toFloat32 } from './logits-rows.js';
 import { StepTimer } from './step-timer.js';
-import type { ModelRunner, RunnerInfo, RunnerStats } from './model-runner.js';
-
-/** The KV memory a runner is opened with. */
-export interface KvBudget {
-  readonly kvCacheBytes: number;
-  readonly blockSize: number;
-}
+import { blocksForBudget, type KvBudget, type ModelRunner, type RunnerInfo, type RunnerStats, runnerInfo } from './model-runner.js';
 
 type LogitsRows = Map<string, Float32Array>;
 
@@ -51,23 +44,13 @@ export class PastKeyValuesRunner implements ModelRunner {
     private readonly kv: KvStorage,
   ) {
     const { numLayers, numKvHeads, headDim, vocabSize, kvType } = layout;
-    this.info = {
-      kind: 'past-key-values',
-      shape: { numLayers, numKvHeads, headDim, vocabSize, kvType },
-      numBlocks: kv.numBlocks,
-      blockSize: kv.blockSize,
-      device: session.device,
-      ...(session.note ? { note: session.note } : {}),
-    };
+    this.info = runnerInfo('past-key-values', { numLayers, numKvHeads, headDim, vocabSize, kvType }, kv, session);
   }
 
   /** Reads the decoder layout from the session and allocates as many KV blocks as the budget holds. */
   static forSession(session: ModelSession, budget: KvBudget): PastKeyValuesRunner {
     const layout = decoderLayoutFrom(session.metadata);
-    const { numLayers, numKvHeads, headDim, kvType } = layout;
-    const elementBytes = kvType === 'float16' ? 2 : 4;
-    const numBlocks = numBlocksForBudget(budget.kvCacheBytes, { numLayers, numKvHeads, headDim, elementBytes, blockSize: budget.blockSize });
-    return new PastKeyValuesRunner(session, layout, new KvStorage(layout, numBlocks, budget.blockSize));
+    return new PastKeyValuesRunner(session, layout, new KvStorage(layout, blocksForBudget(layout, budget), budget.blockSize));
   }
 
   release(): Promise<void> {

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_REPOSITORY } from '../../models/default-repository.js';
-import { configOf, makeRepository, startTestServer, type TestServer } from '../support/server.js';
+import { configOf, loadModel, makeRepository, startTestServer, type TestServer } from '../support/server.js';
 
 let server: TestServer;
 const withBackend = (name: string, backend: string) => configOf('qwen3-tiny', name, (text) => `${text}\nparameters: { key: "attention_backend" value: { string_value: "${backend}" } }\n`);
@@ -29,11 +29,7 @@ beforeAll(async () => {
 }, 120_000);
 afterAll(async () => server?.stop());
 
-async function load(name: string): Promise<{ status: number; error: string }> {
-  const response = await fetch(`${server.http}/v2/repository/models/${name}/load`, { method: 'POST' });
-  const text = await response.text();
-  return { status: response.status, error: text === '' ? '' : (JSON.parse(text) as { error: string }).error };
-}
+const load = (name: string) => loadModel(server, name);
 
 describe('attention_backend', () => {
   it('serves the paged graph with the same greedy text as the Optimum graph, under concurrent streams', async () => {

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_REPOSITORY } from '../../models/default-repository.js';
 import type { LlmModel } from '../../src/serving/llm-backend.js';
 import { greedy } from '../support/decoder.js';
-import { configOf, makeRepository, startTestServer, type TestServer } from '../support/server.js';
+import { configOf, loadModel, makeRepository, startTestServer, type TestServer } from '../support/server.js';
 
 let server: TestServer;
 const withPrecision = (name: string, precision: string) => configOf('qwen3-tiny', name, (text) => text.replace('string_value: "fp32"', `string_value: "${precision}"`));
@@ -33,11 +33,7 @@ beforeAll(async () => {
 }, 120_000);
 afterAll(async () => server?.stop());
 
-async function load(name: string): Promise<{ status: number; error: string }> {
-  const response = await fetch(`${server.http}/v2/repository/models/${name}/load`, { method: 'POST' });
-  const text = await response.text();
-  return { status: response.status, error: text === '' ? '' : (JSON.parse(text) as { error: string }).error };
-}
+const load = (name: string) => loadModel(server, name);
 
 async function loadedFile(name: string): Promise<string> {
   expect(await load(name)).toEqual({ status: 200, error: '' });

@@ -54,3 +54,10 @@ export function configOf(source: string, name: string, edit: (text: string) => s
   const text = readFileSync(join(DEFAULT_REPOSITORY, source, 'config.pbtxt'), 'utf8');
   return edit(text.replace(`name: "${source}"`, `name: "${name}"`));
 }
+
+/** POST /v2/repository/models/{name}/load: the status and Triton's `error` text ('' on success). */
+export async function loadModel(server: TestServer, name: string): Promise<{ status: number; error: string }> {
+  const response = await fetch(`${server.http}/v2/repository/models/${name}/load`, { method: 'POST' });
+  const text = await response.text();
+  return { status: response.status, error: text === '' ? '' : (JSON.parse(text) as { error: string }).error };
+}

@@ -6,14 +6,15 @@
 import { decode } from '@msgpack/msgpack';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Dealer, Subscriber } from 'zeromq';
+import { Subscriber } from 'zeromq';
 import type { GenerateRequest } from '../../../src/contracts/generate.js';
 import type { KvEventsConfig } from '../../../src/contracts/kv-events.js';
 import { EngineCore, type EngineConfig } from '../../../src/engine-worker/engine-core.js';
 import { KvEventPublisher } from '../../../src/kv-events/publisher.js';
-import { readSequenceFrame, sequenceFrame } from '../../../src/kv-events/wire.js';
+import { readSequenceFrame } from '../../../src/kv-events/wire.js';
 import { openModelRunner } from '../../../src/runners/create-runner.js';
 import { DEFAULT_REPOSITORY } from '../../../models/default-repository.js';
+import { replayKvEvents } from '../../support/kv-events.js';
 import { GREEDY_SAMPLING } from '../../support/sampling.js';
 
 const MODEL = join(DEFAULT_REPOSITORY, 'qwen3-tiny', '1', 'onnx', 'model.onnx');
@@ -52,28 +53,9 @@ class CachedSet {
   }
 }
 
-/** Asks the replay socket for every batch from `start` (DEALER: [empty, start] → [empty, seq, batch]… [empty, -1, empty]). */
-async function replay(endpoint: string, start: number, into: CachedSet | ((sequence: number) => void)): Promise<number> {
-  const dealer = new Dealer({ linger: 0 });
-  dealer.connect(endpoint);
-  let count = 0;
-  try {
-    await dealer.send([new Uint8Array(0), sequenceFrame(start)]);
-    for (;;) {
-      const [delimiter, seq, payload] = await dealer.receive();
-      expect(delimiter!.length).toBe(0);
-      if (payload!.length === 0) {
-        expect(seq!.toString('hex')).toBe('ffffffffffffffff');
-        return count;
-      }
-      if (into instanceof CachedSet) into.apply(readSequenceFrame(seq!)!, payload!);
-      else into(readSequenceFrame(seq!)!);
-      count++;
-    }
-  } finally {
-    dealer.close();
-  }
-}
+/** Replays every batch from `start` into a cached set, or hands each sequence number to a callback. */
+const replay = (endpoint: string, start: number, into: CachedSet | ((sequence: number) => void)): Promise<number> =>
+  replayKvEvents(endpoint, start, (sequence, payload) => (into instanceof CachedSet ? into.apply(sequence, payload) : into(sequence)));
 
 const request = (id: string, prompt: number[]): GenerateRequest => ({
   id,

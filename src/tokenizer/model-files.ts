@@ -5,7 +5,7 @@
 // encoders' tokenizers) and in the tokenizer worker, which builds its own copy of the tokenizer.
 
 import { existsSync } from 'node:fs';
-import { readFile } from 'node:fs/promises';
+import { readFile, realpath, stat } from 'node:fs/promises';
 import { basename, join } from 'node:path';
 import { Tokenizer } from '@huggingface/tokenizers';
 import type { TextTokenizer } from '../contracts/tokenizer.js';
@@ -73,7 +73,7 @@ async function readOptionalJson(path: string): Promise<Record<string, unknown> |
   return existsSync(path) ? readJson(path) : null;
 }
 
-export async function readModelFiles(dir: string): Promise<ModelFiles> {
+async function readModelFilesUncached(dir: string): Promise<ModelFiles> {
   const templatePath = join(dir, 'chat_template.jinja');
   const [tokenizerJson, tokenizerConfig, generationConfig, config, chatTemplateFile] = await Promise.all([
     readJson(join(dir, 'tokenizer.json')),
@@ -85,8 +85,57 @@ export async function readModelFiles(dir: string): Promise<ModelFiles> {
   return { tokenizerJson, tokenizerConfig: tokenizerConfig as TokenizerConfig, generationConfig, config, chatTemplateFile };
 }
 
+/**
+ * What makes two reads of a model directory the same: each file's real path, size and mtime.
+ * Versions and precision variants of one model link or copy the same tokenizer files; a changed
+ * file changes its stamp. Null when a file cannot be stat'ed (the uncached read reports why).
+ */
+async function filesStamp(dir: string): Promise<string | null> {
+  try {
+    const parts = await Promise.all(
+      MODEL_FILE_NAMES.map(async (name) => {
+        const path = join(dir, name);
+        if (!existsSync(path)) return `${name}:-`;
+        const [real, info] = await Promise.all([realpath(path), stat(path)]);
+        return `${real}:${info.size}:${info.mtimeMs}`;
+      }),
+    );
+    return parts.join('|');
+  } catch {
+    return null;
+  }
+}
+
+// Parsing Qwen3's 11 MB tokenizer.json and building its tokenizer takes ~0.8 s of the main
+// thread; a precision swap, an on-demand reload or a second version of the same model would pay
+// it again while streams are running. Entries are held weakly: they live as long as a loaded
+// model holds them, and an unloaded model's tokenizer is garbage like any other.
+const filesCache = new Map<string, WeakRef<ModelFiles>>();
+const tokenizers = new WeakMap<ModelFiles, TextTokenizer>();
+const forget = new FinalizationRegistry<string>((stamp) => {
+  if (filesCache.get(stamp)?.deref() === undefined) filesCache.delete(stamp);
+});
+
+/** The model directory's files, parsed; the same object for a directory whose files have not changed while it is in use. */
+export async function readModelFiles(dir: string): Promise<ModelFiles> {
+  const stamp = await filesStamp(dir);
+  const cached = stamp === null ? undefined : filesCache.get(stamp)?.deref();
+  if (cached) return cached;
+  const files = await readModelFilesUncached(dir);
+  if (stamp !== null) {
+    filesCache.set(stamp, new WeakRef(files));
+    forget.register(files, stamp);
+  }
+  return files;
+}
+
+/** The tokenizer of `files`; built once per files object (see readModelFiles). */
 export function createTokenizer(files: Pick<ModelFiles, 'tokenizerJson' | 'tokenizerConfig'>): TextTokenizer {
-  return new Tokenizer(files.tokenizerJson, files.tokenizerConfig) as TextTokenizer;
+  const known = tokenizers.get(files as ModelFiles);
+  if (known) return known;
+  const tokenizer = new Tokenizer(files.tokenizerJson, files.tokenizerConfig) as TextTokenizer;
+  tokenizers.set(files as ModelFiles, tokenizer);
+  return tokenizer;
 }
 
 function tokenText(field: SpecialTokenField): string | null {

@@ -4,8 +4,9 @@
 // of GET /v2/health/ready and of a GET /metrics scrape on the HTTP port (the endpoint picker's: a
 // scrape every 50 ms, metrics older than 200 ms read as saturated), each polled about every 50 ms.
 
-import { execFileSync } from 'node:child_process';
+import { execFileSync, fork } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 
 export interface CpuSample {
   /** CPU ms (user + system) of the main thread (the thread whose id is the process id). */
@@ -45,51 +46,49 @@ export function readCpu(pid: number): CpuSample | undefined {
   }
 }
 
-export interface LatencyPoll {
-  /** Stops polling; resolves with every latency in ms and the count of answers that were not 200. */
-  stop(): Promise<{ latenciesMs: number[]; failures: number }>;
+export interface PollResult {
+  /** Every latency in ms, in order. */
+  readonly latenciesMs: number[];
+  /** Answers that were not 200, and requests that failed. */
+  readonly failures: number;
 }
 
-/** Polls GET /v2/health/ready every `intervalMs`, one at a time. */
-export const pollHealth = (http: string, intervalMs = 50): LatencyPoll => pollLatency(`${http}/v2/health/ready`, intervalMs);
+export interface LatencyPolls {
+  /** Stops polling; resolves with one result per URL, in the order given. */
+  stop(): Promise<PollResult[]>;
+}
 
-/** Scrapes GET /metrics on the HTTP serving port every `intervalMs` (the body read whole, as Prometheus does), one at a time. */
-export const pollMetrics = (http: string, intervalMs = 50): LatencyPoll => pollLatency(`${http}/metrics`, intervalMs);
+const POLLER = fileURLToPath(new URL('./poller-process.mjs', import.meta.url));
 
-/** GETs `url` every `intervalMs` (from the start of one poll to the next), one at a time. */
-function pollLatency(url: string, intervalMs: number): LatencyPoll {
-  const latenciesMs: number[] = [];
-  let failures = 0;
-  let stopped = false;
-  let wake: (() => void) | undefined;
-  const loop = (async () => {
-    while (!stopped) {
-      const started = performance.now();
-      try {
-        const response = await fetch(url);
-        await response.arrayBuffer();
-        if (response.status !== 200) failures++;
-      } catch {
-        failures++;
-      }
-      const elapsed = performance.now() - started;
-      latenciesMs.push(elapsed);
-      if (stopped) break;
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(resolve, Math.max(0, intervalMs - elapsed));
-        wake = () => {
-          clearTimeout(timer);
-          resolve();
+/**
+ * Polls each of `urls` every `intervalMs`, one request at a time per URL, from a child process
+ * (poller-process.mjs): resolves once the polls have begun.
+ */
+export async function startPolls(urls: readonly string[], intervalMs = 50): Promise<LatencyPolls> {
+  const child = fork(POLLER, [String(intervalMs), ...urls], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const exited = new Promise<never>((_, reject) => child.once('exit', (code) => reject(new Error(`the poller process exited (code ${code}) before it answered`))));
+  const next = (type: string): Promise<{ results?: PollResult[] }> =>
+    Promise.race([
+      new Promise<{ results?: PollResult[] }>((resolve) => {
+        const listen = (message: { type?: string; results?: PollResult[] }) => {
+          if (message?.type !== type) return;
+          child.off('message', listen);
+          resolve(message);
         };
-      });
-    }
-  })();
+        child.on('message', listen);
+      }),
+      exited,
+    ]);
+  exited.catch(() => {}); // observed through next()
+  await next('ready');
   return {
     stop: async () => {
-      stopped = true;
-      wake?.();
-      await loop;
-      return { latenciesMs, failures };
+      const answer = next('results');
+      child.send({ type: 'stop' });
+      return (await answer).results!;
     },
   };
 }
+
+/** GET /v2/health/ready and GET /metrics on the HTTP serving port (the endpoint picker's scrape), polled together. */
+export const healthAndMetricsUrls = (http: string): [string, string] => [`${http}/v2/health/ready`, `${http}/metrics`];

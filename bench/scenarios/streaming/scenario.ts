@@ -15,7 +15,7 @@ import type { FlagSpec, PreparedScenario, Scenario, ScenarioContext } from '../.
 import type { BenchCase, RunSlot } from '../../harness/types.js';
 import { startServerProcess, type ServerProcess } from '../infer/server-process.js';
 import { conveyorConfig, waitForModels } from '../serve/systems.js';
-import { pollHealth, pollMetrics, readCpu } from './probes.js';
+import { healthAndMetricsUrls, type PollResult, readCpu, startPolls } from './probes.js';
 import { BASELINE, conclude, streamingCharts, type Recorded } from './report.js';
 import { openClient, TRANSPORTS, type GenerationParams, type Transport, type TransportClient } from './transports.js';
 
@@ -84,9 +84,9 @@ async function prepareStreaming(decoder: DecoderDir, context: ScenarioContext): 
       checkDelivered(transport, await client.run(prompts, { model, maxTokens: Math.min(4, maxTokens) }), Math.min(4, maxTokens));
     }
     log('health latency with the server idle…');
-    const idlePoll = pollHealth(server.http);
+    const idlePoll = await startPolls([healthAndMetricsUrls(server.http)[0]]);
     await new Promise((done) => setTimeout(done, quick ? 1000 : 3000));
-    const idle = await idlePoll.stop();
+    const [idle] = (await idlePoll.stop()) as [PollResult];
     const recorded: Recorded = new Map();
     const pid = server.pid;
     const http = server.http;
@@ -99,16 +99,14 @@ async function prepareStreaming(decoder: DecoderDir, context: ScenarioContext): 
         params: { concurrency, maxTokens, size },
         work: { count: concurrency * maxTokens, unit: 'tokens' },
         run: async (slot?: RunSlot) => {
+          const polls = await startPolls(healthAndMetricsUrls(http));
           const before = readCpu(pid);
-          const health = pollHealth(http);
-          const scrapes = pollMetrics(http);
           const outcome = await client.run(prompts, params).then(
             (delivered) => ({ delivered }),
             (error: unknown) => ({ error }),
           );
           const after = readCpu(pid);
-          const polled = await health.stop();
-          const scraped = await scrapes.stop();
+          const [polled, scraped] = (await polls.stop()) as [PollResult, PollResult];
           if ('error' in outcome) throw outcome.error;
           const { delivered } = outcome;
           checkDelivered(client.transport, delivered, maxTokens);
@@ -166,7 +164,7 @@ function setupNotes(model: string, concurrency: number, maxTokens: number, pid: 
     `Server: \`src/cli.ts serve\` as a child process (pid ${pid}) on a temporary repository holding \`${model}\` (backend llm, max_num_seqs ${Math.max(32, concurrency)}, other engine settings at their defaults).`,
     `Each run: ${concurrency} chat requests sent at once (distinct prompts, the same for every transport), temperature 0, ignore_eos, max_tokens ${maxTokens}; the run ends when the last request finishes. non-streaming and sse: POST /v1/chat/completions over fetch (stream false / true with include_usage); websocket: every request multiplexed on one /v1/ws socket; grpc: conveyor.v1.GenerationService/Generate, one call per request on one channel. Transports run interleaved, one run each per round; each was warmed with one short burst of the same prompts (so prompts hit the prefix cache alike).`,
     "Output tok/s: tokens of a run ÷ the median run time. Main-thread CPU: utime + stime of the server's main thread (/proc/<pid>/task/<pid>/stat, 10 ms ticks) over the measured runs ÷ tokens delivered; the engine steps on worker threads, so this is the serving side (HTTP, framing, serialization, detokenized text). Δ main CPU vs non-streaming is the streaming cost per token on the main thread; Δ wall is 1/throughput − 1/throughput(non-streaming) per token (noise-bound on a loaded machine). Process CPU counts every thread, engine included.",
-    "Health: GET /v2/health/ready polled from the bench process about every 50 ms while each measured run was in flight; the latency includes the bench process's own event loop, which is also parsing the streams.",
+    "Health: GET /v2/health/ready polled about every 50 ms while each measured run was in flight, from a poller process of its own (as the endpoint picker scrapes from its own process), so the latency waits on the server and the machine, not on the load generator's event loop, which is parsing the streams.",
     'Scrape: GET /metrics on the HTTP serving port (the server runs with --metrics-engine-type vllm, so every conveyor: and vllm: series is in it), polled the same way and at the same time as health, the body read whole; the endpoint picker scrapes every 50 ms and reads metrics older than 200 ms as saturated, so the target is p99 < 20 ms.',
   ];
 }

@@ -3,6 +3,7 @@
 // The worker is supervised: if it dies, the requests it held fail with UNAVAILABLE, new ones are
 // refused until a fresh engine (new KV cache) is up, and a crash loop stops the restarts.
 
+import { mainThreadTurns } from '../threads/event-loop-turns.js';
 import type { Worker } from 'node:worker_threads';
 import type { EngineReadyInfo, EngineWorkerData, FromEngine, ToEngine } from '../contracts/engine-messages.js';
 import type { EngineStats, GenerateRequest, SequenceUpdate, StepOutput } from '../contracts/generate.js';
@@ -212,7 +213,9 @@ export class EngineClient {
       if (!channel) continue;
       channel.queue.push({ update, timeMs: output.timeMs });
       if (update.finishReason !== null) channel.done = true;
-      channel.notify?.();
+      // Each stream's consumer (detokenize, stop strings, framing, the socket write) wakes in a
+      // turn of its own, so a step of 32 streams does not hold the event loop for all 32.
+      mainThreadTurns.run(() => channel.notify?.());
     }
     for (const rejection of output.rejections) {
       const channel = this.channels.get(rejection.requestId);

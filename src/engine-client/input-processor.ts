@@ -5,6 +5,7 @@
 // prompt's length is known. Text lives here and in the output processor only.
 
 import type { GenerateRequest, GrammarSpec, ThinkingSpec } from '../contracts/generate.js';
+import { mainThreadTurns } from '../threads/event-loop-turns.js';
 import type { ChatMessage, ChatTemplateOptions, OutputOptions, ProcessedRequest, PromptInput } from '../contracts/text-generation.js';
 import type { TextTokenizer } from '../contracts/tokenizer.js';
 import { ConveyorError, invalidArg } from '../errors.js';
@@ -157,8 +158,13 @@ export class InputProcessor {
     return this.build(input, validated, this.tokenize(withReasoningEffort(input.prompt, validated.reasoningEffort)));
   }
 
-  /** As process, with long prompts tokenized off the main thread. */
+  /**
+   * As process, with long prompts tokenized off the main thread, in the request's turn of the
+   * main thread (see EventLoopTurns): a burst of arrivals is tokenized one per event-loop
+   * iteration, with sockets polled in between.
+   */
   async processAsync(input: ProcessInput): Promise<ProcessedRequest> {
+    await mainThreadTurns.next();
     const validated = this.validate(input);
     return this.build(input, validated, await this.tokenizeAsync(withReasoningEffort(input.prompt, validated.reasoningEffort)));
   }

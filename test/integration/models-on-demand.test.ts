@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
 import OpenAI, { APIError, BadRequestError } from 'openai';
+import WebSocket from 'ws';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { configOf, makeRepository, startTestServer, type TestServer } from '../support/server.js';
 
@@ -168,6 +169,35 @@ describe('gRPC', () => {
       expect(loaded(server)).toEqual(['qwen3']);
     } finally {
       client.close();
+    }
+  }, 120_000);
+});
+
+describe('WebSocket', () => {
+  it('a /v1/ws generation loads the LLM on demand, and holds it until done', async () => {
+    const repository = await makeRepository([{ name: 'qwen3', from: 'qwen3-tiny', config: configOf('qwen3-tiny', 'qwen3') }]);
+    // keep_alive 0: the model goes as soon as its last lease is released, so it stays only while the socket's generation holds one.
+    const server = await start(repository, ['--keep-alive=0']);
+    const socket = new WebSocket(`ws://127.0.0.1:${server.httpPort}/v1/ws`);
+    try {
+      await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
+      const frames: { type: string; loaded: string[] }[] = [];
+      const done = new Promise<void>((resolve) =>
+        socket.on('message', (data) => {
+          const frame = JSON.parse(String(data)) as { type: string };
+          frames.push({ type: frame.type, loaded: loaded(server) });
+          if (frame.type === 'done' || frame.type === 'error') resolve();
+        }),
+      );
+      socket.send(JSON.stringify({ type: 'generate', id: 'w1', model: 'qwen3', messages: [{ role: 'user', content: 'hi' }], max_tokens: 4, ignore_eos: true }));
+      await done;
+      expect(frames.at(-1)!.type).toBe('done');
+      expect(frames.length).toBeGreaterThan(1); // deltas, then done
+      // Loaded for every frame of the stream; gone once the lease is released (keep_alive 0).
+      for (const frame of frames) expect(frame.loaded).toEqual(['qwen3']);
+      await waitFor(async () => loaded(server).length === 0);
+    } finally {
+      socket.close();
     }
   }, 120_000);
 });

@@ -111,7 +111,12 @@ export class WebSocketSession {
     const release = (): void => {
       if (this.live.get(id) === controller) this.live.delete(id);
     };
+    // A lease for the generation's whole life, as every HTTP and gRPC request holds one: it loads
+    // a model served on demand, and keeps it from idle unload and eviction while it streams.
+    let lease: { release(): void } | undefined;
     try {
+      lease = await this.lookup.acquire?.(message.model);
+      if (this.closed || controller.signal.aborted) return;
       const model = this.lookup.llmModel(message.model, message.version);
       const prepared = await model.prepare(message.input);
       for await (const event of model.generate(prepared, controller.signal)) {
@@ -130,6 +135,7 @@ export class WebSocketSession {
       this.outbox.send(errorMessage(error, id));
     } finally {
       release();
+      lease?.release();
     }
   }
 

@@ -2,19 +2,7 @@
 // numbers /metrics renders (one registry answers both), read without the text round trip.
 
 import type { Registry } from 'prom-client';
-
-export interface MetricSample {
-  /** The series name: the family's, or `<family>_bucket|_sum|_count` for a histogram. */
-  readonly name: string;
-  readonly labels: Readonly<Record<string, string | number>>;
-  readonly value: number;
-}
-
-export interface MetricFamily {
-  readonly name: string;
-  readonly type: string;
-  readonly samples: readonly MetricSample[];
-}
+import type { MetricFamily } from '../contracts/ui-status.js';
 
 export async function readFamilies(registry: Registry): Promise<MetricFamily[]> {
   const families = await registry.getMetricsAsJSON();

@@ -6,4 +6,3 @@ export { finishedRequest, NO_LLM_METRICS, type FinishedRequest, type KvCacheShap
 export { METRICS_ENGINE_TYPES, type MetricsEngineType } from './metric-definitions.js';
 export type { ModelSnapshotSource } from './triton-collector.js';
 export { NO_LIFECYCLE_METRICS, type LifecycleObserver, type UnloadReason } from './lifecycle-metrics.js';
-export type { MetricFamily, MetricSample } from './families.js';

@@ -7,7 +7,8 @@ import { EVENT_LOOP_MONITORING_PRECISION_MS, llmPrefixes, type MetricsEngineType
 import { PromLlmMetrics, type LlmMetricsObserver } from './llm-observer.js';
 import { PromLifecycleMetrics, type LifecycleObserver } from './lifecycle-metrics.js';
 import { registerTritonMetrics, type ModelSnapshotSource } from './triton-collector.js';
-import { readFamilies, type MetricFamily } from './families.js';
+import type { MetricFamily } from '../contracts/ui-status.js';
+import { readFamilies } from './families.js';
 
 /** What the metrics server needs of a registry. */
 export interface MetricsRegistry {

@@ -3,31 +3,10 @@
 // buckets, so every chart point describes the last poll interval, not the server's lifetime.
 // Pure (no DOM): the unit tests run it under Node.
 
-export interface MetricSample {
-  readonly name: string;
-  readonly labels: Readonly<Record<string, string | number>>;
-  readonly value: number;
-}
+import type { MetricSample, UiStatus } from '../../src/contracts/ui-status.js';
 
-export interface MetricFamily {
-  readonly name: string;
-  readonly type: string;
-  readonly samples: readonly MetricSample[];
-}
-
-export interface RecentError {
-  readonly time_ms: number;
-  readonly method: string;
-  readonly path: string;
-  readonly status: number;
-  readonly message: string;
-}
-
-export interface Status {
-  readonly time_ms: number;
-  readonly metrics: readonly MetricFamily[];
-  readonly errors: readonly RecentError[];
-}
+/** GET /ui/api/status's answer (declared once, in src/contracts/ui-status.ts). */
+export type Status = UiStatus;
 
 export interface DashboardPoint {
   readonly time_ms: number;

@@ -3,15 +3,7 @@
 // which is in the 'api' class, so a server with keys shows it only to a caller holding one.
 
 import type { FastifyInstance } from 'fastify';
-
-export interface RecentError {
-  readonly time_ms: number;
-  readonly method: string;
-  /** The path without its query (a query may carry a prompt or a key-like value). */
-  readonly path: string;
-  readonly status: number;
-  readonly message: string;
-}
+import type { RecentError } from '../../contracts/ui-status.js';
 
 const DEFAULT_CAPACITY = 50;
 const MESSAGE_CHARS = 300;

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { bucketQuantile, dashboardPoint, type MetricFamily, type Status } from '../../../ui/src/metrics-view.js';
+import type { MetricFamily } from '../../../src/contracts/ui-status.js';
+import { bucketQuantile, dashboardPoint, type Status } from '../../../ui/src/metrics-view.js';
 
 const family = (name: string, samples: [string, Record<string, string | number>, number][]): MetricFamily => ({
   name,

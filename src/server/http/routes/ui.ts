@@ -6,26 +6,13 @@
 import { existsSync, readFileSync } from 'node:fs';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { withAccess } from '../access.js';
-import type { RecentError, RecentErrors } from '../recent-errors.js';
-
-/** One metric family as the dashboard reads it: every sample of it, histogram buckets included. */
-export interface UiMetricFamily {
-  readonly name: string;
-  readonly type: string;
-  readonly samples: readonly { readonly name: string; readonly labels: Readonly<Record<string, string | number>>; readonly value: number }[];
-}
+import type { MetricFamily, UiStatus } from '../../../contracts/ui-status.js';
+import type { RecentErrors } from '../recent-errors.js';
 
 export interface UiOptions {
   /** The server's metric families at this instant (src/metrics ConveyorMetrics.families). */
-  readonly families: () => Promise<readonly UiMetricFamily[]>;
+  readonly families: () => Promise<readonly MetricFamily[]>;
   readonly errors: RecentErrors;
-}
-
-/** What GET /ui/api/status answers. */
-export interface UiStatus {
-  readonly time_ms: number;
-  readonly metrics: readonly UiMetricFamily[];
-  readonly errors: readonly RecentError[];
 }
 
 // A directory URL (not a file's): the layering test reads a `new URL('….js', import.meta.url)` as an import.

@@ -11,6 +11,7 @@ import type { ServedModel } from './served-model.js';
 import { LlmModel } from './llm-backend.js';
 import { wireDataType, wireShape } from './validate-infer.js';
 import type { ModelLease, ModelResidency } from './model-residency.js';
+import type { KeepAliveMs } from './residency-policy.js';
 
 export const SERVER_NAME = 'conveyor';
 export const SERVER_VERSION = '0.1.0';
@@ -141,8 +142,8 @@ export class ConveyorService implements InferenceService {
   }
 
   /** A lease on `name` for one request (loads it on demand); an empty one without a residency. */
-  async acquire(name: string): Promise<ModelLease> {
-    return (await this.options.residency?.acquire(name)) ?? { release: () => undefined };
+  async acquire(name: string, keepAliveMs?: KeepAliveMs): Promise<ModelLease> {
+    return (await this.options.residency?.acquire(name, keepAliveMs)) ?? { release: () => undefined };
   }
 
   get residency(): ModelResidency | undefined {

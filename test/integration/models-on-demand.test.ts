@@ -202,6 +202,36 @@ describe('WebSocket', () => {
   }, 120_000);
 });
 
+describe('WebSocket keep_alive', () => {
+  it('a /v1/ws keep_alive of 0 unloads the model once done; a bad one is refused naming the field, and loads nothing', async () => {
+    const repository = await makeRepository([{ name: 'qwen3', from: 'qwen3-tiny', config: configOf('qwen3-tiny', 'qwen3') }]);
+    const server = await start(repository, ['--keep-alive=-1']);
+    const socket = new WebSocket(`ws://127.0.0.1:${server.httpPort}/v1/ws`);
+    const answers = new Map<string, (frame: { type: string; error?: { param?: string } }) => void>();
+    socket.on('message', (data) => {
+      const frame = JSON.parse(String(data)) as { type: string; id: string };
+      if (frame.type === 'done' || frame.type === 'error') answers.get(frame.id)?.(frame);
+    });
+    const generate = (id: string, keepAlive: unknown) =>
+      new Promise<{ type: string; error?: { param?: string } }>((resolve) => {
+        answers.set(id, resolve);
+        socket.send(JSON.stringify({ type: 'generate', id, model: 'qwen3', messages: [{ role: 'user', content: 'hi' }], max_tokens: 2, keep_alive: keepAlive }));
+      });
+    try {
+      await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
+      const refused = await generate('bad', 'soon');
+      expect(refused.type).toBe('error');
+      expect(refused.error?.param).toBe('keep_alive');
+      expect(loaded(server)).toEqual([]);
+      expect((await generate('zero', 0)).type).toBe('done');
+      // The server keeps models forever (--keep-alive=-1); this request's 0 unloads it once idle.
+      await waitFor(async () => loaded(server).length === 0);
+    } finally {
+      socket.close();
+    }
+  }, 120_000);
+});
+
 describe('gRPC ModelStreamInfer', () => {
   it('loads a decoupled LLM on its first request and streams it (the config is read once the model is loaded)', async () => {
     const repository = await makeRepository([{ name: 'qwen3', from: 'qwen3-tiny', config: configOf('qwen3-tiny', 'qwen3') }]);

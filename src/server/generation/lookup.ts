@@ -3,10 +3,11 @@
 
 import type { LlmModel } from '../../serving/llm-backend.js';
 import type { ModelLease } from '../../serving/model-residency.js';
+import type { KeepAliveMs } from '../../serving/residency-policy.js';
 
 export interface LlmLookup {
   /** Throws INVALID_ARG for an unknown or non-generative model, NOT_FOUND for a missing version. */
   llmModel(name: string, version?: string): LlmModel;
-  /** A lease on the model for one request (loads it on demand; src/serving/model-residency.ts); absent, none is needed. */
-  acquire?(name: string): Promise<ModelLease>;
+  /** A lease on the model for one request (loads it on demand; src/serving/model-residency.ts), with the request's keep_alive if it sent one; absent, none is needed. */
+  acquire?(name: string, keepAliveMs?: KeepAliveMs): Promise<ModelLease>;
 }

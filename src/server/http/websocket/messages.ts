@@ -1,6 +1,7 @@
 // The /v1/ws JSON protocol's messages (PROTOCOL.md): client messages parsed and checked into
 // plain values, server messages built from engine events and errors. No socket here.
 
+import { parseKeepAlive, type KeepAliveMs } from '../../../serving/residency-policy.js';
 import type { TokenLogprob } from '../../../contracts/generate.js';
 import type { GenerationEvent } from '../../../contracts/text-generation.js';
 import { asConveyorError, ConveyorError, ERROR_CATALOG, invalidArg } from '../../../errors.js';
@@ -10,12 +11,12 @@ import type { GenerateInput } from '../../../serving/llm-backend.js';
 export const MAX_ID_LENGTH = 256;
 
 export type ClientMessage =
-  | { readonly type: 'generate'; readonly id: string; readonly model: string; readonly version?: string; readonly input: GenerateInput }
+  | { readonly type: 'generate'; readonly id: string; readonly model: string; readonly version?: string; readonly keepAliveMs?: KeepAliveMs; readonly input: GenerateInput }
   | { readonly type: 'cancel'; readonly id: string };
 
 /** The generation parameters a generate message carries (src/vocabulary), under OpenAI's names; checked by the input processor. */
 const WS_VOCABULARY: WireVocabulary = { omit: ['cache_salt', 'prompt_logprobs'], aliases: { max_completion_tokens: 'max_tokens' } };
-const GENERATE_KEYS = new Set(['type', 'id', 'model', 'version', 'messages', 'prompt', 'chat_template_kwargs', 'add_special_tokens', ...wireFieldNames(WS_VOCABULARY)]);
+const GENERATE_KEYS = new Set(['type', 'id', 'model', 'version', 'keep_alive', 'messages', 'prompt', 'chat_template_kwargs', 'add_special_tokens', ...wireFieldNames(WS_VOCABULARY)]);
 
 /** A frame's JSON; `id` is whatever id could be read, so an error can name the generation it belongs to. */
 export function parseClientMessage(text: string): ClientMessage {
@@ -51,12 +52,14 @@ function messageId(value: Record<string, unknown>): string {
 function parseGenerate(value: Record<string, unknown>, id: string): ClientMessage {
   const unknown = Object.keys(value).filter((key) => !GENERATE_KEYS.has(key));
   if (unknown.length > 0) throw invalidArg(`unsupported field${unknown.length > 1 ? 's' : ''}: ${unknown.join(', ')}`, unknown[0]);
-  const { model, version, messages, prompt } = value;
+  const { model, version, messages, prompt, keep_alive: keepAlive } = value;
   if (typeof model !== 'string' || model === '') throw invalidArg('model must be a non-empty string', 'model');
   if (version !== undefined && typeof version !== 'string') throw invalidArg('version must be a string', 'version');
   if ((messages === undefined) === (prompt === undefined)) throw invalidArg('send exactly one of messages (chat) or prompt (text or token ids)', messages === undefined ? 'prompt' : 'messages');
+  // Ollama's keep_alive, as the HTTP routes read it from their bodies: how long the model stays loaded once this generation is done.
+  const keepAliveMs = keepAlive === undefined || keepAlive === null ? undefined : parseKeepAlive(keepAlive, 'keep_alive');
   const input: GenerateInput = { prompt: promptOf(value), ...readWireParams(value, WS_VOCABULARY) };
-  return { type: 'generate', id, model, ...(version ? { version } : {}), input };
+  return { type: 'generate', id, model, ...(version ? { version } : {}), ...(keepAliveMs !== undefined ? { keepAliveMs } : {}), input };
 }
 
 function promptOf(value: Record<string, unknown>): GenerateInput['prompt'] {

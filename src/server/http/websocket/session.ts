@@ -115,7 +115,7 @@ export class WebSocketSession {
     // a model served on demand, and keeps it from idle unload and eviction while it streams.
     let lease: { release(): void } | undefined;
     try {
-      lease = await this.lookup.acquire?.(message.model);
+      lease = await this.lookup.acquire?.(message.model, message.keepAliveMs);
       if (this.closed || controller.signal.aborted) return;
       const model = this.lookup.llmModel(message.model, message.version);
       const prepared = await model.prepare(message.input);

@@ -18,8 +18,8 @@ import { SCHEMAS } from '../../../bench/scenarios/structured/schemas.js';
 const MODEL_DIR = join(DEFAULT_REPOSITORY, 'qwen3-tiny', '1');
 const LOGITS_VOCAB = 151_936;
 const STOP = [151_645, 151_643];
-// 12 seeded walks per grammar: 660 over the JSON schemas (the raw-tab gap showed within the first few).
-const WALKS = 12;
+// 20 seeded walks per grammar, as the issue asks: 1,100 over the JSON schemas (the raw-tab gap showed within the first few).
+const WALKS = 20;
 const TOKEN_CAP = 100;
 
 let engine: GrammarEngine;
@@ -50,8 +50,13 @@ function pick(mask: Int32Array, random: () => number): number {
     const id = Math.floor(random() * LOGITS_VOCAB);
     if (maskAllows(mask, id)) return id;
   }
+  // A restrictive mask (a structural state): list its allowed ids word by word, skipping empty words.
   const allowed: number[] = [];
-  for (let id = 0; id < LOGITS_VOCAB; id++) if (maskAllows(mask, id)) allowed.push(id);
+  for (let word = 0; word < mask.length; word++) {
+    const bits = mask[word]!;
+    if (bits === 0) continue;
+    for (let bit = 0; bit < 32; bit++) if ((bits >>> bit) & 1 && word * 32 + bit < LOGITS_VOCAB) allowed.push(word * 32 + bit);
+  }
   if (allowed.length === 0) throw new Error('the mask allows no token');
   return allowed[Math.floor(random() * allowed.length)]!;
 }
@@ -65,7 +70,8 @@ async function walk(matcher: ConstraintMatcher, seed: number): Promise<string | 
     const mask = await matcher.nextTokenMask();
     maskMs.push(performance.now() - started);
     const id = pick(mask, random);
-    expect(matcher.accept(id), `token ${id} was allowed by the mask but refused after ${JSON.stringify(decode(out))} (${out.join(',')})`).toBe(true);
+    // The message decodes the walk so far: built only on a failure, not at every step.
+    if (!matcher.accept(id)) expect.fail(`token ${id} was allowed by the mask but refused after ${JSON.stringify(decode(out))} (${out.join(',')})`);
     if (matcher.isTerminated()) return decode(out);
     out.push(id);
   }

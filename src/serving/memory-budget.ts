@@ -42,12 +42,27 @@ export async function estimateVersionBytes(config: ModelConfig, versionDir: stri
   return { weights: 0, kvCache: 0 };
 }
 
+/** Each of `versions`' estimate (see estimateVersionBytes), by version number. */
+export async function estimateVersionsBytes(config: ModelConfig, modelDir: string, name: string, versions: readonly number[]): Promise<Map<number, VersionBytes>> {
+  const estimates = new Map<number, VersionBytes>();
+  for (const version of versions) estimates.set(version, await estimateVersionBytes(config, join(modelDir, String(version)), `${name}/${version}`));
+  return estimates;
+}
+
+export function sumBytes(list: Iterable<VersionBytes>): VersionBytes {
+  let weights = 0;
+  let kvCache = 0;
+  for (const b of list) {
+    weights += b.weights;
+    kvCache += b.kvCache;
+  }
+  return { weights, kvCache };
+}
+
 /** What loading `config` from `modelDir` holds across every version its version policy serves. */
 export async function estimateModelBytes(modelDir: string, config: ModelConfig, name: string): Promise<number> {
   const versions = selectVersions(config.version_policy, await versionDirectories(modelDir).catch(() => []));
-  let bytes = 0;
-  for (const version of versions) bytes += totalBytes(await estimateVersionBytes(config, join(modelDir, String(version)), `${name}/${version}`));
-  return bytes;
+  return totalBytes(sumBytes((await estimateVersionsBytes(config, modelDir, name, versions)).values()));
 }
 
 /**

@@ -5,19 +5,19 @@
 // and the index) until its supervisor has restarted them.
 
 import { existsSync } from 'node:fs';
-import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { LoadOverride, ModelState, RepositoryIndexEntry } from '../contracts/inference-service.js';
 import type { ModelConfig } from '../contracts/model-config.js';
 import { asConveyorError, ConveyorError, invalidArg, notFound, unavailable } from '../errors.js';
 import type { ModelControlMode } from '../config/server-options.js';
 import type { BackendLoader, ServedModel } from './served-model.js';
 import { loadModelConfig, modelConfigFromJson } from '../repository/config/index.js';
-import { lexicalProblem, redactPaths } from '../repository/confine.js';
+import { redactPaths } from '../repository/confine.js';
 import { fingerprintModel, listModelNames, versionDirectories } from '../repository/scan.js';
 import { selectVersions } from '../repository/version-policy.js';
-import { budgetRefusal, estimateVersionBytes, totalBytes, type VersionBytes } from './memory-budget.js';
+import { budgetRefusal, estimateVersionsBytes, sumBytes, totalBytes, type VersionBytes } from './memory-budget.js';
+import { materializeOverride } from './load-override.js';
 
 interface VersionEntry {
   state: ModelState;
@@ -360,9 +360,8 @@ export class ModelManager {
    * the new ones are READY. Returns each wanted version's estimate, kept while it is loaded.
    */
   private async checkBudget(name: string, entry: ModelEntry, config: ModelConfig, modelDir: string, wanted: readonly number[]): Promise<Map<number, VersionBytes>> {
-    const estimates = new Map<number, VersionBytes>();
-    for (const version of wanted) estimates.set(version, await estimateVersionBytes(config, join(modelDir, String(version)), `${name}/${version}`));
-    const needed = [...estimates.values()].reduce((a, b) => ({ weights: a.weights + b.weights, kvCache: a.kvCache + b.kvCache }), { weights: 0, kvCache: 0 });
+    const estimates = await estimateVersionsBytes(config, modelDir, name, wanted);
+    const needed = sumBytes(estimates.values());
     const refusal = budgetRefusal(name, needed, this.loadedBytes(), this.options.memoryBudgetBytes ?? 0);
     if (refusal !== null) {
       if (!entry.loaded) entry.error = refusal;
@@ -390,9 +389,6 @@ function loadFailure(name: string, failed: readonly VersionEntry[]): ConveyorErr
   return new ConveyorError(code, `failed to load '${name}': ${failed.map((v) => v.reason).join('; ')}`);
 }
 
-/** Where `file:` overrides are written: `<tmpdir>/conveyor-load-<model>-XXXXXX`. */
-export const OVERRIDE_DIR_PREFIX = 'conveyor-load-';
-
 /** A loaded version is only as ready as its supervised workers are at this instant. */
 function effectiveState(v: VersionEntry): ModelState {
   if (v.state !== 'READY') return v.state;
@@ -403,29 +399,4 @@ function effectiveState(v: VersionEntry): ModelState {
 function why(v: VersionEntry): string {
   const status = v.state === 'READY' ? v.served?.supervision?.() : undefined;
   return status && !status.ready ? `: ${status.reason}` : '';
-}
-
-/**
- * Triton's `file:<version>/<path>` load parameters become a temporary model directory. Every
- * path is checked before anything is written; a failed write removes the directory.
- */
-async function materializeOverride(name: string, override: LoadOverride): Promise<string> {
-  if (!override.config) throw invalidArg(`failed to load '${name}': file: parameters require a 'config' parameter`);
-  const files = Object.entries(override.files ?? {});
-  for (const [path] of files) {
-    const problem = lexicalProblem(path, 'file: load parameter');
-    if (problem !== undefined) throw invalidArg(`failed to load '${name}': ${problem}`);
-  }
-  const dir = await mkdtemp(join(tmpdir(), `${OVERRIDE_DIR_PREFIX}${name}-`));
-  try {
-    for (const [path, bytes] of files) {
-      const target = join(dir, path);
-      await mkdir(dirname(target), { recursive: true });
-      await writeFile(target, bytes);
-    }
-  } catch (error) {
-    await rm(dir, { recursive: true, force: true });
-    throw invalidArg(`failed to load '${name}': cannot write the file: parameters (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
-  }
-  return dir;
 }

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_REPOSITORY } from '../../models/default-repository.js';
-import { OVERRIDE_DIR_PREFIX } from '../../src/serving/model-manager.js';
+import { OVERRIDE_DIR_PREFIX } from '../../src/serving/load-override.js';
 import { configOf, makeRepository, startTestServer, type TestServer } from '../support/server.js';
 
 let server: TestServer;

@@ -202,6 +202,40 @@ describe('WebSocket', () => {
   }, 120_000);
 });
 
+describe('WebSocket closed during the load', () => {
+  it('a socket that closes while its first request loads the model releases the lease: the model goes (keep_alive 0) and the next socket is served', async () => {
+    const repository = await makeRepository([{ name: 'qwen3', from: 'qwen3-tiny', config: configOf('qwen3-tiny', 'qwen3') }]);
+    const server = await start(repository, ['--keep-alive=0']);
+    const open = async (): Promise<WebSocket> => {
+      const socket = new WebSocket(`ws://127.0.0.1:${server.httpPort}/v1/ws`);
+      await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
+      return socket;
+    };
+    const request = { type: 'generate', model: 'qwen3', messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 };
+    const first = await open();
+    first.send(JSON.stringify({ ...request, id: 'gone' }));
+    // Close once the load has begun (the model is LOADING), before it is ready.
+    await waitFor(async () => (await cards(server)).qwen3 === 'LOADING', 30_000);
+    first.terminate();
+    // The load finishes, nobody holds a lease, keep_alive 0: the model unloads.
+    await waitFor(async () => (await cards(server)).qwen3 === 'UNLOADED');
+    expect(loaded(server)).toEqual([]);
+    const second = await open();
+    try {
+      const done = new Promise<string>((resolve) =>
+        second.on('message', (data) => {
+          const frame = JSON.parse(String(data)) as { type: string };
+          if (frame.type === 'done' || frame.type === 'error') resolve(frame.type);
+        }),
+      );
+      second.send(JSON.stringify({ ...request, id: 'next' }));
+      expect(await done).toBe('done');
+    } finally {
+      second.close();
+    }
+  }, 120_000);
+});
+
 describe('WebSocket keep_alive', () => {
   it('a /v1/ws keep_alive of 0 unloads the model once done; a bad one is refused naming the field, and loads nothing', async () => {
     const repository = await makeRepository([{ name: 'qwen3', from: 'qwen3-tiny', config: configOf('qwen3-tiny', 'qwen3') }]);

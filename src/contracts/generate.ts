@@ -308,7 +308,7 @@ export interface StepOutput {
     readonly count: number;
     readonly ms: number;
     readonly waitMs: number;
-    /** Greedy rows whose unmasked token was tried on its matcher first, and the ones refused (then masked and chosen again). */
+    /** Greedy rows whose unmasked candidates were tried on their matcher first, and the ones whose grammar took none (then masked and chosen again). */
     readonly tried: number;
     readonly refused: number;
   };

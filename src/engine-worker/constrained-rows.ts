@@ -31,7 +31,7 @@ interface Row {
   mirror: readonly number[];
   /** Set once the row cannot be masked any more (its grammar refused a token, or the worker died). */
   failed: string | null;
-  /** Whether its greedy tokens are tried before a mask (speculation.ts). */
+  /** Whether its greedy candidates are tried before a mask (speculation.ts). */
   speculation: SpeculationState;
 }
 
@@ -43,16 +43,16 @@ export interface MaskRequest {
 }
 
 export interface TryRequest extends MaskRequest {
-  /** The row's greedy token, sampled without a mask. */
-  readonly token: number;
+  /** The row's best tokens by processed logit, best first (ties by ascending id), sampled without a mask. */
+  readonly candidates: ArrayLike<number>;
 }
 
-/** A tried token kept, or the mask to sample again under (`RowMask`), or why the row cannot go on. */
-export type TryOutcome = { readonly accepted: true } | RowMask;
+/** The candidate its grammar took (the row's token), or the mask to choose under (`RowMask`), or why the row cannot go on. */
+export type TryOutcome = { readonly token: number } | RowMask;
 
 export interface GrammarStats {
   readonly masks: number;
-  /** Greedy tokens tried on their matcher before any mask (each refusal costs one of `masks`). */
+  /** Greedy rows whose candidates were tried on their matcher before any mask (each miss costs one of `masks`). */
   readonly tried: number;
   /** Time the grammar worker spent computing masks, ms. */
   readonly maskMs: number;
@@ -117,26 +117,27 @@ export class ConstrainedRows {
   }
 
   /**
-   * Tries each row's unmasked greedy token on its matcher: `accepted` rows keep their token (the
-   * matcher now holds it); a refused token comes back as the mask to sample the row again under.
+   * Tries each row's unmasked greedy candidates on its matcher: a row whose grammar takes one
+   * keeps it as its token (the matcher now holds it); a row that takes none comes back with the
+   * mask to choose under.
    */
-  async tryTokens(requests: readonly TryRequest[]): Promise<{ readonly outcomes: Map<string, TryOutcome>; readonly ms: number }> {
+  async tryCandidates(requests: readonly TryRequest[]): Promise<{ readonly outcomes: Map<string, TryOutcome>; readonly ms: number }> {
     const failures = new Map<string, RowMask>();
     const { jobs, answers } = this.catchUps(requests, failures);
     const outcomes = new Map<string, TryOutcome>(failures);
     if (jobs.length === 0) return { outcomes, ms: 0 };
-    const tokens = new Map(requests.map((r) => [r.requestId, r.token]));
+    const candidates = new Map(requests.map((r) => [r.requestId, Array.from(r.candidates)]));
     try {
-      const batch = await this.worker().tryTokens(jobs.map((job) => ({ ...job, token: tokens.get(job.requestId)! })));
+      const batch = await this.worker().tryCandidates(jobs.map((job) => ({ ...job, candidates: candidates.get(job.requestId)! })));
       for (const r of batch.results) {
         const answer = answers.get(r.requestId)!;
         const row = this.rows.get(r.requestId);
-        if (row) row.speculation = afterTry(row.speculation, answer.length, r.tokenAccepted);
-        if (r.tokenAccepted && row) {
-          row.mirror = [...answer, tokens.get(r.requestId)!];
-          outcomes.set(r.requestId, { accepted: true });
+        if (row && r.known && !r.refused) row.speculation = afterTry(row.speculation, answer.length, r.token !== null ? { hit: true } : { hit: false, ms: r.ms });
+        if (r.token !== null && row) {
+          row.mirror = [...answer, r.token];
+          outcomes.set(r.requestId, { token: r.token });
         } else if (r.mask === null && r.known && !r.refused) {
-          throw new Error(`the grammar worker refused token ${tokens.get(r.requestId)} of request ${r.requestId} without a mask`);
+          throw new Error(`the grammar worker took none of request ${r.requestId}'s candidates and sent no mask`);
         } else {
           const settled = new Map<string, RowMask>();
           this.settle(r.requestId, r.mask, r.accepted, r.refused, answer, settled);
@@ -180,7 +181,7 @@ export class ConstrainedRows {
     return { masks: into, ms: 0 };
   }
 
-  /** Whether the row's next greedy token (at answer position `position`) is tried before a mask. */
+  /** Whether the row's next greedy token (at answer position `position`) is chosen by trying candidates before a mask. */
   shouldTry(requestId: string, position: number): boolean {
     const row = this.rows.get(requestId);
     return row !== undefined && shouldTry(row.speculation, position);

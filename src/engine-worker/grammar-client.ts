@@ -43,8 +43,8 @@ export class GrammarWorkerClient {
     return { masks: reply.masks, ms: reply.ms };
   }
 
-  /** Catches each row's matcher up and tries its unmasked greedy token; a refused one comes back with its mask. */
-  async tryTokens(rows: readonly TryJob[]): Promise<{ readonly results: readonly TryResult[]; readonly ms: number }> {
+  /** Catches each row's matcher up and tries its greedy candidates in order; a row that takes none comes back with its mask. */
+  async tryCandidates(rows: readonly TryJob[]): Promise<{ readonly results: readonly TryResult[]; readonly ms: number }> {
     const reply = await this.job((id) => ({ type: 'try', id, rows }));
     if (reply.type !== 'tried') throw new ConveyorError('INTERNAL', `the grammar worker answered a try job with ${reply.type}`);
     return { results: reply.results, ms: reply.ms };

@@ -4,26 +4,32 @@
 // grammar cannot go on is listed in `failed`: the engine ends it rather than let it continue
 // outside its grammar.
 //
-// Greedy rows without logprobs skip the mask: greedy picks the unmasked argmax whenever the
-// grammar allows it (the mask only removes tokens, and the sampler's processors never raise a
-// −∞), so the row is sampled unmasked and its token tried on the matcher (verify()); only a
-// refused token costs a mask, under which the row is chosen again. The masks this skips are the
-// costly ones: inside a JSON string nearly every token is allowed and xgrammar checks them all.
-// A row whose tries keep being refused backs off to masks first (speculation.ts), so a model that
-// does not follow its grammar keeps the masks overlapped with the forward pass.
+// Greedy rows without logprobs skip the mask: greedy under a mask picks the first allowed token in
+// (processed logit descending, id ascending) order — the mask only removes tokens, and the
+// sampler's processors never raise a −∞ — so the row is sampled unmasked and its best candidates
+// are tried on the matcher in that order (offer(), verify()); the first one taken is exactly the masked
+// choice. Only a row whose grammar takes none costs a mask, under which it is chosen again. The
+// masks this skips are the costly ones: inside a JSON string nearly every token is allowed and
+// xgrammar checks them all, while one of a few top candidates is almost always allowed there.
+// Where the grammar allows few tokens the candidates miss but the mask is cheap; a row whose
+// misses are costly backs off to masks first (speculation.ts), keeping them overlapped with the
+// forward pass.
 
 import type { ThinkingSpec } from '../contracts/generate.js';
 import { allowToken, onlyToken } from '../contracts/token-mask.js';
 import { SAMPLING_EPS, type SamplerRow } from '../sampler/sampler.js';
-import type { ConstrainedRows, MaskRequest, RowMask, TryRequest } from './constrained-rows.js';
+import type { ConstrainedRows, MaskRequest, RowMask } from './constrained-rows.js';
 import { type ThinkingDirective, thinkingDirective } from './thinking-block.js';
+
+/** A speculative row's token, taken by its grammar, or the mask to choose it under. */
+export type SpeculativeChoice = { readonly token: number } | { readonly mask: Int32Array };
 
 const ANSWER: ThinkingDirective = { kind: 'answer', answerStart: 0, alsoAllow: null };
 
 export interface StepGrammarWork {
   /** Rows masked by their grammar. */
   readonly count: number;
-  /** Greedy rows whose unmasked token was tried on the matcher first, and how many of those it refused (each then masked). */
+  /** Greedy rows whose unmasked candidates were tried on the matcher first, and how many of those took none (each then masked). */
   readonly tried: number;
   readonly refused: number;
   /** The grammar worker's time on them, ms. */
@@ -38,6 +44,8 @@ export class StepConstraints {
   private readonly grammarRows = new Set<string>();
   private readonly failures = new Map<string, string>();
   private work = { count: 0, tried: 0, refused: 0, ms: 0, waitMs: 0 };
+  /** The speculative rows' tries posted so far this step (offer()). */
+  private readonly offers: ReturnType<ConstrainedRows['tryCandidates']>[] = [];
 
   private constructor(
     private readonly rows: ConstrainedRows,
@@ -89,27 +97,45 @@ export class StepConstraints {
   }
 
   /**
-   * Tries the speculative rows' tokens on their matchers; returns the rows whose token was
-   * refused, with the mask to choose again under (their masks also answer maskFor from now on).
+   * Posts a speculative row's candidates to its matcher as soon as the row is sampled, so the
+   * grammar worker tries them while the engine samples the other rows: then only the last rows'
+   * round trip is waited for (a cross-thread wake-up costs milliseconds when both cores are busy).
    */
-  async verify(tokens: ReadonlyMap<string, number>): Promise<Map<string, Int32Array>> {
-    const again = new Map<string, Int32Array>();
-    const requests: TryRequest[] = [...this.speculative.values()].filter((r) => tokens.has(r.requestId)).map((r) => ({ ...r, token: tokens.get(r.requestId)! }));
-    if (requests.length === 0) return again;
+  offer(requestId: string, candidates: ArrayLike<number>): void {
+    const request = this.speculative.get(requestId);
+    if (!request) throw new Error(`request ${requestId} is not sampled unmasked this step`);
+    this.offers.push(this.rows.tryCandidates([{ ...request, candidates }]));
+  }
+
+  /**
+   * Each offered row's choice: the candidate its grammar took, or the mask to choose again under
+   * (the mask also answers maskFor from now on). Rows that cannot go on are absent (see `failed`).
+   */
+  async verify(): Promise<Map<string, SpeculativeChoice>> {
+    const choices = new Map<string, SpeculativeChoice>();
+    if (this.offers.length === 0) return choices;
     const started = performance.now();
-    const { outcomes, ms } = await this.rows.tryTokens(requests);
-    this.recordWait(performance.now() - started, ms);
-    this.work.tried += requests.length;
-    for (const [requestId, outcome] of outcomes) {
-      if ('accepted' in outcome) continue;
-      if ('mask' in outcome) {
-        this.work.refused++;
-        again.set(requestId, outcome.mask);
+    const replies = await Promise.all(this.offers);
+    this.recordWait(
+      performance.now() - started,
+      replies.reduce((ms, reply) => ms + reply.ms, 0),
+    );
+    this.work.tried += this.offers.length;
+    for (const { outcomes } of replies) {
+      for (const [requestId, outcome] of outcomes) {
+        if ('token' in outcome) {
+          choices.set(requestId, outcome);
+          continue;
+        }
+        if ('mask' in outcome) {
+          this.work.refused++;
+          choices.set(requestId, outcome);
+        }
+        this.take(requestId, outcome);
       }
-      this.take(requestId, outcome);
     }
     this.work.count = this.grammarRows.size;
-    return again;
+    return choices;
   }
 
   /** The mask the sampler applies to the row, or null for none. */

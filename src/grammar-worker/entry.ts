@@ -40,20 +40,23 @@ export interface MaskResult {
 }
 
 /**
- * A greedy row sampled without a mask: catch up as a MaskJob does, then try `token`. Greedy's
- * choice among allowed tokens is the unmasked argmax whenever that is allowed, so the mask is
- * computed only when the grammar refuses the token (worth it: the costly masks are those inside
- * strings, where nearly every token is allowed).
+ * A greedy row sampled without a mask: catch up as a MaskJob does, then try its best tokens in
+ * order. Greedy's choice under a mask is the first allowed token in the order (logit descending,
+ * id ascending) that argmax breaks ties by, so when one of the row's top candidates is allowed it
+ * is exactly the masked choice, and the mask is computed only when none is (worth it: the costly
+ * masks are those where nearly every token is allowed — inside strings — and there one of a few
+ * top candidates almost always is).
  */
 export interface TryJob extends MaskJob {
-  readonly token: number;
+  /** The row's best tokens by processed logit, best first (ties by ascending id). */
+  readonly candidates: readonly number[];
 }
 
 export interface TryResult {
   readonly requestId: string;
-  /** True when the matcher took `token` (it now holds it). */
-  readonly tokenAccepted: boolean;
-  /** When the token was refused: the mask at the state before it, to sample again under. */
+  /** The first candidate the matcher took (it now holds it); null when it took none. */
+  readonly token: number | null;
+  /** When no candidate was taken: the mask at the state before them, to choose under. */
   readonly mask: Int32Array | null;
   /** Tokens the matcher holds after the job. */
   readonly accepted: number;
@@ -61,6 +64,8 @@ export interface TryResult {
   readonly refused: boolean;
   /** False when the worker has no matcher for the request. */
   readonly known: boolean;
+  /** The worker's time on this row (catch-up, candidates, mask), ms. */
+  readonly ms: number;
 }
 
 export type ToGrammarWorker =

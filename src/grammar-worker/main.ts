@@ -37,14 +37,24 @@ async function mask(job: MaskJob): Promise<MaskResult> {
   return { requestId: job.requestId, mask: await matcher.nextTokenMask(), accepted: matcher.numAccepted, refused };
 }
 
-async function tryToken(job: TryJob): Promise<TryResult> {
+async function tryCandidates(job: TryJob): Promise<TryResult> {
   const { requestId } = job;
+  const started = performance.now();
   const matcher = matchers.get(requestId);
-  if (!matcher) return { requestId, tokenAccepted: false, mask: null, accepted: 0, refused: false, known: false };
-  const refused = catchUp(matcher, job);
-  if (refused) return { requestId, tokenAccepted: false, mask: null, accepted: matcher.numAccepted, refused, known: true };
-  if (matcher.accept(job.token)) return { requestId, tokenAccepted: true, mask: null, accepted: matcher.numAccepted, refused, known: true };
-  return { requestId, tokenAccepted: false, mask: await matcher.nextTokenMask(), accepted: matcher.numAccepted, refused, known: true };
+  const result = (token: number | null, mask: Int32Array | null, refused: boolean): TryResult => ({
+    requestId,
+    token,
+    mask,
+    accepted: matcher?.numAccepted ?? 0,
+    refused,
+    known: matcher !== undefined,
+    ms: performance.now() - started,
+  });
+  if (!matcher) return result(null, null, false);
+  if (catchUp(matcher, job)) return result(null, null, true);
+  // A refused candidate leaves the matcher as it was, so the next one is tried from the same state.
+  for (const token of job.candidates) if (matcher.accept(token)) return result(token, null, false);
+  return result(null, await matcher.nextTokenMask(), false);
 }
 
 const buffersOf = (results: readonly { readonly mask: Int32Array | null }[]): ArrayBuffer[] => results.flatMap((r) => (r.mask ? [r.mask.buffer as ArrayBuffer] : []));
@@ -64,7 +74,7 @@ async function run(message: ToGrammarWorker): Promise<void> {
     const started = performance.now();
     if (message.type === 'try') {
       const results: TryResult[] = [];
-      for (const job of message.rows) results.push(await tryToken(job));
+      for (const job of message.rows) results.push(await tryCandidates(job));
       post({ type: 'tried', id: message.id, results, ms: performance.now() - started }, buffersOf(results));
       return;
     }

@@ -22,10 +22,10 @@
 import type { SampledTokens, SamplingParams, TokenLogprob } from '../contracts/generate.js';
 import { Drawer } from './draw.js';
 import { LogprobTable, type LogprobBasis } from './logprobs.js';
-import { applyTokenMask } from './mask.js';
+import { applyTokenMask, maskedArgmax } from './mask.js';
 import { LogitProcessors, type PenaltyInput } from './penalties.js';
 import { seededKey, unseededKey, type StreamKey } from './rng.js';
-import { argmax } from './select.js';
+import { argmax, topN } from './select.js';
 
 /** Temperatures below this are greedy (vLLM's _SAMPLING_EPS). */
 export const SAMPLING_EPS = 1e-5;
@@ -49,11 +49,19 @@ export interface SamplerInput extends PenaltyInput {
   readonly logits: Float32Array;
   /** The grammar's allowed next tokens as a bitmask (mask.ts); absent or null: unconstrained. */
   readonly allowedTokens?: Int32Array | null;
+  /** For a greedy row: also return its best this-many tokens (`SampleResult.candidates`), found in the pass that finds the argmax. */
+  readonly greedyCandidates?: number;
 }
 
 export interface SampleResult {
   readonly tokenId: number;
   readonly logprob: TokenLogprob | null;
+  /**
+   * With `greedyCandidates`: the row's best tokens after the processors, best first, ties by
+   * ascending id — argmax's order, so the first of these a mask allows is what resampleGreedy()
+   * chooses under that mask. −∞ (banned) tokens are never candidates.
+   */
+  readonly candidates?: Int32Array;
 }
 
 /** One row of a step's logits batch, in row order. */
@@ -90,13 +98,15 @@ export class Sampler {
     const processed = this.processors.apply(row, input);
 
     const greedy = params.temperature < SAMPLING_EPS;
-    const tokenId = greedy ? argmax(row, n) : this.drawer.draw(row, n, params, streamKey(input.requestId, params), input.outputTokenIds.length);
-
-    if (!wantsLogprobs) return { tokenId, logprob: null };
-    if (raw) return { tokenId, logprob: logprobOf(tokenId, processed ? this.processors.originalValue(row, tokenId) : row[tokenId]!, raw) };
-    // Greedy and the draw both found the processed row's maximum already.
-    const max = greedy ? row[tokenId]! : this.drawer.max;
-    return { tokenId, logprob: logprobOf(tokenId, row[tokenId]!, this.logprobs.basis(row, n, max, params.topLogprobs)) };
+    const candidates = greedy && input.greedyCandidates ? this.bestTokens(row, n, input.greedyCandidates) : undefined;
+    const tokenId = candidates && candidates.length > 0 ? candidates[0]! : greedy ? argmax(row, n) : this.drawer.draw(row, n, params, streamKey(input.requestId, params), input.outputTokenIds.length);
+    const logprob = !wantsLogprobs
+      ? null
+      : raw
+        ? logprobOf(tokenId, processed ? this.processors.originalValue(row, tokenId) : row[tokenId]!, raw)
+        : // Greedy and the draw both found the processed row's maximum already.
+          logprobOf(tokenId, row[tokenId]!, this.logprobs.basis(row, n, greedy ? row[tokenId]! : this.drawer.max, params.topLogprobs));
+    return candidates ? { tokenId, logprob, candidates } : { tokenId, logprob };
   }
 
   /**
@@ -105,8 +115,16 @@ export class Sampler {
    * the token sample() would have chosen had it been given the mask.
    */
   resampleGreedy(row: Float32Array, mask: Int32Array): number {
-    applyTokenMask(row, mask);
-    return argmax(row, Math.min(row.length, this.sampleable));
+    return maskedArgmax(row, mask, Math.min(row.length, this.sampleable));
+  }
+
+  /** The `count` best finite logits of row[0, n), best first, ties by ascending id (topN's order, which is argmax's). */
+  private bestTokens(row: Float32Array, n: number, count: number): Int32Array {
+    const ids = new Int32Array(count);
+    const found = topN(row, n, count, ids, new Float64Array(count));
+    let usable = 0;
+    while (usable < found && row[ids[usable]!]! > Number.NEGATIVE_INFINITY) usable++;
+    return ids.subarray(0, usable);
   }
 
   /**

@@ -177,15 +177,17 @@ export function keepTopMass(idx: Int32Array, val: Float64Array, lo: number, hi: 
 export function topN(row: Float32Array, rowLen: number, n: number, ids: Int32Array, vals: Float64Array): number {
   if (n <= 0) return 0;
   let size = 0;
-  // The root's value lives in a local so the common case, one comparison, touches no memory.
-  let threshold = -Infinity;
-  for (let i = 0; i < rowLen; i++) {
+  let i = 0;
+  // Fill the heap first, then the scan that nearly every entry leaves after one comparison
+  // against the root, whose value lives in a local so that comparison touches no memory.
+  for (; i < rowLen && size < n; i++) {
     const x = row[i]!;
-    if (size < n) {
-      if (Number.isNaN(x)) continue; // NaN never ranks
-      heapPush(ids, vals, size++, i, x);
-      if (size === n) threshold = vals[0]!;
-    } else if (x > threshold) {
+    if (!Number.isNaN(x)) heapPush(ids, vals, size++, i, x); // NaN never ranks
+  }
+  let threshold = vals[0]!;
+  for (; i < rowLen; i++) {
+    const x = row[i]!;
+    if (x > threshold) {
       heapReplaceRoot(ids, vals, size, i, x);
       threshold = vals[0]!;
     }

@@ -46,7 +46,7 @@ export interface MaskTally {
   maskMs: number;
   /** Time the engine waited for the grammar worker after its forward pass, ms: mask work the overlap did not hide. */
   waitMs: number;
-  /** Greedy rows' tokens tried unmasked on their matcher, and how many it refused (each then masked). */
+  /** Greedy rows whose unmasked candidates were tried on their matcher, and how many took none (each then masked). */
   tried: number;
   refused: number;
   /** Each masked step's mask time, ms. */

@@ -68,7 +68,7 @@ export function conclude(results: readonly CaseResult[], observed: Observed, con
         'Mask ms per token (mean)',
         'Mask work / wall time',
         'Steps waiting on the grammar worker / wall time',
-        'Greedy tokens refused unmasked (then masked)',
+        'Greedy rows whose grammar took none of their candidates (then masked)',
       ],
       throughputRows,
       ['right', 'right', 'right', 'right', 'right', 'right', 'right', 'right', 'right'],
@@ -127,7 +127,7 @@ function throughputMetrics(observed: Observed, id: string): Metrics {
     maskShareOfWall: wallMs > 0 ? maskMs / wallMs : NaN,
     waitMs,
     waitShareOfWall: wallMs > 0 ? waitMs / wallMs : NaN,
-    // Greedy rows try the unmasked argmax first; the share the grammar refused is what still needed a mask.
+    // Greedy rows try their best unmasked candidates first; the share whose grammar took none is what still needed a mask.
     tried: runs.reduce((sum, r) => sum + r.masks.tried, 0),
     refused: runs.reduce((sum, r) => sum + r.masks.refused, 0),
     refusedShare: ratioOf(

@@ -161,8 +161,8 @@ describe('the grammar worker', () => {
   }, 300_000);
 });
 
-describe('greedy rows try their unmasked token first', () => {
-  it('give the same tokens as masked greedy, computing a mask only where the grammar refuses the token', async () => {
+describe('greedy rows try their best unmasked candidates first', () => {
+  it('give the same tokens as masked greedy, computing a mask only where the grammar takes none of the candidates', async () => {
     const engine = await open();
     const driver = new Driver(engine);
     const schema: GrammarSpec = {
@@ -196,7 +196,7 @@ describe('greedy rows try their unmasked token first', () => {
     }
     const tried = masks.reduce((n, m) => n + m.tried, 0);
     const refused = masks.reduce((n, m) => n + m.refused, 0);
-    console.log(`greedy constrained rows: ${tried} tokens tried unmasked, ${refused} refused (then masked)`);
+    console.log(`greedy constrained rows: ${tried} tries of unmasked candidates, ${refused} took none (then masked)`);
     expect(tried).toBeGreaterThan(50);
     expect(refused).toBeGreaterThan(0);
     expect(engine.stats().kvCacheUsage).toBe(0);

@@ -10,6 +10,8 @@ export interface LimitSpec {
   readonly help: string;
   /** What 0 means, where 0 is allowed (e.g. "unbounded", "off"). */
   readonly zeroMeans?: string;
+  /** The largest value accepted, where there is one. */
+  readonly max?: number;
 }
 
 const MiB = 1024 * 1024;
@@ -50,6 +52,14 @@ export const LIMITS = {
     help: 'weights and KV pools of all loaded models together (a precision swap counts both variants while they overlap); a load past it is refused',
     zeroMeans: 'unlimited',
   },
+  computeThreadNice: {
+    flag: '--compute-thread-nice',
+    default: 10,
+    unit: 'nice steps',
+    max: 19,
+    help: "how far below the server's priority the threads that run models (LLM engines, model instances, and the ONNX Runtime and grammar threads they start) are scheduled, so HTTP, gRPC, health checks and /metrics answer promptly while models saturate the cores (Linux)",
+    zeroMeans: 'the same priority',
+  },
   grpcMaxConcurrentStreams: { flag: '--grpc-max-concurrent-streams', default: 128, unit: 'count', help: 'concurrent calls (HTTP/2 streams) per gRPC connection' },
   grpcMaxMessageBytes: { flag: '--grpc-max-message-bytes', default: 2 ** 31 - 1, unit: 'bytes', help: "largest gRPC message received or sent (Triton's and tritonclient's INT32_MAX)" },
 } as const satisfies Record<string, LimitSpec>;
@@ -65,7 +75,8 @@ const LIMIT_SPECS: readonly [LimitName, LimitSpec][] = Object.entries(LIMITS) as
 export function limitsUsage(): string {
   return LIMIT_SPECS.map(([, spec]) => {
     const zero = spec.zeroMeans !== undefined ? `; 0 = ${spec.zeroMeans}` : '';
-    return `  ${spec.flag} N\n      ${spec.help} (${spec.unit}; default ${spec.default}${zero})`;
+    const max = spec.max !== undefined ? `; at most ${spec.max}` : '';
+    return `  ${spec.flag} N\n      ${spec.help} (${spec.unit}; default ${spec.default}${zero}${max})`;
   }).join('\n');
 }
 
@@ -88,6 +99,7 @@ export function readLimits(values: Readonly<Record<string, unknown>>, fail: (mes
       const integral = spec.unit !== 'secs';
       const ok = typeof raw === 'string' && raw.trim() !== '' && Number.isFinite(n) && (integral ? Number.isSafeInteger(n) : true) && (n > 0 || (zeroAllowed && n === 0));
       if (!ok) throw fail(`${spec.flag} must be a ${zeroAllowed ? 'non-negative' : 'positive'} ${integral ? 'integer' : 'number'}, got '${String(raw)}'`);
+      if (spec.max !== undefined && n > spec.max) throw fail(`${spec.flag} must be at most ${spec.max}, got '${String(raw)}'`);
       return [name, n];
     }),
   ) as ResourceLimits;

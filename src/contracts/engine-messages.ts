@@ -25,6 +25,8 @@ export interface EngineWorkerData {
   readonly faultInjection?: FaultInjection;
   /** Publish KV cache events (the kv_events_config parameter); absent: off. */
   readonly kvEvents?: KvEventsConfig;
+  /** Nice steps the engine thread (and the ORT and grammar threads it starts) run below the server (--compute-thread-nice); absent or 0: the same priority. */
+  readonly threadNice?: number;
 }
 
 export interface EngineReadyInfo {

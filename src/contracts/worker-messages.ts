@@ -39,6 +39,8 @@ export interface InstanceWorkerData {
   readonly label: string;
   /** Absent unless a test enabled fault injection. */
   readonly faultInjection?: FaultInjection;
+  /** Nice steps the instance thread (and ORT's threads it starts) run below the server (--compute-thread-nice); absent or 0: the same priority. */
+  readonly threadNice?: number;
 }
 
 export type ToInstanceWorker = { readonly type: 'run'; readonly id: number; readonly inputs: readonly Tensor[]; readonly outputNames: readonly string[] } | { readonly type: 'close' };

@@ -8,6 +8,7 @@ import { parentPort, workerData } from 'node:worker_threads';
 import type { EngineWorkerData, FromEngine, ToEngine } from '../contracts/engine-messages.js';
 import { KvEventPublisher } from '../kv-events/publisher.js';
 import { openModelRunner } from '../runners/create-runner.js';
+import { lowerThisThreadPriority } from '../threads/thread-priority.js';
 import { EngineCore } from './engine-core.js';
 
 const port = parentPort!;
@@ -21,6 +22,9 @@ async function main(): Promise<void> {
   let events: KvEventPublisher | undefined;
   try {
     const log = (line: string): void => post({ type: 'log', line });
+    // Before the runner opens its session, so ORT's threads inherit the priority.
+    const priority = lowerThisThreadPriority(config.threadNice ?? 0);
+    if (priority) log(priority);
     core = EngineCore.create(config, await openModelRunner(config), log);
     if (config.kvEvents) events = await KvEventPublisher.open(config.kvEvents, log);
   } catch (error) {

@@ -25,6 +25,8 @@ export interface InstancePoolOptions {
   /** TEST-ONLY (fault-injection.ts): passed to every instance worker. */
   readonly faultInjection?: InstanceWorkerData['faultInjection'];
   readonly restartPolicy?: RestartPolicy;
+  /** Nice steps the instance threads run below the server (--compute-thread-nice); absent: the same priority. */
+  readonly threadNice?: number;
 }
 
 interface Instance {
@@ -70,6 +72,7 @@ export class InstancePool implements ModelExecutor {
       intraOpNumThreads: options.intraOpNumThreads,
       label: options.label,
       ...(options.faultInjection ? { faultInjection: options.faultInjection } : {}),
+      ...(options.threadNice ? { threadNice: options.threadNice } : {}),
     };
     const workers = Array.from({ length: options.count }, () => spawnWorker(INSTANCE_WORKER, data));
     try {

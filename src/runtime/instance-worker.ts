@@ -8,6 +8,7 @@ import type { Tensor } from '../contracts/tensors.js';
 import type { FromInstanceWorker, InstanceWorkerData, ToInstanceWorker } from '../contracts/worker-messages.js';
 import { FaultPoint } from './fault-injection.js';
 import { fromOrt, toOrt, transferList } from './ort-tensors.js';
+import { lowerThisThreadPriority } from '../threads/thread-priority.js';
 import { describeSession, openSession, type OpenedSession } from './session-factory.js';
 
 const port = parentPort!;
@@ -24,6 +25,8 @@ function die(error: unknown): never {
 async function main(): Promise<void> {
   let opened;
   try {
+    // Before the session opens, so ORT's threads inherit the priority (the pool logs the session's note only).
+    lowerThisThreadPriority(config.threadNice ?? 0);
     opened = await openSession(config);
   } catch (error) {
     post({ type: 'fatal', message: describe(error) });

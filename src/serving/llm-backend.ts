@@ -157,6 +157,7 @@ export async function loadLlmModel(request: BackendLoadRequest): Promise<LlmMode
       ...(tokenizerFile.exists ? { tokenizerPath: tokenizerFile.path } : {}),
       ...(faultInjection ? { faultInjection } : {}),
       ...(kvEvents ? { kvEvents } : {}),
+      threadNice: limits.computeThreadNice,
     },
     log,
     { label: `'${request.name}' version ${request.version}` },

@@ -3,6 +3,7 @@
 
 import { readFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
+import { DEFAULT_LIMITS } from '../config/limits.js';
 import type { InferRequest, InferResponse } from '../contracts/infer.js';
 import type { ModelVariant } from '../contracts/inference-service.js';
 import type { ModelConfig } from '../contracts/model-config.js';
@@ -72,6 +73,7 @@ export async function loadOnnxModel(request: BackendLoadRequest): Promise<Served
     intraOpNumThreads: plan.threads,
     label: `${request.name}:${request.version}`,
     log: request.log,
+    threadNice: (request.limits ?? DEFAULT_LIMITS).computeThreadNice,
     ...(faultInjection ? { faultInjection } : {}),
   }).catch((error: unknown) => {
     // onnxruntime quotes the path it was given; messages name it relative to the repository.

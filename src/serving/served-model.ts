@@ -47,8 +47,8 @@ export interface BackendLoadRequest {
   readonly log: (line: string, fields?: Record<string, unknown>) => void;
   /** Where an LLM backend reports engine steps and finished requests; absent in tests that need none. */
   readonly llmMetrics?: LlmMetricsObserver;
-  /** The server's prompt and request-time limits (defaults when absent). */
-  readonly limits?: Pick<ResourceLimits, 'maxPromptChars' | 'maxRequestSecs'>;
+  /** The server's prompt and request-time limits and its compute threads' priority (defaults when absent). */
+  readonly limits?: Pick<ResourceLimits, 'maxPromptChars' | 'maxRequestSecs' | 'computeThreadNice'>;
   /** The server's HTTP host and port as configured (port 0: picked at listen); absent in tests that need none. */
   readonly servingAddress?: { readonly host: string; readonly port: number };
 }

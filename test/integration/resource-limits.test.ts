@@ -3,12 +3,16 @@
 // served, depth and decompression limits answered in each route's shape, prompts refused before
 // tokenizing while health stays responsive during a big allowed one, a WebSocket client that
 // stops reading dropped with its generation aborted, and --max-request-secs.
+import { readdirSync, readlinkSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
+import { availableParallelism } from 'node:os';
 import { Agent, request as httpRequest } from 'node:http';
 import { deflateSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import WebSocket from 'ws';
+import { DEFAULT_LIMITS } from '../../src/config/limits.js';
 import type { LlmModel } from '../../src/serving/llm-backend.js';
+import { MAX_NICE, threadNice } from '../../src/threads/thread-priority.js';
 import { cancelledCount, expectAbortedAndIdle, LLM, LONG } from '../support/generation.js';
 import { configOf, makeRepository, startTestServer, type TestServer } from '../support/server.js';
 import { grpcClients, unaryCall } from '../support/streams.js';
@@ -204,6 +208,16 @@ describe('an SSE client that stops reading', () => {
 });
 
 describe('--grpc-max-message-bytes', () => {
+  it('runs the engine thread and its ONNX Runtime threads --compute-thread-nice below the serving thread', () => {
+    const threadId = (link: string): number => Number(link.split('/').pop());
+    const serving = threadNice(threadId(readlinkSync('/proc/thread-self')));
+    const nices = readdirSync('/proc/self/task').map((tid) => threadNice(Number(tid)));
+    const expected = Math.min(MAX_NICE, serving + DEFAULT_LIMITS.computeThreadNice);
+    // The engine thread, and ORT's intra-op thread it started where the model runs on more than one.
+    expect(nices.filter((nice) => nice === expected).length).toBeGreaterThanOrEqual(availableParallelism() > 1 ? 2 : 1);
+    expect(server.logs.some((line) => line.includes(`compute threads at nice ${expected}`))).toBe(true);
+  });
+
   it('refuses a larger gRPC message with RESOURCE_EXHAUSTED and keeps serving smaller ones', async () => {
     const clients = grpcClients(capped.grpcAddress);
     try {

@@ -125,6 +125,8 @@ describe('parseServerOptions', () => {
     [['--json-max-depth', '1.5'], /--json-max-depth must be a positive integer/],
     [['--http-request-timeout-secs', 'soon'], /--http-request-timeout-secs must be a positive number/],
     [['--max-request-secs', ''], /--max-request-secs must be a non-negative number/],
+    [['--compute-thread-nice', '20'], /--compute-thread-nice must be at most 19, got '20'/],
+    [['--compute-thread-nice=-5'], /--compute-thread-nice must be a non-negative integer/],
     [['--http-header-timeout-secs', '10', '--http-request-timeout-secs', '5'], /must not exceed --http-request-timeout-secs/],
   ])('rejects the limit flags %j', (argv, message) => {
     expect(() => parseServerOptions(argv)).toThrow(message);

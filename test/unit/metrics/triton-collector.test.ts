@@ -114,6 +114,32 @@ describe('Triton metrics from statistics snapshots', () => {
     expect(parseExposition(await registry.metrics()).all('nv_inference_count')).toEqual([]);
   });
 
+  it("reads the served set and each model's snapshot once per scrape, and afresh at the next one", async () => {
+    let listed = 0;
+    let read = 0;
+    let success = 12;
+    const counted: ModelSnapshotSource = {
+      ...full,
+      statistics: () => {
+        read++;
+        return snapshot('resnet', { inference_stats: { ...snapshot('resnet').inference_stats, success: d(success, 0) } });
+      },
+    };
+    const registry = new Registry();
+    registerTritonMetrics(registry, () => {
+      listed++;
+      return [counted];
+    });
+    const first = parseExposition(await registry.metrics());
+    expect({ listed, read }).toEqual({ listed: 1, read: 1 });
+    expect(first.value('nv_inference_request_success', labels)).toBe(12);
+    success = 13;
+    const second = parseExposition(await registry.metrics());
+    expect({ listed, read }).toEqual({ listed: 2, read: 2 });
+    expect(second.value('nv_inference_request_success', labels)).toBe(13);
+    expect(second.value('nv_inference_count', labels)).toBe(14);
+  });
+
   it('histogram samples are cumulative and end with +Inf, sum and count', () => {
     const samples = histogramSamples(
       { m: 'x' },

@@ -1,0 +1,15 @@
+// A worker for the thread-priority test: lowers its own priority by workerData.steps, starts a
+// child thread, and reports its kernel thread id, its nice value, the child's, and the log line.
+import { readlinkSync } from 'node:fs';
+import { parentPort, Worker, workerData } from 'node:worker_threads';
+import { lowerThisThreadPriority, threadNice } from '../../../src/threads/thread-priority.js';
+
+const tid = (): number => Number(readlinkSync('/proc/thread-self').split('/').pop());
+const { steps } = workerData as { steps: number };
+const note = lowerThisThreadPriority(steps);
+const child = new Worker("const { readlinkSync } = require('node:fs'); require('node:worker_threads').parentPort.postMessage(Number(readlinkSync('/proc/thread-self').split('/').pop()));", {
+  eval: true,
+});
+const childTid = await new Promise<number>((resolve) => child.once('message', resolve));
+parentPort!.postMessage({ tid: tid(), nice: threadNice(tid()), childNice: threadNice(childTid), note });
+await child.terminate();

@@ -36,11 +36,39 @@ export interface ConveyorMetrics {
   readonly families: () => Promise<MetricFamily[]>;
 }
 
+/**
+ * How often the process_* and nodejs_* series are read at most. The endpoint picker scrapes every
+ * 50 ms for the serving series, which are read at every scrape; the process series are for
+ * Prometheus' 15–30 s scrapes, and reading them costs more than everything else in a scrape
+ * together (the event-loop delay histogram's percentiles and deviation walk every bucket, ~1 ms;
+ * /proc reads for memory and file descriptors), so a scrape within this long of the last reading
+ * reports the same values.
+ */
+export const PROCESS_METRICS_REFRESH_MS = 1000;
+
+/** Lets a prom-client metric's collect() run at most once per `intervalMs`; in between, its last values stand. */
+function readAtMostEvery(metric: object, intervalMs: number): void {
+  const holder = metric as unknown as { collect?: () => unknown };
+  const collect = holder.collect;
+  if (typeof collect !== 'function') return;
+  let lastRead = Number.NEGATIVE_INFINITY;
+  holder.collect = function throttledCollect(this: unknown) {
+    const now = performance.now();
+    if (now - lastRead < intervalMs) return undefined;
+    lastRead = now;
+    return collect.call(this);
+  };
+}
+
 export function createMetrics(options: MetricsOptions): ConveyorMetrics {
   // A registry per server, never prom-client's global one: tests run several servers per process.
   const registry = new Registry();
   registerTritonMetrics(registry, options.models);
   const llm = new PromLlmMetrics(registry, llmPrefixes(options.engineType));
-  if (options.processMetrics ?? true) collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: EVENT_LOOP_MONITORING_PRECISION_MS });
+  if (options.processMetrics ?? true) {
+    const before = new Set(registry.getMetricsAsArray());
+    collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: EVENT_LOOP_MONITORING_PRECISION_MS });
+    for (const metric of registry.getMetricsAsArray()) if (!before.has(metric)) readAtMostEvery(metric, PROCESS_METRICS_REFRESH_MS);
+  }
   return { registry, llm, lifecycle: new PromLifecycleMetrics(registry), families: () => readFamilies(registry) };
 }

@@ -1,0 +1,35 @@
+// The process_* and nodejs_* series are read at most once per PROCESS_METRICS_REFRESH_MS, while
+// the serving series are read at every scrape: two scrapes a moment apart report the same CPU
+// time even though the process spent CPU between them, and a third after the interval reads afresh.
+import { describe, expect, it } from 'vitest';
+import { createMetrics, PROCESS_METRICS_REFRESH_MS } from '../../../src/metrics/registry.js';
+import { parseExposition } from './exposition.js';
+
+const spin = (ms: number): void => {
+  const end = performance.now() + ms;
+  while (performance.now() < end);
+};
+
+describe('process metrics refresh', () => {
+  it('holds process values between readings, reads the serving series every scrape', async () => {
+    let listed = 0;
+    const metrics = createMetrics({
+      models: () => {
+        listed++;
+        return [];
+      },
+      engineType: 'vllm',
+    });
+    const scrape = async () => parseExposition(await metrics.registry.metrics());
+    const first = await scrape();
+    spin(30);
+    const second = await scrape();
+    // The served models were listed for each scrape (the Triton families read them once per scrape).
+    expect(listed).toBe(2);
+    expect(second.value('process_cpu_seconds_total', {})).toBe(first.value('process_cpu_seconds_total', {}));
+    expect(second.value('nodejs_eventloop_lag_max_seconds', {})).toBe(first.value('nodejs_eventloop_lag_max_seconds', {}));
+    await new Promise((resolve) => setTimeout(resolve, PROCESS_METRICS_REFRESH_MS + 50));
+    const third = await scrape();
+    expect(third.value('process_cpu_seconds_total', {})).toBeGreaterThan(first.value('process_cpu_seconds_total', {})!);
+  });
+});

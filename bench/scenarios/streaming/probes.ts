@@ -58,15 +58,24 @@ export interface LatencyPolls {
   stop(): Promise<PollResult[]>;
 }
 
+export interface Poller {
+  /** Polls each of `urls` every interval, one request at a time per URL; resolves once the polls have begun. */
+  start(urls: readonly string[]): Promise<LatencyPolls>;
+  /** Ends the poller's process. */
+  close(): void;
+}
+
 const POLLER = fileURLToPath(new URL('./poller-process.mjs', import.meta.url));
 
 /**
- * Polls each of `urls` every `intervalMs`, one request at a time per URL, from a child process
- * (poller-process.mjs): resolves once the polls have begun.
+ * Starts the probes' own process (poller-process.mjs), polling every `intervalMs` when asked.
+ * One per bench, started before anything lowers this process's priority: a process inherits its
+ * parent's nice value, and the probes must run at the server's, as an endpoint picker would.
  */
-export async function startPolls(urls: readonly string[], intervalMs = 50): Promise<LatencyPolls> {
-  const child = fork(POLLER, [String(intervalMs), ...urls], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+export async function openPoller(intervalMs = 50): Promise<Poller> {
+  const child = fork(POLLER, [String(intervalMs)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const exited = new Promise<never>((_, reject) => child.once('exit', (code) => reject(new Error(`the poller process exited (code ${code}) before it answered`))));
+  exited.catch(() => {}); // observed through next()
   const next = (type: string): Promise<{ results?: PollResult[] }> =>
     Promise.race([
       new Promise<{ results?: PollResult[] }>((resolve) => {
@@ -79,14 +88,21 @@ export async function startPolls(urls: readonly string[], intervalMs = 50): Prom
       }),
       exited,
     ]);
-  exited.catch(() => {}); // observed through next()
   await next('ready');
   return {
-    stop: async () => {
-      const answer = next('results');
-      child.send({ type: 'stop' });
-      return (await answer).results!;
+    start: async (urls) => {
+      const started = next('started');
+      child.send({ type: 'start', urls });
+      await started;
+      return {
+        stop: async () => {
+          const answer = next('results');
+          child.send({ type: 'stop' });
+          return (await answer).results!;
+        },
+      };
     },
+    close: () => child.disconnect(),
   };
 }
 

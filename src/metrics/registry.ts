@@ -24,6 +24,8 @@ export interface MetricsOptions {
   readonly engineType: MetricsEngineType;
   /** prom-client's process_* and nodejs_* metrics (default true; tests may turn them off). */
   readonly processMetrics?: boolean;
+  /** The clock the process series' refresh interval is measured on, ms (performance.now; tests inject one). */
+  readonly clock?: () => number;
 }
 
 export interface ConveyorMetrics {
@@ -46,14 +48,14 @@ export interface ConveyorMetrics {
  */
 export const PROCESS_METRICS_REFRESH_MS = 1000;
 
-/** Lets a prom-client metric's collect() run at most once per `intervalMs`; in between, its last values stand. */
-function readAtMostEvery(metric: object, intervalMs: number): void {
+/** Lets a prom-client metric's collect() run at most once per `intervalMs` of `clock`; in between, its last values stand. */
+function readAtMostEvery(metric: object, intervalMs: number, clock: () => number): void {
   const holder = metric as unknown as { collect?: () => unknown };
   const collect = holder.collect;
   if (typeof collect !== 'function') return;
   let lastRead = Number.NEGATIVE_INFINITY;
   holder.collect = function throttledCollect(this: unknown) {
-    const now = performance.now();
+    const now = clock();
     if (now - lastRead < intervalMs) return undefined;
     lastRead = now;
     return collect.call(this);
@@ -68,7 +70,8 @@ export function createMetrics(options: MetricsOptions): ConveyorMetrics {
   if (options.processMetrics ?? true) {
     const before = new Set(registry.getMetricsAsArray());
     collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: EVENT_LOOP_MONITORING_PRECISION_MS });
-    for (const metric of registry.getMetricsAsArray()) if (!before.has(metric)) readAtMostEvery(metric, PROCESS_METRICS_REFRESH_MS);
+    const clock = options.clock ?? (() => performance.now());
+    for (const metric of registry.getMetricsAsArray()) if (!before.has(metric)) readAtMostEvery(metric, PROCESS_METRICS_REFRESH_MS, clock);
   }
   return { registry, llm, lifecycle: new PromLifecycleMetrics(registry), families: () => readFamilies(registry) };
 }

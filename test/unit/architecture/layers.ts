@@ -44,7 +44,7 @@ export const LAYERS: Readonly<Record<string, Layer>> = {
     holds: 'the only importer of @mlc-ai/web-xgrammar: grammar specs compiled against a vocabulary, per-request token masks (grammar worker thread)',
     imports: ['src/contracts', 'src/errors.ts'],
   },
-  'src/threads': { holds: "starting a worker thread on a TypeScript (or compiled) entry; the main thread's event-loop turns", imports: [] },
+  'src/threads': { holds: "starting a worker thread on a TypeScript (or compiled) entry; the main thread's event-loop turns; the compute threads' priority", imports: [] },
   'src/runtime': { holds: 'the only importer of onnxruntime-node: sessions, instance workers', imports: ['src/contracts', 'src/errors.ts', 'src/threads'] },
   'src/runners': { holds: 'model runners: how a decoder consumes the KV cache (the ModelRunner seam and its factory)', imports: ['src/contracts', 'src/errors.ts', 'src/kv-cache', 'src/runtime'] },
   'src/grammar-worker': {

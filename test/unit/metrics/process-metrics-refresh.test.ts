@@ -13,22 +13,25 @@ const spin = (ms: number): void => {
 describe('process metrics refresh', () => {
   it('holds process values between readings, reads the serving series every scrape', async () => {
     let listed = 0;
+    let now = 0;
     const metrics = createMetrics({
       models: () => {
         listed++;
         return [];
       },
       engineType: 'vllm',
+      clock: () => now,
     });
     const scrape = async () => parseExposition(await metrics.registry.metrics());
     const first = await scrape();
     spin(30);
+    now += PROCESS_METRICS_REFRESH_MS - 1;
     const second = await scrape();
     // The served models were listed for each scrape (the Triton families read them once per scrape).
     expect(listed).toBe(2);
     expect(second.value('process_cpu_seconds_total', {})).toBe(first.value('process_cpu_seconds_total', {}));
     expect(second.value('nodejs_eventloop_lag_max_seconds', {})).toBe(first.value('nodejs_eventloop_lag_max_seconds', {}));
-    await new Promise((resolve) => setTimeout(resolve, PROCESS_METRICS_REFRESH_MS + 50));
+    now += 1;
     const third = await scrape();
     expect(third.value('process_cpu_seconds_total', {})).toBeGreaterThan(first.value('process_cpu_seconds_total', {})!);
   });

@@ -81,32 +81,32 @@ interface RoutingMetrics {
   readonly gpuPrefixCacheQueries: Counter;
 }
 
-/** One prefix's worth of prom-client metrics (conveyor:, and vllm: when mirrored). */
+/** One prefix's worth of prom-client metrics (conveyor:; vllm: too where a registry records both). */
 class LlmMetricSet {
   readonly histograms: Record<HistogramKey, Histogram>;
   readonly counters: Record<CounterKey, Counter>;
   readonly gauges: Record<GaugeKey, Gauge>;
-  /** Only under vllm:. */
-  readonly routing: RoutingMetrics | null;
 
   constructor(registry: Registry, prefix: string) {
     const common = <D extends { name: string; help: string; labels: readonly string[] }>(d: D) => ({ name: `${prefix}${d.name}`, help: d.help, labelNames: d.labels, registers: [registry] });
     this.histograms = mapValues(LLM_HISTOGRAMS, (d) => new Histogram({ ...common(d), buckets: [...d.buckets] }));
     this.counters = mapValues(LLM_COUNTERS, (d) => new Counter(common(d)));
     this.gauges = mapValues(LLM_GAUGES, (d) => new Gauge(common(d)));
-    const r = VLLM_ROUTING_METRICS;
-    this.routing =
-      prefix === VLLM_PREFIX
-        ? {
-            loraRequestsInfo: new Gauge(common(r.loraRequestsInfo)),
-            cacheConfigInfo: new Gauge(common(r.cacheConfigInfo)),
-            gpuCacheUsage: new Gauge(common(r.gpuCacheUsage)),
-            gpuPrefixCacheHitRate: new Gauge(common(r.gpuPrefixCacheHitRate)),
-            gpuPrefixCacheHits: new Counter(common(r.gpuPrefixCacheHits)),
-            gpuPrefixCacheQueries: new Counter(common(r.gpuPrefixCacheQueries)),
-          }
-        : null;
   }
+}
+
+/** vLLM's routing extras (VLLM_ROUTING_METRICS), always under vllm:. */
+function routingMetrics(registry: Registry): RoutingMetrics {
+  const common = <D extends { name: string; help: string; labels: readonly string[] }>(d: D) => ({ name: `${VLLM_PREFIX}${d.name}`, help: d.help, labelNames: d.labels, registers: [registry] });
+  const r = VLLM_ROUTING_METRICS;
+  return {
+    loraRequestsInfo: new Gauge(common(r.loraRequestsInfo)),
+    cacheConfigInfo: new Gauge(common(r.cacheConfigInfo)),
+    gpuCacheUsage: new Gauge(common(r.gpuCacheUsage)),
+    gpuPrefixCacheHitRate: new Gauge(common(r.gpuPrefixCacheHitRate)),
+    gpuPrefixCacheHits: new Counter(common(r.gpuPrefixCacheHits)),
+    gpuPrefixCacheQueries: new Counter(common(r.gpuPrefixCacheQueries)),
+  };
 }
 
 /** Conveyor serves no LoRA adapters: a batch holds none, none run or wait. */
@@ -153,6 +153,8 @@ interface PrefixTally {
 
 export class PromLlmMetrics implements LlmMetricsObserver {
   private readonly sets: LlmMetricSet[];
+  /** vLLM's routing extras: with a vllm: set, or on their own registry (`routingRegistry`). */
+  private readonly routing: RoutingMetrics[];
   /** Per model, its attached engines in attach order (the last one gets new work). */
   private readonly engines = new Map<string, AttachedEngine[]>();
   private readonly declared = new Set<string>();
@@ -160,8 +162,14 @@ export class PromLlmMetrics implements LlmMetricsObserver {
   /** The cache_config_info labels each model's series carries now (replaced when the pool changes). */
   private readonly cacheLabels = new Map<string, Record<string, string>>();
 
-  constructor(registry: Registry, prefixes: readonly string[]) {
+  /**
+   * Records the LLM families under each of `prefixes` on `registry`, with vLLM's routing extras
+   * beside a vllm: set, or on `routingRegistry` when the vllm: copies are rendered from the
+   * conveyor: text instead of recorded twice (registry.ts).
+   */
+  constructor(registry: Registry, prefixes: readonly string[], routingRegistry?: Registry) {
     this.sets = prefixes.map((p) => new LlmMetricSet(registry, p));
+    this.routing = [...(prefixes.includes(VLLM_PREFIX) ? [routingMetrics(registry)] : []), ...(routingRegistry ? [routingMetrics(routingRegistry)] : [])];
   }
 
   attach(model: string, cache?: KvCacheShape): LlmEngineMetrics {
@@ -175,7 +183,7 @@ export class PromLlmMetrics implements LlmMetricsObserver {
 
   /** The vllm: extras: the newest engine's pool, the model's hit rate so far, and a fresh LoRA timestamp. */
   private publishRouting(model: string): void {
-    const routing = this.sets.flatMap((s) => (s.routing ? [s.routing] : []));
+    const routing = this.routing;
     if (routing.length === 0) return;
     const cache = (this.engines.get(model) ?? []).filter((e) => e.cache !== null).at(-1)?.cache;
     const tally = this.prefixTallies.get(model) ?? { queries: 0, hits: 0 };
@@ -204,13 +212,12 @@ export class PromLlmMetrics implements LlmMetricsObserver {
     this.prefixTallies.delete(engine.model);
     const cacheLabels = this.cacheLabels.get(engine.model);
     this.cacheLabels.delete(engine.model);
-    for (const set of this.sets) {
-      for (const gauge of Object.values(set.gauges)) gauge.remove({ model_name: engine.model });
-      if (!set.routing) continue;
-      set.routing.gpuCacheUsage.remove({ model_name: engine.model });
-      set.routing.gpuPrefixCacheHitRate.remove({ model_name: engine.model });
-      if (cacheLabels) set.routing.cacheConfigInfo.remove(cacheLabels);
-      if (this.engines.size === 0) set.routing.loraRequestsInfo.reset();
+    for (const set of this.sets) for (const gauge of Object.values(set.gauges)) gauge.remove({ model_name: engine.model });
+    for (const routing of this.routing) {
+      routing.gpuCacheUsage.remove({ model_name: engine.model });
+      routing.gpuPrefixCacheHitRate.remove({ model_name: engine.model });
+      if (cacheLabels) routing.cacheConfigInfo.remove(cacheLabels);
+      if (this.engines.size === 0) routing.loraRequestsInfo.reset();
     }
   }
 
@@ -234,8 +241,8 @@ export class PromLlmMetrics implements LlmMetricsObserver {
         reporting.reduce((n, s) => n + s.numWaiting, 0),
       );
       set.gauges.kvCacheUsage.set(labels, kvUsage);
-      set.routing?.gpuCacheUsage.set(labels, kvUsage);
     }
+    for (const routing of this.routing) routing.gpuCacheUsage.set(labels, kvUsage);
   }
 
   private observeStep(engine: AttachedEngine, step: StepOutput): void {
@@ -252,8 +259,6 @@ export class PromLlmMetrics implements LlmMetricsObserver {
     for (const set of this.sets) {
       set.counters.prefixCacheQueries.inc(labels, delta.prefixCacheQueries);
       set.counters.prefixCacheHits.inc(labels, delta.prefixCacheHits);
-      set.routing?.gpuPrefixCacheQueries.inc(labels, delta.prefixCacheQueries);
-      set.routing?.gpuPrefixCacheHits.inc(labels, delta.prefixCacheHits);
       set.counters.preemptions.inc(labels, delta.numPreemptions);
       set.counters.promptTokens.inc(labels, tally.promptTokens);
       set.counters.promptTokensCached.inc(labels, tally.cachedTokens);
@@ -261,6 +266,10 @@ export class PromLlmMetrics implements LlmMetricsObserver {
       for (const gap of tally.interTokenSeconds) set.histograms.interTokenLatency.observe(labels, gap);
       // A flush message (stepId -1) reports aborts and rejections, not a step that ran.
       if (step.stepId >= 0) set.histograms.iterationTokens.observe(labels, tally.promptTokens + tally.generationTokens);
+    }
+    for (const routing of this.routing) {
+      routing.gpuPrefixCacheQueries.inc(labels, delta.prefixCacheQueries);
+      routing.gpuPrefixCacheHits.inc(labels, delta.prefixCacheHits);
     }
   }
 
@@ -290,8 +299,10 @@ export class PromLlmMetrics implements LlmMetricsObserver {
     for (const set of this.sets) {
       for (const [key, counter] of Object.entries(set.counters)) if (key !== 'requestSuccess') counter.inc({ model_name: model }, 0);
       for (const reason of FINISHED_REASONS) set.counters.requestSuccess.inc({ model_name: model, finished_reason: reason }, 0);
-      set.routing?.gpuPrefixCacheQueries.inc({ model_name: model }, 0);
-      set.routing?.gpuPrefixCacheHits.inc({ model_name: model }, 0);
+    }
+    for (const routing of this.routing) {
+      routing.gpuPrefixCacheQueries.inc({ model_name: model }, 0);
+      routing.gpuPrefixCacheHits.inc({ model_name: model }, 0);
     }
   }
 

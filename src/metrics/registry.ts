@@ -3,7 +3,7 @@
 // and the process metrics. The composition root creates one and hands the observer to backends.
 
 import { Registry, collectDefaultMetrics } from 'prom-client';
-import { EVENT_LOOP_MONITORING_PRECISION_MS, llmPrefixes, type MetricsEngineType } from './metric-definitions.js';
+import { EVENT_LOOP_MONITORING_PRECISION_MS, LLM_PREFIX, type MetricsEngineType, VLLM_PREFIX } from './metric-definitions.js';
 import { PromLlmMetrics, type LlmMetricsObserver } from './llm-observer.js';
 import { PromLifecycleMetrics, type LifecycleObserver } from './lifecycle-metrics.js';
 import { registerTritonMetrics, type ModelSnapshotSource } from './triton-collector.js';
@@ -62,16 +62,52 @@ function readAtMostEvery(metric: object, intervalMs: number, clock: () => number
   };
 }
 
+/**
+ * The vllm: copy of the conveyor: LLM families' exposition: the same families with their names
+ * renamed (HELP, TYPE and sample lines start with a name; label values never start a line).
+ * Rendering the copy from the text, rather than recording every observation into a second set of
+ * prom-client metrics and formatting those too, halves the LLM part of a scrape (about two thirds
+ * of its lines) and of each step's recording.
+ */
+export function asVllmExposition(conveyorText: string): string {
+  return conveyorText.replace(CONVEYOR_NAME_AT_LINE_START, `$1${VLLM_PREFIX}`);
+}
+
+const CONVEYOR_NAME_AT_LINE_START = new RegExp(`^(# (?:HELP|TYPE) )?${LLM_PREFIX}`, 'gm');
+
+/** Prom-client's text ends each registry with one newline and separates families by a blank line. */
+const joinExpositions = (texts: readonly string[]): string => `${texts.map((t) => t.trimEnd()).join('\n\n')}\n`;
+
 export function createMetrics(options: MetricsOptions): ConveyorMetrics {
-  // A registry per server, never prom-client's global one: tests run several servers per process.
+  // Registries per server, never prom-client's global one: tests run several servers per process.
   const registry = new Registry();
+  // The conveyor: LLM families on a registry of their own, so their text can be copied under vllm:.
+  const llmRegistry = new Registry();
+  const vllmNames = options.engineType === 'vllm';
   registerTritonMetrics(registry, options.models);
-  const llm = new PromLlmMetrics(registry, llmPrefixes(options.engineType));
+  const llm = new PromLlmMetrics(llmRegistry, [LLM_PREFIX], vllmNames ? registry : undefined);
   if (options.processMetrics ?? true) {
     const before = new Set(registry.getMetricsAsArray());
     collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: EVENT_LOOP_MONITORING_PRECISION_MS });
     const clock = options.clock ?? (() => performance.now());
     for (const metric of registry.getMetricsAsArray()) if (!before.has(metric)) readAtMostEvery(metric, PROCESS_METRICS_REFRESH_MS, clock);
   }
-  return { registry, llm, lifecycle: new PromLifecycleMetrics(registry), families: () => readFamilies(registry) };
+  const exposition: MetricsRegistry = {
+    contentType: registry.contentType,
+    metrics: async () => {
+      const [rest, conveyor] = await Promise.all([registry.metrics(), llmRegistry.metrics()]);
+      return joinExpositions(vllmNames ? [rest, conveyor, asVllmExposition(conveyor)] : [rest, conveyor]);
+    },
+  };
+  const families = async (): Promise<MetricFamily[]> => {
+    const [rest, conveyor] = await Promise.all([readFamilies(registry), readFamilies(llmRegistry)]);
+    return [...rest, ...conveyor, ...(vllmNames ? conveyor.map(asVllmFamily) : [])];
+  };
+  return { registry: exposition, llm, lifecycle: new PromLifecycleMetrics(registry), families };
+}
+
+/** A conveyor: family as its vllm: copy (the families JSON twin of asVllmExposition). */
+function asVllmFamily(family: MetricFamily): MetricFamily {
+  const rename = (name: string): string => (name.startsWith(LLM_PREFIX) ? `${VLLM_PREFIX}${name.slice(LLM_PREFIX.length)}` : name);
+  return { ...family, name: rename(family.name), samples: family.samples.map((sample) => ({ ...sample, name: rename(sample.name) })) };
 }

@@ -251,20 +251,26 @@ export class Scheduler {
     while (budget.tokens > 0) {
       const state = this.waiting.peek();
       if (!state || (victim && this.order(state, victim) >= 0)) return;
-      if (this.running.length < this.config.maxNumSeqs && this.admit(state, budget, chunks)) continue;
+      if (this.running.length < this.config.maxNumSeqs) {
+        const admitted = this.admit(state, budget, chunks);
+        if (admitted === 'admitted') continue;
+        // It waits one step for a block another request is computing now; so does everything behind it.
+        if (admitted === 'deferred') return;
+      }
       victim = this.victimFor(state);
       if (!victim) return;
       this.preemptForRank(victim, state, budget, chunks);
     }
   }
 
-  /** Admits `state` with its first chunk if its blocks can be had (all or nothing). */
-  private admit(state: RequestState, budget: { tokens: number }, chunks: Chunk[]): boolean {
+  /** Admits `state` with its first chunk if its blocks can be had (all or nothing), or defers it a step (computesNextBlockThisStep). */
+  private admit(state: RequestState, budget: { tokens: number }, chunks: Chunk[]): 'admitted' | 'deferred' | 'no-blocks' {
     // Prompt logprobs need the logits of every prompt position, which a cache hit would skip (as
     // in vLLM): such a request computes its whole prompt, until its first token has them all.
     const prefix = this.kv.lookupPrefix(wantsPromptLogits(state) ? [] : state.tokenIds, state.request.cacheSalt);
+    if (!wantsPromptLogits(state) && this.computesNextBlockThisStep(state, prefix.numTokens, chunks)) return 'deferred';
     const numNew = Math.min(state.numTokens - prefix.numTokens, budget.tokens);
-    if (!this.kv.allocate(state.id, prefix.numTokens + numNew, prefix)) return false;
+    if (!this.kv.allocate(state.id, prefix.numTokens + numNew, prefix)) return 'no-blocks';
     this.waiting.shift();
     if (state.numPreemptions === 0) state.numCachedTokens = prefix.numTokens;
     state.numComputedTokens = prefix.numTokens;
@@ -272,7 +278,25 @@ export class Scheduler {
     insertOrdered(this.running, state, this.order);
     chunks.push({ state, numNew });
     budget.tokens -= numNew;
-    return true;
+    return 'admitted';
+  }
+
+  /**
+   * True when a request admitted this step computes the next full block of `state`'s prompt
+   * (past its `cachedTokens`): the same prompt submitted twice at once — n choices, a client's
+   * retries. Admitted now, `state` would compute that block again; one step later it finds it in
+   * the prefix cache (blocks are shared once computed). SGLang defers such in-batch prefixes too.
+   */
+  private computesNextBlockThisStep(state: RequestState, cachedTokens: number, chunks: readonly Chunk[]): boolean {
+    const blockEnd = cachedTokens + this.kv.blockSize;
+    // Only a block that could be cached: full, and short of the prompt's last token (whose logits are needed).
+    if (!this.kv.enablePrefixCaching || blockEnd >= state.numTokens) return false;
+    const tokens = state.tokenIds;
+    return chunks.some(({ state: other, numNew }) => {
+      if (other.request.cacheSalt !== state.request.cacheSalt || other.numComputedTokens > cachedTokens || other.numComputedTokens + numNew < blockEnd) return false;
+      for (let i = 0; i < blockEnd; i++) if (other.tokenIds[i] !== tokens[i]) return false;
+      return true;
+    });
   }
 
   /** The running request that `state` may displace: the lowest-ranked, if it ranks below `state` (priority policy only). */

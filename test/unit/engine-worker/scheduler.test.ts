@@ -280,6 +280,23 @@ describe('Scheduler: stops, prefix hits and the step contract', () => {
     expect(out.updates[0]!.logprobs).toHaveLength(2);
   });
 
+  it('defers a prompt whose next block another request computes this step, so it hits the cache a step later (n choices)', () => {
+    const h = harness({ numBlocks: 32 });
+    const prompt = seq(14, 300);
+    for (const id of ['a', 'b', 'c']) h.scheduler.add(makeRequest(id, prompt, { ignoreEos: true, maxTokens: 3 }));
+    // A different prompt behind them still waits its turn (first come, first served).
+    h.scheduler.add(makeRequest('other', seq(6, 900), { ignoreEos: true, maxTokens: 3 }));
+    expect(Object.keys(tokensOf(step(h).plan))).toEqual(['a']);
+    const { plan, out } = step(h);
+    expect(tokensOf(plan)).toEqual({ a: 1, b: 2, c: 2, other: 6 });
+    for (const id of ['b', 'c']) expect(out.updates.find((u) => u.requestId === id)!.numCachedTokens).toBe(12);
+    // Without prefix caching there is nothing to wait for.
+    const plain = harness({ numBlocks: 32, enablePrefixCaching: false });
+    for (const id of ['a', 'b']) plain.scheduler.add(makeRequest(id, prompt, { ignoreEos: true, maxTokens: 3 }));
+    expect(tokensOf(step(plain).plan)).toEqual({ a: 14, b: 14 });
+    for (const harnessOf of [h, plain]) for (const id of ['a', 'b', 'c', 'other']) if (harnessOf.scheduler.get(id)) harnessOf.scheduler.abort(id);
+  });
+
   it('reports cached prompt tokens and shares prefix blocks between live requests', () => {
     const h = harness({ numBlocks: 32 });
     const system = seq(12, 300);

@@ -10,6 +10,7 @@
 import type { EngineStats, FinishReason, GenerateRequest, SampledTokens, ScheduledRequest, SequenceUpdate, StepOutput, StepPlan, StepResult } from '../contracts/generate.js';
 import { ConveyorError, invalidArg } from '../errors.js';
 import type { KvCacheManager } from '../kv-cache/kv-cache-manager.js';
+import { computedByAnotherThisStep, type ScheduledChunk } from './in-batch-prefix.js';
 import { RequestState, checkStop, type StopDecision } from './request-state.js';
 import { type RequestOrder, type SchedulingPolicy, type WaitingQueue, createWaitingQueue, insertOrdered, requestOrder } from './scheduler-queue.js';
 
@@ -47,11 +48,6 @@ interface Pending {
   readonly plan: StepPlan;
   /** The record behind each plan entry, so results for a request aborted mid-step are dropped. */
   readonly states: readonly RequestState[];
-}
-
-interface Chunk {
-  readonly state: RequestState;
-  readonly numNew: number;
 }
 
 export class Scheduler {
@@ -136,7 +132,7 @@ export class Scheduler {
   schedule(): StepPlan {
     if (this.pending) throw new Error('Scheduler.schedule() called again before apply()');
     const budget = { tokens: this.config.maxNumBatchedTokens };
-    const chunks: Chunk[] = [];
+    const chunks: ScheduledChunk[] = [];
     const preempted = this.scheduleRunning(budget, chunks);
     // After a preemption the pool is known to be short: admitting new work would only thrash.
     if (!preempted) this.scheduleWaiting(budget, chunks);
@@ -210,7 +206,7 @@ export class Scheduler {
   }
 
   /** Gives each running request its next tokens, preempting from the back when blocks run out. */
-  private scheduleRunning(budget: { tokens: number }, chunks: Chunk[]): boolean {
+  private scheduleRunning(budget: { tokens: number }, chunks: ScheduledChunk[]): boolean {
     let preempted = false;
     for (let i = 0; i < this.running.length && budget.tokens > 0; i++) {
       const state = this.running[i]!;
@@ -244,7 +240,7 @@ export class Scheduler {
    * rest. Under the priority policy a head that finds no seat or too few blocks preempts the
    * lowest-ranked running request while that one ranks below it, then tries again.
    */
-  private scheduleWaiting(budget: { tokens: number }, chunks: Chunk[]): void {
+  private scheduleWaiting(budget: { tokens: number }, chunks: ScheduledChunk[]): void {
     // Nothing ranked at or below a request preempted here is admitted this step: it would only
     // take back what was just given up (thrashing).
     let victim: RequestState | undefined;
@@ -263,12 +259,13 @@ export class Scheduler {
     }
   }
 
-  /** Admits `state` with its first chunk if its blocks can be had (all or nothing), or defers it a step (computesNextBlockThisStep). */
-  private admit(state: RequestState, budget: { tokens: number }, chunks: Chunk[]): 'admitted' | 'deferred' | 'no-blocks' {
+  /** Admits `state` with its first chunk if its blocks can be had (all or nothing), or defers it a step (in-batch-prefix.ts). */
+  private admit(state: RequestState, budget: { tokens: number }, chunks: ScheduledChunk[]): 'admitted' | 'deferred' | 'no-blocks' {
     // Prompt logprobs need the logits of every prompt position, which a cache hit would skip (as
     // in vLLM): such a request computes its whole prompt, until its first token has them all.
     const prefix = this.kv.lookupPrefix(wantsPromptLogits(state) ? [] : state.tokenIds, state.request.cacheSalt);
-    if (!wantsPromptLogits(state) && this.computesNextBlockThisStep(state, prefix.numTokens, chunks)) return 'deferred';
+    const cacheable = this.kv.enablePrefixCaching && !wantsPromptLogits(state);
+    if (cacheable && computedByAnotherThisStep(state, prefix.numTokens, this.kv.blockSize, chunks)) return 'deferred';
     const numNew = Math.min(state.numTokens - prefix.numTokens, budget.tokens);
     if (!this.kv.allocate(state.id, prefix.numTokens + numNew, prefix)) return 'no-blocks';
     this.waiting.shift();
@@ -281,24 +278,6 @@ export class Scheduler {
     return 'admitted';
   }
 
-  /**
-   * True when a request admitted this step computes the next full block of `state`'s prompt
-   * (past its `cachedTokens`): the same prompt submitted twice at once — n choices, a client's
-   * retries. Admitted now, `state` would compute that block again; one step later it finds it in
-   * the prefix cache (blocks are shared once computed). SGLang defers such in-batch prefixes too.
-   */
-  private computesNextBlockThisStep(state: RequestState, cachedTokens: number, chunks: readonly Chunk[]): boolean {
-    const blockEnd = cachedTokens + this.kv.blockSize;
-    // Only a block that could be cached: full, and short of the prompt's last token (whose logits are needed).
-    if (!this.kv.enablePrefixCaching || blockEnd >= state.numTokens) return false;
-    const tokens = state.tokenIds;
-    return chunks.some(({ state: other, numNew }) => {
-      if (other.request.cacheSalt !== state.request.cacheSalt || other.numComputedTokens > cachedTokens || other.numComputedTokens + numNew < blockEnd) return false;
-      for (let i = 0; i < blockEnd; i++) if (other.tokenIds[i] !== tokens[i]) return false;
-      return true;
-    });
-  }
-
   /** The running request that `state` may displace: the lowest-ranked, if it ranks below `state` (priority policy only). */
   private victimFor(state: RequestState): RequestState | undefined {
     if (!this.preemptsForRank) return undefined;
@@ -307,13 +286,13 @@ export class Scheduler {
   }
 
   /** Preempts `victim` for `winner`, taking back the chunk and budget it got earlier this step. */
-  private preemptForRank(victim: RequestState, winner: RequestState, budget: { tokens: number }, chunks: Chunk[]): void {
+  private preemptForRank(victim: RequestState, winner: RequestState, budget: { tokens: number }, chunks: ScheduledChunk[]): void {
     const index = chunks.findIndex((chunk) => chunk.state === victim);
     if (index >= 0) budget.tokens += chunks.splice(index, 1)[0]!.numNew;
     this.preempt(victim, `request ${winner.id} (priority ${winner.request.priority}) outranks it (priority ${victim.request.priority})`);
   }
 
-  private buildPlan(chunks: readonly Chunk[]): StepPlan {
+  private buildPlan(chunks: readonly ScheduledChunk[]): StepPlan {
     const now = this.now();
     let numScheduledTokens = 0;
     const scheduled = chunks.map(({ state, numNew }): ScheduledRequest => {

@@ -21,6 +21,8 @@ const IM_END = 151_645;
 const THINK = 151_667;
 const END_THINK = 151_668;
 const CHOICES: GrammarSpec = { kind: 'choice', choices: ['yes', 'no', 'maybe'] };
+/** A grammar that keeps a row constrained for 60+ tokens. */
+const LONG_JSON: GrammarSpec = { kind: 'json_schema', schema: '{"type":"object","properties":{"a":{"type":"array","items":{"type":"integer"},"minItems":60}},"required":["a"]}' };
 const prompt = (seed: number, length: number) => Array.from({ length }, (_, i) => (seed * 7919 + i * 104_729) % 150_000);
 
 interface Options {
@@ -141,9 +143,8 @@ describe('the grammar worker', () => {
     const logs: string[] = [];
     const engine = await open(logs);
     const driver = new Driver(engine);
-    const longJson: GrammarSpec = { kind: 'json_schema', schema: '{"type":"object","properties":{"a":{"type":"array","items":{"type":"integer"},"minItems":60}},"required":["a"]}' };
     engine.add(request('free', prompt(5, 6), 60));
-    engine.add(request('victim', prompt(6, 6), 200, { grammar: longJson }));
+    engine.add(request('victim', prompt(6, 6), 200, { grammar: LONG_JSON }));
     await driver.until(() => (driver.results.get('victim')?.tokens.length ?? 0) >= 3);
     await engine.grammarWorkerThread!.terminate();
     await driver.untilIdle();
@@ -157,6 +158,36 @@ describe('the grammar worker', () => {
     expect(driver.rejections).toEqual([]);
     expect(driver.results.get('after')?.reason).toBe('stop');
     expect(['yes', 'no', 'maybe']).toContain(text(driver.results.get('after')!.tokens.slice(0, -1)));
+    await engine.release();
+  }, 300_000);
+
+  it("a grammar worker killed while it tries a row's candidates ends only that row; the engine steps on", async () => {
+    const logs: string[] = [];
+    const engine = await open(logs);
+    const driver = new Driver(engine);
+    engine.add(request('free', prompt(5, 6), 60));
+    engine.add(request('victim', prompt(6, 6), 200, { grammar: LONG_JSON }));
+    await driver.until(() => (driver.results.get('victim')?.tokens.length ?? 0) >= 3);
+    // The next candidate-try job is the moment: the worker dies with it in flight.
+    const worker = engine.grammarWorkerThread!;
+    const post = worker.postMessage.bind(worker);
+    let killedDuringTry = false;
+    worker.postMessage = (message: { type?: string }) => {
+      post(message);
+      if (message?.type === 'try' && !killedDuringTry) {
+        killedDuringTry = true;
+        void worker.terminate();
+      }
+    };
+    await driver.untilIdle();
+    expect(killedDuringTry).toBe(true);
+    expect(driver.results.get('victim')?.reason).toBe('abort');
+    expect(logs.some((l) => /request victim: the grammar worker stopped/.test(l))).toBe(true);
+    expect(driver.results.get('free')?.tokens).toEqual(await greedy(session, ort, prompt(5, 6), 60));
+    expect(engine.stats().kvCacheUsage).toBe(0);
+    engine.add(request('after', prompt(7, 6), 30, { grammar: CHOICES }));
+    await driver.untilIdle();
+    expect(driver.results.get('after')?.reason).toBe('stop');
     await engine.release();
   }, 300_000);
 });

@@ -37,6 +37,14 @@ const metric = async (s: TestServer, sample: string): Promise<number> => {
   return line === undefined ? 0 : Number(line.slice(sample.length + 1));
 };
 const loaded = (s: TestServer): string[] => s.manager.loadedNames().sort();
+/** A repository holding only the tiny Qwen3, served as `qwen3`. */
+const qwen3Repository = (): Promise<string> => makeRepository([{ name: 'qwen3', from: 'qwen3-tiny', config: configOf('qwen3-tiny', 'qwen3') }]);
+/** A /v1/ws socket to the server, once open. */
+async function openSocket(s: TestServer): Promise<WebSocket> {
+  const socket = new WebSocket(`ws://127.0.0.1:${s.httpPort}/v1/ws`);
+  await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
+  return socket;
+}
 const slowQueue = (t: string) => t.replace('max_queue_delay_microseconds: 5000', 'max_queue_delay_microseconds: 3000000');
 
 describe('an LLM and an embedding model on demand', () => {
@@ -151,7 +159,7 @@ describe('the load timeout', () => {
 
 describe('gRPC', () => {
   it('conveyor.v1.GenerationService/Generate loads the LLM on demand', async () => {
-    const repository = await makeRepository([{ name: 'qwen3', from: 'qwen3-tiny', config: configOf('qwen3-tiny', 'qwen3') }]);
+    const repository = await qwen3Repository();
     const server = await start(repository, []);
     const definition = loadSync(['generate.proto'], { keepCase: true, longs: String, enums: String, defaults: true, oneofs: true, includeDirs: [join(import.meta.dirname, '..', '..', 'protos')] });
     const root = grpc.loadPackageDefinition(definition) as unknown as { conveyor: { v1: { GenerationService: new (address: string, credentials: grpc.ChannelCredentials) => grpc.Client } } };
@@ -175,12 +183,11 @@ describe('gRPC', () => {
 
 describe('WebSocket', () => {
   it('a /v1/ws generation loads the LLM on demand, and holds it until done', async () => {
-    const repository = await makeRepository([{ name: 'qwen3', from: 'qwen3-tiny', config: configOf('qwen3-tiny', 'qwen3') }]);
+    const repository = await qwen3Repository();
     // keep_alive 0: the model goes as soon as its last lease is released, so it stays only while the socket's generation holds one.
     const server = await start(repository, ['--keep-alive=0']);
-    const socket = new WebSocket(`ws://127.0.0.1:${server.httpPort}/v1/ws`);
+    const socket = await openSocket(server);
     try {
-      await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
       const frames: { type: string; loaded: string[] }[] = [];
       const done = new Promise<void>((resolve) =>
         socket.on('message', (data) => {
@@ -204,15 +211,10 @@ describe('WebSocket', () => {
 
 describe('WebSocket closed during the load', () => {
   it('a socket that closes while its first request loads the model releases the lease: the model goes (keep_alive 0) and the next socket is served', async () => {
-    const repository = await makeRepository([{ name: 'qwen3', from: 'qwen3-tiny', config: configOf('qwen3-tiny', 'qwen3') }]);
+    const repository = await qwen3Repository();
     const server = await start(repository, ['--keep-alive=0']);
-    const open = async (): Promise<WebSocket> => {
-      const socket = new WebSocket(`ws://127.0.0.1:${server.httpPort}/v1/ws`);
-      await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
-      return socket;
-    };
     const request = { type: 'generate', model: 'qwen3', messages: [{ role: 'user', content: 'hi' }], max_tokens: 2 };
-    const first = await open();
+    const first = await openSocket(server);
     first.send(JSON.stringify({ ...request, id: 'gone' }));
     // Close once the load has begun (the model is LOADING), before it is ready.
     await waitFor(async () => (await cards(server)).qwen3 === 'LOADING', 30_000);
@@ -220,7 +222,7 @@ describe('WebSocket closed during the load', () => {
     // The load finishes, nobody holds a lease, keep_alive 0: the model unloads.
     await waitFor(async () => (await cards(server)).qwen3 === 'UNLOADED');
     expect(loaded(server)).toEqual([]);
-    const second = await open();
+    const second = await openSocket(server);
     try {
       const done = new Promise<string>((resolve) =>
         second.on('message', (data) => {
@@ -238,9 +240,9 @@ describe('WebSocket closed during the load', () => {
 
 describe('WebSocket keep_alive', () => {
   it('a /v1/ws keep_alive of 0 unloads the model once done; a bad one is refused naming the field, and loads nothing', async () => {
-    const repository = await makeRepository([{ name: 'qwen3', from: 'qwen3-tiny', config: configOf('qwen3-tiny', 'qwen3') }]);
+    const repository = await qwen3Repository();
     const server = await start(repository, ['--keep-alive=-1']);
-    const socket = new WebSocket(`ws://127.0.0.1:${server.httpPort}/v1/ws`);
+    const socket = await openSocket(server);
     const answers = new Map<string, (frame: { type: string; error?: { param?: string } }) => void>();
     socket.on('message', (data) => {
       const frame = JSON.parse(String(data)) as { type: string; id: string };
@@ -252,7 +254,6 @@ describe('WebSocket keep_alive', () => {
         socket.send(JSON.stringify({ type: 'generate', id, model: 'qwen3', messages: [{ role: 'user', content: 'hi' }], max_tokens: 2, keep_alive: keepAlive }));
       });
     try {
-      await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
       const refused = await generate('bad', 'soon');
       expect(refused.type).toBe('error');
       expect(refused.error?.param).toBe('keep_alive');
@@ -268,7 +269,7 @@ describe('WebSocket keep_alive', () => {
 
 describe('gRPC ModelStreamInfer', () => {
   it('loads a decoupled LLM on its first request and streams it (the config is read once the model is loaded)', async () => {
-    const repository = await makeRepository([{ name: 'qwen3', from: 'qwen3-tiny', config: configOf('qwen3-tiny', 'qwen3') }]);
+    const repository = await qwen3Repository();
     const server = await start(repository, []);
     const definition = loadSync(['grpc_service.proto'], { keepCase: true, longs: String, enums: String, defaults: true, oneofs: true, includeDirs: [join(import.meta.dirname, '..', '..', 'protos')] });
     const root = grpc.loadPackageDefinition(definition) as unknown as { inference: { GRPCInferenceService: new (address: string, credentials: grpc.ChannelCredentials) => grpc.Client } };

@@ -5,6 +5,7 @@
 // grammar applied to the answer after them.
 import * as ort from 'onnxruntime-node';
 import { join } from 'node:path';
+import type { Worker } from 'node:worker_threads';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { GenerateRequest, GrammarSpec, SamplingParams, StepOutput, ThinkingSpec } from '../../../src/contracts/generate.js';
 import type { TextTokenizer } from '../../../src/contracts/tokenizer.js';
@@ -139,57 +140,58 @@ describe('the grammar worker', () => {
     await engine.release();
   }, 300_000);
 
-  it('a grammar worker that dies ends only its constrained rows; the next constrained request gets a fresh worker', async () => {
-    const logs: string[] = [];
-    const engine = await open(logs);
-    const driver = new Driver(engine);
-    engine.add(request('free', prompt(5, 6), 60));
-    engine.add(request('victim', prompt(6, 6), 200, { grammar: LONG_JSON }));
-    await driver.until(() => (driver.results.get('victim')?.tokens.length ?? 0) >= 3);
-    await engine.grammarWorkerThread!.terminate();
-    await driver.untilIdle();
-    expect(driver.results.get('victim')?.reason).toBe('abort');
-    expect(logs.some((l) => /request victim: the grammar worker stopped/.test(l))).toBe(true);
-    expect(driver.results.get('free')?.tokens).toEqual(await greedy(session, ort, prompt(5, 6), 60));
-    expect(engine.stats().kvCacheUsage).toBe(0);
+  /** Ways the grammar worker dies under a constrained row: terminated between jobs, or with a candidate-try job in flight. */
+  const kills: [string, (worker: Worker) => Promise<() => boolean>][] = [
+    [
+      'between jobs',
+      async (worker) => {
+        await worker.terminate();
+        return () => true;
+      },
+    ],
+    [
+      "while it tries a row's candidates",
+      async (worker) => {
+        const post = worker.postMessage.bind(worker);
+        let killedDuringTry = false;
+        worker.postMessage = (message: { type?: string }) => {
+          post(message);
+          if (message?.type === 'try' && !killedDuringTry) {
+            killedDuringTry = true;
+            void worker.terminate();
+          }
+        };
+        return () => killedDuringTry;
+      },
+    ],
+  ];
 
-    engine.add(request('after', prompt(7, 6), 30, { grammar: CHOICES }));
-    await driver.untilIdle();
-    expect(driver.rejections).toEqual([]);
-    expect(driver.results.get('after')?.reason).toBe('stop');
-    expect(['yes', 'no', 'maybe']).toContain(text(driver.results.get('after')!.tokens.slice(0, -1)));
-    await engine.release();
-  }, 300_000);
+  it.each(kills)(
+    'a grammar worker that dies %s ends only its constrained rows; the next constrained request gets a fresh worker',
+    async (_, kill) => {
+      const logs: string[] = [];
+      const engine = await open(logs);
+      const driver = new Driver(engine);
+      engine.add(request('free', prompt(5, 6), 60));
+      engine.add(request('victim', prompt(6, 6), 200, { grammar: LONG_JSON }));
+      await driver.until(() => (driver.results.get('victim')?.tokens.length ?? 0) >= 3);
+      const killed = await kill(engine.grammarWorkerThread!);
+      await driver.untilIdle();
+      expect(killed()).toBe(true);
+      expect(driver.results.get('victim')?.reason).toBe('abort');
+      expect(logs.some((l) => /request victim: the grammar worker stopped/.test(l))).toBe(true);
+      expect(driver.results.get('free')?.tokens).toEqual(await greedy(session, ort, prompt(5, 6), 60));
+      expect(engine.stats().kvCacheUsage).toBe(0);
 
-  it("a grammar worker killed while it tries a row's candidates ends only that row; the engine steps on", async () => {
-    const logs: string[] = [];
-    const engine = await open(logs);
-    const driver = new Driver(engine);
-    engine.add(request('free', prompt(5, 6), 60));
-    engine.add(request('victim', prompt(6, 6), 200, { grammar: LONG_JSON }));
-    await driver.until(() => (driver.results.get('victim')?.tokens.length ?? 0) >= 3);
-    // The next candidate-try job is the moment: the worker dies with it in flight.
-    const worker = engine.grammarWorkerThread!;
-    const post = worker.postMessage.bind(worker);
-    let killedDuringTry = false;
-    worker.postMessage = (message: { type?: string }) => {
-      post(message);
-      if (message?.type === 'try' && !killedDuringTry) {
-        killedDuringTry = true;
-        void worker.terminate();
-      }
-    };
-    await driver.untilIdle();
-    expect(killedDuringTry).toBe(true);
-    expect(driver.results.get('victim')?.reason).toBe('abort');
-    expect(logs.some((l) => /request victim: the grammar worker stopped/.test(l))).toBe(true);
-    expect(driver.results.get('free')?.tokens).toEqual(await greedy(session, ort, prompt(5, 6), 60));
-    expect(engine.stats().kvCacheUsage).toBe(0);
-    engine.add(request('after', prompt(7, 6), 30, { grammar: CHOICES }));
-    await driver.untilIdle();
-    expect(driver.results.get('after')?.reason).toBe('stop');
-    await engine.release();
-  }, 300_000);
+      engine.add(request('after', prompt(7, 6), 30, { grammar: CHOICES }));
+      await driver.untilIdle();
+      expect(driver.rejections).toEqual([]);
+      expect(driver.results.get('after')?.reason).toBe('stop');
+      expect(['yes', 'no', 'maybe']).toContain(text(driver.results.get('after')!.tokens.slice(0, -1)));
+      await engine.release();
+    },
+    300_000,
+  );
 });
 
 describe('greedy rows try their best unmasked candidates first', () => {

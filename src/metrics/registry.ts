@@ -9,6 +9,7 @@ import { PromLifecycleMetrics, type LifecycleObserver } from './lifecycle-metric
 import { registerTritonMetrics, type ModelSnapshotSource } from './triton-collector.js';
 import type { MetricFamily } from '../contracts/ui-status.js';
 import { readFamilies } from './families.js';
+import { AS_REGISTERED, type FamilyNaming, writeExposition, writeExpositions } from './text-format.js';
 
 /** What the metrics server needs of a registry. */
 export interface MetricsRegistry {
@@ -63,17 +64,12 @@ function readAtMostEvery(metric: object, intervalMs: number, clock: () => number
 }
 
 /**
- * The vllm: copy of the conveyor: LLM families' exposition: the same families with their names
- * renamed (HELP, TYPE and sample lines start with a name; label values never start a line).
- * Rendering the copy from the text, rather than recording every observation into a second set of
- * prom-client metrics and formatting those too, halves the LLM part of a scrape (about two thirds
- * of its lines) and of each step's recording.
+ * A conveyor: LLM family's name in its vllm: copy. The copy is written from the same reading of
+ * the conveyor: families as their own text (writeExpositions), rather than recorded as a second
+ * set of prom-client metrics: the LLM families are about two thirds of a scrape's lines, and each
+ * step's recording would double too.
  */
-export function asVllmExposition(conveyorText: string): string {
-  return conveyorText.replace(CONVEYOR_NAME_AT_LINE_START, `$1${VLLM_PREFIX}`);
-}
-
-const CONVEYOR_NAME_AT_LINE_START = new RegExp(`^(# (?:HELP|TYPE) )?${LLM_PREFIX}`, 'gm');
+export const asVllmName: FamilyNaming = (name) => (name.startsWith(LLM_PREFIX) ? `${VLLM_PREFIX}${name.slice(LLM_PREFIX.length)}` : name);
 
 /** Prom-client's text ends each registry with one newline and separates families by a blank line. */
 const joinExpositions = (texts: readonly string[]): string => `${texts.map((t) => t.trimEnd()).join('\n\n')}\n`;
@@ -95,8 +91,8 @@ export function createMetrics(options: MetricsOptions): ConveyorMetrics {
   const exposition: MetricsRegistry = {
     contentType: registry.contentType,
     metrics: async () => {
-      const [rest, conveyor] = await Promise.all([registry.metrics(), llmRegistry.metrics()]);
-      return joinExpositions(vllmNames ? [rest, conveyor, asVllmExposition(conveyor)] : [rest, conveyor]);
+      const [rest, llmTexts] = await Promise.all([writeExposition(registry), writeExpositions(llmRegistry, vllmNames ? [AS_REGISTERED, asVllmName] : [AS_REGISTERED])]);
+      return joinExpositions([rest, ...llmTexts]);
     },
   };
   const families = async (): Promise<MetricFamily[]> => {
@@ -106,8 +102,7 @@ export function createMetrics(options: MetricsOptions): ConveyorMetrics {
   return { registry: exposition, llm, lifecycle: new PromLifecycleMetrics(registry), families };
 }
 
-/** A conveyor: family as its vllm: copy (the families JSON twin of asVllmExposition). */
+/** A conveyor: family as its vllm: copy in the families JSON. */
 function asVllmFamily(family: MetricFamily): MetricFamily {
-  const rename = (name: string): string => (name.startsWith(LLM_PREFIX) ? `${VLLM_PREFIX}${name.slice(LLM_PREFIX.length)}` : name);
-  return { ...family, name: rename(family.name), samples: family.samples.map((sample) => ({ ...sample, name: rename(sample.name) })) };
+  return { ...family, name: asVllmName(family.name), samples: family.samples.map((sample) => ({ ...sample, name: asVllmName(sample.name) })) };
 }

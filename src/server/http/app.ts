@@ -26,6 +26,7 @@ import { DEFAULT_LIMITS } from '../../config/limits.js';
 import { HEADER_LENGTH_HEADER } from './codec/infer-request.js';
 import { jsonDepthError } from './codec/json-depth.js';
 import { applyConnectionCap, connectionServerOptions, type ConnectionLimits } from './connection-limits.js';
+import { ProbeQuietLogController } from './probe-logging.js';
 
 /** Image batches as binary tensors are large; Triton itself has no fixed limit. */
 export const DEFAULT_BODY_LIMIT = 256 * 1024 * 1024;
@@ -61,6 +62,7 @@ export function createHttpApp(service: InferenceService, options: HttpAppOptions
   const bodyLimit = options.bodyLimit ?? DEFAULT_BODY_LIMIT;
   const app = Fastify({
     logger: (options.logger ?? false) as FastifyServerOptions['logger'],
+    logController: new ProbeQuietLogController(),
     bodyLimit,
     // A client's X-Request-Id becomes the request id in every log line about the request.
     requestIdHeader: 'x-request-id',

@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import type { StepOutput } from '../../../src/contracts/generate.js';
 import { finishedRequest } from '../../../src/metrics/llm-observer.js';
-import { asVllmExposition, createMetrics } from '../../../src/metrics/registry.js';
+import { asVllmName, createMetrics } from '../../../src/metrics/registry.js';
 import { parseExposition } from './exposition.js';
 
 const MODEL = 'conveyor:tricky';
@@ -60,9 +60,9 @@ describe('vllm: copies of the LLM families', () => {
     expect(text).not.toContain('vllm:');
   });
 
-  it('renames only names at the start of a line', () => {
-    expect(asVllmExposition('# HELP conveyor:x Help\n# TYPE conveyor:x gauge\nconveyor:x{model_name="conveyor:y"} 1\n')).toBe(
-      '# HELP vllm:x Help\n# TYPE vllm:x gauge\nvllm:x{model_name="conveyor:y"} 1\n',
-    );
+  it('renames only the conveyor: prefix of a family name', () => {
+    expect(asVllmName('conveyor:time_to_first_token_seconds')).toBe('vllm:time_to_first_token_seconds');
+    expect(asVllmName('nv_inference_count')).toBe('nv_inference_count');
+    expect(asVllmName('process_conveyor:x')).toBe('process_conveyor:x');
   });
 });

@@ -9,7 +9,7 @@ import { PromLifecycleMetrics, type LifecycleObserver } from './lifecycle-metric
 import { registerTritonMetrics, type ModelSnapshotSource } from './triton-collector.js';
 import type { MetricFamily } from '../contracts/ui-status.js';
 import { readFamilies } from './families.js';
-import { AS_REGISTERED, type FamilyNaming, writeExposition, writeExpositions } from './text-format.js';
+import { AS_REGISTERED, type FamilyNaming, writeExpositions } from './text-format.js';
 
 /** What the metrics server needs of a registry. */
 export interface MetricsRegistry {
@@ -43,24 +43,51 @@ export interface ConveyorMetrics {
  * How often the process_* and nodejs_* series are read at most. The endpoint picker scrapes every
  * 50 ms for the serving series, which are read at every scrape; the process series are for
  * Prometheus' 15–30 s scrapes, and reading them costs more than everything else in a scrape
- * together (the event-loop delay histogram's percentiles and deviation walk every bucket, ~1 ms;
- * /proc reads for memory and file descriptors), so a scrape within this long of the last reading
- * reports the same values.
+ * together (the event-loop delay histogram's mean and deviation walk every bucket,
+ * process.memoryUsage(), /proc reads for memory and file descriptors: about 3 ms on a loaded
+ * 2-core machine), so a scrape within this long of the last reading reports the same values.
  */
 export const PROCESS_METRICS_REFRESH_MS = 1000;
 
-/** Lets a prom-client metric's collect() run at most once per `intervalMs` of `clock`; in between, its last values stand. */
-function readAtMostEvery(metric: object, intervalMs: number, clock: () => number): void {
-  const holder = metric as unknown as { collect?: () => unknown };
-  const collect = holder.collect;
-  if (typeof collect !== 'function') return;
+/**
+ * Readings older than this are taken in the scrape itself; younger but past the refresh interval,
+ * they are reported as they are and taken again right after the scrape (its own event-loop turn),
+ * so no scrape of a frequent scraper waits for them, and one every 15–30 s (Prometheus) always
+ * finds fresh ones.
+ */
+export const PROCESS_METRICS_STALE_MS = 5000;
+
+type Collect = (this: unknown) => unknown;
+
+/**
+ * Takes over the collect() of `metrics` (prom-client's default metrics): the registry's calls
+ * report the last reading, and the readings are taken for all of them together as above.
+ */
+function readProcessMetricsTogether(metrics: readonly object[], clock: () => number): void {
+  const collects: [object, Collect][] = [];
   let lastRead = Number.NEGATIVE_INFINITY;
-  holder.collect = function throttledCollect(this: unknown) {
-    const now = clock();
-    if (now - lastRead < intervalMs) return undefined;
-    lastRead = now;
-    return collect.call(this);
+  let refreshQueued = false;
+  const readAll = (): void => {
+    refreshQueued = false;
+    lastRead = clock();
+    for (const [metric, collect] of collects) collect.call(metric);
   };
+  const onScrape = (): void => {
+    const age = clock() - lastRead;
+    if (age >= PROCESS_METRICS_STALE_MS) readAll();
+    else if (age >= PROCESS_METRICS_REFRESH_MS && !refreshQueued) {
+      refreshQueued = true;
+      setImmediate(readAll);
+    }
+  };
+  for (const metric of metrics) {
+    const holder = metric as { collect?: Collect };
+    const collect = holder.collect;
+    if (typeof collect !== 'function') continue;
+    collects.push([metric, collect]);
+    // Called once per metric per scrape: the first call of a scrape decides, the rest find the reading fresh or queued.
+    holder.collect = onScrape;
+  }
 }
 
 /**
@@ -70,9 +97,6 @@ function readAtMostEvery(metric: object, intervalMs: number, clock: () => number
  * step's recording would double too.
  */
 export const asVllmName: FamilyNaming = (name) => (name.startsWith(LLM_PREFIX) ? `${VLLM_PREFIX}${name.slice(LLM_PREFIX.length)}` : name);
-
-/** Prom-client's text ends each registry with one newline and separates families by a blank line. */
-const joinExpositions = (texts: readonly string[]): string => `${texts.map((t) => t.trimEnd()).join('\n\n')}\n`;
 
 export function createMetrics(options: MetricsOptions): ConveyorMetrics {
   // Registries per server, never prom-client's global one: tests run several servers per process.
@@ -86,13 +110,18 @@ export function createMetrics(options: MetricsOptions): ConveyorMetrics {
     const before = new Set(registry.getMetricsAsArray());
     collectDefaultMetrics({ register: registry, eventLoopMonitoringPrecision: EVENT_LOOP_MONITORING_PRECISION_MS });
     const clock = options.clock ?? (() => performance.now());
-    for (const metric of registry.getMetricsAsArray()) if (!before.has(metric)) readAtMostEvery(metric, PROCESS_METRICS_REFRESH_MS, clock);
+    readProcessMetricsTogether(
+      registry.getMetricsAsArray().filter((metric) => !before.has(metric)),
+      clock,
+    );
   }
   const exposition: MetricsRegistry = {
     contentType: registry.contentType,
     metrics: async () => {
-      const [rest, llmTexts] = await Promise.all([writeExposition(registry), writeExpositions(llmRegistry, vllmNames ? [AS_REGISTERED, asVllmName] : [AS_REGISTERED])]);
-      return joinExpositions([rest, ...llmTexts]);
+      return writeExpositions([
+        { registry, namings: [AS_REGISTERED] },
+        { registry: llmRegistry, namings: vllmNames ? [AS_REGISTERED, asVllmName] : [AS_REGISTERED] },
+      ]);
     },
   };
   const families = async (): Promise<MetricFamily[]> => {

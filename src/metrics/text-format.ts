@@ -10,6 +10,7 @@
 // exception: NaN is written `NaN`, as the format spells it (prom-client writes `Nan`).
 
 import type { Registry } from 'prom-client';
+import { SnapshotFamily } from './snapshot-family.js';
 
 type LabelValue = string | number | undefined;
 type LabelSet = Readonly<Record<string, LabelValue>>;
@@ -43,50 +44,104 @@ export type FamilyNaming = (name: string) => string;
 
 export const AS_REGISTERED: FamilyNaming = (name) => name;
 
+/** A registry and the names its families are written under, one copy of its text per naming. */
+export interface ExpositionSource {
+  readonly registry: Registry;
+  readonly namings: readonly FamilyNaming[];
+}
+
 /** The registry's exposition, each family under its registered name. */
 export async function writeExposition(registry: Registry): Promise<string> {
-  const [text] = await writeExpositions(registry, [AS_REGISTERED]);
-  return text!;
+  return writeExpositions([{ registry, namings: [AS_REGISTERED] }]);
 }
 
 /**
- * The registry's exposition once per naming, from one reading of its metrics: the same samples
- * under each naming's family names (the vllm: copy of the conveyor: families), each line's labels
- * and value formatted once for all of them.
+ * One exposition of every source, each registry read once and written once per naming (the vllm:
+ * copy of the conveyor: families: the same samples under the renamed families), in order.
  */
-export async function writeExpositions(registry: Registry, namings: readonly FamilyNaming[]): Promise<string[]> {
-  const metrics = registry.getMetricsAsArray() as unknown as ReadableMetric[];
-  const families = await Promise.all(metrics.map((m) => (typeof m.getForPromString === 'function' ? m.getForPromString() : m.get())));
+export async function writeExpositions(sources: readonly ExpositionSource[]): Promise<string> {
+  const read = await Promise.all(sources.map((source) => readRegistry(source.registry)));
   // Lines gathered and joined once: appending to one string would build a rope of thousands of
   // pieces that the socket write then has to flatten.
-  const lines: string[][] = namings.map(() => []);
-  for (let i = 0; i < families.length; i++) {
-    const family = families[i]!;
-    const help = escapeText(family.help);
-    for (let n = 0; n < namings.length; n++) {
-      const name = escapeText(namings[n]!(family.name));
-      if (i > 0) lines[n]!.push('');
-      lines[n]!.push(`# HELP ${name} ${help}`, `# TYPE ${name} ${family.type}`);
-    }
-    const names = namings.map((naming) => naming(family.name));
-    for (const sample of family.values ?? []) {
-      const own = sample.labels === undefined ? '' : labelText(sample.labels, sample.sharedLabels);
-      const shared = sample.sharedLabels === undefined ? '' : labelText(sample.sharedLabels, undefined);
-      const labels = own === '' ? shared : shared === '' ? own : `${own},${shared}`;
-      const rest = `${labels === '' ? '' : `{${labels}}`} ${valueText(sample.value)}`;
-      const sampleName = sample.metricName;
-      if (sampleName === undefined) {
-        for (let n = 0; n < names.length; n++) lines[n]!.push(names[n]! + rest);
-      } else if (sampleName.startsWith(family.name)) {
-        // Histogram parts (_bucket, _sum, _count) extend their family's name.
-        const suffix = sampleName.slice(family.name.length);
-        for (let n = 0; n < names.length; n++) lines[n]!.push(names[n]! + suffix + rest);
-      } else {
-        for (let n = 0; n < names.length; n++) lines[n]!.push(namings[n]!(sampleName) + rest);
+  const lines: string[] = [];
+  for (let i = 0; i < sources.length; i++) {
+    const { namings } = sources[i]!;
+    for (const naming of namings) {
+      for (const [metric, family] of read[i]!) {
+        if (lines.length > 0) lines.push('');
+        familyLines(metric, family, naming, lines);
       }
     }
   }
-  return lines.map((text) => `${text.join('\n')}\n`);
+  return `${lines.join('\n')}\n`;
+}
+
+async function readRegistry(registry: Registry): Promise<[ReadableMetric, ReportedFamily][]> {
+  const metrics = registry.getMetricsAsArray() as unknown as ReadableMetric[];
+  const families = await Promise.all(metrics.map((m) => (typeof m.getForPromString === 'function' ? m.getForPromString() : m.get())));
+  return metrics.map((metric, i) => [metric, families[i]!]);
+}
+
+/**
+ * A sample's line as last written. A scrape every 50 ms finds most samples as the last
+ * one left them (histogram buckets, counters of idle models), so their lines are reused rather than
+ * formatted and allocated again: the scrape was the serving thread's largest source of garbage.
+ */
+interface CachedLine {
+  readonly metricName: string | undefined;
+  readonly le: LabelValue;
+  readonly value: number;
+  readonly line: string;
+}
+
+/**
+ * Per naming, per metric, per series labels object (prom-client keeps one per series for its life;
+ * a histogram's samples share theirs as `sharedLabels`), the series' lines by position.
+ */
+const lineCache = new WeakMap<FamilyNaming, WeakMap<ReadableMetric, WeakMap<LabelSet, CachedLine[]>>>();
+
+function seriesCache(naming: FamilyNaming, metric: ReadableMetric): WeakMap<LabelSet, CachedLine[]> {
+  let byMetric = lineCache.get(naming);
+  if (byMetric === undefined) lineCache.set(naming, (byMetric = new WeakMap()));
+  let bySeries = byMetric.get(metric);
+  if (bySeries === undefined) byMetric.set(metric, (bySeries = new WeakMap()));
+  return bySeries;
+}
+
+function familyLines(metric: ReadableMetric, family: ReportedFamily, naming: FamilyNaming, lines: string[]): void {
+  const name = escapeText(naming(family.name));
+  lines.push(`# HELP ${name} ${escapeText(family.help)}`, `# TYPE ${name} ${family.type}`);
+  // A snapshot family builds new label objects at every read: nothing of it would be found again.
+  const bySeries = metric instanceof SnapshotFamily ? undefined : seriesCache(naming, metric);
+  let series: LabelSet | undefined;
+  let position = 0;
+  for (const sample of family.values ?? []) {
+    const seriesLabels = sample.sharedLabels ?? sample.labels;
+    position = seriesLabels === series ? position + 1 : 0;
+    series = seriesLabels;
+    const le = sample.sharedLabels === undefined ? undefined : sample.labels?.le;
+    let cached = seriesLabels === undefined ? undefined : bySeries?.get(seriesLabels);
+    const hit = cached?.[position];
+    if (hit !== undefined && hit.value === sample.value && hit.le === le && hit.metricName === sample.metricName) {
+      lines.push(hit.line);
+      continue;
+    }
+    const line = sampleLine(sample, family.name, naming, name);
+    lines.push(line);
+    if (seriesLabels === undefined || bySeries === undefined) continue;
+    if (cached === undefined) bySeries.set(seriesLabels, (cached = []));
+    cached[position] = { metricName: sample.metricName, le, value: sample.value, line };
+  }
+}
+
+function sampleLine(sample: ReportedSample, familyName: string, naming: FamilyNaming, name: string): string {
+  const own = sample.labels === undefined ? '' : labelText(sample.labels, sample.sharedLabels);
+  const shared = sample.sharedLabels === undefined ? '' : labelText(sample.sharedLabels, undefined);
+  const labels = own === '' ? shared : shared === '' ? own : `${own},${shared}`;
+  const sampleName = sample.metricName;
+  // Histogram parts (_bucket, _sum, _count) extend their family's name.
+  const written = sampleName === undefined ? name : sampleName.startsWith(familyName) ? name + sampleName.slice(familyName.length) : naming(sampleName);
+  return `${written}${labels === '' ? '' : `{${labels}}`} ${valueText(sample.value)}`;
 }
 
 /**

@@ -1,8 +1,10 @@
 // The process_* and nodejs_* series are read at most once per PROCESS_METRICS_REFRESH_MS, while
 // the serving series are read at every scrape: two scrapes a moment apart report the same CPU
-// time even though the process spent CPU between them, and a third after the interval reads afresh.
+// time even though the process spent CPU between them; a scrape past the interval still reports
+// the last reading and has a fresh one taken right after it (the next scrape sees it); a scrape
+// past PROCESS_METRICS_STALE_MS takes the reading itself.
 import { describe, expect, it } from 'vitest';
-import { createMetrics, PROCESS_METRICS_REFRESH_MS } from '../../../src/metrics/registry.js';
+import { createMetrics, PROCESS_METRICS_REFRESH_MS, PROCESS_METRICS_STALE_MS } from '../../../src/metrics/registry.js';
 import { parseExposition } from './exposition.js';
 
 const spin = (ms: number): void => {
@@ -33,6 +35,15 @@ describe('process metrics refresh', () => {
     expect(second.value('nodejs_eventloop_lag_max_seconds', {})).toBe(first.value('nodejs_eventloop_lag_max_seconds', {}));
     now += 1;
     const third = await scrape();
-    expect(third.value('process_cpu_seconds_total', {})).toBeGreaterThan(first.value('process_cpu_seconds_total', {})!);
+    const cpu = (exposition: typeof first) => exposition.value('process_cpu_seconds_total', {})!;
+    // Past the interval: this scrape reports the last reading and queues the next one after itself.
+    expect(cpu(third)).toBe(cpu(first));
+    await new Promise<void>((done) => setImmediate(done));
+    const fourth = await scrape();
+    expect(cpu(fourth)).toBeGreaterThan(cpu(first));
+    // Past the stale limit the scrape reads them itself.
+    spin(30);
+    now += PROCESS_METRICS_STALE_MS;
+    expect(cpu(await scrape())).toBeGreaterThan(cpu(fourth));
   });
 });

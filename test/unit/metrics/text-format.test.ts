@@ -8,7 +8,7 @@ import fc from 'fast-check';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { SnapshotFamily, histogramSamples } from '../../../src/metrics/snapshot-family.js';
-import { writeExposition, writeExpositions } from '../../../src/metrics/text-format.js';
+import { AS_REGISTERED, writeExposition, writeExpositions } from '../../../src/metrics/text-format.js';
 import { parseExposition } from './exposition.js';
 
 const LABEL_NAMES = ['model_name', 'le_not', 'reason', 'version'] as const;
@@ -106,10 +106,13 @@ describe('the exposition writer', () => {
     ttft.observe({ model_name: 'conveyor:tricky' }, 0.5);
     running.set({ model_name: 'm' }, 3);
     const renamed = (name: string): string => name.replace(/^conveyor:/, 'vllm:');
-    const [own, copy] = await writeExpositions(registry, [(name) => name, renamed]);
-    expect(own).toBe(await registry.metrics());
-    const ownSamples = parseExposition(own!).samples;
-    expect(parseExposition(copy!).samples).toEqual(ownSamples.map((s) => ({ ...s, name: renamed(s.name) })));
+    const own = await registry.metrics();
+    const both = await writeExpositions([{ registry, namings: [AS_REGISTERED, renamed] }]);
+    // The registry's own text, a blank line, then the renamed copy.
+    expect(both.startsWith(`${own.trimEnd()}\n\n`)).toBe(true);
+    const copy = both.slice(own.length + 1);
+    const ownSamples = parseExposition(own).samples;
+    expect(parseExposition(copy).samples).toEqual(ownSamples.map((s) => ({ ...s, name: renamed(s.name) })));
     expect(copy).toContain('# TYPE vllm:time_to_first_token_seconds histogram');
     expect(copy).toContain('model_name="conveyor:tricky"');
     expect(copy).not.toMatch(/^conveyor:/m);

@@ -107,9 +107,13 @@ export class EngineClient {
     return this.worker !== undefined;
   }
 
-  /** Called with every step message, before its updates reach the request streams (metrics). */
-  onStep(listener: (output: StepOutput) => void): void {
+  /** Called with every step message, before its updates reach the request streams (metrics); the returned function stops the calls. */
+  onStep(listener: (output: StepOutput) => void): () => void {
     this.stepListeners.push(listener);
+    return () => {
+      const at = this.stepListeners.indexOf(listener);
+      if (at >= 0) this.stepListeners.splice(at, 1);
+    };
   }
 
   get numActive(): number {

@@ -97,8 +97,10 @@ describe('model lifecycle', () => {
         });
         child.once('exit', (code) => reject(new Error(`exited ${code}: ${out}`)));
       });
-      expect((await fetch(`http://127.0.0.1:${port}/v2/health/ready`, { headers: { 'x-request-id': 'probe-42' } })).status).toBe(200);
-      // Structured JSON logs: the request's completion line carries the client's request id.
+      expect((await fetch(`http://127.0.0.1:${port}/v2/health/ready`)).status).toBe(200);
+      // Structured JSON logs: the request's completion line carries the client's request id
+      // (server metadata: probes such as health log at debug level only, probe-logging.ts).
+      expect((await fetch(`http://127.0.0.1:${port}/v2`, { headers: { 'x-request-id': 'probe-42' } })).status).toBe(200);
       const completion = () => out.split('\n').find((l) => l.includes('"reqId":"probe-42"') && l.includes('responseTime'));
       await waitFor(async () => completion() !== undefined);
       const line = completion();

@@ -96,7 +96,6 @@ function metricsOf(r: CaseResult, traces: readonly WorkloadTrace[]): Metrics {
   if (engineTtft.length > 0) m['engineTtftMs'] = medianOf(engineTtft);
   m['cachedTokens'] = medianOf(requests.map((q) => q.numCachedTokens));
   m['outputTokens'] = traces.reduce((sum, t) => sum + outputTokens(t), 0);
-  m['misalignedStats'] = traces.reduce((sum, t) => sum + t.misalignedStats, 0);
   if (r.group === GROUP.throughput) {
     const batch = r.variant === VARIANT.serial ? 1 : Number(r.params['concurrency']);
     const steps = traces.flatMap((t) => decodeStepMs(t, batch));

@@ -53,24 +53,31 @@ export interface RequestTrace {
 
 export interface WorkloadTrace {
   readonly requests: RequestTrace[];
-  /** Engine stats by step time, read when the step's first update reached the main thread. */
+  /** Engine stats by step time, of every step that had an update for one of the workload's requests. */
   readonly stepStats: Map<number, EngineStats>;
-  /** Steps whose stats object was seen under another step time: the alignment check of stepStats. */
-  misalignedStats: number;
   wallMs: number;
 }
 
 /** Submits every request at once and waits for all of them to finish. */
 export async function runWorkload(engine: EngineClient, requests: readonly GenerateRequest[]): Promise<WorkloadTrace> {
-  const trace: WorkloadTrace = { requests: [], stepStats: new Map(), misalignedStats: 0, wallMs: 0 };
-  const seenStats = new Set<EngineStats>();
+  const trace: WorkloadTrace = { requests: [], stepStats: new Map(), wallMs: 0 };
+  const ids = new Set(requests.map((r) => r.id));
+  // Read from the step message itself: the streams' consumers run in turns (event-loop-turns.ts),
+  // so when an update is consumed the engine's latest stats may already be a later step's.
+  const stopRecording = engine.onStep((output) => {
+    if (output.updates.some((u) => ids.has(u.requestId))) trace.stepStats.set(output.timeMs, output.stats);
+  });
   const started = performance.now();
-  await Promise.all(requests.map((request) => follow(engine, request, trace, seenStats)));
+  try {
+    await Promise.all(requests.map((request) => follow(engine, request, trace)));
+  } finally {
+    stopRecording();
+  }
   trace.wallMs = performance.now() - started;
   return trace;
 }
 
-async function follow(engine: EngineClient, request: GenerateRequest, trace: WorkloadTrace, seenStats: Set<EngineStats>): Promise<void> {
+async function follow(engine: EngineClient, request: GenerateRequest, trace: WorkloadTrace): Promise<void> {
   const record: RequestTrace = {
     id: request.id,
     numPromptTokens: request.promptTokenIds.length,
@@ -84,13 +91,6 @@ async function follow(engine: EngineClient, request: GenerateRequest, trace: Wor
   trace.requests.push(record);
   for await (const { update, timeMs } of engine.submit(request)) {
     record.firstSeenMs ??= performance.now();
-    // A step message is handled (stats stored, updates queued) before the next one arrives and
-    // its consumers run in between, so the latest stats are this step's; the check counts misses.
-    if (!trace.stepStats.has(timeMs) && engine.stats) {
-      if (seenStats.has(engine.stats)) trace.misalignedStats++;
-      seenStats.add(engine.stats);
-      trace.stepStats.set(timeMs, engine.stats);
-    }
     record.points.push({ timeMs, numOutputTokens: update.numOutputTokens, finished: update.finishReason !== null });
     record.numCachedTokens = update.numCachedTokens;
     if (update.firstTokenTimeMs !== null && record.engineTtftMs === null) record.engineTtftMs = update.firstTokenTimeMs - update.arrivalTimeMs;
@@ -129,7 +129,6 @@ export function mergeTraces(traces: readonly WorkloadTrace[]): WorkloadTrace {
   return {
     requests: traces.flatMap((t) => t.requests),
     stepStats: new Map(traces.flatMap((t) => [...t.stepStats])),
-    misalignedStats: traces.reduce((sum, t) => sum + t.misalignedStats, 0),
     wallMs: traces.reduce((sum, t) => sum + t.wallMs, 0),
   };
 }

@@ -6,7 +6,10 @@
 //   (c) GQA:     com.microsoft GroupQueryAttention with past and present sharing one buffer
 //                (pre-allocated outputs aliasing the inputs): writes only the new position, but
 //                needs one contiguous [kv_heads, max_len, head_dim] region per sequence — a slot
-//                cache, not the block pool, so the block manager could not place blocks.
+//                cache, not the block pool, so the block manager could not place blocks;
+//   (d) native:  a fused C kernel (native/paged-decode-attention.c, built here with the system's
+//                gcc and Node's headers; skipped where they are missing) reading (b)'s pool in
+//                place: what a custom kernel would buy, with its output checked against (b)'s.
 // Run: npx tsx kernels/measure-paged-attention.ts [past=2048] [batch=32]   (results go into kernels/README.md by hand)
 //
 // One layer's attention alone (no projections), warm-up runs, then rounds that run every
@@ -27,10 +30,13 @@ const ROUNDS = 15;
 type Feeds = Record<string, ort.Tensor>;
 interface Candidate {
   readonly name: string;
-  readonly session: ort.InferenceSession;
-  readonly feeds: Feeds;
-  readonly fetches?: Record<string, ort.Tensor | null>;
+  readonly run: () => Promise<unknown>;
 }
+
+const ortCandidate = (name: string, session: ort.InferenceSession, feeds: Feeds, fetches?: Record<string, ort.Tensor | null>): Candidate => ({
+  name,
+  run: () => (fetches ? session.run(feeds, fetches) : session.run(feeds)),
+});
 
 const random = new SeededRandom(3);
 const floats = (n: number): Float32Array => random.uniformWithStd(n, 1);
@@ -61,10 +67,10 @@ async function optimum(): Promise<Candidate> {
     attention_mask: new ort.Tensor('int64', new BigInt64Array(BATCH * (PAST + 1)).fill(1n), [BATCH, PAST + 1]),
     input_ids: new ort.Tensor('int64', new BigInt64Array(BATCH), [BATCH, 1]),
   };
-  return { name: '(a) Optimum past + Concat', session: await open(g), feeds };
+  return ortCandidate('(a) Optimum past + Concat', await open(g), feeds);
 }
 
-async function paged(): Promise<Candidate> {
+async function paged(): Promise<Candidate & { native: () => Promise<Candidate | undefined> }> {
   const g = new GraphBuilder('paged_attention', 'float32');
   const q = g.input('q', 'float32', ['n', HEADS, DIM]);
   const k = g.input('k', 'float32', ['n', KV_HEADS, DIM]);
@@ -93,7 +99,39 @@ async function paged(): Promise<Candidate> {
     block_tables: new ort.Tensor('int64', BigInt64Array.from(order.slice(0, BATCH * blocksPerSeq), BigInt), [BATCH, blocksPerSeq]),
     input_ids: new ort.Tensor('int64', new BigInt64Array(BATCH), [BATCH]),
   };
-  return { name: '(b) paged: pool gathered by block tables', session: await open(g), feeds };
+  const session = await open(g);
+  return { ...ortCandidate('(b) paged: pool gathered by block tables', session, feeds), native: () => nativeCandidate(session, feeds, numBlocks, blocksPerSeq) };
+}
+
+/** (d): the fused kernel on (b)'s inputs, or undefined (with the reason printed) where it cannot be built. */
+async function nativeCandidate(session: ort.InferenceSession, feeds: Feeds, numBlocks: number, blocksPerSeq: number): Promise<Candidate | undefined> {
+  const { execFileSync } = await import('node:child_process');
+  const { createRequire } = await import('node:module');
+  const { tmpdir } = await import('node:os');
+  const { join, dirname } = await import('node:path');
+  const source = join(dirname(new URL(import.meta.url).pathname), 'native', 'paged-decode-attention.c');
+  const library = join(tmpdir(), `paged-decode-attention-${process.pid}.node`);
+  const headers = join(dirname(dirname(process.execPath)), 'include', 'node');
+  try {
+    execFileSync('gcc', ['-O3', '-march=native', '-ffast-math', '-shared', '-fPIC', `-I${headers}`, '-I/usr/include/node', source, '-o', library, '-lpthread', '-lm']);
+  } catch (error) {
+    console.log(`(d) skipped: the native kernel did not build (${(error as Error).message.split('\n')[0]})`);
+    return undefined;
+  }
+  const kernel = createRequire(import.meta.url)(library) as { decode: (...args: unknown[]) => void };
+  const data = (name: string) => feeds[name]!.data as Float32Array;
+  const tables = Int32Array.from(feeds.block_tables!.data as BigInt64Array, Number);
+  const past = new Int32Array(BATCH).fill(PAST);
+  const out = new Float32Array(BATCH * HEADS * DIM);
+  const dims = Int32Array.of(BATCH, HEADS, KV_HEADS, DIM, numBlocks, BLOCK, blocksPerSeq);
+  const run = async () => kernel.decode(data('q'), data('k'), data('v'), data('key_cache'), data('value_cache'), tables, past, out, dims, THREADS);
+  await run();
+  const expected = (await session.run(feeds)).output!.data as Float32Array;
+  let worst = 0;
+  for (let i = 0; i < out.length; i++) worst = Math.max(worst, Math.abs(out[i]! - expected[i]!));
+  console.log(`(d) native kernel vs (b): max |difference| ${worst.toExponential(2)} over ${out.length} outputs`);
+  if (!(worst < 1e-4)) throw new Error('the native kernel disagrees with the ORT paged graph');
+  return { name: '(d) native fused kernel, pool read in place', run };
 }
 
 async function groupQuery(): Promise<Candidate> {
@@ -128,19 +166,20 @@ async function groupQuery(): Promise<Candidate> {
     seqlens_k: new ort.Tensor('int32', new Int32Array(BATCH).fill(PAST), [BATCH]),
     total_sequence_length: new ort.Tensor('int32', Int32Array.of(PAST + 1), []),
   };
-  return { name: '(c) GroupQueryAttention, past/present one buffer', session: await open(g), feeds, fetches: { output: null, present_key: keyBuffer, present_value: valueBuffer } };
+  return ortCandidate('(c) GroupQueryAttention, past/present one buffer', await open(g), feeds, { output: null, present_key: keyBuffer, present_value: valueBuffer });
 }
 
 async function timeOnce(c: Candidate): Promise<number> {
   const started = performance.now();
-  if (c.fetches) await c.session.run(c.feeds, c.fetches);
-  else await c.session.run(c.feeds);
+  await c.run();
   return performance.now() - started;
 }
 
 const median = (xs: readonly number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 
-const candidates = [await optimum(), await paged(), await groupQuery()];
+const pagedForm = await paged();
+const native = await pagedForm.native();
+const candidates: Candidate[] = [await optimum(), pagedForm, await groupQuery(), ...(native ? [native] : [])];
 for (const c of candidates) for (let i = 0; i < 3; i++) await timeOnce(c);
 const times = new Map(candidates.map((c) => [c.name, [] as number[]]));
 for (let round = 0; round < ROUNDS; round++) {

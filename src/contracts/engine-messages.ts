@@ -10,6 +10,8 @@ export interface EngineWorkerData {
   readonly modelPath: string;
   readonly device: Device;
   readonly intraOpNumThreads: number;
+  /** false: ORT's intra-op threads sleep between parallel sections (config parameter intra_op_allow_spinning); absent: ORT's default. */
+  readonly intraOpSpinning?: boolean;
   readonly maxNumSeqs: number;
   readonly maxNumBatchedTokens: number;
   readonly maxModelLen: number;

@@ -67,7 +67,12 @@ export function ioNamesOf(metadata: SessionMetadata): ModelIoNames {
 
 /** Opens the model's session and the runner its inputs call for, with KV storage sized from the budget. */
 export async function openModelRunner(options: RunnerOptions): Promise<ModelRunner> {
-  const session = await ModelSession.open({ modelPath: options.modelPath, device: options.device, intraOpNumThreads: options.intraOpNumThreads });
+  const session = await ModelSession.open({
+    modelPath: options.modelPath,
+    device: options.device,
+    intraOpNumThreads: options.intraOpNumThreads,
+    ...(options.intraOpSpinning === undefined ? {} : { intraOpSpinning: options.intraOpSpinning }),
+  });
   let runner: ModelRunner;
   try {
     runner = adapterFor(chooseRunner(ioNamesOf(session.metadata)), session, options);

@@ -19,6 +19,8 @@ export interface InstancePoolOptions {
   readonly device: Device;
   /** Threads per session; 0 = ORT's default. */
   readonly intraOpNumThreads: number;
+  /** false: ORT's intra-op threads sleep between parallel sections; absent: ORT's default. */
+  readonly intraOpSpinning?: boolean;
   /** For logs: model and version. */
   readonly label: string;
   readonly log: (line: string) => void;
@@ -70,6 +72,7 @@ export class InstancePool implements ModelExecutor {
       modelPath: options.modelPath,
       device: options.device,
       intraOpNumThreads: options.intraOpNumThreads,
+      ...(options.intraOpSpinning === undefined ? {} : { intraOpSpinning: options.intraOpSpinning }),
       label: options.label,
       ...(options.faultInjection ? { faultInjection: options.faultInjection } : {}),
       ...(options.threadNice ? { threadNice: options.threadNice } : {}),

@@ -9,6 +9,8 @@ export interface SessionRequest {
   readonly device: Device;
   /** 0 lets ORT pick (one per core). */
   readonly intraOpNumThreads: number;
+  /** false: intra-op threads sleep between parallel sections instead of spinning; absent: ORT's default (spin). */
+  readonly intraOpSpinning?: boolean;
 }
 
 export interface OpenedSession {
@@ -19,28 +21,31 @@ export interface OpenedSession {
   readonly note?: string;
 }
 
-function options(request: SessionRequest, device: Device): ort.InferenceSession.SessionOptions {
+/** The session options a request opens with (exported for the unit test of the mapping). */
+export function sessionOptionsFor(request: SessionRequest, device: Device): ort.InferenceSession.SessionOptions {
   return {
     executionProviders: device === 'cuda' ? ['cuda', 'cpu'] : ['cpu'],
     intraOpNumThreads: request.intraOpNumThreads,
     interOpNumThreads: 1,
     graphOptimizationLevel: 'all',
     logSeverityLevel: 3,
+    // onnxruntime-common flattens `extra` into session config entries: session.intra_op.allow_spinning.
+    ...(request.intraOpSpinning === false ? { extra: { session: { intra_op: { allow_spinning: '0' } } } } : {}),
   };
 }
 
 export async function openSession(request: SessionRequest): Promise<OpenedSession> {
   if (request.device === 'cuda') {
     try {
-      return { session: await ort.InferenceSession.create(request.modelPath, options(request, 'cuda')), device: 'cuda' };
+      return { session: await ort.InferenceSession.create(request.modelPath, sessionOptionsFor(request, 'cuda')), device: 'cuda' };
     } catch (error) {
       // onnxruntime-node ships the CUDA provider only when installed with ONNXRUNTIME_NODE_INSTALL=cuda12.
       const reason = error instanceof Error ? error.message.split('\n')[0] : String(error);
-      const session = await ort.InferenceSession.create(request.modelPath, options(request, 'cpu'));
+      const session = await ort.InferenceSession.create(request.modelPath, sessionOptionsFor(request, 'cpu'));
       return { session, device: 'cpu', note: `CUDA execution provider unavailable (${reason}); running on CPU` };
     }
   }
-  return { session: await ort.InferenceSession.create(request.modelPath, options(request, 'cpu')), device: 'cpu' };
+  return { session: await ort.InferenceSession.create(request.modelPath, sessionOptionsFor(request, 'cpu')), device: 'cpu' };
 }
 
 export function describeSession(session: ort.InferenceSession): SessionMetadata {

@@ -7,6 +7,7 @@ import { DEFAULT_LIMITS } from '../config/limits.js';
 import type { InferRequest, InferResponse } from '../contracts/infer.js';
 import type { ModelVariant } from '../contracts/inference-service.js';
 import type { ModelConfig } from '../contracts/model-config.js';
+import { intraOpSpinningOf } from './ort-threading.js';
 import type { Tensor } from '../contracts/tensors.js';
 import type { Device } from '../contracts/worker-messages.js';
 import { DynamicBatcher } from '../batcher/dynamic-batcher.js';
@@ -36,13 +37,13 @@ export function instanceCount(config: ModelConfig): number {
   );
 }
 
-function instancePlan(config: ModelConfig): { count: number; device: Device; threads: number } {
+function instancePlan(config: ModelConfig): { count: number; device: Device; threads: number; spinning: boolean | undefined } {
   const count = instanceCount(config);
   const device: Device = config.instance_group.some((g) => g.kind === 'KIND_GPU') ? 'cuda' : 'cpu';
   const configured = Number(config.parameters.intra_op_thread_count?.string_value ?? NaN);
   // Instances share the cores: more instances, fewer threads each.
   const threads = Number.isInteger(configured) && configured > 0 ? configured : Math.max(1, Math.floor(availableParallelism() / count));
-  return { count, device, threads };
+  return { count, device, threads, spinning: intraOpSpinningOf(config) };
 }
 
 async function readLabels(request: BackendLoadRequest, config: ModelConfig): Promise<Map<string, string[]>> {
@@ -71,6 +72,7 @@ export async function loadOnnxModel(request: BackendLoadRequest): Promise<Served
     count: plan.count,
     device: plan.device,
     intraOpNumThreads: plan.threads,
+    ...(plan.spinning === undefined ? {} : { intraOpSpinning: plan.spinning }),
     label: `${request.name}:${request.version}`,
     log: request.log,
     threadNice: (request.limits ?? DEFAULT_LIMITS).computeThreadNice,

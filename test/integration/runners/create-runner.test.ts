@@ -46,4 +46,26 @@ describe('openModelRunner', () => {
       message: expect.stringMatching(/^no runner for this model: inputs \[input_ids, .*supported: an Optimum decoder with past_key_values/),
     });
   });
+
+  it('opens with intra-op spinning off and computes the same logits', async () => {
+    const plan = {
+      stepId: 0,
+      scheduled: [{ requestId: 'a', tokenIds: [1, 2, 3], numComputedTokens: 0, blockTable: [0], sample: true, isNew: true, allLogits: false }],
+      numScheduledTokens: 3,
+      releasedRequestIds: [],
+      blocksToCopy: [],
+    };
+    const logitsWith = async (intraOpSpinning: boolean | undefined) => {
+      const runner = await openModelRunner(options(decoder('model.onnx'), intraOpSpinning === undefined ? {} : { intraOpSpinning }));
+      try {
+        return Float32Array.from((await runner.execute(plan)).get('a')!);
+      } finally {
+        await runner.release();
+      }
+    };
+    const spinning = await logitsWith(undefined);
+    const sleeping = await logitsWith(false);
+    expect(sleeping.length).toBe(spinning.length);
+    expect(sleeping).toEqual(spinning);
+  });
 });

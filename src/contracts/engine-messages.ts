@@ -11,7 +11,7 @@ export interface EngineWorkerData {
   readonly device: Device;
   readonly intraOpNumThreads: number;
   /** false: ORT's intra-op threads sleep between parallel sections (config parameter intra_op_allow_spinning); absent: ORT's default. */
-  readonly intraOpSpinning?: boolean;
+  readonly intraOpSpinning?: boolean | undefined;
   readonly maxNumSeqs: number;
   readonly maxNumBatchedTokens: number;
   readonly maxModelLen: number;

@@ -37,7 +37,7 @@ export interface InstanceWorkerData {
   readonly device: Device;
   readonly intraOpNumThreads: number;
   /** false: ORT's intra-op threads sleep between parallel sections (config parameter intra_op_allow_spinning); absent: ORT's default. */
-  readonly intraOpSpinning?: boolean;
+  readonly intraOpSpinning?: boolean | undefined;
   readonly label: string;
   /** Absent unless a test enabled fault injection. */
   readonly faultInjection?: FaultInjection;

@@ -115,15 +115,11 @@ export function createMetrics(options: MetricsOptions): ConveyorMetrics {
       clock,
     );
   }
-  const exposition: MetricsRegistry = {
-    contentType: registry.contentType,
-    metrics: async () => {
-      return writeExpositions([
-        { registry, namings: [AS_REGISTERED] },
-        { registry: llmRegistry, namings: vllmNames ? [AS_REGISTERED, asVllmName] : [AS_REGISTERED] },
-      ]);
-    },
-  };
+  const sources = [
+    { registry, namings: [AS_REGISTERED] },
+    { registry: llmRegistry, namings: vllmNames ? [AS_REGISTERED, asVllmName] : [AS_REGISTERED] },
+  ];
+  const exposition: MetricsRegistry = { contentType: registry.contentType, metrics: () => writeExpositions(sources) };
   const families = async (): Promise<MetricFamily[]> => {
     const [rest, conveyor] = await Promise.all([readFamilies(registry), readFamilies(llmRegistry)]);
     return [...rest, ...conveyor, ...(vllmNames ? conveyor.map(asVllmFamily) : [])];

@@ -3,8 +3,9 @@
 // cores, and prom-client's writer spent about 60% of a scrape's CPU building arrays of label
 // strings for every sample (each histogram bucket: its own label array, filter and join), and
 // more in the garbage collector. This writer reads the same metric objects through the same
-// calls and caches what does not change between scrapes: the label text of a series, keyed by the
-// series' own labels object, which prom-client keeps for the life of the series.
+// calls and keeps what does not change between scrapes, keyed by the series' own labels object
+// (which prom-client keeps for the life of the series): its label text, and each sample's whole
+// line while the sample's value stays the same.
 //
 // The bytes are prom-client's, sample for sample (a property test holds it to that), with one
 // exception: NaN is written `NaN`, as the format spells it (prom-client writes `Nan`).
@@ -48,11 +49,6 @@ export const AS_REGISTERED: FamilyNaming = (name) => name;
 export interface ExpositionSource {
   readonly registry: Registry;
   readonly namings: readonly FamilyNaming[];
-}
-
-/** The registry's exposition, each family under its registered name. */
-export async function writeExposition(registry: Registry): Promise<string> {
-  return writeExpositions([{ registry, namings: [AS_REGISTERED] }]);
 }
 
 /**

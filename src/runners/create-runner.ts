@@ -67,12 +67,8 @@ export function ioNamesOf(metadata: SessionMetadata): ModelIoNames {
 
 /** Opens the model's session and the runner its inputs call for, with KV storage sized from the budget. */
 export async function openModelRunner(options: RunnerOptions): Promise<ModelRunner> {
-  const session = await ModelSession.open({
-    modelPath: options.modelPath,
-    device: options.device,
-    intraOpNumThreads: options.intraOpNumThreads,
-    ...(options.intraOpSpinning === undefined ? {} : { intraOpSpinning: options.intraOpSpinning }),
-  });
+  const { modelPath, device, intraOpNumThreads, intraOpSpinning } = options;
+  const session = await ModelSession.open({ modelPath, device, intraOpNumThreads, intraOpSpinning });
   let runner: ModelRunner;
   try {
     runner = adapterFor(chooseRunner(ioNamesOf(session.metadata)), session, options);

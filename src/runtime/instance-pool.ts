@@ -20,7 +20,7 @@ export interface InstancePoolOptions {
   /** Threads per session; 0 = ORT's default. */
   readonly intraOpNumThreads: number;
   /** false: ORT's intra-op threads sleep between parallel sections; absent: ORT's default. */
-  readonly intraOpSpinning?: boolean;
+  readonly intraOpSpinning?: boolean | undefined;
   /** For logs: model and version. */
   readonly label: string;
   readonly log: (line: string) => void;
@@ -72,7 +72,7 @@ export class InstancePool implements ModelExecutor {
       modelPath: options.modelPath,
       device: options.device,
       intraOpNumThreads: options.intraOpNumThreads,
-      ...(options.intraOpSpinning === undefined ? {} : { intraOpSpinning: options.intraOpSpinning }),
+      intraOpSpinning: options.intraOpSpinning,
       label: options.label,
       ...(options.faultInjection ? { faultInjection: options.faultInjection } : {}),
       ...(options.threadNice ? { threadNice: options.threadNice } : {}),

@@ -10,7 +10,7 @@ export interface SessionRequest {
   /** 0 lets ORT pick (one per core). */
   readonly intraOpNumThreads: number;
   /** false: intra-op threads sleep between parallel sections instead of spinning; absent: ORT's default (spin). */
-  readonly intraOpSpinning?: boolean;
+  readonly intraOpSpinning?: boolean | undefined;
 }
 
 export interface OpenedSession {

@@ -33,12 +33,6 @@ import { isReasoningParserName, REASONING_FORMATS, type ReasoningParserName, typ
 /** A generation request before tokenization: the prompt and the unchecked generation parameters of any front end. */
 export type GenerateInput = Omit<ProcessInput, 'id'>;
 
-/** The engine worker's intraOpSpinning field, present only when the config sets it. */
-function spinningOf(config: ModelConfig): { intraOpSpinning?: boolean } {
-  const spinning = intraOpSpinningOf(config);
-  return spinning === undefined ? {} : { intraOpSpinning: spinning };
-}
-
 function parameter(config: ModelConfig, key: string): string | undefined {
   return config.parameters[key]?.string_value;
 }
@@ -153,7 +147,7 @@ export async function loadLlmModel(request: BackendLoadRequest): Promise<LlmMode
       modelPath: model.path,
       device: config.instance_group.some((g) => g.kind === 'KIND_GPU') || parameter(config, 'device') === 'cuda' ? 'cuda' : 'cpu',
       intraOpNumThreads: positiveInt(config, 'intra_op_thread_count', availableParallelism()),
-      ...spinningOf(config),
+      intraOpSpinning: intraOpSpinningOf(config),
       maxNumSeqs: positiveInt(config, 'max_num_seqs', 32),
       maxNumBatchedTokens: positiveInt(config, 'max_num_batched_tokens', 512),
       maxModelLen: processor.info.contextLength,

@@ -72,7 +72,7 @@ export async function loadOnnxModel(request: BackendLoadRequest): Promise<Served
     count: plan.count,
     device: plan.device,
     intraOpNumThreads: plan.threads,
-    ...(plan.spinning === undefined ? {} : { intraOpSpinning: plan.spinning }),
+    intraOpSpinning: plan.spinning,
     label: `${request.name}:${request.version}`,
     log: request.log,
     threadNice: (request.limits ?? DEFAULT_LIMITS).computeThreadNice,

@@ -27,7 +27,8 @@ export interface HttpRouteAccess {
   readonly access: AccessClass;
 }
 
-const accessOf = (request: FastifyRequest): AccessClass => request.routeOptions.config?.access ?? 'api';
+/** The access class of the route a request matched ('api' when the route names none). */
+export const accessOf = (request: FastifyRequest): AccessClass => request.routeOptions.config?.access ?? 'api';
 
 /**
  * Guards every route of `app` and lists them in `app.routeAccess`. Call it on a fresh app, before

@@ -7,10 +7,11 @@
 
 import { LogController, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { AccessClass } from '../../security/access-policy.js';
+import { accessOf } from './access.js';
 
 const PROBE_ACCESS: ReadonlySet<AccessClass> = new Set<AccessClass>(['health', 'metrics']);
 
-export const isProbe = (request: FastifyRequest): boolean => PROBE_ACCESS.has(request.routeOptions.config?.access ?? 'api');
+export const isProbe = (request: FastifyRequest): boolean => PROBE_ACCESS.has(accessOf(request));
 
 export class ProbeQuietLogController extends LogController {
   override incomingRequest(request: FastifyRequest, reply: FastifyReply, metadata?: Record<string, unknown>): void {

@@ -8,7 +8,7 @@ import fc from 'fast-check';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
 import { SnapshotFamily, histogramSamples } from '../../../src/metrics/snapshot-family.js';
-import { AS_REGISTERED, writeExposition, writeExpositions } from '../../../src/metrics/text-format.js';
+import { AS_REGISTERED, writeExpositions } from '../../../src/metrics/text-format.js';
 import { parseExposition } from './exposition.js';
 
 const LABEL_NAMES = ['model_name', 'le_not', 'reason', 'version'] as const;
@@ -66,6 +66,9 @@ function apply(metrics: readonly Built[], plans: readonly MetricPlan[], c: Chang
   else if (metric instanceof Gauge) metric.set(labels, c.value);
   else if (Number.isFinite(c.value)) metric.observe(labels, c.value);
 }
+
+/** The registry's exposition under its registered names. */
+const writeExposition = (registry: Registry): Promise<string> => writeExpositions([{ registry, namings: [AS_REGISTERED] }]);
 
 /** prom-client's text with NaN as the format spells it (prom-client writes `Nan`). */
 const promClientText = async (registry: Registry): Promise<string> => (await registry.metrics()).replace(/ Nan$/gm, ' NaN');

@@ -7,9 +7,10 @@
 //                (pre-allocated outputs aliasing the inputs): writes only the new position, but
 //                needs one contiguous [kv_heads, max_len, head_dim] region per sequence — a slot
 //                cache, not the block pool, so the block manager could not place blocks;
-//   (d) native:  a fused C kernel (native/paged-decode-attention.c, built here with the system's
-//                gcc and Node's headers; skipped where they are missing) reading (b)'s pool in
-//                place: what a custom kernel would buy, with its output checked against (b)'s.
+//   (d) native:  the fused C kernel (native/paged-attention.c, through
+//                src/runtime/paged-attention-kernel.ts; skipped where it cannot be built) reading
+//                (b)'s pool in place, the new K/V written into the pool first; its output checked
+//                against (b)'s.
 // Run: npx tsx kernels/measure-paged-attention.ts [past=2048] [batch=32]   (results go into kernels/README.md by hand)
 //
 // One layer's attention alone (no projections), warm-up runs, then rounds that run every
@@ -20,6 +21,7 @@ import { causalGqaAttention, causalMask } from './causal-gqa-attention.js';
 import { GraphBuilder, MS_DOMAIN } from './onnx/graph-builder.js';
 import { SeededRandom } from './onnx/random.js';
 import { pagedAttention, pagedAttentionPlan } from './paged-attention.js';
+import { loadPagedAttentionKernel } from '../src/runtime/paged-attention-kernel.js';
 
 const [HEADS, KV_HEADS, DIM, BLOCK] = [8, 2, 64, 16];
 const PAST = Number(process.argv[2] ?? 2048);
@@ -83,7 +85,8 @@ async function paged(): Promise<Candidate & { native: () => Promise<Candidate | 
   const plan = pagedAttentionPlan(g, { queryStarts, queryLengths, pastLengths, blockTables, keyCache, flatTokens: ids, groups: HEADS / KV_HEADS });
   g.output(pagedAttention(g, { query: q, key: k, value: v, keyCache, valueCache, plan, numHeads: HEADS, numKvHeads: KV_HEADS, headDim: DIM }), 'output', 'float32', ['n', HEADS * DIM]);
   const blocksPerSeq = Math.ceil(PAST / BLOCK);
-  const numBlocks = BATCH * blocksPerSeq + 8;
+  // (d) writes each sequence's new position into the pool: one more block per sequence than (b) reads.
+  const numBlocks = BATCH * (blocksPerSeq + 1) + 8;
   // Shuffled block ids, as a pool in use looks.
   const order = Array.from({ length: numBlocks }, (_, i) => i).sort(() => random.next() - 0.5);
   const pool = [KV_HEADS, numBlocks, BLOCK, DIM];
@@ -103,30 +106,34 @@ async function paged(): Promise<Candidate & { native: () => Promise<Candidate | 
   return { ...ortCandidate('(b) paged: pool gathered by block tables', session, feeds), native: () => nativeCandidate(session, feeds, numBlocks, blocksPerSeq) };
 }
 
-/** (d): the fused kernel on (b)'s inputs, or undefined (with the reason printed) where it cannot be built. */
+/** (d): the fused kernel on (b)'s inputs (the new K/V written into the pool, then attention over it), or undefined (with the reason printed) where it cannot be had. */
 async function nativeCandidate(session: ort.InferenceSession, feeds: Feeds, numBlocks: number, blocksPerSeq: number): Promise<Candidate | undefined> {
-  const { execFileSync } = await import('node:child_process');
-  const { createRequire } = await import('node:module');
-  const { tmpdir } = await import('node:os');
-  const { join, dirname } = await import('node:path');
-  const source = join(dirname(new URL(import.meta.url).pathname), 'native', 'paged-decode-attention.c');
-  const library = join(tmpdir(), `paged-decode-attention-${process.pid}.node`);
-  const headers = join(dirname(dirname(process.execPath)), 'include', 'node');
-  try {
-    execFileSync('gcc', ['-O3', '-march=native', '-ffast-math', '-shared', '-fPIC', `-I${headers}`, '-I/usr/include/node', source, '-o', library, '-lpthread', '-lm']);
-  } catch (error) {
-    console.log(`(d) skipped: the native kernel did not build (${(error as Error).message.split('\n')[0]})`);
+  const availability = await loadPagedAttentionKernel();
+  if ('unavailable' in availability) {
+    console.log(`(d) skipped: the native kernel is unavailable (${availability.unavailable})`);
     return undefined;
   }
-  const kernel = createRequire(import.meta.url)(library) as { decode: (...args: unknown[]) => void };
+  const { kernel } = availability;
   const data = (name: string) => feeds[name]!.data as Float32Array;
-  const tables = Int32Array.from(feeds.block_tables!.data as BigInt64Array, Number);
-  const past = new Int32Array(BATCH).fill(PAST);
+  // (b)'s tables plus a last column naming a block of the pool's tail for the new position.
+  const readTables = feeds.block_tables!.data as BigInt64Array;
+  const maxBlocks = blocksPerSeq + 1;
+  const blockTables = new Int32Array(BATCH * maxBlocks);
+  const used = new Set(Array.from(readTables, Number));
+  const spare = Array.from({ length: numBlocks }, (_, i) => i).filter((i) => !used.has(i));
+  for (let s = 0; s < BATCH; s++) {
+    for (let b = 0; b < blocksPerSeq; b++) blockTables[s * maxBlocks + b] = Number(readTables[s * blocksPerSeq + b]);
+    blockTables[s * maxBlocks + blocksPerSeq] = spare[s]!;
+  }
+  const layout = { blockTables, queryStarts: Int32Array.from({ length: BATCH }, (_, i) => i), queryLengths: new Int32Array(BATCH).fill(1), pastLengths: new Int32Array(BATCH).fill(PAST) };
+  const shape = { numSeqs: BATCH, numHeads: HEADS, numKvHeads: KV_HEADS, headDim: DIM, numBlocks, blockSize: BLOCK, maxBlocks, activationType: 'float32', kvType: 'float32' } as const;
   const out = new Float32Array(BATCH * HEADS * DIM);
-  const dims = Int32Array.of(BATCH, HEADS, KV_HEADS, DIM, numBlocks, BLOCK, blocksPerSeq);
-  const run = async () => kernel.decode(data('q'), data('k'), data('v'), data('key_cache'), data('value_cache'), tables, past, out, dims, THREADS);
-  await run();
+  const run = async () => {
+    kernel.write(shape, layout, data('k'), data('v'), data('key_cache'), data('value_cache'));
+    kernel.attend(shape, layout, data('q'), data('key_cache'), data('value_cache'), out, THREADS);
+  };
   const expected = (await session.run(feeds)).output!.data as Float32Array;
+  await run();
   let worst = 0;
   for (let i = 0; i < out.length; i++) worst = Math.max(worst, Math.abs(out[i]! - expected[i]!));
   console.log(`(d) native kernel vs (b): max |difference| ${worst.toExponential(2)} over ${out.length} outputs`);

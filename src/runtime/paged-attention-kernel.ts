@@ -1,0 +1,79 @@
+// The one seam to the native paged-attention kernel (kernels/native/paged-attention.c): loads the
+// addon built at install (kernels/native/build.mjs), building it on first use where the install
+// skipped that, and types its two calls. Where it cannot be had (no C compiler or Node headers,
+// another platform, CONVEYOR_NATIVE_ATTENTION=0) callers get the reason and keep the paged
+// graph's ONNX attention.
+
+import { createRequire } from 'node:module';
+
+/** Element types of the kernel's arrays: float32 (Float32Array) or float16 (its bits in a Uint16Array). */
+export const KERNEL_TYPES = { float32: 0, float16: 1 } as const;
+export type KernelType = keyof typeof KERNEL_TYPES;
+export type KernelArray = Float32Array | Uint16Array;
+
+export interface KernelShape {
+  readonly numSeqs: number;
+  readonly numHeads: number;
+  readonly numKvHeads: number;
+  readonly headDim: number;
+  readonly numBlocks: number;
+  readonly blockSize: number;
+  /** Columns of the block-table rows. */
+  readonly maxBlocks: number;
+  /** Query, output and fresh K/V. */
+  readonly activationType: KernelType;
+  readonly kvType: KernelType;
+}
+
+/** A flat batch's layout (kernels/paged-attention.ts): per sequence, its rows of the flat batch, cached positions and blocks. */
+export interface KernelLayout {
+  /** [numSeqs, maxBlocks]; row s lists sequence s's blocks, enough for past + length positions. */
+  readonly blockTables: Int32Array;
+  readonly queryStarts: Int32Array;
+  readonly queryLengths: Int32Array;
+  /** Positions already in the pool before this call's tokens. */
+  readonly pastLengths: Int32Array;
+}
+
+export interface PagedAttentionKernel {
+  /** Writes the call's new K/V ([tokens, kvHeads, headDim]) at positions past .. past + length − 1 of each sequence's blocks. */
+  write(shape: KernelShape, layout: KernelLayout, freshKey: KernelArray, freshValue: KernelArray, keyPool: KernelArray, valuePool: KernelArray): void;
+  /** out[n] = attention of query[n] ([tokens, heads, headDim]) over its sequence's pool positions 0 .. past + j (written first). */
+  attend(shape: KernelShape, layout: KernelLayout, query: KernelArray, keyPool: KernelArray, valuePool: KernelArray, out: KernelArray, threads: number): void;
+}
+
+interface Addon {
+  write(shape: Int32Array, ...rest: unknown[]): void;
+  attend(shape: Int32Array, ...rest: unknown[]): void;
+}
+
+export type KernelAvailability = { readonly kernel: PagedAttentionKernel } | { readonly unavailable: string };
+
+let loaded: Promise<KernelAvailability> | undefined;
+
+/** The kernel, loaded (and if need be built) once per thread. */
+export function loadPagedAttentionKernel(): Promise<KernelAvailability> {
+  loaded ??= load();
+  return loaded;
+}
+
+async function load(): Promise<KernelAvailability> {
+  if (process.env['CONVEYOR_NATIVE_ATTENTION'] === '0') return { unavailable: 'CONVEYOR_NATIVE_ATTENTION=0' };
+  if (process.platform === 'win32') return { unavailable: `no native kernel build for ${process.platform}` };
+  try {
+    const { buildKernel } = await import('../../kernels/native/build.mjs');
+    const addon = createRequire(import.meta.url)(buildKernel()) as Addon;
+    return { kernel: wrap(addon) };
+  } catch (error) {
+    return { unavailable: error instanceof Error ? error.message : String(error) };
+  }
+}
+
+function wrap(addon: Addon): PagedAttentionKernel {
+  const shapeArray = (s: KernelShape) => Int32Array.of(s.numSeqs, s.numHeads, s.numKvHeads, s.headDim, s.numBlocks, s.blockSize, s.maxBlocks, KERNEL_TYPES[s.activationType], KERNEL_TYPES[s.kvType]);
+  const layoutArgs = (l: KernelLayout) => [l.blockTables, l.queryStarts, l.queryLengths, l.pastLengths];
+  return {
+    write: (shape, layout, freshKey, freshValue, keyPool, valuePool) => addon.write(shapeArray(shape), ...layoutArgs(layout), freshKey, freshValue, keyPool, valuePool),
+    attend: (shape, layout, query, keyPool, valuePool, out, threads) => addon.attend(shapeArray(shape), ...layoutArgs(layout), query, keyPool, valuePool, out, threads),
+  };
+}

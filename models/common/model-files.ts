@@ -31,6 +31,13 @@ export const PAGED_VARIANT_FILE: Record<WeightPrecision, string> = {
   q4f16: 'model_paged_q4f16.onnx',
 };
 
+/**
+ * The segmented paged decoder beside a paged graph (models/qwen3/paged-segments.ts): model_paged.onnx →
+ * model_paged.segments/segment_00.onnx …. Mirrors src/contracts/paged-segments.ts (pinned together
+ * by test/unit/repository/variants.test.ts).
+ */
+export const PAGED_SEGMENT_FILE = (pagedFile: string, segment: number): string => `${pagedFile.replace(/\.onnx$/, '.segments')}/segment_${String(segment).padStart(2, '0')}.onnx`;
+
 export const PRECISIONS: readonly Precision[] = ['fp32', 'fp16', 'int8'];
 
 /** The decoders also get the 4-bit variants onnx-community ships for LLMs. */

@@ -9,11 +9,12 @@ import { closeSync, existsSync, openSync, writeSync } from 'node:fs';
 import { copyFile, mkdir, readFile } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import type { WeightPrecision } from '../../kernels/linear.js';
-import { PAGED_VARIANT_FILE, VARIANT_FILE, writeModel } from '../common/model-files.js';
+import { PAGED_SEGMENT_FILE, PAGED_VARIANT_FILE, VARIANT_FILE, writeModel } from '../common/model-files.js';
 import type { EncodedMessage } from '../../kernels/onnx/protobuf-writer.js';
 import type { DecoderConfig } from '../qwen3/config.js';
 import { buildDecoderGraph, type DecoderGraphOptions } from '../qwen3/graph.js';
 import { buildPagedDecoderGraph } from '../qwen3/paged-graph.js';
+import { buildPagedSegmentGraph, pagedSegmentCount } from '../qwen3/paged-segments.js';
 import type { DecoderWeights } from '../qwen3/weights.js';
 import { ConvertError, planDecoder, tokenizerVocabSizeOf, type DecoderPlan } from './architecture.js';
 import { checkTensors, lazyDecoderWeights, requiredTensors } from './decoder-tensors.js';
@@ -37,7 +38,7 @@ export const CONVERTED_DOC_STRING = 'Converted by conveyor convert from a Huggin
 
 export interface ConvertOptions {
   readonly precision?: WeightPrecision;
-  /** Also write the paged-attention graph (onnx/model_paged*.onnx) beside the Optimum model. */
+  /** Also write the paged-attention graph (onnx/model_paged*.onnx) and its segments (model_paged*.segments/) beside the Optimum model. */
   readonly paged?: boolean;
   /** One progress line (stderr in the CLI). */
   readonly log?: (line: string) => void;
@@ -48,8 +49,8 @@ export interface ConvertResult {
   /** Path of the written ONNX model, relative to the output directory. */
   readonly modelFile: string;
   readonly sha256: string;
-  /** The paged graph's file and sha256, when `paged` asked for it. */
-  readonly paged?: { readonly modelFile: string; readonly sha256: string };
+  /** The paged graph's file and sha256, and its segments' (the native kernel's decoder), when `paged` asked for them. */
+  readonly paged?: { readonly modelFile: string; readonly sha256: string; readonly segments: { readonly modelFile: string; readonly sha256: string }[] };
 }
 
 /** A decoder graph builder (the Optimum one or the paged one): both take the same weights. */
@@ -84,7 +85,15 @@ export async function convertCheckpoint(hfDir: string, outDir: string, options: 
   const modelFile = `onnx/${VARIANT_FILE[precision]}`;
   const sha256 = await write(modelFile, buildDecoderGraph);
   const pagedFile = `onnx/${PAGED_VARIANT_FILE[precision]}`;
-  const paged = options.paged ? { modelFile: pagedFile, sha256: await write(pagedFile, buildPagedDecoderGraph) } : undefined;
+  let paged: ConvertResult['paged'];
+  if (options.paged) {
+    paged = { modelFile: pagedFile, sha256: await write(pagedFile, buildPagedDecoderGraph), segments: [] };
+    for (let segment = 0; segment < pagedSegmentCount(c); segment++) {
+      const file = `onnx/${PAGED_SEGMENT_FILE(PAGED_VARIANT_FILE[precision], segment)}`;
+      await mkdir(dirname(join(outDir, file)), { recursive: true });
+      paged.segments.push({ modelFile: file, sha256: await write(file, (config, weights, p, o) => buildPagedSegmentGraph(config, weights, p, segment, o)) });
+    }
+  }
   log(`done: ${outDir} (serve it with: conveyor serve --model ${outDir} --precision ${precision})`);
   return { plan, modelFile, sha256, ...(paged ? { paged } : {}) };
 }

@@ -29,15 +29,19 @@ export interface HeadLayout {
 /** q, k (RoPE applied) and v in the layout's arrangement → the attention output [.., H·D] (before o_proj), plus whatever else the core returns. */
 export type AttentionCore<T extends { output: string }> = (q: string, k: string, v: string) => T;
 
-export function decoderLayer<T extends { output: string }>(
-  { g, c, precision, rotary }: LayerContext,
-  x: string,
-  w: DecoderLayerWeights,
-  layout: HeadLayout,
-  core: AttentionCore<T>,
-): T & { hidden: string } {
+export function decoderLayer<T extends { output: string }>(context: LayerContext, x: string, w: DecoderLayerWeights, layout: HeadLayout, core: AttentionCore<T>): T & { hidden: string } {
+  const { query, key, value } = attentionInputs(context, x, w, layout);
+  const result = context.g.scope('self_attn', () => core(query, key, value));
+  return { ...result, hidden: layerOutput(context, x, result.output, w) };
+}
+
+/**
+ * The layer's half before its attention core: the input norm, q/k/v projections, Qwen3's per-head
+ * norms, RoPE. The segmented paged decoder (paged-segments.ts) ends a segment here.
+ */
+export function attentionInputs({ g, c, precision, rotary }: LayerContext, x: string, w: DecoderLayerWeights, layout: HeadLayout): { query: string; key: string; value: string } {
   const normed = g.scope('input_layernorm', () => rmsNorm(g, x, g.weight('weight', [c.hiddenSize], w.inputNorm), c.rmsNormEps));
-  const attention = g.scope('self_attn', () => {
+  return g.scope('self_attn', () => {
     // Qwen3's per-head RMSNorm on q and k before RoPE (LLaMA, Qwen2 and Mistral have none: their
     // layers carry no qNorm / kNorm).
     const heads = (projected: string, count: number, norm?: { name: string; weight?: Float32Array | undefined }): string => {
@@ -49,14 +53,17 @@ export function decoderLayer<T extends { output: string }>(
     const q = heads(linear(g, normed, 'q_proj', w.q, precision), c.numHeads, { name: 'q_norm', weight: w.qNorm });
     const k = heads(linear(g, normed, 'k_proj', w.k, precision), c.numKvHeads, { name: 'k_norm', weight: w.kNorm });
     const v = heads(linear(g, normed, 'v_proj', w.v, precision), c.numKvHeads);
-    const rotatedQuery = applyRotary(g, q, rotary, c.headDim);
-    const result = core(rotatedQuery, applyRotary(g, k, rotary, c.headDim), v);
-    return { ...result, output: linear(g, result.output, 'o_proj', w.o, precision) };
+    return { query: applyRotary(g, q, rotary, c.headDim), key: applyRotary(g, k, rotary, c.headDim), value: v };
   });
-  const afterAttention = g.op1('Add', [x, attention.output]);
+}
+
+/** The layer's half after its attention core ([.., H·D]): o_proj, the residual add, the MLP. Returns the next layer's input. */
+export function layerOutput({ g, c, precision }: Pick<LayerContext, 'g' | 'c' | 'precision'>, x: string, attentionCore: string, w: DecoderLayerWeights): string {
+  const attention = g.scope('self_attn', () => linear(g, attentionCore, 'o_proj', w.o, precision));
+  const afterAttention = g.op1('Add', [x, attention]);
   const mlpInput = g.scope('post_attention_layernorm', () => rmsNorm(g, afterAttention, g.weight('weight', [c.hiddenSize], w.postAttentionNorm), c.rmsNormEps));
   const mlp = g.scope('mlp', () => swigluMlp(g, mlpInput, { gate: w.gate, up: w.up, down: w.down }, precision));
-  return { ...attention, hidden: g.op1('Add', [afterAttention, mlp]) };
+  return g.op1('Add', [afterAttention, mlp]);
 }
 
 /** The final norm; logits through the tied lm_head come after the caller picks its rows. */

@@ -20,7 +20,7 @@ import { tiedEmbedding } from './tied-embedding.js';
 import type { DecoderWeights } from './weights.js';
 
 /** [N, heads·D] → [N, heads, D]: flat tokens keep that layout through RoPE (tables [N, 1, D]). */
-const FLAT_HEADS = (g: GraphBuilder, headDim: number): HeadLayout => ({
+export const FLAT_HEADS = (g: GraphBuilder, headDim: number): HeadLayout => ({
   split: (projected, count) => g.op1('Reshape', [projected, g.ints([0, count, headDim])]),
   arrange: (perHead) => perHead,
 });

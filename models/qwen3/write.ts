@@ -3,16 +3,18 @@
 //   config.json, generation_config.json, tokenizer.json, tokenizer_config.json,
 //   onnx/model.onnx, onnx/model_fp16.onnx, onnx/model_quantized.onnx, onnx/model_q4.onnx,
 //   onnx/model_q4f16.onnx, and beside each the paged-attention graph on the same weights
-//   (onnx/model_paged.onnx, model_paged_fp16.onnx, ...: PAGED_VARIANT_FILE).
+//   (onnx/model_paged.onnx, model_paged_fp16.onnx, ...: PAGED_VARIANT_FILE), and that graph cut at
+//   every attention core for the native kernel (onnx/model_paged.segments/segment_NN.onnx, ...).
 
 import { createRequire } from 'node:module';
 import { copyFile, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
-import { DECODER_PRECISIONS, PAGED_VARIANT_FILE, VARIANT_FILE, writeModel, type ModelSize } from '../common/model-files.js';
+import { DECODER_PRECISIONS, PAGED_SEGMENT_FILE, PAGED_VARIANT_FILE, VARIANT_FILE, writeModel, type ModelSize } from '../common/model-files.js';
 import { DECODER_CONFIGS, hfConfig, hfGenerationConfig } from './config.js';
 import { buildDecoderGraph } from './graph.js';
 import { buildPagedDecoderGraph } from './paged-graph.js';
+import { buildPagedSegmentGraph, pagedSegmentCount } from './paged-segments.js';
 import { initDecoderWeights } from './weights.js';
 
 const require = createRequire(import.meta.url);
@@ -49,6 +51,10 @@ export async function writeQwen3Directory(dir: string, size: ModelSize, log: (li
     const paged = `onnx/${PAGED_VARIANT_FILE[precision]}`;
     log(`qwen3-${size}: writing ${paged}`);
     files[paged] = await writeModel(join(dir, paged), buildPagedDecoderGraph(config, weights, precision));
+    for (let segment = 0; segment < pagedSegmentCount(config); segment++) {
+      const file = `onnx/${PAGED_SEGMENT_FILE(PAGED_VARIANT_FILE[precision], segment)}`;
+      files[file] = await writeModel(join(dir, file), buildPagedSegmentGraph(config, weights, precision, segment));
+    }
   }
   return files;
 }

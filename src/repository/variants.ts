@@ -4,6 +4,7 @@
 // onnx/model_quantized.onnx, onnx/model_q4.onnx, ... for LLMs; the same names in the version
 // directory for classic models).
 
+import { pagedFileOfSegments } from '../contracts/paged-segments.js';
 import { invalidArg } from '../errors.js';
 
 /**
@@ -52,10 +53,12 @@ export async function presentVariantFile(precision: string, exists: (file: strin
 /**
  * How a decoder's attention reads its KV cache, the `attention_backend` model parameter (as vLLM's
  * --attention-backend). `past_key_values`: the Optimum contract (model.onnx), past K/V fed as
- * tensors; `paged`: the paged-attention graph the builders and `conveyor convert --paged` write
- * beside it (model_paged.onnx), whose attention reads the block pool in place.
+ * tensors; `paged`: the paged KV cache read in place — by the native kernel between the segments
+ * of the paged decoder (model_paged.segments/) where both are present, else by the paged-attention
+ * graph (model_paged.onnx), both written by the builders and `conveyor convert --paged`;
+ * `paged_onnx`: always the paged graph's ONNX attention.
  */
-export const ATTENTION_BACKENDS = ['past_key_values', 'paged'] as const;
+export const ATTENTION_BACKENDS = ['past_key_values', 'paged', 'paged_onnx'] as const;
 export type AttentionBackend = (typeof ATTENTION_BACKENDS)[number];
 
 /** The paged graph's file for an Optimum variant file: model.onnx → model_paged.onnx, model_q4.onnx → model_paged_q4.onnx. */
@@ -65,8 +68,11 @@ export function pagedVariantFile(file: string): string {
 
 /** The precision a model file name declares: model_quantized.onnx → int8; null for a name outside the table. */
 export function precisionOfFile(file: string): Precision | null {
-  // The paged graph carries its Optimum file's precision (model_paged_q4.onnx is q4).
-  const base = (file.split('/').pop() ?? file).replace(/^model_paged(?=[_.])/, 'model');
+  // The paged graph carries its Optimum file's precision (model_paged_q4.onnx is q4), and its segments its own.
+  const base = (pagedFileOfSegments(file) ?? file)
+    .split('/')
+    .pop()!
+    .replace(/^model_paged(?=[_.])/, 'model');
   return PRECISION_VARIANTS.find((v) => (v.files as readonly string[]).includes(base))?.precision ?? null;
 }
 

@@ -8,9 +8,14 @@ import type { SessionMetadata } from '../contracts/worker-messages.js';
 import { ConveyorError } from '../errors.js';
 import { FaultPoint } from '../runtime/fault-injection.js';
 import { ModelSession } from '../runtime/model-session.js';
+import { loadPagedAttentionKernel, type PagedAttentionKernel } from '../runtime/paged-attention-kernel.js';
+import { pagedFileOfSegments, SEGMENT_FILE } from '../contracts/paged-segments.js';
+import { readdir } from 'node:fs/promises';
+import { join } from 'node:path';
 import type { ModelRunner, RunnerInfo, RunnerKind, RunnerOptions, RunnerStats, StepLogits } from './model-runner.js';
 import { PAGED_TOKEN_INPUTS } from './paged-layout.js';
 import { PagedRunner } from './paged-runner.js';
+import { NativePagedRunner } from './native-paged-runner.js';
 import { PastKeyValuesRunner } from './past-key-values-runner.js';
 
 /** Names of a model's inputs and outputs, which is all the choice looks at. */
@@ -19,8 +24,11 @@ export interface ModelIoNames {
   readonly outputs: readonly string[];
 }
 
+/** The runners of one session; the NativePagedRunner opens a segments directory instead. */
+type SingleSessionKind = Exclude<RunnerKind, 'paged-native'>;
+
 interface RunnerContract {
-  readonly kind: RunnerKind;
+  readonly kind: SingleSessionKind;
   /** For the error that lists what is supported. */
   readonly description: string;
   readonly inputs: readonly string[];
@@ -44,7 +52,7 @@ export const RUNNER_CONTRACTS: readonly RunnerContract[] = [
 ];
 
 /** The runner for a model with these I/O names; an UNSUPPORTED error naming what was found otherwise. */
-export function chooseRunner(names: ModelIoNames): RunnerKind {
+export function chooseRunner(names: ModelIoNames): SingleSessionKind {
   const has = (available: readonly string[], wanted: readonly string[]) => wanted.filter((name) => !available.includes(name));
   const misses = RUNNER_CONTRACTS.map((contract) => ({ contract, missing: [...has(names.inputs, contract.inputs), ...has(names.outputs, contract.outputs)] }));
   const match = misses.find((m) => m.missing.length === 0);
@@ -65,21 +73,83 @@ export function ioNamesOf(metadata: SessionMetadata): ModelIoNames {
   return { inputs: metadata.inputs.map((i) => i.name), outputs: metadata.outputs.map((o) => o.name) };
 }
 
-/** Opens the model's session and the runner its inputs call for, with KV storage sized from the budget. */
+/**
+ * Opens the model's session and the runner its inputs call for, with KV storage sized from the
+ * budget. A segmented paged decoder (a model_paged*.segments directory) gets the NativePagedRunner
+ * where the native kernel loads, and otherwise the paged graph it was cut from, with the reason in
+ * the runner's note.
+ */
 export async function openModelRunner(options: RunnerOptions): Promise<ModelRunner> {
+  const runner = await openRunner(options);
+  return options.faultInjection ? new FaultInjectingRunner(runner, new FaultPoint(options.faultInjection)) : runner;
+}
+
+async function openRunner(options: RunnerOptions): Promise<ModelRunner> {
+  const { device } = options;
+  const cutFrom = pagedFileOfSegments(options.modelPath);
+  if (cutFrom !== null) {
+    const availability = device === 'cpu' ? await loadPagedAttentionKernel() : { unavailable: 'the native kernel runs on the CPU only' };
+    if ('kernel' in availability) return openSegmented(options, availability.kernel);
+    const runner = await openSingleSession({ ...options, modelPath: cutFrom });
+    return withNote(runner, `native paged attention unavailable (${availability.unavailable}); running the paged graph's ONNX attention`);
+  }
+  return openSingleSession(options);
+}
+
+async function openSingleSession(options: RunnerOptions): Promise<ModelRunner> {
   const { modelPath, device, intraOpNumThreads, intraOpSpinning } = options;
   const session = await ModelSession.open({ modelPath, device, intraOpNumThreads, intraOpSpinning });
-  let runner: ModelRunner;
   try {
-    runner = adapterFor(chooseRunner(ioNamesOf(session.metadata)), session, options);
+    return adapterFor(chooseRunner(ioNamesOf(session.metadata)), session, options);
   } catch (error) {
     await session.release();
     throw error;
   }
-  return options.faultInjection ? new FaultInjectingRunner(runner, new FaultPoint(options.faultInjection)) : runner;
 }
 
-function adapterFor(kind: RunnerKind, session: ModelSession, options: RunnerOptions): ModelRunner {
+async function openSegmented(options: RunnerOptions, kernel: PagedAttentionKernel): Promise<ModelRunner> {
+  const { modelPath, device, intraOpNumThreads, intraOpSpinning } = options;
+  const files = (await readdir(modelPath)).filter((name) => SEGMENT_FILE.test(name)).sort((a, b) => Number(a.match(/\d+/)![0]) - Number(b.match(/\d+/)![0]));
+  const segments: ModelSession[] = [];
+  try {
+    // One at a time: each session's load peaks at its own weights, not all of them at once.
+    for (const file of files) segments.push(await ModelSession.open({ modelPath: join(modelPath, file), device, intraOpNumThreads, intraOpSpinning }));
+    return NativePagedRunner.forSegments(segments, kernel, options);
+  } catch (error) {
+    await Promise.all(segments.map((s) => s.release()));
+    throw error;
+  }
+}
+
+function withNote(runner: ModelRunner, note: string): ModelRunner {
+  return new NotedRunner(runner, runner.info.note ? `${runner.info.note}; ${note}` : note);
+}
+
+/** A runner whose info carries why it is not the one asked for. */
+class NotedRunner implements ModelRunner {
+  readonly info: RunnerInfo;
+
+  constructor(
+    private readonly runner: ModelRunner,
+    note: string,
+  ) {
+    this.info = { ...runner.info, note };
+  }
+
+  get stats(): Readonly<RunnerStats> {
+    return this.runner.stats;
+  }
+
+  execute(plan: StepPlan): Promise<StepLogits> {
+    return this.runner.execute(plan);
+  }
+
+  release(): Promise<void> {
+    return this.runner.release();
+  }
+}
+
+function adapterFor(kind: SingleSessionKind, session: ModelSession, options: RunnerOptions): ModelRunner {
   switch (kind) {
     case 'past-key-values':
       return PastKeyValuesRunner.forSession(session, options);

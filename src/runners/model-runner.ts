@@ -14,7 +14,7 @@ import { numBlocksForBudget } from '../kv-cache/budget.js';
 export type RunnerOptions = Pick<EngineWorkerData, 'modelPath' | 'device' | 'intraOpNumThreads' | 'intraOpSpinning' | 'kvCacheBytes' | 'blockSize' | 'faultInjection'>;
 
 /** The adapters there are; create-runner.ts maps a model's I/O names to one. */
-export type RunnerKind = 'past-key-values' | 'paged';
+export type RunnerKind = 'past-key-values' | 'paged' | 'paged-native';
 
 /** The model facts the engine needs: KV layout for the ready message and sizing, vocab for the sampler. */
 export interface ModelShape {
@@ -65,13 +65,15 @@ export interface StepBreakdown {
   feedsMs: number;
   ortMs: number;
   scatterMs: number;
+  /** Attention computed outside the model call (the native kernel between segments); 0 where the graph computes it. */
+  attentionMs: number;
   logitsMs: number;
   /** Past positions copied out of the block pool (padding included): the gather's volume. */
   gatheredPositions: number;
 }
 
 export function emptyBreakdown(): StepBreakdown {
-  return { gatherMs: 0, feedsMs: 0, ortMs: 0, scatterMs: 0, logitsMs: 0, gatheredPositions: 0 };
+  return { gatherMs: 0, feedsMs: 0, ortMs: 0, scatterMs: 0, attentionMs: 0, logitsMs: 0, gatheredPositions: 0 };
 }
 
 /** Counters for profiling the step; a runner reports 0 for a cost it does not have. */

@@ -8,6 +8,7 @@ import { availableParallelism, hostname } from 'node:os';
 import type { InferRequest, InferResponse } from '../contracts/infer.js';
 import type { KvEventsConfig } from '../contracts/kv-events.js';
 import type { ModelConfig } from '../contracts/model-config.js';
+import { pagedSegmentsDir } from '../contracts/paged-segments.js';
 import { intraOpSpinningOf } from './ort-threading.js';
 import { defaultKvEventsTopic, parseKvEventsConfig } from '../kv-events/config.js';
 import type { ModelVariant } from '../contracts/inference-service.js';
@@ -73,7 +74,7 @@ export function reasoningParserOf(config: ModelConfig): ReasoningParserName | nu
   throw invalidArg(`parameter reasoning_parser must be one of ${Object.keys(REASONING_FORMATS).join(', ')}, got '${raw}'`);
 }
 
-/** How the engine's attention reads the KV cache: the Optimum graph's past_key_values (default) or the paged graph beside it. */
+/** How the engine's attention reads the KV cache: the Optimum graph's past_key_values (default), or the paged KV cache (paged, paged_onnx). */
 export function attentionBackendOf(config: ModelConfig): AttentionBackend {
   const raw = parameter(config, 'attention_backend');
   if (raw === undefined || raw === '') return 'past_key_values';
@@ -83,13 +84,20 @@ export function attentionBackendOf(config: ModelConfig): AttentionBackend {
 }
 
 /**
- * The decoder file under the version's onnx/: the variant `precision` (fp32 when absent)
- * chooses, or the paged graph beside it when attention_backend is paged.
+ * The decoder under the version's onnx/: the variant `precision` (fp32 when absent) chooses; with
+ * attention_backend paged, the segmented paged decoder beside it where present (the native
+ * kernel's; the engine falls back to the paged graph where the kernel cannot load), else the paged
+ * graph; with paged_onnx, the paged graph.
  */
 export async function llmModelFile(config: ModelConfig, versionRoot: ConfinementRoot): Promise<string> {
   const precision = parameter(config, 'precision') ?? 'fp32';
   const optimumFile = await presentVariantFile(precision, async (name) => (await confinedPath(versionRoot, `onnx/${name}`, 'model file')).exists);
-  return `onnx/${attentionBackendOf(config) === 'paged' ? pagedVariantFile(optimumFile) : optimumFile}`;
+  const backend = attentionBackendOf(config);
+  if (backend === 'past_key_values') return `onnx/${optimumFile}`;
+  const pagedFile = `onnx/${pagedVariantFile(optimumFile)}`;
+  const segments = pagedSegmentsDir(pagedFile);
+  if (backend === 'paged' && (await confinedPath(versionRoot, segments, 'model file')).exists) return segments;
+  return pagedFile;
 }
 
 /** The engine's KV block pool, bytes (the kv_cache_bytes parameter; 256 MiB when absent). */
@@ -125,7 +133,7 @@ export async function loadLlmModel(request: BackendLoadRequest): Promise<LlmMode
   const tokenizerFile = await confinedPath(versionRoot, 'tokenizer.json', 'model file');
   const maxModelLen = parameter(config, 'max_model_len');
   const log = (line: string): void => request.log(`${request.name}:${request.version}: ${line}`);
-  log(`precision ${precision}: loading ${file}${attentionBackend === 'paged' ? ' (attention_backend paged)' : ''}`);
+  log(`precision ${precision}: loading ${file}${attentionBackend === 'past_key_values' ? '' : ` (attention_backend ${attentionBackend})`}`);
   const faultInjection = faultInjectionOf(config, 'step', log);
   const kvEvents = kvEventsOf(config, request);
   const chatSpecialTokens = parameter(config, 'chat_special_tokens') ?? 'text';

@@ -5,7 +5,8 @@
 // onnxruntime's arena and the JS heap come on top. The same estimate decides what --load-on-demand
 // evicts under --max-loaded-model-bytes (estimateModelBytes: every version the policy serves).
 
-import { stat } from 'node:fs/promises';
+import { readdir, stat } from 'node:fs/promises';
+import { pagedFileOfSegments } from '../contracts/paged-segments.js';
 import { join } from 'node:path';
 import type { ModelConfig } from '../contracts/model-config.js';
 import { existingConfinedFile } from '../repository/confine.js';
@@ -37,7 +38,13 @@ export async function estimateVersionBytes(config: ModelConfig, versionDir: stri
   };
   // A graph over 2 GB keeps its weights in external data beside it (Optimum's `<file>_data`, or `<file>.data`).
   const withData = async (file: string): Promise<number> => (await Promise.all([file, `${file}_data`, `${file}.data`].map(sizeOf))).reduce((a, b) => a + b, 0);
-  if (config.backend === 'llm') return { weights: await withData(await llmModelFile(config, root)), kvCache: kvCacheBytesOf(config) };
+  // The segmented paged decoder is a directory of graphs (and their data files): the sum of them.
+  const weightsOf = async (file: string): Promise<number> => {
+    if (pagedFileOfSegments(file) === null) return withData(file);
+    const names = await readdir((await existingConfinedFile(root, file, 'model file')).path).catch(() => []);
+    return (await Promise.all(names.map((name) => sizeOf(`${file}/${name}`)))).reduce((a, b) => a + b, 0);
+  };
+  if (config.backend === 'llm') return { weights: await weightsOf(await llmModelFile(config, root)), kvCache: kvCacheBytesOf(config) };
   if (config.backend === 'onnxruntime') return { weights: (await withData(await modelFileFor(config, root))) * instanceCount(config), kvCache: 0 };
   return { weights: 0, kvCache: 0 };
 }

@@ -1,5 +1,6 @@
-// The engine with the real tiny decoder, on both runners — the Optimum graph's
-// PastKeyValuesRunner and the paged graph's PagedRunner (same weights): whatever the batch
+// The engine with the real tiny decoder, on every runner — the Optimum graph's
+// PastKeyValuesRunner, the paged graph's PagedRunner and the segmented paged decoder's
+// NativePagedRunner (attention by the native kernel; same weights): whatever the batch
 // composition (staggered arrivals, chunked prefill, preemption, prefix hits), every request's
 // greedy tokens equal the tokens of the same request decoded alone by a plain loop over
 // onnxruntime on the Optimum model.
@@ -11,6 +12,7 @@ import { EngineCore, type EngineConfig } from '../../../src/engine-worker/engine
 import { openModelRunner } from '../../../src/runners/create-runner.js';
 import { DEFAULT_REPOSITORY } from '../../../models/default-repository.js';
 import { pagedVariantFile } from '../../../src/repository/variants.js';
+import { pagedSegmentsDir } from '../../../src/contracts/paged-segments.js';
 import { greedy } from '../../support/decoder.js';
 import { GREEDY_SAMPLING } from '../../support/sampling.js';
 
@@ -20,6 +22,7 @@ const MODEL = join(ONNX, 'model.onnx');
 const BACKENDS = [
   { kind: 'past-key-values', file: (optimum: string) => optimum },
   { kind: 'paged', file: pagedVariantFile },
+  { kind: 'paged-native', file: (optimum: string) => pagedSegmentsDir(pagedVariantFile(optimum)) },
 ] as const;
 const GREEDY = GREEDY_SAMPLING;
 const request = (id: string, prompt: number[], maxTokens: number, sampling: SamplingParams = GREEDY): GenerateRequest => ({
@@ -167,6 +170,7 @@ describe.each(BACKENDS)('EngineCore with the tiny decoder ($kind runner)', ({ ki
     const callsPerStep: number[] = [];
     const { tokens } = await drive(engine, arrivals, () => callsPerStep.push(engine.runnerStats.lastStepCalls));
     for (const c of long) expect(tokens.get(c.id), c.id).toEqual(expected.get(c.id));
-    expect(Math.max(...callsPerStep)).toBe(3);
+    // The native runner pads nothing, so every step is one pass: a session call per segment (numLayers + 1).
+    expect(Math.max(...callsPerStep)).toBe(kind === 'paged-native' ? engine.info.shape.numLayers + 1 : 3);
   }, 120_000);
 });

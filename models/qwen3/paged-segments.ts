@@ -1,0 +1,64 @@
+// The paged decoder cut at every layer's attention core: numLayers + 1 ONNX graphs on the same
+// weights as the paged graph (paged-graph.ts), for a runner that computes attention itself
+// between them (the NativePagedRunner, with kernels/native/paged-attention.c reading the block
+// pool in place). ONNX Runtime runs no attention at all and never sees the pool. Flat tokens of
+// many sequences, as in the paged graph:
+//   segment 0            inputs  input_ids, position_ids [num_tokens] int64
+//                        outputs hidden [N, hidden] (layer 0's input, the residual),
+//                                query [N, heads, D], key, value [N, kv_heads, D] (layer 0, RoPE applied)
+//   segment i (1..L−1)   inputs  residual [N, hidden] (layer i−1's input), attention [N, heads·D]
+//                                (layer i−1's attention core), position_ids
+//                        outputs hidden (layer i's input), query, key, value (layer i)
+//   segment L            inputs  residual, attention (layer L−1), logits_indices [num_logits] int64
+//                        outputs logits [num_logits, vocab]
+// Written as onnx/<paged file>.segments/segment_NN.onnx (model-files.ts, PAGED_SEGMENT_FILE).
+
+import type { WeightPrecision } from '../../kernels/linear.js';
+import { GraphBuilder } from '../../kernels/onnx/graph-builder.js';
+import type { EncodedMessage } from '../../kernels/onnx/protobuf-writer.js';
+import { rotaryTables } from '../../kernels/rotary-embedding.js';
+import type { DecoderConfig } from './config.js';
+import { attentionInputs, finalNorm, layerOutput } from './decoder-layer.js';
+import type { DecoderGraphOptions } from './graph.js';
+import { FLAT_HEADS } from './paged-graph.js';
+import { tiedEmbedding } from './tied-embedding.js';
+import type { DecoderWeights } from './weights.js';
+
+/** How many segments a decoder of this config is cut into. */
+export const pagedSegmentCount = (c: DecoderConfig): number => c.numLayers + 1;
+
+/** Segment `segment` (0 .. numLayers) of the cut decoder: only its own layers' weights are read, so a lazy checkpoint streams one segment at a time. */
+export function buildPagedSegmentGraph(c: DecoderConfig, weights: DecoderWeights, precision: WeightPrecision, segment: number, options: DecoderGraphOptions = {}): EncodedMessage {
+  const floatType = precision === 'fp16' || precision === 'q4f16' ? 'float16' : 'float32';
+  const numLayers = c.numLayers;
+  if (!Number.isInteger(segment) || segment < 0 || segment > numLayers) throw new RangeError(`segment ${segment} of a ${numLayers}-layer decoder (0 .. ${numLayers})`);
+  const docString = options.docString ?? 'Conveyor Qwen3-style decoder over a paged KV cache, cut at each attention core, deterministic random weights';
+  const g = new GraphBuilder(`qwen3_paged_segment_${segment}`, floatType, options.externalData);
+  const flat = (name: string, width: number) => g.input(name, floatType, ['num_tokens', width]);
+  const headDims = (count: number) => ['num_tokens', count, c.headDim];
+  // RoPE tables where a layer's q/k are computed: every segment but the last.
+  const rotary = segment < numLayers ? rotaryTables(g, g.input('position_ids', 'int64', ['num_tokens']), c.headDim, c.ropeTheta, c.ropeInverseFrequencies) : undefined;
+  let hidden: string;
+  if (segment === 0) {
+    hidden = tiedEmbedding(g, 'model.embed_tokens', weights.embedding, c, precision).lookup(g.input('input_ids', 'int64', ['num_tokens']));
+  } else {
+    const [residual, attention] = [flat('residual', c.hiddenSize), flat('attention', c.numHeads * c.headDim)];
+    const previous = segment - 1;
+    hidden = g.scope(`model.layers.${previous}`, () => layerOutput({ g, c, precision }, residual, attention, weights.layers[previous]!));
+  }
+  if (rotary) {
+    const { query, key, value } = g.scope(`model.layers.${segment}`, () => attentionInputs({ g, c, precision, rotary }, hidden, weights.layers[segment]!, FLAT_HEADS(g, c.headDim)));
+    g.output(hidden, 'hidden', floatType, ['num_tokens', c.hiddenSize]);
+    g.output(query, 'query', floatType, headDims(c.numHeads));
+    g.output(key, 'key', floatType, headDims(c.numKvHeads));
+    g.output(value, 'value', floatType, headDims(c.numKvHeads));
+  } else {
+    const logitsIndices = g.input('logits_indices', 'int64', ['num_logits']);
+    const normed = finalNorm(g, c, hidden, weights.finalNorm);
+    const sampled = g.op1('Gather', [normed, logitsIndices], { axis: 0 });
+    // The table that serves the logits: the checkpoint's own lm_head where untied, else the embedding.
+    const head = tiedEmbedding(g, weights.lmHead ? 'lm_head' : 'model.embed_tokens', weights.lmHead ?? weights.embedding, c, precision);
+    g.output(head.lmHeadRows(sampled), 'logits', floatType, ['num_logits', c.vocabSize]);
+  }
+  return g.toModel({ docString, metadata: { 'conveyor.paged_segment': `${segment}/${numLayers + 1}` } });
+}

@@ -1,0 +1,23 @@
+// Where the segmented paged decoder lives beside its paged graph (models/qwen3/paged-segments.ts
+// writes it, the repository resolves it, the runner opens it): model_paged.onnx →
+// model_paged.segments/segment_00.onnx … segment_NN.onnx. models/common/model-files.ts mirrors
+// these names (models/ may import only kernels/); test/unit/repository/variants.test.ts pins them.
+
+const SEGMENTS_SUFFIX = '.segments';
+
+/** The segments directory of a paged graph's file: model_paged_q4.onnx → model_paged_q4.segments. */
+export function pagedSegmentsDir(pagedFile: string): string {
+  return pagedFile.replace(/\.onnx$/, SEGMENTS_SUFFIX);
+}
+
+/** The paged graph a segments directory was cut from (the fallback where the native kernel is unavailable); null for any other path. */
+export function pagedFileOfSegments(path: string): string | null {
+  return path.endsWith(SEGMENTS_SUFFIX) ? `${path.slice(0, -SEGMENTS_SUFFIX.length)}.onnx` : null;
+}
+
+/** segment_00.onnx …: sorting the names sorts the segments. */
+export const SEGMENT_FILE = /^segment_\d{2,}\.onnx$/;
+
+export function segmentFileName(segment: number): string {
+  return `segment_${String(segment).padStart(2, '0')}.onnx`;
+}

@@ -1,0 +1,151 @@
+// NativePagedRunner: runs a StepPlan on the segmented paged decoder (onnx/model_paged*.segments/,
+// contract in models/qwen3/paged-segments.ts) with attention computed between the segments by the
+// native kernel (src/runtime/paged-attention-kernel.ts) straight from the block pool. ONNX Runtime
+// runs the projections, norms and MLPs of all the step's tokens flat (no padding anywhere, so the
+// whole plan is one pass: numLayers + 1 session calls); per layer the kernel writes the new K/V
+// into their blocks and attends over each sequence's pool positions in place, so no step copies
+// past K/V proportional to the context, in JS or in ORT. Same pool layout and block bookkeeping as
+// the PagedRunner's, so the engine, scheduler and block manager cannot tell the two apart.
+
+import { availableParallelism } from 'node:os';
+import type { ScheduledRequest, StepPlan } from '../contracts/generate.js';
+import { invalidArg } from '../errors.js';
+import type { ModelSession, RawTensor } from '../runtime/model-session.js';
+import type { KernelLayout, KernelShape, PagedAttentionKernel } from '../runtime/paged-attention-kernel.js';
+import type { KvArray } from './kv-storage.js';
+import { toFloat32 } from './logits-rows.js';
+import { blocksForBudget, type KvBudget, type ModelRunner, type ModelShape, type RunnerInfo, type RunnerStats, runnerInfo } from './model-runner.js';
+import { PagedKvStorage } from './paged-kv-storage.js';
+import { StepTimer } from './step-timer.js';
+
+type LogitsRows = Map<string, Float32Array>;
+
+/** The model facts the segments' I/O declare: segment 0's query/key outputs, the last one's logits. */
+export function segmentedLayoutFrom(segments: readonly ModelSession[]): ModelShape & { numHeads: number } {
+  if (segments.length < 2) throw invalidArg(`a segmented paged decoder has at least 2 segments, found ${segments.length}`);
+  const output = (segment: ModelSession, name: string) => {
+    const found = segment.metadata.outputs.find((o) => o.name === name);
+    if (!found) throw invalidArg(`not a segmented paged decoder: output '${name}' is missing`);
+    return found;
+  };
+  const [query, key] = [output(segments[0]!, 'query'), output(segments[0]!, 'key')];
+  const [, numHeads, headDim] = query.shape;
+  const [, numKvHeads] = key.shape;
+  const vocab = output(segments.at(-1)!, 'logits').shape[1];
+  for (const size of [numHeads, numKvHeads, headDim, vocab]) {
+    if (typeof size !== 'number') throw invalidArg('a segmented paged decoder needs fixed head, kv-head, head-dim and vocab sizes');
+  }
+  if (key.type !== 'float32' && key.type !== 'float16') throw invalidArg(`key of type ${key.type} is not supported`);
+  return { numLayers: segments.length - 1, numHeads: numHeads as number, numKvHeads: numKvHeads as number, headDim: headDim as number, vocabSize: vocab as number, kvType: key.type };
+}
+
+export class NativePagedRunner implements ModelRunner {
+  private readonly timer = new StepTimer();
+  readonly stats: RunnerStats = this.timer.stats;
+  readonly info: RunnerInfo;
+  private readonly threads: number;
+
+  constructor(
+    private readonly segments: readonly ModelSession[],
+    private readonly shape: ModelShape & { numHeads: number },
+    private readonly pool: PagedKvStorage,
+    private readonly kernel: PagedAttentionKernel,
+    intraOpNumThreads: number,
+  ) {
+    this.info = runnerInfo('paged-native', shape, pool, segments[0]!);
+    // The kernel runs while ORT's threads wait between segments: as many threads as ORT uses.
+    this.threads = intraOpNumThreads > 0 ? intraOpNumThreads : availableParallelism();
+  }
+
+  static forSegments(segments: readonly ModelSession[], kernel: PagedAttentionKernel, budget: KvBudget & { intraOpNumThreads: number }): NativePagedRunner {
+    const shape = segmentedLayoutFrom(segments);
+    return new NativePagedRunner(segments, shape, new PagedKvStorage(shape, blocksForBudget(shape, budget), budget.blockSize), kernel, budget.intraOpNumThreads);
+  }
+
+  async release(): Promise<void> {
+    await Promise.all(this.segments.map((s) => s.release()));
+  }
+
+  async execute(plan: StepPlan): Promise<LogitsRows> {
+    for (const [source, destination] of plan.blocksToCopy) this.pool.copyBlock(source, destination);
+    this.timer.beginStep();
+    const logits: LogitsRows = new Map();
+    if (plan.scheduled.length > 0) await this.runCall(plan.scheduled, logits);
+    return logits;
+  }
+
+  private async runCall(rows: readonly ScheduledRequest[], logits: LogitsRows): Promise<void> {
+    const { numLayers, numHeads, headDim, vocabSize, kvType } = this.shape;
+    const { tokens, layout, kernelShape, logitsRows } = this.timer.timed('feedsMs', () => this.callLayout(rows));
+    const numTokens = tokens.input_ids.data.length;
+    let out = await this.timer.call(() => this.segments[0]!.run(tokens));
+    for (let layer = 0; layer < numLayers; layer++) {
+      const { hidden, query, key, value } = out as Record<'hidden' | 'query' | 'key' | 'value', RawTensor>;
+      const [keys, values] = [this.pool.keys[layer]!, this.pool.values[layer]!];
+      this.timer.timed('scatterMs', () => this.kernel.write(kernelShape, layout, key.data as KvArray, value.data as KvArray, keys, values));
+      const attention = kvType === 'float16' ? new Uint16Array(numTokens * numHeads * headDim) : new Float32Array(numTokens * numHeads * headDim);
+      this.timer.timed('attentionMs', () => this.kernel.attend(kernelShape, layout, query.data as KvArray, keys, values, attention, this.threads));
+      const last = layer === numLayers - 1;
+      const feeds: Record<string, RawTensor> = {
+        residual: hidden,
+        attention: { type: kvType, dims: [numTokens, numHeads * headDim], data: attention },
+        ...(last ? { logits_indices: tokens.logits_indices } : { position_ids: tokens.position_ids }),
+      };
+      out = await this.timer.call(() => this.segments[layer + 1]!.run(feeds));
+    }
+    this.timer.timed('logitsMs', () => {
+      const tensor = out['logits']!;
+      for (const { requestId, first, count } of logitsRows) logits.set(requestId, toFloat32(tensor, first * vocabSize, count * vocabSize));
+    });
+  }
+
+  /**
+   * The flat token feeds, the kernel's layout (block tables covering each row's new positions,
+   * which the kernel writes), and where each sampling row's logits land in the output.
+   */
+  private callLayout(rows: readonly ScheduledRequest[]): {
+    tokens: { input_ids: RawTensor; position_ids: RawTensor; logits_indices: RawTensor };
+    layout: KernelLayout;
+    kernelShape: KernelShape;
+    logitsRows: { requestId: string; first: number; count: number }[];
+  } {
+    const numTokens = rows.reduce((sum, r) => sum + r.tokenIds.length, 0);
+    const blockSize = this.pool.blockSize;
+    const maxBlocks = Math.max(1, ...rows.map((r) => Math.ceil((r.numComputedTokens + r.tokenIds.length) / blockSize)));
+    const ids = new BigInt64Array(numTokens);
+    const positions = new BigInt64Array(numTokens);
+    const layout: KernelLayout = {
+      blockTables: new Int32Array(rows.length * maxBlocks),
+      queryStarts: new Int32Array(rows.length),
+      queryLengths: new Int32Array(rows.length),
+      pastLengths: new Int32Array(rows.length),
+    };
+    const kept: number[] = [];
+    const logitsRows: { requestId: string; first: number; count: number }[] = [];
+    let token = 0;
+    rows.forEach((r, s) => {
+      const count = r.tokenIds.length;
+      layout.queryStarts[s] = token;
+      layout.queryLengths[s] = count;
+      layout.pastLengths[s] = r.numComputedTokens;
+      const blocks = Math.ceil((r.numComputedTokens + count) / blockSize);
+      for (let b = 0; b < blocks; b++) layout.blockTables[s * maxBlocks + b] = r.blockTable[b]!;
+      for (let k = 0; k < count; k++) {
+        ids[token + k] = BigInt(r.tokenIds[k]!);
+        positions[token + k] = BigInt(r.numComputedTokens + k);
+      }
+      const wanted = r.allLogits ? count : r.sample ? 1 : 0;
+      if (wanted > 0) {
+        logitsRows.push({ requestId: r.requestId, first: kept.length, count: wanted });
+        for (let k = count - wanted; k < count; k++) kept.push(token + k);
+      }
+      token += count;
+    });
+    // A call of prefill chunks that all continue later samples nothing; its one row is dropped.
+    if (kept.length === 0) kept.push(numTokens - 1);
+    const vector = (data: BigInt64Array): RawTensor => ({ type: 'int64', dims: [data.length], data });
+    const { numHeads, numKvHeads, headDim, kvType } = this.shape;
+    const kernelShape: KernelShape = { numSeqs: rows.length, numHeads, numKvHeads, headDim, numBlocks: this.pool.numBlocks, blockSize, maxBlocks, activationType: kvType, kvType };
+    return { tokens: { input_ids: vector(ids), position_ids: vector(positions), logits_indices: vector(BigInt64Array.from(kept, BigInt)) }, layout, kernelShape, logitsRows };
+  }
+}

@@ -22,6 +22,8 @@
 /* Query tokens of one sequence that share a pass over its K/V rows (prefill chunks). */
 #define TILE 8
 #define MAX_THREADS 64
+/* Positions × query rows of a call below which one thread does it all. */
+#define PARALLEL_MIN_COST 32768.0
 
 enum { F32 = 0, F16 = 1 };
 
@@ -377,6 +379,11 @@ static napi_value attend_call(napi_env env, napi_callback_info info) {
   job.num_units = (int)num_units;
   job.longest = longest;
   if (threads > num_units) threads = num_units > 0 ? (int)num_units : 1;
+  /* Starting a thread costs tens of microseconds, as much as a small call's whole work: short
+   * contexts and small batches run on the calling thread. */
+  double total = 0;
+  for (long i = 0; i < num_units; i++) total += units[i].cost;
+  if (total < PARALLEL_MIN_COST) threads = 1;
   pthread_t ids[MAX_THREADS];
   int started = 1;
   for (int i = 1; i < threads; i++) {

@@ -113,7 +113,10 @@ async function openSegmented(options: RunnerOptions, kernel: PagedAttentionKerne
   const segments: ModelSession[] = [];
   try {
     // One at a time: each session's load peaks at its own weights, not all of them at once.
-    for (const file of files) segments.push(await ModelSession.open({ modelPath: join(modelPath, file), device, intraOpNumThreads, intraOpSpinning }));
+    // Spinning off unless asked for: a segment's intra-op threads would otherwise spin after its
+    // call while the kernel and the next segment's own threads want the same cores.
+    const spinning = intraOpSpinning ?? false;
+    for (const file of files) segments.push(await ModelSession.open({ modelPath: join(modelPath, file), device, intraOpNumThreads, intraOpSpinning: spinning }));
     return NativePagedRunner.forSegments(segments, kernel, options);
   } catch (error) {
     await Promise.all(segments.map((s) => s.release()));

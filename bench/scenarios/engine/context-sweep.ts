@@ -16,7 +16,7 @@ import type { EngineWorkerData } from '../../../src/contracts/engine-messages.js
 import type { ForwardFloor, WorkloadProfile } from './workload-profile.js';
 
 export const SWEEP_GROUP = 'context';
-export const SWEEP_VARIANT = { pastKeyValues: 'PastKeyValuesRunner', paged: 'PagedRunner', floor: 'forward floor' } as const;
+export const SWEEP_VARIANT = { pastKeyValues: 'PastKeyValuesRunner', paged: 'PagedRunner', native: 'NativePagedRunner', floor: 'forward floor' } as const;
 
 /** Targets of issue 13 on this machine: the paged runner at the largest concurrency. */
 export const SWEEP_TARGETS = { longContextShare: 0.75, shortPrompt: 128, longPrompt: 2048 } as const;
@@ -28,7 +28,12 @@ type Slot = { readonly warmup?: boolean } | undefined;
 
 const pointOf = (prompt: number, concurrency: number) => `p${prompt} c${concurrency}`;
 
-export function sweepCases(config: EngineBenchConfig, worker: BenchWorker, engines: { pastKeyValues: EngineWorkerData; paged: EngineWorkerData | null }, observed: SweepObservations): BenchCase[] {
+export function sweepCases(
+  config: EngineBenchConfig,
+  worker: BenchWorker,
+  engines: { pastKeyValues: EngineWorkerData; paged: EngineWorkerData | null; native: EngineWorkerData | null },
+  observed: SweepObservations,
+): BenchCase[] {
   return config.sweep.flatMap((prompt) =>
     config.concurrency.flatMap((concurrency) => {
       const info = (variant: string) => ({
@@ -54,6 +59,7 @@ export function sweepCases(config: EngineBenchConfig, worker: BenchWorker, engin
       return [
         observe(SWEEP_VARIANT.pastKeyValues, workload(engines.pastKeyValues)),
         ...(engines.paged ? [observe(SWEEP_VARIANT.paged, workload(engines.paged))] : []),
+        ...(engines.native ? [observe(SWEEP_VARIANT.native, workload(engines.native))] : []),
         observe(SWEEP_VARIANT.floor, () => worker.forwardFloor(config, concurrency, prompt)),
       ];
     }),
@@ -94,6 +100,8 @@ export function concludeSweep(results: readonly CaseResult[], observed: SweepObs
       const [pkv, paged, floor] = [rate(SWEEP_VARIANT.pastKeyValues, prompt, c), rate(SWEEP_VARIANT.paged, prompt, c), rate(SWEEP_VARIANT.floor, prompt, c)];
       const decode = [decodeRate(SWEEP_VARIANT.pastKeyValues, prompt, c), decodeRate(SWEEP_VARIANT.paged, prompt, c), decodeRate(SWEEP_VARIANT.floor, prompt, c)] as const;
       const pagedShort = decodeRate(SWEEP_VARIANT.paged, config.sweep[0]!, c);
+      const [native, nativeDecode] = [rate(SWEEP_VARIANT.native, prompt, c), decodeRate(SWEEP_VARIANT.native, prompt, c)];
+      const nativeShort = decodeRate(SWEEP_VARIANT.native, config.sweep[0]!, c);
       return [
         String(prompt),
         String(c),
@@ -105,6 +113,12 @@ export function concludeSweep(results: readonly CaseResult[], observed: SweepObs
         ratio(decode[1] / decode[0]),
         ratio(decode[1] / decode[2]),
         ratio(decode[1] / pagedShort),
+        fixed(native),
+        ratio(native / pkv),
+        fixed(nativeDecode),
+        ratio(nativeDecode / decode[0]),
+        ratio(nativeDecode / decode[2]),
+        ratio(nativeDecode / nativeShort),
       ];
     }),
   );
@@ -127,21 +141,24 @@ export function concludeSweep(results: readonly CaseResult[], observed: SweepObs
   const top = Math.max(...config.concurrency);
   const { shortPrompt, longPrompt, longContextShare } = SWEEP_TARGETS;
   const verdict = (value: number, ok: boolean) => (Number.isNaN(value) ? 'no data' : ok ? 'met' : 'missed');
-  const vsPkv = rate(SWEEP_VARIANT.paged, shortPrompt, top) / rate(SWEEP_VARIANT.pastKeyValues, shortPrompt, top);
-  const vsFloor = decodeRate(SWEEP_VARIANT.paged, shortPrompt, top) / decodeRate(SWEEP_VARIANT.floor, shortPrompt, top);
-  const longShare = decodeRate(SWEEP_VARIANT.paged, longPrompt, top) / decodeRate(SWEEP_VARIANT.paged, shortPrompt, top);
-  const targets = [
-    { name: `PagedRunner vs PastKeyValuesRunner, whole workload, c${top}, prompt ${shortPrompt}`, aim: '≥ 1.00×', measured: ratio(vsPkv), met: verdict(vsPkv, vsPkv >= 1) },
-    { name: `PagedRunner decode vs the Optimum forward floor at batch ${top}, prompt ${shortPrompt}`, aim: '≥ 1.00×', measured: ratio(vsFloor), met: verdict(vsFloor, vsFloor >= 1) },
-    {
-      name: `PagedRunner decode at prompt ${longPrompt} vs its own at prompt ${shortPrompt}, c${top}`,
-      aim: `≥ ${(longContextShare * 100).toFixed(0)}%`,
-      measured: Number.isFinite(longShare) ? `${(longShare * 100).toFixed(0)}%` : '–',
-      met: verdict(longShare, longShare >= longContextShare),
-    },
-  ];
+  // The issue's targets, for each paged runner: the graph's attention (PagedRunner) and the native kernel's.
+  const targets = [SWEEP_VARIANT.paged, SWEEP_VARIANT.native].flatMap((runner) => {
+    const vsPkv = rate(runner, shortPrompt, top) / rate(SWEEP_VARIANT.pastKeyValues, shortPrompt, top);
+    const vsFloor = decodeRate(runner, shortPrompt, top) / decodeRate(SWEEP_VARIANT.floor, shortPrompt, top);
+    const longShare = decodeRate(runner, longPrompt, top) / decodeRate(runner, shortPrompt, top);
+    return [
+      { name: `${runner} vs PastKeyValuesRunner, whole workload, c${top}, prompt ${shortPrompt}`, aim: '≥ 1.00×', measured: ratio(vsPkv), met: verdict(vsPkv, vsPkv >= 1) },
+      { name: `${runner} decode vs the Optimum forward floor at batch ${top}, prompt ${shortPrompt}`, aim: '≥ 1.00×', measured: ratio(vsFloor), met: verdict(vsFloor, vsFloor >= 1) },
+      {
+        name: `${runner} decode at prompt ${longPrompt} vs its own at prompt ${shortPrompt}, c${top}`,
+        aim: `≥ ${(longContextShare * 100).toFixed(0)}%`,
+        measured: Number.isFinite(longShare) ? `${(longShare * 100).toFixed(0)}%` : '–',
+        met: verdict(longShare, longShare >= longContextShare),
+      },
+    ];
+  });
   const sections = [
-    '### Context sweep: both runners and the forward floor (output tok/s of the whole workload, prefill included, and of its decode phase)',
+    '### Context sweep: every runner and the forward floor (output tok/s of the whole workload, prefill included, and of its decode phase)',
     '',
     markdownTable(
       [
@@ -157,6 +174,12 @@ export function concludeSweep(results: readonly CaseResult[], observed: SweepObs
         'Paged / PKV (decode)',
         'Paged / floor (decode)',
         `Paged decode vs prompt ${config.sweep[0]}`,
+        'Native tok/s',
+        'Native / PKV',
+        'Native decode tok/s',
+        'Native / PKV (decode)',
+        'Native / floor (decode)',
+        `Native decode vs prompt ${config.sweep[0]}`,
       ],
       comparison,
       comparison[0]?.map(() => 'right') ?? [],
@@ -189,6 +212,7 @@ const BREAKDOWN_HEADERS = [
   'ORT s',
   'Gather s',
   'Copy-back s',
+  'Attention (kernel) s',
   'Token feeds s',
   'Logits s',
   'Other s',
@@ -209,6 +233,7 @@ function breakdownRow(runner: string, w: WorkloadProfile): string[] {
     share(b.ortMs),
     share(b.gatherMs),
     share(b.scatterMs),
+    share(b.attentionMs),
     share(b.feedsMs),
     share(b.logitsMs),
     share(w.otherMs),

@@ -8,6 +8,7 @@ import { existsSync } from 'node:fs';
 import { loadavg } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 import { pagedVariantFile } from '../../../src/repository/variants.js';
+import { pagedSegmentsDir } from '../../../src/contracts/paged-segments.js';
 import { SeededRandom } from '../../../kernels/onnx/random.js';
 import { ensureBuilt, type BuiltModel } from '../../../models/catalog.js';
 import { EngineClient } from '../../../src/engine-client/engine-client.js';
@@ -47,6 +48,9 @@ async function prepareEngine(source: DecoderSource, context: ScenarioContext): P
   const pagedPath = join(dirname(modelPath), pagedVariantFile(basename(modelPath)));
   const paged = existsSync(pagedPath) ? data({ modelPath: pagedPath }) : null;
   if (config.sweep.length > 0 && !paged) context.log(`no ${pagedPath}: the sweep runs the PastKeyValuesRunner only`);
+  const segmentsPath = pagedSegmentsDir(pagedPath);
+  const native = existsSync(segmentsPath) ? data({ modelPath: segmentsPath }) : null;
+  if (config.sweep.length > 0 && !native) context.log(`no ${segmentsPath}: the sweep runs no NativePagedRunner`);
   context.log(config.sweepOnly ? 'starting the floor worker…' : 'starting 4 engines and the floor worker…');
   const { engines, worker, dispose } = await startAll(config, modelPath, config.sweepOnly ? null : configs, context.log);
   try {
@@ -56,7 +60,7 @@ async function prepareEngine(source: DecoderSource, context: ScenarioContext): P
       steps = await worker.profile(config, configs.batched);
     }
     const observed = { traces: new Map() as Observations, stepTimes: new Map() as StepTimes, sweep: new Map() as SweepObservations };
-    const sweep = sweepCases(config, worker, { pastKeyValues: configs.batched, paged }, observed.sweep);
+    const sweep = sweepCases(config, worker, { pastKeyValues: configs.batched, paged, native }, observed.sweep);
     let cases = sweep;
     if (engines) {
       await worker.prepareFloor(floorShapes(config));
@@ -77,7 +81,14 @@ async function prepareEngine(source: DecoderSource, context: ScenarioContext): P
       skipped: [],
       charts: [...(config.sweepOnly ? [] : engineCharts(config, `qwen3 ${config.size}`)), ...(config.sweep.length > 0 ? [sweepChart(config, `qwen3 ${config.size}`)] : [])],
       notes: engines ? notesFor(config, engines, loadAtStart) : sweepNotes(config, loadAtStart),
-      settings: { ...config, modelPath, pagedModelPath: paged?.modelPath ?? null, ...(engines ? { numBlocks: engines.batched.info.numBlocks } : {}), batchedMaxNumSeqs: configs.batched.maxNumSeqs },
+      settings: {
+        ...config,
+        modelPath,
+        pagedModelPath: paged?.modelPath ?? null,
+        nativeModelPath: native?.modelPath ?? null,
+        ...(engines ? { numBlocks: engines.batched.info.numBlocks } : {}),
+        batchedMaxNumSeqs: configs.batched.maxNumSeqs,
+      },
       conclude: (results: readonly CaseResult[]) => {
         const conclusion = conclude(results, observed, config, steps, VARIANT.serial, observed.sweep);
         const load = loadavg()

@@ -54,7 +54,7 @@ export async function profileWorkload(data: EngineWorkerData, concurrency: numbe
     const wallMs = performance.now() - started;
     const breakdown = emptyBreakdown();
     for (const key of Object.keys(breakdown) as (keyof StepBreakdown)[]) breakdown[key] = core.runnerStats.total[key] - before[key];
-    const runnerMs = breakdown.gatherMs + breakdown.feedsMs + breakdown.ortMs + breakdown.scatterMs + breakdown.logitsMs;
+    const runnerMs = breakdown.gatherMs + breakdown.feedsMs + breakdown.ortMs + breakdown.scatterMs + breakdown.attentionMs + breakdown.logitsMs;
     const decodeMs = decodeStart === null ? 0 : started + wallMs - decodeStart;
     return { runner: core.info.kind, concurrency, promptTokens, outputTokens, wallMs, steps, ortCalls, breakdown, otherMs: Math.max(0, wallMs - runnerMs), decodeMs, decodeTokens };
   } finally {

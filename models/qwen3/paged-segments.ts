@@ -1,6 +1,6 @@
 // The paged decoder cut at every layer's attention core: numLayers + 1 ONNX graphs on the same
 // weights as the paged graph (paged-graph.ts), for a runner that computes attention itself
-// between them (the NativePagedRunner, with kernels/native/paged-attention.c reading the block
+// between them (the NativePagedRunner, with src/runtime/native/paged-attention.c reading the block
 // pool in place). ONNX Runtime runs no attention at all and never sees the pool. Flat tokens of
 // many sequences, as in the paged graph:
 //   segment 0            inputs  input_ids, position_ids [num_tokens] int64

@@ -1,5 +1,5 @@
-// The one seam to the native paged-attention kernel (kernels/native/paged-attention.c): loads the
-// addon built at install (kernels/native/build.mjs), building it on first use where the install
+// The one seam to the native paged-attention kernel (src/runtime/native/paged-attention.c): loads the
+// addon built at install (src/runtime/native/build.mjs), building it on first use where the install
 // skipped that, and types its two calls. Where it cannot be had (no C compiler or Node headers,
 // another platform, CONVEYOR_NATIVE_ATTENTION=0) callers get the reason and keep the paged
 // graph's ONNX attention.
@@ -61,7 +61,7 @@ async function load(): Promise<KernelAvailability> {
   if (process.env['CONVEYOR_NATIVE_ATTENTION'] === '0') return { unavailable: 'CONVEYOR_NATIVE_ATTENTION=0' };
   if (process.platform === 'win32') return { unavailable: `no native kernel build for ${process.platform}` };
   try {
-    const { buildKernel } = await import('../../kernels/native/build.mjs');
+    const { buildKernel } = await import('./native/build.mjs');
     const addon = createRequire(import.meta.url)(buildKernel()) as Addon;
     return { kernel: wrap(addon) };
   } catch (error) {

@@ -1,9 +1,9 @@
 // The engine bench's context sweep on the tiny decoder: a whole workload per (prompt, concurrency)
-// on a real EngineCore for each runner — the Optimum graph's PastKeyValuesRunner and the paged
-// graph's PagedRunner — its wall time split by the runner's own phase counters, and the bare
-// forward floor of the same work; then the real CLI with --sweep-only writing the tables, targets
-// and chart. It proves the breakdown adds up and both runners and the floor are measured, not the
-// numbers.
+// on a real EngineCore for each runner — the Optimum graph's PastKeyValuesRunner, the paged
+// graph's PagedRunner and the segmented decoder's NativePagedRunner — its wall time split by the
+// runner's own phase counters, and the bare forward floor of the same work; then the real CLI with
+// --sweep-only writing the tables, targets and chart. It proves the breakdown adds up and every
+// runner and the floor are measured, not the numbers.
 
 import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -23,11 +23,12 @@ const out = mkdtempSync(join(tmpdir(), 'bench-sweep-'));
 afterAll(() => rmSync(out, { recursive: true, force: true }));
 
 describe('engine bench --sweep', () => {
-  it('profiles a whole workload on each runner by phase: the breakdown adds up, and only the Optimum runner gathers in JS', async () => {
+  it('profiles a whole workload on each runner by phase: the breakdown adds up, only the Optimum runner gathers in JS, only the native one attends outside ORT', async () => {
     const config = engineBenchConfig({ sweep: '16,200', concurrency: '3', output: '4', threads: '1' }, true);
     for (const [file, kind] of [
       ['model.onnx', 'past-key-values'],
       ['model_paged.onnx', 'paged'],
+      ['model_paged.segments', 'paged-native'],
     ] as const) {
       const data = engineData(config, join(ONNX, file), {});
       const short = await profileWorkload(data, 3, 16, 4);
@@ -38,10 +39,12 @@ describe('engine bench --sweep', () => {
         expect(b.ortMs).toBeGreaterThan(0);
         expect(p.ortCalls).toBeGreaterThanOrEqual(p.steps);
         expect(p.steps).toBeGreaterThanOrEqual(p.outputTokens); // one step at least per output token
-        const phases = b.gatherMs + b.feedsMs + b.ortMs + b.scatterMs + b.logitsMs;
+        const phases = b.gatherMs + b.feedsMs + b.ortMs + b.scatterMs + b.attentionMs + b.logitsMs;
         expect(phases).toBeLessThanOrEqual(p.wallMs);
         expect(p.otherMs).toBeCloseTo(p.wallMs - phases, 6);
-        if (kind === 'paged') expect(b.gatherMs).toBe(0); // the graph reads the pool itself
+        if (kind !== 'past-key-values') expect(b.gatherMs).toBe(0); // the graph or the kernel reads the pool itself
+        if (kind === 'paged-native') expect(b.attentionMs).toBeGreaterThan(0);
+        else expect(b.attentionMs).toBe(0);
         // After every request's first token each step decodes all three (3 tokens left each at
         // most; a chunked prompt's neighbours may have decoded some before its first token).
         if (p === short) expect(p.decodeTokens).toBe(3 * 3);
@@ -50,12 +53,14 @@ describe('engine bench --sweep', () => {
         expect(p.decodeMs).toBeGreaterThan(0);
         expect(p.decodeMs).toBeLessThan(p.wallMs);
       }
-      // Longer prompts are chunked (quick budget: 256 tokens a step): later steps read a longer past.
-      expect(long.breakdown.gatheredPositions).toBeGreaterThan(short.breakdown.gatheredPositions);
+      // Longer prompts are chunked (quick budget: 256 tokens a step): later steps read a longer past
+      // (the native kernel reads the pool where it lies: nothing gathered at all).
+      if (kind === 'paged-native') expect(long.breakdown.gatheredPositions).toBe(0);
+      else expect(long.breakdown.gatheredPositions).toBeGreaterThan(short.breakdown.gatheredPositions);
     }
   }, 120_000);
 
-  it('the CLI runs both runners and the forward floor at every point and writes the comparison, the targets and the chart', async () => {
+  it('the CLI runs every runner and the forward floor at every point and writes the comparison, the targets and the chart', async () => {
     await run(process.execPath, ['--import', 'tsx', 'bench/cli.ts', 'engine', '--quick', '--sweep', '16,128', '--sweep-only', '--concurrency', '2', '--output', '3', '--threads', '1', '--out', out], {
       cwd: process.cwd(),
       maxBuffer: 16 * 2 ** 20,
@@ -64,7 +69,7 @@ describe('engine bench --sweep', () => {
     expect(report.skipped).toEqual([]);
     for (const prompt of [16, 128]) {
       for (const c of [2]) {
-        for (const variant of ['PastKeyValuesRunner', 'PagedRunner', 'forward floor']) {
+        for (const variant of ['PastKeyValuesRunner', 'PagedRunner', 'NativePagedRunner', 'forward floor']) {
           const found = report.cases.find((r) => r.group === 'context' && r.variant === variant && r.point === `p${prompt} c${c}`);
           expect(found, `${variant} p${prompt} c${c}`).toBeDefined();
           expect(found!.metrics!['tokPerSec']).toBeGreaterThan(0);
@@ -74,9 +79,10 @@ describe('engine bench --sweep', () => {
     }
     expect(report.cases.every((r) => r.group === 'context')).toBe(true); // --sweep-only
     const summary = readFileSync(join(out, 'summary.md'), 'utf8');
-    expect(summary).toContain('### Context sweep: both runners and the forward floor');
+    expect(summary).toContain('### Context sweep: every runner and the forward floor');
     expect(summary).toContain('### Context sweep: where each workload’s time goes');
-    expect(summary).toMatch(/PagedRunner vs PastKeyValuesRunner, whole workload, c2, prompt 128 \| ≥ 1\.00× \| \d+\.\d\d×/);
+    expect(summary).toMatch(/\| PagedRunner vs PastKeyValuesRunner, whole workload, c2, prompt 128 \| ≥ 1\.00× \| \d+\.\d\d×/);
+    expect(summary).toMatch(/\| NativePagedRunner vs PastKeyValuesRunner, whole workload, c2, prompt 128 \| ≥ 1\.00× \| \d+\.\d\d×/);
     checkWellFormed(readFileSync(join(out, 'engine-context-sweep.svg'), 'utf8'));
   }, 300_000);
 });

@@ -1,8 +1,10 @@
-// attention_backend through the real server: the same tiny decoder served twice, once on its
-// Optimum graph (PastKeyValuesRunner) and once on its paged graph (PagedRunner, reading the block
-// pool in place), answers concurrent streaming chats from the official OpenAI SDK with the same
-// greedy text; the load reports the paged file; a bad backend name or a directory without the
-// paged graph is refused at load with a message naming what is wrong.
+// attention_backend through the real server: the same tiny decoder served three times — on its
+// Optimum graph (PastKeyValuesRunner), on its segmented paged decoder with the native kernel
+// (paged: NativePagedRunner) and on its paged graph (paged_onnx: PagedRunner, ORT's attention) —
+// answers concurrent streaming chats from the official OpenAI SDK with the same greedy text; each
+// load reports the file it runs; a bad backend name or a directory without the paged graph is
+// refused at load with a message naming what is wrong, and an export with the paged graph but no
+// segments serves paged on the graph.
 import { copyFile, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import OpenAI from 'openai';
@@ -17,6 +19,7 @@ beforeAll(async () => {
   const repository = await makeRepository([
     { name: 'tiny-pkv', from: 'qwen3-tiny', config: withBackend('tiny-pkv', 'past_key_values') },
     { name: 'tiny-paged', from: 'qwen3-tiny', config: withBackend('tiny-paged', 'paged') },
+    { name: 'tiny-paged-onnx', from: 'qwen3-tiny', config: withBackend('tiny-paged-onnx', 'paged_onnx') },
     { name: 'tiny-flash', from: 'qwen3-tiny', config: withBackend('tiny-flash', 'flash') },
   ]);
   // An export with only the Optimum graph (copied: links out of a version directory are refused).
@@ -25,6 +28,12 @@ beforeAll(async () => {
   await mkdir(join(optimumOnly, 'onnx'), { recursive: true });
   for (const file of ['config.json', 'generation_config.json', 'tokenizer.json', 'tokenizer_config.json', 'onnx/model.onnx']) await copyFile(join(source, file), join(optimumOnly, file));
   await writeFile(join(repository, 'tiny-nopaged', 'config.pbtxt'), withBackend('tiny-nopaged', 'paged'));
+  // An export with the paged graph but not its segments (converted before they existed, say).
+  const graphOnly = join(repository, 'tiny-nosegments', '1');
+  await mkdir(join(graphOnly, 'onnx'), { recursive: true });
+  for (const file of ['config.json', 'generation_config.json', 'tokenizer.json', 'tokenizer_config.json', 'onnx/model.onnx', 'onnx/model_paged.onnx'])
+    await copyFile(join(source, file), join(graphOnly, file));
+  await writeFile(join(repository, 'tiny-nosegments', 'config.pbtxt'), withBackend('tiny-nosegments', 'paged'));
   server = await startTestServer(repository, ['--model-control-mode', 'explicit']);
 }, 120_000);
 afterAll(async () => server?.stop());
@@ -35,9 +44,15 @@ describe('attention_backend', () => {
   it('serves the paged graph with the same greedy text as the Optimum graph, under concurrent streams', async () => {
     expect(await load('tiny-pkv')).toEqual({ status: 200, error: '' });
     expect(await load('tiny-paged')).toEqual({ status: 200, error: '' });
-    const config = (await (await fetch(`${server.http}/v2/models/tiny-paged/config`)).json()) as { default_model_filename: string };
-    expect(config.default_model_filename).toBe('onnx/model_paged.onnx');
-    expect(server.logs.some((line) => line.includes('tiny-paged:1: precision fp32: loading onnx/model_paged.onnx (attention_backend paged)'))).toBe(true);
+    expect(await load('tiny-paged-onnx')).toEqual({ status: 200, error: '' });
+    const fileOf = async (model: string) => ((await (await fetch(`${server.http}/v2/models/${model}/config`)).json()) as { default_model_filename: string }).default_model_filename;
+    expect(await fileOf('tiny-paged')).toBe('onnx/model_paged.segments');
+    expect(await fileOf('tiny-paged-onnx')).toBe('onnx/model_paged.onnx');
+    expect(server.logs.some((line) => line.includes('tiny-paged:1: precision fp32: loading onnx/model_paged.segments (attention_backend paged)'))).toBe(true);
+    expect(server.logs.some((line) => line.includes('tiny-paged-onnx:1: precision fp32: loading onnx/model_paged.onnx (attention_backend paged_onnx)'))).toBe(true);
+    // The variant the segments carry is the paged graph's (fp32), as /v1/models and the metrics show it.
+    const card = (await (await fetch(`${server.http}/v1/models/tiny-paged`)).json()) as { precision: string; model_file: string };
+    expect(card).toMatchObject({ precision: 'fp32', model_file: 'onnx/model_paged.segments' });
 
     const client = new OpenAI({ baseURL: `${server.http}/v1`, apiKey: 'unused' });
     const prompts = ['Hello there', 'Write a haiku about the sea', 'What is 2 + 2?', 'List three colours', 'Tell me a story about a fox who learned to fly over the mountains', 'Hi'];
@@ -48,15 +63,21 @@ describe('attention_backend', () => {
       return text;
     };
     // All twelve streams at once: both engines batch, arrivals stagger into running decodes.
-    const [optimum, paged] = await Promise.all([Promise.all(prompts.map((p) => chat('tiny-pkv', p))), Promise.all(prompts.map((p) => chat('tiny-paged', p)))]);
-    expect(paged).toEqual(optimum);
-    expect(paged.every((text) => text.length > 0)).toBe(true);
+    const [optimum, native, graph] = await Promise.all(['tiny-pkv', 'tiny-paged', 'tiny-paged-onnx'].map((model) => Promise.all(prompts.map((p) => chat(model, p)))));
+    expect(native).toEqual(optimum);
+    expect(graph).toEqual(optimum);
+    expect(native!.every((text) => text.length > 0)).toBe(true);
   }, 120_000);
 
   it('refuses an unknown backend name, listing the choices', async () => {
     const { status, error } = await load('tiny-flash');
     expect(status).toBe(400);
-    expect(error).toContain("parameter attention_backend must be one of past_key_values, paged, got 'flash'");
+    expect(error).toContain("parameter attention_backend must be one of past_key_values, paged, paged_onnx, got 'flash'");
+  });
+
+  it('serves paged on the paged graph where an export has no segments', async () => {
+    expect(await load('tiny-nosegments')).toEqual({ status: 200, error: '' });
+    expect(server.logs.some((line) => line.includes('tiny-nosegments:1: precision fp32: loading onnx/model_paged.onnx (attention_backend paged)'))).toBe(true);
   });
 
   it('refuses paged on an export without the paged graph, naming the missing file', async () => {

@@ -45,7 +45,10 @@ export const LAYERS: Readonly<Record<string, Layer>> = {
     imports: ['src/contracts', 'src/errors.ts'],
   },
   'src/threads': { holds: "starting a worker thread on a TypeScript (or compiled) entry; the main thread's event-loop turns; the compute threads' priority", imports: [] },
-  'src/runtime': { holds: 'the only importer of onnxruntime-node: sessions, instance workers', imports: ['src/contracts', 'src/errors.ts', 'src/threads'] },
+  'src/runtime': {
+    holds: 'the only importer of onnxruntime-node and the only loader of the native paged-attention kernel (built from native/): sessions, instance workers, the kernel seam',
+    imports: ['src/contracts', 'src/errors.ts', 'src/threads'],
+  },
   'src/runners': { holds: 'model runners: how a decoder consumes the KV cache (the ModelRunner seam and its factory)', imports: ['src/contracts', 'src/errors.ts', 'src/kv-cache', 'src/runtime'] },
   'src/grammar-worker': {
     holds: "the grammar worker thread (one per engine that sees a constrained request): compiles and matchers, masks computed during the engine's forward pass",

@@ -2,7 +2,8 @@
 // the single-model loader read. models/ writes the test models under the same names but may
 // import only kernels/, so it keeps its own table; this pins the two together.
 import { describe, expect, it } from 'vitest';
-import { PAGED_VARIANT_FILE, VARIANT_FILE } from '../../../models/common/model-files.js';
+import { PAGED_SEGMENT_FILE, PAGED_VARIANT_FILE, VARIANT_FILE } from '../../../models/common/model-files.js';
+import { pagedFileOfSegments, pagedSegmentsDir, SEGMENT_FILE, segmentFileName } from '../../../src/contracts/paged-segments.js';
 import { PRECISION_NAMES, PRECISION_VARIANTS, pagedVariantFile, precisionOfFile, presentVariantFile, precisionVariant, servedVariant, variantFile } from '../../../src/repository/variants.js';
 
 describe('precision variants', () => {
@@ -12,6 +13,17 @@ describe('precision variants', () => {
 
   it('name the paged graphs the model builders write beside them', () => {
     for (const [precision, file] of Object.entries(PAGED_VARIANT_FILE)) expect(pagedVariantFile(variantFile(precision))).toBe(file);
+  });
+
+  it('name the segmented paged decoders the model builders write beside the paged graphs, and read their precision', () => {
+    for (const [precision, file] of Object.entries(PAGED_VARIANT_FILE)) {
+      const segment3 = PAGED_SEGMENT_FILE(file, 3);
+      expect(segment3).toBe(`${pagedSegmentsDir(file)}/${segmentFileName(3)}`);
+      expect(SEGMENT_FILE.test(segmentFileName(3))).toBe(true);
+      expect(pagedFileOfSegments(pagedSegmentsDir(file))).toBe(file);
+      expect(precisionOfFile(`onnx/${pagedSegmentsDir(file)}`)).toBe(precision);
+    }
+    expect(pagedFileOfSegments('onnx/model_paged.onnx')).toBeNull();
   });
 
   it('accept the transformers.js dtype names and aliases, each naming the onnx-community file', () => {

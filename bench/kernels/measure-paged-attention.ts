@@ -7,21 +7,21 @@
 //                (pre-allocated outputs aliasing the inputs): writes only the new position, but
 //                needs one contiguous [kv_heads, max_len, head_dim] region per sequence — a slot
 //                cache, not the block pool, so the block manager could not place blocks;
-//   (d) native:  the fused C kernel (native/paged-attention.c, through
-//                src/runtime/paged-attention-kernel.ts; skipped where it cannot be built) reading
+//   (d) native:  the fused C kernel (src/runtime/native/paged-attention.c,
+//                through src/runtime/paged-attention-kernel.ts; skipped where it cannot be built) reading
 //                (b)'s pool in place, the new K/V written into the pool first; its output checked
 //                against (b)'s.
-// Run: npx tsx kernels/measure-paged-attention.ts [past=2048] [batch=32]   (results go into kernels/README.md by hand)
+// Run: npx tsx bench/kernels/measure-paged-attention.ts [past=2048] [batch=32]   (results go into kernels/README.md by hand)
 //
 // One layer's attention alone (no projections), warm-up runs, then rounds that run every
 // candidate once in turn so drift and neighbours' load hit all alike; medians reported.
 
 import * as ort from 'onnxruntime-node';
-import { causalGqaAttention, causalMask } from './causal-gqa-attention.js';
-import { GraphBuilder, MS_DOMAIN } from './onnx/graph-builder.js';
-import { SeededRandom } from './onnx/random.js';
-import { pagedAttention, pagedAttentionPlan } from './paged-attention.js';
-import { loadPagedAttentionKernel } from '../src/runtime/paged-attention-kernel.js';
+import { causalGqaAttention, causalMask } from '../../kernels/causal-gqa-attention.js';
+import { GraphBuilder, MS_DOMAIN } from '../../kernels/onnx/graph-builder.js';
+import { SeededRandom } from '../../kernels/onnx/random.js';
+import { pagedAttention, pagedAttentionPlan } from '../../kernels/paged-attention.js';
+import { loadPagedAttentionKernel } from '../../src/runtime/paged-attention-kernel.js';
 
 const [HEADS, KV_HEADS, DIM, BLOCK] = [8, 2, 64, 16];
 const PAST = Number(process.argv[2] ?? 2048);

@@ -1,4 +1,4 @@
-// The native paged-attention kernel (kernels/native/paged-attention.c) against the float64
+// The native paged-attention kernel (src/runtime/native/paged-attention.c) against the float64
 // reference of the paged contract, on random block layouts: shuffled blocks, prefix blocks shared
 // by two sequences, partial last blocks, decode tokens and prefill chunks mixed in one flat batch,
 // float32 and float16 pools and activations, one and several threads. The kernel writes the new

@@ -5,6 +5,10 @@ import type { GenerateRequest, SchedulingPolicy, StepOutput } from './generate.j
 import type { KvEventsConfig } from './kv-events.js';
 import type { Device, FaultInjection } from './worker-messages.js';
 
+/** The kv_cache_dtype parameter's values (vLLM's --kv-cache-dtype): auto keeps the model's float type. */
+export const KV_CACHE_DTYPES = ['auto', 'fp16'] as const;
+export type KvCacheDtype = (typeof KV_CACHE_DTYPES)[number];
+
 /** workerData of an engine worker (mirrors EngineConfig; plain data). */
 export interface EngineWorkerData {
   readonly modelPath: string;
@@ -17,6 +21,8 @@ export interface EngineWorkerData {
   readonly maxModelLen: number;
   readonly blockSize: number;
   readonly kvCacheBytes: number;
+  /** fp16: the KV cache in float16 whatever the model's float type (kv_cache_dtype; the native paged attention only); absent or auto: the model's own. */
+  readonly kvCacheDtype?: KvCacheDtype;
   readonly enablePrefixCaching: boolean;
   /** 'fcfs' when absent. */
   readonly schedulingPolicy?: SchedulingPolicy;

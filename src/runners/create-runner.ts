@@ -5,7 +5,7 @@
 
 import type { StepPlan } from '../contracts/generate.js';
 import type { SessionMetadata } from '../contracts/worker-messages.js';
-import { ConveyorError } from '../errors.js';
+import { ConveyorError, invalidArg } from '../errors.js';
 import { FaultPoint } from '../runtime/fault-injection.js';
 import { ModelSession } from '../runtime/model-session.js';
 import { loadPagedAttentionKernel, type PagedAttentionKernel } from '../runtime/paged-attention-kernel.js';
@@ -100,7 +100,12 @@ async function openSingleSession(options: RunnerOptions): Promise<ModelRunner> {
   const { modelPath, device, intraOpNumThreads, intraOpSpinning } = options;
   const session = await ModelSession.open({ modelPath, device, intraOpNumThreads, intraOpSpinning });
   try {
-    return adapterFor(chooseRunner(ioNamesOf(session.metadata)), session, options);
+    const runner = adapterFor(chooseRunner(ioNamesOf(session.metadata)), session, options);
+    // A graph's KV tensors have the model's float type: a cache of another type would mean casting the whole past every step.
+    if (options.kvCacheDtype === 'fp16' && runner.info.shape.kvType !== 'float16') {
+      throw invalidArg('kv_cache_dtype fp16 on a float32 model needs attention_backend paged with the segmented decoder and the native kernel');
+    }
+    return runner;
   } catch (error) {
     await session.release();
     throw error;

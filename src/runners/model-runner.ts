@@ -11,7 +11,7 @@ import type { Device } from '../contracts/worker-messages.js';
 import { numBlocksForBudget } from '../kv-cache/budget.js';
 
 /** What opening a runner takes: the session settings, the KV budget, and the test-only fault. */
-export type RunnerOptions = Pick<EngineWorkerData, 'modelPath' | 'device' | 'intraOpNumThreads' | 'intraOpSpinning' | 'kvCacheBytes' | 'blockSize' | 'faultInjection'>;
+export type RunnerOptions = Pick<EngineWorkerData, 'modelPath' | 'device' | 'intraOpNumThreads' | 'intraOpSpinning' | 'kvCacheBytes' | 'kvCacheDtype' | 'blockSize' | 'faultInjection'>;
 
 /** The adapters there are; create-runner.ts maps a model's I/O names to one. */
 export type RunnerKind = 'past-key-values' | 'paged' | 'paged-native';

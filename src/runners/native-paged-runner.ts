@@ -8,6 +8,7 @@
 // the PagedRunner's, so the engine, scheduler and block manager cannot tell the two apart.
 
 import { availableParallelism } from 'node:os';
+import type { KvCacheDtype } from '../contracts/engine-messages.js';
 import type { ScheduledRequest, StepPlan } from '../contracts/generate.js';
 import { invalidArg } from '../errors.js';
 import type { ModelSession, RawTensor } from '../runtime/model-session.js';
@@ -47,7 +48,8 @@ export class NativePagedRunner implements ModelRunner {
 
   constructor(
     private readonly segments: readonly ModelSession[],
-    private readonly shape: ModelShape & { numHeads: number },
+    /** kvType: the pool's; activationType: the segments' float type (query, attention output, fresh K/V). */
+    private readonly shape: ModelShape & { numHeads: number; activationType: 'float32' | 'float16' },
     private readonly pool: PagedKvStorage,
     private readonly kernel: PagedAttentionKernel,
     intraOpNumThreads: number,
@@ -57,9 +59,11 @@ export class NativePagedRunner implements ModelRunner {
     this.threads = intraOpNumThreads > 0 ? intraOpNumThreads : availableParallelism();
   }
 
-  static forSegments(segments: readonly ModelSession[], kernel: PagedAttentionKernel, budget: KvBudget & { intraOpNumThreads: number }): NativePagedRunner {
-    const shape = segmentedLayoutFrom(segments);
-    return new NativePagedRunner(segments, shape, new PagedKvStorage(shape, blocksForBudget(shape, budget), budget.blockSize), kernel, budget.intraOpNumThreads);
+  /** kvCacheDtype fp16 keeps the pool in float16 whatever the segments' float type: half the bytes to read and store per position. */
+  static forSegments(segments: readonly ModelSession[], kernel: PagedAttentionKernel, options: KvBudget & { intraOpNumThreads: number; kvCacheDtype?: KvCacheDtype | undefined }): NativePagedRunner {
+    const model = segmentedLayoutFrom(segments);
+    const shape = { ...model, activationType: model.kvType, kvType: options.kvCacheDtype === 'fp16' ? ('float16' as const) : model.kvType };
+    return new NativePagedRunner(segments, shape, new PagedKvStorage(shape, blocksForBudget(shape, options), options.blockSize), kernel, options.intraOpNumThreads);
   }
 
   async release(): Promise<void> {
@@ -75,7 +79,7 @@ export class NativePagedRunner implements ModelRunner {
   }
 
   private async runCall(rows: readonly ScheduledRequest[], logits: LogitsRows): Promise<void> {
-    const { numLayers, numHeads, headDim, vocabSize, kvType } = this.shape;
+    const { numLayers, numHeads, headDim, vocabSize, activationType } = this.shape;
     const { tokens, layout, kernelShape, logitsRows } = this.timer.timed('feedsMs', () => this.callLayout(rows));
     const numTokens = tokens.input_ids.data.length;
     let out = await this.timer.call(() => this.segments[0]!.run(tokens));
@@ -83,12 +87,12 @@ export class NativePagedRunner implements ModelRunner {
       const { hidden, query, key, value } = out as Record<'hidden' | 'query' | 'key' | 'value', RawTensor>;
       const [keys, values] = [this.pool.keys[layer]!, this.pool.values[layer]!];
       this.timer.timed('scatterMs', () => this.kernel.write(kernelShape, layout, key.data as KvArray, value.data as KvArray, keys, values));
-      const attention = kvType === 'float16' ? new Uint16Array(numTokens * numHeads * headDim) : new Float32Array(numTokens * numHeads * headDim);
+      const attention = activationType === 'float16' ? new Uint16Array(numTokens * numHeads * headDim) : new Float32Array(numTokens * numHeads * headDim);
       this.timer.timed('attentionMs', () => this.kernel.attend(kernelShape, layout, query.data as KvArray, keys, values, attention, this.threads));
       const last = layer === numLayers - 1;
       const feeds: Record<string, RawTensor> = {
         residual: hidden,
-        attention: { type: kvType, dims: [numTokens, numHeads * headDim], data: attention },
+        attention: { type: activationType, dims: [numTokens, numHeads * headDim], data: attention },
         ...(last ? { logits_indices: tokens.logits_indices } : { position_ids: tokens.position_ids }),
       };
       out = await this.timer.call(() => this.segments[layer + 1]!.run(feeds));
@@ -144,8 +148,8 @@ export class NativePagedRunner implements ModelRunner {
     // A call of prefill chunks that all continue later samples nothing; its one row is dropped.
     if (kept.length === 0) kept.push(numTokens - 1);
     const vector = (data: BigInt64Array): RawTensor => ({ type: 'int64', dims: [data.length], data });
-    const { numHeads, numKvHeads, headDim, kvType } = this.shape;
-    const kernelShape: KernelShape = { numSeqs: rows.length, numHeads, numKvHeads, headDim, numBlocks: this.pool.numBlocks, blockSize, maxBlocks, activationType: kvType, kvType };
+    const { numHeads, numKvHeads, headDim, activationType, kvType } = this.shape;
+    const kernelShape: KernelShape = { numSeqs: rows.length, numHeads, numKvHeads, headDim, numBlocks: this.pool.numBlocks, blockSize, maxBlocks, activationType, kvType };
     return { tokens: { input_ids: vector(ids), position_ids: vector(positions), logits_indices: vector(BigInt64Array.from(kept, BigInt)) }, layout, kernelShape, logitsRows };
   }
 }

@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { availableParallelism, hostname } from 'node:os';
 import type { InferRequest, InferResponse } from '../contracts/infer.js';
 import type { KvEventsConfig } from '../contracts/kv-events.js';
+import { KV_CACHE_DTYPES, type KvCacheDtype } from '../contracts/engine-messages.js';
 import type { ModelConfig } from '../contracts/model-config.js';
 import { pagedSegmentsDir } from '../contracts/paged-segments.js';
 import { intraOpSpinningOf } from './ort-threading.js';
@@ -100,6 +101,15 @@ export async function llmModelFile(config: ModelConfig, versionRoot: Confinement
   return pagedFile;
 }
 
+/** vLLM's --kv-cache-dtype: auto (the default) keeps the model's float type; fp16 halves a float32 model's KV bytes (native paged attention only). */
+export function kvCacheDtypeOf(config: ModelConfig): KvCacheDtype {
+  const raw = parameter(config, 'kv_cache_dtype');
+  if (raw === undefined || raw === '') return 'auto';
+  const dtype = KV_CACHE_DTYPES.find((name) => name === raw);
+  if (dtype) return dtype;
+  throw invalidArg(`parameter kv_cache_dtype must be one of ${KV_CACHE_DTYPES.join(', ')}, got '${raw}'`);
+}
+
 /** The engine's KV block pool, bytes (the kv_cache_bytes parameter; 256 MiB when absent). */
 export function kvCacheBytesOf(config: ModelConfig): number {
   return positiveInt(config, 'kv_cache_bytes', 256 * 2 ** 20);
@@ -161,6 +171,7 @@ export async function loadLlmModel(request: BackendLoadRequest): Promise<LlmMode
       maxModelLen: processor.info.contextLength,
       blockSize: positiveInt(config, 'block_size', 16),
       kvCacheBytes: kvCacheBytesOf(config),
+      kvCacheDtype: kvCacheDtypeOf(config),
       enablePrefixCaching: parameter(config, 'enable_prefix_caching') !== 'false',
       schedulingPolicy: policy,
       sampleableVocabSize: processor.info.vocabSize,

@@ -69,7 +69,7 @@ describe('engine bench --sweep', () => {
     expect(report.skipped).toEqual([]);
     for (const prompt of [16, 128]) {
       for (const c of [2]) {
-        for (const variant of ['PastKeyValuesRunner', 'PagedRunner', 'NativePagedRunner', 'forward floor']) {
+        for (const variant of ['PastKeyValuesRunner', 'PagedRunner', 'NativePagedRunner', 'NativePagedRunner fp16 KV', 'forward floor']) {
           const found = report.cases.find((r) => r.group === 'context' && r.variant === variant && r.point === `p${prompt} c${c}`);
           expect(found, `${variant} p${prompt} c${c}`).toBeDefined();
           expect(found!.metrics!['tokPerSec']).toBeGreaterThan(0);

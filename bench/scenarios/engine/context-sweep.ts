@@ -16,7 +16,15 @@ import type { EngineWorkerData } from '../../../src/contracts/engine-messages.js
 import type { ForwardFloor, WorkloadProfile } from './workload-profile.js';
 
 export const SWEEP_GROUP = 'context';
-export const SWEEP_VARIANT = { pastKeyValues: 'PastKeyValuesRunner', paged: 'PagedRunner', native: 'NativePagedRunner', floor: 'forward floor' } as const;
+export const SWEEP_VARIANT = {
+  pastKeyValues: 'PastKeyValuesRunner',
+  paged: 'PagedRunner',
+  native: 'NativePagedRunner',
+  nativeHalfKv: 'NativePagedRunner fp16 KV',
+  floor: 'forward floor',
+} as const;
+/** The runners a sweep compares, in table order. */
+const RUNNER_VARIANTS = [SWEEP_VARIANT.pastKeyValues, SWEEP_VARIANT.paged, SWEEP_VARIANT.native, SWEEP_VARIANT.nativeHalfKv];
 
 /** Targets of issue 13 on this machine: the paged runner at the largest concurrency. */
 export const SWEEP_TARGETS = { longContextShare: 0.75, shortPrompt: 128, longPrompt: 2048 } as const;
@@ -31,7 +39,7 @@ const pointOf = (prompt: number, concurrency: number) => `p${prompt} c${concurre
 export function sweepCases(
   config: EngineBenchConfig,
   worker: BenchWorker,
-  engines: { pastKeyValues: EngineWorkerData; paged: EngineWorkerData | null; native: EngineWorkerData | null },
+  engines: { pastKeyValues: EngineWorkerData; paged: EngineWorkerData | null; native: EngineWorkerData | null; nativeHalfKv: EngineWorkerData | null },
   observed: SweepObservations,
 ): BenchCase[] {
   return config.sweep.flatMap((prompt) =>
@@ -60,6 +68,7 @@ export function sweepCases(
         observe(SWEEP_VARIANT.pastKeyValues, workload(engines.pastKeyValues)),
         ...(engines.paged ? [observe(SWEEP_VARIANT.paged, workload(engines.paged))] : []),
         ...(engines.native ? [observe(SWEEP_VARIANT.native, workload(engines.native))] : []),
+        ...(engines.nativeHalfKv ? [observe(SWEEP_VARIANT.nativeHalfKv, workload(engines.nativeHalfKv))] : []),
         observe(SWEEP_VARIANT.floor, () => worker.forwardFloor(config, concurrency, prompt)),
       ];
     }),
@@ -95,31 +104,15 @@ export function concludeSweep(results: readonly CaseResult[], observed: SweepObs
     return hit ? (metrics.get(hit.id)?.[metric] ?? NaN) : NaN;
   };
   const [rate, decodeRate] = [lookUp('tokPerSec'), lookUp('decodeTokPerSec')];
+  const runners = RUNNER_VARIANTS.filter((variant) => sweep.some((r) => r.variant === variant));
+  // One row per point and runner (the floor included): rates, and ratios to the PKV runner, the floor and the runner's own shortest prompt.
   const comparison = config.sweep.flatMap((prompt) =>
-    config.concurrency.map((c) => {
-      const [pkv, paged, floor] = [rate(SWEEP_VARIANT.pastKeyValues, prompt, c), rate(SWEEP_VARIANT.paged, prompt, c), rate(SWEEP_VARIANT.floor, prompt, c)];
-      const decode = [decodeRate(SWEEP_VARIANT.pastKeyValues, prompt, c), decodeRate(SWEEP_VARIANT.paged, prompt, c), decodeRate(SWEEP_VARIANT.floor, prompt, c)] as const;
-      const pagedShort = decodeRate(SWEEP_VARIANT.paged, config.sweep[0]!, c);
-      const [native, nativeDecode] = [rate(SWEEP_VARIANT.native, prompt, c), decodeRate(SWEEP_VARIANT.native, prompt, c)];
-      const nativeShort = decodeRate(SWEEP_VARIANT.native, config.sweep[0]!, c);
-      return [
-        String(prompt),
-        String(c),
-        fixed(pkv),
-        fixed(paged),
-        ratio(paged / pkv),
-        fixed(floor),
-        ...decode.map(fixed),
-        ratio(decode[1] / decode[0]),
-        ratio(decode[1] / decode[2]),
-        ratio(decode[1] / pagedShort),
-        fixed(native),
-        ratio(native / pkv),
-        fixed(nativeDecode),
-        ratio(nativeDecode / decode[0]),
-        ratio(nativeDecode / decode[2]),
-        ratio(nativeDecode / nativeShort),
-      ];
+    config.concurrency.flatMap((c) => {
+      const [pkv, pkvDecode, floorDecode] = [rate(SWEEP_VARIANT.pastKeyValues, prompt, c), decodeRate(SWEEP_VARIANT.pastKeyValues, prompt, c), decodeRate(SWEEP_VARIANT.floor, prompt, c)];
+      return [...runners, SWEEP_VARIANT.floor].map((variant) => {
+        const [tokPerSec, decode, short] = [rate(variant, prompt, c), decodeRate(variant, prompt, c), decodeRate(variant, config.sweep[0]!, c)];
+        return [variant, String(prompt), String(c), fixed(tokPerSec), ratio(tokPerSec / pkv), fixed(decode), ratio(decode / pkvDecode), ratio(decode / floorDecode), ratio(decode / short)];
+      });
     }),
   );
   const breakdown = sweep
@@ -141,49 +134,38 @@ export function concludeSweep(results: readonly CaseResult[], observed: SweepObs
   const top = Math.max(...config.concurrency);
   const { shortPrompt, longPrompt, longContextShare } = SWEEP_TARGETS;
   const verdict = (value: number, ok: boolean) => (Number.isNaN(value) ? 'no data' : ok ? 'met' : 'missed');
-  // The issue's targets, for each paged runner: the graph's attention (PagedRunner) and the native kernel's.
-  const targets = [SWEEP_VARIANT.paged, SWEEP_VARIANT.native].flatMap((runner) => {
-    const vsPkv = rate(runner, shortPrompt, top) / rate(SWEEP_VARIANT.pastKeyValues, shortPrompt, top);
-    const vsFloor = decodeRate(runner, shortPrompt, top) / decodeRate(SWEEP_VARIANT.floor, shortPrompt, top);
-    const longShare = decodeRate(runner, longPrompt, top) / decodeRate(runner, shortPrompt, top);
-    return [
-      { name: `${runner} vs PastKeyValuesRunner, whole workload, c${top}, prompt ${shortPrompt}`, aim: '≥ 1.00×', measured: ratio(vsPkv), met: verdict(vsPkv, vsPkv >= 1) },
-      { name: `${runner} decode vs the Optimum forward floor at batch ${top}, prompt ${shortPrompt}`, aim: '≥ 1.00×', measured: ratio(vsFloor), met: verdict(vsFloor, vsFloor >= 1) },
-      {
-        name: `${runner} decode at prompt ${longPrompt} vs its own at prompt ${shortPrompt}, c${top}`,
-        aim: `≥ ${(longContextShare * 100).toFixed(0)}%`,
-        measured: Number.isFinite(longShare) ? `${(longShare * 100).toFixed(0)}%` : '–',
-        met: verdict(longShare, longShare >= longContextShare),
-      },
-    ];
-  });
+  // The issue's targets, for each paged runner: the graph's attention (PagedRunner) and the native kernel's (float32 and float16 cache).
+  const targets = runners
+    .filter((runner) => runner !== SWEEP_VARIANT.pastKeyValues)
+    .flatMap((runner) => {
+      const vsPkv = rate(runner, shortPrompt, top) / rate(SWEEP_VARIANT.pastKeyValues, shortPrompt, top);
+      const vsFloor = decodeRate(runner, shortPrompt, top) / decodeRate(SWEEP_VARIANT.floor, shortPrompt, top);
+      const longShare = decodeRate(runner, longPrompt, top) / decodeRate(runner, shortPrompt, top);
+      return [
+        { name: `${runner} vs PastKeyValuesRunner, whole workload, c${top}, prompt ${shortPrompt}`, aim: '≥ 1.00×', measured: ratio(vsPkv), met: verdict(vsPkv, vsPkv >= 1) },
+        { name: `${runner} decode vs the Optimum forward floor at batch ${top}, prompt ${shortPrompt}`, aim: '≥ 1.00×', measured: ratio(vsFloor), met: verdict(vsFloor, vsFloor >= 1) },
+        {
+          name: `${runner} decode at prompt ${longPrompt} vs its own at prompt ${shortPrompt}, c${top}`,
+          aim: `≥ ${(longContextShare * 100).toFixed(0)}%`,
+          measured: Number.isFinite(longShare) ? `${(longShare * 100).toFixed(0)}%` : '–',
+          met: verdict(longShare, longShare >= longContextShare),
+        },
+      ];
+    });
   const sections = [
     '### Context sweep: every runner and the forward floor (output tok/s of the whole workload, prefill included, and of its decode phase)',
     '',
-    markdownTable(
-      [
-        'Prompt',
-        'Requests',
-        'PKV tok/s',
-        'Paged tok/s',
-        'Paged / PKV',
-        'Floor tok/s',
-        'PKV decode tok/s',
-        'Paged decode tok/s',
-        'Floor decode tok/s',
-        'Paged / PKV (decode)',
-        'Paged / floor (decode)',
-        `Paged decode vs prompt ${config.sweep[0]}`,
-        'Native tok/s',
-        'Native / PKV',
-        'Native decode tok/s',
-        'Native / PKV (decode)',
-        'Native / floor (decode)',
-        `Native decode vs prompt ${config.sweep[0]}`,
-      ],
-      comparison,
-      comparison[0]?.map(() => 'right') ?? [],
-    ),
+    markdownTable(['Runner', 'Prompt', 'Requests', 'tok/s', '/ PKV', 'Decode tok/s', '/ PKV (decode)', '/ floor (decode)', `Decode vs prompt ${config.sweep[0]}`], comparison, [
+      'left',
+      'right',
+      'right',
+      'right',
+      'right',
+      'right',
+      'right',
+      'right',
+      'right',
+    ]),
     '',
     '### Context sweep: where each workload’s time goes (median run, s and share of wall)',
     '',

@@ -50,6 +50,7 @@ async function prepareEngine(source: DecoderSource, context: ScenarioContext): P
   if (config.sweep.length > 0 && !paged) context.log(`no ${pagedPath}: the sweep runs the PastKeyValuesRunner only`);
   const segmentsPath = pagedSegmentsDir(pagedPath);
   const native = existsSync(segmentsPath) ? data({ modelPath: segmentsPath }) : null;
+  const nativeHalfKv = native ? data({ modelPath: segmentsPath, kvCacheDtype: 'fp16' }) : null;
   if (config.sweep.length > 0 && !native) context.log(`no ${segmentsPath}: the sweep runs no NativePagedRunner`);
   context.log(config.sweepOnly ? 'starting the floor worker…' : 'starting 4 engines and the floor worker…');
   const { engines, worker, dispose } = await startAll(config, modelPath, config.sweepOnly ? null : configs, context.log);
@@ -60,7 +61,7 @@ async function prepareEngine(source: DecoderSource, context: ScenarioContext): P
       steps = await worker.profile(config, configs.batched);
     }
     const observed = { traces: new Map() as Observations, stepTimes: new Map() as StepTimes, sweep: new Map() as SweepObservations };
-    const sweep = sweepCases(config, worker, { pastKeyValues: configs.batched, paged, native }, observed.sweep);
+    const sweep = sweepCases(config, worker, { pastKeyValues: configs.batched, paged, native, nativeHalfKv }, observed.sweep);
     let cases = sweep;
     if (engines) {
       await worker.prepareFloor(floorShapes(config));

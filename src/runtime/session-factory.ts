@@ -11,6 +11,12 @@ export interface SessionRequest {
   readonly intraOpNumThreads: number;
   /** false: intra-op threads sleep between parallel sections instead of spinning; absent: ORT's default (spin). */
   readonly intraOpSpinning?: boolean | undefined;
+  /**
+   * true: spinning threads stop as soon as a run returns (ORT's session.force_spinning_stop)
+   * instead of spinning on for a while: for sessions run back to back with other work between
+   * them (the segmented decoder), whose idle pools would otherwise take the cores from it.
+   */
+  readonly stopSpinningAfterRun?: boolean | undefined;
 }
 
 export interface OpenedSession {
@@ -29,8 +35,17 @@ export function sessionOptionsFor(request: SessionRequest, device: Device): ort.
     interOpNumThreads: 1,
     graphOptimizationLevel: 'all',
     logSeverityLevel: 3,
-    // onnxruntime-common flattens `extra` into session config entries: session.intra_op.allow_spinning.
-    ...(request.intraOpSpinning === false ? { extra: { session: { intra_op: { allow_spinning: '0' } } } } : {}),
+    // onnxruntime-common flattens `extra` into session config entries: session.intra_op.allow_spinning, session.force_spinning_stop.
+    ...(request.intraOpSpinning === false || request.stopSpinningAfterRun
+      ? {
+          extra: {
+            session: {
+              ...(request.intraOpSpinning === false ? { intra_op: { allow_spinning: '0' } } : {}),
+              ...(request.stopSpinningAfterRun ? { force_spinning_stop: '1' } : {}),
+            },
+          },
+        }
+      : {}),
   };
 }
 

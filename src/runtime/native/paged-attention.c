@@ -11,6 +11,9 @@
 // write() puts the call's new K/V into the pool first, so query j of sequence s attends pool
 // positions 0 .. past_lengths[s] + j (causal), nothing of another sequence.
 // Activations (query, out, fresh K/V) and the pool are each float32 or float16 (Uint16Array).
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
 #include <math.h>
 #include <node_api.h>
 #include <pthread.h>
@@ -56,17 +59,15 @@ typedef struct {
   int failed; /* a thread could not allocate its scratch */
 } Job;
 
-static inline float half_to_float(uint16_t h) {
-  _Float16 v;
-  memcpy(&v, &h, 2);
-  return (float)v;
-}
-
-static inline uint16_t float_to_half(float f) {
-  _Float16 v = (_Float16)f;
-  uint16_t h;
-  memcpy(&h, &v, 2);
-  return h;
+/* float16 → float32, eight at a time with F16C: GCC 12 does not vectorize a plain _Float16
+ * conversion loop without AVX512-FP16 (measured: the scalar loop made a float16 pool's layer 2x a
+ * float32 one's). */
+static inline void halves_to_floats(const _Float16 *restrict from, int n, float *restrict to) {
+  int i = 0;
+#ifdef __F16C__
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(to + i, _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(from + i))));
+#endif
+  for (; i < n; i++) to[i] = (float)from[i];
 }
 
 /* `count` float32 values of a row in `type` at element offset `at` of `base`. */
@@ -74,8 +75,7 @@ static inline void load_row(const void *base, int type, size_t at, int count, fl
   if (type == F32) {
     memcpy(to, (const float *)base + at, sizeof(float) * (size_t)count);
   } else {
-    const uint16_t *from = (const uint16_t *)base + at;
-    for (int i = 0; i < count; i++) to[i] = half_to_float(from[i]);
+    halves_to_floats((const _Float16 *)base + at, count, to);
   }
 }
 
@@ -83,8 +83,8 @@ static inline void store_row(void *base, int type, size_t at, int count, const f
   if (type == F32) {
     memcpy((float *)base + at, from, sizeof(float) * (size_t)count);
   } else {
-    uint16_t *to = (uint16_t *)base + at;
-    for (int i = 0; i < count; i++) to[i] = float_to_half(from[i]);
+    _Float16 *restrict to = (_Float16 *)base + at;
+    for (int i = 0; i < count; i++) to[i] = (_Float16)from[i];
   }
 }
 
@@ -102,11 +102,11 @@ static inline __attribute__((always_inline)) float dot(const float *restrict a, 
 }
 
 /* A block's rows as float32: the pool itself for float32, converted into scratch for float16. */
-static inline const float *block_rows(const Job *job, const void *pool_head, int32_t block, int count, const int dim, float *scratch) {
+static inline const float *block_rows(const Job *job, const void *pool_head, int32_t block, int count, const int dim, float *restrict scratch) {
   const size_t at = (size_t)block * job->shape.block_size * dim;
   if (job->shape.kv_type == F32) return (const float *)pool_head + at;
-  const uint16_t *from = (const uint16_t *)pool_head + at;
-  for (int i = 0; i < count * dim; i++) scratch[i] = half_to_float(from[i]);
+  const _Float16 *restrict from = (const _Float16 *)pool_head + at;
+  halves_to_floats(from, count * dim, scratch);
   return scratch;
 }
 

@@ -2,7 +2,7 @@
 // naming the parameter and the parsers there are.
 
 import { describe, expect, it } from 'vitest';
-import { attentionBackendOf, reasoningParserOf, toolCallParserOf } from '../../../src/serving/llm-backend.js';
+import { attentionBackendOf, kvCacheDtypeOf, reasoningParserOf, toolCallParserOf } from '../../../src/serving/llm-backend.js';
 import { singleModelConfig } from '../../../src/repository/single-model.js';
 import { parseModelConfig } from '../../../src/repository/config/index.js';
 import { modelConfig } from '../../support/model-config.js';
@@ -30,7 +30,13 @@ describe('reasoning_parser', () => {
     expect(toolCallParserOf(config)).toBe('hermes');
     expect(attentionBackendOf(config)).toBe('paged');
     expect(attentionBackendOf(parseModelConfig(singleModelConfig('m', 'fp32'), 'config.pbtxt', 'm'))).toBe('past_key_values');
-    expect(() => attentionBackendOf(withParameter('attention_backend', 'flash'))).toThrow("parameter attention_backend must be one of past_key_values, paged, got 'flash'");
+    expect(() => attentionBackendOf(withParameter('attention_backend', 'flash'))).toThrow("parameter attention_backend must be one of past_key_values, paged, paged_onnx, got 'flash'");
     expect(reasoningParserOf(parseModelConfig(singleModelConfig('m', 'fp32'), 'config.pbtxt', 'm'))).toBeNull();
+  });
+
+  it('kv_cache_dtype: auto by default, fp16 when asked, anything else refused listing the choices', () => {
+    expect(kvCacheDtypeOf(parseModelConfig(singleModelConfig('m', 'fp32'), 'config.pbtxt', 'm'))).toBe('auto');
+    expect(kvCacheDtypeOf(withParameter('kv_cache_dtype', 'fp16'))).toBe('fp16');
+    expect(() => kvCacheDtypeOf(withParameter('kv_cache_dtype', 'fp8'))).toThrow("parameter kv_cache_dtype must be one of auto, fp16, got 'fp8'");
   });
 });

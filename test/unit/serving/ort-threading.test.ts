@@ -24,4 +24,11 @@ describe('intra_op_allow_spinning', () => {
     expect(sessionOptionsFor(request, 'cpu').extra).toBeUndefined();
     expect(sessionOptionsFor({ ...request, intraOpSpinning: false }, 'cpu')).toMatchObject({ intraOpNumThreads: 2, interOpNumThreads: 1 });
   });
+
+  it('stops spinning when a run returns where asked (the segmented decoder), with or without spinning off', () => {
+    const request = { modelPath: 'm.onnx', device: 'cpu', intraOpNumThreads: 2 } as const;
+    expect(sessionOptionsFor({ ...request, stopSpinningAfterRun: true }, 'cpu').extra).toEqual({ session: { force_spinning_stop: '1' } });
+    expect(sessionOptionsFor({ ...request, intraOpSpinning: false, stopSpinningAfterRun: true }, 'cpu').extra).toEqual({ session: { intra_op: { allow_spinning: '0' }, force_spinning_stop: '1' } });
+    expect(sessionOptionsFor({ ...request, stopSpinningAfterRun: false }, 'cpu').extra).toBeUndefined();
+  });
 });

@@ -14,8 +14,12 @@ const here = dirname(fileURLToPath(import.meta.url));
 const SOURCE = join(here, 'paged-attention.c');
 // -march=native: built where it runs. -ffast-math lets the compiler reassociate (vectorized dot
 // products and sums) and call glibc's vector expf for the softmax (scalar expf cost a third of a
-// decode layer); the kernel never produces infinities or NaN from finite inputs.
-const FLAGS = ['-O3', '-march=native', '-ffast-math', '-std=gnu11', '-shared', '-fPIC'];
+// decode layer); the kernel never produces infinities or NaN from finite inputs. Compiled and
+// linked in two steps: GCC links crtfastmath.o into anything linked with -ffast-math, -shared
+// included, and its constructor sets flush-to-zero in the loading thread's MXCSR, which would
+// silently turn JavaScript's subnormal numbers into zeros in the engine worker.
+const COMPILE_FLAGS = ['-O3', '-march=native', '-ffast-math', '-std=gnu11', '-fPIC'];
+const LINK_FLAGS = ['-shared'];
 
 function nodeHeaders() {
   const candidates = [join(dirname(dirname(process.execPath)), 'include', 'node'), '/usr/include/node', '/usr/local/include/node'];
@@ -24,7 +28,12 @@ function nodeHeaders() {
 
 /** Where the kernel for this source, these flags and this Node ABI lives. */
 export function kernelPath() {
-  const hash = createHash('sha256').update(readFileSync(SOURCE)).update(FLAGS.join(' ')).update(process.versions.modules).digest('hex').slice(0, 12);
+  const hash = createHash('sha256')
+    .update(readFileSync(SOURCE))
+    .update([...COMPILE_FLAGS, '|', ...LINK_FLAGS].join(' '))
+    .update(process.versions.modules)
+    .digest('hex')
+    .slice(0, 12);
   return join(here, 'build', `paged_attention-${hash}.node`);
 }
 
@@ -37,13 +46,17 @@ export function buildKernel() {
   const compiler = process.env.CC || 'cc';
   mkdirSync(dirname(target), { recursive: true });
   const partial = `${target}.${process.pid}.tmp`;
+  const object = `${partial}.o`;
   try {
-    execFileSync(compiler, [...FLAGS, `-I${headers}`, SOURCE, '-o', partial, '-lpthread', '-lm'], { stdio: ['ignore', 'ignore', 'pipe'] });
+    execFileSync(compiler, [...COMPILE_FLAGS, `-I${headers}`, '-c', SOURCE, '-o', object], { stdio: ['ignore', 'ignore', 'pipe'] });
+    execFileSync(compiler, [...LINK_FLAGS, object, '-o', partial, '-lpthread', '-lm'], { stdio: ['ignore', 'ignore', 'pipe'] });
     renameSync(partial, target); // atomic: a concurrent builder's file is complete or absent
   } catch (error) {
     rmSync(partial, { force: true });
     const detail = error && typeof error === 'object' && 'stderr' in error && error.stderr ? String(error.stderr).trim().split('\n').slice(0, 3).join(' | ') : String(error?.message ?? error);
     throw new Error(`${compiler} could not build ${SOURCE}: ${detail}`);
+  } finally {
+    rmSync(object, { force: true });
   }
   return target;
 }

@@ -107,6 +107,14 @@ const caseArbitrary = fc
   });
 
 describe('native paged attention', () => {
+  it('leaves the loading thread’s floating point alone: subnormal numbers stay subnormal', () => {
+    // A library linked with -ffast-math sets flush-to-zero when loaded (GCC's crtfastmath.o):
+    // 1e-310 × 1.5 would be 0 in this thread from then on, and every JavaScript number with it.
+    const tiny = Number(String(1e-310));
+    expect(tiny * 1.5).toBeGreaterThan(0);
+    expect(Number.MIN_VALUE / 2 + Number(String(Number.MIN_VALUE))).toBeGreaterThan(0);
+  });
+
   it('equals the float64 reference on random layouts (fast-check)', () => {
     fc.assert(
       fc.property(caseArbitrary, (c) => {

@@ -14,6 +14,7 @@ import { invalidArg } from '../errors.js';
 import type { ModelSession, RawTensor } from '../runtime/model-session.js';
 import type { KernelLayout, KernelShape, PagedAttentionKernel } from '../runtime/paged-attention-kernel.js';
 import type { KvArray } from './kv-storage.js';
+import { flatBatch, type LogitsRowRange } from './flat-batch.js';
 import { toFloat32 } from './logits-rows.js';
 import { blocksForBudget, type KvBudget, type ModelRunner, type ModelShape, type RunnerInfo, type RunnerStats, runnerInfo } from './model-runner.js';
 import { PagedKvStorage } from './paged-kv-storage.js';
@@ -103,53 +104,28 @@ export class NativePagedRunner implements ModelRunner {
     });
   }
 
-  /**
-   * The flat token feeds, the kernel's layout (block tables covering each row's new positions,
-   * which the kernel writes), and where each sampling row's logits land in the output.
-   */
+  /** The flat token feeds (flat-batch.ts) and the kernel's layout: block tables covering each row's new positions too, which the kernel writes. */
   private callLayout(rows: readonly ScheduledRequest[]): {
     tokens: { input_ids: RawTensor; position_ids: RawTensor; logits_indices: RawTensor };
     layout: KernelLayout;
     kernelShape: KernelShape;
-    logitsRows: { requestId: string; first: number; count: number }[];
+    logitsRows: readonly LogitsRowRange[];
   } {
-    const numTokens = rows.reduce((sum, r) => sum + r.tokenIds.length, 0);
+    const batch = flatBatch(rows);
     const blockSize = this.pool.blockSize;
     const maxBlocks = Math.max(1, ...rows.map((r) => Math.ceil((r.numComputedTokens + r.tokenIds.length) / blockSize)));
-    const ids = new BigInt64Array(numTokens);
-    const positions = new BigInt64Array(numTokens);
     const layout: KernelLayout = {
       blockTables: new Int32Array(rows.length * maxBlocks),
-      queryStarts: new Int32Array(rows.length),
-      queryLengths: new Int32Array(rows.length),
-      pastLengths: new Int32Array(rows.length),
+      queryStarts: Int32Array.from(batch.starts),
+      queryLengths: Int32Array.from(rows, (r) => r.tokenIds.length),
+      pastLengths: Int32Array.from(rows, (r) => r.numComputedTokens),
     };
-    const kept: number[] = [];
-    const logitsRows: { requestId: string; first: number; count: number }[] = [];
-    let token = 0;
     rows.forEach((r, s) => {
-      const count = r.tokenIds.length;
-      layout.queryStarts[s] = token;
-      layout.queryLengths[s] = count;
-      layout.pastLengths[s] = r.numComputedTokens;
-      const blocks = Math.ceil((r.numComputedTokens + count) / blockSize);
+      const blocks = Math.ceil((r.numComputedTokens + r.tokenIds.length) / blockSize);
       for (let b = 0; b < blocks; b++) layout.blockTables[s * maxBlocks + b] = r.blockTable[b]!;
-      for (let k = 0; k < count; k++) {
-        ids[token + k] = BigInt(r.tokenIds[k]!);
-        positions[token + k] = BigInt(r.numComputedTokens + k);
-      }
-      const wanted = r.allLogits ? count : r.sample ? 1 : 0;
-      if (wanted > 0) {
-        logitsRows.push({ requestId: r.requestId, first: kept.length, count: wanted });
-        for (let k = count - wanted; k < count; k++) kept.push(token + k);
-      }
-      token += count;
     });
-    // A call of prefill chunks that all continue later samples nothing; its one row is dropped.
-    if (kept.length === 0) kept.push(numTokens - 1);
-    const vector = (data: BigInt64Array): RawTensor => ({ type: 'int64', dims: [data.length], data });
     const { numHeads, numKvHeads, headDim, activationType, kvType } = this.shape;
     const kernelShape: KernelShape = { numSeqs: rows.length, numHeads, numKvHeads, headDim, numBlocks: this.pool.numBlocks, blockSize, maxBlocks, activationType, kvType };
-    return { tokens: { input_ids: vector(ids), position_ids: vector(positions), logits_indices: vector(BigInt64Array.from(kept, BigInt)) }, layout, kernelShape, logitsRows };
+    return { tokens: { input_ids: batch.inputIds, position_ids: batch.positionIds, logits_indices: batch.logitsIndices }, layout, kernelShape, logitsRows: batch.logitsRows };
   }
 }

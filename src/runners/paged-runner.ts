@@ -9,6 +9,7 @@
 import type { ScheduledRequest, StepPlan } from '../contracts/generate.js';
 import type { ModelSession, RawTensor } from '../runtime/model-session.js';
 import { FLAT_CALL_COST, groupRows } from './call-groups.js';
+import { flatBatch, type LogitsRowRange } from './flat-batch.js';
 import type { KvArray } from './kv-storage.js';
 import { toFloat32 } from './logits-rows.js';
 import { StepTimer } from './step-timer.js';
@@ -83,54 +84,30 @@ export class PagedRunner implements ModelRunner {
     });
   }
 
-  /**
-   * The flat token feeds, and where each sampling row's logits land in the output. A call always
-   * asks for at least one logits row (a call of prefill chunks that all continue later samples
-   * none; its one row is dropped).
-   */
-  private tokenFeeds(rows: readonly ScheduledRequest[]): { feeds: Record<string, RawTensor>; logitsRows: { requestId: string; first: number; count: number }[] } {
-    const numTokens = rows.reduce((sum, r) => sum + r.tokenIds.length, 0);
+  /** The flat token feeds (flat-batch.ts) and the paged graph's layout of them. */
+  private tokenFeeds(rows: readonly ScheduledRequest[]): { feeds: Record<string, RawTensor>; logitsRows: readonly LogitsRowRange[] } {
+    const batch = flatBatch(rows);
     const blockSize = this.pool.blockSize;
     const maxBlocks = Math.max(1, ...rows.map((r) => Math.ceil(r.numComputedTokens / blockSize)));
-    const ids = new BigInt64Array(numTokens);
-    const positions = new BigInt64Array(numTokens);
-    const starts = new BigInt64Array(rows.length);
-    const lengths = new BigInt64Array(rows.length);
-    const pasts = new BigInt64Array(rows.length);
+    const starts = BigInt64Array.from(batch.starts, BigInt);
+    const lengths = BigInt64Array.from(rows, (r) => BigInt(r.tokenIds.length));
+    const pasts = BigInt64Array.from(rows, (r) => BigInt(r.numComputedTokens));
     const tables = new BigInt64Array(rows.length * maxBlocks); // padding entries stay block 0
-    const kept: number[] = [];
-    const logitsRows: { requestId: string; first: number; count: number }[] = [];
-    let token = 0;
     rows.forEach((r, s) => {
-      const count = r.tokenIds.length;
-      starts[s] = BigInt(token);
-      lengths[s] = BigInt(count);
-      pasts[s] = BigInt(r.numComputedTokens);
       const readBlocks = Math.ceil(r.numComputedTokens / blockSize);
       for (let b = 0; b < readBlocks; b++) tables[s * maxBlocks + b] = BigInt(r.blockTable[b]!);
-      for (let k = 0; k < count; k++) {
-        ids[token + k] = BigInt(r.tokenIds[k]!);
-        positions[token + k] = BigInt(r.numComputedTokens + k);
-      }
-      const wanted = r.allLogits ? count : r.sample ? 1 : 0;
-      if (wanted > 0) {
-        logitsRows.push({ requestId: r.requestId, first: kept.length, count: wanted });
-        for (let k = count - wanted; k < count; k++) kept.push(token + k);
-      }
-      token += count;
     });
-    if (kept.length === 0) kept.push(numTokens - 1);
     this.timer.record('gatheredPositions', rows.length * maxBlocks * blockSize);
     const vector = (data: BigInt64Array): RawTensor => ({ type: 'int64', dims: [data.length], data });
     const feeds: Record<string, RawTensor> = {
-      input_ids: vector(ids),
-      position_ids: vector(positions),
+      input_ids: batch.inputIds,
+      position_ids: batch.positionIds,
       query_starts: vector(starts),
       query_lengths: vector(lengths),
       past_lengths: vector(pasts),
       block_tables: { type: 'int64', dims: [rows.length, maxBlocks], data: tables },
-      logits_indices: vector(BigInt64Array.from(kept, BigInt)),
+      logits_indices: batch.logitsIndices,
     };
-    return { feeds, logitsRows };
+    return { feeds, logitsRows: batch.logitsRows };
   }
 }

@@ -75,13 +75,18 @@ export function reasoningParserOf(config: ModelConfig): ReasoningParserName | nu
   throw invalidArg(`parameter reasoning_parser must be one of ${Object.keys(REASONING_FORMATS).join(', ')}, got '${raw}'`);
 }
 
+/** A parameter that names one of `choices`; absent or empty, the first; anything else refused listing them. */
+function choiceParameter<T extends string>(config: ModelConfig, name: string, choices: readonly T[]): T {
+  const raw = parameter(config, name);
+  if (raw === undefined || raw === '') return choices[0]!;
+  const choice = choices.find((c) => c === raw);
+  if (choice) return choice;
+  throw invalidArg(`parameter ${name} must be one of ${choices.join(', ')}, got '${raw}'`);
+}
+
 /** How the engine's attention reads the KV cache: the Optimum graph's past_key_values (default), or the paged KV cache (paged, paged_onnx). */
 export function attentionBackendOf(config: ModelConfig): AttentionBackend {
-  const raw = parameter(config, 'attention_backend');
-  if (raw === undefined || raw === '') return 'past_key_values';
-  const backend = ATTENTION_BACKENDS.find((name) => name === raw);
-  if (backend) return backend;
-  throw invalidArg(`parameter attention_backend must be one of ${ATTENTION_BACKENDS.join(', ')}, got '${raw}'`);
+  return choiceParameter(config, 'attention_backend', ATTENTION_BACKENDS);
 }
 
 /**
@@ -103,11 +108,7 @@ export async function llmModelFile(config: ModelConfig, versionRoot: Confinement
 
 /** vLLM's --kv-cache-dtype: auto (the default) keeps the model's float type; fp16 halves a float32 model's KV bytes (native paged attention only). */
 export function kvCacheDtypeOf(config: ModelConfig): KvCacheDtype {
-  const raw = parameter(config, 'kv_cache_dtype');
-  if (raw === undefined || raw === '') return 'auto';
-  const dtype = KV_CACHE_DTYPES.find((name) => name === raw);
-  if (dtype) return dtype;
-  throw invalidArg(`parameter kv_cache_dtype must be one of ${KV_CACHE_DTYPES.join(', ')}, got '${raw}'`);
+  return choiceParameter(config, 'kv_cache_dtype', KV_CACHE_DTYPES);
 }
 
 /** The engine's KV block pool, bytes (the kv_cache_bytes parameter; 256 MiB when absent). */

@@ -293,16 +293,22 @@ static long layout_of(napi_env env, napi_value *argv, const Shape *sh, Array *ta
   return tokens;
 }
 
+/* A call's arguments (at least `count`, else a usage error), its shape and checked layout: the
+ * first five arguments of both calls. Returns the flat token count, or -1 with an exception pending. */
+static long call_of(napi_env env, napi_callback_info info, size_t count, napi_value *argv, const char *usage, Shape *sh, Array *tables, Array *starts, Array *lengths, Array *pasts) {
+  size_t argc = count;
+  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
+  if (argc < count) return napi_throw_error(env, NULL, usage), -1;
+  if (!shape_of(env, argv[0], sh)) return -1;
+  return layout_of(env, argv + 1, sh, tables, starts, lengths, pasts);
+}
+
 /* write(shape, tables, queryStarts, queryLengths, pastLengths, freshKey, freshValue, keyPool, valuePool) */
 static napi_value write_kv(napi_env env, napi_callback_info info) {
-  size_t argc = 9;
   napi_value argv[9];
-  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
-  if (argc < 9) return napi_throw_error(env, NULL, "write(shape, tables, queryStarts, queryLengths, pastLengths, freshKey, freshValue, keyPool, valuePool)"), NULL;
   Shape sh;
   Array tables, starts, lengths, pasts, fresh[2], pool[2];
-  if (!shape_of(env, argv[0], &sh)) return NULL;
-  const long tokens = layout_of(env, argv + 1, &sh, &tables, &starts, &lengths, &pasts);
+  const long tokens = call_of(env, info, 9, argv, "write(shape, tables, queryStarts, queryLengths, pastLengths, freshKey, freshValue, keyPool, valuePool)", &sh, &tables, &starts, &lengths, &pasts);
   if (tokens < 0) return NULL;
   const size_t row = (size_t)sh.kv_heads * sh.dim, head_elements = (size_t)sh.num_blocks * sh.block_size * sh.dim;
   for (int k = 0; k < 2; k++) {
@@ -331,17 +337,13 @@ static napi_value write_kv(napi_env env, napi_callback_info info) {
 
 /* attend(shape, tables, queryStarts, queryLengths, pastLengths, query, keyPool, valuePool, out, threads) */
 static napi_value attend_call(napi_env env, napi_callback_info info) {
-  size_t argc = 10;
   napi_value argv[10];
-  napi_get_cb_info(env, info, &argc, argv, NULL, NULL);
-  if (argc < 10) return napi_throw_error(env, NULL, "attend(shape, tables, queryStarts, queryLengths, pastLengths, query, keyPool, valuePool, out, threads)"), NULL;
   Job job;
   memset(&job, 0, sizeof job);
   Array tables, starts, lengths, pasts, query, pools[2], out;
-  if (!shape_of(env, argv[0], &job.shape)) return NULL;
-  const Shape *sh = &job.shape;
-  const long tokens = layout_of(env, argv + 1, sh, &tables, &starts, &lengths, &pasts);
+  const long tokens = call_of(env, info, 10, argv, "attend(shape, tables, queryStarts, queryLengths, pastLengths, query, keyPool, valuePool, out, threads)", &job.shape, &tables, &starts, &lengths, &pasts);
   if (tokens < 0) return NULL;
+  const Shape *sh = &job.shape;
   const size_t head_elements = (size_t)sh->num_blocks * sh->block_size * sh->dim;
   if (!array_of(env, argv[5], &query, "query") || !array_of(env, argv[6], &pools[0], "keyPool") || !array_of(env, argv[7], &pools[1], "valuePool") || !array_of(env, argv[8], &out, "out")) return NULL;
   const size_t flat = (size_t)tokens * sh->heads * sh->dim;

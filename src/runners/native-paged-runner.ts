@@ -83,12 +83,13 @@ export class NativePagedRunner implements ModelRunner {
     const { numLayers, numHeads, headDim, vocabSize, activationType } = this.shape;
     const { tokens, layout, kernelShape, logitsRows } = this.timer.timed('feedsMs', () => this.callLayout(rows));
     const numTokens = tokens.input_ids.data.length;
+    // One output buffer for every layer's attention: each segment's run has returned before the next layer's kernel writes it again.
+    const attention = activationType === 'float16' ? new Uint16Array(numTokens * numHeads * headDim) : new Float32Array(numTokens * numHeads * headDim);
     let out = await this.timer.call(() => this.segments[0]!.run(tokens));
     for (let layer = 0; layer < numLayers; layer++) {
       const { hidden, query, key, value } = out as Record<'hidden' | 'query' | 'key' | 'value', RawTensor>;
       const [keys, values] = [this.pool.keys[layer]!, this.pool.values[layer]!];
       this.timer.timed('scatterMs', () => this.kernel.write(kernelShape, layout, key.data as KvArray, value.data as KvArray, keys, values));
-      const attention = activationType === 'float16' ? new Uint16Array(numTokens * numHeads * headDim) : new Float32Array(numTokens * numHeads * headDim);
       this.timer.timed('attentionMs', () => this.kernel.attend(kernelShape, layout, query.data as KvArray, keys, values, attention, this.threads));
       const last = layer === numLayers - 1;
       const feeds: Record<string, RawTensor> = {

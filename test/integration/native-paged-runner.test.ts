@@ -2,7 +2,8 @@
 // graph they were cut from (same weights): the same plans — a mixed prefill step, then decode
 // steps over shuffled blocks — give the same logits; with kv_cache_dtype fp16 the pool holds half
 // the bytes per position (twice the blocks for the same budget) and the logits stay within float16
-// rounding of the float32 cache's. Where the kernel is switched off, a segments directory opens the
+// rounding of the float32 cache's. A plan naming a block outside the pool fails mid-step without
+// touching the pool, and the runner goes on. Where the kernel is switched off, a segments directory opens the
 // paged graph with the reason in the runner's note; fp16 KV on a float32 graph is refused.
 
 import { spawnSync } from 'node:child_process';
@@ -76,6 +77,25 @@ describe('NativePagedRunner', () => {
     const error = worst(half, native);
     expect(error).toBeGreaterThan(0); // the cache really is float16
     expect(error).toBeLessThan(2e-2);
+  }, 60_000);
+
+  it('a step whose plan names a block outside the pool fails before writing anything, and the runner goes on computing the same logits', async () => {
+    const reference = await logitsOf(await openModelRunner(options(join(ONNX, 'model_paged.segments'))));
+    const runner = await openModelRunner(options(join(ONNX, 'model_paged.segments')));
+    const [first, ...rest] = plans();
+    try {
+      const bad: StepPlan = { ...first!, scheduled: first!.scheduled.map((r, s) => (s === 1 ? { ...r, blockTable: [runner.info.numBlocks] } : r)) };
+      // Segment 0 has run; the kernel refuses layer 0's write, so no block of the pool changed.
+      await expect(runner.execute(bad)).rejects.toThrow(/a block id is outside the pool/);
+      const rows: Float32Array[] = [];
+      for (const plan of [first!, ...rest]) {
+        const logits = await runner.execute(plan);
+        for (const r of plan.scheduled) rows.push(Float32Array.from(logits.get(r.requestId)!));
+      }
+      expect(worst(rows, reference)).toBe(0);
+    } finally {
+      await runner.release();
+    }
   }, 60_000);
 
   it('refuses an fp16 cache on a float32 graph, naming what it needs', async () => {

@@ -110,6 +110,18 @@ static inline const float *block_rows(const Job *job, const void *pool_head, int
   return scratch;
 }
 
+/* Where a block of a kv head's pool starts, in bytes (for the prefetches AHEAD blocks on). */
+static inline const char *block_start(const Job *job, const void *pool_head, int32_t block, const int dim) {
+  const size_t element = job->shape.kv_type == F32 ? 4 : 2;
+  return (const char *)pool_head + (size_t)block * job->shape.block_size * dim * element;
+}
+
+/* Row r's cache lines of a block that will be read AHEAD blocks from now. */
+static inline void prefetch_row(const char *block, int r, const int dim, size_t element) {
+  const size_t bytes = (size_t)dim * element;
+  for (size_t line = 0; line < bytes; line += 64) __builtin_prefetch(block + (size_t)r * bytes + line);
+}
+
 static inline __attribute__((always_inline)) void attend_unit(const Job *job, const Unit *u, Scratch *s, const int dim, const int groups) {
   const Shape *sh = &job->shape;
   const int bs = sh->block_size;
@@ -137,9 +149,9 @@ static inline __attribute__((always_inline)) void attend_unit(const Job *job, co
   for (int i = 0; i < blocks; i++) {
     const int count = n - i * bs < bs ? n - i * bs : bs;
     const float *k = block_rows(job, key_head, table[i], count, dim, s->block);
-    const char *ahead = i + AHEAD < blocks ? (const char *)key_head + (size_t)table[i + AHEAD] * bs * dim * element : NULL;
+    const char *ahead = i + AHEAD < blocks ? block_start(job, key_head, table[i + AHEAD], dim) : NULL;
     for (int r = 0; r < count; r++) {
-      if (ahead) for (size_t line = 0; line < (size_t)dim * element; line += 64) __builtin_prefetch(ahead + (size_t)r * dim * element + line);
+      if (ahead) prefetch_row(ahead, r, dim, element);
       const int p = i * bs + r;
       const int t0 = p > first_position ? p - first_position : 0;
       const float *kr = k + (size_t)r * dim;
@@ -163,9 +175,9 @@ static inline __attribute__((always_inline)) void attend_unit(const Job *job, co
   for (int i = 0; i < blocks; i++) {
     const int count = n - i * bs < bs ? n - i * bs : bs;
     const float *v = block_rows(job, value_head, table[i], count, dim, s->block);
-    const char *ahead = i + AHEAD < blocks ? (const char *)value_head + (size_t)table[i + AHEAD] * bs * dim * element : NULL;
+    const char *ahead = i + AHEAD < blocks ? block_start(job, value_head, table[i + AHEAD], dim) : NULL;
     for (int r = 0; r < count; r++) {
-      if (ahead) for (size_t line = 0; line < (size_t)dim * element; line += 64) __builtin_prefetch(ahead + (size_t)r * dim * element + line);
+      if (ahead) prefetch_row(ahead, r, dim, element);
       const int p = i * bs + r;
       const int t0 = p > first_position ? p - first_position : 0;
       const float *vr = v + (size_t)r * dim;

@@ -4,11 +4,14 @@
 //   inputs  input_ids, position_ids [num_tokens] int64; query_starts, query_lengths,
 //           past_lengths [num_seqs] int64; block_tables [num_seqs, max_blocks] int64;
 //           logits_indices [num_logits] int64;
+//           greedy_indices [num_greedy] int64, sampleable_vocab [1] int64 (kernels/greedy-tokens.ts);
 //           key_cache.{i}, value_cache.{i} [kv_heads, num_blocks, block_size, head_dim]
-//   outputs logits [num_logits, vocab]; new_key.{i}, new_value.{i} [num_tokens, kv_heads, head_dim]
+//   outputs logits [num_logits, vocab]; greedy_token_ids [num_greedy] int64;
+//           new_key.{i}, new_value.{i} [num_tokens, kv_heads, head_dim]
 // The graph never writes the pool: the runner copies new_key / new_value into the blocks.
 
 import type { WeightPrecision } from '../../kernels/linear.js';
+import { greedyTokens } from '../../kernels/greedy-tokens.js';
 import { GraphBuilder } from '../../kernels/onnx/graph-builder.js';
 import type { EncodedMessage } from '../../kernels/onnx/protobuf-writer.js';
 import { pagedAttention, pagedAttentionPlan } from '../../kernels/paged-attention.js';
@@ -58,6 +61,7 @@ export function buildPagedDecoderGraph(c: DecoderConfig, weights: DecoderWeights
   const normed = finalNorm(g, c, hidden, weights.finalNorm);
   const sampled = g.op1('Gather', [normed, logitsIndices], { axis: 0 }); // [num_logits, hidden]
   g.output(embedding.lmHeadRows(sampled), 'logits', g.floatType, ['num_logits', c.vocabSize]);
+  greedyTokens(g, normed, embedding.lmHeadRows);
   const newDims = ['num_tokens', c.numKvHeads, c.headDim];
   newKv.forEach(({ newKey, newValue }, i) => {
     g.output(newKey, `new_key.${i}`, kvType, newDims);

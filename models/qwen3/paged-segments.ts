@@ -9,11 +9,14 @@
 //   segment i (1..L−1)   inputs  residual [N, hidden] (layer i−1's input), attention [N, heads·D]
 //                                (layer i−1's attention core), position_ids
 //                        outputs hidden (layer i's input), query, key, value (layer i)
-//   segment L            inputs  residual, attention (layer L−1), logits_indices [num_logits] int64
-//                        outputs logits [num_logits, vocab]
+//   segment L            inputs  residual, attention (layer L−1), logits_indices [num_logits] int64,
+//                                greedy_indices [num_greedy] int64, sampleable_vocab [1] int64
+//                        outputs logits [num_logits, vocab], greedy_token_ids [num_greedy] int64
+//                                (kernels/greedy-tokens.ts)
 // Written as onnx/<paged file>.segments/segment_NN.onnx (model-files.ts, PAGED_SEGMENT_FILE).
 
 import type { WeightPrecision } from '../../kernels/linear.js';
+import { greedyTokens } from '../../kernels/greedy-tokens.js';
 import { GraphBuilder } from '../../kernels/onnx/graph-builder.js';
 import type { EncodedMessage } from '../../kernels/onnx/protobuf-writer.js';
 import { rotaryTables } from '../../kernels/rotary-embedding.js';
@@ -59,6 +62,7 @@ export function buildPagedSegmentGraph(c: DecoderConfig, weights: DecoderWeights
     // The table that serves the logits: the checkpoint's own lm_head where untied, else the embedding.
     const head = tiedEmbedding(g, weights.lmHead ? 'lm_head' : 'model.embed_tokens', weights.lmHead ?? weights.embedding, c, precision);
     g.output(head.lmHeadRows(sampled), 'logits', floatType, ['num_logits', c.vocabSize]);
+    greedyTokens(g, normed, head.lmHeadRows);
   }
   return g.toModel({ docString, metadata: { 'conveyor.paged_segment': `${segment}/${numLayers + 1}` } });
 }

@@ -138,6 +138,11 @@ export class StepConstraints {
     return choices;
   }
 
+  /** True when the row's token is anything but the sampler's own choice: a grammar or a thinking block has a say in it. */
+  constrains(requestId: string): boolean {
+    return this.directives.has(requestId);
+  }
+
   /** The mask the sampler applies to the row, or null for none. */
   maskFor(requestId: string): Int32Array | null {
     return this.masks.get(requestId) ?? null;

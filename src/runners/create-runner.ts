@@ -12,7 +12,7 @@ import { loadPagedAttentionKernel, type PagedAttentionKernel } from '../runtime/
 import { pagedFileOfSegments, SEGMENT_FILE } from '../contracts/paged-segments.js';
 import { readdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { ModelRunner, RunnerInfo, RunnerKind, RunnerOptions, RunnerStats, StepLogits } from './model-runner.js';
+import type { ModelRunner, RunnerInfo, RunnerKind, RunnerOptions, RunnerStats, StepGreedyTokens, StepLogits } from './model-runner.js';
 import { PAGED_TOKEN_INPUTS } from './paged-layout.js';
 import { PagedRunner } from './paged-runner.js';
 import { NativePagedRunner } from './native-paged-runner.js';
@@ -136,12 +136,14 @@ function withNote(runner: ModelRunner, note: string): ModelRunner {
 /** A runner whose info carries why it is not the one asked for. */
 class NotedRunner implements ModelRunner {
   readonly info: RunnerInfo;
+  readonly executeGreedy?: (plan: StepPlan, sampleableVocab: number) => Promise<StepGreedyTokens>;
 
   constructor(
     private readonly runner: ModelRunner,
     note: string,
   ) {
     this.info = { ...runner.info, note };
+    if (runner.executeGreedy) this.executeGreedy = (plan, sampleableVocab) => runner.executeGreedy!(plan, sampleableVocab);
   }
 
   get stats(): Readonly<RunnerStats> {
@@ -173,10 +175,19 @@ function adapterFor(kind: SingleSessionKind, session: ModelSession, options: Run
  * `throw_at_step:N` still counts engine steps.
  */
 class FaultInjectingRunner implements ModelRunner {
+  readonly executeGreedy?: (plan: StepPlan, sampleableVocab: number) => Promise<StepGreedyTokens>;
+
   constructor(
     private readonly runner: ModelRunner,
     private readonly fault: FaultPoint,
-  ) {}
+  ) {
+    if (runner.executeGreedy) {
+      this.executeGreedy = async (plan, sampleableVocab) => {
+        this.fault.reached();
+        return runner.executeGreedy!(plan, sampleableVocab);
+      };
+    }
+  }
 
   get info(): RunnerInfo {
     return this.runner.info;

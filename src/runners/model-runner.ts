@@ -50,6 +50,9 @@ export interface RunnerInfo {
  */
 export type StepLogits = ReadonlyMap<string, Float32Array>;
 
+/** The greedy token of each request whose ScheduledRequest has `sample: true` (ModelRunner.executeGreedy). */
+export type StepGreedyTokens = ReadonlyMap<string, number>;
+
 /** The last position's row of a StepLogits entry. */
 export function lastLogitsRow(logits: Float32Array, vocabSize: number): Float32Array {
   return logits.length === vocabSize ? logits : logits.subarray(logits.length - vocabSize);
@@ -99,6 +102,13 @@ export interface ModelRunner {
    * call fails; the engine treats that as fatal.
    */
   execute(plan: StepPlan): Promise<StepLogits>;
+  /**
+   * Present where the model has a greedy head (greedy-head.ts): runs the plan as execute() does
+   * but returns each sampled row's greedy token, the argmax of its logits over ids below
+   * `sampleableVocab`, and the logits never leave the model. For a step whose every sampled row
+   * is plain greedy (Sampler.takesArgmax) and which wants no prompt-position logits (`allLogits`).
+   */
+  executeGreedy?(plan: StepPlan, sampleableVocab: number): Promise<StepGreedyTokens>;
   /** Frees the session and the KV storage; the runner is unusable afterwards. */
   release(): Promise<void>;
 }

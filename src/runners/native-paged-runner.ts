@@ -15,8 +15,8 @@ import type { ModelSession, RawTensor } from '../runtime/model-session.js';
 import type { KernelLayout, KernelShape, PagedAttentionKernel } from '../runtime/paged-attention-kernel.js';
 import type { KvArray } from './kv-storage.js';
 import { flatBatch, type LogitsRowRange } from './flat-batch.js';
-import { toFloat32 } from './logits-rows.js';
-import { blocksForBudget, type KvBudget, type ModelRunner, type ModelShape, type RunnerInfo, type RunnerStats, runnerInfo } from './model-runner.js';
+import { type SampledOutput, SampledHeads } from './greedy-head.js';
+import { blocksForBudget, type KvBudget, type ModelRunner, type ModelShape, type RunnerInfo, type RunnerStats, runnerInfo, type StepGreedyTokens } from './model-runner.js';
 import { PagedKvStorage } from './paged-kv-storage.js';
 import { StepTimer } from './step-timer.js';
 
@@ -46,6 +46,9 @@ export class NativePagedRunner implements ModelRunner {
   readonly stats: RunnerStats = this.timer.stats;
   readonly info: RunnerInfo;
   private readonly threads: number;
+  private readonly heads: SampledHeads;
+  private readonly lastOutputNames: readonly string[];
+  readonly executeGreedy?: (plan: StepPlan, sampleableVocab: number) => Promise<StepGreedyTokens>;
 
   constructor(
     private readonly segments: readonly ModelSession[],
@@ -58,6 +61,16 @@ export class NativePagedRunner implements ModelRunner {
     this.info = runnerInfo('paged-native', shape, pool, segments[0]!);
     // The kernel runs while ORT's threads wait between segments: as many threads as ORT uses.
     this.threads = intraOpNumThreads > 0 ? intraOpNumThreads : availableParallelism();
+    const last = segments.at(-1)!;
+    this.heads = SampledHeads.of(last.metadata, shape.vocabSize);
+    this.lastOutputNames = last.metadata.outputs.map((o) => o.name);
+    if (this.heads.hasGreedy) {
+      this.executeGreedy = async (plan, sampleableVocab) => {
+        const tokens = new Map<string, number>();
+        await this.run(plan, { kind: 'greedy', sampleableVocab, tokens });
+        return tokens;
+      };
+    }
   }
 
   /** kvCacheDtype fp16 keeps the pool in float16 whatever the segments' float type: half the bytes to read and store per position. */
@@ -72,15 +85,19 @@ export class NativePagedRunner implements ModelRunner {
   }
 
   async execute(plan: StepPlan): Promise<LogitsRows> {
-    for (const [source, destination] of plan.blocksToCopy) this.pool.copyBlock(source, destination);
-    this.timer.beginStep();
     const logits: LogitsRows = new Map();
-    if (plan.scheduled.length > 0) await this.runCall(plan.scheduled, logits);
+    await this.run(plan, { kind: 'logits', logits });
     return logits;
   }
 
-  private async runCall(rows: readonly ScheduledRequest[], logits: LogitsRows): Promise<void> {
-    const { numLayers, numHeads, headDim, vocabSize, activationType } = this.shape;
+  private async run(plan: StepPlan, sampled: SampledOutput): Promise<void> {
+    for (const [source, destination] of plan.blocksToCopy) this.pool.copyBlock(source, destination);
+    this.timer.beginStep();
+    if (plan.scheduled.length > 0) await this.runCall(plan.scheduled, sampled);
+  }
+
+  private async runCall(rows: readonly ScheduledRequest[], sampled: SampledOutput): Promise<void> {
+    const { numLayers, numHeads, headDim, activationType } = this.shape;
     const { tokens, layout, kernelShape, logitsRows } = this.timer.timed('feedsMs', () => this.callLayout(rows));
     const numTokens = tokens.input_ids.data.length;
     // One output buffer for every layer's attention: each segment's run has returned before the next layer's kernel writes it again.
@@ -95,14 +112,12 @@ export class NativePagedRunner implements ModelRunner {
       const feeds: Record<string, RawTensor> = {
         residual: hidden,
         attention: { type: activationType, dims: [numTokens, numHeads * headDim], data: attention },
-        ...(last ? { logits_indices: tokens.logits_indices } : { position_ids: tokens.position_ids }),
+        ...(last ? this.heads.feeds(tokens.logits_indices, sampled) : { position_ids: tokens.position_ids }),
       };
-      out = await this.timer.call(() => this.segments[layer + 1]!.run(feeds));
+      const segment = this.segments[layer + 1]!;
+      out = await this.timer.call(() => (last ? segment.run(feeds, this.heads.fetched(this.lastOutputNames, sampled)) : segment.run(feeds)));
     }
-    this.timer.timed('logitsMs', () => {
-      const tensor = out['logits']!;
-      for (const { requestId, first, count } of logitsRows) logits.set(requestId, toFloat32(tensor, first * vocabSize, count * vocabSize));
-    });
+    this.timer.timed('logitsMs', () => this.heads.read(out, logitsRows, sampled));
   }
 
   /** The flat token feeds (flat-batch.ts) and the kernel's layout: block tables covering each row's new positions too, which the kernel writes. */

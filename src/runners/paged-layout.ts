@@ -8,6 +8,12 @@ import type { ModelShape } from './model-runner.js';
 /** Inputs every paged decoder has besides its per-layer pools. */
 export const PAGED_TOKEN_INPUTS = ['input_ids', 'position_ids', 'query_starts', 'query_lengths', 'past_lengths', 'block_tables', 'logits_indices'] as const;
 
+/**
+ * The greedy head's names (kernels/greedy-tokens.ts builds it and declares them for the builders;
+ * test/unit/runners/greedy-head.test.ts pins the two declarations equal).
+ */
+export const GREEDY_HEAD_NAMES = { indicesInput: 'greedy_indices', sampleableInput: 'sampleable_vocab', output: 'greedy_token_ids' } as const;
+
 export function pagedLayoutFrom(metadata: SessionMetadata): ModelShape {
   const input = (name: string) => metadata.inputs.find((i) => i.name === name);
   for (const required of [...PAGED_TOKEN_INPUTS, 'key_cache.0', 'value_cache.0']) {

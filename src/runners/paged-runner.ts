@@ -10,10 +10,10 @@ import type { ScheduledRequest, StepPlan } from '../contracts/generate.js';
 import type { ModelSession, RawTensor } from '../runtime/model-session.js';
 import { FLAT_CALL_COST, groupRows } from './call-groups.js';
 import { flatBatch, type LogitsRowRange } from './flat-batch.js';
+import { type SampledOutput, SampledHeads } from './greedy-head.js';
 import type { KvArray } from './kv-storage.js';
-import { toFloat32 } from './logits-rows.js';
 import { StepTimer } from './step-timer.js';
-import { blocksForBudget, type KvBudget, type ModelRunner, type ModelShape, type RunnerInfo, type RunnerStats, runnerInfo } from './model-runner.js';
+import { blocksForBudget, type KvBudget, type ModelRunner, type ModelShape, type RunnerInfo, type RunnerStats, runnerInfo, type StepGreedyTokens } from './model-runner.js';
 import { pagedLayoutFrom } from './paged-layout.js';
 import { PagedKvStorage } from './paged-kv-storage.js';
 
@@ -23,6 +23,9 @@ export class PagedRunner implements ModelRunner {
   private readonly timer = new StepTimer();
   readonly stats: RunnerStats = this.timer.stats;
   readonly info: RunnerInfo;
+  private readonly heads: SampledHeads;
+  private readonly outputNames: readonly string[];
+  readonly executeGreedy?: (plan: StepPlan, sampleableVocab: number) => Promise<StepGreedyTokens>;
 
   constructor(
     private readonly session: ModelSession,
@@ -30,6 +33,15 @@ export class PagedRunner implements ModelRunner {
     private readonly pool: PagedKvStorage,
   ) {
     this.info = runnerInfo('paged', shape, pool, session);
+    this.heads = SampledHeads.of(session.metadata, shape.vocabSize);
+    this.outputNames = session.metadata.outputs.map((o) => o.name);
+    if (this.heads.hasGreedy) {
+      this.executeGreedy = async (plan, sampleableVocab) => {
+        const tokens = new Map<string, number>();
+        await this.run(plan, { kind: 'greedy', sampleableVocab, tokens });
+        return tokens;
+      };
+    }
   }
 
   /** Reads the layout from the session and allocates as many KV blocks as the budget holds. */
@@ -43,27 +55,31 @@ export class PagedRunner implements ModelRunner {
   }
 
   async execute(plan: StepPlan): Promise<LogitsRows> {
+    const logits: LogitsRows = new Map();
+    await this.run(plan, { kind: 'logits', logits });
+    return logits;
+  }
+
+  private async run(plan: StepPlan, sampled: SampledOutput): Promise<void> {
     for (const [source, destination] of plan.blocksToCopy) this.pool.copyBlock(source, destination);
     this.timer.beginStep();
-    const logits: LogitsRows = new Map();
     const rows = plan.scheduled;
     const shapes = rows.map((r) => ({ past: r.numComputedTokens, fresh: r.tokenIds.length }));
     for (const group of groupRows(shapes, FLAT_CALL_COST))
       await this.runCall(
         group.map((i) => rows[i]!),
-        logits,
+        sampled,
       );
-    return logits;
   }
 
-  private async runCall(rows: readonly ScheduledRequest[], logits: LogitsRows): Promise<void> {
-    const { numLayers, vocabSize } = this.shape;
-    const { feeds, logitsRows } = this.timer.timed('feedsMs', () => this.tokenFeeds(rows));
+  private async runCall(rows: readonly ScheduledRequest[], sampled: SampledOutput): Promise<void> {
+    const { numLayers } = this.shape;
+    const { feeds, logitsRows } = this.timer.timed('feedsMs', () => this.tokenFeeds(rows, sampled));
     for (let layer = 0; layer < numLayers; layer++) {
       feeds[`key_cache.${layer}`] = { type: this.shape.kvType, dims: this.pool.dims, data: this.pool.keys[layer]! };
       feeds[`value_cache.${layer}`] = { type: this.shape.kvType, dims: this.pool.dims, data: this.pool.values[layer]! };
     }
-    const outputs = await this.timer.call(() => this.session.run(feeds));
+    const outputs = await this.timer.call(() => this.session.run(feeds, this.heads.fetched(this.outputNames, sampled)));
 
     this.timer.timed('scatterMs', () => {
       for (let layer = 0; layer < numLayers; layer++) {
@@ -78,14 +94,11 @@ export class PagedRunner implements ModelRunner {
       }
     });
 
-    this.timer.timed('logitsMs', () => {
-      const tensor = outputs.logits!;
-      for (const { requestId, first, count } of logitsRows) logits.set(requestId, toFloat32(tensor, first * vocabSize, count * vocabSize));
-    });
+    this.timer.timed('logitsMs', () => this.heads.read(outputs, logitsRows, sampled));
   }
 
   /** The flat token feeds (flat-batch.ts) and the paged graph's layout of them. */
-  private tokenFeeds(rows: readonly ScheduledRequest[]): { feeds: Record<string, RawTensor>; logitsRows: readonly LogitsRowRange[] } {
+  private tokenFeeds(rows: readonly ScheduledRequest[], head: SampledOutput): { feeds: Record<string, RawTensor>; logitsRows: readonly LogitsRowRange[] } {
     const batch = flatBatch(rows);
     const blockSize = this.pool.blockSize;
     const maxBlocks = Math.max(1, ...rows.map((r) => Math.ceil(r.numComputedTokens / blockSize)));
@@ -106,7 +119,7 @@ export class PagedRunner implements ModelRunner {
       query_lengths: vector(lengths),
       past_lengths: vector(pasts),
       block_tables: { type: 'int64', dims: [rows.length, maxBlocks], data: tables },
-      logits_indices: batch.logitsIndices,
+      ...this.heads.feeds(batch.logitsIndices, head),
     };
     return { feeds, logitsRows: batch.logitsRows };
   }

@@ -39,7 +39,7 @@ export interface PenaltyInput {
 }
 
 /** True when `apply` would change anything. */
-function hasLogitProcessors(input: PenaltyInput): boolean {
+export function hasLogitProcessors(input: PenaltyInput): boolean {
   const p = input.params;
   return (input.bannedTokenIds !== null && input.bannedTokenIds.length > 0) || p.logitBias !== null || p.repetitionPenalty !== 1 || p.frequencyPenalty !== 0 || p.presencePenalty !== 0;
 }

@@ -23,7 +23,7 @@ import type { SampledTokens, SamplingParams, TokenLogprob } from '../contracts/g
 import { Drawer } from './draw.js';
 import { LogprobTable, type LogprobBasis } from './logprobs.js';
 import { applyTokenMask, maskedArgmax } from './mask.js';
-import { LogitProcessors, type PenaltyInput } from './penalties.js';
+import { hasLogitProcessors, LogitProcessors, type PenaltyInput } from './penalties.js';
 import { seededKey, unseededKey, type StreamKey } from './rng.js';
 import { argmax, topN } from './select.js';
 
@@ -83,6 +83,20 @@ export class Sampler {
     this.mode = options.logprobsMode ?? 'processed';
     this.processors = new LogitProcessors(this.vocabSize);
     this.drawer = new Drawer(this.vocabSize);
+  }
+
+  /** Ids at or past this are never chosen (padded embedding rows past the tokenizer). */
+  get sampleableVocab(): number {
+    return this.sampleable;
+  }
+
+  /**
+   * True when sample() would return the row's plain argmax over [0, sampleableVocab) and nothing
+   * else: greedy, no logprobs, no processor (penalties, bias, banned ids). A model's greedy head
+   * (ModelRunner.executeGreedy) gives exactly that token, so such a row needs no logits.
+   */
+  takesArgmax(row: SamplerRow): boolean {
+    return row.params.temperature < SAMPLING_EPS && !row.params.logprobs && !hasLogitProcessors(row);
   }
 
   /** Samples one token for one request. The draw depends only on this row, the params and the output length. */

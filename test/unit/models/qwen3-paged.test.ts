@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { ensureBuilt } from '../../../models/catalog.js';
+import { greedyTokensReference, GREEDY_TOKENS } from '../../../kernels/greedy-tokens.js';
 import { sha256Of } from '../../../models/common/model-files.js';
 import { DECODER_CONFIGS, type DecoderConfig } from '../../../models/qwen3/config.js';
 import { buildDecoderGraph } from '../../../models/qwen3/graph.js';
@@ -94,6 +95,9 @@ async function comparePaged(optimum: ort.InferenceSession, paged: ort.InferenceS
     past_lengths: int64([SEQUENCES.length], layout.pastLengths),
     block_tables: int64([SEQUENCES.length, layout.maxBlocks], layout.blockTables.flat()),
     logits_indices: int64([logitsIndices.length], logitsIndices),
+    // Both heads at once on the same positions: the greedy head must pick the logits head's argmax.
+    [GREEDY_TOKENS.indicesInput]: int64([logitsIndices.length], logitsIndices),
+    [GREEDY_TOKENS.sampleableInput]: int64([1], [c.tokenizerVocabSize]),
   });
   const out = await paged.run(feeds);
   // The reference for flat token n: its sequence's row at position past + j.
@@ -128,6 +132,8 @@ async function comparePaged(optimum: ort.InferenceSession, paged: ort.InferenceS
   const actualLogits = asFloat(out.logits!);
   const sampleable = (all: ArrayLike<number>) =>
     Float64Array.from({ length: logitsIndices.length * c.tokenizerVocabSize }, (_, i) => all[Math.floor(i / c.tokenizerVocabSize) * vocab + (i % c.tokenizerVocabSize)]!);
+  const greedy = Array.from(out[GREEDY_TOKENS.output]!.data as BigInt64Array, Number);
+  expect(greedy).toEqual(greedyTokensReference(actualLogits, vocab, c.tokenizerVocabSize));
   return { logits: relativeError(sampleable(actualLogits), sampleable(expectedLogits)), keys: kvError('key'), values: kvError('value') };
 }
 
@@ -135,14 +141,15 @@ describe('Qwen3-style paged decoder (tiny)', () => {
   it('builds the same bytes every time', () => {
     const first = sha256Of(buildPagedDecoderGraph(tiny, initDecoderWeights(tiny), 'fp32'));
     expect(sha256Of(buildPagedDecoderGraph(tiny, initDecoderWeights(tiny), 'fp32'))).toBe(first);
-    expect(first).toBe('0bb8e4ae537d52603681b788bba177c3e0c6665965b93d24219e9db6093fbff8');
+    expect(first).toBe('6724be395a231cf2608a8f5ef0160729a90937a481f1aa46ab77a2dbe9354488');
   });
 
   it('has the paged I/O contract', async () => {
     const s = await open('model_paged.onnx');
     expect(s.inputNames.slice(0, 7)).toEqual(['input_ids', 'position_ids', 'query_starts', 'query_lengths', 'past_lengths', 'block_tables', 'logits_indices']);
     expect(s.inputNames.slice(7, 9)).toEqual(['key_cache.0', 'value_cache.0']);
-    expect(s.outputNames.slice(0, 3)).toEqual(['logits', 'new_key.0', 'new_value.0']);
+    expect(s.inputNames.slice(-2)).toEqual([GREEDY_TOKENS.indicesInput, GREEDY_TOKENS.sampleableInput]);
+    expect(s.outputNames.slice(0, 4)).toEqual(['logits', GREEDY_TOKENS.output, 'new_key.0', 'new_value.0']);
     const pool = s.inputMetadata.find((m) => m.name === 'key_cache.3') as unknown as { shape: unknown[]; type: string };
     expect(pool.shape).toEqual([tiny.numKvHeads, 'num_blocks', 'block_size', tiny.headDim]);
     // The builder writes the paged graph beside every Optimum variant.

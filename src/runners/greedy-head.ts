@@ -1,0 +1,66 @@
+// A paged decoder's two heads over the sampled positions (models/qwen3/paged-graph.ts and the last
+// segment of paged-segments.ts; kernels/greedy-tokens.ts): the logits head (`logits_indices` →
+// `logits`) and, where the model has it, the greedy head (`greedy_indices` → `greedy_token_ids`,
+// the argmax over ids below `sampleable_vocab`). ONNX Runtime runs both whatever is fetched, so a
+// call gives its sampled positions to the head it reads and none to the other: the lm_head runs
+// once either way. Reading greedy tokens instead of logits saves a batch-32 decode step the
+// 19.5 MB logits copy out of ONNX Runtime (fresh pages every step) and the sampler's scan of it.
+
+import type { SessionMetadata } from '../contracts/worker-messages.js';
+import type { RawTensor } from '../runtime/model-session.js';
+import type { LogitsRowRange } from './flat-batch.js';
+import { toFloat32 } from './logits-rows.js';
+import { GREEDY_HEAD_NAMES } from './paged-layout.js';
+
+/** Which head a call reads, and where what it reads goes: each sampled request's logits rows, or its greedy token over ids below `sampleableVocab`. */
+export type SampledOutput =
+  | { readonly kind: 'logits'; readonly logits: Map<string, Float32Array> }
+  | { readonly kind: 'greedy'; readonly sampleableVocab: number; readonly tokens: Map<string, number> };
+type SampledHead = Pick<SampledOutput, 'kind'> & { readonly sampleableVocab?: number };
+
+const NO_POSITIONS: RawTensor = { type: 'int64', dims: [0], data: new BigInt64Array(0) };
+
+export class SampledHeads {
+  private constructor(
+    /** False for a paged model exported before the greedy head: it has logits only. */
+    readonly hasGreedy: boolean,
+    private readonly vocabSize: number,
+  ) {}
+
+  static of(metadata: SessionMetadata, vocabSize: number): SampledHeads {
+    const names = new Set([...metadata.inputs, ...metadata.outputs].map((io) => io.name));
+    return new SampledHeads(
+      Object.values(GREEDY_HEAD_NAMES).every((name) => names.has(name)),
+      vocabSize,
+    );
+  }
+
+  /** The feeds that pick the head: `positions` (flat-batch.ts's logitsIndices) to the head read, none to the other. */
+  feeds(positions: RawTensor, head: SampledHead): Record<string, RawTensor> {
+    if (!this.hasGreedy) return { logits_indices: positions };
+    const greedy = head.kind === 'greedy';
+    const sampleable = Math.min(head.sampleableVocab ?? this.vocabSize, this.vocabSize);
+    return {
+      logits_indices: greedy ? NO_POSITIONS : positions,
+      [GREEDY_HEAD_NAMES.indicesInput]: greedy ? positions : NO_POSITIONS,
+      [GREEDY_HEAD_NAMES.sampleableInput]: { type: 'int64', dims: [1], data: BigInt64Array.of(BigInt(sampleable)) },
+    };
+  }
+
+  /** The outputs a call fetches: all of them but the head it does not read. */
+  fetched(outputNames: readonly string[], head: SampledHead): string[] {
+    const unread = head.kind === 'greedy' ? 'logits' : GREEDY_HEAD_NAMES.output;
+    return outputNames.filter((name) => name !== unread);
+  }
+
+  /** Hands each sampled request what its head computed: logits rows as float32 (logits-rows.ts), or the greedy token of its last row. */
+  read(outputs: Readonly<Record<string, RawTensor>>, rows: readonly LogitsRowRange[], into: SampledOutput): void {
+    if (into.kind === 'greedy') {
+      const ids = outputs[GREEDY_HEAD_NAMES.output]!.data as BigInt64Array;
+      for (const { requestId, first, count } of rows) into.tokens.set(requestId, Number(ids[first + count - 1]!));
+      return;
+    }
+    const tensor = outputs['logits']!;
+    for (const { requestId, first, count } of rows) into.logits.set(requestId, toFloat32(tensor, first * this.vocabSize, count * this.vocabSize));
+  }
+}

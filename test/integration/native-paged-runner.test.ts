@@ -4,7 +4,8 @@
 // the bytes per position (twice the blocks for the same budget) and the logits stay within float16
 // rounding of the float32 cache's. A plan naming a block outside the pool fails mid-step without
 // touching the pool, and the runner goes on. Where the kernel is switched off, a segments directory opens the
-// paged graph with the reason in the runner's note; fp16 KV on a float32 graph is refused.
+// paged graph with the reason in the runner's note; fp16 KV on a float32 graph is refused. Both
+// runners' greedy heads pick exactly the argmax of the logits their execute() returns.
 
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
@@ -13,6 +14,7 @@ import type { ScheduledRequest, StepPlan } from '../../src/contracts/generate.js
 import { DEFAULT_REPOSITORY } from '../../models/default-repository.js';
 import { openModelRunner } from '../../src/runners/create-runner.js';
 import type { ModelRunner, RunnerOptions } from '../../src/runners/model-runner.js';
+import { argmax } from '../../src/sampler/select.js';
 import { relativeError } from '../support/onnx.js';
 
 const ONNX = join(DEFAULT_REPOSITORY, 'qwen3-tiny', '1', 'onnx');
@@ -58,6 +60,21 @@ async function logitsOf(runner: ModelRunner): Promise<Float32Array[]> {
   return rows;
 }
 
+/** Each planned row's token from the runner's greedy head, plan by plan. */
+async function greedyTokensOf(runner: ModelRunner, sampleableVocab: number): Promise<number[]> {
+  const tokens: number[] = [];
+  try {
+    expect(runner.executeGreedy).toBeDefined();
+    for (const plan of plans()) {
+      const picked = await runner.executeGreedy!(plan, sampleableVocab);
+      for (const r of plan.scheduled) tokens.push(picked.get(r.requestId)!);
+    }
+  } finally {
+    await runner.release();
+  }
+  return tokens;
+}
+
 const worst = (a: Float32Array[], b: Float32Array[]) => Math.max(...a.map((row, i) => relativeError(row, b[i]!)));
 
 describe('NativePagedRunner', () => {
@@ -78,6 +95,19 @@ describe('NativePagedRunner', () => {
     expect(error).toBeGreaterThan(0); // the cache really is float16
     expect(error).toBeLessThan(2e-2);
   }, 60_000);
+
+  it.each(['model_paged.onnx', 'model_paged.segments'])(
+    '%s: the greedy head picks the argmax of the logits execute() returns, below the sampleable bound, and leaves the same cache',
+    async (file) => {
+      const rows = await logitsOf(await openModelRunner(options(join(ONNX, file))));
+      // The tokenizer's bound, and one that cuts off most of the vocabulary (the argmax must move below it).
+      for (const bound of [151_669, 5_000]) {
+        const expected = rows.map((row) => argmax(row, bound));
+        expect(await greedyTokensOf(await openModelRunner(options(join(ONNX, file))), bound)).toEqual(expected);
+      }
+    },
+    60_000,
+  );
 
   it('a step whose plan names a block outside the pool fails before writing anything, and the runner goes on computing the same logits', async () => {
     const reference = await logitsOf(await openModelRunner(options(join(ONNX, 'model_paged.segments'))));

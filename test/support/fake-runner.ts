@@ -3,22 +3,34 @@
 // one-hot at the fake model's next token, which greedy sampling must pick. The fake KV store
 // still checks every block table the plan carries. `hold()` keeps the next execute pending until
 // the test lets it go, so a message can be delivered mid-step without counting event-loop turns.
+// With `greedyHead` it also has executeGreedy (a model's greedy head): the same next tokens, and
+// `heads` records which of the two each step used.
 
 import type { StepPlan } from '../../src/contracts/generate.js';
-import { emptyBreakdown, type ModelRunner, type RunnerInfo, type RunnerStats, type StepLogits } from '../../src/runners/model-runner.js';
+import { emptyBreakdown, type ModelRunner, type RunnerInfo, type RunnerStats, type StepGreedyTokens, type StepLogits } from '../../src/runners/model-runner.js';
 import { FakeRunner, VOCAB } from './fake-model.js';
 
 export class FakeModelRunner implements ModelRunner {
   readonly info: RunnerInfo;
   readonly stats: RunnerStats = { lastStepCalls: 0, lastStepCopyMs: 0, reusedPastCalls: 0, lastStep: emptyBreakdown(), total: emptyBreakdown() };
   readonly plans: StepPlan[] = [];
+  /** Which head each step read: 'logits' (execute) or 'greedy' (executeGreedy, with its sampleable bound). */
+  readonly heads: string[] = [];
+  readonly executeGreedy?: (plan: StepPlan, sampleableVocab: number) => Promise<StepGreedyTokens>;
   released = false;
   private readonly model: FakeRunner;
   private gate: Promise<void> | null = null;
 
-  constructor(numBlocks: number, blockSize = 4) {
+  constructor(numBlocks: number, blockSize = 4, options: { greedyHead?: boolean } = {}) {
     this.model = new FakeRunner(numBlocks, blockSize);
     this.info = { kind: 'past-key-values', shape: { numLayers: 1, numKvHeads: 1, headDim: 1, vocabSize: VOCAB, kvType: 'float32' }, numBlocks, blockSize, device: 'cpu' };
+    if (options.greedyHead) {
+      this.executeGreedy = async (plan, sampleableVocab) => {
+        this.heads.push(`greedy<${sampleableVocab}`);
+        const sampled = await this.run(plan);
+        return new Map(sampled.map((s) => [s.requestId, s.tokenIds[0]!]));
+      };
+    }
   }
 
   /** The next execute waits until the returned function is called. */
@@ -29,13 +41,8 @@ export class FakeModelRunner implements ModelRunner {
   }
 
   async execute(plan: StepPlan): Promise<StepLogits> {
-    if (this.released) throw new Error('execute after release');
-    this.plans.push(plan);
-    const { sampled } = this.model.execute(plan);
-    this.stats.lastStepCalls = 1;
-    const gate = this.gate;
-    this.gate = null;
-    if (gate) await gate;
+    this.heads.push('logits');
+    const sampled = await this.run(plan);
     return new Map(
       sampled.map((s) => {
         const logits = new Float32Array(VOCAB);
@@ -43,6 +50,17 @@ export class FakeModelRunner implements ModelRunner {
         return [s.requestId, logits];
       }),
     );
+  }
+
+  private async run(plan: StepPlan) {
+    if (this.released) throw new Error('execute after release');
+    this.plans.push(plan);
+    const { sampled } = this.model.execute(plan);
+    this.stats.lastStepCalls = 1;
+    const gate = this.gate;
+    this.gate = null;
+    if (gate) await gate;
+    return sampled;
   }
 
   async release(): Promise<void> {

@@ -161,7 +161,7 @@ async function warmUp(config: EngineBenchConfig, engines: Engines): Promise<void
 
 function sweepNotes(config: EngineBenchConfig, load: readonly number[]): string[] {
   return [
-    `context sweep: at each prompt length (${config.sweep.join(', ')}) and concurrency (${config.concurrency.join(', ')}), every request submitted at once to a fresh EngineCore in the bench worker, random prompts, ${config.outputTokens} output tokens, greedy, ignore_eos; tok/s = output tokens / the workload's own wall time (prefill included); max_num_batched_tokens ${config.maxNumBatchedTokens}, ${config.threads} intra-op threads`,
+    `context sweep: at each prompt length (${config.sweep.join(', ')}) and concurrency (${config.concurrency.join(', ')}), every request submitted at once to a fresh EngineCore in the bench worker, random prompts, ${config.outputTokens} output tokens, greedy, ignore_eos (the paged runners take these plain greedy rows' tokens from the model's greedy head, kernels/greedy-tokens.ts: no logits leave ORT; the PastKeyValuesRunner and the floor fetch the logits); tok/s = output tokens / the workload's own wall time (prefill included); max_num_batched_tokens ${config.maxNumBatchedTokens}, ${config.threads} intra-op threads`,
     `forward floor: bare Optimum session.run of the same work — the prefill calls (prompts per call as max_num_batched_tokens admits) and ${config.outputTokens} decode steps at the middle past, medians of 3 calls each`,
     `load average (1/5/15 min) at the start: ${load.map((x) => x.toFixed(2)).join(' / ')} on ${config.threads} threads`,
   ];

@@ -27,7 +27,11 @@
 /* Blocks ahead of the one being read whose lines are prefetched, a row's worth per row read:
  * a block is one 4 KiB page of K (or V) rows, which the hardware prefetcher does not cross, and
  * the blocks of a table lie anywhere in the pool. Measured at 32 x 2,048: ~11 ms a layer without,
- * 6-8 ms with (1 to 4 ahead all alike; the whole next block at once was slower). */
+ * 6-8 ms with (1 to 4 ahead all alike; the whole next block at once was slower). The prefetches
+ * are non-temporal: a decode step reads each K/V row once, and with the default (keep in every
+ * level) those 67 MB a layer at 32 x 2,048 evicted the next segment's weights, so ORT's share of a
+ * step grew with the context (42 ms at past 160, 53 ms at 2,048); non-temporal, 39-49 ms there,
+ * and the kernel itself 25 -> 18.5 ms a step (bench/kernels/measure-decode-step.ts). */
 #define AHEAD 2
 
 
@@ -119,7 +123,7 @@ static inline const char *block_start(const Job *job, const void *pool_head, int
 /* Row r's cache lines of a block that will be read AHEAD blocks from now. */
 static inline void prefetch_row(const char *block, int r, const int dim, size_t element) {
   const size_t bytes = (size_t)dim * element;
-  for (size_t line = 0; line < bytes; line += 64) __builtin_prefetch(block + (size_t)r * bytes + line);
+  for (size_t line = 0; line < bytes; line += 64) __builtin_prefetch(block + (size_t)r * bytes + line, 0, 0);
 }
 
 static inline __attribute__((always_inline)) void attend_unit(const Job *job, const Unit *u, Scratch *s, const int dim, const int groups) {

@@ -6,10 +6,12 @@
 // once either way. Reading greedy tokens instead of logits saves a batch-32 decode step the
 // 19.5 MB logits copy out of ONNX Runtime (fresh pages every step) and the sampler's scan of it.
 
+import type { StepPlan } from '../contracts/generate.js';
 import type { SessionMetadata } from '../contracts/worker-messages.js';
 import type { RawTensor } from '../runtime/model-session.js';
 import type { LogitsRowRange } from './flat-batch.js';
 import { toFloat32 } from './logits-rows.js';
+import type { StepGreedyTokens } from './model-runner.js';
 import { GREEDY_HEAD_NAMES } from './paged-layout.js';
 
 /** Which head a call reads, and where what it reads goes: each sampled request's logits rows, or its greedy token over ids below `sampleableVocab`. */
@@ -63,4 +65,17 @@ export class SampledHeads {
     const tensor = outputs['logits']!;
     for (const { requestId, first, count } of rows) into.logits.set(requestId, toFloat32(tensor, first * this.vocabSize, count * this.vocabSize));
   }
+}
+
+/** A runner's ModelRunner.executeGreedy where its model has the greedy head (else undefined): the runner's own pass over the plan, reading the greedy tokens. */
+export function greedyExecution(
+  heads: SampledHeads,
+  run: (plan: StepPlan, sampled: SampledOutput) => Promise<void>,
+): ((plan: StepPlan, sampleableVocab: number) => Promise<StepGreedyTokens>) | undefined {
+  if (!heads.hasGreedy) return undefined;
+  return async (plan, sampleableVocab) => {
+    const tokens = new Map<string, number>();
+    await run(plan, { kind: 'greedy', sampleableVocab, tokens });
+    return tokens;
+  };
 }

@@ -15,7 +15,7 @@ import type { ModelSession, RawTensor } from '../runtime/model-session.js';
 import type { KernelLayout, KernelShape, PagedAttentionKernel } from '../runtime/paged-attention-kernel.js';
 import type { KvArray } from './kv-storage.js';
 import { flatBatch, type LogitsRowRange } from './flat-batch.js';
-import { type SampledOutput, SampledHeads } from './greedy-head.js';
+import { greedyExecution, type SampledOutput, SampledHeads } from './greedy-head.js';
 import { blocksForBudget, type KvBudget, type ModelRunner, type ModelShape, type RunnerInfo, type RunnerStats, runnerInfo, type StepGreedyTokens } from './model-runner.js';
 import { PagedKvStorage } from './paged-kv-storage.js';
 import { StepTimer } from './step-timer.js';
@@ -64,13 +64,7 @@ export class NativePagedRunner implements ModelRunner {
     const last = segments.at(-1)!;
     this.heads = SampledHeads.of(last.metadata, shape.vocabSize);
     this.lastOutputNames = last.metadata.outputs.map((o) => o.name);
-    if (this.heads.hasGreedy) {
-      this.executeGreedy = async (plan, sampleableVocab) => {
-        const tokens = new Map<string, number>();
-        await this.run(plan, { kind: 'greedy', sampleableVocab, tokens });
-        return tokens;
-      };
-    }
+    this.executeGreedy = greedyExecution(this.heads, (plan, sampled) => this.run(plan, sampled));
   }
 
   /** kvCacheDtype fp16 keeps the pool in float16 whatever the segments' float type: half the bytes to read and store per position. */

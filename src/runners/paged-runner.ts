@@ -10,7 +10,7 @@ import type { ScheduledRequest, StepPlan } from '../contracts/generate.js';
 import type { ModelSession, RawTensor } from '../runtime/model-session.js';
 import { FLAT_CALL_COST, groupRows } from './call-groups.js';
 import { flatBatch, type LogitsRowRange } from './flat-batch.js';
-import { type SampledOutput, SampledHeads } from './greedy-head.js';
+import { greedyExecution, type SampledOutput, SampledHeads } from './greedy-head.js';
 import type { KvArray } from './kv-storage.js';
 import { StepTimer } from './step-timer.js';
 import { blocksForBudget, type KvBudget, type ModelRunner, type ModelShape, type RunnerInfo, type RunnerStats, runnerInfo, type StepGreedyTokens } from './model-runner.js';
@@ -35,13 +35,7 @@ export class PagedRunner implements ModelRunner {
     this.info = runnerInfo('paged', shape, pool, session);
     this.heads = SampledHeads.of(session.metadata, shape.vocabSize);
     this.outputNames = session.metadata.outputs.map((o) => o.name);
-    if (this.heads.hasGreedy) {
-      this.executeGreedy = async (plan, sampleableVocab) => {
-        const tokens = new Map<string, number>();
-        await this.run(plan, { kind: 'greedy', sampleableVocab, tokens });
-        return tokens;
-      };
-    }
+    this.executeGreedy = greedyExecution(this.heads, (plan, sampled) => this.run(plan, sampled));
   }
 
   /** Reads the layout from the session and allocates as many KV blocks as the budget holds. */

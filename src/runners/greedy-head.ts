@@ -27,13 +27,20 @@ export class SampledHeads {
     /** False for a paged model exported before the greedy head: it has logits only. */
     readonly hasGreedy: boolean,
     private readonly vocabSize: number,
+    /** The outputs a call reading each head fetches: all of the model's but the other head's, decided once. */
+    private readonly fetchedFor: Readonly<Record<SampledOutput['kind'], readonly string[]>>,
   ) {}
 
   static of(metadata: SessionMetadata, vocabSize: number): SampledHeads {
     const names = new Set([...metadata.inputs, ...metadata.outputs].map((io) => io.name));
+    const outputs = metadata.outputs.map((o) => o.name);
     return new SampledHeads(
       Object.values(GREEDY_HEAD_NAMES).every((name) => names.has(name)),
       vocabSize,
+      {
+        logits: outputs.filter((name) => name !== GREEDY_HEAD_NAMES.output),
+        greedy: outputs.filter((name) => name !== 'logits'),
+      },
     );
   }
 
@@ -49,10 +56,9 @@ export class SampledHeads {
     };
   }
 
-  /** The outputs a call fetches: all of them but the head it does not read. */
-  fetched(outputNames: readonly string[], head: SampledHead): string[] {
-    const unread = head.kind === 'greedy' ? 'logits' : GREEDY_HEAD_NAMES.output;
-    return outputNames.filter((name) => name !== unread);
+  /** The outputs a call fetches: all of the model's but the head it does not read. */
+  fetched(head: SampledHead): readonly string[] {
+    return this.fetchedFor[head.kind];
   }
 
   /** Hands each sampled request what its head computed: logits rows as float32 (logits-rows.ts), or the greedy token of its last row. */

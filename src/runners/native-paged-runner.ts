@@ -47,7 +47,6 @@ export class NativePagedRunner implements ModelRunner {
   readonly info: RunnerInfo;
   private readonly threads: number;
   private readonly heads: SampledHeads;
-  private readonly lastOutputNames: readonly string[];
   readonly executeGreedy?: (plan: StepPlan, sampleableVocab: number) => Promise<StepGreedyTokens>;
 
   constructor(
@@ -61,9 +60,7 @@ export class NativePagedRunner implements ModelRunner {
     this.info = runnerInfo('paged-native', shape, pool, segments[0]!);
     // The kernel runs while ORT's threads wait between segments: as many threads as ORT uses.
     this.threads = intraOpNumThreads > 0 ? intraOpNumThreads : availableParallelism();
-    const last = segments.at(-1)!;
-    this.heads = SampledHeads.of(last.metadata, shape.vocabSize);
-    this.lastOutputNames = last.metadata.outputs.map((o) => o.name);
+    this.heads = SampledHeads.of(segments.at(-1)!.metadata, shape.vocabSize);
     this.executeGreedy = greedyExecution(this.heads, (plan, sampled) => this.run(plan, sampled));
   }
 
@@ -109,7 +106,7 @@ export class NativePagedRunner implements ModelRunner {
         ...(last ? this.heads.feeds(tokens.logits_indices, sampled) : { position_ids: tokens.position_ids }),
       };
       const segment = this.segments[layer + 1]!;
-      out = await this.timer.call(() => (last ? segment.run(feeds, this.heads.fetched(this.lastOutputNames, sampled)) : segment.run(feeds)));
+      out = await this.timer.call(() => (last ? segment.run(feeds, this.heads.fetched(sampled)) : segment.run(feeds)));
     }
     this.timer.timed('logitsMs', () => this.heads.read(out, logitsRows, sampled));
   }

@@ -24,7 +24,6 @@ export class PagedRunner implements ModelRunner {
   readonly stats: RunnerStats = this.timer.stats;
   readonly info: RunnerInfo;
   private readonly heads: SampledHeads;
-  private readonly outputNames: readonly string[];
   readonly executeGreedy?: (plan: StepPlan, sampleableVocab: number) => Promise<StepGreedyTokens>;
 
   constructor(
@@ -34,7 +33,6 @@ export class PagedRunner implements ModelRunner {
   ) {
     this.info = runnerInfo('paged', shape, pool, session);
     this.heads = SampledHeads.of(session.metadata, shape.vocabSize);
-    this.outputNames = session.metadata.outputs.map((o) => o.name);
     this.executeGreedy = greedyExecution(this.heads, (plan, sampled) => this.run(plan, sampled));
   }
 
@@ -73,7 +71,7 @@ export class PagedRunner implements ModelRunner {
       feeds[`key_cache.${layer}`] = { type: this.shape.kvType, dims: this.pool.dims, data: this.pool.keys[layer]! };
       feeds[`value_cache.${layer}`] = { type: this.shape.kvType, dims: this.pool.dims, data: this.pool.values[layer]! };
     }
-    const outputs = await this.timer.call(() => this.session.run(feeds, this.heads.fetched(this.outputNames, sampled)));
+    const outputs = await this.timer.call(() => this.session.run(feeds, this.heads.fetched(sampled)));
 
     this.timer.timed('scatterMs', () => {
       for (let layer = 0; layer < numLayers; layer++) {

@@ -128,6 +128,36 @@ describe('NativePagedRunner', () => {
     }
   }, 60_000);
 
+  it('a greedy step whose plan names a block outside the pool fails the same way, and the runner goes on picking the same tokens', async () => {
+    const bound = 151_669;
+    const reference = await greedyTokensOf(await openModelRunner(options(join(ONNX, 'model_paged.segments'))), bound);
+    const runner = await openModelRunner(options(join(ONNX, 'model_paged.segments')));
+    const [first, ...rest] = plans();
+    try {
+      const bad: StepPlan = { ...first!, scheduled: first!.scheduled.map((r, s) => (s === 2 ? { ...r, blockTable: [runner.info.numBlocks + 3] } : r)) };
+      await expect(runner.executeGreedy!(bad, bound)).rejects.toThrow(/a block id is outside the pool/);
+      const tokens: number[] = [];
+      for (const plan of [first!, ...rest]) {
+        const picked = await runner.executeGreedy!(plan, bound);
+        for (const r of plan.scheduled) tokens.push(picked.get(r.requestId)!);
+      }
+      expect(tokens).toEqual(reference);
+    } finally {
+      await runner.release();
+    }
+  }, 60_000);
+
+  it('an injected fault at a greedy step throws there, counted with the logits steps', async () => {
+    const runner = await openModelRunner(options(join(ONNX, 'model_paged.segments'), { faultInjection: { action: 'throw', at: 'step', count: 2 } }));
+    const [first, second] = plans();
+    try {
+      await runner.execute(first!);
+      await expect(runner.executeGreedy!(second!, 151_669)).rejects.toThrow(/fault injection: throw at step 2/);
+    } finally {
+      await runner.release();
+    }
+  }, 60_000);
+
   it('refuses an fp16 cache on a float32 graph, naming what it needs', async () => {
     await expect(openModelRunner(options(join(ONNX, 'model.onnx'), { kvCacheDtype: 'fp16' }))).rejects.toThrow(/kv_cache_dtype fp16 on a float32 model needs attention_backend paged/);
     await expect(openModelRunner(options(join(ONNX, 'model_paged.onnx'), { kvCacheDtype: 'fp16' }))).rejects.toThrow(/native kernel/);

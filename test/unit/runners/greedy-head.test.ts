@@ -31,9 +31,8 @@ describe('SampledHeads', () => {
     expect([values(greedy['logits_indices']), values(greedy['greedy_indices']), values(greedy['sampleable_vocab'])]).toEqual([[], [4, 9, 12], [976]]);
     // A bound past the vocabulary means the whole of it.
     expect(values(heads.feeds(positions, { kind: 'greedy', sampleableVocab: 5000 })['sampleable_vocab'])).toEqual([1000]);
-    const names = WITH_HEAD.outputs.map((o) => o.name);
-    expect(heads.fetched(names, { kind: 'logits' })).toEqual(['logits', 'new_key.0']);
-    expect(heads.fetched(names, { kind: 'greedy' })).toEqual(['greedy_token_ids', 'new_key.0']);
+    expect(heads.fetched({ kind: 'logits' })).toEqual(['logits', 'new_key.0']);
+    expect(heads.fetched({ kind: 'greedy' })).toEqual(['greedy_token_ids', 'new_key.0']);
   });
 
   it('hands each sampled request the greedy token of its last row', () => {

@@ -8,17 +8,23 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ensureBuilt, type BuiltModel, type ModelFamily } from '../../../models/catalog.js';
 import { DEFAULT_REPOSITORY } from '../../../models/default-repository.js';
-import type { ModelSize } from '../../../models/common/model-files.js';
-import type { Precision } from '../../../kernels/linear.js';
+import { DECODER_PRECISIONS, PRECISIONS, type ModelSize } from '../../../models/common/model-files.js';
+import type { WeightPrecision } from '../../../kernels/linear.js';
 
 export const FAMILIES: readonly ModelFamily[] = ['qwen3', 'bert', 'resnet'];
 export const SWAP = 'swap';
+
+/** The variants asked for that the family's builder writes: the 4-bit ones exist for the decoder only. */
+export function familyPrecisions(family: ModelFamily, wanted: readonly WeightPrecision[]): WeightPrecision[] {
+  const built: readonly WeightPrecision[] = family === 'qwen3' ? DECODER_PRECISIONS : PRECISIONS;
+  return wanted.filter((p) => built.includes(p));
+}
 
 export interface FamilyModels {
   readonly family: ModelFamily;
   readonly built: BuiltModel;
   /** Bytes of each variant's ONNX file. */
-  readonly fileBytes: ReadonlyMap<Precision, number>;
+  readonly fileBytes: ReadonlyMap<WeightPrecision, number>;
 }
 
 const served = (family: ModelFamily, variant: string): string => `${family}-${variant}`;
@@ -46,7 +52,7 @@ const classicConfig = (name: string, precision: string): string =>
 export async function buildRepository(
   size: ModelSize,
   wanted: readonly ModelFamily[],
-  precisions: readonly Precision[],
+  precisions: readonly WeightPrecision[],
   kvCacheBytes: number,
   log: (line: string) => void,
 ): Promise<{ root: string; families: FamilyModels[] }> {
@@ -54,9 +60,10 @@ export async function buildRepository(
   const families: FamilyModels[] = [];
   for (const family of wanted) {
     const built = await ensureBuilt(family, size, { log });
-    const fileBytes = new Map<Precision, number>();
-    for (const precision of precisions) fileBytes.set(precision, (await stat(built.modelPath(precision))).size);
-    for (const variant of [...precisions, SWAP]) {
+    const variants = familyPrecisions(family, precisions);
+    const fileBytes = new Map<WeightPrecision, number>();
+    for (const precision of variants) fileBytes.set(precision, (await stat(built.modelPath(precision))).size);
+    for (const variant of [...variants, SWAP]) {
       const name = served(family, variant);
       const precision = variant === SWAP ? 'fp32' : variant;
       await mkdir(join(root, name), { recursive: true });

@@ -7,24 +7,26 @@
 // requests overlapping it saw against those before it.
 
 import { readFileSync } from 'node:fs';
+import { basename } from 'node:path';
 import * as ort from 'onnxruntime-node';
-import type { Precision } from '../../../kernels/linear.js';
+import type { WeightPrecision } from '../../../kernels/linear.js';
 import type { ModelFamily } from '../../../models/catalog.js';
-import type { ModelSize } from '../../../models/common/model-files.js';
+import { DECODER_PRECISIONS, type ModelSize } from '../../../models/common/model-files.js';
 import { intList, positiveInt, stringList } from '../../harness/args.js';
 import { messageOf } from '../../harness/runner.js';
 import type { FlagValues, PreparedScenario, Scenario, ScenarioContext } from '../../harness/scenario.js';
 import type { BenchCase, CaseResult } from '../../harness/types.js';
 import { decoderQuality } from '../forward/quality.js';
 import { startServerProcess, type ServerProcess } from '../infer/server-process.js';
-import { FAMILIES, SWAP, buildRepository, servedName, type FamilyModels } from './repository.js';
+import { FAMILIES, SWAP, buildRepository, familyPrecisions, servedName, type FamilyModels } from './repository.js';
 import { argmax, cosine, request, type RequestShape } from './requests.js';
 import { measureSwaps } from './swap.js';
 
 export interface PrecisionConfig {
   readonly size: ModelSize;
   readonly families: readonly ModelFamily[];
-  readonly precisions: readonly Precision[];
+  /** transformers.js variant names; the 4-bit ones (q4, q4f16) are served for the decoder only. */
+  readonly precisions: readonly WeightPrecision[];
   readonly concurrency: readonly number[];
   readonly outputTokens: number;
   readonly kvCacheBytes: number;
@@ -38,7 +40,7 @@ export function precisionConfig(flags: FlagValues, quick: boolean): PrecisionCon
   return {
     size: size[0]!,
     families: stringList(flags['families'], FAMILIES, FAMILIES, '--families'),
-    precisions: stringList(flags['precisions'], ['fp32', 'int8', 'fp16'] as const, ['fp32', 'int8', 'fp16'], '--precisions'),
+    precisions: stringList(flags['precisions'], DECODER_PRECISIONS, ['fp32', 'int8', 'fp16'], '--precisions'),
     concurrency: intList(flags['concurrency'], quick ? [1, 8] : [1, 32], '--concurrency'),
     outputTokens: positiveInt(flags['output'], quick ? 8 : 64, '--output', 1),
     kvCacheBytes: (quick ? 16 : 256) << 20,
@@ -53,7 +55,7 @@ export function precisionScenario(): Scenario {
     flags: {
       size: { type: 'string', usage: '--size tiny|bench', description: 'models to serve (default bench; quick tiny)' },
       families: { type: 'string', usage: '--families qwen3,bert,resnet', description: 'model families to serve' },
-      precisions: { type: 'string', usage: '--precisions fp32,int8,fp16', description: 'variants to serve (fp32 is the baseline)' },
+      precisions: { type: 'string', usage: '--precisions fp32,int8,fp16,q4,q4f16', description: 'variants to serve (fp32 is the baseline; q4 and q4f16 for the decoder only)' },
       concurrency: { type: 'string', usage: '--concurrency 1,32', description: 'concurrent requests per throughput point (quick 1,8)' },
       output: { type: 'string', usage: '--output N', description: 'output tokens per decoder request (default 64; quick 8)' },
     },
@@ -93,14 +95,14 @@ async function preparePrecision(context: ScenarioContext): Promise<PreparedScena
   try {
     const rows: string[] = ['| model | precision | file | accounted | RSS added by the load | quality vs fp32 |', '|---|---|---|---|---|---|'];
     const shape: { imageDims: number[] } = { imageDims: [] };
-    for (const { family, fileBytes } of families) {
-      for (const precision of config.precisions) {
+    for (const { family, built, fileBytes } of families) {
+      for (const precision of familyPrecisions(family, config.precisions)) {
         const model = servedName(family, precision);
         const before = rssOf(server.pid);
         await load(server, model);
         const after = rssOf(server.pid);
         rows.push(
-          `| ${family} | ${precision} | ${MiB(fileBytes.get(precision)!)} | ${MiB(await accountedBytes(server, model))} | ${before === null || after === null ? 'n/a' : MiB(after - before)} | QUALITY:${family}:${precision} |`,
+          `| ${family} | ${precision} | ${basename(built.modelPath(precision))}, ${MiB(fileBytes.get(precision)!)} | ${MiB(await accountedBytes(server, model))} | ${before === null || after === null ? 'n/a' : MiB(after - before)} | QUALITY:${family}:${precision} |`,
         );
       }
       await load(server, servedName(family, SWAP));
@@ -122,6 +124,7 @@ async function preparePrecision(context: ScenarioContext): Promise<PreparedScena
         "memory: `accounted` is the server's own books (the weights file per instance + an LLM's KV pool, /v2/models/{m}/stats memory_usage); `RSS added` is the server process's VmRSS after the load minus before it (MALLOC_ARENA_MAX=1; onnxruntime arenas and the JS heap included)",
         `throughput: every request of a point sent at once; decoder: /v1/completions, ${config.outputTokens} tokens, greedy, ignore_eos (work = tokens); encoder: /v1/embeddings of one text; CNN: KServe infer of one image (work = requests)`,
         ...swaps.notes,
+        ...skippedVariants(config),
       ],
       settings: { ...config, repository: root },
       conclude: (results) => ({ results: [...throughputTable(results, config), '', ...table, '', ...swaps.table].join('\n') }),
@@ -133,10 +136,18 @@ async function preparePrecision(context: ScenarioContext): Promise<PreparedScena
   }
 }
 
+/** The variants asked for that a family has no build of (the 4-bit ones outside the decoder), as a note. */
+function skippedVariants(config: PrecisionConfig): string[] {
+  return config.families.flatMap((family) => {
+    const missing = config.precisions.filter((p) => !familyPrecisions(family, config.precisions).includes(p));
+    return missing.length === 0 ? [] : [`${family}: no ${missing.join(', ')} variant is built for this family (4-bit weights are decoder-only), skipped`];
+  });
+}
+
 function throughputCases(http: string, config: PrecisionConfig, shape: RequestShape): BenchCase[] {
   const cases: BenchCase[] = [];
   for (const family of config.families) {
-    for (const precision of config.precisions) {
+    for (const precision of familyPrecisions(family, config.precisions)) {
       for (const c of config.concurrency) {
         const work = family === 'qwen3' ? { count: c * config.outputTokens, unit: 'tokens' } : { count: c, unit: 'requests' };
         cases.push({
@@ -158,7 +169,7 @@ function throughputTable(results: readonly CaseResult[], config: PrecisionConfig
   const header = `| model | precision | ${config.concurrency.map((c) => `c${c}`).join(' | ')} |`;
   const rows = [header, `|---|---|${config.concurrency.map(() => '---|').join('')}`];
   for (const family of config.families) {
-    for (const precision of config.precisions) {
+    for (const precision of familyPrecisions(family, config.precisions)) {
       const cells = config.concurrency.map((c) => {
         const r = results.find((x) => x.group === family && x.variant === precision && x.point === `c${c}`);
         if (!r?.throughput) return 'n/a';
@@ -176,7 +187,7 @@ async function measureQuality(server: ServerProcess, families: readonly FamilyMo
   const out = new Map<string, string>();
   for (const { family, built } of families) {
     const reference = family === 'qwen3' ? await ort.InferenceSession.create(built.modelPath('fp32'), { logSeverityLevel: 3 }) : null;
-    for (const precision of config.precisions.filter((p) => p !== 'fp32')) {
+    for (const precision of familyPrecisions(family, config.precisions).filter((p) => p !== 'fp32')) {
       out.set(`${family}:${precision}`, await qualityOf(server.http, family, precision, reference, built.modelPath(precision), config, shape));
     }
     await reference?.release();
@@ -184,7 +195,15 @@ async function measureQuality(server: ServerProcess, families: readonly FamilyMo
   return out;
 }
 
-async function qualityOf(http: string, family: ModelFamily, precision: Precision, reference: ort.InferenceSession | null, file: string, config: PrecisionConfig, shape: RequestShape): Promise<string> {
+async function qualityOf(
+  http: string,
+  family: ModelFamily,
+  precision: WeightPrecision,
+  reference: ort.InferenceSession | null,
+  file: string,
+  config: PrecisionConfig,
+  shape: RequestShape,
+): Promise<string> {
   if (reference) {
     const candidate = await ort.InferenceSession.create(file, { logSeverityLevel: 3 });
     const q = await decoderQuality(reference, candidate, config.qualitySamples);

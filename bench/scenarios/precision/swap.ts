@@ -3,10 +3,10 @@
 // from the load call to its answer (the new variant READY, the old one closing); the requests
 // that overlapped a swap are compared with the same lanes' requests before the first one.
 
-import type { Precision } from '../../../kernels/linear.js';
+import type { WeightPrecision } from '../../../kernels/linear.js';
 import type { ModelFamily } from '../../../models/catalog.js';
 import { percentile } from '../../harness/stats.js';
-import { SWAP, servedName } from './repository.js';
+import { SWAP, familyPrecisions, servedName } from './repository.js';
 import { request, type RequestShape } from './requests.js';
 
 const LANES = 4;
@@ -36,7 +36,7 @@ const ms = (values: readonly number[], p: number): string =>
         p,
       ).toFixed(1);
 
-async function swapFamily(http: string, family: ModelFamily, shape: RequestShape, order: readonly Precision[]): Promise<{ rows: string[]; failed: number }> {
+async function swapFamily(http: string, family: ModelFamily, shape: RequestShape, order: readonly WeightPrecision[]): Promise<{ rows: string[]; failed: number }> {
   const model = servedName(family, SWAP);
   const done: Timed[] = [];
   let running = true;
@@ -56,7 +56,7 @@ async function swapFamily(http: string, family: ModelFamily, shape: RequestShape
   };
   const lanes = Array.from({ length: LANES }, (_, id) => lane(id));
   await baseline;
-  const windows: { precision: Precision; startMs: number; endMs: number }[] = [];
+  const windows: { precision: WeightPrecision; startMs: number; endMs: number }[] = [];
   try {
     for (const precision of order) {
       const startMs = performance.now();
@@ -77,12 +77,12 @@ async function swapFamily(http: string, family: ModelFamily, shape: RequestShape
   return { rows, failed: done.filter((r) => !r.ok).length };
 }
 
-export async function measureSwaps(http: string, families: readonly ModelFamily[], shape: RequestShape, precisions: readonly Precision[]): Promise<{ table: string[]; notes: string[] }> {
-  // Through every other variant and back to fp32, where the swap model started.
-  const order: Precision[] = [...precisions.filter((p) => p !== 'fp32'), 'fp32'];
+export async function measureSwaps(http: string, families: readonly ModelFamily[], shape: RequestShape, precisions: readonly WeightPrecision[]): Promise<{ table: string[]; notes: string[] }> {
   const table = ['| model | swap | swap ms | requests during | their latency p50 / p99 ms | before any swap p50 / p99 ms |', '|---|---|---|---|---|---|'];
   let failed = 0;
   for (const family of families) {
+    // Through every other variant the family has and back to fp32, where the swap model started.
+    const order: WeightPrecision[] = [...familyPrecisions(family, precisions).filter((p) => p !== 'fp32'), 'fp32'];
     const result = await swapFamily(http, family, shape, order);
     table.push(...result.rows);
     failed += result.failed;

@@ -9,7 +9,7 @@ import { readFile, readdir, writeFile } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { WeightPrecision } from '../kernels/linear.js';
-import { VARIANT_FILE, type ModelSize } from './common/model-files.js';
+import { DECODER_PRECISIONS, PRECISIONS, VARIANT_FILE, type ModelSize } from './common/model-files.js';
 import { writeBertModel } from './bert/write.js';
 import { writeQwen3Directory } from './qwen3/write.js';
 import { writeResnetModel } from './resnet/resnet.js';
@@ -21,6 +21,8 @@ export interface BuiltModel {
   readonly size: ModelSize;
   /** The directory the builder wrote. */
   readonly dir: string;
+  /** The variants the builder writes (the 4-bit ones for decoders only). */
+  readonly precisions: readonly WeightPrecision[];
   /** Path of the ONNX file of one variant. */
   modelPath(precision: WeightPrecision): string;
 }
@@ -28,14 +30,15 @@ export interface BuiltModel {
 interface Builder {
   /** Where the ONNX files sit inside the directory. */
   readonly onnxDir: string;
+  readonly precisions: readonly WeightPrecision[];
   write(dir: string, size: ModelSize, log: (line: string) => void): Promise<Record<string, string>>;
 }
 
 const BUILDERS: Record<ModelFamily, Builder> = {
-  qwen3: { onnxDir: 'onnx', write: writeQwen3Directory },
+  qwen3: { onnxDir: 'onnx', precisions: DECODER_PRECISIONS, write: writeQwen3Directory },
   // Triton's layout: the ONNX files sit in the version directory itself (1/model.onnx).
-  bert: { onnxDir: '.', write: writeBertModel },
-  resnet: { onnxDir: '.', write: writeResnetModel },
+  bert: { onnxDir: '.', precisions: PRECISIONS, write: writeBertModel },
+  resnet: { onnxDir: '.', precisions: PRECISIONS, write: writeResnetModel },
 };
 
 /**
@@ -65,7 +68,7 @@ export async function ensureBuilt(family: ModelFamily, size: ModelSize, options:
   const builder = BUILDERS[family];
   const dir = resolve(options.dir ?? join(MODELS_ROOT, 'build', `${family}-${size}`));
   const log = options.log ?? ((line: string) => process.stderr.write(`[models] ${line}\n`));
-  const built: BuiltModel = { family, size, dir, modelPath: (p) => join(dir, builder.onnxDir, VARIANT_FILE[p]) };
+  const built: BuiltModel = { family, size, dir, precisions: builder.precisions, modelPath: (p) => join(dir, builder.onnxDir, VARIANT_FILE[p]) };
   const fingerprint = await builderFingerprint();
   if (await isCurrent(dir, family, size, fingerprint)) return built;
   const started = performance.now();

@@ -8,21 +8,19 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ensureBuilt, type BuiltModel, type ModelFamily } from '../../../models/catalog.js';
 import { DEFAULT_REPOSITORY } from '../../../models/default-repository.js';
-import { DECODER_PRECISIONS, PRECISIONS, type ModelSize } from '../../../models/common/model-files.js';
+import type { ModelSize } from '../../../models/common/model-files.js';
 import type { WeightPrecision } from '../../../kernels/linear.js';
 
 export const FAMILIES: readonly ModelFamily[] = ['qwen3', 'bert', 'resnet'];
 export const SWAP = 'swap';
 
-/** The variants asked for that the family's builder writes: the 4-bit ones exist for the decoder only. */
-export function familyPrecisions(family: ModelFamily, wanted: readonly WeightPrecision[]): WeightPrecision[] {
-  const built: readonly WeightPrecision[] = family === 'qwen3' ? DECODER_PRECISIONS : PRECISIONS;
-  return wanted.filter((p) => built.includes(p));
-}
-
 export interface FamilyModels {
   readonly family: ModelFamily;
   readonly built: BuiltModel;
+  /** The variants asked for that this family has, served and measured in this order. */
+  readonly precisions: readonly WeightPrecision[];
+  /** Variants asked for that this family has no build of. */
+  readonly skipped: readonly WeightPrecision[];
   /** Bytes of each variant's ONNX file. */
   readonly fileBytes: ReadonlyMap<WeightPrecision, number>;
 }
@@ -60,7 +58,8 @@ export async function buildRepository(
   const families: FamilyModels[] = [];
   for (const family of wanted) {
     const built = await ensureBuilt(family, size, { log });
-    const variants = familyPrecisions(family, precisions);
+    // The variants asked for that the builder writes (the 4-bit ones exist for decoders only).
+    const variants = precisions.filter((p) => built.precisions.includes(p));
     const fileBytes = new Map<WeightPrecision, number>();
     for (const precision of variants) fileBytes.set(precision, (await stat(built.modelPath(precision))).size);
     for (const variant of [...variants, SWAP]) {
@@ -70,7 +69,7 @@ export async function buildRepository(
       await symlink(built.dir, join(root, name, '1'), 'dir');
       await writeFile(join(root, name, 'config.pbtxt'), family === 'qwen3' ? await decoderConfig(name, precision, kvCacheBytes) : classicConfig(name, precision));
     }
-    families.push({ family, built, fileBytes });
+    families.push({ family, built, precisions: variants, skipped: precisions.filter((p) => !variants.includes(p)), fileBytes });
   }
   return { root, families };
 }

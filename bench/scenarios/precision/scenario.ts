@@ -18,7 +18,7 @@ import type { FlagValues, PreparedScenario, Scenario, ScenarioContext } from '..
 import type { BenchCase, CaseResult } from '../../harness/types.js';
 import { decoderQuality } from '../forward/quality.js';
 import { startServerProcess, type ServerProcess } from '../infer/server-process.js';
-import { FAMILIES, SWAP, buildRepository, familyPrecisions, servedName, type FamilyModels } from './repository.js';
+import { FAMILIES, SWAP, buildRepository, servedName, type FamilyModels } from './repository.js';
 import { argmax, cosine, request, type RequestShape } from './requests.js';
 import { measureSwaps } from './swap.js';
 
@@ -95,8 +95,8 @@ async function preparePrecision(context: ScenarioContext): Promise<PreparedScena
   try {
     const rows: string[] = ['| model | precision | file | accounted | RSS added by the load | quality vs fp32 |', '|---|---|---|---|---|---|'];
     const shape: { imageDims: number[] } = { imageDims: [] };
-    for (const { family, built, fileBytes } of families) {
-      for (const precision of familyPrecisions(family, config.precisions)) {
+    for (const { family, built, precisions, fileBytes } of families) {
+      for (const precision of precisions) {
         const model = servedName(family, precision);
         const before = rssOf(server.pid);
         await load(server, model);
@@ -115,19 +115,19 @@ async function preparePrecision(context: ScenarioContext): Promise<PreparedScena
     const quality = await measureQuality(server, families, config, requestShape);
     const table = rows.map((row) => row.replace(/QUALITY:(\w+):(\w+)/, (_, family: string, precision: string) => quality.get(`${family}:${precision}`) ?? 'baseline'));
     context.log('measuring swaps under traffic…');
-    const swaps = await measureSwaps(server.http, config.families, requestShape, config.precisions);
+    const swaps = await measureSwaps(server.http, families, requestShape);
     return {
-      cases: throughputCases(server.http, config, requestShape),
+      cases: throughputCases(server.http, families, config, requestShape),
       skipped: [],
       charts: [{ kind: 'bar', file: 'precision-throughput.svg', title: 'Throughput per variant', yLabel: 'work / s', select: () => true, value: (r) => r.throughput?.perSecond ?? 0 }],
       notes: [
         "memory: `accounted` is the server's own books (the weights file per instance + an LLM's KV pool, /v2/models/{m}/stats memory_usage); `RSS added` is the server process's VmRSS after the load minus before it (MALLOC_ARENA_MAX=1; onnxruntime arenas and the JS heap included)",
         `throughput: every request of a point sent at once; decoder: /v1/completions, ${config.outputTokens} tokens, greedy, ignore_eos (work = tokens); encoder: /v1/embeddings of one text; CNN: KServe infer of one image (work = requests)`,
         ...swaps.notes,
-        ...skippedVariants(config),
+        ...families.filter((f) => f.skipped.length > 0).map((f) => `${f.family}: no ${f.skipped.join(', ')} variant is built for this family (4-bit weights are decoder-only), skipped`),
       ],
       settings: { ...config, repository: root },
-      conclude: (results) => ({ results: [...throughputTable(results, config), '', ...table, '', ...swaps.table].join('\n') }),
+      conclude: (results) => ({ results: [...throughputTable(results, families, config), '', ...table, '', ...swaps.table].join('\n') }),
       dispose,
     };
   } catch (error) {
@@ -136,18 +136,10 @@ async function preparePrecision(context: ScenarioContext): Promise<PreparedScena
   }
 }
 
-/** The variants asked for that a family has no build of (the 4-bit ones outside the decoder), as a note. */
-function skippedVariants(config: PrecisionConfig): string[] {
-  return config.families.flatMap((family) => {
-    const missing = config.precisions.filter((p) => !familyPrecisions(family, config.precisions).includes(p));
-    return missing.length === 0 ? [] : [`${family}: no ${missing.join(', ')} variant is built for this family (4-bit weights are decoder-only), skipped`];
-  });
-}
-
-function throughputCases(http: string, config: PrecisionConfig, shape: RequestShape): BenchCase[] {
+function throughputCases(http: string, families: readonly FamilyModels[], config: PrecisionConfig, shape: RequestShape): BenchCase[] {
   const cases: BenchCase[] = [];
-  for (const family of config.families) {
-    for (const precision of familyPrecisions(family, config.precisions)) {
+  for (const { family, precisions } of families) {
+    for (const precision of precisions) {
       for (const c of config.concurrency) {
         const work = family === 'qwen3' ? { count: c * config.outputTokens, unit: 'tokens' } : { count: c, unit: 'requests' };
         cases.push({
@@ -165,11 +157,11 @@ function throughputCases(http: string, config: PrecisionConfig, shape: RequestSh
 }
 
 /** Median throughput per variant and concurrency, the ratio to fp32 beside it. */
-function throughputTable(results: readonly CaseResult[], config: PrecisionConfig): string[] {
+function throughputTable(results: readonly CaseResult[], families: readonly FamilyModels[], config: PrecisionConfig): string[] {
   const header = `| model | precision | ${config.concurrency.map((c) => `c${c}`).join(' | ')} |`;
   const rows = [header, `|---|---|${config.concurrency.map(() => '---|').join('')}`];
-  for (const family of config.families) {
-    for (const precision of familyPrecisions(family, config.precisions)) {
+  for (const { family, precisions } of families) {
+    for (const precision of precisions) {
       const cells = config.concurrency.map((c) => {
         const r = results.find((x) => x.group === family && x.variant === precision && x.point === `c${c}`);
         if (!r?.throughput) return 'n/a';
@@ -185,9 +177,9 @@ function throughputTable(results: readonly CaseResult[], config: PrecisionConfig
 /** Each variant against fp32, as a cell of the table: by the metric the issue names for the family. */
 async function measureQuality(server: ServerProcess, families: readonly FamilyModels[], config: PrecisionConfig, shape: RequestShape): Promise<Map<string, string>> {
   const out = new Map<string, string>();
-  for (const { family, built } of families) {
+  for (const { family, built, precisions } of families) {
     const reference = family === 'qwen3' ? await ort.InferenceSession.create(built.modelPath('fp32'), { logSeverityLevel: 3 }) : null;
-    for (const precision of familyPrecisions(family, config.precisions).filter((p) => p !== 'fp32')) {
+    for (const precision of precisions.filter((p) => p !== 'fp32')) {
       out.set(`${family}:${precision}`, await qualityOf(server.http, family, precision, reference, built.modelPath(precision), config, shape));
     }
     await reference?.release();

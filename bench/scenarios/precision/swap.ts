@@ -4,9 +4,8 @@
 // that overlapped a swap are compared with the same lanes' requests before the first one.
 
 import type { WeightPrecision } from '../../../kernels/linear.js';
-import type { ModelFamily } from '../../../models/catalog.js';
 import { percentile } from '../../harness/stats.js';
-import { SWAP, familyPrecisions, servedName } from './repository.js';
+import { SWAP, servedName, type FamilyModels } from './repository.js';
 import { request, type RequestShape } from './requests.js';
 
 const LANES = 4;
@@ -36,7 +35,7 @@ const ms = (values: readonly number[], p: number): string =>
         p,
       ).toFixed(1);
 
-async function swapFamily(http: string, family: ModelFamily, shape: RequestShape, order: readonly WeightPrecision[]): Promise<{ rows: string[]; failed: number }> {
+async function swapFamily(http: string, family: FamilyModels['family'], shape: RequestShape, order: readonly WeightPrecision[]): Promise<{ rows: string[]; failed: number }> {
   const model = servedName(family, SWAP);
   const done: Timed[] = [];
   let running = true;
@@ -77,12 +76,12 @@ async function swapFamily(http: string, family: ModelFamily, shape: RequestShape
   return { rows, failed: done.filter((r) => !r.ok).length };
 }
 
-export async function measureSwaps(http: string, families: readonly ModelFamily[], shape: RequestShape, precisions: readonly WeightPrecision[]): Promise<{ table: string[]; notes: string[] }> {
+export async function measureSwaps(http: string, families: readonly Pick<FamilyModels, 'family' | 'precisions'>[], shape: RequestShape): Promise<{ table: string[]; notes: string[] }> {
   const table = ['| model | swap | swap ms | requests during | their latency p50 / p99 ms | before any swap p50 / p99 ms |', '|---|---|---|---|---|---|'];
   let failed = 0;
-  for (const family of families) {
+  for (const { family, precisions } of families) {
     // Through every other variant the family has and back to fp32, where the swap model started.
-    const order: WeightPrecision[] = [...familyPrecisions(family, precisions).filter((p) => p !== 'fp32'), 'fp32'];
+    const order: WeightPrecision[] = [...precisions.filter((p) => p !== 'fp32'), 'fp32'];
     const result = await swapFamily(http, family, shape, order);
     table.push(...result.rows);
     failed += result.failed;

@@ -3,8 +3,11 @@
 // blocks — executed repeatedly on the paged graph (PagedRunner), the segmented decoder with the
 // native kernel (NativePagedRunner) and the same with a float16 cache, with each step's time by
 // phase from the runner's own counters. Says what a step costs where the engine sweep's numbers
-// mix in everything else. The K/V contents are whatever the pool holds (zeros): timing only.
-// Run: npx tsx bench/kernels/measure-decode-step.ts [past=128] [steps=8]   (needs `npm run bench -- engine` to have built models/build/qwen3-bench)
+// mix in everything else. Each sequence's past is first written by a real prefill step through
+// the runner: a pool left as allocated is untouched pages that all map the kernel's one zero page,
+// which the kernel then reads from cache (the first version of this tool did, and reported a
+// third of the attention time a served step has at 2,048).
+// Run: [VARIANTS=Native,int8] npx tsx bench/kernels/measure-decode-step.ts [past=128] [steps=8]   (needs `npm run bench -- engine` to have built models/build/qwen3-bench)
 
 import { join } from 'node:path';
 import { SeededRandom } from '../../kernels/onnx/random.js';
@@ -21,7 +24,8 @@ const VARIANTS = [
   { name: 'PagedRunner (graph)', file: 'model_paged.onnx', options: {} },
   { name: 'NativePagedRunner', file: 'model_paged.segments', options: {} },
   { name: 'NativePagedRunner fp16 KV', file: 'model_paged.segments', options: { kvCacheDtype: 'fp16' as const } },
-];
+  { name: 'NativePagedRunner int8 KV', file: 'model_paged.segments', options: { kvCacheDtype: 'int8' as const } },
+].filter((v) => !process.env['VARIANTS'] || process.env['VARIANTS'].split(',').some((wanted) => v.name.includes(wanted)));
 
 const random = new SeededRandom(7);
 const order = Array.from({ length: BATCH * perSequence }, (_, i) => i);
@@ -44,6 +48,15 @@ const plan: StepPlan = {
   })),
 };
 
+/** One prefill step per sequence, writing its PAST positions into its blocks. */
+const prefills: StepPlan[] = plan.scheduled.map((r) => ({
+  stepId: 0,
+  numScheduledTokens: PAST,
+  releasedRequestIds: [],
+  blocksToCopy: [],
+  scheduled: [{ ...r, tokenIds: Array.from({ length: PAST }, () => 100 + (random.nextUint32() % 30_000)), numComputedTokens: 0, sample: false, isNew: true }],
+}));
+
 const median = (xs: readonly number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 console.log(`decode step, batch ${BATCH}, past ${PAST}, block ${BLOCK}, 2 threads: median of ${STEPS} after ${WARMUP} warm-up steps`);
 for (const { name, file, options } of VARIANTS) {
@@ -52,6 +65,7 @@ for (const { name, file, options } of VARIANTS) {
   const ort: number[] = [];
   const attention: number[] = [];
   try {
+    for (const prefill of prefills) await runner.execute(prefill);
     for (let i = 0; i < WARMUP + STEPS; i++) {
       const started = performance.now();
       await runner.execute(plan);

@@ -5,9 +5,17 @@ import type { GenerateRequest, SchedulingPolicy, StepOutput } from './generate.j
 import type { KvEventsConfig } from './kv-events.js';
 import type { Device, FaultInjection } from './worker-messages.js';
 
-/** The kv_cache_dtype parameter's values (vLLM's --kv-cache-dtype): auto keeps the model's float type. */
-export const KV_CACHE_DTYPES = ['auto', 'fp16'] as const;
+/**
+ * The kv_cache_dtype parameter's values (vLLM's --kv-cache-dtype, llama.cpp's --cache-type-k/-v):
+ * auto keeps the model's float type; fp16 stores K/V in float16, int8 as int8 with a float32
+ * scale per position and kv head (symmetric, like llama.cpp's q8_0 cache with one scale per head
+ * row) — both the native paged attention only.
+ */
+export const KV_CACHE_DTYPES = ['auto', 'fp16', 'int8'] as const;
 export type KvCacheDtype = (typeof KV_CACHE_DTYPES)[number];
+
+/** Element types a runner's KV storage holds: the model's float type, or what kv_cache_dtype asked for. */
+export type KvElementType = 'float32' | 'float16' | 'int8';
 
 /** workerData of an engine worker (mirrors EngineConfig; plain data). */
 export interface EngineWorkerData {
@@ -21,7 +29,7 @@ export interface EngineWorkerData {
   readonly maxModelLen: number;
   readonly blockSize: number;
   readonly kvCacheBytes: number;
-  /** fp16: the KV cache in float16 whatever the model's float type (kv_cache_dtype; the native paged attention only); absent or auto: the model's own. */
+  /** fp16 / int8: the KV cache in that type whatever the model's float type (kv_cache_dtype; the native paged attention only); absent or auto: the model's own. */
   readonly kvCacheDtype?: KvCacheDtype;
   readonly enablePrefixCaching: boolean;
   /** 'fcfs' when absent. */
@@ -42,7 +50,7 @@ export interface EngineReadyInfo {
   readonly numKvHeads: number;
   readonly headDim: number;
   readonly vocabSize: number;
-  readonly kvType: 'float32' | 'float16';
+  readonly kvType: KvElementType;
   readonly numBlocks: number;
   readonly blockSize: number;
   readonly device: Device;

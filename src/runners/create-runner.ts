@@ -102,8 +102,9 @@ async function openSingleSession(options: RunnerOptions): Promise<ModelRunner> {
   try {
     const runner = adapterFor(chooseRunner(ioNamesOf(session.metadata)), session, options);
     // A graph's KV tensors have the model's float type: a cache of another type would mean casting the whole past every step.
-    if (options.kvCacheDtype === 'fp16' && runner.info.shape.kvType !== 'float16') {
-      throw invalidArg('kv_cache_dtype fp16 on a float32 model needs attention_backend paged with the segmented decoder and the native kernel');
+    const { kvCacheDtype = 'auto' } = options;
+    if ((kvCacheDtype === 'fp16' && runner.info.shape.kvType !== 'float16') || kvCacheDtype === 'int8') {
+      throw invalidArg(`kv_cache_dtype ${kvCacheDtype} on a ${runner.info.shape.kvType} model needs attention_backend paged with the segmented decoder and the native kernel`);
     }
     return runner;
   } catch (error) {

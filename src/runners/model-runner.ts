@@ -5,7 +5,7 @@
 // so a runner that consumes the block pool directly (a paged-attention graph) plugs in beside
 // PastKeyValuesRunner without the engine changing.
 
-import type { EngineWorkerData } from '../contracts/engine-messages.js';
+import type { EngineWorkerData, KvElementType } from '../contracts/engine-messages.js';
 import type { StepPlan } from '../contracts/generate.js';
 import type { Device } from '../contracts/worker-messages.js';
 import { numBlocksForBudget } from '../kv-cache/budget.js';
@@ -23,9 +23,24 @@ export interface ModelShape {
   readonly headDim: number;
   /** Length of a logits row. */
   readonly vocabSize: number;
-  /** Element type of the runner's KV storage (fp16 models keep fp16 KV). */
-  readonly kvType: 'float32' | 'float16';
+  /** Element type of the runner's KV storage (fp16 models keep fp16 KV; kv_cache_dtype may choose another for the native paged runner). */
+  readonly kvType: KvElementType;
 }
+
+/** A pool array of each KV element type (int8: its rows' bytes and float32 scales in one array). */
+export type KvPoolArray = Float32Array | Uint16Array | Int8Array;
+
+/**
+ * How each KV element type is stored, for the budget and the pools alike: bytes per element, the
+ * scale bytes each row (one position of one kv head) carries beside them, and the array. The
+ * native kernel (src/runtime/native/paged-attention.c) lays an int8 block out as its rows then
+ * their scales, which is what these sizes add up to.
+ */
+export const KV_STORAGE: Readonly<Record<KvElementType, { readonly elementBytes: number; readonly rowScaleBytes: number; readonly array: (length: number) => KvPoolArray }>> = {
+  float32: { elementBytes: 4, rowScaleBytes: 0, array: (length) => new Float32Array(length) },
+  float16: { elementBytes: 2, rowScaleBytes: 0, array: (length) => new Uint16Array(length) },
+  int8: { elementBytes: 1, rowScaleBytes: 4, array: (length) => new Int8Array(length) },
+};
 
 /** Fixed when the runner is opened. */
 export interface RunnerInfo {
@@ -119,10 +134,11 @@ export interface KvBudget {
   readonly blockSize: number;
 }
 
-/** How many blocks of this model's KV the budget holds (fp16 models keep 2-byte K/V). */
+/** How many blocks of this model's KV the budget holds, in the runner's KV element type. */
 export function blocksForBudget(shape: ModelShape, budget: KvBudget): number {
   const { numLayers, numKvHeads, headDim, kvType } = shape;
-  return numBlocksForBudget(budget.kvCacheBytes, { numLayers, numKvHeads, headDim, elementBytes: kvType === 'float16' ? 2 : 4, blockSize: budget.blockSize });
+  const { elementBytes, rowScaleBytes } = KV_STORAGE[kvType];
+  return numBlocksForBudget(budget.kvCacheBytes, { numLayers, numKvHeads, headDim, elementBytes, rowScaleBytes, blockSize: budget.blockSize });
 }
 
 /** A runner's fixed facts, as every adapter reports them. */

@@ -8,11 +8,11 @@
 // the PagedRunner's, so the engine, scheduler and block manager cannot tell the two apart.
 
 import { availableParallelism } from 'node:os';
-import type { KvCacheDtype } from '../contracts/engine-messages.js';
+import type { KvCacheDtype, KvElementType } from '../contracts/engine-messages.js';
 import type { ScheduledRequest, StepPlan } from '../contracts/generate.js';
 import { invalidArg } from '../errors.js';
 import type { ModelSession, RawTensor } from '../runtime/model-session.js';
-import type { KernelLayout, KernelShape, PagedAttentionKernel } from '../runtime/paged-attention-kernel.js';
+import type { ActivationType, KernelLayout, KernelShape, PagedAttentionKernel } from '../runtime/paged-attention-kernel.js';
 import type { KvArray } from './kv-storage.js';
 import { flatBatch, type LogitsRowRange } from './flat-batch.js';
 import { greedyExecution, type SampledOutput, SampledHeads } from './greedy-head.js';
@@ -21,6 +21,9 @@ import { PagedKvStorage } from './paged-kv-storage.js';
 import { StepTimer } from './step-timer.js';
 
 type LogitsRows = Map<string, Float32Array>;
+
+/** The pool's element type for each kv_cache_dtype (auto: the segments' own). */
+const POOL_TYPE: Readonly<Record<KvCacheDtype, KvElementType | undefined>> = { auto: undefined, fp16: 'float16', int8: 'int8' };
 
 /** The model facts the segments' I/O declare: segment 0's query/key outputs, the last one's logits. */
 export function segmentedLayoutFrom(segments: readonly ModelSession[]): ModelShape & { numHeads: number } {
@@ -52,22 +55,23 @@ export class NativePagedRunner implements ModelRunner {
   constructor(
     private readonly segments: readonly ModelSession[],
     /** kvType: the pool's; activationType: the segments' float type (query, attention output, fresh K/V). */
-    private readonly shape: ModelShape & { numHeads: number; activationType: 'float32' | 'float16' },
+    private readonly shape: ModelShape & { numHeads: number; activationType: ActivationType },
     private readonly pool: PagedKvStorage,
     private readonly kernel: PagedAttentionKernel,
     intraOpNumThreads: number,
   ) {
     this.info = runnerInfo('paged-native', shape, pool, segments[0]!);
+    if (process.env['CONVEYOR_KV_HUGE_PAGES'] !== '0') for (const array of [...pool.keys, ...pool.values]) kernel.adviseHugePages(array);
     // The kernel runs while ORT's threads wait between segments: as many threads as ORT uses.
     this.threads = intraOpNumThreads > 0 ? intraOpNumThreads : availableParallelism();
     this.heads = SampledHeads.of(segments.at(-1)!.metadata, shape.vocabSize);
     this.executeGreedy = greedyExecution(this.heads, (plan, sampled) => this.run(plan, sampled));
   }
 
-  /** kvCacheDtype fp16 keeps the pool in float16 whatever the segments' float type: half the bytes to read and store per position. */
+  /** kvCacheDtype fp16 / int8 keeps the pool in that type whatever the segments' float type: a half / about a quarter of a float32 pool's bytes to read and store per position. */
   static forSegments(segments: readonly ModelSession[], kernel: PagedAttentionKernel, options: KvBudget & { intraOpNumThreads: number; kvCacheDtype?: KvCacheDtype | undefined }): NativePagedRunner {
     const model = segmentedLayoutFrom(segments);
-    const shape = { ...model, activationType: model.kvType, kvType: options.kvCacheDtype === 'fp16' ? ('float16' as const) : model.kvType };
+    const shape = { ...model, activationType: model.kvType as ActivationType, kvType: POOL_TYPE[options.kvCacheDtype ?? 'auto'] ?? model.kvType };
     return new NativePagedRunner(segments, shape, new PagedKvStorage(shape, blocksForBudget(shape, options), options.blockSize), kernel, options.intraOpNumThreads);
   }
 

@@ -3,14 +3,16 @@
 // sequence's blocks along axis 1 lands as [kv_heads, seqs, positions, head_dim], the layout its
 // attention multiplies, with no transpose. The arrays are fed to every call as they are
 // (onnxruntime-node wraps a typed array without copying it); only new positions are written here.
+// An int8 pool (the native kernel's, which writes and reads it) follows each block's rows with
+// their float32 scales: a block is still one contiguous piece to copy.
 
 import type { KvArray } from './kv-storage.js';
-import type { ModelShape } from './model-runner.js';
+import { KV_STORAGE, type KvPoolArray, type ModelShape } from './model-runner.js';
 
 export class PagedKvStorage {
-  readonly keys: KvArray[];
-  readonly values: KvArray[];
-  /** Elements of one (kv head, block): block_size × head_dim. */
+  readonly keys: KvPoolArray[];
+  readonly values: KvPoolArray[];
+  /** Elements of one (kv head, block): block_size × head_dim, and an int8 block's scales. */
   private readonly blockStride: number;
   /** Elements of one kv head's blocks: num_blocks × block_size × head_dim. */
   private readonly headStride: number;
@@ -20,12 +22,12 @@ export class PagedKvStorage {
     readonly numBlocks: number,
     readonly blockSize: number,
   ) {
-    this.blockStride = blockSize * shape.headDim;
+    const { elementBytes, rowScaleBytes, array } = KV_STORAGE[shape.kvType];
+    this.blockStride = blockSize * (shape.headDim + rowScaleBytes / elementBytes);
     this.headStride = numBlocks * this.blockStride;
     const size = shape.numKvHeads * this.headStride;
-    const make = (): KvArray => (shape.kvType === 'float16' ? new Uint16Array(size) : new Float32Array(size));
-    this.keys = Array.from({ length: shape.numLayers }, make);
-    this.values = Array.from({ length: shape.numLayers }, make);
+    this.keys = Array.from({ length: shape.numLayers }, () => array(size));
+    this.values = Array.from({ length: shape.numLayers }, () => array(size));
   }
 
   /** The pool's dims as the graph's key_cache.{i} / value_cache.{i} inputs declare them. */

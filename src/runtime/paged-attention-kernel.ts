@@ -6,10 +6,16 @@
 
 import { createRequire } from 'node:module';
 
-/** Element types of the kernel's arrays: float32 (Float32Array) or float16 (its bits in a Uint16Array). */
-export const KERNEL_TYPES = { float32: 0, float16: 1 } as const;
+/**
+ * Element types of the kernel's arrays: float32 (Float32Array), float16 (its bits in a
+ * Uint16Array), and for the pool also int8 (an Int8Array whose every (kv head, block) is its
+ * block_size × head_dim rows then their block_size float32 scales; write() quantizes).
+ */
+export const KERNEL_TYPES = { float32: 0, float16: 1, int8: 2 } as const;
 export type KernelType = keyof typeof KERNEL_TYPES;
+export type ActivationType = Exclude<KernelType, 'int8'>;
 export type KernelArray = Float32Array | Uint16Array;
+export type KernelPoolArray = KernelArray | Int8Array;
 
 export interface KernelShape {
   readonly numSeqs: number;
@@ -21,7 +27,7 @@ export interface KernelShape {
   /** Columns of the block-table rows. */
   readonly maxBlocks: number;
   /** Query, output and fresh K/V. */
-  readonly activationType: KernelType;
+  readonly activationType: ActivationType;
   readonly kvType: KernelType;
 }
 
@@ -37,14 +43,17 @@ export interface KernelLayout {
 
 export interface PagedAttentionKernel {
   /** Writes the call's new K/V ([tokens, kvHeads, headDim]) at positions past .. past + length − 1 of each sequence's blocks. */
-  write(shape: KernelShape, layout: KernelLayout, freshKey: KernelArray, freshValue: KernelArray, keyPool: KernelArray, valuePool: KernelArray): void;
+  write(shape: KernelShape, layout: KernelLayout, freshKey: KernelArray, freshValue: KernelArray, keyPool: KernelPoolArray, valuePool: KernelPoolArray): void;
   /** out[n] = attention of query[n] ([tokens, heads, headDim]) over its sequence's pool positions 0 .. past + j (written first). */
-  attend(shape: KernelShape, layout: KernelLayout, query: KernelArray, keyPool: KernelArray, valuePool: KernelArray, out: KernelArray, threads: number): void;
+  attend(shape: KernelShape, layout: KernelLayout, query: KernelArray, keyPool: KernelPoolArray, valuePool: KernelPoolArray, out: KernelArray, threads: number): void;
+  /** Asks for huge pages behind a pool not yet written (Linux; fewer TLB misses on blocks read anywhere in it). Whether the advice was taken. */
+  adviseHugePages(pool: KernelPoolArray): boolean;
 }
 
 interface Addon {
   write(shape: Int32Array, ...rest: unknown[]): void;
   attend(shape: Int32Array, ...rest: unknown[]): void;
+  adviseHugePages(pool: KernelPoolArray): boolean;
 }
 
 export type KernelAvailability = { readonly kernel: PagedAttentionKernel } | { readonly unavailable: string };
@@ -75,5 +84,6 @@ function wrap(addon: Addon): PagedAttentionKernel {
   return {
     write: (shape, layout, freshKey, freshValue, keyPool, valuePool) => addon.write(shapeArray(shape), ...layoutArgs(layout), freshKey, freshValue, keyPool, valuePool),
     attend: (shape, layout, query, keyPool, valuePool, out, threads) => addon.attend(shapeArray(shape), ...layoutArgs(layout), query, keyPool, valuePool, out, threads),
+    adviseHugePages: (pool) => addon.adviseHugePages(pool),
   };
 }

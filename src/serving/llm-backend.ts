@@ -106,7 +106,7 @@ export async function llmModelFile(config: ModelConfig, versionRoot: Confinement
   return pagedFile;
 }
 
-/** vLLM's --kv-cache-dtype: auto (the default) keeps the model's float type; fp16 halves a float32 model's KV bytes (native paged attention only). */
+/** vLLM's --kv-cache-dtype: auto (the default) keeps the model's float type; fp16 halves a float32 model's KV bytes, int8 quarters them (native paged attention only). */
 export function kvCacheDtypeOf(config: ModelConfig): KvCacheDtype {
   return choiceParameter(config, 'kv_cache_dtype', KV_CACHE_DTYPES);
 }

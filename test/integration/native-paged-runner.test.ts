@@ -2,9 +2,10 @@
 // graph they were cut from (same weights): the same plans — a mixed prefill step, then decode
 // steps over shuffled blocks — give the same logits; with kv_cache_dtype fp16 the pool holds half
 // the bytes per position (twice the blocks for the same budget) and the logits stay within float16
-// rounding of the float32 cache's. A plan naming a block outside the pool fails mid-step without
+// rounding of the float32 cache's; with int8 (a float32 scale per row) it holds about a quarter
+// of the bytes and the logits stay within int8 rounding. A plan naming a block outside the pool fails mid-step without
 // touching the pool, and the runner goes on. Where the kernel is switched off, a segments directory opens the
-// paged graph with the reason in the runner's note; fp16 KV on a float32 graph is refused. Both
+// paged graph with the reason in the runner's note; fp16 or int8 KV on a graph is refused. Both
 // runners' greedy heads pick exactly the argmax of the logits their execute() returns.
 
 import { spawnSync } from 'node:child_process';
@@ -18,6 +19,8 @@ import { argmax } from '../../src/sampler/select.js';
 import { relativeError } from '../support/onnx.js';
 
 const ONNX = join(DEFAULT_REPOSITORY, 'qwen3-tiny', '1', 'onnx');
+/** Relative logits error of an int8 cache against the float32 one on these plans: measured 2.5e-6 (float16 1e-7); the tiny random model's logits depend little on attention. */
+const INT8_LOGITS_TOLERANCE = 1e-3;
 const options = (modelPath: string, overrides: Partial<RunnerOptions> = {}): RunnerOptions => ({ modelPath, device: 'cpu', intraOpNumThreads: 1, kvCacheBytes: 4 << 20, blockSize: 4, ...overrides });
 
 /** Three sequences over shuffled blocks: a 9-token prompt, a 3-token prompt and a 14-token one, then three decode steps. */
@@ -94,6 +97,17 @@ describe('NativePagedRunner', () => {
     const error = worst(half, native);
     expect(error).toBeGreaterThan(0); // the cache really is float16
     expect(error).toBeLessThan(2e-2);
+
+    const int8Runner = await openModelRunner(options(join(ONNX, 'model_paged.segments'), { kvCacheDtype: 'int8' }));
+    expect(int8Runner.info.shape.kvType).toBe('int8');
+    // head_dim bytes and a 4-byte scale per row against 4 × head_dim.
+    const { headDim } = int8Runner.info.shape;
+    expect(int8Runner.info.numBlocks).toBeGreaterThanOrEqual(Math.floor(blocks32 * ((4 * headDim) / (headDim + 4))));
+    expect(int8Runner.info.numBlocks).toBeLessThanOrEqual(Math.ceil((blocks32 + 1) * ((4 * headDim) / (headDim + 4))));
+    const quarter = await logitsOf(int8Runner);
+    const int8Error = worst(quarter, native);
+    expect(int8Error).toBeGreaterThan(error); // the cache really is int8, coarser than float16
+    expect(int8Error).toBeLessThan(INT8_LOGITS_TOLERANCE);
   }, 60_000);
 
   it.each(['model_paged.onnx', 'model_paged.segments'])(
@@ -158,9 +172,11 @@ describe('NativePagedRunner', () => {
     }
   }, 60_000);
 
-  it('refuses an fp16 cache on a float32 graph, naming what it needs', async () => {
+  it('refuses an fp16 or int8 cache on a graph, naming what it needs', async () => {
     await expect(openModelRunner(options(join(ONNX, 'model.onnx'), { kvCacheDtype: 'fp16' }))).rejects.toThrow(/kv_cache_dtype fp16 on a float32 model needs attention_backend paged/);
     await expect(openModelRunner(options(join(ONNX, 'model_paged.onnx'), { kvCacheDtype: 'fp16' }))).rejects.toThrow(/native kernel/);
+    await expect(openModelRunner(options(join(ONNX, 'model.onnx'), { kvCacheDtype: 'int8' }))).rejects.toThrow(/kv_cache_dtype int8 on a float32 model needs attention_backend paged/);
+    await expect(openModelRunner(options(join(ONNX, 'model_paged.onnx'), { kvCacheDtype: 'int8' }))).rejects.toThrow(/native kernel/);
   });
 
   it('opens the paged graph the segments were cut from where the kernel is switched off, saying why', () => {

@@ -8,6 +8,7 @@ import { DECODER_PRECISIONS, type ModelSize } from '../../../models/common/model
 import { DECODER_CONFIGS } from '../../../models/qwen3/config.js';
 import { intList, positiveInt, stringList } from '../../harness/args.js';
 import type { FlagSpec, FlagValues } from '../../harness/scenario.js';
+import { SWEEP_RUNNERS, type SweepRunner } from './context-sweep.js';
 
 export interface EngineBenchConfig {
   readonly size: ModelSize;
@@ -38,6 +39,8 @@ export interface EngineBenchConfig {
   readonly sweep: readonly number[];
   /** Run only the context sweep (no throughput, TTFT, KV-waste cases or step profile). */
   readonly sweepOnly: boolean;
+  /** The runners the sweep compares (all by default; the forward floor always runs). */
+  readonly sweepRunners: readonly SweepRunner[];
 }
 
 export const ENGINE_FLAGS: Readonly<Record<string, FlagSpec>> = {
@@ -55,6 +58,11 @@ export const ENGINE_FLAGS: Readonly<Record<string, FlagSpec>> = {
     description: 'context sweep: a whole workload per prompt length and concurrency on both runners (past_key_values, paged) and the forward floor, by runner phase (default none)',
   },
   'sweep-only': { type: 'boolean', usage: '--sweep-only', description: 'run only the context sweep' },
+  'sweep-runners': {
+    type: 'string',
+    usage: `--sweep-runners ${SWEEP_RUNNERS.join(',')}`,
+    description: 'the runners the context sweep compares (default all; the forward floor always runs)',
+  },
   'no-profile': { type: 'boolean', usage: '--no-profile', description: 'skip the decode step profile' },
 };
 
@@ -100,6 +108,7 @@ export function engineBenchConfig(flags: FlagValues, quick: boolean): EngineBenc
     profile: flags['no-profile'] !== true,
     sweep,
     sweepOnly: flags['sweep-only'] === true,
+    sweepRunners: stringList(flags['sweep-runners'], SWEEP_RUNNERS, SWEEP_RUNNERS, '--sweep-runners'),
   };
 }
 

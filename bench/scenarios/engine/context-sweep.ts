@@ -21,10 +21,13 @@ export const SWEEP_VARIANT = {
   paged: 'PagedRunner',
   native: 'NativePagedRunner',
   nativeHalfKv: 'NativePagedRunner fp16 KV',
+  nativeInt8Kv: 'NativePagedRunner int8 KV',
   floor: 'forward floor',
 } as const;
-/** The runners a sweep compares, in table order. */
-const RUNNER_VARIANTS = [SWEEP_VARIANT.pastKeyValues, SWEEP_VARIANT.paged, SWEEP_VARIANT.native, SWEEP_VARIANT.nativeHalfKv];
+/** The runners a sweep can compare (--sweep-runners names them by these keys), in table order. */
+export const SWEEP_RUNNERS = ['pastKeyValues', 'paged', 'native', 'nativeHalfKv', 'nativeInt8Kv'] as const;
+export type SweepRunner = (typeof SWEEP_RUNNERS)[number];
+const RUNNER_VARIANTS = SWEEP_RUNNERS.map((key) => SWEEP_VARIANT[key]);
 
 /** Targets of issue 13 on this machine: the paged runner at the largest concurrency. */
 export const SWEEP_TARGETS = { longContextShare: 0.75, shortPrompt: 128, longPrompt: 2048 } as const;
@@ -39,7 +42,8 @@ const pointOf = (prompt: number, concurrency: number) => `p${prompt} c${concurre
 export function sweepCases(
   config: EngineBenchConfig,
   worker: BenchWorker,
-  engines: { pastKeyValues: EngineWorkerData; paged: EngineWorkerData | null; native: EngineWorkerData | null; nativeHalfKv: EngineWorkerData | null },
+  /** Each runner's engine settings; null where the model has no such file, or the run left the runner out. */
+  engines: Readonly<Record<SweepRunner, EngineWorkerData | null>>,
   observed: SweepObservations,
 ): BenchCase[] {
   return config.sweep.flatMap((prompt) =>
@@ -65,10 +69,10 @@ export function sweepCases(
       };
       const workload = (data: EngineWorkerData) => () => worker.workload(data, concurrency, prompt, config.outputTokens);
       return [
-        observe(SWEEP_VARIANT.pastKeyValues, workload(engines.pastKeyValues)),
-        ...(engines.paged ? [observe(SWEEP_VARIANT.paged, workload(engines.paged))] : []),
-        ...(engines.native ? [observe(SWEEP_VARIANT.native, workload(engines.native))] : []),
-        ...(engines.nativeHalfKv ? [observe(SWEEP_VARIANT.nativeHalfKv, workload(engines.nativeHalfKv))] : []),
+        ...SWEEP_RUNNERS.flatMap((key) => {
+          const data = engines[key];
+          return data ? [observe(SWEEP_VARIANT[key], workload(data))] : [];
+        }),
         observe(SWEEP_VARIANT.floor, () => worker.forwardFloor(config, concurrency, prompt)),
       ];
     }),
@@ -134,7 +138,7 @@ export function concludeSweep(results: readonly CaseResult[], observed: SweepObs
   const top = Math.max(...config.concurrency);
   const { shortPrompt, longPrompt, longContextShare } = SWEEP_TARGETS;
   const verdict = (value: number, ok: boolean) => (Number.isNaN(value) ? 'no data' : ok ? 'met' : 'missed');
-  // The issue's targets, for each paged runner: the graph's attention (PagedRunner) and the native kernel's (float32 and float16 cache).
+  // The issue's targets, for each paged runner: the graph's attention (PagedRunner) and the native kernel's (float32, float16 and int8 cache).
   const targets = runners
     .filter((runner) => runner !== SWEEP_VARIANT.pastKeyValues)
     .flatMap((runner) => {

@@ -20,7 +20,7 @@ import { BenchWorker } from './bench-worker-client.js';
 import { GROUP, SEED, VARIANT, floorCases, floorShapes, kvCase, seedPrefix, throughputCases, ttftCases, type Engines, type Observations, type StepTimes } from './cases.js';
 import { ENGINE_FLAGS, engineBenchConfig, engineData, type EngineBenchConfig } from './config.js';
 import type { StepProfile } from './profile.js';
-import { sweepCases, sweepChart, type SweepObservations } from './context-sweep.js';
+import { SWEEP_RUNNERS, type SweepObservations, type SweepRunner, sweepCases, sweepChart } from './context-sweep.js';
 import { conclude, engineCharts } from './report.js';
 import { benchRequest, randomTokens, runWorkload } from './workload.js';
 
@@ -51,6 +51,7 @@ async function prepareEngine(source: DecoderSource, context: ScenarioContext): P
   const segmentsPath = pagedSegmentsDir(pagedPath);
   const native = existsSync(segmentsPath) ? data({ modelPath: segmentsPath }) : null;
   const nativeHalfKv = native ? data({ modelPath: segmentsPath, kvCacheDtype: 'fp16' }) : null;
+  const nativeInt8Kv = native ? data({ modelPath: segmentsPath, kvCacheDtype: 'int8' }) : null;
   if (config.sweep.length > 0 && !native) context.log(`no ${segmentsPath}: the sweep runs no NativePagedRunner`);
   context.log(config.sweepOnly ? 'starting the floor worker…' : 'starting 4 engines and the floor worker…');
   const { engines, worker, dispose } = await startAll(config, modelPath, config.sweepOnly ? null : configs, context.log);
@@ -61,7 +62,13 @@ async function prepareEngine(source: DecoderSource, context: ScenarioContext): P
       steps = await worker.profile(config, configs.batched);
     }
     const observed = { traces: new Map() as Observations, stepTimes: new Map() as StepTimes, sweep: new Map() as SweepObservations };
-    const sweep = sweepCases(config, worker, { pastKeyValues: configs.batched, paged, native, nativeHalfKv }, observed.sweep);
+    const available = { pastKeyValues: configs.batched, paged, native, nativeHalfKv, nativeInt8Kv };
+    const sweep = sweepCases(
+      config,
+      worker,
+      Object.fromEntries(SWEEP_RUNNERS.map((key) => [key, config.sweepRunners.includes(key) ? available[key] : null])) as Record<SweepRunner, EngineWorkerData | null>,
+      observed.sweep,
+    );
     let cases = sweep;
     if (engines) {
       await worker.prepareFloor(floorShapes(config));

@@ -9,6 +9,8 @@ describe('KV cache budget', () => {
     expect(DEFAULT_BLOCK_SIZE).toBe(16);
     expect(bytesPerBlock(qwenLike)).toBe(2 * 28 * 8 * 16 * 128 * 2);
     expect(bytesPerBlock({ ...qwenLike, elementBytes: 4 })).toBe(2 * bytesPerBlock(qwenLike));
+    // int8 rows carry a float32 scale each: head_dim + 4 bytes a row.
+    expect(bytesPerBlock({ ...qwenLike, elementBytes: 1, rowScaleBytes: 4 })).toBe(2 * 28 * 8 * 16 * (128 + 4));
   });
 
   it('fits whole blocks only', () => {
@@ -22,5 +24,6 @@ describe('KV cache budget', () => {
     expect(() => numBlocksForBudget(100, qwenLike)).toThrow(/holds no block/);
     expect(() => bytesPerBlock({ ...qwenLike, headDim: 0 })).toThrow(/headDim/);
     expect(() => bytesPerBlock({ ...qwenLike, numKvHeads: 1.5 })).toThrow(/numKvHeads/);
+    expect(() => bytesPerBlock({ ...qwenLike, rowScaleBytes: -4 })).toThrow(/rowScaleBytes/);
   });
 });

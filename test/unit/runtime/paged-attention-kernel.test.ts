@@ -1,8 +1,9 @@
 // The native paged-attention kernel (src/runtime/native/paged-attention.c) against the float64
 // reference of the paged contract, on random block layouts: shuffled blocks, prefix blocks shared
 // by two sequences, partial last blocks, decode tokens and prefill chunks mixed in one flat batch,
-// float32 and float16 pools and activations, one and several threads. The kernel writes the new
-// K/V into the pool itself, so the test also checks that write against the reference's view.
+// float32, float16 and int8 pools, float32 and float16 activations, one and several threads. The
+// kernel writes the new K/V into the pool itself, so the test also checks that write against the
+// reference's view (for int8, each written row within half a quantization step of its values).
 
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -10,7 +11,15 @@ import { float16BitsToFloat32, toFloat16Array } from '../../../kernels/onnx/dtyp
 import { SeededRandom } from '../../../kernels/onnx/random.js';
 import { pagedAttentionReference } from '../../../kernels/paged-attention.js';
 import { refTensor } from '../../../kernels/reference/tensor.js';
-import { type KernelArray, type KernelShape, type KernelType, loadPagedAttentionKernel, type PagedAttentionKernel } from '../../../src/runtime/paged-attention-kernel.js';
+import {
+  type ActivationType,
+  type KernelArray,
+  type KernelPoolArray,
+  type KernelShape,
+  type KernelType,
+  loadPagedAttentionKernel,
+  type PagedAttentionKernel,
+} from '../../../src/runtime/paged-attention-kernel.js';
 import { relativeError } from '../../support/onnx.js';
 import { randomLayout, type RandomLayout, type SequenceShape } from '../../support/paged-layout.js';
 
@@ -22,8 +31,89 @@ beforeAll(async () => {
   kernel = availability.kernel;
 });
 
-const asKernel = (values: Float32Array, type: KernelType): KernelArray => (type === 'float32' ? values : toFloat16Array(values));
+const asKernel = (values: Float32Array, type: ActivationType): KernelArray => (type === 'float32' ? values : toFloat16Array(values));
 const asFloat32 = (values: KernelArray): Float32Array => (values instanceof Float32Array ? values : Float32Array.from(values, float16BitsToFloat32));
+
+/** Where row (head, block, r) of an int8 pool and its scale sit: each (head, block) is block_size × dim int8 rows, then block_size float32 scales. */
+const int8Geometry = (numBlocks: number, blockSize: number, dim: number) => {
+  const blockBytes = blockSize * (dim + 4);
+  const block = (head: number, id: number) => (head * numBlocks + id) * blockBytes;
+  return {
+    size: (kvHeads: number) => kvHeads * numBlocks * blockBytes,
+    row: (head: number, id: number, r: number) => block(head, id) + r * dim,
+    scale: (head: number, id: number, r: number) => block(head, id) + blockSize * dim + 4 * r,
+  };
+};
+
+/** An int8 pool of random rows and scales, and the float32 [kv_heads, blocks, block_size, dim] values it stands for. */
+function randomInt8Pool(random: SeededRandom, kvHeads: number, numBlocks: number, blockSize: number, dim: number): { pool: Int8Array; values: Float32Array } {
+  const at = int8Geometry(numBlocks, blockSize, dim);
+  const pool = new Int8Array(at.size(kvHeads));
+  const scales = new DataView(pool.buffer);
+  const values = new Float32Array(kvHeads * numBlocks * blockSize * dim);
+  for (let h = 0; h < kvHeads; h++) {
+    for (let b = 0; b < numBlocks; b++) {
+      for (let r = 0; r < blockSize; r++) {
+        const scale = Math.fround((0.5 + random.next()) * (3 / 127));
+        scales.setFloat32(at.scale(h, b, r), scale, true);
+        for (let d = 0; d < dim; d++) {
+          const q = (random.nextUint32() % 255) - 127;
+          pool[at.row(h, b, r) + d] = q;
+          values[((h * numBlocks + b) * blockSize + r) * dim + d] = q * scale;
+        }
+      }
+    }
+  }
+  return { pool, values };
+}
+
+/** The pool's float view and the arrays the kernel takes, random as `type` stores them. */
+function randomPool(
+  random: SeededRandom,
+  type: KernelType,
+  kvHeads: number,
+  numBlocks: number,
+  blockSize: number,
+  dim: number,
+  data: (count: number) => Float32Array,
+): { pool: KernelPoolArray; values: Float32Array } {
+  if (type === 'int8') return randomInt8Pool(random, kvHeads, numBlocks, blockSize, dim);
+  const pool = asKernel(data(kvHeads * numBlocks * blockSize * dim), type);
+  return { pool, values: asFloat32(pool) };
+}
+
+/** The call's K or V rows ([tokens, kv_heads, dim]) as the kernel stored them in an int8 pool, dequantized. */
+function storedRows(c: Case, layout: RandomLayout, pool: Int8Array): Float32Array {
+  const at = int8Geometry(layout.numBlocks, c.blockSize, c.dim);
+  const scales = new DataView(pool.buffer);
+  const rows = new Float32Array(layout.numTokens * c.kvHeads * c.dim);
+  c.sequences.forEach((sequence, s) => {
+    for (let j = 0; j < sequence.query; j++) {
+      const position = sequence.past + j;
+      const [block, r] = [layout.blockTables[s]![Math.floor(position / c.blockSize)]!, position % c.blockSize];
+      for (let h = 0; h < c.kvHeads; h++) {
+        const scale = scales.getFloat32(at.scale(h, block, r), true);
+        const to = ((layout.queryStarts[s]! + j) * c.kvHeads + h) * c.dim;
+        for (let d = 0; d < c.dim; d++) rows[to + d] = pool[at.row(h, block, r) + d]! * scale;
+      }
+    }
+  });
+  return rows;
+}
+
+/** The largest error of a stored row against the row written, in units of that row's quantization step (max |x| / 127). */
+function quantizationError(stored: Float32Array, fresh: Float32Array, dim: number): number {
+  let worst = 0;
+  for (let from = 0; from < fresh.length; from += dim) {
+    const row = fresh.subarray(from, from + dim);
+    const step = Math.max(...row.map(Math.abs)) / 127;
+    for (let d = 0; d < dim; d++) {
+      const error = Math.abs(stored[from + d]! - row[d]!);
+      worst = Math.max(worst, step > 0 ? error / step : error);
+    }
+  }
+  return worst;
+}
 
 interface Case {
   readonly heads: number;
@@ -32,14 +122,14 @@ interface Case {
   readonly blockSize: number;
   readonly sequences: readonly SequenceShape[];
   readonly sharedPrefixBlocks: number;
-  readonly activationType: KernelType;
+  readonly activationType: ActivationType;
   readonly kvType: KernelType;
   readonly threads: number;
   readonly seed: number;
 }
 
 /** The kernel's output and the reference's, on the same random data and layout. */
-function run(c: Case): { error: number; layout: RandomLayout } {
+function run(c: Case): { error: number; layout: RandomLayout; writeError: number } {
   const random = new SeededRandom(c.seed);
   // One spare column past the longest table and room for the new tokens' blocks, which randomLayout does not own.
   const withNew = c.sequences.map((s) => ({ past: s.past + s.query, query: s.query }));
@@ -47,22 +137,13 @@ function run(c: Case): { error: number; layout: RandomLayout } {
   const n = layout.numTokens;
   const data = (count: number): Float32Array => random.uniformWithStd(count, 1.5);
   // Values as the kernel's element type sees them, so float16 rounding of the inputs is not counted as error.
-  const rounded = (values: Float32Array, type: KernelType) => asFloat32(asKernel(values, type));
+  const rounded = (values: Float32Array, type: ActivationType) => asFloat32(asKernel(values, type));
   const q = rounded(data(n * c.heads * c.dim), c.activationType);
   const [k, v] = [rounded(data(n * c.kvHeads * c.dim), c.activationType), rounded(data(n * c.kvHeads * c.dim), c.activationType)];
-  const poolSize = c.kvHeads * layout.numBlocks * c.blockSize * c.dim;
-  const [keyPool, valuePool] = [asKernel(rounded(data(poolSize), c.kvType), c.kvType), asKernel(rounded(data(poolSize), c.kvType), c.kvType)];
+  const [keys, values] = [0, 1].map(() => randomPool(random, c.kvType, c.kvHeads, layout.numBlocks, c.blockSize, c.dim, data)) as [ReturnType<typeof randomPool>, ReturnType<typeof randomPool>];
+  const [keyPool, valuePool] = [keys.pool, values.pool];
   const pasts = c.sequences.map((s) => s.past);
   const poolDims = [c.kvHeads, layout.numBlocks, c.blockSize, c.dim];
-  // The reference sees the pool as it was (the past) and the call's own K/V apart.
-  const expected = pagedAttentionReference(
-    refTensor([n, c.heads, c.dim], q),
-    refTensor([n, c.kvHeads, c.dim], k),
-    refTensor([n, c.kvHeads, c.dim], v),
-    refTensor(poolDims, asFloat32(keyPool)),
-    refTensor(poolDims, asFloat32(valuePool)),
-    { ...layout, pastLengths: pasts },
-  );
   const shape: KernelShape = {
     numSeqs: c.sequences.length,
     numHeads: c.heads,
@@ -81,12 +162,27 @@ function run(c: Case): { error: number; layout: RandomLayout } {
     pastLengths: Int32Array.from(pasts),
   };
   kernel.write(shape, kernelLayout, asKernel(k, c.activationType), asKernel(v, c.activationType), keyPool, valuePool);
+  // An int8 pool holds the call's rows quantized: the write is checked against the rows (half a
+  // step at most), and attention against the reference over the rows as stored, so what reading
+  // the pool adds is measured on its own, to float32 rounding.
+  const stored = keyPool instanceof Int8Array && valuePool instanceof Int8Array ? { k: storedRows(c, layout, keyPool), v: storedRows(c, layout, valuePool) } : { k, v };
+  const writeError = Math.max(quantizationError(stored.k, k, c.dim), quantizationError(stored.v, v, c.dim));
+  // The reference sees the pool as it was (the past) and the call's own K/V apart.
+  const expected = pagedAttentionReference(
+    refTensor([n, c.heads, c.dim], q),
+    refTensor([n, c.kvHeads, c.dim], stored.k),
+    refTensor([n, c.kvHeads, c.dim], stored.v),
+    refTensor(poolDims, keys.values),
+    refTensor(poolDims, values.values),
+    { ...layout, pastLengths: pasts },
+  );
   const out = c.activationType === 'float32' ? new Float32Array(n * c.heads * c.dim) : new Uint16Array(n * c.heads * c.dim);
   kernel.attend(shape, kernelLayout, asKernel(q, c.activationType), keyPool, valuePool, out, c.threads);
-  return { error: relativeError(asFloat32(out), expected.data), layout };
+  return { error: relativeError(asFloat32(out), expected.data), layout, writeError };
 }
 
-// float16 K/V in the pool round the written rows; float16 outputs round the result (2^-11 relative).
+// float16 K/V in the pool round the written rows; float16 outputs round the result (2^-11
+// relative). An int8 pool's rows are compared as stored (writeError checks the quantization).
 const tolerance = (c: Case) => (c.activationType === 'float16' || c.kvType === 'float16' ? 3e-3 : 1e-5);
 
 const headShapes = fc.constantFrom<readonly [number, number, number]>([4, 2, 8], [8, 2, 64], [4, 4, 8], [8, 1, 16], [16, 2, 128], [6, 2, 8]);
@@ -96,8 +192,8 @@ const caseArbitrary = fc
     blockSize: fc.constantFrom(1, 2, 3, 4, 16),
     sequences: fc.array(fc.record({ past: fc.integer({ min: 0, max: 60 }), query: fc.oneof(fc.constant(1), fc.integer({ min: 1, max: 20 })) }), { minLength: 1, maxLength: 5 }),
     share: fc.boolean(),
-    activationType: fc.constantFrom<KernelType>('float32', 'float16'),
-    kvType: fc.constantFrom<KernelType>('float32', 'float16'),
+    activationType: fc.constantFrom<ActivationType>('float32', 'float16'),
+    kvType: fc.constantFrom<KernelType>('float32', 'float16', 'int8'),
     threads: fc.constantFrom(1, 2, 3),
     seed: fc.integer({ min: 1, max: 2 ** 30 }),
   })
@@ -118,8 +214,10 @@ describe('native paged attention', () => {
   it('equals the float64 reference on random layouts (fast-check)', () => {
     fc.assert(
       fc.property(caseArbitrary, (c) => {
-        const { error } = run(c);
+        const { error, writeError } = run(c);
         expect(error, JSON.stringify(c)).toBeLessThan(tolerance(c));
+        // Half a step, and float32 rounding of the scale and the product.
+        expect(writeError, JSON.stringify(c)).toBeLessThanOrEqual(0.5 + 1e-4);
       }),
       { numRuns: 150 },
     );
@@ -145,6 +243,26 @@ describe('native paged attention', () => {
     expect(run(c).error).toBeLessThan(1e-5);
   });
 
+  it('an int8 pool: a long prefill chunk and decode rows at the served shape, float32 and float16 activations', () => {
+    for (const activationType of ['float32', 'float16'] as const) {
+      const c: Case = {
+        heads: 8,
+        kvHeads: 2,
+        dim: 64,
+        blockSize: 16,
+        sequences: [{ past: 700, query: 37 }, ...Array.from({ length: 6 }, (_, i) => ({ past: 250 + 17 * i, query: 1 }))],
+        sharedPrefixBlocks: 0,
+        activationType,
+        kvType: 'int8',
+        threads: 2,
+        seed: 23,
+      };
+      const { error, writeError } = run(c);
+      expect(error).toBeLessThan(activationType === 'float32' ? 1e-5 : 3e-3);
+      expect(writeError).toBeLessThanOrEqual(0.5 + 1e-4);
+    }
+  });
+
   it('refuses what would read outside the pool, and changes nothing', () => {
     const shape: KernelShape = { numSeqs: 1, numHeads: 2, numKvHeads: 1, headDim: 4, numBlocks: 2, blockSize: 2, maxBlocks: 2, activationType: 'float32', kvType: 'float32' };
     const pool = () => new Float32Array(2 * 2 * 4).fill(7);
@@ -155,6 +273,9 @@ describe('native paged attention', () => {
     expect(() => kernel.write(shape, layout(Int32Array.of(0, 1), 4, 1), fresh, fresh, keyPool, valuePool)).toThrow(/more blocks than its table row/);
     expect(() => kernel.attend(shape, layout(Int32Array.of(0, 1), 1, 1), new Float32Array(2), keyPool, valuePool, new Float32Array(8), 1)).toThrow(/query/);
     expect(() => kernel.attend({ ...shape, kvType: 'float16' }, layout(Int32Array.of(0, 1), 1, 1), new Float32Array(8), keyPool, valuePool, new Float32Array(8), 1)).toThrow(/pool/);
+    // An int8 pool is an Int8Array with room for each row's scale too.
+    expect(() => kernel.attend({ ...shape, kvType: 'int8' }, layout(Int32Array.of(0, 1), 1, 1), new Float32Array(8), keyPool, valuePool, new Float32Array(8), 1)).toThrow(/pool/);
+    expect(() => kernel.write({ ...shape, kvType: 'int8' }, layout(Int32Array.of(0, 1), 1, 1), fresh, fresh, new Int8Array(2 * 2 * 4), new Int8Array(2 * 2 * 4))).toThrow(/scale/);
     expect(() => kernel.attend({ ...shape, numHeads: 3, numKvHeads: 2 }, layout(Int32Array.of(0, 1), 1, 1), new Float32Array(8), keyPool, valuePool, new Float32Array(8), 1)).toThrow(/multiple/);
     expect([...keyPool, ...valuePool].every((x) => x === 7)).toBe(true);
   });

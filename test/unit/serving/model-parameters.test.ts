@@ -34,9 +34,10 @@ describe('reasoning_parser', () => {
     expect(reasoningParserOf(parseModelConfig(singleModelConfig('m', 'fp32'), 'config.pbtxt', 'm'))).toBeNull();
   });
 
-  it('kv_cache_dtype: auto by default, fp16 when asked, anything else refused listing the choices', () => {
+  it('kv_cache_dtype: auto by default, fp16 or int8 when asked, anything else refused listing the choices', () => {
     expect(kvCacheDtypeOf(parseModelConfig(singleModelConfig('m', 'fp32'), 'config.pbtxt', 'm'))).toBe('auto');
     expect(kvCacheDtypeOf(withParameter('kv_cache_dtype', 'fp16'))).toBe('fp16');
-    expect(() => kvCacheDtypeOf(withParameter('kv_cache_dtype', 'fp8'))).toThrow("parameter kv_cache_dtype must be one of auto, fp16, got 'fp8'");
+    expect(kvCacheDtypeOf(withParameter('kv_cache_dtype', 'int8'))).toBe('int8');
+    expect(() => kvCacheDtypeOf(withParameter('kv_cache_dtype', 'fp8'))).toThrow("parameter kv_cache_dtype must be one of auto, fp16, int8, got 'fp8'");
   });
 });

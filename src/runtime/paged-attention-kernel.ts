@@ -8,8 +8,9 @@ import { createRequire } from 'node:module';
 
 /**
  * Element types of the kernel's arrays: float32 (Float32Array), float16 (its bits in a
- * Uint16Array), and for the pool also int8 (an Int8Array whose every (kv head, block) is its
- * block_size × head_dim rows then their block_size float32 scales; write() quantizes).
+ * Uint16Array), and for the pool also int8 (an Int8Array whose every (kv head, block) is
+ * block_size × head_dim int8 — V by rows, K transposed, [head_dim][block_size] — then the
+ * positions' block_size float32 scales; write() quantizes).
  */
 export const KERNEL_TYPES = { float32: 0, float16: 1, int8: 2 } as const;
 export type KernelType = keyof typeof KERNEL_TYPES;

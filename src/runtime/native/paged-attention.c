@@ -10,7 +10,9 @@
 //   query_starts, query_lengths, past_lengths [S] int32.
 // write() puts the call's new K/V into the pool first, so query j of sequence s attends pool
 // positions 0 .. past_lengths[s] + j (causal), nothing of another sequence.
-// Activations (query, out, fresh K/V) and the pool are each float32 or float16 (Uint16Array).
+// Activations (query, out, fresh K/V) are float32 or float16 (Uint16Array); the pool float32,
+// float16, or int8 (Int8Array: per block, int8 values then a float32 scale per position; K
+// transposed within the block; write() quantizes).
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #endif
@@ -113,9 +115,10 @@ static inline __attribute__((always_inline)) float dot(const float *restrict a, 
   return s;
 }
 
-/* Bytes of one (kv head, block) of a pool. An int8 block is its rows (block_size x dim int8)
- * followed by each row's float32 scale, so a block stays one contiguous piece that the block
- * manager's copies and the prefetches treat like any other. */
+/* Bytes of one (kv head, block) of a pool. An int8 block is block_size x dim int8 followed by
+ * each position's float32 scale, so a block stays one contiguous piece that the block manager's
+ * copies and the prefetches treat like any other; a V block holds its positions' rows one after
+ * another, a K block the same values transposed ([dim][block_size], see int8_key_scores). */
 static inline size_t block_bytes(const Shape *sh) {
   const size_t rows = (size_t)sh->block_size * sh->dim;
   return sh->kv_type == F32 ? rows * 4 : sh->kv_type == F16 ? rows * 2 : rows + (size_t)sh->block_size * 4;
@@ -148,11 +151,17 @@ static inline void dequantize_row(const int8_t *restrict from, float scale, int 
   for (; i < n; i++) to[i] = (float)from[i] * scale;
 }
 
-/* A block's first `count` rows as float32: the pool itself for float32, converted into scratch otherwise. */
-static inline const float *block_rows(const Shape *sh, const char *block, int count, const int dim, float *restrict scratch) {
+/* A block's first `count` rows as float32: the pool itself for float32, converted into scratch
+ * otherwise. An int8 K block is stored transposed (see write_kv), its V blocks by rows. */
+static inline const float *block_rows(const Shape *sh, const char *block, int count, const int dim, int is_key, float *restrict scratch) {
   if (sh->kv_type == F32) return (const float *)block;
   if (sh->kv_type == F16) {
     halves_to_floats((const _Float16 *)block, count * dim, scratch);
+  } else if (is_key) {
+    const float *scales = block_scales(sh, block);
+    const int8_t *columns = (const int8_t *)block;
+    for (int r = 0; r < count; r++)
+      for (int d = 0; d < dim; d++) scratch[(size_t)r * dim + d] = (float)columns[(size_t)d * sh->block_size + r] * scales[r];
   } else {
     const float *scales = block_scales(sh, block);
     for (int r = 0; r < count; r++) dequantize_row((const int8_t *)block + (size_t)r * dim, scales[r], dim, scratch + (size_t)r * dim);
@@ -190,7 +199,7 @@ static inline __attribute__((always_inline)) void attend_unit(const Job *job, co
   /* Scores: row (t, g) sees positions 0 .. first_position + t. */
   for (int i = 0; i < blocks; i++) {
     const int count = n - i * bs < bs ? n - i * bs : bs;
-    const float *k = block_rows(sh, block_start(sh, key_head, table[i]), count, dim, s->block);
+    const float *k = block_rows(sh, block_start(sh, key_head, table[i]), count, dim, 1, s->block);
     const char *ahead = i + AHEAD < blocks ? block_start(sh, key_head, table[i + AHEAD]) : NULL;
     for (int r = 0; r < count; r++) {
       if (ahead) prefetch_row(sh, ahead, r);
@@ -216,7 +225,7 @@ static inline __attribute__((always_inline)) void attend_unit(const Job *job, co
   memset(s->acc, 0, sizeof(float) * (size_t)rows * dim);
   for (int i = 0; i < blocks; i++) {
     const int count = n - i * bs < bs ? n - i * bs : bs;
-    const float *v = block_rows(sh, block_start(sh, value_head, table[i]), count, dim, s->block);
+    const float *v = block_rows(sh, block_start(sh, value_head, table[i]), count, dim, 0, s->block);
     const char *ahead = i + AHEAD < blocks ? block_start(sh, value_head, table[i + AHEAD]) : NULL;
     if (ahead)
       for (int r = 0; r < count; r++) prefetch_row(sh, ahead, r);
@@ -311,6 +320,85 @@ static inline __attribute__((always_inline)) __m512 scores16(const float *restri
   return sum_lanes(p, tree);
 }
 
+/* Scores of every query row against an int8 K block, stored transposed ([dim][block_size] int8,
+ * then the block_size scales): column d holds dimension d of the block's 16 (or block_size)
+ * positions side by side, so 16 positions' scores accumulate in one register per query row —
+ * a broadcast multiply-add per dimension, no lane-sum tree and no float copy of the block (the
+ * row layout's scores cost about twice as much). Scores go to s->scores rows from position `p0`. */
+static inline __attribute__((always_inline)) void int8_key_scores(const Job *job, Scratch *s, const char *block, int p0, int count, int rows, const int dim) {
+  const int bs = job->shape.block_size;
+  const int8_t *columns = (const int8_t *)block;
+  const float *scales = block_scales(&job->shape, block);
+  for (int g0 = 0; g0 < count; g0 += 16) {
+    const int m = count - g0 < 16 ? count - g0 : 16;
+    /* Loads stay inside the block's columns (a block shorter than 16 positions, or its tail). */
+    const int inside = bs - g0 < 16 ? bs - g0 : 16;
+    const __mmask16 readable = (__mmask16)((1u << inside) - 1), wanted = (__mmask16)((1u << m) - 1);
+    const __m512 scale = _mm512_maskz_loadu_ps(wanted, scales + g0);
+    for (int row0 = 0; row0 < rows; row0 += 8) {
+      const int tile_rows = rows - row0 < 8 ? rows - row0 : 8;
+      const float *q = s->queries + (size_t)row0 * dim;
+      /* Two accumulators a row (even and odd dimensions): a chain of 64 dependent multiply-adds
+       * would wait on each one's latency. */
+      __m512 even[8], odd[8];
+      for (int t = 0; t < 8; t++) even[t] = odd[t] = _mm512_setzero_ps();
+      for (int d = 0; d < dim; d += 2) {
+        const __m512 k0 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(readable, columns + (size_t)d * bs + g0)));
+        const __m512 k1 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(readable, columns + (size_t)(d + 1) * bs + g0)));
+        for (int t = 0; t < tile_rows; t++) {
+          even[t] = _mm512_fmadd_ps(_mm512_set1_ps(q[(size_t)t * dim + d]), k0, even[t]);
+          odd[t] = _mm512_fmadd_ps(_mm512_set1_ps(q[(size_t)t * dim + d + 1]), k1, odd[t]);
+        }
+      }
+      for (int t = 0; t < tile_rows; t++)
+        _mm512_mask_storeu_ps(s->scores + (size_t)(row0 + t) * job->longest + p0 + g0, wanted, _mm512_mul_ps(scale, _mm512_add_ps(even[t], odd[t])));
+    }
+  }
+}
+
+/* e^x for 16 lanes, x <= 0 (a score minus its row's maximum): 2^(x log2 e) as a whole power of
+ * two (vscalefps) times 2^f, f in [-0.5, 0.5], by the degree-6 Taylor polynomial of e^(f ln 2)
+ * (relative error ~1e-7, float32's own). glibc's vector expf is 8 lanes wide here. */
+static inline __m512 exp16(__m512 x) {
+  x = _mm512_max_ps(x, _mm512_set1_ps(-87.0f));
+  const __m512 t = _mm512_mul_ps(x, _mm512_set1_ps(1.44269504f));
+  const __m512 whole = _mm512_roundscale_ps(t, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  const __m512 f = _mm512_mul_ps(_mm512_sub_ps(t, whole), _mm512_set1_ps(0.693147181f));
+  __m512 p = _mm512_set1_ps(1.0f / 720);
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f / 120));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f / 24));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f / 6));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(0.5f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
+  p = _mm512_fmadd_ps(p, f, _mm512_set1_ps(1.0f));
+  return _mm512_scalef_ps(p, whole);
+}
+
+/* A score row's softmax over its first `visible` positions, in place; positions visible .. n − 1
+ * (a prefill row's causal edge) weigh 0 in the tile's shared pass over V. */
+static inline void softmax_row(float *restrict row, int visible, int n) {
+  __m512 largest = _mm512_set1_ps(row[0]);
+  int p = 0;
+  for (; p + 16 <= visible; p += 16) largest = _mm512_max_ps(largest, _mm512_loadu_ps(row + p));
+  const __mmask16 tail = (__mmask16)((1u << (visible - p)) - 1);
+  largest = _mm512_mask_max_ps(largest, tail, largest, _mm512_maskz_loadu_ps(tail, row + p));
+  const __m512 max = _mm512_set1_ps(_mm512_reduce_max_ps(largest));
+  __m512 sum = _mm512_setzero_ps();
+  for (p = 0; p + 16 <= visible; p += 16) {
+    const __m512 e = exp16(_mm512_sub_ps(_mm512_loadu_ps(row + p), max));
+    _mm512_storeu_ps(row + p, e);
+    sum = _mm512_add_ps(sum, e);
+  }
+  const __m512 e = _mm512_maskz_mov_ps(tail, exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(tail, row + p), max)));
+  _mm512_mask_storeu_ps(row + p, tail, e);
+  const __m512 inverse = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(_mm512_add_ps(sum, e)));
+  for (p = 0; p < visible; p += 16) {
+    const __mmask16 lanes = visible - p >= 16 ? (__mmask16)0xFFFF : tail;
+    _mm512_mask_storeu_ps(row + p, lanes, _mm512_mul_ps(inverse, _mm512_maskz_loadu_ps(lanes, row + p)));
+  }
+  for (p = visible; p < n; p++) row[p] = 0.0f;
+}
+
 /* 16 elements of a block from element `at` as float32 (int8 unscaled). */
 static inline __m512 load16(const char *block, int type, size_t at) {
   if (type == F32) return _mm512_loadu_ps((const float *)block + at);
@@ -341,11 +429,17 @@ static inline __attribute__((always_inline)) void attend_unit16(const Job *job, 
   const int blocks = (n + bs - 1) / bs;
   for (int i = 0; i < blocks; i++) {
     const int count = n - i * bs < bs ? n - i * bs : bs;
-    const float *k = block_rows(sh, block_start(sh, key_head, table[i]), count, dim, s->block);
+    const char *key_block = block_start(sh, key_head, table[i]);
     if (i + AHEAD < blocks) {
       const char *ahead = block_start(sh, key_head, table[i + AHEAD]);
-      for (int r = 0; r < count; r++) prefetch_row(sh, ahead, r);
+      /* A transposed int8 block's positions are not whole rows of its bytes: all of it. */
+      for (int r = 0, rows_ahead = sh->kv_type == I8 ? bs : count; r < rows_ahead; r++) prefetch_row(sh, ahead, r);
     }
+    if (sh->kv_type == I8) {
+      int8_key_scores(job, s, key_block, i * bs, count, rows, dim);
+      continue;
+    }
+    const float *k = block_rows(sh, key_block, count, dim, 1, s->block);
     for (int g0 = 0; g0 < count; g0 += 16) {
       const int m = count - g0 < 16 ? count - g0 : 16;
       const float *kg = k + (size_t)g0 * dim;
@@ -358,16 +452,7 @@ static inline __attribute__((always_inline)) void attend_unit16(const Job *job, 
       }
     }
   }
-  for (int row = 0; row < rows; row++) {
-    const int visible = first_position + row / groups + 1;
-    float *sc = s->scores + (size_t)row * job->longest, max = sc[0], sum = 0.0f;
-    for (int p = 1; p < visible; p++) max = sc[p] > max ? sc[p] : max;
-    for (int p = 0; p < visible; p++) sum += (sc[p] = expf(sc[p] - max));
-    const float inv = 1.0f / sum;
-    for (int p = 0; p < visible; p++) sc[p] *= inv;
-    /* Positions a prefill row may not see weigh nothing in the tile's shared pass over V. */
-    for (int p = visible; p < n; p++) sc[p] = 0.0f;
-  }
+  for (int row = 0; row < rows; row++) softmax_row(s->scores + (size_t)row * job->longest, first_position + row / groups + 1, n);
   /* Query rows per pass over V: as many as keep their outputs in 16 registers. */
   const int tile = chunks <= 16 ? 16 / chunks : 1;
   for (int row0 = 0; row0 < rows; row0 += tile) {
@@ -540,14 +625,15 @@ static size_t pool_elements(const Shape *sh) {
   return (size_t)sh->kv_heads * sh->num_blocks * block_bytes(sh) / (sh->kv_type == F32 ? 4 : sh->kv_type == F16 ? 2 : 1);
 }
 
-/* A row into an int8 block: symmetric, scale = max |x| / 127 (0 for a zero row), rounded to nearest. */
-static void quantize_row(const float *restrict from, int n, int8_t *restrict to, float *restrict scale) {
+/* A row into an int8 block: symmetric, scale = max |x| / 127 (0 for a zero row), rounded to
+ * nearest; element i at to[i * stride] (1 for a V row, block_size for a K block's column layout). */
+static void quantize_row(const float *restrict from, int n, int8_t *restrict to, size_t stride, float *restrict scale) {
   float largest = 0.0f;
   for (int i = 0; i < n; i++) largest = fabsf(from[i]) > largest ? fabsf(from[i]) : largest;
   const float inverse = largest > 0.0f ? 127.0f / largest : 0.0f;
   for (int i = 0; i < n; i++) {
     const long q = lrintf(from[i] * inverse);
-    to[i] = (int8_t)(q > 127 ? 127 : q < -127 ? -127 : q);
+    to[i * stride] = (int8_t)(q > 127 ? 127 : q < -127 ? -127 : q);
   }
   *scale = largest / 127.0f;
 }
@@ -578,7 +664,9 @@ static napi_value write_kv(napi_env env, napi_callback_info info) {
           load_row(fresh[k].data, sh.act_type, (size_t)(st[s] + j) * row + (size_t)h * sh.dim, sh.dim, buffer);
           char *at = (char *)block_start(&sh, pool_head(&sh, pool[k].data, h), block);
           if (sh.kv_type == I8) {
-            quantize_row(buffer, sh.dim, (int8_t *)at + (size_t)r * sh.dim, (float *)block_scales(&sh, at) + r);
+            /* K (k = 0) transposed within its block, V by rows: each as its pass reads it. */
+            if (k == 0) quantize_row(buffer, sh.dim, (int8_t *)at + r, (size_t)sh.block_size, (float *)block_scales(&sh, at) + r);
+            else quantize_row(buffer, sh.dim, (int8_t *)at + (size_t)r * sh.dim, 1, (float *)block_scales(&sh, at) + r);
           } else {
             store_row(at, sh.kv_type, (size_t)r * sh.dim, sh.dim, buffer);
           }

@@ -34,20 +34,24 @@ beforeAll(async () => {
 const asKernel = (values: Float32Array, type: ActivationType): KernelArray => (type === 'float32' ? values : toFloat16Array(values));
 const asFloat32 = (values: KernelArray): Float32Array => (values instanceof Float32Array ? values : Float32Array.from(values, float16BitsToFloat32));
 
-/** Where row (head, block, r) of an int8 pool and its scale sit: each (head, block) is block_size × dim int8 rows, then block_size float32 scales. */
-const int8Geometry = (numBlocks: number, blockSize: number, dim: number) => {
+/**
+ * Where element d of position r of (head, block) of an int8 pool and its scale sit: each (head,
+ * block) is block_size × dim int8 — V by rows, K transposed ([dim][block_size]) — then
+ * block_size float32 scales.
+ */
+const int8Geometry = (numBlocks: number, blockSize: number, dim: number, kind: 'key' | 'value') => {
   const blockBytes = blockSize * (dim + 4);
   const block = (head: number, id: number) => (head * numBlocks + id) * blockBytes;
   return {
     size: (kvHeads: number) => kvHeads * numBlocks * blockBytes,
-    row: (head: number, id: number, r: number) => block(head, id) + r * dim,
+    element: (head: number, id: number, r: number, d: number) => block(head, id) + (kind === 'key' ? d * blockSize + r : r * dim + d),
     scale: (head: number, id: number, r: number) => block(head, id) + blockSize * dim + 4 * r,
   };
 };
 
 /** An int8 pool of random rows and scales, and the float32 [kv_heads, blocks, block_size, dim] values it stands for. */
-function randomInt8Pool(random: SeededRandom, kvHeads: number, numBlocks: number, blockSize: number, dim: number): { pool: Int8Array; values: Float32Array } {
-  const at = int8Geometry(numBlocks, blockSize, dim);
+function randomInt8Pool(random: SeededRandom, kind: 'key' | 'value', kvHeads: number, numBlocks: number, blockSize: number, dim: number): { pool: Int8Array; values: Float32Array } {
+  const at = int8Geometry(numBlocks, blockSize, dim, kind);
   const pool = new Int8Array(at.size(kvHeads));
   const scales = new DataView(pool.buffer);
   const values = new Float32Array(kvHeads * numBlocks * blockSize * dim);
@@ -58,7 +62,7 @@ function randomInt8Pool(random: SeededRandom, kvHeads: number, numBlocks: number
         scales.setFloat32(at.scale(h, b, r), scale, true);
         for (let d = 0; d < dim; d++) {
           const q = (random.nextUint32() % 255) - 127;
-          pool[at.row(h, b, r) + d] = q;
+          pool[at.element(h, b, r, d)] = q;
           values[((h * numBlocks + b) * blockSize + r) * dim + d] = q * scale;
         }
       }
@@ -70,6 +74,7 @@ function randomInt8Pool(random: SeededRandom, kvHeads: number, numBlocks: number
 /** The pool's float view and the arrays the kernel takes, random as `type` stores them. */
 function randomPool(
   random: SeededRandom,
+  kind: 'key' | 'value',
   type: KernelType,
   kvHeads: number,
   numBlocks: number,
@@ -77,14 +82,14 @@ function randomPool(
   dim: number,
   data: (count: number) => Float32Array,
 ): { pool: KernelPoolArray; values: Float32Array } {
-  if (type === 'int8') return randomInt8Pool(random, kvHeads, numBlocks, blockSize, dim);
+  if (type === 'int8') return randomInt8Pool(random, kind, kvHeads, numBlocks, blockSize, dim);
   const pool = asKernel(data(kvHeads * numBlocks * blockSize * dim), type);
   return { pool, values: asFloat32(pool) };
 }
 
 /** The call's K or V rows ([tokens, kv_heads, dim]) as the kernel stored them in an int8 pool, dequantized. */
-function storedRows(c: Case, layout: RandomLayout, pool: Int8Array): Float32Array {
-  const at = int8Geometry(layout.numBlocks, c.blockSize, c.dim);
+function storedRows(c: Case, layout: RandomLayout, pool: Int8Array, kind: 'key' | 'value'): Float32Array {
+  const at = int8Geometry(layout.numBlocks, c.blockSize, c.dim, kind);
   const scales = new DataView(pool.buffer);
   const rows = new Float32Array(layout.numTokens * c.kvHeads * c.dim);
   c.sequences.forEach((sequence, s) => {
@@ -94,7 +99,7 @@ function storedRows(c: Case, layout: RandomLayout, pool: Int8Array): Float32Arra
       for (let h = 0; h < c.kvHeads; h++) {
         const scale = scales.getFloat32(at.scale(h, block, r), true);
         const to = ((layout.queryStarts[s]! + j) * c.kvHeads + h) * c.dim;
-        for (let d = 0; d < c.dim; d++) rows[to + d] = pool[at.row(h, block, r) + d]! * scale;
+        for (let d = 0; d < c.dim; d++) rows[to + d] = pool[at.element(h, block, r, d)]! * scale;
       }
     }
   });
@@ -140,7 +145,10 @@ function run(c: Case): { error: number; layout: RandomLayout; writeError: number
   const rounded = (values: Float32Array, type: ActivationType) => asFloat32(asKernel(values, type));
   const q = rounded(data(n * c.heads * c.dim), c.activationType);
   const [k, v] = [rounded(data(n * c.kvHeads * c.dim), c.activationType), rounded(data(n * c.kvHeads * c.dim), c.activationType)];
-  const [keys, values] = [0, 1].map(() => randomPool(random, c.kvType, c.kvHeads, layout.numBlocks, c.blockSize, c.dim, data)) as [ReturnType<typeof randomPool>, ReturnType<typeof randomPool>];
+  const [keys, values] = (['key', 'value'] as const).map((kind) => randomPool(random, kind, c.kvType, c.kvHeads, layout.numBlocks, c.blockSize, c.dim, data)) as [
+    ReturnType<typeof randomPool>,
+    ReturnType<typeof randomPool>,
+  ];
   const [keyPool, valuePool] = [keys.pool, values.pool];
   const pasts = c.sequences.map((s) => s.past);
   const poolDims = [c.kvHeads, layout.numBlocks, c.blockSize, c.dim];
@@ -165,7 +173,7 @@ function run(c: Case): { error: number; layout: RandomLayout; writeError: number
   // An int8 pool holds the call's rows quantized: the write is checked against the rows (half a
   // step at most), and attention against the reference over the rows as stored, so what reading
   // the pool adds is measured on its own, to float32 rounding.
-  const stored = keyPool instanceof Int8Array && valuePool instanceof Int8Array ? { k: storedRows(c, layout, keyPool), v: storedRows(c, layout, valuePool) } : { k, v };
+  const stored = keyPool instanceof Int8Array && valuePool instanceof Int8Array ? { k: storedRows(c, layout, keyPool, 'key'), v: storedRows(c, layout, valuePool, 'value') } : { k, v };
   const writeError = Math.max(quantizationError(stored.k, k, c.dim), quantizationError(stored.v, v, c.dim));
   // The reference sees the pool as it was (the past) and the call's own K/V apart.
   const expected = pagedAttentionReference(

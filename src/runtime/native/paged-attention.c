@@ -33,15 +33,15 @@
  * a block is one 4 KiB page of K (or V) rows, which the hardware prefetcher does not cross, and
  * the blocks of a table lie anywhere in the pool. Measured at 32 x 2,048: ~11 ms a layer without,
  * 6-8 ms with (1 to 4 ahead all alike; the whole next block at once was slower). The prefetches
- * are non-temporal: a decode step reads each K/V row once, and with the default (keep in every
- * level) those 67 MB a layer at 32 x 2,048 evicted the next segment's weights, so ORT's share of a
- * step grew with the context (42 ms at past 160, 53 ms at 2,048); non-temporal, 39-49 ms there,
- * and the kernel itself 25 -> 18.5 ms a step (bench/kernels/measure-decode-step.ts). */
+ * fetch into every cache level (hint 3). They were non-temporal (0) from a measurement that
+ * turned out to read an unwritten pool (its zero page, from cache); over a written pool in the
+ * engine sweep, 32 streams at 2,048-token prompts, the decode rate with hint 3 was 296 / 314
+ * tok/s (fp16 / int8 cache) against 237 / 243 non-temporal (bench/results/2026-12-03-int8-kv-*). */
 #ifndef AHEAD
 #define AHEAD 2
 #endif
 #ifndef PREFETCH_HINT
-#define PREFETCH_HINT 0
+#define PREFETCH_HINT 3
 #endif
 
 

@@ -4,7 +4,9 @@
 // answers concurrent streaming chats from the official OpenAI SDK with the same greedy text; each
 // load reports the file it runs; a bad backend name or a directory without the paged graph is
 // refused at load with a message naming what is wrong, and an export with the paged graph but no
-// segments serves paged on the graph.
+// segments serves paged on the graph. kv_cache_dtype int8 (the native runner's int8 cache) answers
+// the same chats, its greedy text starting as the float cache's (int8 rounding may then flip a
+// near-tie of this random model), and is refused at load on the Optimum graph.
 import { copyFile, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import OpenAI from 'openai';
@@ -13,7 +15,13 @@ import { DEFAULT_REPOSITORY } from '../../models/default-repository.js';
 import { configOf, loadModel, makeRepository, startTestServer, type TestServer } from '../support/server.js';
 
 let server: TestServer;
-const withBackend = (name: string, backend: string) => configOf('qwen3-tiny', name, (text) => `${text}\nparameters: { key: "attention_backend" value: { string_value: "${backend}" } }\n`);
+const withBackend = (name: string, backend: string, kvCacheDtype?: string) =>
+  configOf(
+    'qwen3-tiny',
+    name,
+    (text) =>
+      `${text}\nparameters: { key: "attention_backend" value: { string_value: "${backend}" } }\n${kvCacheDtype ? `parameters: { key: "kv_cache_dtype" value: { string_value: "${kvCacheDtype}" } }\n` : ''}`,
+  );
 
 beforeAll(async () => {
   const repository = await makeRepository([
@@ -21,6 +29,8 @@ beforeAll(async () => {
     { name: 'tiny-paged', from: 'qwen3-tiny', config: withBackend('tiny-paged', 'paged') },
     { name: 'tiny-paged-onnx', from: 'qwen3-tiny', config: withBackend('tiny-paged-onnx', 'paged_onnx') },
     { name: 'tiny-flash', from: 'qwen3-tiny', config: withBackend('tiny-flash', 'flash') },
+    { name: 'tiny-paged-int8', from: 'qwen3-tiny', config: withBackend('tiny-paged-int8', 'paged', 'int8') },
+    { name: 'tiny-pkv-int8', from: 'qwen3-tiny', config: withBackend('tiny-pkv-int8', 'past_key_values', 'int8') },
   ]);
   // An export with only the Optimum graph (copied: links out of a version directory are refused).
   const source = join(DEFAULT_REPOSITORY, 'qwen3-tiny', '1');
@@ -45,6 +55,7 @@ describe('attention_backend', () => {
     expect(await load('tiny-pkv')).toEqual({ status: 200, error: '' });
     expect(await load('tiny-paged')).toEqual({ status: 200, error: '' });
     expect(await load('tiny-paged-onnx')).toEqual({ status: 200, error: '' });
+    expect(await load('tiny-paged-int8')).toEqual({ status: 200, error: '' });
     const fileOf = async (model: string) => ((await (await fetch(`${server.http}/v2/models/${model}/config`)).json()) as { default_model_filename: string }).default_model_filename;
     expect(await fileOf('tiny-paged')).toBe('onnx/model_paged.segments');
     expect(await fileOf('tiny-paged-onnx')).toBe('onnx/model_paged.onnx');
@@ -63,11 +74,28 @@ describe('attention_backend', () => {
       return text;
     };
     // All twelve streams at once: both engines batch, arrivals stagger into running decodes.
-    const [optimum, native, graph] = await Promise.all(['tiny-pkv', 'tiny-paged', 'tiny-paged-onnx'].map((model) => Promise.all(prompts.map((p) => chat(model, p)))));
+    const [optimum, native, graph, int8Cache] = await Promise.all(['tiny-pkv', 'tiny-paged', 'tiny-paged-onnx', 'tiny-paged-int8'].map((model) => Promise.all(prompts.map((p) => chat(model, p)))));
     expect(native).toEqual(optimum);
     expect(graph).toEqual(optimum);
+    // An int8 cache rounds K/V: on this random-weight model, whose logits are nearly flat, greedy
+    // text starts with the float cache's first token (one prompt parts after it) and may then take
+    // another near-tie; the runner test bounds the logits (1e-3 relative).
+    const sharedPrefix = (a: string, b: string) => {
+      const [x, y] = [[...a], [...b]];
+      return x.findIndex((ch, i) => ch !== y[i]);
+    };
+    int8Cache!.forEach((text, i) => {
+      const shared = sharedPrefix(text, optimum![i]!);
+      expect(shared === -1 ? [...text].length : shared, `${text} vs ${optimum![i]}`).toBeGreaterThanOrEqual(1);
+    });
     expect(native!.every((text) => text.length > 0)).toBe(true);
   }, 120_000);
+
+  it('refuses an int8 cache on the Optimum graph at load, naming what it needs', async () => {
+    const { status, error } = await load('tiny-pkv-int8');
+    expect(status).toBeGreaterThanOrEqual(400);
+    expect(error).toContain('kv_cache_dtype int8 on a float32 model needs attention_backend paged with the segmented decoder and the native kernel');
+  });
 
   it('refuses an unknown backend name, listing the choices', async () => {
     const { status, error } = await load('tiny-flash');

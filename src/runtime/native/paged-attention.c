@@ -176,17 +176,11 @@ static inline void prefetch_row(const Shape *sh, const char *block, int r) {
   if (sh->kv_type == I8 && r == 0) __builtin_prefetch(block_scales(sh, block), 0, PREFETCH_HINT);
 }
 
-static inline __attribute__((always_inline)) void attend_unit(const Job *job, const Unit *u, Scratch *s, const int dim, const int groups) {
+/* The unit's query rows (token t, group g at row t * groups + g) into scratch, as float32 times 1 / sqrt(dim). */
+static inline __attribute__((always_inline)) void load_queries(const Job *job, const Unit *u, Scratch *s, const int dim, const int groups) {
   const Shape *sh = &job->shape;
-  const int bs = sh->block_size;
-  const int start = job->starts[u->seq], past = job->pasts[u->seq];
-  const int first_position = past + u->first; /* the tile's first query sits at this position */
-  const int n = first_position + u->count; /* positions the tile's last query sees */
-  const int rows = u->count * groups;
+  const int start = job->starts[u->seq];
   const float scale = 1.0f / sqrtf((float)dim);
-  const int32_t *table = job->tables + (size_t)u->seq * sh->max_blocks;
-  const char *key_head = pool_head(sh, job->key_pool, u->head), *value_head = pool_head(sh, job->value_pool, u->head);
-
   for (int t = 0; t < u->count; t++) {
     for (int g = 0; g < groups; g++) {
       float *q = s->queries + (size_t)(t * groups + g) * dim;
@@ -194,6 +188,19 @@ static inline __attribute__((always_inline)) void attend_unit(const Job *job, co
       for (int d = 0; d < dim; d++) q[d] *= scale;
     }
   }
+}
+
+static inline __attribute__((always_inline)) void attend_unit(const Job *job, const Unit *u, Scratch *s, const int dim, const int groups) {
+  const Shape *sh = &job->shape;
+  const int bs = sh->block_size;
+  const int start = job->starts[u->seq], past = job->pasts[u->seq];
+  const int first_position = past + u->first; /* the tile's first query sits at this position */
+  const int n = first_position + u->count; /* positions the tile's last query sees */
+  const int rows = u->count * groups;
+  const int32_t *table = job->tables + (size_t)u->seq * sh->max_blocks;
+  const char *key_head = pool_head(sh, job->key_pool, u->head), *value_head = pool_head(sh, job->value_pool, u->head);
+
+  load_queries(job, u, s, dim, groups);
 
   const int blocks = (n + bs - 1) / bs;
   /* Scores: row (t, g) sees positions 0 .. first_position + t. */
@@ -413,18 +420,11 @@ static inline __attribute__((always_inline)) void attend_unit16(const Job *job, 
   const int first_position = past + u->first;
   const int n = first_position + u->count;
   const int rows = u->count * groups;
-  const float scale = 1.0f / sqrtf((float)dim);
   const int32_t *table = job->tables + (size_t)u->seq * sh->max_blocks;
   const char *key_head = pool_head(sh, job->key_pool, u->head), *value_head = pool_head(sh, job->value_pool, u->head);
   const LaneTree tree = lane_tree();
 
-  for (int t = 0; t < u->count; t++) {
-    for (int g = 0; g < groups; g++) {
-      float *q = s->queries + (size_t)(t * groups + g) * dim;
-      load_row(job->query, sh->act_type, ((size_t)(start + u->first + t) * sh->heads + (size_t)u->head * groups + g) * dim, dim, q);
-      for (int d = 0; d < dim; d++) q[d] *= scale;
-    }
-  }
+  load_queries(job, u, s, dim, groups);
 
   const int blocks = (n + bs - 1) / bs;
   for (int i = 0; i < blocks; i++) {

@@ -182,9 +182,11 @@ describe('the declaration: accepted values round-trip', () => {
         expect(error.code).toBe('INVALID_ARG');
         // A structured field's part is named below it: response_format.json_schema.schema.
         expect(GENERATION_FIELDS).toContain(error.param?.split(/[.[]/)[0]);
-        expect(error.message).not.toMatch(/\{\w*\}/);
+        // The refused part's path may hold the request's own keys (fast-check once sent one named
+        // "{}": "structured_outputs.{} is not supported"); a template is what is left outside it.
+        expect(error.message.replaceAll(error.param ?? '', '')).not.toMatch(/\{\w*\}/);
       }),
-      { numRuns: 300 },
+      { numRuns: 300, examples: [[{ structured_outputs: { '{}': '' } }]] },
     );
   });
 });

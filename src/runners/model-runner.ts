@@ -9,6 +9,7 @@ import type { EngineWorkerData, KvElementType } from '../contracts/engine-messag
 import type { StepPlan } from '../contracts/generate.js';
 import type { Device } from '../contracts/worker-messages.js';
 import { numBlocksForBudget } from '../kv-cache/budget.js';
+import type { KernelPoolArray } from '../runtime/paged-attention-kernel.js';
 
 /** What opening a runner takes: the session settings, the KV budget, and the test-only fault. */
 export type RunnerOptions = Pick<EngineWorkerData, 'modelPath' | 'device' | 'intraOpNumThreads' | 'intraOpSpinning' | 'kvCacheBytes' | 'kvCacheDtype' | 'blockSize' | 'faultInjection'>;
@@ -27,8 +28,8 @@ export interface ModelShape {
   readonly kvType: KvElementType;
 }
 
-/** A pool array of each KV element type (int8: its rows' bytes and float32 scales in one array). */
-export type KvPoolArray = Float32Array | Uint16Array | Int8Array;
+/** A pool array of each KV element type (int8: its values' bytes and float32 scales in one array): the kernel seam's. */
+export type KvPoolArray = KernelPoolArray;
 
 /**
  * How each KV element type is stored, for the budget and the pools alike: bytes per element, the

@@ -9,8 +9,10 @@ import { createRequire } from 'node:module';
 /**
  * Element types of the kernel's arrays: float32 (Float32Array), float16 (its bits in a
  * Uint16Array), and for the pool also int8 (an Int8Array whose every (kv head, block) is
- * block_size × head_dim int8 — V by rows, K transposed, [head_dim][block_size] — then the
- * positions' block_size float32 scales; write() quantizes).
+ * block_size × head_dim codes — V by rows of int8, K in dimension quads, [head_dim / 4][block_size][4],
+ * of code + 128 as unsigned bytes — then the positions' block_size float32 scales; write()
+ * quantizes; the head size is a multiple of 4). Against an int8 pool the kernel quantizes each
+ * query row the same way (int8, one scale a row) and scores with those codes.
  */
 export const KERNEL_TYPES = { float32: 0, float16: 1, int8: 2 } as const;
 export type KernelType = keyof typeof KERNEL_TYPES;

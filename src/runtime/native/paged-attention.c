@@ -104,9 +104,12 @@ static inline void store_row(void *base, int type, size_t at, int count, const f
 
 typedef struct {
   float *scores; /* [rows, longest] */
-  float *queries; /* [rows, D], scaled */
+  float *queries; /* [rows, D], scaled (for an int8 cache: as quantized, see load_queries) */
   float *block; /* [block_size, D]: a float16 block as float32 */
   float *acc; /* [rows, D] */
+  int8_t *query_codes; /* [rows, D]: an int8 cache's query rows as int8 */
+  float *query_scales; /* [rows]: a code's weight, 1 / sqrt(D) included */
+  int32_t *query_sums; /* [rows]: the sum of a row's codes */
 } Scratch;
 
 static inline __attribute__((always_inline)) float dot(const float *restrict a, const float *restrict b, const int dim) {
@@ -115,10 +118,10 @@ static inline __attribute__((always_inline)) float dot(const float *restrict a, 
   return s;
 }
 
-/* Bytes of one (kv head, block) of a pool. An int8 block is block_size x dim int8 followed by
+/* Bytes of one (kv head, block) of a pool. An int8 block is block_size x dim codes followed by
  * each position's float32 scale, so a block stays one contiguous piece that the block manager's
- * copies and the prefetches treat like any other; a V block holds its positions' rows one after
- * another, a K block the same values transposed ([dim][block_size], see int8_key_scores). */
+ * copies and the prefetches treat like any other; a V block holds its positions' rows of int8
+ * one after another, a K block the same values in dimension quads (see key_code_at). */
 static inline size_t block_bytes(const Shape *sh) {
   const size_t rows = (size_t)sh->block_size * sh->dim;
   return sh->kv_type == F32 ? rows * 4 : sh->kv_type == F16 ? rows * 2 : rows + (size_t)sh->block_size * 4;
@@ -140,6 +143,16 @@ static inline const float *block_scales(const Shape *sh, const char *block) {
   return (const float *)(block + (size_t)sh->block_size * sh->dim);
 }
 
+/* An int8 K block keeps its codes in quads of dimensions ([dim / 4][block_size][4]), each code
+ * + 128 as an unsigned byte: a position's 4 dimensions are one 32-bit lane, so 16 positions' 4
+ * dimensions are one vector, the unsigned operand of VNNI's byte dot product (vpdpbusd) against
+ * a query's 4 signed codes broadcast; the + 128 adds 128 x (the query's code sum) to every
+ * score, taken off once per query row. Head sizes are a multiple of 4 (shape_of). */
+#define KEY_CODE_BIAS 128
+static inline size_t key_code_at(const Shape *sh, int r, int d) {
+  return ((size_t)(d >> 2) * sh->block_size + r) * 4 + (d & 3);
+}
+
 /* int8 → float32 times the row's scale. */
 static inline void dequantize_row(const int8_t *restrict from, float scale, int n, float *restrict to) {
   int i = 0;
@@ -159,9 +172,9 @@ static inline const float *block_rows(const Shape *sh, const char *block, int co
     halves_to_floats((const _Float16 *)block, count * dim, scratch);
   } else if (is_key) {
     const float *scales = block_scales(sh, block);
-    const int8_t *columns = (const int8_t *)block;
+    const uint8_t *codes = (const uint8_t *)block;
     for (int r = 0; r < count; r++)
-      for (int d = 0; d < dim; d++) scratch[(size_t)r * dim + d] = (float)columns[(size_t)d * sh->block_size + r] * scales[r];
+      for (int d = 0; d < dim; d++) scratch[(size_t)r * dim + d] = (float)((int)codes[key_code_at(sh, r, d)] - KEY_CODE_BIAS) * scales[r];
   } else {
     const float *scales = block_scales(sh, block);
     for (int r = 0; r < count; r++) dequantize_row((const int8_t *)block + (size_t)r * dim, scales[r], dim, scratch + (size_t)r * dim);
@@ -176,15 +189,31 @@ static inline void prefetch_row(const Shape *sh, const char *block, int r) {
   if (sh->kv_type == I8 && r == 0) __builtin_prefetch(block_scales(sh, block), 0, PREFETCH_HINT);
 }
 
-/* The unit's query rows (token t, group g at row t * groups + g) into scratch, as float32 times 1 / sqrt(dim). */
+static void quantize_row(const float *restrict from, int n, int8_t *restrict to, size_t stride, float *restrict scale);
+
+/* The unit's query rows (token t, group g at row t * groups + g) into scratch, as float32 times
+ * 1 / sqrt(dim). Against an int8 cache a query row is quantized as its K rows are (int8, one
+ * scale a row) and every path scores with those codes: the integer dot products of the VNNI path,
+ * the codes times their scale (in `queries`) elsewhere, so the scores do not depend on which
+ * path a machine takes. llama.cpp's CPU path does the same for its 8-bit K caches. */
 static inline __attribute__((always_inline)) void load_queries(const Job *job, const Unit *u, Scratch *s, const int dim, const int groups) {
   const Shape *sh = &job->shape;
   const int start = job->starts[u->seq];
   const float scale = 1.0f / sqrtf((float)dim);
   for (int t = 0; t < u->count; t++) {
     for (int g = 0; g < groups; g++) {
-      float *q = s->queries + (size_t)(t * groups + g) * dim;
+      const int row = t * groups + g;
+      float *q = s->queries + (size_t)row * dim;
       load_row(job->query, sh->act_type, ((size_t)(start + u->first + t) * sh->heads + (size_t)u->head * groups + g) * dim, dim, q);
+      if (sh->kv_type == I8) {
+        int8_t *codes = s->query_codes + (size_t)row * dim;
+        float step;
+        quantize_row(q, dim, codes, 1, &step);
+        int32_t sum = 0;
+        for (int d = 0; d < dim; d++) sum += codes[d], q[d] = (float)codes[d] * step;
+        s->query_scales[row] = step * scale;
+        s->query_sums[row] = sum;
+      }
       for (int d = 0; d < dim; d++) q[d] *= scale;
     }
   }
@@ -327,41 +356,51 @@ static inline __attribute__((always_inline)) __m512 scores16(const float *restri
   return sum_lanes(p, tree);
 }
 
-/* Scores of every query row against an int8 K block, stored transposed ([dim][block_size] int8,
- * then the block_size scales): column d holds dimension d of the block's 16 (or block_size)
- * positions side by side, so 16 positions' scores accumulate in one register per query row —
- * a broadcast multiply-add per dimension, no lane-sum tree and no float copy of the block (the
- * row layout's scores cost about twice as much). Scores go to s->scores rows from position `p0`. */
+#ifdef __AVX512VNNI__
+/* Scores of every query row against an int8 K block (its codes in dimension quads, key_code_at):
+ * per 16 positions and query row, dim / 4 byte dot products (vpdpbusd: 16 lanes x 4 unsigned K
+ * codes times the row's 4 signed codes, summed into 32-bit lanes), exact in integers, then one
+ * conversion, the bias's correction and the two scales. Against the block's float32 copy and the
+ * lane-sum tree this is a quarter of the instructions. Scores go to s->scores rows from position
+ * `p0`. */
+#define INT8_KEY_SCORES 1
 static inline __attribute__((always_inline)) void int8_key_scores(const Job *job, Scratch *s, const char *block, int p0, int count, int rows, const int dim) {
-  const int bs = job->shape.block_size;
-  const int8_t *columns = (const int8_t *)block;
+  const int bs = job->shape.block_size, quads = dim / 4;
+  const uint8_t *codes = (const uint8_t *)block;
   const float *scales = block_scales(&job->shape, block);
   for (int g0 = 0; g0 < count; g0 += 16) {
     const int m = count - g0 < 16 ? count - g0 : 16;
-    /* Loads stay inside the block's columns (a block shorter than 16 positions, or its tail). */
+    /* Loads stay inside the block's quads (a block shorter than 16 positions, or its tail). */
     const int inside = bs - g0 < 16 ? bs - g0 : 16;
     const __mmask16 readable = (__mmask16)((1u << inside) - 1), wanted = (__mmask16)((1u << m) - 1);
-    const __m512 scale = _mm512_maskz_loadu_ps(wanted, scales + g0);
+    const __m512 key_scale = _mm512_maskz_loadu_ps(wanted, scales + g0);
     for (int row0 = 0; row0 < rows; row0 += 8) {
       const int tile_rows = rows - row0 < 8 ? rows - row0 : 8;
-      const float *q = s->queries + (size_t)row0 * dim;
-      /* Two accumulators a row (even and odd dimensions): a chain of 64 dependent multiply-adds
-       * would wait on each one's latency. */
-      __m512 even[8], odd[8];
-      for (int t = 0; t < 8; t++) even[t] = odd[t] = _mm512_setzero_ps();
-      for (int d = 0; d < dim; d += 2) {
-        const __m512 k0 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(readable, columns + (size_t)d * bs + g0)));
-        const __m512 k1 = _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_maskz_loadu_epi8(readable, columns + (size_t)(d + 1) * bs + g0)));
+      /* Two accumulators a row (even and odd quads), so consecutive dot products do not wait on each other. */
+      __m512i even[8], odd[8];
+      for (int t = 0; t < 8; t++) even[t] = odd[t] = _mm512_setzero_si512();
+      for (int c = 0; c < quads; c += 2) {
+        const __m512i k0 = _mm512_maskz_loadu_epi32(readable, codes + ((size_t)c * bs + g0) * 4);
+        const __m512i k1 = _mm512_maskz_loadu_epi32(readable, codes + ((size_t)(c + 1) * bs + g0) * 4);
         for (int t = 0; t < tile_rows; t++) {
-          even[t] = _mm512_fmadd_ps(_mm512_set1_ps(q[(size_t)t * dim + d]), k0, even[t]);
-          odd[t] = _mm512_fmadd_ps(_mm512_set1_ps(q[(size_t)t * dim + d + 1]), k1, odd[t]);
+          const int8_t *q = s->query_codes + (size_t)(row0 + t) * dim + (size_t)c * 4;
+          int32_t q0, q1;
+          memcpy(&q0, q, 4);
+          memcpy(&q1, q + 4, 4);
+          even[t] = _mm512_dpbusd_epi32(even[t], k0, _mm512_set1_epi32(q0));
+          odd[t] = _mm512_dpbusd_epi32(odd[t], k1, _mm512_set1_epi32(q1));
         }
       }
-      for (int t = 0; t < tile_rows; t++)
-        _mm512_mask_storeu_ps(s->scores + (size_t)(row0 + t) * job->longest + p0 + g0, wanted, _mm512_mul_ps(scale, _mm512_add_ps(even[t], odd[t])));
+      for (int t = 0; t < tile_rows; t++) {
+        const int row = row0 + t;
+        const __m512i dot = _mm512_sub_epi32(_mm512_add_epi32(even[t], odd[t]), _mm512_set1_epi32(KEY_CODE_BIAS * s->query_sums[row]));
+        const __m512 score = _mm512_mul_ps(_mm512_mul_ps(_mm512_cvtepi32_ps(dot), _mm512_set1_ps(s->query_scales[row])), key_scale);
+        _mm512_mask_storeu_ps(s->scores + (size_t)row * job->longest + p0 + g0, wanted, score);
+      }
     }
   }
 }
+#endif
 
 /* e^x for 16 lanes, x <= 0 (a score minus its row's maximum): 2^(x log2 e) as a whole power of
  * two (vscalefps) times 2^f, f in [-0.5, 0.5], by the degree-6 Taylor polynomial of e^(f ln 2)
@@ -432,13 +471,15 @@ static inline __attribute__((always_inline)) void attend_unit16(const Job *job, 
     const char *key_block = block_start(sh, key_head, table[i]);
     if (i + AHEAD < blocks) {
       const char *ahead = block_start(sh, key_head, table[i + AHEAD]);
-      /* A transposed int8 block's positions are not whole rows of its bytes: all of it. */
+      /* An int8 K block's positions are not whole rows of its bytes (quads): all of it. */
       for (int r = 0, rows_ahead = sh->kv_type == I8 ? bs : count; r < rows_ahead; r++) prefetch_row(sh, ahead, r);
     }
+#ifdef INT8_KEY_SCORES
     if (sh->kv_type == I8) {
       int8_key_scores(job, s, key_block, i * bs, count, rows, dim);
       continue;
     }
+#endif
     const float *k = block_rows(sh, key_block, count, dim, 1, s->block);
     for (int g0 = 0; g0 < count; g0 += 16) {
       const int m = count - g0 < 16 ? count - g0 : 16;
@@ -453,6 +494,18 @@ static inline __attribute__((always_inline)) void attend_unit16(const Job *job, 
     }
   }
   for (int row = 0; row < rows; row++) softmax_row(s->scores + (size_t)row * job->longest, first_position + row / groups + 1, n);
+  if (sh->kv_type == I8) {
+    /* An int8 V row's scale goes into its weights here, 16 at a time, rather than into each
+     * weight as the pass over V broadcasts it (a multiply on the pass's critical port). */
+    for (int i = 0; i < blocks; i++) {
+      const int count = n - i * bs < bs ? n - i * bs : bs;
+      const float *scales = block_scales(sh, block_start(sh, value_head, table[i]));
+      for (int row = 0; row < rows; row++) {
+        float *restrict w = s->scores + (size_t)row * job->longest + (size_t)i * bs;
+        for (int r = 0; r < count; r++) w[r] *= scales[r];
+      }
+    }
+  }
   /* Query rows per pass over V: as many as keep their outputs in 16 registers. */
   const int tile = chunks <= 16 ? 16 / chunks : 1;
   for (int row0 = 0; row0 < rows; row0 += tile) {
@@ -465,7 +518,6 @@ static inline __attribute__((always_inline)) void attend_unit16(const Job *job, 
     for (int i = 0; i < tile_blocks; i++) {
       const int count = seen - i * bs < bs ? seen - i * bs : bs;
       const char *block = block_start(sh, value_head, table[i]);
-      const float *scales = sh->kv_type == I8 ? block_scales(sh, block) : NULL;
       if (i + AHEAD < tile_blocks) {
         const char *ahead = block_start(sh, value_head, table[i + AHEAD]);
         for (int r = 0; r < count; r++) prefetch_row(sh, ahead, r);
@@ -473,11 +525,10 @@ static inline __attribute__((always_inline)) void attend_unit16(const Job *job, 
       for (int r = 0; r < count; r++) {
         const int p = i * bs + r;
         __m512 v[16];
+        /* int8 codes unscaled: their row's scale is in the weights (above). */
         for (int c = 0; c < chunks; c++) v[c] = load16(block, sh->kv_type, (size_t)r * dim + c * 16);
-        /* An int8 row's scale multiplies its weight, not its 16-lane chunks. */
-        const float row_scale = scales ? scales[r] : 1.0f;
         for (int t = 0; t < tile_rows; t++) {
-          const __m512 w = _mm512_set1_ps(s->scores[(size_t)(row0 + t) * job->longest + p] * row_scale);
+          const __m512 w = _mm512_set1_ps(s->scores[(size_t)(row0 + t) * job->longest + p]);
           for (int c = 0; c < chunks; c++) acc[t * chunks + c] = _mm512_fmadd_ps(w, v[c], acc[t * chunks + c]);
         }
       }
@@ -519,8 +570,11 @@ static void *run_units(void *arg) {
       malloc(sizeof(float) * (size_t)rows * sh->dim),
       malloc(sizeof(float) * (size_t)sh->block_size * sh->dim),
       malloc(sizeof(float) * (size_t)rows * sh->dim),
+      malloc((size_t)rows * sh->dim),
+      malloc(sizeof(float) * (size_t)rows),
+      malloc(sizeof(int32_t) * (size_t)rows),
   };
-  if (!s.scores || !s.queries || !s.block || !s.acc) {
+  if (!s.scores || !s.queries || !s.block || !s.acc || !s.query_codes || !s.query_scales || !s.query_sums) {
     __atomic_store_n(&job->failed, 1, __ATOMIC_RELAXED);
   } else {
     for (;;) {
@@ -533,6 +587,9 @@ static void *run_units(void *arg) {
   free(s.queries);
   free(s.block);
   free(s.acc);
+  free(s.query_codes);
+  free(s.query_scales);
+  free(s.query_sums);
   return NULL;
 }
 
@@ -580,6 +637,7 @@ static int shape_of(napi_env env, napi_value value, Shape *sh) {
     return fail(env, "shape: heads must be a multiple of kv_heads, sizes positive");
   if ((sh->act_type != F32 && sh->act_type != F16) || (sh->kv_type != F32 && sh->kv_type != F16 && sh->kv_type != I8))
     return fail(env, "shape: activations are 0 (float32) or 1 (float16), the pool also 2 (int8 with a scale per row)");
+  if (sh->kv_type == I8 && sh->dim % 4 != 0) return fail(env, "shape: an int8 pool needs a head size that is a multiple of 4 (its K codes are stored in quads of dimensions)");
   return 1;
 }
 
@@ -653,7 +711,8 @@ static napi_value write_kv(napi_env env, napi_callback_info info) {
   }
   const int32_t *t = tables.data, *st = starts.data, *ln = lengths.data, *ps = pasts.data;
   float *buffer = malloc(sizeof(float) * (size_t)sh.dim);
-  if (!buffer) return napi_throw_error(env, NULL, "out of memory"), NULL;
+  int8_t *codes = malloc((size_t)sh.dim);
+  if (!buffer || !codes) return free(buffer), free(codes), napi_throw_error(env, NULL, "out of memory"), NULL;
   for (int k = 0; k < 2; k++) {
     for (int s = 0; s < sh.seqs; s++) {
       for (int j = 0; j < ln[s]; j++) {
@@ -664,9 +723,13 @@ static napi_value write_kv(napi_env env, napi_callback_info info) {
           load_row(fresh[k].data, sh.act_type, (size_t)(st[s] + j) * row + (size_t)h * sh.dim, sh.dim, buffer);
           char *at = (char *)block_start(&sh, pool_head(&sh, pool[k].data, h), block);
           if (sh.kv_type == I8) {
-            /* K (k = 0) transposed within its block, V by rows: each as its pass reads it. */
-            if (k == 0) quantize_row(buffer, sh.dim, (int8_t *)at + r, (size_t)sh.block_size, (float *)block_scales(&sh, at) + r);
-            else quantize_row(buffer, sh.dim, (int8_t *)at + (size_t)r * sh.dim, 1, (float *)block_scales(&sh, at) + r);
+            /* K (k = 0) in dimension quads of biased codes, V by rows: each as its pass reads it. */
+            if (k == 0) {
+              quantize_row(buffer, sh.dim, codes, 1, (float *)block_scales(&sh, at) + r);
+              for (int d = 0; d < sh.dim; d++) ((uint8_t *)at)[key_code_at(&sh, r, d)] = (uint8_t)(codes[d] + KEY_CODE_BIAS);
+            } else {
+              quantize_row(buffer, sh.dim, (int8_t *)at + (size_t)r * sh.dim, 1, (float *)block_scales(&sh, at) + r);
+            }
           } else {
             store_row(at, sh.kv_type, (size_t)r * sh.dim, sh.dim, buffer);
           }
@@ -675,6 +738,7 @@ static napi_value write_kv(napi_env env, napi_callback_info info) {
     }
   }
   free(buffer);
+  free(codes);
   return NULL;
 }
 

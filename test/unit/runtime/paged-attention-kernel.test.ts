@@ -35,8 +35,9 @@ const asKernel = (values: Float32Array, type: ActivationType): KernelArray => (t
 const asFloat32 = (values: KernelArray): Float32Array => (values instanceof Float32Array ? values : Float32Array.from(values, float16BitsToFloat32));
 
 /**
- * Where element d of position r of (head, block) of an int8 pool and its scale sit: each (head,
- * block) is block_size × dim int8 — V by rows, K transposed ([dim][block_size]) — then
+ * Where element d of position r of (head, block) of an int8 pool and its scale sit, and how its
+ * byte holds its code: each (head, block) is block_size × dim codes — V by rows of int8, K in
+ * dimension quads ([dim / 4][block_size][4]) of code + 128 as an unsigned byte — then
  * block_size float32 scales.
  */
 const int8Geometry = (numBlocks: number, blockSize: number, dim: number, kind: 'key' | 'value') => {
@@ -44,10 +45,36 @@ const int8Geometry = (numBlocks: number, blockSize: number, dim: number, kind: '
   const block = (head: number, id: number) => (head * numBlocks + id) * blockBytes;
   return {
     size: (kvHeads: number) => kvHeads * numBlocks * blockBytes,
-    element: (head: number, id: number, r: number, d: number) => block(head, id) + (kind === 'key' ? d * blockSize + r : r * dim + d),
+    element: (head: number, id: number, r: number, d: number) => block(head, id) + (kind === 'key' ? ((d >> 2) * blockSize + r) * 4 + (d & 3) : r * dim + d),
     scale: (head: number, id: number, r: number) => block(head, id) + blockSize * dim + 4 * r,
+    // An Int8Array keeps a byte's value modulo 256, so the biased code is stored as it is.
+    encode: (code: number) => (kind === 'key' ? code + 128 : code),
+    decode: (byte: number) => (kind === 'key' ? (byte & 0xff) - 128 : byte),
   };
 };
+
+/** Round half to even, as C's lrintf does in the default rounding mode. */
+const roundHalfEven = (x: number): number => {
+  const floor = Math.floor(x);
+  const fraction = x - floor;
+  return fraction > 0.5 || (fraction === 0.5 && floor % 2 !== 0) ? floor + 1 : floor;
+};
+
+/**
+ * Query rows as the kernel scores them against an int8 pool: each row of `dim` quantized as the
+ * pool's rows are (int8, scale max |q| / 127, in float32 steps) and taken back to float.
+ */
+function quantizedQueries(q: Float32Array, dim: number): Float32Array {
+  const out = new Float32Array(q.length);
+  for (let from = 0; from < q.length; from += dim) {
+    const row = q.subarray(from, from + dim);
+    const largest = Math.max(...row.map(Math.abs));
+    const inverse = largest > 0 ? Math.fround(127 / largest) : 0;
+    const step = Math.fround(largest / 127);
+    for (let d = 0; d < dim; d++) out[from + d] = Math.max(-127, Math.min(127, roundHalfEven(Math.fround(row[d]! * inverse)))) * step;
+  }
+  return out;
+}
 
 /** An int8 pool of random rows and scales, and the float32 [kv_heads, blocks, block_size, dim] values it stands for. */
 function randomInt8Pool(random: SeededRandom, kind: 'key' | 'value', kvHeads: number, numBlocks: number, blockSize: number, dim: number): { pool: Int8Array; values: Float32Array } {
@@ -62,7 +89,7 @@ function randomInt8Pool(random: SeededRandom, kind: 'key' | 'value', kvHeads: nu
         scales.setFloat32(at.scale(h, b, r), scale, true);
         for (let d = 0; d < dim; d++) {
           const q = (random.nextUint32() % 255) - 127;
-          pool[at.element(h, b, r, d)] = q;
+          pool[at.element(h, b, r, d)] = at.encode(q);
           values[((h * numBlocks + b) * blockSize + r) * dim + d] = q * scale;
         }
       }
@@ -99,7 +126,7 @@ function storedRows(c: Case, layout: RandomLayout, pool: Int8Array, kind: 'key' 
       for (let h = 0; h < c.kvHeads; h++) {
         const scale = scales.getFloat32(at.scale(h, block, r), true);
         const to = ((layout.queryStarts[s]! + j) * c.kvHeads + h) * c.dim;
-        for (let d = 0; d < c.dim; d++) rows[to + d] = pool[at.element(h, block, r, d)]! * scale;
+        for (let d = 0; d < c.dim; d++) rows[to + d] = at.decode(pool[at.element(h, block, r, d)]!) * scale;
       }
     }
   });
@@ -176,8 +203,9 @@ function run(c: Case): { error: number; layout: RandomLayout; writeError: number
   const stored = keyPool instanceof Int8Array && valuePool instanceof Int8Array ? { k: storedRows(c, layout, keyPool, 'key'), v: storedRows(c, layout, valuePool, 'value') } : { k, v };
   const writeError = Math.max(quantizationError(stored.k, k, c.dim), quantizationError(stored.v, v, c.dim));
   // The reference sees the pool as it was (the past) and the call's own K/V apart.
+  // Against an int8 pool the kernel scores with its query rows quantized the same way.
   const expected = pagedAttentionReference(
-    refTensor([n, c.heads, c.dim], q),
+    refTensor([n, c.heads, c.dim], c.kvType === 'int8' ? quantizedQueries(q, c.dim) : q),
     refTensor([n, c.kvHeads, c.dim], stored.k),
     refTensor([n, c.kvHeads, c.dim], stored.v),
     refTensor(poolDims, keys.values),
@@ -285,6 +313,9 @@ describe('native paged attention', () => {
     expect(() => kernel.attend({ ...shape, kvType: 'int8' }, layout(Int32Array.of(0, 1), 1, 1), new Float32Array(8), keyPool, valuePool, new Float32Array(8), 1)).toThrow(/pool/);
     expect(() => kernel.write({ ...shape, kvType: 'int8' }, layout(Int32Array.of(0, 1), 1, 1), fresh, fresh, new Int8Array(2 * 2 * 4), new Int8Array(2 * 2 * 4))).toThrow(/scale/);
     expect(() => kernel.attend({ ...shape, numHeads: 3, numKvHeads: 2 }, layout(Int32Array.of(0, 1), 1, 1), new Float32Array(8), keyPool, valuePool, new Float32Array(8), 1)).toThrow(/multiple/);
+    // An int8 pool's K codes sit in quads of dimensions: a head size of 6 is refused, not read past its rows.
+    const int8Pool = () => new Int8Array(2 * 2 * (6 + 4));
+    expect(() => kernel.write({ ...shape, headDim: 6, kvType: 'int8' }, layout(Int32Array.of(0, 1), 1, 1), new Float32Array(6), new Float32Array(6), int8Pool(), int8Pool())).toThrow(/multiple of 4/);
     expect([...keyPool, ...valuePool].every((x) => x === 7)).toBe(true);
   });
 });

@@ -52,6 +52,13 @@ describe('engine bench --sweep', () => {
         expect(p.decodeTokens).toBeLessThanOrEqual(3 * 3);
         expect(p.decodeMs).toBeGreaterThan(0);
         expect(p.decodeMs).toBeLessThan(p.wallMs);
+        // Steps with all three streams decoding: every decode step of the short workload (each
+        // request's last 3 tokens together); at most as many in the long one, whose tail drains.
+        if (p === short) expect(p.fullBatchSteps).toBe(3);
+        expect(p.fullBatchSteps).toBeLessThanOrEqual(3);
+        expect(p.fullBatchSteps * 3).toBeLessThanOrEqual(p.decodeTokens);
+        expect(p.fullBatchMs).toBeLessThanOrEqual(p.decodeMs);
+        if (p.fullBatchSteps > 0) expect(p.fullBatchMs).toBeGreaterThan(0);
       }
       // Longer prompts are chunked (quick budget: 256 tokens a step): later steps read a longer past
       // (the native kernel reads the pool where it lies: nothing gathered at all).
@@ -74,6 +81,7 @@ describe('engine bench --sweep', () => {
           expect(found, `${variant} p${prompt} c${c}`).toBeDefined();
           expect(found!.metrics!['tokPerSec']).toBeGreaterThan(0);
           expect(found!.metrics!['decodeTokPerSec']).toBeGreaterThan(0);
+          expect(found!.metrics!['fullBatchTokPerSec']).toBeGreaterThan(0);
         }
       }
     }
@@ -83,6 +91,7 @@ describe('engine bench --sweep', () => {
     expect(summary).toContain('### Context sweep: where each workload’s time goes');
     expect(summary).toMatch(/\| PagedRunner vs PastKeyValuesRunner, whole workload, c2, prompt 128 \| ≥ 1\.00× \| \d+\.\d\d×/);
     expect(summary).toMatch(/\| NativePagedRunner vs PastKeyValuesRunner, whole workload, c2, prompt 128 \| ≥ 1\.00× \| \d+\.\d\d×/);
+    expect(summary).toMatch(/\| NativePagedRunner decode \(all 2 streams decoding\) vs the Optimum forward floor at batch 2, prompt 128 \| ≥ 1\.00× \| \d+\.\d\d×/);
     checkWellFormed(readFileSync(join(out, 'engine-context-sweep.svg'), 'utf8'));
   }, 300_000);
 });

@@ -29,6 +29,16 @@ export interface WorkloadProfile {
    */
   readonly decodeMs: number;
   readonly decodeTokens: number;
+  /**
+   * The decode steps in which every request of the workload emitted a token (all `concurrency`
+   * streams decoding): their count and summed wall time. The decode phase above also holds the
+   * tail in which the batch drains as requests finish; with long prompts that tail is long —
+   * prefill chunks of one prompt a step stagger the first tokens by a step each, so at 2,048-token
+   * prompts and 32 streams half of a 64-token decode phase runs on fewer than 32 — while at short
+   * prompts there is almost none. This is the rate at the batch the forward floor runs.
+   */
+  readonly fullBatchSteps: number;
+  readonly fullBatchMs: number;
 }
 
 export async function profileWorkload(data: EngineWorkerData, concurrency: number, promptTokens: number, outputTokens: number): Promise<WorkloadProfile> {
@@ -43,11 +53,22 @@ export async function profileWorkload(data: EngineWorkerData, concurrency: numbe
     const firstTokens = new Set<string>();
     let decodeStart: number | null = null;
     let decodeTokens = 0;
+    let fullBatchSteps = 0;
+    let fullBatchMs = 0;
     while (core.hasWork()) {
+      const stepStarted = performance.now();
       const output = await core.step();
+      const stepMs = performance.now() - stepStarted;
       steps++;
       ortCalls += core.runnerStats.lastStepCalls;
-      if (decodeStart !== null) decodeTokens += output.updates.reduce((sum, u) => sum + u.newTokenIds.length, 0);
+      if (decodeStart !== null) {
+        const emitted = output.updates.filter((u) => u.newTokenIds.length > 0).length;
+        decodeTokens += output.updates.reduce((sum, u) => sum + u.newTokenIds.length, 0);
+        if (emitted === concurrency) {
+          fullBatchSteps++;
+          fullBatchMs += stepMs;
+        }
+      }
       for (const u of output.updates) firstTokens.add(u.requestId);
       if (decodeStart === null && firstTokens.size === concurrency) decodeStart = performance.now();
     }
@@ -56,7 +77,21 @@ export async function profileWorkload(data: EngineWorkerData, concurrency: numbe
     for (const key of Object.keys(breakdown) as (keyof StepBreakdown)[]) breakdown[key] = core.runnerStats.total[key] - before[key];
     const runnerMs = breakdown.gatherMs + breakdown.feedsMs + breakdown.ortMs + breakdown.scatterMs + breakdown.attentionMs + breakdown.logitsMs;
     const decodeMs = decodeStart === null ? 0 : started + wallMs - decodeStart;
-    return { runner: core.info.kind, concurrency, promptTokens, outputTokens, wallMs, steps, ortCalls, breakdown, otherMs: Math.max(0, wallMs - runnerMs), decodeMs, decodeTokens };
+    return {
+      runner: core.info.kind,
+      concurrency,
+      promptTokens,
+      outputTokens,
+      wallMs,
+      steps,
+      ortCalls,
+      breakdown,
+      otherMs: Math.max(0, wallMs - runnerMs),
+      decodeMs,
+      decodeTokens,
+      fullBatchSteps,
+      fullBatchMs,
+    };
   } finally {
     await core.release();
   }

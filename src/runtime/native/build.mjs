@@ -12,6 +12,8 @@ import { fileURLToPath } from 'node:url';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const SOURCE = join(here, 'paged-attention.c');
+// Included by SOURCE (its AVX-512 path): part of what the build's hash covers.
+const INCLUDED = [join(here, 'paged-attention-avx512.h')];
 // -march=native: built where it runs. -ffast-math lets the compiler reassociate (vectorized dot
 // products and sums) and call glibc's vector expf for the softmax (scalar expf cost a third of a
 // decode layer); the kernel never produces infinities or NaN from finite inputs. Compiled and
@@ -30,6 +32,7 @@ function nodeHeaders() {
 export function kernelPath() {
   const hash = createHash('sha256')
     .update(readFileSync(SOURCE))
+    .update(Buffer.concat(INCLUDED.map((file) => readFileSync(file))))
     .update([...COMPILE_FLAGS, '|', ...LINK_FLAGS].join(' '))
     .update(process.versions.modules)
     .digest('hex')

@@ -72,6 +72,8 @@ export class NativePagedRunner implements ModelRunner {
   static forSegments(segments: readonly ModelSession[], kernel: PagedAttentionKernel, options: KvBudget & { intraOpNumThreads: number; kvCacheDtype?: KvCacheDtype | undefined }): NativePagedRunner {
     const model = segmentedLayoutFrom(segments);
     const shape = { ...model, activationType: model.kvType as ActivationType, kvType: POOL_TYPE[options.kvCacheDtype ?? 'auto'] ?? model.kvType };
+    // The kernel keeps an int8 K block's codes in quads of dimensions; refused here, at load, rather than at the first step.
+    if (shape.kvType === 'int8' && shape.headDim % 4 !== 0) throw invalidArg(`kv_cache_dtype int8 needs a head size that is a multiple of 4, this model's is ${shape.headDim}`);
     return new NativePagedRunner(segments, shape, new PagedKvStorage(shape, blocksForBudget(shape, options), options.blockSize), kernel, options.intraOpNumThreads);
   }
 

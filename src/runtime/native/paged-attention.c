@@ -12,7 +12,7 @@
 // positions 0 .. past_lengths[s] + j (causal), nothing of another sequence.
 // Activations (query, out, fresh K/V) are float32 or float16 (Uint16Array); the pool float32,
 // float16, or int8 (Int8Array: per block, int8 values then a float32 scale per position; K
-// transposed within the block; write() quantizes).
+// in dimension quads within the block; write() quantizes).
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #endif
@@ -165,7 +165,7 @@ static inline void dequantize_row(const int8_t *restrict from, float scale, int 
 }
 
 /* A block's first `count` rows as float32: the pool itself for float32, converted into scratch
- * otherwise. An int8 K block is stored transposed (see write_kv), its V blocks by rows. */
+ * otherwise. An int8 K block is stored in dimension quads (key_code_at), its V blocks by rows. */
 static inline const float *block_rows(const Shape *sh, const char *block, int count, const int dim, int is_key, float *restrict scratch) {
   if (sh->kv_type == F32) return (const float *)block;
   if (sh->kv_type == F16) {
@@ -189,7 +189,18 @@ static inline void prefetch_row(const Shape *sh, const char *block, int r) {
   if (sh->kv_type == I8 && r == 0) __builtin_prefetch(block_scales(sh, block), 0, PREFETCH_HINT);
 }
 
-static void quantize_row(const float *restrict from, int n, int8_t *restrict to, size_t stride, float *restrict scale);
+/* A row as int8 codes: symmetric, scale = max |x| / 127 (0 for a zero row), rounded to nearest
+ * even. V rows, K rows (then placed in quads by write_kv) and an int8 cache's query rows alike. */
+static void quantize_row(const float *restrict from, int n, int8_t *restrict to, float *restrict scale) {
+  float largest = 0.0f;
+  for (int i = 0; i < n; i++) largest = fabsf(from[i]) > largest ? fabsf(from[i]) : largest;
+  const float inverse = largest > 0.0f ? 127.0f / largest : 0.0f;
+  for (int i = 0; i < n; i++) {
+    const long q = lrintf(from[i] * inverse);
+    to[i] = (int8_t)(q > 127 ? 127 : q < -127 ? -127 : q);
+  }
+  *scale = largest / 127.0f;
+}
 
 /* The unit's query rows (token t, group g at row t * groups + g) into scratch, as float32 times
  * 1 / sqrt(dim). Against an int8 cache a query row is quantized as its K rows are (int8, one
@@ -208,7 +219,7 @@ static inline __attribute__((always_inline)) void load_queries(const Job *job, c
       if (sh->kv_type == I8) {
         int8_t *codes = s->query_codes + (size_t)row * dim;
         float step;
-        quantize_row(q, dim, codes, 1, &step);
+        quantize_row(q, dim, codes, &step);
         int32_t sum = 0;
         for (int d = 0; d < dim; d++) sum += codes[d], q[d] = (float)codes[d] * step;
         s->query_scales[row] = step * scale;
@@ -432,19 +443,6 @@ static size_t pool_elements(const Shape *sh) {
   return (size_t)sh->kv_heads * sh->num_blocks * block_bytes(sh) / (sh->kv_type == F32 ? 4 : sh->kv_type == F16 ? 2 : 1);
 }
 
-/* A row into an int8 block: symmetric, scale = max |x| / 127 (0 for a zero row), rounded to
- * nearest; element i at to[i * stride] (1 for a V row, block_size for a K block's column layout). */
-static void quantize_row(const float *restrict from, int n, int8_t *restrict to, size_t stride, float *restrict scale) {
-  float largest = 0.0f;
-  for (int i = 0; i < n; i++) largest = fabsf(from[i]) > largest ? fabsf(from[i]) : largest;
-  const float inverse = largest > 0.0f ? 127.0f / largest : 0.0f;
-  for (int i = 0; i < n; i++) {
-    const long q = lrintf(from[i] * inverse);
-    to[i * stride] = (int8_t)(q > 127 ? 127 : q < -127 ? -127 : q);
-  }
-  *scale = largest / 127.0f;
-}
-
 /* write(shape, tables, queryStarts, queryLengths, pastLengths, freshKey, freshValue, keyPool, valuePool) */
 static napi_value write_kv(napi_env env, napi_callback_info info) {
   napi_value argv[9];
@@ -474,10 +472,10 @@ static napi_value write_kv(napi_env env, napi_callback_info info) {
           if (sh.kv_type == I8) {
             /* K (k = 0) in dimension quads of biased codes, V by rows: each as its pass reads it. */
             if (k == 0) {
-              quantize_row(buffer, sh.dim, codes, 1, (float *)block_scales(&sh, at) + r);
+              quantize_row(buffer, sh.dim, codes, (float *)block_scales(&sh, at) + r);
               for (int d = 0; d < sh.dim; d++) ((uint8_t *)at)[key_code_at(&sh, r, d)] = (uint8_t)(codes[d] + KEY_CODE_BIAS);
             } else {
-              quantize_row(buffer, sh.dim, (int8_t *)at + (size_t)r * sh.dim, 1, (float *)block_scales(&sh, at) + r);
+              quantize_row(buffer, sh.dim, (int8_t *)at + (size_t)r * sh.dim, (float *)block_scales(&sh, at) + r);
             }
           } else {
             store_row(at, sh.kv_type, (size_t)r * sh.dim, sh.dim, buffer);

@@ -2,7 +2,7 @@
 // Written with standard ops so any ONNX runtime runs it; ORT fuses the pattern into
 // SimplifiedLayerNormalization at load time.
 
-import type { GraphBuilder } from './onnx/graph-builder.js';
+import { float, type GraphBuilder, MS_DOMAIN } from './onnx/graph-builder.js';
 import type { RefTensor } from './reference/tensor.js';
 
 export function rmsNorm(g: GraphBuilder, x: string, weight: string, epsilon: number): string {
@@ -23,4 +23,15 @@ export function rmsNormReference(x: RefTensor, weight: Float64Array, epsilon: nu
     for (let i = 0; i < width; i++) out[row * width + i] = x.data[row * width + i]! * scale * weight[i]!;
   }
   return { dims: x.dims, data: out };
+}
+
+/**
+ * `x + delta` (the residual add) and its RMSNorm in one node, ORT's SkipSimplifiedLayerNormalization
+ * (com.microsoft): returns the sum, which the stream carries on, and the normalized sum. The op
+ * adds in float32 and normalizes that sum; only the returned sum is rounded to the graph's type.
+ */
+export function addRmsNorm(g: GraphBuilder, x: string, delta: string, weight: string, epsilon: number): { sum: string; normed: string } {
+  // Outputs: normed, mean and inv_std_var (training only, left unnamed), the sum.
+  const [normed, , , sum] = g.op('SkipSimplifiedLayerNormalization', [x, delta, weight], { epsilon: float(epsilon) }, { domain: MS_DOMAIN, outputs: 4, unnamed: [1, 2] });
+  return { sum: sum!, normed: normed! };
 }

@@ -1,16 +1,27 @@
 // Rotary position embedding, Hugging Face "rotate half" convention:
 //   x' = x·cos(pθ) + rotate_half(x)·sin(pθ),  rotate_half([x1, x2]) = [-x2, x1],
-// with θ_i = theta^(-2i/headDim) and the frequency vector repeated twice ([f, f]).
+// with θ_i = theta^(-2i/headDim), dimension i paired with i + headDim/2.
+// The rotation is ORT's RotaryEmbedding contrib op: one node per q and per k of a layer where the
+// standard-op form (Split, Neg, Concat, two Mul, Add) took six, which at one decode stream is
+// dispatch, not arithmetic (kernels/README.md).
 // cos/sin are computed in float32 from position_ids even in fp16 graphs: fp16 cannot represent
 // p·θ accurately past a few hundred positions.
 
-import type { GraphBuilder } from './onnx/graph-builder.js';
+import { type GraphBuilder, MS_DOMAIN } from './onnx/graph-builder.js';
 import type { RefTensor } from './reference/tensor.js';
 
+/**
+ * One call's RoPE inputs for ORT's RotaryEmbedding (com.microsoft): a cos/sin row per position of
+ * the call rather than a [max_position, D/2] table, so the graph holds no table sized by the
+ * model's context (per segment file, that would be 8 × 2 × 131,072 × 64 floats for a Llama 3.1),
+ * and no position can index past its end: `rows` numbers the call's positions 0 .. B·S−1.
+ */
 export interface RotaryTables {
-  /** [batch, 1, seq, headDim] in the graph's float type, broadcastable over heads. */
+  /** [B·S, D/2] in the graph's float type. */
   readonly cos: string;
   readonly sin: string;
+  /** [B, S] int64: row r of the tables for position (b, s), shaped as the op's position_ids. */
+  readonly rows: string;
 }
 
 export function inverseFrequencies(headDim: number, theta: number): number[] {
@@ -18,23 +29,22 @@ export function inverseFrequencies(headDim: number, theta: number): number[] {
 }
 
 /**
- * cos/sin tables for `positionIds` [batch, seq] int64; computed once, shared by all layers.
+ * cos/sin rows for `positionIds` [B, S] int64; computed once a call, shared by all layers.
  * `inverse` overrides θ_i for checkpoints whose config rescales RoPE (e.g. Llama 3's rope_scaling).
  */
 export function rotaryTables(g: GraphBuilder, positionIds: string, headDim: number, theta: number, inverse: readonly number[] = inverseFrequencies(headDim, theta)): RotaryTables {
-  const positions = g.op1('Cast', [g.op1('Unsqueeze', [positionIds, g.ints([-1])])], { to: 1 }); // [B, S, 1] float32
-  const freqs = g.op1('Mul', [positions, g.floats(inverse, 'float32')]); // [B, S, D/2]
-  const angles = g.op1('Unsqueeze', [g.op1('Concat', [freqs, freqs], { axis: -1 }), g.ints([1])]); // [B, 1, S, D]
+  const positions = g.op1('Cast', [g.op1('Reshape', [positionIds, g.ints([-1, 1])])], { to: 1 }); // [B·S, 1] float32
+  const angles = g.op1('Mul', [positions, g.floats(inverse, 'float32')]); // [B·S, D/2]
   const toGraphType = (x: string): string => (g.floatType === 'float16' ? g.op1('Cast', [x], { to: 10 }) : x);
-  return { cos: toGraphType(g.op1('Cos', [angles])), sin: toGraphType(g.op1('Sin', [angles])) };
+  const shape = g.op1('Shape', [positionIds]);
+  const rows = g.op1('Reshape', [g.op1('Range', [g.ints(0), g.op1('ReduceProd', [shape], { keepdims: 0 }), g.ints(1)]), shape]);
+  return { cos: toGraphType(g.op1('Cos', [angles])), sin: toGraphType(g.op1('Sin', [angles])), rows };
 }
 
-/** Applies the rotation to `x` [batch, heads, seq, headDim]. */
-export function applyRotary(g: GraphBuilder, x: string, tables: RotaryTables, headDim: number): string {
-  const half = headDim / 2;
-  const [x1, x2] = g.op('Split', [x, g.ints([half, half])], { axis: -1 }, { outputs: 2 }) as [string, string];
-  const rotated = g.op1('Concat', [g.op1('Neg', [x2]), x1], { axis: -1 });
-  return g.op1('Add', [g.op1('Mul', [x, tables.cos]), g.op1('Mul', [rotated, tables.sin])]);
+/** Applies the rotation to `x` [batch, heads, seq, headDim] (the tables' [B, S] positions). */
+export function applyRotary(g: GraphBuilder, x: string, tables: RotaryTables): string {
+  // interleaved 0: Hugging Face's rotate_half pairs (i, i + D/2), not adjacent lanes.
+  return g.op1('RotaryEmbedding', [x, tables.rows, tables.cos, tables.sin], { interleaved: 0 }, { domain: MS_DOMAIN });
 }
 
 /** Float64 reference: x [B, H, S, D], positions [B, S]. */

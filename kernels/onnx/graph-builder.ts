@@ -30,6 +30,7 @@ interface Node {
   opType: string;
   domain: string;
   name: string;
+  /** Rewritten when output() renames a value. */
   inputs: readonly string[];
   outputs: readonly string[];
   attrs: Attrs;
@@ -74,6 +75,8 @@ export class GraphBuilder {
   private readonly usedNames = new Set<string>();
   private readonly constantCache = new Map<string, string>();
   private readonly domainsUsed = new Set<string>();
+  /** Values output() renamed to their graph output's name: a later op() naming the old one reads the new. */
+  private readonly renamed = new Map<string, string>();
   private scopes: string[] = [];
 
   constructor(
@@ -120,10 +123,28 @@ export class GraphBuilder {
     return name;
   }
 
-  /** Exposes `value` as graph output `name` (through an Identity when the names differ). */
+  /**
+   * Exposes `value` as graph output `name`. A value a node computes is renamed (its producer and
+   * consumers, and any later op() naming it, use `name`); a graph input, an initializer or a value
+   * already exposed under another name goes through an Identity, which copies it on every run —
+   * for the decoder's present K/V that was the whole cache, twice a layer, each step.
+   */
   output(value: string, name: string, dtype: DType, dims: readonly Dim[]): void {
-    if (value !== name) {
-      this.nodes.push({ opType: 'Identity', domain: '', name: this.unique(`${name}_identity`), inputs: [value], outputs: [this.reserveExact(name)], attrs: {} });
+    const current = this.renamed.get(value) ?? value;
+    if (current !== name) {
+      const producer = this.nodes.find((node) => node.outputs.includes(current));
+      if (producer && !this.outputs.some((output) => output.name === current)) {
+        this.reserveExact(name);
+        const rename = (v: string): string => (v === current ? name : v);
+        for (const node of this.nodes) {
+          node.inputs = node.inputs.map(rename);
+          node.outputs = node.outputs.map(rename);
+        }
+        this.renamed.set(value, name);
+        if (current !== value) this.renamed.set(current, name);
+      } else {
+        this.nodes.push({ opType: 'Identity', domain: '', name: this.unique(`${name}_identity`), inputs: [current], outputs: [this.reserveExact(name)], attrs: {} });
+      }
     }
     this.outputs.push({ name, dtype, dims });
   }
@@ -172,16 +193,16 @@ export class GraphBuilder {
     return typeof values === 'number' ? this.constant(floatTensor(dtype, [], [values])) : this.constant(floatTensor(dtype, [values.length], values));
   }
 
-  /** Adds a node and returns its output names. */
-  op(opType: string, inputs: readonly string[], attrs: Attrs = {}, options: { outputs?: number; domain?: string; name?: string } = {}): string[] {
+  /** Adds a node and returns its output names ('' for the optional outputs listed in `unnamed`, which the op then skips). */
+  op(opType: string, inputs: readonly string[], attrs: Attrs = {}, options: { outputs?: number; unnamed?: readonly number[]; domain?: string; name?: string } = {}): string[] {
     const domain = options.domain ?? '';
     if (domain) this.domainsUsed.add(domain);
     const base = options.name ?? opType;
     const nodeName = this.unique(base);
     const count = options.outputs ?? 1;
-    const outputs = Array.from({ length: count }, (_, i) => (count === 1 ? `${nodeName}_out` : `${nodeName}_out${i}`));
-    for (const o of outputs) this.reserveExact(o);
-    this.nodes.push({ opType, domain, name: nodeName, inputs, outputs, attrs });
+    const outputs = Array.from({ length: count }, (_, i) => (options.unnamed?.includes(i) ? '' : count === 1 ? `${nodeName}_out` : `${nodeName}_out${i}`));
+    for (const o of outputs) if (o) this.reserveExact(o);
+    this.nodes.push({ opType, domain, name: nodeName, inputs: inputs.map((input) => this.renamed.get(input) ?? input), outputs, attrs });
     return outputs;
   }
 

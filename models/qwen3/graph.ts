@@ -10,9 +10,9 @@ import { causalGqaAttention, causalMask } from '../../kernels/causal-gqa-attenti
 import type { WeightPrecision } from '../../kernels/linear.js';
 import { type ExternalDataSink, GraphBuilder } from '../../kernels/onnx/graph-builder.js';
 import type { EncodedMessage } from '../../kernels/onnx/protobuf-writer.js';
-import { rotaryTables } from '../../kernels/rotary-embedding.js';
+import { applyRotary, rotaryTables } from '../../kernels/rotary-embedding.js';
 import type { DecoderConfig } from './config.js';
-import { decoderLayer, finalNorm, type HeadLayout, type LayerContext } from './decoder-layer.js';
+import { decoderLayer, finalNorm, type HeadLayout, type LayerContext, type ResidualStream } from './decoder-layer.js';
 import { tiedEmbedding } from './tied-embedding.js';
 import type { DecoderWeights } from './weights.js';
 
@@ -20,6 +20,7 @@ import type { DecoderWeights } from './weights.js';
 const OPTIMUM_HEADS = (g: GraphBuilder, headDim: number): HeadLayout => ({
   split: (projected, count) => g.op1('Reshape', [projected, g.ints([0, 0, count, headDim])]),
   arrange: (perHead) => g.op1('Transpose', [perHead], { perm: [0, 2, 1, 3] }),
+  rotate: (arranged, rotary) => applyRotary(g, arranged, rotary),
 });
 
 export interface DecoderGraphOptions {
@@ -46,7 +47,7 @@ export function buildDecoderGraph(c: DecoderConfig, weights: DecoderWeights, pre
   const context: LayerContext = { g, c, precision, rotary: rotaryTables(g, positionIds, c.headDim, c.ropeTheta, c.ropeInverseFrequencies) };
   const mask = causalMask(g, attentionMask, inputIds, c.numHeads / c.numKvHeads);
   const layout = OPTIMUM_HEADS(g, c.headDim);
-  let hidden = embedding.lookup(inputIds);
+  let hidden: ResidualStream = embedding.lookup(inputIds);
   const presents = weights.layers.map((layer, i) => {
     const attend = (query: string, key: string, value: string) =>
       causalGqaAttention(g, { query, key, value, pastKey: past[i]!.key, pastValue: past[i]!.value, mask, numHeads: c.numHeads, numKvHeads: c.numKvHeads, headDim: c.headDim });

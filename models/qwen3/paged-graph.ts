@@ -15,18 +15,26 @@ import { greedyTokens } from '../../kernels/greedy-tokens.js';
 import { GraphBuilder } from '../../kernels/onnx/graph-builder.js';
 import type { EncodedMessage } from '../../kernels/onnx/protobuf-writer.js';
 import { pagedAttention, pagedAttentionPlan } from '../../kernels/paged-attention.js';
-import { rotaryTables } from '../../kernels/rotary-embedding.js';
+import { applyRotary, type RotaryTables, rotaryTables } from '../../kernels/rotary-embedding.js';
 import type { DecoderConfig } from './config.js';
 import type { DecoderGraphOptions } from './graph.js';
-import { decoderLayer, finalNorm, type HeadLayout, type LayerContext } from './decoder-layer.js';
+import { decoderLayer, finalNorm, type HeadLayout, type LayerContext, type ResidualStream } from './decoder-layer.js';
 import { tiedEmbedding } from './tied-embedding.js';
 import type { DecoderWeights } from './weights.js';
 
-/** [N, heads·D] → [N, heads, D]: flat tokens keep that layout through RoPE (tables [N, 1, D]). */
+/**
+ * [N, heads·D] → [N, heads, D]. RoPE sees each token as its own one-position batch, [N, heads, 1, D]
+ * with positions [N, 1] (flatRotaryTables), and hands back [N, heads, D].
+ */
 export const FLAT_HEADS = (g: GraphBuilder, headDim: number): HeadLayout => ({
   split: (projected, count) => g.op1('Reshape', [projected, g.ints([0, count, headDim])]),
   arrange: (perHead) => perHead,
+  rotate: (arranged, rotary) => g.op1('Reshape', [applyRotary(g, g.op1('Reshape', [arranged, g.ints([0, 0, 1, headDim])]), rotary), g.ints([0, 0, headDim])]),
 });
+
+/** RoPE inputs for FLAT_HEADS from flat `positionIds` [N]. */
+export const flatRotaryTables = (g: GraphBuilder, c: DecoderConfig, positionIds: string): RotaryTables =>
+  rotaryTables(g, g.op1('Unsqueeze', [positionIds, g.ints([1])]), c.headDim, c.ropeTheta, c.ropeInverseFrequencies);
 
 export function buildPagedDecoderGraph(c: DecoderConfig, weights: DecoderWeights, precision: WeightPrecision, options: DecoderGraphOptions = {}): EncodedMessage {
   const docString = options.docString ?? 'Conveyor Qwen3-style decoder over a paged KV cache, deterministic random weights';
@@ -43,10 +51,10 @@ export function buildPagedDecoderGraph(c: DecoderConfig, weights: DecoderWeights
   const pools = Array.from({ length: c.numLayers }, (_, i) => ({ key: g.input(`key_cache.${i}`, kvType, poolDims), value: g.input(`value_cache.${i}`, kvType, poolDims) }));
 
   const embedding = tiedEmbedding(g, 'model.embed_tokens', weights.embedding, c, precision, weights.lmHead);
-  const context: LayerContext = { g, c, precision, rotary: rotaryTables(g, positionIds, c.headDim, c.ropeTheta, c.ropeInverseFrequencies) };
+  const context: LayerContext = { g, c, precision, rotary: flatRotaryTables(g, c, positionIds) };
   const plan = pagedAttentionPlan(g, { queryStarts, queryLengths, pastLengths, blockTables, keyCache: pools[0]!.key, flatTokens: inputIds, groups: c.numHeads / c.numKvHeads });
   const layout = FLAT_HEADS(g, c.headDim);
-  let hidden = embedding.lookup(inputIds); // [N, hidden]
+  let hidden: ResidualStream = embedding.lookup(inputIds); // [N, hidden]
   const newKv = weights.layers.map((layer, i) => {
     const attend = (query: string, key: string, value: string) => ({
       output: pagedAttention(g, { query, key, value, keyCache: pools[i]!.key, valueCache: pools[i]!.value, plan, numHeads: c.numHeads, numKvHeads: c.numKvHeads, headDim: c.headDim }),

@@ -19,11 +19,10 @@ import type { WeightPrecision } from '../../kernels/linear.js';
 import { greedyTokens } from '../../kernels/greedy-tokens.js';
 import { GraphBuilder } from '../../kernels/onnx/graph-builder.js';
 import type { EncodedMessage } from '../../kernels/onnx/protobuf-writer.js';
-import { rotaryTables } from '../../kernels/rotary-embedding.js';
 import type { DecoderConfig } from './config.js';
-import { attentionInputs, finalNorm, layerOutput } from './decoder-layer.js';
+import { attentionInputs, finalNorm, layerOutput, type ResidualStream } from './decoder-layer.js';
 import type { DecoderGraphOptions } from './graph.js';
-import { FLAT_HEADS } from './paged-graph.js';
+import { FLAT_HEADS, flatRotaryTables } from './paged-graph.js';
 import { tiedEmbedding } from './tied-embedding.js';
 import type { DecoderWeights } from './weights.js';
 
@@ -40,8 +39,8 @@ export function buildPagedSegmentGraph(c: DecoderConfig, weights: DecoderWeights
   const flat = (name: string, width: number) => g.input(name, floatType, ['num_tokens', width]);
   const headDims = (count: number) => ['num_tokens', count, c.headDim];
   // RoPE tables where a layer's q/k are computed: every segment but the last.
-  const rotary = segment < numLayers ? rotaryTables(g, g.input('position_ids', 'int64', ['num_tokens']), c.headDim, c.ropeTheta, c.ropeInverseFrequencies) : undefined;
-  let hidden: string;
+  const rotary = segment < numLayers ? flatRotaryTables(g, c, g.input('position_ids', 'int64', ['num_tokens'])) : undefined;
+  let hidden: ResidualStream;
   if (segment === 0) {
     hidden = tiedEmbedding(g, 'model.embed_tokens', weights.embedding, c, precision).lookup(g.input('input_ids', 'int64', ['num_tokens']));
   } else {
@@ -50,8 +49,8 @@ export function buildPagedSegmentGraph(c: DecoderConfig, weights: DecoderWeights
     hidden = g.scope(`model.layers.${previous}`, () => layerOutput({ g, c, precision }, residual, attention, weights.layers[previous]!));
   }
   if (rotary) {
-    const { query, key, value } = g.scope(`model.layers.${segment}`, () => attentionInputs({ g, c, precision, rotary }, hidden, weights.layers[segment]!, FLAT_HEADS(g, c.headDim)));
-    g.output(hidden, 'hidden', floatType, ['num_tokens', c.hiddenSize]);
+    const { query, key, value, residual } = g.scope(`model.layers.${segment}`, () => attentionInputs({ g, c, precision, rotary }, hidden, weights.layers[segment]!, FLAT_HEADS(g, c.headDim)));
+    g.output(residual, 'hidden', floatType, ['num_tokens', c.hiddenSize]);
     g.output(query, 'query', floatType, headDims(c.numHeads));
     g.output(key, 'key', floatType, headDims(c.numKvHeads));
     g.output(value, 'value', floatType, headDims(c.numKvHeads));

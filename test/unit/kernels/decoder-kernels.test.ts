@@ -16,7 +16,7 @@ describe('rotary embedding', () => {
     const g = new GraphBuilder('rotary');
     const x = g.input('x', 'float32', [batch, heads, seq, dim]);
     const positions = g.input('position_ids', 'int64', [batch, seq]);
-    g.output(applyRotary(g, x, rotaryTables(g, positions, dim, theta), dim), 'y', 'float32', [batch, heads, seq, dim]);
+    g.output(applyRotary(g, x, rotaryTables(g, positions, dim, theta)), 'y', 'float32', [batch, heads, seq, dim]);
     const input = random.uniformWithStd(batch * heads * seq * dim, 1);
     const positionValues = random.ints(batch * seq, 4096);
 

@@ -2,7 +2,7 @@
 // the paged graph (paged-graph.ts, flat [N, ·] tokens): they differ only in how heads are laid out
 // and in the attention core, which the caller supplies.
 
-import { linear, type WeightPrecision } from '../../kernels/linear.js';
+import { fusedLinear, linear, type WeightPrecision } from '../../kernels/linear.js';
 import type { GraphBuilder } from '../../kernels/onnx/graph-builder.js';
 import { addRmsNorm, rmsNorm } from '../../kernels/rms-norm.js';
 import type { RotaryTables } from '../../kernels/rotary-embedding.js';
@@ -76,9 +76,10 @@ export function attentionInputs(
       if (norm && weight) perHead = g.scope(norm.name, () => rmsNorm(g, perHead, g.weight('weight', [c.headDim], weight), c.rmsNormEps));
       return layout.arrange(perHead);
     };
-    const q = heads(linear(g, normed, 'q_proj', w.q, precision), c.numHeads, { name: 'q_norm', weight: w.qNorm });
-    const k = heads(linear(g, normed, 'k_proj', w.k, precision), c.numKvHeads, { name: 'k_norm', weight: w.kNorm });
-    const v = heads(linear(g, normed, 'v_proj', w.v, precision), c.numKvHeads);
+    const [qProjected, kProjected, vProjected] = fusedLinear(g, normed, 'qkv_proj', [w.q, w.k, w.v], precision) as [string, string, string];
+    const q = heads(qProjected, c.numHeads, { name: 'q_norm', weight: w.qNorm });
+    const k = heads(kProjected, c.numKvHeads, { name: 'k_norm', weight: w.kNorm });
+    const v = heads(vProjected, c.numKvHeads);
     return { query: layout.rotate(q, rotary), key: layout.rotate(k, rotary), value: v, residual };
   });
 }

@@ -21,6 +21,9 @@ export const Q4_BLOCK_SIZE = 128;
 
 export const isFourBit = (precision: WeightPrecision): precision is 'q4' | 'q4f16' => precision === 'q4' || precision === 'q4f16';
 
+/** int8 and 4-bit: MatMulNBits weights rather than the graph's float type. */
+export const isWeightQuantized = (precision: WeightPrecision): boolean => precision === 'int8' || isFourBit(precision);
+
 export interface LinearWeights {
   readonly inFeatures: number;
   readonly outFeatures: number;

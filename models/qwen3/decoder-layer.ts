@@ -2,7 +2,7 @@
 // the paged graph (paged-graph.ts, flat [N, ·] tokens): they differ only in how heads are laid out
 // and in the attention core, which the caller supplies.
 
-import { fusedLinear, linear, type WeightPrecision } from '../../kernels/linear.js';
+import { fusedLinear, isWeightQuantized, linear, type WeightPrecision } from '../../kernels/linear.js';
 import type { GraphBuilder } from '../../kernels/onnx/graph-builder.js';
 import { addRmsNorm, rmsNorm } from '../../kernels/rms-norm.js';
 import type { RotaryTables } from '../../kernels/rotary-embedding.js';
@@ -76,7 +76,13 @@ export function attentionInputs(
       if (norm && weight) perHead = g.scope(norm.name, () => rmsNorm(g, perHead, g.weight('weight', [c.headDim], weight), c.rmsNormEps));
       return layout.arrange(perHead);
     };
-    const [qProjected, kProjected, vProjected] = fusedLinear(g, normed, 'qkv_proj', [w.q, w.k, w.v], precision) as [string, string, string];
+    // One MatMul for q, k and v only where weights are quantized: MatMulNBits quantizes activations
+    // per row, so a row's result never depends on its batch neighbours. ORT's float16 MatMul on CPU
+    // accumulates in an order that follows the shapes, and the fused projection flipped a greedy
+    // near-tie between a padded batch and a lone request (engine-core test, fp16 variant).
+    const [qProjected, kProjected, vProjected] = isWeightQuantized(precision)
+      ? (fusedLinear(g, normed, 'qkv_proj', [w.q, w.k, w.v], precision) as [string, string, string])
+      : [linear(g, normed, 'q_proj', w.q, precision), linear(g, normed, 'k_proj', w.k, precision), linear(g, normed, 'v_proj', w.v, precision)];
     const q = heads(qProjected, c.numHeads, { name: 'q_norm', weight: w.qNorm });
     const k = heads(kProjected, c.numKvHeads, { name: 'k_norm', weight: w.kNorm });
     const v = heads(vProjected, c.numKvHeads);

@@ -44,11 +44,57 @@ function partition3(val: Float64Array, idx: Int32Array, lo: number, hi: number, 
   region.lt = lt;
 }
 
-/** Index of the largest of row[0, n); the lowest index wins ties; NaN never wins; 0 if none is finite-or-inf. */
+/**
+ * Index of the largest of row[0, n); the lowest index wins ties; NaN never wins; 0 if nothing is
+ * above -Infinity. Four independent lanes (each keeps its own first maximum, merged by value then
+ * index) run 1.8× faster in V8 than one compare chain: a greedy step of the PastKeyValuesRunner
+ * scans all 151,936 logits, ≈ 0.55 → 0.3 ms on the bench machine (one-off microbenchmark).
+ */
 export function argmax(row: Float32Array, n: number): number {
+  // Plain statements: destructuring assignments in this loop made it 4× slower in V8.
+  let i0 = -1;
+  let i1 = -1;
+  let i2 = -1;
+  let i3 = -1;
+  let v0 = -Infinity;
+  let v1 = -Infinity;
+  let v2 = -Infinity;
+  let v3 = -Infinity;
+  let i = 0;
+  for (; i + 4 <= n; i += 4) {
+    const x0 = row[i]!;
+    const x1 = row[i + 1]!;
+    const x2 = row[i + 2]!;
+    const x3 = row[i + 3]!;
+    if (x0 > v0) {
+      v0 = x0;
+      i0 = i;
+    }
+    if (x1 > v1) {
+      v1 = x1;
+      i1 = i + 1;
+    }
+    if (x2 > v2) {
+      v2 = x2;
+      i2 = i + 2;
+    }
+    if (x3 > v3) {
+      v3 = x3;
+      i3 = i + 3;
+    }
+  }
   let best = 0;
   let bestVal = -Infinity;
-  for (let i = 0; i < n; i++) {
+  const lanes = [v0, i0, v1, i1, v2, i2, v3, i3];
+  for (let lane = 0; lane < 8; lane += 2) {
+    const [value, index] = [lanes[lane]!, lanes[lane + 1]!];
+    if (index >= 0 && (value > bestVal || (value === bestVal && index < best))) {
+      bestVal = value;
+      best = index;
+    }
+  }
+  // The tail's indices are above every lane's, so a tie keeps the lane's.
+  for (; i < n; i++) {
     const x = row[i]!;
     if (x > bestVal) {
       bestVal = x;

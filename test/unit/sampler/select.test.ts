@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
 import { argmax, gatherNearMax, keepAtLeast, keepTopK, keepTopMass, topN } from '../../../src/sampler/select.js';
 import { Candidates, keepTopKByBuckets, keepTopP, weigh } from '../../../src/sampler/draw.js';
 import { NEGLIGIBLE_NATS, logSumExpNear } from '../../../src/sampler/exp-table.js';
@@ -96,4 +97,24 @@ describe('selection kernels on a 151,936 vocabulary match a full sort', () => {
       expect(logSumExpNear(row, VOCAB, max)).toBeCloseTo(max + Math.log(sum), 7);
     });
   }
+});
+
+describe('argmax (four lanes)', () => {
+  /** The one-chain definition the lanes must reproduce. */
+  const reference = (row: Float32Array, n: number): number => {
+    let [best, bestVal] = [0, -Infinity];
+    for (let i = 0; i < n; i++) if (row[i]! > bestVal) [best, bestVal] = [i, row[i]!];
+    return best;
+  };
+
+  it('equals the single-chain scan on short rows of ties, NaN and infinities, at every length', () => {
+    const value = fc.constantFrom(0, 1, -1, 2, Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, 1.5);
+    fc.assert(
+      fc.property(fc.array(value, { maxLength: 23 }), (values) => {
+        const row = Float32Array.from(values);
+        for (let n = 0; n <= row.length; n++) expect(argmax(row, n)).toBe(reference(row, n));
+      }),
+      { numRuns: 2000 },
+    );
+  });
 });

@@ -94,4 +94,30 @@ describe('engine bench --sweep', () => {
     expect(summary).toMatch(/\| NativePagedRunner decode \(all 2 streams decoding\) vs the Optimum forward floor at batch 2, prompt 128 \| ≥ 1\.00× \| \d+\.\d\d×/);
     checkWellFormed(readFileSync(join(out, 'engine-context-sweep.svg'), 'utf8'));
   }, 300_000);
+
+  it('with several precisions runs every runner and the floor at each within each point and reports each one against the first, with the 4-bit target', async () => {
+    const twoPrecisions = join(out, 'precisions');
+    const args = ['--import', 'tsx', 'bench/cli.ts', 'engine', '--quick', '--sweep', '16', '--sweep-only', '--sweep-runners', 'pastKeyValues,native', '--precision', 'int8,q4'];
+    await run(process.execPath, [...args, '--concurrency', '1', '--output', '3', '--threads', '1', '--out', twoPrecisions], { cwd: process.cwd(), maxBuffer: 16 * 2 ** 20 });
+    const report = JSON.parse(readFileSync(join(twoPrecisions, 'results.json'), 'utf8')) as BenchReport;
+    const variants = report.cases.map((r) => `${r.variant} (${r.params['runner']}, ${r.params['precision']})`);
+    expect(variants).toEqual(
+      ['int8', 'q4'].flatMap((p) => ['PastKeyValuesRunner', 'NativePagedRunner', 'forward floor'].map((runner) => `${runner} ${p} (${runner}, ${p})`)),
+    );
+    for (const r of report.cases) expect(r.metrics!['tokPerSec']).toBeGreaterThan(0);
+    const summary = readFileSync(join(twoPrecisions, 'summary.md'), 'utf8');
+    expect(summary).toContain('### Context sweep: each precision against int8');
+    expect(summary).toMatch(/\| PastKeyValuesRunner \| 16 \| 1 \| q4 vs int8 \| \d+\.\d\d× \| \d+\.\d\d× \|/);
+    for (const runner of ['PastKeyValuesRunner', 'NativePagedRunner', 'forward floor']) {
+      expect(summary).toMatch(new RegExp(`\\| ${runner}: q4 vs int8 output tok/s, c1, prompt 16 \\| ≥ 1\\.40× \\| \\d+\\.\\d\\d× \\| (met|missed) \\|`));
+    }
+    // Each precision's floor is its own model's forward pass.
+    expect(summary).toMatch(/\| int8 \| 16 \| 1 \| \d/);
+    expect(summary).toMatch(/\| q4 \| 16 \| 1 \| \d/);
+  }, 300_000);
+
+  it('takes several precisions only in a sweep-only run', () => {
+    expect(() => engineBenchConfig({ precision: 'int8,q4', sweep: '16' }, true)).toThrow(/several variants only with --sweep --sweep-only/);
+    expect(engineBenchConfig({ precision: 'int8,q4,int8', sweep: '16', 'sweep-only': true }, true).precisions).toEqual(['int8', 'q4']);
+  });
 });

@@ -28,7 +28,7 @@ export type ToBenchWorker =
   | { readonly type: 'floor'; readonly id: number; readonly point: string; readonly calls: number }
   | { readonly type: 'profile'; readonly id: number; readonly config: EngineBenchConfig; readonly engine: EngineWorkerData }
   | { readonly type: 'workload'; readonly id: number; readonly engine: EngineWorkerData; readonly concurrency: number; readonly promptTokens: number; readonly outputTokens: number }
-  | { readonly type: 'forward-floor'; readonly id: number; readonly config: EngineBenchConfig; readonly concurrency: number; readonly promptTokens: number }
+  | { readonly type: 'forward-floor'; readonly id: number; readonly config: EngineBenchConfig; readonly modelPath: string; readonly concurrency: number; readonly promptTokens: number }
   | { readonly type: 'close' };
 
 export type FromBenchWorker =
@@ -86,9 +86,9 @@ export class BenchWorker {
     return reply.workload;
   }
 
-  /** The bare Optimum forward pass of one sweep point's work. */
-  async forwardFloor(config: EngineBenchConfig, concurrency: number, promptTokens: number): Promise<ForwardFloor> {
-    const reply = await this.request({ type: 'forward-floor', id: this.nextId++, config, concurrency, promptTokens });
+  /** The bare Optimum forward pass (of `modelPath`, the variant being compared) of one sweep point's work. */
+  async forwardFloor(config: EngineBenchConfig, modelPath: string, concurrency: number, promptTokens: number): Promise<ForwardFloor> {
+    const reply = await this.request({ type: 'forward-floor', id: this.nextId++, config, modelPath, concurrency, promptTokens });
     if (reply.type !== 'forward-floor') throw new Error(`bench worker answered ${reply.type} to a forward floor`);
     return reply.floor;
   }

@@ -16,17 +16,21 @@ const port = parentPort!;
 const data = workerData as BenchWorkerData;
 const post = (message: FromBenchWorker): void => port.postMessage(message);
 let session: ort.InferenceSession | undefined;
+/** The sweep's floors by model file: a sweep over several precisions times each variant's own forward pass. */
+const sweepSessions = new Map<string, ort.InferenceSession>();
 const feeds = new Map<string, Feeds>();
 
-async function floorSession(): Promise<ort.InferenceSession> {
-  session ??= await ort.InferenceSession.create(data.modelPath, {
-    intraOpNumThreads: data.threads,
-    interOpNumThreads: 1,
-    executionMode: 'sequential',
-    graphOptimizationLevel: 'all',
-    logSeverityLevel: 3,
-  });
-  return session;
+const openFloor = (modelPath: string): Promise<ort.InferenceSession> =>
+  ort.InferenceSession.create(modelPath, { intraOpNumThreads: data.threads, interOpNumThreads: 1, executionMode: 'sequential', graphOptimizationLevel: 'all', logSeverityLevel: 3 });
+
+async function floorSession(modelPath = data.modelPath): Promise<ort.InferenceSession> {
+  if (modelPath === data.modelPath) {
+    session ??= await openFloor(modelPath);
+    return session;
+  }
+  const opened = sweepSessions.get(modelPath) ?? (await openFloor(modelPath));
+  sweepSessions.set(modelPath, opened);
+  return opened;
 }
 
 async function prepareFloor(shapes: readonly FloorShape[]): Promise<void> {
@@ -37,8 +41,8 @@ async function prepareFloor(shapes: readonly FloorShape[]): Promise<void> {
 }
 
 /** The sweep's floor: the median of a few calls of one shape, after one untimed call (fresh feeds; nothing kept). */
-async function timeForward(shape: StepShape): Promise<number> {
-  const floor = await floorSession();
+async function timeForward(modelPath: string, shape: StepShape): Promise<number> {
+  const floor = await floorSession(modelPath);
   const input = decoderFeeds(inspectDecoder(floor), shape, new SeededRandom(seedFor(data.seed, `sweep-${shape.batch}-${shape.past}-${shape.seq}`)));
   await floor.run(input);
   const times: number[] = [];
@@ -76,9 +80,9 @@ async function handle(message: ToBenchWorker): Promise<void> {
       case 'workload':
         return post({ type: 'workload', id: message.id, workload: await profileWorkload(message.engine, message.concurrency, message.promptTokens, message.outputTokens) });
       case 'forward-floor':
-        return post({ type: 'forward-floor', id: message.id, floor: await forwardFloor(message.config, message.concurrency, message.promptTokens, timeForward) });
+        return post({ type: 'forward-floor', id: message.id, floor: await forwardFloor(message.config, message.concurrency, message.promptTokens, (shape) => timeForward(message.modelPath, shape)) });
       case 'close':
-        await session?.release();
+        await Promise.all([session, ...sweepSessions.values()].map((opened) => opened?.release()));
         return port.close();
     }
   } catch (error) {

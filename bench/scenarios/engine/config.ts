@@ -12,8 +12,10 @@ import { SWEEP_RUNNERS, type SweepRunner } from './context-sweep.js';
 
 export interface EngineBenchConfig {
   readonly size: ModelSize;
-  /** The decoder variant every engine and the floor run (fp32 by default; int8 / q4 to compare). */
+  /** The decoder variant every engine and the floor run (fp32 by default): the first of `precisions`. */
   readonly precision: WeightPrecision;
+  /** The variants a context sweep runs side by side (each runner and the floor at each), in table order. */
+  readonly precisions: readonly WeightPrecision[];
   readonly threads: number;
   /** Concurrent requests of the throughput points; the batched engine's maxNumSeqs is the largest. */
   readonly concurrency: readonly number[];
@@ -45,7 +47,11 @@ export interface EngineBenchConfig {
 
 export const ENGINE_FLAGS: Readonly<Record<string, FlagSpec>> = {
   size: { type: 'string', usage: '--size tiny|bench', description: 'decoder to run (default bench; quick tiny)' },
-  precision: { type: 'string', usage: '--precision fp32|fp16|int8|q4|q4f16', description: 'decoder variant to serve (default fp32)' },
+  precision: {
+    type: 'string',
+    usage: '--precision fp32|fp16|int8|q4|q4f16[,…]',
+    description: 'decoder variant to serve (default fp32); with --sweep-only, several side by side in one run (each runner and the floor at each, ratios to the first)',
+  },
   threads: { type: 'string', usage: '--threads N', description: 'intraOpNumThreads of every session (default: number of cores)' },
   concurrency: { type: 'string', usage: '--concurrency 1,8,32', description: 'concurrent requests per throughput point (quick 1,4,8)' },
   prompt: { type: 'string', usage: '--prompt N', description: 'prompt tokens per throughput request (default 128; quick 16)' },
@@ -71,8 +77,8 @@ const SIZES: readonly ModelSize[] = ['tiny', 'bench'];
 export function engineBenchConfig(flags: FlagValues, quick: boolean): EngineBenchConfig {
   const size = stringList(flags['size'], SIZES, [quick ? 'tiny' : 'bench'], '--size');
   if (size.length !== 1) throw new Error('--size takes one size');
-  const precision = stringList(flags['precision'], DECODER_PRECISIONS, ['fp32'], '--precision');
-  if (precision.length !== 1) throw new Error('--precision takes one variant');
+  const precisions: WeightPrecision[] = [...new Set(stringList<WeightPrecision>(flags['precision'], DECODER_PRECISIONS, ['fp32'], '--precision'))];
+  if (precisions.length > 1 && flags['sweep-only'] !== true) throw new Error('--precision takes several variants only with --sweep --sweep-only');
   const concurrency = intList(flags['concurrency'], quick ? [1, 4, 8] : [1, 8, 32], '--concurrency');
   const promptTokens = positiveInt(flags['prompt'], quick ? 16 : 128, '--prompt', 1);
   const outputTokens = positiveInt(flags['output'], quick ? 8 : 128, '--output', 2);
@@ -85,7 +91,8 @@ export function engineBenchConfig(flags: FlagValues, quick: boolean): EngineBenc
   const longest = Math.max(promptTokens + outputTokens, ...sweep.map((p) => p + outputTokens), prefixTokens + 64, mixedPrompt[1] + mixedOutput[1]);
   return {
     size: size[0]!,
-    precision: precision[0]!,
+    precision: precisions[0]!,
+    precisions,
     threads: positiveInt(flags['threads'], availableParallelism(), '--threads', 1),
     concurrency,
     promptTokens,

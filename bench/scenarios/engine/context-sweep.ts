@@ -2,8 +2,10 @@
 // concurrency, a whole throughput workload on a fresh EngineCore per runner — the Optimum graph's
 // PastKeyValuesRunner and the paged graph's PagedRunner, back to back so their ratio is taken
 // under the same load — with the runner's time by phase, and the bare Optimum forward pass of the
-// same work (the floor at that context). Cases of the harness (interleaved, repeated); their rates
-// come from the workloads' own wall times, not from the round trip to the worker.
+// same work (the floor at that context). With `--precision int8,q4` every runner and the floor run
+// at each variant within each point, and the report gives each precision's ratio to the first.
+// Cases of the harness (interleaved, repeated); their rates come from the workloads' own wall
+// times, not from the round trip to the worker.
 
 import type { BenchCase, CaseResult } from '../../harness/types.js';
 import { caseId } from '../../harness/types.js';
@@ -13,6 +15,7 @@ import type { BenchWorker } from './bench-worker-client.js';
 import type { EngineBenchConfig } from './config.js';
 import { medianOf } from './workload.js';
 import type { EngineWorkerData } from '../../../src/contracts/engine-messages.js';
+import type { WeightPrecision } from '../../../kernels/linear.js';
 import type { ForwardFloor, WorkloadProfile } from './workload-profile.js';
 
 export const SWEEP_GROUP = 'context';
@@ -32,50 +35,62 @@ const RUNNER_VARIANTS = SWEEP_RUNNERS.map((key) => SWEEP_VARIANT[key]);
 /** Targets of issue 13 on this machine: the paged runner at the largest concurrency. */
 export const SWEEP_TARGETS = { longContextShare: 0.75, shortPrompt: 128, longPrompt: 2048 } as const;
 
+/** Issue 13's 4-bit target: q4 against int8 at one stream, output tok/s, each runner and the floor. */
+export const PRECISION_TARGET = { faster: 'q4', than: 'int8', concurrency: 1, speedup: 1.4 } as const;
+
 /** What each measured sweep run observed, by case id. */
 export type SweepObservations = Map<string, (WorkloadProfile | ForwardFloor)[]>;
+
+/** One decoder variant of the sweep: each runner's engine settings (null where the model has no such file, or the run left the runner out) and the floor's model file. */
+export interface SweepVariant {
+  readonly precision: WeightPrecision;
+  readonly runners: Readonly<Record<SweepRunner, EngineWorkerData | null>>;
+  readonly floorModelPath: string;
+}
 
 type Slot = { readonly warmup?: boolean } | undefined;
 
 const pointOf = (prompt: number, concurrency: number) => `p${prompt} c${concurrency}`;
 
-export function sweepCases(
-  config: EngineBenchConfig,
-  worker: BenchWorker,
-  /** Each runner's engine settings; null where the model has no such file, or the run left the runner out. */
-  engines: Readonly<Record<SweepRunner, EngineWorkerData | null>>,
-  observed: SweepObservations,
-): BenchCase[] {
+/** A case's variant: the runner, and its precision where the sweep compares several (one precision keeps the plain runner names). */
+export function sweepVariantName(config: Pick<EngineBenchConfig, 'precisions'>, runner: string, precision: WeightPrecision): string {
+  return config.precisions.length > 1 ? `${runner} ${precision}` : runner;
+}
+
+export function sweepCases(config: EngineBenchConfig, worker: BenchWorker, variants: readonly SweepVariant[], observed: SweepObservations): BenchCase[] {
   return config.sweep.flatMap((prompt) =>
-    config.concurrency.flatMap((concurrency) => {
-      const info = (variant: string) => ({
-        group: SWEEP_GROUP,
-        variant,
-        point: pointOf(prompt, concurrency),
-        params: { promptTokens: prompt, concurrency, outputTokens: config.outputTokens },
-        work: { count: concurrency * config.outputTokens, unit: 'tok' },
-      });
-      const observe = (variant: string, measure: () => Promise<WorkloadProfile | ForwardFloor>): BenchCase => {
-        const runs: (WorkloadProfile | ForwardFloor)[] = [];
-        const base = info(variant);
-        observed.set(caseId(base), runs);
-        return {
-          ...base,
-          run: async (slot?: Slot) => {
-            const result = await measure();
-            if (!slot?.warmup) runs.push(result);
-          },
+    config.concurrency.flatMap((concurrency) =>
+      // Precisions inside a point: the runs a precision ratio compares are taken minutes, not a whole sweep, apart.
+      variants.flatMap(({ precision, runners, floorModelPath }) => {
+        const info = (runner: string) => ({
+          group: SWEEP_GROUP,
+          variant: sweepVariantName(config, runner, precision),
+          point: pointOf(prompt, concurrency),
+          params: { promptTokens: prompt, concurrency, outputTokens: config.outputTokens, runner, precision },
+          work: { count: concurrency * config.outputTokens, unit: 'tok' },
+        });
+        const observe = (runner: string, measure: () => Promise<WorkloadProfile | ForwardFloor>): BenchCase => {
+          const runs: (WorkloadProfile | ForwardFloor)[] = [];
+          const base = info(runner);
+          observed.set(caseId(base), runs);
+          return {
+            ...base,
+            run: async (slot?: Slot) => {
+              const result = await measure();
+              if (!slot?.warmup) runs.push(result);
+            },
+          };
         };
-      };
-      const workload = (data: EngineWorkerData) => () => worker.workload(data, concurrency, prompt, config.outputTokens);
-      return [
-        ...SWEEP_RUNNERS.flatMap((key) => {
-          const data = engines[key];
-          return data ? [observe(SWEEP_VARIANT[key], workload(data))] : [];
-        }),
-        observe(SWEEP_VARIANT.floor, () => worker.forwardFloor(config, concurrency, prompt)),
-      ];
-    }),
+        const workload = (data: EngineWorkerData) => () => worker.workload(data, concurrency, prompt, config.outputTokens);
+        return [
+          ...SWEEP_RUNNERS.flatMap((key) => {
+            const data = runners[key];
+            return data ? [observe(SWEEP_VARIANT[key], workload(data))] : [];
+          }),
+          observe(SWEEP_VARIANT.floor, () => worker.forwardFloor(config, floorModelPath, concurrency, prompt)),
+        ];
+      }),
+    ),
   );
 }
 
@@ -113,38 +128,45 @@ export function concludeSweep(results: readonly CaseResult[], observed: SweepObs
   const metrics = new Map<string, SweepRates>();
   const sweep = results.filter((r) => r.group === SWEEP_GROUP);
   for (const r of sweep) metrics.set(r.id, ratesOf(r, observed.get(r.id) ?? []));
-  const lookUp = (metric: SweepMetric) => (variant: string, prompt: number, concurrency: number) => {
-    const hit = sweep.find((r) => r.variant === variant && r.point === pointOf(prompt, concurrency));
-    return hit ? (metrics.get(hit.id)?.[metric] ?? NaN) : NaN;
-  };
+  const runnerOf = (r: CaseResult) => String(r.params['runner'] ?? r.variant);
+  const precisionOf = (r: CaseResult) => String(r.params['precision'] ?? config.precision);
+  const lookUp =
+    (metric: SweepMetric) =>
+    (runner: string, prompt: number, concurrency: number, precision: WeightPrecision = config.precision): number => {
+      const hit = sweep.find((r) => runnerOf(r) === runner && precisionOf(r) === precision && r.point === pointOf(prompt, concurrency));
+      return hit ? (metrics.get(hit.id)?.[metric] ?? NaN) : NaN;
+    };
   const [rate, decodeRate, fullBatchRate] = [lookUp('tokPerSec'), lookUp('decodeTokPerSec'), lookUp('fullBatchTokPerSec')];
-  const runners = RUNNER_VARIANTS.filter((variant) => sweep.some((r) => r.variant === variant));
-  // One row per point and runner (the floor included): rates, and ratios to the PKV runner, the floor and the runner's own shortest prompt.
+  const runners = RUNNER_VARIANTS.filter((runner) => sweep.some((r) => runnerOf(r) === runner));
+  const named = (runner: string, precision: WeightPrecision) => sweepVariantName(config, runner, precision);
+  // One row per point, precision and runner (the floor included): rates, and ratios to the PKV runner, the floor and the runner's own shortest prompt, each at the row's precision.
   const comparison = config.sweep.flatMap((prompt) =>
-    config.concurrency.flatMap((c) => {
-      const [pkv, pkvDecode, floorDecode] = [rate(SWEEP_VARIANT.pastKeyValues, prompt, c), decodeRate(SWEEP_VARIANT.pastKeyValues, prompt, c), decodeRate(SWEEP_VARIANT.floor, prompt, c)];
-      return [...runners, SWEEP_VARIANT.floor].map((variant) => {
-        const [tokPerSec, decode, short] = [rate(variant, prompt, c), decodeRate(variant, prompt, c), decodeRate(variant, config.sweep[0]!, c)];
-        const [full, fullShort] = [fullBatchRate(variant, prompt, c), fullBatchRate(variant, config.sweep[0]!, c)];
-        return [
-          variant,
-          String(prompt),
-          String(c),
-          fixed(tokPerSec),
-          ratio(tokPerSec / pkv),
-          fixed(decode),
-          ratio(decode / pkvDecode),
-          ratio(decode / floorDecode),
-          ratio(decode / short),
-          fixed(full),
-          ratio(full / floorDecode),
-          ratio(full / fullShort),
-        ];
-      });
-    }),
+    config.concurrency.flatMap((c) =>
+      config.precisions.flatMap((p) => {
+        const [pkv, pkvDecode, floorDecode] = [rate(SWEEP_VARIANT.pastKeyValues, prompt, c, p), decodeRate(SWEEP_VARIANT.pastKeyValues, prompt, c, p), decodeRate(SWEEP_VARIANT.floor, prompt, c, p)];
+        return [...runners, SWEEP_VARIANT.floor].map((runner) => {
+          const [tokPerSec, decode, short] = [rate(runner, prompt, c, p), decodeRate(runner, prompt, c, p), decodeRate(runner, config.sweep[0]!, c, p)];
+          const [full, fullShort] = [fullBatchRate(runner, prompt, c, p), fullBatchRate(runner, config.sweep[0]!, c, p)];
+          return [
+            named(runner, p),
+            String(prompt),
+            String(c),
+            fixed(tokPerSec),
+            ratio(tokPerSec / pkv),
+            fixed(decode),
+            ratio(decode / pkvDecode),
+            ratio(decode / floorDecode),
+            ratio(decode / short),
+            fixed(full),
+            ratio(full / floorDecode),
+            ratio(full / fullShort),
+          ];
+        });
+      }),
+    ),
   );
   const breakdown = sweep
-    .filter((r) => r.variant !== SWEEP_VARIANT.floor)
+    .filter((r) => runnerOf(r) !== SWEEP_VARIANT.floor)
     .map((r) => {
       const runs = (observed.get(r.id) ?? []).filter(isWorkload);
       const median = runs.sort((a, b) => a.wallMs - b.wallMs)[Math.floor(runs.length / 2)];
@@ -152,40 +174,72 @@ export function concludeSweep(results: readonly CaseResult[], observed: SweepObs
     })
     .filter((row): row is string[] => row !== null);
   const floors = sweep
-    .filter((r) => r.variant === SWEEP_VARIANT.floor)
+    .filter((r) => runnerOf(r) === SWEEP_VARIANT.floor)
     .map((r) => {
       const runs = (observed.get(r.id) ?? []).filter((run): run is ForwardFloor => !isWorkload(run));
       const f = runs[Math.floor(runs.length / 2)];
-      return f ? [String(f.promptTokens), String(f.concurrency), f.decodeMs.toFixed(1), `${f.prefillCalls} × ${f.prefillMs.toFixed(0)}`, (f.workloadMs / 1000).toFixed(2)] : null;
+      return f ? [precisionOf(r), String(f.promptTokens), String(f.concurrency), f.decodeMs.toFixed(1), `${f.prefillCalls} × ${f.prefillMs.toFixed(0)}`, (f.workloadMs / 1000).toFixed(2)] : null;
     })
     .filter((row): row is string[] => row !== null);
   const top = Math.max(...config.concurrency);
   const { shortPrompt, longPrompt, longContextShare } = SWEEP_TARGETS;
   const verdict = (value: number, ok: boolean) => (Number.isNaN(value) ? 'no data' : ok ? 'met' : 'missed');
-  // The issue's targets, for each paged runner: the graph's attention (PagedRunner) and the native kernel's (float32, float16 and int8 cache).
-  const targets = runners
-    .filter((runner) => runner !== SWEEP_VARIANT.pastKeyValues)
-    .flatMap((runner) => {
-      const vsPkv = rate(runner, shortPrompt, top) / rate(SWEEP_VARIANT.pastKeyValues, shortPrompt, top);
-      // Decode at batch `top` against the floor's decode at batch `top`, and against itself at the short prompt: the steps with every stream decoding.
-      const vsFloor = fullBatchRate(runner, shortPrompt, top) / decodeRate(SWEEP_VARIANT.floor, shortPrompt, top);
-      const longShare = fullBatchRate(runner, longPrompt, top) / fullBatchRate(runner, shortPrompt, top);
-      return [
-        { name: `${runner} vs PastKeyValuesRunner, whole workload, c${top}, prompt ${shortPrompt}`, aim: '≥ 1.00×', measured: ratio(vsPkv), met: verdict(vsPkv, vsPkv >= 1) },
-        {
-          name: `${runner} decode (all ${top} streams decoding) vs the Optimum forward floor at batch ${top}, prompt ${shortPrompt}`,
-          aim: '≥ 1.00×',
-          measured: ratio(vsFloor),
-          met: verdict(vsFloor, vsFloor >= 1),
-        },
-        {
-          name: `${runner} decode (all ${top} streams decoding) at prompt ${longPrompt} vs its own at prompt ${shortPrompt}`,
-          aim: `≥ ${(longContextShare * 100).toFixed(0)}%`,
-          measured: Number.isFinite(longShare) ? `${(longShare * 100).toFixed(0)}%` : '–',
-          met: verdict(longShare, longShare >= longContextShare),
-        },
-      ];
-    });
+  // The issue's targets, for each paged runner at each precision: the graph's attention (PagedRunner) and the native kernel's (float32, float16 and int8 cache).
+  const targets = config.precisions.flatMap((p) =>
+    runners
+      .filter((runner) => runner !== SWEEP_VARIANT.pastKeyValues)
+      .flatMap((runner) => {
+        const vsPkv = rate(runner, shortPrompt, top, p) / rate(SWEEP_VARIANT.pastKeyValues, shortPrompt, top, p);
+        // Decode at batch `top` against the floor's decode at batch `top`, and against itself at the short prompt: the steps with every stream decoding.
+        const vsFloor = fullBatchRate(runner, shortPrompt, top, p) / decodeRate(SWEEP_VARIANT.floor, shortPrompt, top, p);
+        const longShare = fullBatchRate(runner, longPrompt, top, p) / fullBatchRate(runner, shortPrompt, top, p);
+        const name = named(runner, p);
+        return [
+          { name: `${name} vs PastKeyValuesRunner, whole workload, c${top}, prompt ${shortPrompt}`, aim: '≥ 1.00×', measured: ratio(vsPkv), met: verdict(vsPkv, vsPkv >= 1) },
+          {
+            name: `${name} decode (all ${top} streams decoding) vs the Optimum forward floor at batch ${top}, prompt ${shortPrompt}`,
+            aim: '≥ 1.00×',
+            measured: ratio(vsFloor),
+            met: verdict(vsFloor, vsFloor >= 1),
+          },
+          {
+            name: `${name} decode (all ${top} streams decoding) at prompt ${longPrompt} vs its own at prompt ${shortPrompt}`,
+            aim: `≥ ${(longContextShare * 100).toFixed(0)}%`,
+            measured: Number.isFinite(longShare) ? `${(longShare * 100).toFixed(0)}%` : '–',
+            met: verdict(longShare, longShare >= longContextShare),
+          },
+        ];
+      }),
+  );
+  // Each precision against the first, runner by runner at every point (same runner, same point, runs interleaved within the point).
+  const [first, ...others] = config.precisions;
+  const precisionRows = others.flatMap((p) =>
+    config.sweep.flatMap((prompt) =>
+      config.concurrency.flatMap((c) =>
+        [...runners, SWEEP_VARIANT.floor].map((runner) => [
+          runner,
+          String(prompt),
+          String(c),
+          `${p} vs ${first}`,
+          ratio(rate(runner, prompt, c, p) / rate(runner, prompt, c, first)),
+          ratio(decodeRate(runner, prompt, c, p) / decodeRate(runner, prompt, c, first)),
+        ]),
+      ),
+    ),
+  );
+  const { faster, than, concurrency: oneStream, speedup } = PRECISION_TARGET;
+  if (config.precisions.includes(faster) && config.precisions.includes(than) && config.concurrency.includes(oneStream)) {
+    const prompt = config.sweep[0]!;
+    for (const runner of [...runners, SWEEP_VARIANT.floor]) {
+      const measured = rate(runner, prompt, oneStream, faster) / rate(runner, prompt, oneStream, than);
+      targets.push({
+        name: `${runner}: ${faster} vs ${than} output tok/s, c${oneStream}, prompt ${prompt}`,
+        aim: `≥ ${speedup.toFixed(2)}×`,
+        measured: ratio(measured),
+        met: verdict(measured, measured >= speedup),
+      });
+    }
+  }
   const sections = [
     '### Context sweep: every runner and the forward floor (output tok/s of the whole workload, prefill included; of its decode phase, the draining tail included; and of the decode steps with every stream decoding)',
     '',
@@ -208,6 +262,14 @@ export function concludeSweep(results: readonly CaseResult[], observed: SweepObs
       ['left', ...Array.from({ length: 11 }, () => 'right' as const)],
     ),
     '',
+    ...(precisionRows.length > 0
+      ? [
+          `### Context sweep: each precision against ${first} (same runner and point; the precisions' runs alternate within each point)`,
+          '',
+          markdownTable(['Runner', 'Prompt', 'Requests', 'Precision', 'tok/s ratio', 'Decode tok/s ratio'], precisionRows, ['left', 'right', 'right', 'left', 'right', 'right']),
+          '',
+        ]
+      : []),
     '### Context sweep: where each workload’s time goes (median run, s and share of wall)',
     '',
     markdownTable(
@@ -218,7 +280,7 @@ export function concludeSweep(results: readonly CaseResult[], observed: SweepObs
     '',
     '### Context sweep: the forward floor (bare Optimum session.run of the same work)',
     '',
-    markdownTable(['Prompt', 'Requests', 'Decode step ms (mid past)', 'Prefill calls × ms', 'Workload s'], floors, ['right', 'right', 'right', 'right', 'right']),
+    markdownTable(['Precision', 'Prompt', 'Requests', 'Decode step ms (mid past)', 'Prefill calls × ms', 'Workload s'], floors, ['left', 'right', 'right', 'right', 'right', 'right']),
     '',
   ];
   return { metrics, sections, targets };

@@ -20,7 +20,8 @@ import { BenchWorker } from './bench-worker-client.js';
 import { GROUP, SEED, VARIANT, floorCases, floorShapes, kvCase, seedPrefix, throughputCases, ttftCases, type Engines, type Observations, type StepTimes } from './cases.js';
 import { ENGINE_FLAGS, engineBenchConfig, engineData, type EngineBenchConfig } from './config.js';
 import type { StepProfile } from './profile.js';
-import { SWEEP_RUNNERS, type SweepObservations, type SweepRunner, sweepCases, sweepChart } from './context-sweep.js';
+import { SWEEP_RUNNERS, type SweepObservations, type SweepRunner, type SweepVariant, sweepCases, sweepChart } from './context-sweep.js';
+import type { WeightPrecision } from '../../../kernels/linear.js';
 import { conclude, engineCharts } from './report.js';
 import { benchRequest, randomTokens, runWorkload } from './workload.js';
 
@@ -42,17 +43,11 @@ async function prepareEngine(source: DecoderSource, context: ScenarioContext): P
   const config = engineBenchConfig(context.flags, context.quick);
   const loadAtStart = loadavg();
   context.log(`building qwen3 ${config.size}…`);
-  const modelPath = (await source(config.size)).modelPath(config.precision);
+  const built = await source(config.size);
+  const modelPath = built.modelPath(config.precision);
   const data = (overrides: Partial<EngineWorkerData>) => engineData(config, modelPath, overrides);
   const configs = { batched: data({}), serial: data({ maxNumSeqs: 1 }), cacheOn: data({}), cacheOff: data({ enablePrefixCaching: false }) };
-  const pagedPath = join(dirname(modelPath), pagedVariantFile(basename(modelPath)));
-  const paged = existsSync(pagedPath) ? data({ modelPath: pagedPath }) : null;
-  if (config.sweep.length > 0 && !paged) context.log(`no ${pagedPath}: the sweep runs the PastKeyValuesRunner only`);
-  const segmentsPath = pagedSegmentsDir(pagedPath);
-  const native = existsSync(segmentsPath) ? data({ modelPath: segmentsPath }) : null;
-  const nativeHalfKv = native ? data({ modelPath: segmentsPath, kvCacheDtype: 'fp16' }) : null;
-  const nativeInt8Kv = native ? data({ modelPath: segmentsPath, kvCacheDtype: 'int8' }) : null;
-  if (config.sweep.length > 0 && !native) context.log(`no ${segmentsPath}: the sweep runs no NativePagedRunner`);
+  const variants = config.sweep.length > 0 ? config.precisions.map((precision) => sweepVariantOf(config, built.modelPath(precision), precision, context.log)) : [];
   context.log(config.sweepOnly ? 'starting the floor worker…' : 'starting 4 engines and the floor worker…');
   const { engines, worker, dispose } = await startAll(config, modelPath, config.sweepOnly ? null : configs, context.log);
   try {
@@ -62,13 +57,7 @@ async function prepareEngine(source: DecoderSource, context: ScenarioContext): P
       steps = await worker.profile(config, configs.batched);
     }
     const observed = { traces: new Map() as Observations, stepTimes: new Map() as StepTimes, sweep: new Map() as SweepObservations };
-    const available = { pastKeyValues: configs.batched, paged, native, nativeHalfKv, nativeInt8Kv };
-    const sweep = sweepCases(
-      config,
-      worker,
-      Object.fromEntries(SWEEP_RUNNERS.map((key) => [key, config.sweepRunners.includes(key) ? available[key] : null])) as Record<SweepRunner, EngineWorkerData | null>,
-      observed.sweep,
-    );
+    const sweep = sweepCases(config, worker, variants, observed.sweep);
     let cases = sweep;
     if (engines) {
       await worker.prepareFloor(floorShapes(config));
@@ -92,8 +81,7 @@ async function prepareEngine(source: DecoderSource, context: ScenarioContext): P
       settings: {
         ...config,
         modelPath,
-        pagedModelPath: paged?.modelPath ?? null,
-        nativeModelPath: native?.modelPath ?? null,
+        sweepModelPaths: Object.fromEntries(variants.map((v) => [v.precision, Object.fromEntries(Object.entries(v.runners).map(([key, d]) => [key, d?.modelPath ?? null]))])),
         ...(engines ? { numBlocks: engines.batched.info.numBlocks } : {}),
         batchedMaxNumSeqs: configs.batched.maxNumSeqs,
       },
@@ -112,6 +100,26 @@ async function prepareEngine(source: DecoderSource, context: ScenarioContext): P
     await dispose();
     throw new Error(`engine benchmark setup failed: ${messageOf(error)}`);
   }
+}
+
+/** One precision's sweep engines: the Optimum model, the paged graph beside it and its segments, as the build wrote them. */
+function sweepVariantOf(config: EngineBenchConfig, modelPath: string, precision: WeightPrecision, log: (line: string) => void): SweepVariant {
+  const data = (overrides: Partial<EngineWorkerData>) => engineData(config, modelPath, overrides);
+  const pagedPath = join(dirname(modelPath), pagedVariantFile(basename(modelPath)));
+  const paged = existsSync(pagedPath) ? data({ modelPath: pagedPath }) : null;
+  if (!paged) log(`no ${pagedPath}: the ${precision} sweep runs the PastKeyValuesRunner only`);
+  const segmentsPath = pagedSegmentsDir(pagedPath);
+  const native = existsSync(segmentsPath) ? data({ modelPath: segmentsPath }) : null;
+  if (!native) log(`no ${segmentsPath}: the ${precision} sweep runs no NativePagedRunner`);
+  const available: Record<SweepRunner, EngineWorkerData | null> = {
+    pastKeyValues: data({}),
+    paged,
+    native,
+    nativeHalfKv: native ? data({ modelPath: segmentsPath, kvCacheDtype: 'fp16' }) : null,
+    nativeInt8Kv: native ? data({ modelPath: segmentsPath, kvCacheDtype: 'int8' }) : null,
+  };
+  const runners = Object.fromEntries(SWEEP_RUNNERS.map((key) => [key, config.sweepRunners.includes(key) ? available[key] : null])) as Record<SweepRunner, EngineWorkerData | null>;
+  return { precision, runners, floorModelPath: modelPath };
 }
 
 /** The four engines (none for a sweep-only run) and the floor worker, each in its own thread; on failure, whatever started is closed. */

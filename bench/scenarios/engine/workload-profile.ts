@@ -41,10 +41,24 @@ export interface WorkloadProfile {
   readonly fullBatchMs: number;
 }
 
+/**
+ * Untimed, on the fresh core: `concurrency` short requests decoding together for a dozen steps.
+ * A new ONNX Runtime session's first calls of a batch size run several times slower (thread pool,
+ * arena, first touches of the weights); a server's engine is long warm, and so is the floor's
+ * session, so a workload timed cold would charge the runner for what a served request never pays.
+ */
+export const WARM_UP = { promptTokens: 16, outputTokens: 12 } as const;
+
+async function warmUp(core: EngineCore, concurrency: number, random: SeededRandom): Promise<void> {
+  for (let i = 0; i < concurrency; i++) core.add(benchRequest(`warm-up-${i}`, randomTokens(random, WARM_UP.promptTokens), WARM_UP.outputTokens));
+  while (core.hasWork()) await core.step();
+}
+
 export async function profileWorkload(data: EngineWorkerData, concurrency: number, promptTokens: number, outputTokens: number): Promise<WorkloadProfile> {
   const core = EngineCore.create(data, await openModelRunner(data), () => {});
   try {
     const random = new SeededRandom(concurrency * 13 + promptTokens);
+    await warmUp(core, concurrency, random);
     for (let i = 0; i < concurrency; i++) core.add(benchRequest(`workload-${i}`, randomTokens(random, promptTokens), outputTokens));
     const before = { ...core.runnerStats.total };
     let steps = 0;

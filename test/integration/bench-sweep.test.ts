@@ -109,8 +109,12 @@ describe('engine bench --sweep', () => {
     expect(summary).toContain('### Context sweep: each precision against int8');
     expect(summary).toMatch(/\| PastKeyValuesRunner \| 16 \| 1 \| q4 vs int8 \| \d+\.\d\d× \| \d+\.\d\d× \|/);
     for (const runner of ['PastKeyValuesRunner', 'NativePagedRunner', 'forward floor']) {
-      expect(summary).toMatch(new RegExp(`\\| ${runner}: q4 vs int8 output tok/s, c1, prompt 16 \\| ≥ 1\\.40× \\| \\d+\\.\\d\\d× \\| (met|missed) \\|`));
+      // The agreement with fp32 of both variants rides in the target's name, as the issue asks.
+      const agreement = (p: string) => `${p} top-1 \\d+\\.\\d%, max \\|Δlogit\\| \\d+\\.\\d\\d`;
+      expect(summary).toMatch(new RegExp(`- ${runner}: q4 vs int8 output tok/s, c1, prompt 16 \\(vs fp32: ${agreement('q4')}, ${agreement('int8')}\\): \\d+\\.\\d\\d× \\(aim ≥ 1\\.40×\\) — (met|missed)`));
     }
+    expect(summary).toMatch(/\| q4 \| 128 \| \d+\.\d% \| \d+\.\d{4} \|/);
+    expect(summary).toMatch(/\| int8 \| 128 \| \d+\.\d% \| \d+\.\d{4} \|/);
     // Each precision's floor is its own model's forward pass.
     expect(summary).toMatch(/\| int8 \| 16 \| 1 \| \d/);
     expect(summary).toMatch(/\| q4 \| 16 \| 1 \| \d/);

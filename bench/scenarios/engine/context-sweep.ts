@@ -16,6 +16,7 @@ import type { EngineBenchConfig } from './config.js';
 import { medianOf } from './workload.js';
 import type { EngineWorkerData } from '../../../src/contracts/engine-messages.js';
 import type { WeightPrecision } from '../../../kernels/linear.js';
+import type { VariantQuality } from '../forward/quality.js';
 import type { ForwardFloor, WorkloadProfile } from './workload-profile.js';
 
 export const SWEEP_GROUP = 'context';
@@ -37,6 +38,9 @@ export const SWEEP_TARGETS = { longContextShare: 0.75, shortPrompt: 128, longPro
 
 /** Issue 13's 4-bit target: q4 against int8 at one stream, output tok/s, each runner and the floor. */
 export const PRECISION_TARGET = { faster: 'q4', than: 'int8', concurrency: 1, speedup: 1.4 } as const;
+
+/** Each compared precision's logits against fp32's (teacher-forced, forward/quality.ts); fp32 itself has none. */
+export type SweepQuality = ReadonlyMap<WeightPrecision, VariantQuality>;
 
 /** What each measured sweep run observed, by case id. */
 export type SweepObservations = Map<string, (WorkloadProfile | ForwardFloor)[]>;
@@ -124,7 +128,7 @@ export interface SweepConclusion {
   readonly targets: { name: string; aim: string; measured: string; met: string }[];
 }
 
-export function concludeSweep(results: readonly CaseResult[], observed: SweepObservations, config: EngineBenchConfig): SweepConclusion {
+export function concludeSweep(results: readonly CaseResult[], observed: SweepObservations, config: EngineBenchConfig, quality: SweepQuality = new Map()): SweepConclusion {
   const metrics = new Map<string, SweepRates>();
   const sweep = results.filter((r) => r.group === SWEEP_GROUP);
   for (const r of sweep) metrics.set(r.id, ratesOf(r, observed.get(r.id) ?? []));
@@ -230,10 +234,11 @@ export function concludeSweep(results: readonly CaseResult[], observed: SweepObs
   const { faster, than, concurrency: oneStream, speedup } = PRECISION_TARGET;
   if (config.precisions.includes(faster) && config.precisions.includes(than) && config.concurrency.includes(oneStream)) {
     const prompt = config.sweep[0]!;
+    const agreement = [faster, than].map((p) => `${p} ${qualityText(quality.get(p))}`).join(', ');
     for (const runner of [...runners, SWEEP_VARIANT.floor]) {
       const measured = rate(runner, prompt, oneStream, faster) / rate(runner, prompt, oneStream, than);
       targets.push({
-        name: `${runner}: ${faster} vs ${than} output tok/s, c${oneStream}, prompt ${prompt}`,
+        name: `${runner}: ${faster} vs ${than} output tok/s, c${oneStream}, prompt ${prompt} (vs fp32: ${agreement})`,
         aim: `≥ ${speedup.toFixed(2)}×`,
         measured: ratio(measured),
         met: verdict(measured, measured >= speedup),
@@ -267,6 +272,17 @@ export function concludeSweep(results: readonly CaseResult[], observed: SweepObs
           `### Context sweep: each precision against ${first} (same runner and point; the precisions' runs alternate within each point)`,
           '',
           markdownTable(['Runner', 'Prompt', 'Requests', 'Precision', 'tok/s ratio', 'Decode tok/s ratio'], precisionRows, ['left', 'right', 'right', 'left', 'right', 'right']),
+          '',
+          'Quality against fp32 (teacher-forced over seeded random tokens, every position’s logits; bench/scenarios/forward/quality.ts):',
+          '',
+          markdownTable(
+            ['Precision', 'Positions', 'Top-1 agreement', 'Max |Δlogit|'],
+            config.precisions.map((p) => {
+              const q = quality.get(p);
+              return [p, q ? String(q.positions) : '–', q ? `${(q.top1Agreement * 100).toFixed(1)}%` : p === 'fp32' ? '(reference)' : '–', q ? q.maxAbsLogitDiff.toFixed(4) : '–'];
+            }),
+            ['left', 'right', 'right', 'right'],
+          ),
           '',
         ]
       : []),
@@ -339,6 +355,8 @@ export function sweepChart(config: EngineBenchConfig, label: string): ChartReque
     y: (r) => (typeof r.metrics?.['tokPerSec'] === 'number' ? r.metrics['tokPerSec'] : NaN),
   };
 }
+
+const qualityText = (q: VariantQuality | undefined) => (q ? `top-1 ${(q.top1Agreement * 100).toFixed(1)}%, max |Δlogit| ${q.maxAbsLogitDiff.toFixed(2)}` : 'quality not measured');
 
 const fixed = (x: number) => (Number.isFinite(x) ? x.toFixed(1) : '–');
 const ratio = (x: number) => (Number.isFinite(x) ? `${x.toFixed(2)}×` : '–');

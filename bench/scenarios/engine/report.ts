@@ -9,7 +9,7 @@ import { GROUP, VARIANT, prefillRowsFor, type Observations, type StepTimes } fro
 import type { EngineBenchConfig } from './config.js';
 import { kvWaste, type KvWaste } from './kv-waste.js';
 import type { StepProfile } from './profile.js';
-import { concludeSweep, SWEEP_GROUP, type SweepObservations } from './context-sweep.js';
+import { concludeSweep, SWEEP_GROUP, type SweepObservations, type SweepQuality } from './context-sweep.js';
 import { decodeStepMs, medianOf, mergeTraces, outputTokens, type WorkloadTrace } from './workload.js';
 
 export const TARGETS = { floorShare: 0.8, batchingGain: 4, ttftGain: 5, kvWaste: 0.04 } as const;
@@ -34,6 +34,7 @@ export function conclude(
   profile: readonly StepProfile[],
   baseline: string,
   sweepObserved: SweepObservations = new Map(),
+  sweepQuality: SweepQuality = new Map(),
 ): Conclusion {
   const metrics = new Map<string, Metrics>();
   const kv = new Map<string, KvWaste>();
@@ -49,7 +50,7 @@ export function conclude(
   }
   const look = lookup(results, metrics);
   const top = Math.max(...config.concurrency);
-  const sweep = concludeSweep(results, sweepObserved, config);
+  const sweep = concludeSweep(results, sweepObserved, config, sweepQuality);
   for (const [id, m] of sweep.metrics) metrics.set(id, { ...metrics.get(id), ...m });
   const sweepOnly = results.every((r) => r.group === SWEEP_GROUP);
   const targets = [...(sweepOnly ? [] : targetRows(config, look, top, [...kv.values()][0])), ...(config.sweep.length > 0 ? sweep.targets : [])];

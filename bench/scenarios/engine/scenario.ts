@@ -22,6 +22,8 @@ import { ENGINE_FLAGS, engineBenchConfig, engineData, type EngineBenchConfig } f
 import type { StepProfile } from './profile.js';
 import { SWEEP_RUNNERS, type SweepObservations, type SweepRunner, type SweepVariant, sweepCases, sweepChart } from './context-sweep.js';
 import type { WeightPrecision } from '../../../kernels/linear.js';
+import * as ort from 'onnxruntime-node';
+import { decoderQuality, type VariantQuality } from '../forward/quality.js';
 import { conclude, engineCharts } from './report.js';
 import { benchRequest, randomTokens, runWorkload } from './workload.js';
 
@@ -48,6 +50,7 @@ async function prepareEngine(source: DecoderSource, context: ScenarioContext): P
   const data = (overrides: Partial<EngineWorkerData>) => engineData(config, modelPath, overrides);
   const configs = { batched: data({}), serial: data({ maxNumSeqs: 1 }), cacheOn: data({}), cacheOff: data({ enablePrefixCaching: false }) };
   const variants = config.sweep.length > 0 ? config.precisions.map((precision) => sweepVariantOf(config, built.modelPath(precision), precision, context.log)) : [];
+  const quality = variants.length > 1 ? await qualityAgainstFp32(built, config.precisions, context.log) : new Map<WeightPrecision, VariantQuality>();
   context.log(config.sweepOnly ? 'starting the floor worker…' : 'starting 4 engines and the floor worker…');
   const { engines, worker, dispose } = await startAll(config, modelPath, config.sweepOnly ? null : configs, context.log);
   try {
@@ -86,7 +89,7 @@ async function prepareEngine(source: DecoderSource, context: ScenarioContext): P
         batchedMaxNumSeqs: configs.batched.maxNumSeqs,
       },
       conclude: (results: readonly CaseResult[]) => {
-        const conclusion = conclude(results, observed, config, steps, VARIANT.serial, observed.sweep);
+        const conclusion = conclude(results, observed, config, steps, VARIANT.serial, observed.sweep, quality);
         const load = loadavg()
           .map((x) => x.toFixed(2))
           .join(' / ');
@@ -101,6 +104,29 @@ async function prepareEngine(source: DecoderSource, context: ScenarioContext): P
     throw new Error(`engine benchmark setup failed: ${messageOf(error)}`);
   }
 }
+
+/** Teacher-forced logits of each compared variant against fp32's, once before anything is timed. */
+async function qualityAgainstFp32(built: Pick<BuiltModel, 'modelPath'>, precisions: readonly WeightPrecision[], log: (line: string) => void): Promise<Map<WeightPrecision, VariantQuality>> {
+  const quality = new Map<WeightPrecision, VariantQuality>();
+  const compared = precisions.filter((p) => p !== 'fp32');
+  if (compared.length === 0) return quality;
+  log(`quality of ${compared.join(', ')} against fp32 (${QUALITY_POSITIONS} teacher-forced positions)…`);
+  const open = (precision: WeightPrecision) => ort.InferenceSession.create(built.modelPath(precision), { logSeverityLevel: 3 });
+  const reference = await open('fp32');
+  try {
+    for (const precision of compared) {
+      const candidate = await open(precision);
+      quality.set(precision, await decoderQuality(reference, candidate, QUALITY_POSITIONS));
+      await candidate.release();
+    }
+  } finally {
+    await reference.release();
+  }
+  return quality;
+}
+
+/** Positions of the quality check: the precision benchmark's default (bench -- precision). */
+const QUALITY_POSITIONS = 128;
 
 /** One precision's sweep engines: the Optimum model, the paged graph beside it and its segments, as the build wrote them. */
 function sweepVariantOf(config: EngineBenchConfig, modelPath: string, precision: WeightPrecision, log: (line: string) => void): SweepVariant {

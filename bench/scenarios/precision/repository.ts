@@ -28,16 +28,21 @@ export interface FamilyModels {
 const served = (family: ModelFamily, variant: string): string => `${family}-${variant}`;
 export { served as servedName };
 
+/** Every served model's intra-op threads where the run sets them (`intra_op_thread_count`); the server's default otherwise. */
+const threadsParameter = (threads: number | undefined): string => (threads ? `parameters: { key: "intra_op_thread_count" value: { string_value: "${threads}" } }\n` : '');
+
 /** The LLM's committed config (engine settings), renamed, at `precision`, with a small KV pool. */
-async function decoderConfig(name: string, precision: string, kvCacheBytes: number): Promise<string> {
+async function decoderConfig(name: string, precision: string, kvCacheBytes: number, threads: number | undefined): Promise<string> {
   const text = await readFile(join(DEFAULT_REPOSITORY, 'qwen3-tiny', 'config.pbtxt'), 'utf8');
-  return text
-    .replace('name: "qwen3-tiny"', `name: "${name}"`)
-    .replace('string_value: "fp32"', `string_value: "${precision}"`)
-    .replace(/key: "kv_cache_bytes" value: \{ string_value: "\d+" \}/, `key: "kv_cache_bytes" value: { string_value: "${kvCacheBytes}" }`);
+  return (
+    text
+      .replace('name: "qwen3-tiny"', `name: "${name}"`)
+      .replace('string_value: "fp32"', `string_value: "${precision}"`)
+      .replace(/key: "kv_cache_bytes" value: \{ string_value: "\d+" \}/, `key: "kv_cache_bytes" value: { string_value: "${kvCacheBytes}" }`) + threadsParameter(threads)
+  );
 }
 
-const classicConfig = (name: string, precision: string): string =>
+const classicConfig = (name: string, precision: string, threads: number | undefined): string =>
   [
     `name: "${name}"`,
     'backend: "onnxruntime"',
@@ -45,13 +50,14 @@ const classicConfig = (name: string, precision: string): string =>
     'dynamic_batching { max_queue_delay_microseconds: 1000 }',
     `parameters: { key: "precision" value: { string_value: "${precision}" } }`,
     '',
-  ].join('\n');
+  ].join('\n') + threadsParameter(threads);
 
 export async function buildRepository(
   size: ModelSize,
   wanted: readonly ModelFamily[],
   precisions: readonly WeightPrecision[],
   kvCacheBytes: number,
+  threads: number | undefined,
   log: (line: string) => void,
 ): Promise<{ root: string; families: FamilyModels[] }> {
   const root = await mkdtemp(join(tmpdir(), 'conveyor-bench-precision-'));
@@ -67,7 +73,7 @@ export async function buildRepository(
       const precision = variant === SWAP ? 'fp32' : variant;
       await mkdir(join(root, name), { recursive: true });
       await symlink(built.dir, join(root, name, '1'), 'dir');
-      await writeFile(join(root, name, 'config.pbtxt'), family === 'qwen3' ? await decoderConfig(name, precision, kvCacheBytes) : classicConfig(name, precision));
+      await writeFile(join(root, name, 'config.pbtxt'), family === 'qwen3' ? await decoderConfig(name, precision, kvCacheBytes, threads) : classicConfig(name, precision, threads));
     }
     families.push({ family, built, precisions: variants, skipped: precisions.filter((p) => !variants.includes(p)), fileBytes });
   }

@@ -32,6 +32,8 @@ export interface PrecisionConfig {
   readonly kvCacheBytes: number;
   /** Images (CNN) and prefill positions (decoder) the quality numbers are taken over. */
   readonly qualitySamples: number;
+  /** intra_op_thread_count of every served model; undefined leaves the server's default (one per core). */
+  readonly threads: number | undefined;
 }
 
 export function precisionConfig(flags: FlagValues, quick: boolean): PrecisionConfig {
@@ -45,6 +47,7 @@ export function precisionConfig(flags: FlagValues, quick: boolean): PrecisionCon
     outputTokens: positiveInt(flags['output'], quick ? 8 : 64, '--output', 1),
     kvCacheBytes: (quick ? 16 : 256) << 20,
     qualitySamples: quick ? 16 : 128,
+    threads: flags['threads'] === undefined ? undefined : positiveInt(flags['threads'], 1, '--threads', 1),
   };
 }
 
@@ -58,6 +61,7 @@ export function precisionScenario(): Scenario {
       precisions: { type: 'string', usage: '--precisions fp32,int8,fp16,q4,q4f16', description: 'variants to serve (fp32 is the baseline; q4 and q4f16 for the decoder only)' },
       concurrency: { type: 'string', usage: '--concurrency 1,32', description: 'concurrent requests per throughput point (quick 1,8)' },
       output: { type: 'string', usage: '--output N', description: 'output tokens per decoder request (default 64; quick 8)' },
+      threads: { type: 'string', usage: '--threads N', description: "every served model's intra_op_thread_count (default: the server's, one per core)" },
     },
     defaults: { full: { reps: 5, warmup: 1 }, quick: { reps: 2, warmup: 1 }, baseline: 'fp32' },
     prepare: (context) => preparePrecision(context),
@@ -88,7 +92,7 @@ const MiB = (bytes: number | null): string => (bytes === null ? 'n/a' : `${(byte
 
 async function preparePrecision(context: ScenarioContext): Promise<PreparedScenario> {
   const config = precisionConfig(context.flags, context.quick);
-  const { root, families } = await buildRepository(config.size, config.families, config.precisions, config.kvCacheBytes, context.log);
+  const { root, families } = await buildRepository(config.size, config.families, config.precisions, config.kvCacheBytes, config.threads, context.log);
   context.log('starting the server…');
   const server = await startServerProcess(root, 180_000, ['--model-control-mode', 'explicit'], { MALLOC_ARENA_MAX: '1' });
   const dispose = () => server.stop();

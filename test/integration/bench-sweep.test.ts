@@ -101,9 +101,7 @@ describe('engine bench --sweep', () => {
     await run(process.execPath, [...args, '--concurrency', '1', '--output', '3', '--threads', '1', '--out', twoPrecisions], { cwd: process.cwd(), maxBuffer: 16 * 2 ** 20 });
     const report = JSON.parse(readFileSync(join(twoPrecisions, 'results.json'), 'utf8')) as BenchReport;
     const variants = report.cases.map((r) => `${r.variant} (${r.params['runner']}, ${r.params['precision']})`);
-    expect(variants).toEqual(
-      ['int8', 'q4'].flatMap((p) => ['PastKeyValuesRunner', 'NativePagedRunner', 'forward floor'].map((runner) => `${runner} ${p} (${runner}, ${p})`)),
-    );
+    expect(variants).toEqual(['int8', 'q4'].flatMap((p) => ['PastKeyValuesRunner', 'NativePagedRunner', 'forward floor'].map((runner) => `${runner} ${p} (${runner}, ${p})`)));
     for (const r of report.cases) expect(r.metrics!['tokPerSec']).toBeGreaterThan(0);
     const summary = readFileSync(join(twoPrecisions, 'summary.md'), 'utf8');
     expect(summary).toContain('### Context sweep: each precision against int8');
@@ -111,7 +109,9 @@ describe('engine bench --sweep', () => {
     for (const runner of ['PastKeyValuesRunner', 'NativePagedRunner', 'forward floor']) {
       // The agreement with fp32 of both variants rides in the target's name, as the issue asks.
       const agreement = (p: string) => `${p} top-1 \\d+\\.\\d%, max \\|Δlogit\\| \\d+\\.\\d\\d`;
-      expect(summary).toMatch(new RegExp(`- ${runner}: q4 vs int8 output tok/s, c1, prompt 16 \\(vs fp32: ${agreement('q4')}, ${agreement('int8')}\\): \\d+\\.\\d\\d× \\(aim ≥ 1\\.40×\\) — (met|missed)`));
+      expect(summary).toMatch(
+        new RegExp(`- ${runner}: q4 vs int8 output tok/s, c1, prompt 16 \\(vs fp32: ${agreement('q4')}, ${agreement('int8')}\\): \\d+\\.\\d\\d× \\(aim ≥ 1\\.40×\\) — (met|missed)`),
+      );
     }
     expect(summary).toMatch(/\| q4 \| 128 \| \d+\.\d% \| \d+\.\d{4} \|/);
     expect(summary).toMatch(/\| int8 \| 128 \| \d+\.\d% \| \d+\.\d{4} \|/);

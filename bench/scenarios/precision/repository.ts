@@ -3,13 +3,14 @@
 // reloads from variant to variant. Version directories link the built model; the configs differ
 // only in the `precision` parameter (classic models are completed from the ONNX model, as Triton does).
 
-import { readFile, mkdir, mkdtemp, stat, symlink, writeFile } from 'node:fs/promises';
+import { readFile, mkdir, mkdtemp, symlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ensureBuilt, type BuiltModel, type ModelFamily } from '../../../models/catalog.js';
 import { DEFAULT_REPOSITORY } from '../../../models/default-repository.js';
 import type { ModelSize } from '../../../models/common/model-files.js';
 import type { WeightPrecision } from '../../../kernels/linear.js';
+import type { AttentionBackend } from '../../../src/repository/variants.js';
 
 export const FAMILIES: readonly ModelFamily[] = ['qwen3', 'bert', 'resnet'];
 export const SWAP = 'swap';
@@ -21,24 +22,35 @@ export interface FamilyModels {
   readonly precisions: readonly WeightPrecision[];
   /** Variants asked for that this family has no build of. */
   readonly skipped: readonly WeightPrecision[];
-  /** Bytes of each variant's ONNX file. */
-  readonly fileBytes: ReadonlyMap<WeightPrecision, number>;
 }
 
 const served = (family: ModelFamily, variant: string): string => `${family}-${variant}`;
 export { served as servedName };
 
+/** What a run sets on the served models beyond the precision; each left out keeps the server's default. */
+export interface ServedSettings {
+  /** intra_op_thread_count of every model. */
+  readonly threads?: number | undefined;
+  /** The decoder's attention_backend. */
+  readonly attentionBackend?: AttentionBackend | undefined;
+}
+
 /** Every served model's intra-op threads where the run sets them (`intra_op_thread_count`); the server's default otherwise. */
 const threadsParameter = (threads: number | undefined): string => (threads ? `parameters: { key: "intra_op_thread_count" value: { string_value: "${threads}" } }\n` : '');
 
+/** The decoder's attention_backend where the run sets it (past_key_values, paged, paged_onnx); the server's default otherwise. */
+const backendParameter = (backend: AttentionBackend | undefined): string => (backend ? `parameters: { key: "attention_backend" value: { string_value: "${backend}" } }\n` : '');
+
 /** The LLM's committed config (engine settings), renamed, at `precision`, with a small KV pool. */
-async function decoderConfig(name: string, precision: string, kvCacheBytes: number, threads: number | undefined): Promise<string> {
+async function decoderConfig(name: string, precision: string, kvCacheBytes: number, settings: ServedSettings): Promise<string> {
   const text = await readFile(join(DEFAULT_REPOSITORY, 'qwen3-tiny', 'config.pbtxt'), 'utf8');
   return (
     text
       .replace('name: "qwen3-tiny"', `name: "${name}"`)
       .replace('string_value: "fp32"', `string_value: "${precision}"`)
-      .replace(/key: "kv_cache_bytes" value: \{ string_value: "\d+" \}/, `key: "kv_cache_bytes" value: { string_value: "${kvCacheBytes}" }`) + threadsParameter(threads)
+      .replace(/key: "kv_cache_bytes" value: \{ string_value: "\d+" \}/, `key: "kv_cache_bytes" value: { string_value: "${kvCacheBytes}" }`) +
+    threadsParameter(settings.threads) +
+    backendParameter(settings.attentionBackend)
   );
 }
 
@@ -57,7 +69,7 @@ export async function buildRepository(
   wanted: readonly ModelFamily[],
   precisions: readonly WeightPrecision[],
   kvCacheBytes: number,
-  threads: number | undefined,
+  settings: ServedSettings,
   log: (line: string) => void,
 ): Promise<{ root: string; families: FamilyModels[] }> {
   const root = await mkdtemp(join(tmpdir(), 'conveyor-bench-precision-'));
@@ -66,16 +78,14 @@ export async function buildRepository(
     const built = await ensureBuilt(family, size, { log });
     // The variants asked for that the builder writes (the 4-bit ones exist for decoders only).
     const variants = precisions.filter((p) => built.precisions.includes(p));
-    const fileBytes = new Map<WeightPrecision, number>();
-    for (const precision of variants) fileBytes.set(precision, (await stat(built.modelPath(precision))).size);
     for (const variant of [...variants, SWAP]) {
       const name = served(family, variant);
       const precision = variant === SWAP ? 'fp32' : variant;
       await mkdir(join(root, name), { recursive: true });
       await symlink(built.dir, join(root, name, '1'), 'dir');
-      await writeFile(join(root, name, 'config.pbtxt'), family === 'qwen3' ? await decoderConfig(name, precision, kvCacheBytes, threads) : classicConfig(name, precision, threads));
+      await writeFile(join(root, name, 'config.pbtxt'), family === 'qwen3' ? await decoderConfig(name, precision, kvCacheBytes, settings) : classicConfig(name, precision, settings.threads));
     }
-    families.push({ family, built, precisions: variants, skipped: precisions.filter((p) => !variants.includes(p)), fileBytes });
+    families.push({ family, built, precisions: variants, skipped: precisions.filter((p) => !variants.includes(p)) });
   }
   return { root, families };
 }

@@ -7,11 +7,13 @@
 // requests overlapping it saw against those before it.
 
 import { readFileSync } from 'node:fs';
-import { basename } from 'node:path';
+import { stat, readdir } from 'node:fs/promises';
+import { join } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import type { WeightPrecision } from '../../../kernels/linear.js';
 import type { ModelFamily } from '../../../models/catalog.js';
 import { DECODER_PRECISIONS, type ModelSize } from '../../../models/common/model-files.js';
+import { ATTENTION_BACKENDS, type AttentionBackend } from '../../../src/repository/variants.js';
 import { intList, positiveInt, stringList } from '../../harness/args.js';
 import { messageOf } from '../../harness/runner.js';
 import type { FlagValues, PreparedScenario, Scenario, ScenarioContext } from '../../harness/scenario.js';
@@ -34,6 +36,8 @@ export interface PrecisionConfig {
   readonly qualitySamples: number;
   /** intra_op_thread_count of every served model; undefined leaves the server's default (one per core). */
   readonly threads: number | undefined;
+  /** The decoder's attention_backend; undefined leaves the server's default (past_key_values). */
+  readonly attentionBackend: AttentionBackend | undefined;
 }
 
 export function precisionConfig(flags: FlagValues, quick: boolean): PrecisionConfig {
@@ -48,6 +52,7 @@ export function precisionConfig(flags: FlagValues, quick: boolean): PrecisionCon
     kvCacheBytes: (quick ? 16 : 256) << 20,
     qualitySamples: quick ? 16 : 128,
     threads: flags['threads'] === undefined ? undefined : positiveInt(flags['threads'], 1, '--threads', 1),
+    attentionBackend: flags['attention-backend'] === undefined ? undefined : stringList(flags['attention-backend'], ATTENTION_BACKENDS, [], '--attention-backend')[0],
   };
 }
 
@@ -62,6 +67,11 @@ export function precisionScenario(): Scenario {
       concurrency: { type: 'string', usage: '--concurrency 1,32', description: 'concurrent requests per throughput point (quick 1,8)' },
       output: { type: 'string', usage: '--output N', description: 'output tokens per decoder request (default 64; quick 8)' },
       threads: { type: 'string', usage: '--threads N', description: "every served model's intra_op_thread_count (default: the server's, one per core)" },
+      'attention-backend': {
+        type: 'string',
+        usage: `--attention-backend ${ATTENTION_BACKENDS.join('|')}`,
+        description: "the decoder's attention_backend (default: the server's, past_key_values)",
+      },
     },
     defaults: { full: { reps: 5, warmup: 1 }, quick: { reps: 2, warmup: 1 }, baseline: 'fp32' },
     prepare: (context) => preparePrecision(context),
@@ -88,25 +98,49 @@ async function accountedBytes(server: ServerProcess, model: string): Promise<num
   return stats.model_stats[0]?.memory_usage.reduce((n, m) => n + Number(m.byte_size), 0) ?? 0;
 }
 
+/** The file the server loaded for `model` (KServe metadata's model_file, relative to the version directory). */
+async function servedFile(server: ServerProcess, model: string): Promise<string> {
+  const metadata = (await (await fetch(`${server.http}/v2/models/${model}`)).json()) as { parameters?: { model_file?: string } };
+  const file = metadata.parameters?.model_file;
+  if (!file) throw new Error(`${model}: the model metadata names no model_file`);
+  return file;
+}
+
+/** A model file's size, or a segmented decoder directory's (model_paged*.segments/) in all. */
+async function bytesOf(path: string): Promise<number> {
+  const info = await stat(path);
+  if (!info.isDirectory()) return info.size;
+  const entries = await readdir(path);
+  return (await Promise.all(entries.map((entry) => bytesOf(join(path, entry))))).reduce((a, b) => a + b, 0);
+}
+
 const MiB = (bytes: number | null): string => (bytes === null ? 'n/a' : `${(bytes / 2 ** 20).toFixed(1)} MiB`);
 
 async function preparePrecision(context: ScenarioContext): Promise<PreparedScenario> {
   const config = precisionConfig(context.flags, context.quick);
-  const { root, families } = await buildRepository(config.size, config.families, config.precisions, config.kvCacheBytes, config.threads, context.log);
+  const { root, families } = await buildRepository(
+    config.size,
+    config.families,
+    config.precisions,
+    config.kvCacheBytes,
+    { threads: config.threads, attentionBackend: config.attentionBackend },
+    context.log,
+  );
   context.log('starting the server…');
   const server = await startServerProcess(root, 180_000, ['--model-control-mode', 'explicit'], { MALLOC_ARENA_MAX: '1' });
   const dispose = () => server.stop();
   try {
     const rows: string[] = ['| model | precision | file | accounted | RSS added by the load | quality vs fp32 |', '|---|---|---|---|---|---|'];
     const shape: { imageDims: number[] } = { imageDims: [] };
-    for (const { family, built, precisions, fileBytes } of families) {
+    for (const { family, built, precisions } of families) {
       for (const precision of precisions) {
         const model = servedName(family, precision);
         const before = rssOf(server.pid);
         await load(server, model);
         const after = rssOf(server.pid);
+        const file = await servedFile(server, model);
         rows.push(
-          `| ${family} | ${precision} | ${basename(built.modelPath(precision))}, ${MiB(fileBytes.get(precision)!)} | ${MiB(await accountedBytes(server, model))} | ${before === null || after === null ? 'n/a' : MiB(after - before)} | QUALITY:${family}:${precision} |`,
+          `| ${family} | ${precision} | ${file}, ${MiB(await bytesOf(join(built.dir, file)))} | ${MiB(await accountedBytes(server, model))} | ${before === null || after === null ? 'n/a' : MiB(after - before)} | QUALITY:${family}:${precision} |`,
         );
       }
       await load(server, servedName(family, SWAP));

@@ -23,7 +23,7 @@ import type { StepProfile } from './profile.js';
 import { SWEEP_RUNNERS, type SweepObservations, type SweepRunner, type SweepVariant, sweepCases, sweepChart } from './context-sweep.js';
 import type { WeightPrecision } from '../../../kernels/linear.js';
 import * as ort from 'onnxruntime-node';
-import { decoderQuality, type VariantQuality } from '../forward/quality.js';
+import { decoderQuality, QUALITY_POSITIONS, type VariantQuality } from '../forward/quality.js';
 import { conclude, engineCharts } from './report.js';
 import { benchRequest, randomTokens, runWorkload } from './workload.js';
 
@@ -124,9 +124,6 @@ async function qualityAgainstFp32(built: Pick<BuiltModel, 'modelPath'>, precisio
   }
   return quality;
 }
-
-/** Positions of the quality check: the precision benchmark's default (bench -- precision). */
-const QUALITY_POSITIONS = 128;
 
 /** One precision's sweep engines: the Optimum model, the paged graph beside it and its segments, as the build wrote them. */
 function sweepVariantOf(config: EngineBenchConfig, modelPath: string, precision: WeightPrecision, log: (line: string) => void): SweepVariant {

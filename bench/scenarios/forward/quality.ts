@@ -17,6 +17,9 @@ export interface VariantQuality {
 
 const QUALITY_SEED = 20_261_201;
 
+/** Teacher-forced positions a full (not --quick) run compares: `precision`'s and the engine sweep's. */
+export const QUALITY_POSITIONS = 128;
+
 async function allLogits(session: ort.InferenceSession, positions: number): Promise<{ data: Float32Array; vocab: number }> {
   const layout = inspectDecoder(session);
   const feeds = decoderFeeds(layout, { batch: 1, past: 0, seq: positions }, new SeededRandom(QUALITY_SEED));

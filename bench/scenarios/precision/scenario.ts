@@ -18,7 +18,7 @@ import { intList, positiveInt, stringList } from '../../harness/args.js';
 import { messageOf } from '../../harness/runner.js';
 import type { FlagValues, PreparedScenario, Scenario, ScenarioContext } from '../../harness/scenario.js';
 import type { BenchCase, CaseResult } from '../../harness/types.js';
-import { decoderQuality } from '../forward/quality.js';
+import { decoderQuality, QUALITY_POSITIONS } from '../forward/quality.js';
 import { startServerProcess, type ServerProcess } from '../infer/server-process.js';
 import { FAMILIES, SWAP, buildRepository, servedName, type FamilyModels } from './repository.js';
 import { argmax, cosine, request, type RequestShape } from './requests.js';
@@ -50,7 +50,7 @@ export function precisionConfig(flags: FlagValues, quick: boolean): PrecisionCon
     concurrency: intList(flags['concurrency'], quick ? [1, 8] : [1, 32], '--concurrency'),
     outputTokens: positiveInt(flags['output'], quick ? 8 : 64, '--output', 1),
     kvCacheBytes: (quick ? 16 : 256) << 20,
-    qualitySamples: quick ? 16 : 128,
+    qualitySamples: quick ? 16 : QUALITY_POSITIONS,
     threads: flags['threads'] === undefined ? undefined : positiveInt(flags['threads'], 1, '--threads', 1),
     attentionBackend: flags['attention-backend'] === undefined ? undefined : stringList(flags['attention-backend'], ATTENTION_BACKENDS, [], '--attention-backend')[0],
   };

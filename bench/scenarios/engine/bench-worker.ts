@@ -15,21 +15,16 @@ import { medianOf } from './workload.js';
 const port = parentPort!;
 const data = workerData as BenchWorkerData;
 const post = (message: FromBenchWorker): void => port.postMessage(message);
-let session: ort.InferenceSession | undefined;
-/** The sweep's floors by model file: a sweep over several precisions times each variant's own forward pass. */
-const sweepSessions = new Map<string, ort.InferenceSession>();
+/** Floor sessions by model file: the run's model, and in a sweep over several precisions each variant's own. */
+const sessions = new Map<string, ort.InferenceSession>();
 const feeds = new Map<string, Feeds>();
 
 const openFloor = (modelPath: string): Promise<ort.InferenceSession> =>
   ort.InferenceSession.create(modelPath, { intraOpNumThreads: data.threads, interOpNumThreads: 1, executionMode: 'sequential', graphOptimizationLevel: 'all', logSeverityLevel: 3 });
 
 async function floorSession(modelPath = data.modelPath): Promise<ort.InferenceSession> {
-  if (modelPath === data.modelPath) {
-    session ??= await openFloor(modelPath);
-    return session;
-  }
-  const opened = sweepSessions.get(modelPath) ?? (await openFloor(modelPath));
-  sweepSessions.set(modelPath, opened);
+  const opened = sessions.get(modelPath) ?? (await openFloor(modelPath));
+  sessions.set(modelPath, opened);
   return opened;
 }
 
@@ -56,6 +51,7 @@ async function timeForward(modelPath: string, shape: StepShape): Promise<number>
 
 /** Each call timed on its own, so the caller can take the median call. */
 async function runFloor(point: string, calls: number): Promise<number[]> {
+  const session = sessions.get(data.modelPath);
   const input = feeds.get(point);
   if (!session || !input) throw new Error(`floor shape '${point}' was not prepared`);
   const times: number[] = [];
@@ -82,7 +78,7 @@ async function handle(message: ToBenchWorker): Promise<void> {
       case 'forward-floor':
         return post({ type: 'forward-floor', id: message.id, floor: await forwardFloor(message.config, message.concurrency, message.promptTokens, (shape) => timeForward(message.modelPath, shape)) });
       case 'close':
-        await Promise.all([session, ...sweepSessions.values()].map((opened) => opened?.release()));
+        await Promise.all([...sessions.values()].map((opened) => opened.release()));
         return port.close();
     }
   } catch (error) {

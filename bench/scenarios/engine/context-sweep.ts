@@ -132,8 +132,8 @@ export function concludeSweep(results: readonly CaseResult[], observed: SweepObs
   const metrics = new Map<string, SweepRates>();
   const sweep = results.filter((r) => r.group === SWEEP_GROUP);
   for (const r of sweep) metrics.set(r.id, ratesOf(r, observed.get(r.id) ?? []));
-  const runnerOf = (r: CaseResult) => String(r.params['runner'] ?? r.variant);
-  const precisionOf = (r: CaseResult) => String(r.params['precision'] ?? config.precision);
+  const runnerOf = (r: CaseResult) => String(r.params['runner']);
+  const precisionOf = (r: CaseResult) => String(r.params['precision']);
   const lookUp =
     (metric: SweepMetric) =>
     (runner: string, prompt: number, concurrency: number, precision: WeightPrecision = config.precision): number => {
@@ -142,13 +142,14 @@ export function concludeSweep(results: readonly CaseResult[], observed: SweepObs
     };
   const [rate, decodeRate, fullBatchRate] = [lookUp('tokPerSec'), lookUp('decodeTokPerSec'), lookUp('fullBatchTokPerSec')];
   const runners = RUNNER_VARIANTS.filter((runner) => sweep.some((r) => runnerOf(r) === runner));
+  const measuredRunners = [...runners, SWEEP_VARIANT.floor];
   const named = (runner: string, precision: WeightPrecision) => sweepVariantName(config, runner, precision);
   // One row per point, precision and runner (the floor included): rates, and ratios to the PKV runner, the floor and the runner's own shortest prompt, each at the row's precision.
   const comparison = config.sweep.flatMap((prompt) =>
     config.concurrency.flatMap((c) =>
       config.precisions.flatMap((p) => {
         const [pkv, pkvDecode, floorDecode] = [rate(SWEEP_VARIANT.pastKeyValues, prompt, c, p), decodeRate(SWEEP_VARIANT.pastKeyValues, prompt, c, p), decodeRate(SWEEP_VARIANT.floor, prompt, c, p)];
-        return [...runners, SWEEP_VARIANT.floor].map((runner) => {
+        return measuredRunners.map((runner) => {
           const [tokPerSec, decode, short] = [rate(runner, prompt, c, p), decodeRate(runner, prompt, c, p), decodeRate(runner, config.sweep[0]!, c, p)];
           const [full, fullShort] = [fullBatchRate(runner, prompt, c, p), fullBatchRate(runner, config.sweep[0]!, c, p)];
           return [
@@ -187,7 +188,6 @@ export function concludeSweep(results: readonly CaseResult[], observed: SweepObs
     .filter((row): row is string[] => row !== null);
   const top = Math.max(...config.concurrency);
   const { shortPrompt, longPrompt, longContextShare } = SWEEP_TARGETS;
-  const verdict = (value: number, ok: boolean) => (Number.isNaN(value) ? 'no data' : ok ? 'met' : 'missed');
   // The issue's targets, for each paged runner at each precision: the graph's attention (PagedRunner) and the native kernel's (float32, float16 and int8 cache).
   const targets = config.precisions.flatMap((p) =>
     runners
@@ -215,36 +215,8 @@ export function concludeSweep(results: readonly CaseResult[], observed: SweepObs
         ];
       }),
   );
-  // Each precision against the first, runner by runner at every point (same runner, same point, runs interleaved within the point).
-  const [first, ...others] = config.precisions;
-  const precisionRows = others.flatMap((p) =>
-    config.sweep.flatMap((prompt) =>
-      config.concurrency.flatMap((c) =>
-        [...runners, SWEEP_VARIANT.floor].map((runner) => [
-          runner,
-          String(prompt),
-          String(c),
-          `${p} vs ${first}`,
-          ratio(rate(runner, prompt, c, p) / rate(runner, prompt, c, first)),
-          ratio(decodeRate(runner, prompt, c, p) / decodeRate(runner, prompt, c, first)),
-        ]),
-      ),
-    ),
-  );
-  const { faster, than, concurrency: oneStream, speedup } = PRECISION_TARGET;
-  if (config.precisions.includes(faster) && config.precisions.includes(than) && config.concurrency.includes(oneStream)) {
-    const prompt = config.sweep[0]!;
-    const agreement = [faster, than].map((p) => `${p} ${qualityText(quality.get(p))}`).join(', ');
-    for (const runner of [...runners, SWEEP_VARIANT.floor]) {
-      const measured = rate(runner, prompt, oneStream, faster) / rate(runner, prompt, oneStream, than);
-      targets.push({
-        name: `${runner}: ${faster} vs ${than} output tok/s, c${oneStream}, prompt ${prompt} (vs fp32: ${agreement})`,
-        aim: `≥ ${speedup.toFixed(2)}×`,
-        measured: ratio(measured),
-        met: verdict(measured, measured >= speedup),
-      });
-    }
-  }
+  const precisions = comparePrecisions(config, measuredRunners, rate, decodeRate, quality);
+  targets.push(...precisions.targets);
   const sections = [
     '### Context sweep: every runner and the forward floor (output tok/s of the whole workload, prefill included; of its decode phase, the draining tail included; and of the decode steps with every stream decoding)',
     '',
@@ -267,25 +239,7 @@ export function concludeSweep(results: readonly CaseResult[], observed: SweepObs
       ['left', ...Array.from({ length: 11 }, () => 'right' as const)],
     ),
     '',
-    ...(precisionRows.length > 0
-      ? [
-          `### Context sweep: each precision against ${first} (same runner and point; the precisions' runs alternate within each point)`,
-          '',
-          markdownTable(['Runner', 'Prompt', 'Requests', 'Precision', 'tok/s ratio', 'Decode tok/s ratio'], precisionRows, ['left', 'right', 'right', 'left', 'right', 'right']),
-          '',
-          'Quality against fp32 (teacher-forced over seeded random tokens, every position’s logits; bench/scenarios/forward/quality.ts):',
-          '',
-          markdownTable(
-            ['Precision', 'Positions', 'Top-1 agreement', 'Max |Δlogit|'],
-            config.precisions.map((p) => {
-              const q = quality.get(p);
-              return [p, q ? String(q.positions) : '–', q ? `${(q.top1Agreement * 100).toFixed(1)}%` : p === 'fp32' ? '(reference)' : '–', q ? q.maxAbsLogitDiff.toFixed(4) : '–'];
-            }),
-            ['left', 'right', 'right', 'right'],
-          ),
-          '',
-        ]
-      : []),
+    ...precisions.sections,
     '### Context sweep: where each workload’s time goes (median run, s and share of wall)',
     '',
     markdownTable(
@@ -300,6 +254,66 @@ export function concludeSweep(results: readonly CaseResult[], observed: SweepObs
     '',
   ];
   return { metrics, sections, targets };
+}
+
+type SweepTarget = SweepConclusion['targets'][number];
+type RateOf = (runner: string, prompt: number, concurrency: number, precision: WeightPrecision) => number;
+
+/**
+ * Each precision against the first, runner by runner at every point (the precisions' runs
+ * alternate within a point), each variant's quality against fp32, and issue 13's 4-bit target
+ * where the run has both of its variants and one stream. Nothing where the sweep ran one precision.
+ */
+function comparePrecisions(config: EngineBenchConfig, runners: readonly string[], rate: RateOf, decodeRate: RateOf, quality: SweepQuality): { sections: string[]; targets: SweepTarget[] } {
+  const [first, ...others] = config.precisions;
+  if (!first || others.length === 0) return { sections: [], targets: [] };
+  const rows = others.flatMap((p) =>
+    config.sweep.flatMap((prompt) =>
+      config.concurrency.flatMap((c) =>
+        runners.map((runner) => [
+          runner,
+          String(prompt),
+          String(c),
+          `${p} vs ${first}`,
+          ratio(rate(runner, prompt, c, p) / rate(runner, prompt, c, first)),
+          ratio(decodeRate(runner, prompt, c, p) / decodeRate(runner, prompt, c, first)),
+        ]),
+      ),
+    ),
+  );
+  const targets: SweepTarget[] = [];
+  const { faster, than, concurrency: oneStream, speedup } = PRECISION_TARGET;
+  if (config.precisions.includes(faster) && config.precisions.includes(than) && config.concurrency.includes(oneStream)) {
+    const prompt = config.sweep[0]!;
+    const agreement = [faster, than].map((p) => `${p} ${qualityText(quality.get(p))}`).join(', ');
+    for (const runner of runners) {
+      const measured = rate(runner, prompt, oneStream, faster) / rate(runner, prompt, oneStream, than);
+      targets.push({
+        name: `${runner}: ${faster} vs ${than} output tok/s, c${oneStream}, prompt ${prompt} (vs fp32: ${agreement})`,
+        aim: `≥ ${speedup.toFixed(2)}×`,
+        measured: ratio(measured),
+        met: verdict(measured, measured >= speedup),
+      });
+    }
+  }
+  const sections = [
+    `### Context sweep: each precision against ${first} (same runner and point; the precisions' runs alternate within each point)`,
+    '',
+    markdownTable(['Runner', 'Prompt', 'Requests', 'Precision', 'tok/s ratio', 'Decode tok/s ratio'], rows, ['left', 'right', 'right', 'left', 'right', 'right']),
+    '',
+    'Quality against fp32 (teacher-forced over seeded random tokens, every position’s logits; bench/scenarios/forward/quality.ts):',
+    '',
+    markdownTable(
+      ['Precision', 'Positions', 'Top-1 agreement', 'Max |Δlogit|'],
+      config.precisions.map((p) => {
+        const q = quality.get(p);
+        return [p, q ? String(q.positions) : '–', q ? `${(q.top1Agreement * 100).toFixed(1)}%` : p === 'fp32' ? '(reference)' : '–', q ? q.maxAbsLogitDiff.toFixed(4) : '–'];
+      }),
+      ['left', 'right', 'right', 'right'],
+    ),
+    '',
+  ];
+  return { sections, targets };
 }
 
 const BREAKDOWN_HEADERS = [
@@ -356,6 +370,7 @@ export function sweepChart(config: EngineBenchConfig, label: string): ChartReque
   };
 }
 
+const verdict = (value: number, ok: boolean) => (Number.isNaN(value) ? 'no data' : ok ? 'met' : 'missed');
 const qualityText = (q: VariantQuality | undefined) => (q ? `top-1 ${(q.top1Agreement * 100).toFixed(1)}%, max |Δlogit| ${q.maxAbsLogitDiff.toFixed(2)}` : 'quality not measured');
 
 const fixed = (x: number) => (Number.isFinite(x) ? x.toFixed(1) : '–');

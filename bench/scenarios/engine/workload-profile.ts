@@ -47,7 +47,7 @@ export interface WorkloadProfile {
  * arena, first touches of the weights); a server's engine is long warm, and so is the floor's
  * session, so a workload timed cold would charge the runner for what a served request never pays.
  */
-export const WARM_UP = { promptTokens: 16, outputTokens: 12 } as const;
+const WARM_UP = { promptTokens: 16, outputTokens: 12 } as const;
 
 async function warmUp(core: EngineCore, concurrency: number, random: SeededRandom): Promise<void> {
   for (let i = 0; i < concurrency; i++) core.add(benchRequest(`warm-up-${i}`, randomTokens(random, WARM_UP.promptTokens), WARM_UP.outputTokens));

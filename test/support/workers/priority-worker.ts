@@ -7,9 +7,12 @@ import { lowerThisThreadPriority, threadNice } from '../../../src/threads/thread
 const tid = (): number => Number(readlinkSync('/proc/thread-self').split('/').pop());
 const { steps } = workerData as { steps: number };
 const note = lowerThisThreadPriority(steps);
-const child = new Worker("const { readlinkSync } = require('node:fs'); require('node:worker_threads').parentPort.postMessage(Number(readlinkSync('/proc/thread-self').split('/').pop()));", {
-  eval: true,
-});
+// The child stays alive (a listening port keeps its thread) until terminated: a thread that has
+// exited has no /proc/self/task/<tid> left to read its nice value from.
+const child = new Worker(
+  "const { readlinkSync } = require('node:fs'); const { parentPort } = require('node:worker_threads'); parentPort.on('message', () => {}); parentPort.postMessage(Number(readlinkSync('/proc/thread-self').split('/').pop()));",
+  { eval: true },
+);
 const childTid = await new Promise<number>((resolve) => child.once('message', resolve));
 parentPort!.postMessage({ tid: tid(), nice: threadNice(tid()), childNice: threadNice(childTid), note });
 await child.terminate();

@@ -11,12 +11,6 @@ export interface SessionRequest {
   readonly intraOpNumThreads: number;
   /** false: intra-op threads sleep between parallel sections instead of spinning; absent: ORT's default (spin). */
   readonly intraOpSpinning?: boolean | undefined;
-  /**
-   * true: spinning threads stop as soon as a run returns (ORT's session.force_spinning_stop)
-   * instead of spinning on for a while: for sessions run back to back with other work between
-   * them (the segmented decoder), whose idle pools would otherwise take the cores from it.
-   */
-  readonly stopSpinningAfterRun?: boolean | undefined;
 }
 
 export interface OpenedSession {
@@ -35,17 +29,19 @@ export function sessionOptionsFor(request: SessionRequest, device: Device): ort.
     interOpNumThreads: 1,
     graphOptimizationLevel: 'all',
     logSeverityLevel: 3,
-    // onnxruntime-common flattens `extra` into session config entries: session.intra_op.allow_spinning, session.force_spinning_stop.
-    ...(request.intraOpSpinning === false || request.stopSpinningAfterRun
-      ? {
-          extra: {
-            session: {
-              ...(request.intraOpSpinning === false ? { intra_op: { allow_spinning: '0' } } : {}),
-              ...(request.stopSpinningAfterRun ? { force_spinning_stop: '1' } : {}),
-            },
-          },
-        }
-      : {}),
+    // onnxruntime-common flattens `extra` into session config entries. Every session's threads
+    // stop spinning when its run returns (session.force_spinning_stop): a pool spinning on after
+    // its run takes the cores from whatever runs next — another model's session, the segmented
+    // decoder's next segment, the paged-attention kernel, the event loops. Measured at one stream,
+    // two decoders served (2 cores, bench -- precision, interleaved): 12–15% more tokens/s for
+    // both with it, and no loss with one model alone. Spinning within a run stays ORT's default
+    // unless the model turns it off (session.intra_op.allow_spinning).
+    extra: {
+      session: {
+        ...(request.intraOpSpinning === false ? { intra_op: { allow_spinning: '0' } } : {}),
+        force_spinning_stop: '1',
+      },
+    },
   };
 }
 

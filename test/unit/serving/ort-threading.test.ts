@@ -1,5 +1,6 @@
 // The per-model intra-op spinning choice: the config parameter's values, a bad value refused with
-// the parameter's name, and the session options it opens with (the ORT config entry only when off).
+// the parameter's name, and the session options it opens with (allow_spinning only when off;
+// force_spinning_stop always).
 import { describe, expect, it } from 'vitest';
 import type { ModelConfig } from '../../../src/contracts/model-config.js';
 import { sessionOptionsFor } from '../../../src/runtime/session-factory.js';
@@ -17,18 +18,12 @@ describe('intra_op_allow_spinning', () => {
     }
   });
 
-  it('turns spinning off through the session config entry, and only when asked', () => {
+  it('turns spinning off through the session config entry only when asked, and every session stops spinning when its run returns', () => {
     const request = { modelPath: 'm.onnx', device: 'cpu', intraOpNumThreads: 2 } as const;
-    expect(sessionOptionsFor({ ...request, intraOpSpinning: false }, 'cpu').extra).toEqual({ session: { intra_op: { allow_spinning: '0' } } });
-    expect(sessionOptionsFor({ ...request, intraOpSpinning: true }, 'cpu').extra).toBeUndefined();
-    expect(sessionOptionsFor(request, 'cpu').extra).toBeUndefined();
+    expect(sessionOptionsFor({ ...request, intraOpSpinning: false }, 'cpu').extra).toEqual({ session: { intra_op: { allow_spinning: '0' }, force_spinning_stop: '1' } });
+    expect(sessionOptionsFor({ ...request, intraOpSpinning: true }, 'cpu').extra).toEqual({ session: { force_spinning_stop: '1' } });
+    expect(sessionOptionsFor(request, 'cpu').extra).toEqual({ session: { force_spinning_stop: '1' } });
+    expect(sessionOptionsFor(request, 'cuda').extra).toEqual({ session: { force_spinning_stop: '1' } });
     expect(sessionOptionsFor({ ...request, intraOpSpinning: false }, 'cpu')).toMatchObject({ intraOpNumThreads: 2, interOpNumThreads: 1 });
-  });
-
-  it('stops spinning when a run returns where asked (the segmented decoder), with or without spinning off', () => {
-    const request = { modelPath: 'm.onnx', device: 'cpu', intraOpNumThreads: 2 } as const;
-    expect(sessionOptionsFor({ ...request, stopSpinningAfterRun: true }, 'cpu').extra).toEqual({ session: { force_spinning_stop: '1' } });
-    expect(sessionOptionsFor({ ...request, intraOpSpinning: false, stopSpinningAfterRun: true }, 'cpu').extra).toEqual({ session: { intra_op: { allow_spinning: '0' }, force_spinning_stop: '1' } });
-    expect(sessionOptionsFor({ ...request, stopSpinningAfterRun: false }, 'cpu').extra).toBeUndefined();
   });
 });

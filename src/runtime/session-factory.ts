@@ -32,9 +32,10 @@ export function sessionOptionsFor(request: SessionRequest, device: Device): ort.
     // onnxruntime-common flattens `extra` into session config entries. Every session's threads
     // stop spinning when its run returns (session.force_spinning_stop): a pool spinning on after
     // its run takes the cores from whatever runs next — another model's session, the segmented
-    // decoder's next segment, the paged-attention kernel, the event loops. Measured at one stream,
-    // two decoders served (2 cores, bench -- precision, interleaved): 12–15% more tokens/s for
-    // both with it, and no loss with one model alone. Spinning within a run stays ORT's default
+    // decoder's next segment, the paged-attention kernel, the event loops. Measured with two
+    // decoders served (2 cores, bench -- precision, requests alternating, old code beside new):
+    // 3–15% more tokens/s at one stream, 18% at 32, and no loss with one model alone
+    // (bench/results/2026-12-04-spin-stop-*). Spinning within a run stays ORT's default
     // unless the model turns it off (session.intra_op.allow_spinning).
     extra: {
       session: {

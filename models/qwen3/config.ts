@@ -21,7 +21,50 @@ export interface DecoderConfig {
   /** Weight init: projections need a larger std than embeddings or greedy decoding collapses. */
   readonly projectionStd: number;
   readonly embeddingStd: number;
+  /**
+   * Per layer (numLayers entries): its RoPE and attention window where a checkpoint's layers differ
+   * (Gemma 3's local and global layers, SmolLM3's layers without RoPE, Mistral's window). Absent:
+   * every layer is full causal attention with RoPE from ropeTheta / ropeInverseFrequencies.
+   */
+  readonly layerSpecs?: readonly DecoderLayerSpec[];
+  /** How the layers are wired where a family departs from LLaMA / Qwen3 (absent: DEFAULT_DECODER_VARIANT). */
+  readonly variant?: DecoderVariant;
 }
+
+/** RoPE as one layer applies it. */
+export interface LayerRope {
+  /** θ_i for each rotated pair: rotaryDim / 2 entries, rotaryDim ≤ headDim (partial rotary rotates the first rotaryDim dimensions of a head and passes the rest). */
+  readonly inverseFrequencies: readonly number[];
+  /** cos and sin are multiplied by it (YaRN's and LongRoPE's attention factor); 1 otherwise. */
+  readonly attentionFactor: number;
+}
+
+export interface DecoderLayerSpec {
+  /** Undefined: the layer applies no RoPE (SmolLM3's NoPE layers). */
+  readonly rope?: LayerRope;
+  /** Key position j is visible to query position i iff i − window < j ≤ i; undefined: full causal attention. */
+  readonly slidingWindow?: number;
+}
+
+/** The wiring knobs of the dense decoder families Conveyor converts. */
+export interface DecoderVariant {
+  /** 'pre': norm before attention / MLP (LLaMA); 'sandwich': and after each, before the residual add (Gemma 3); 'post': after each only (OLMo 2). */
+  readonly norms: 'pre' | 'sandwich' | 'post';
+  /** RMSNorm on q and k: per head over head_dim (Qwen3, Gemma 3), over the whole projection (OLMo 2), or none. */
+  readonly qkNorm: 'none' | 'head' | 'projection';
+  /** The gated MLP's activation: SwiGLU (silu) or GeGLU with GELU's tanh approximation (Gemma). */
+  readonly activation: 'silu' | 'gelu_tanh';
+  /** The embedding lookup is multiplied by it (Gemma's √hidden, Granite's embedding_multiplier); the lm_head reads the table unscaled. */
+  readonly embeddingMultiplier: number;
+  /** Multiplies q·k (default 1/√head_dim; Gemma's query_pre_attn_scalar^-½, Granite's attention_multiplier). */
+  readonly attentionScale?: number;
+  /** Logits are multiplied by it (Granite's 1 / logits_scaling). */
+  readonly logitsMultiplier: number;
+  /** logits = cap · tanh(logits / cap) where set (Gemma's final_logit_softcapping). */
+  readonly finalLogitSoftcap?: number;
+}
+
+export const DEFAULT_DECODER_VARIANT: DecoderVariant = { norms: 'pre', qkNorm: 'head', activation: 'silu', embeddingMultiplier: 1, logitsMultiplier: 1 };
 
 const QWEN3_VOCAB = { vocabSize: 151_936, tokenizerVocabSize: 151_669 } as const;
 

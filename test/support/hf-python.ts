@@ -56,6 +56,6 @@ async function check(python: string): Promise<string> {
 }
 
 function firstLine(error: unknown): string {
-  const text = error instanceof Error ? ((error as { stderr?: string }).stderr || error.message) : String(error);
+  const text = error instanceof Error ? (error as { stderr?: string }).stderr || error.message : String(error);
   return text.trim().split('\n').at(-1) ?? text;
 }

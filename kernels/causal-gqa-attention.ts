@@ -1,5 +1,8 @@
 // Causal grouped-query attention over [past ; new] keys/values, the Optimum decoder contract:
-// key j is visible to query i iff j <= past + i and attention_mask[b, j] == 1.
+// key j is visible to query i iff j <= past + i and attention_mask[b, j] == 1, and for a
+// sliding-window layer also iff position(i) − window < position(j) (transformers' rule). Positions
+// are counted over the attended keys (cumsum(attention_mask) − 1, Hugging Face's position_ids),
+// not taken from indices: a left-padded batch's shorter rows have pads between past and new keys.
 //
 // GQA without copying K/V per query head: query head h uses kv head h / G (G = heads / kvHeads,
 // Hugging Face's repeat_kv order), so Q [B, H, S, D] is viewed as [B, KVH, G·S, D] and multiplied
@@ -13,9 +16,11 @@ export const LOWEST = { float32: -3.4028234663852886e38, float16: -65504 } as co
 
 /**
  * Builds the visibility mask [B, 1, G·S, T] (bool) from `attentionMask` [B, T] int64 and the
- * number of new positions S (taken from `newTokens` [B, S]).
+ * number of new positions S (taken from `newTokens` [B, S]); with `slidingWindow`, a query sees
+ * only the keys less than that many positions behind it (itself included). Build one per distinct
+ * window and share it between the layers that use it.
  */
-export function causalMask(g: GraphBuilder, attentionMask: string, newTokens: string, groups: number): string {
+export function causalMask(g: GraphBuilder, attentionMask: string, newTokens: string, groups: number, slidingWindow?: number): string {
   const totalLength = g.op1('Gather', [g.op1('Shape', [attentionMask]), g.ints(1)], { axis: 0 }); // T
   const newLength = g.op1('Gather', [g.op1('Shape', [newTokens]), g.ints(1)], { axis: 0 }); // S
   const firstQuery = g.op1('Sub', [totalLength, newLength]); // past length P
@@ -23,7 +28,13 @@ export function causalMask(g: GraphBuilder, attentionMask: string, newTokens: st
   const queryPositions = g.op1('Range', [firstQuery, totalLength, g.ints(1)]); // [S]: P .. T-1
   const causal = g.op1('LessOrEqual', [g.op1('Unsqueeze', [keyPositions, g.ints([0])]), g.op1('Unsqueeze', [queryPositions, g.ints([1])])]); // [S, T]
   const attended = g.op1('Cast', [g.op1('Unsqueeze', [attentionMask, g.ints([1, 2])])], { to: 9 }); // [B, 1, 1, T]
-  const visible = g.op1('And', [causal, attended]); // [B, 1, S, T]
+  let visible = g.op1('And', [causal, attended]); // [B, 1, S, T]
+  if (slidingWindow !== undefined) {
+    const positions = g.op1('Sub', [g.op1('CumSum', [attentionMask, g.ints(1)]), g.ints(1)]); // [B, T]: each attended key's position
+    const queryAt = g.op1('Slice', [positions, g.op1('Unsqueeze', [firstQuery, g.ints([0])]), g.op1('Unsqueeze', [totalLength, g.ints([0])]), g.ints([1])]); // [B, S]
+    const distance = g.op1('Sub', [g.op1('Unsqueeze', [queryAt, g.ints([2])]), g.op1('Unsqueeze', [positions, g.ints([1])])]); // [B, S, T]
+    visible = g.op1('And', [visible, g.op1('Unsqueeze', [g.op1('Less', [distance, g.ints(slidingWindow)]), g.ints([1])])]);
+  }
   return groups === 1 ? visible : g.op1('Tile', [visible, g.ints([1, 1, groups, 1])]); // rows ordered (g, s)
 }
 
@@ -61,10 +72,11 @@ export function causalGqaAttention(g: GraphBuilder, a: AttentionInputs): { outpu
 
 /**
  * Float64 reference. query [B, H, S, D]; keys/values [B, KVH, T, D] already holding past and new
- * positions; mask [B, T] of 0/1. Returns [B, S, H·D]. A query that sees no key gets the mean of
- * all values, which is what the graph's lowest-value fill gives (a uniform softmax).
+ * positions; mask [B, T] of 0/1; `slidingWindow` as causalMask's. Returns [B, S, H·D]. A query
+ * that sees no key gets the mean of all values, which is what the graph's lowest-value fill gives
+ * (a uniform softmax).
  */
-export function causalGqaAttentionReference(query: RefTensor, keys: RefTensor, values: RefTensor, mask: readonly number[]): RefTensor {
+export function causalGqaAttentionReference(query: RefTensor, keys: RefTensor, values: RefTensor, mask: readonly number[], slidingWindow = Infinity): RefTensor {
   const [batch, heads, seq, dim] = query.dims as [number, number, number, number];
   const [, kvHeads, total] = keys.dims as [number, number, number];
   const groups = heads / kvHeads;
@@ -72,11 +84,14 @@ export function causalGqaAttentionReference(query: RefTensor, keys: RefTensor, v
   const out = new Float64Array(batch * seq * heads * dim);
   const scores = new Float64Array(total);
   for (let b = 0; b < batch; b++) {
+    // Key j's position: how many attended keys precede it.
+    const positions: number[] = [];
+    for (let j = 0, seen = 0; j < total; j++) positions.push((seen += mask[b * total + j]!) - 1);
     for (let h = 0; h < heads; h++) {
       const kv = Math.floor(h / groups);
       for (let i = 0; i < seq; i++) {
         const q = ((b * heads + h) * seq + i) * dim;
-        const visible = (j: number): boolean => j <= past + i && mask[b * total + j] === 1;
+        const visible = (j: number): boolean => j <= past + i && mask[b * total + j] === 1 && positions[past + i]! - positions[j]! < slidingWindow;
         let max = -Infinity;
         for (let j = 0; j < total; j++) {
           let dot = 0;

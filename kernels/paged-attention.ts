@@ -2,8 +2,11 @@
 // model_paged.onnx contract). Sequence s's new tokens are rows query_starts[s] ..
 // query_starts[s] + query_lengths[s] - 1 of the flat batch; its past positions live in the pool
 // [kvHeads, numBlocks, blockSize, headDim] at block block_tables[s][p / blockSize], slot
-// p % blockSize. New token j of s sees past positions 0 .. past_lengths[s]-1 and its own new
-// tokens 0 .. j, nothing of another sequence.
+// p % blockSize. New token j of s (at position past_lengths[s] + j) sees past positions
+// 0 .. past_lengths[s]-1 and its own new tokens 0 .. j, nothing of another sequence; in a
+// sliding-window layer only those of them less than `window` positions behind it (transformers'
+// rule: key p is visible to query i iff i − window < p ≤ i). A plan is built per distinct window
+// (pagedAttentionPlans), sharing the index rows.
 //
 // The pool is kv-head major, so Gather(pool, block_tables, axis 1) gives [kvH, S, MB, bs, D] and a
 // reshape makes it [kvH, S, T, D] (T = MB·bs) without a transpose. Queries are gathered per
@@ -21,9 +24,9 @@ export interface PagedAttentionPlan {
   readonly queryRows: string;
   /** [N] int64: row of flat token n in the [S·Qmax] per-sequence layout. */
   readonly outputRows: string;
-  /** [1, S, 1, T] bool: pool position t of sequence s is in its past. */
+  /** [1, S, 1, T] bool: pool position t of sequence s is in its past ([1, S, G·Qmax, T], rows ordered (g, j), with a window: and inside query j's). */
   readonly pastVisible: string;
-  /** [1, 1, G·Qmax, Qmax] bool: causal among a sequence's new tokens, rows ordered (g, j). */
+  /** [1, 1, G·Qmax, Qmax] bool: causal among a sequence's new tokens (with a window: and inside it), rows ordered (g, j). */
   readonly newVisible: string;
   readonly blockTables: string;
 }
@@ -43,7 +46,16 @@ export interface PagedLayout {
   readonly groups: number;
 }
 
+/** The plan of full causal attention. */
 export function pagedAttentionPlan(g: GraphBuilder, l: PagedLayout): PagedAttentionPlan {
+  return pagedAttentionPlans(g, l, [undefined]).get(undefined)!;
+}
+
+/**
+ * One plan per distinct sliding window in `windows` (undefined: full causal attention), keyed by
+ * it; their index rows are shared, only the visibility masks differ.
+ */
+export function pagedAttentionPlans(g: GraphBuilder, l: PagedLayout, windows: readonly (number | undefined)[]): Map<number | undefined, PagedAttentionPlan> {
   const dim = (tensor: string, axis: number): string => g.op1('Gather', [g.op1('Shape', [tensor]), g.ints(axis)], { axis: 0 }); // scalar
   const column = (x: string): string => g.op1('Unsqueeze', [x, g.ints([1])]); // [S] → [S, 1]
   const row = (x: string): string => g.op1('Unsqueeze', [x, g.ints([0])]); // [K] → [1, K]
@@ -62,12 +74,31 @@ export function pagedAttentionPlan(g: GraphBuilder, l: PagedLayout): PagedAttent
 
   const poolPositions = g.op1('Range', [g.ints(0), g.op1('Mul', [dim(l.blockTables, 1), dim(l.keyCache, 2)]), g.ints(1)]); // [T]
   const inPast = g.op1('Less', [row(poolPositions), column(l.pastLengths)]); // [S, T]
-  const pastVisible = g.op1('Unsqueeze', [inPast, g.ints([0, 2])]);
-
   const causal = g.op1('LessOrEqual', [row(offsets), column(offsets)]); // [Qmax query, Qmax key]
-  const grouped = l.groups === 1 ? causal : g.op1('Tile', [causal, g.ints([l.groups, 1])]);
-  const newVisible = g.op1('Unsqueeze', [grouped, g.ints([0, 1])]);
-  return { queryRows, outputRows, pastVisible, newVisible, blockTables: l.blockTables };
+  const byGroup = (x: string, axis: number): string => (l.groups === 1 ? x : g.op1('Tile', [x, g.ints(axis === 0 ? [l.groups, 1] : [1, l.groups, 1])]));
+
+  const plans = new Map<number | undefined, PagedAttentionPlan>();
+  for (const window of new Set(windows)) {
+    if (window === undefined) {
+      const pastVisible = g.op1('Unsqueeze', [inPast, g.ints([0, 2])]);
+      plans.set(window, { queryRows, outputRows, pastVisible, newVisible: g.op1('Unsqueeze', [byGroup(causal, 0), g.ints([0, 1])]), blockTables: l.blockTables });
+      continue;
+    }
+    if (!Number.isInteger(window) || window < 1) throw new RangeError(`a sliding window is a positive whole number of positions, not ${window}`);
+    // Query j of s sits at position past[s] + j; key position t is inside its window iff past[s] + j − t < window.
+    const queryPositions = g.op1('Add', [column(l.pastLengths), row(offsets)]); // [S, Qmax]
+    const pastDistance = g.op1('Sub', [g.op1('Unsqueeze', [queryPositions, g.ints([2])]), g.op1('Unsqueeze', [poolPositions, g.ints([0, 1])])]); // [S, Qmax, T]
+    const pastInWindow = g.op1('And', [g.op1('Unsqueeze', [inPast, g.ints([1])]), g.op1('Less', [pastDistance, g.ints(window)])]);
+    const newInWindow = g.op1('And', [causal, g.op1('Less', [g.op1('Sub', [column(offsets), row(offsets)]), g.ints(window)])]); // [Qmax, Qmax]
+    plans.set(window, {
+      queryRows,
+      outputRows,
+      pastVisible: g.op1('Unsqueeze', [byGroup(pastInWindow, 1), g.ints([0])]),
+      newVisible: g.op1('Unsqueeze', [byGroup(newInWindow, 0), g.ints([0, 1])]),
+      blockTables: l.blockTables,
+    });
+  }
+  return plans;
 }
 
 export interface PagedAttentionInputs {
@@ -123,6 +154,8 @@ export interface PagedLayoutValues {
   /** Row s: sequence s's block ids (extra entries ignored). */
   readonly blockTables: readonly (readonly number[])[];
   readonly blockSize: number;
+  /** A sliding-window layer's window (pagedAttentionPlans); absent: full causal attention. */
+  readonly slidingWindow?: number;
 }
 
 /**
@@ -144,11 +177,12 @@ export function pagedAttentionReference(query: RefTensor, key: RefTensor, value:
       const flat = (t: number): number => ((start + t) * kvHeads + kv) * dim;
       for (let j = 0; j < length; j++) {
         const q = ((start + j) * heads + h) * dim;
-        // Keys: past positions 0..past-1 from the pool, then new tokens 0..j from the call.
+        // Keys: past positions 0..past-1 from the pool, then new tokens 0..j from the call, those inside the window.
+        const inWindow = (position: number): boolean => past + j - position < (layout.slidingWindow ?? Infinity);
         const keys = [
-          ...Array.from({ length: past }, (_, p) => ({ data: keyCache.data, values: valueCache.data, at: pool(p) })),
-          ...Array.from({ length: j + 1 }, (_, t) => ({ data: key.data, values: value.data, at: flat(t) })),
-        ];
+          ...Array.from({ length: past }, (_, p) => ({ data: keyCache.data, values: valueCache.data, at: pool(p), position: p })),
+          ...Array.from({ length: j + 1 }, (_, t) => ({ data: key.data, values: value.data, at: flat(t), position: past + t })),
+        ].filter((k) => inWindow(k.position));
         const scores = keys.map((k) => {
           let dot = 0;
           for (let d = 0; d < dim; d++) dot += query.data[q + d]! * k.data[k.at + d]!;

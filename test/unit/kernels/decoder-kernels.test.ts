@@ -30,7 +30,8 @@ describe('rotary embedding', () => {
 });
 
 describe('causal grouped-query attention', () => {
-  async function compare(past: number, seq: number, mask: number[]): Promise<number> {
+  /** The graph's error against the reference with the same window; `fullError`: the windowed graph against full causal attention (so a window that changed nothing shows). */
+  async function run(past: number, seq: number, mask: number[], slidingWindow?: number): Promise<{ error: number; fullError: number }> {
     const [batch, heads, kvHeads, dim] = [2, 4, 2, 8];
     const total = past + seq;
     const g = new GraphBuilder('attention');
@@ -47,7 +48,7 @@ describe('causal grouped-query attention', () => {
       value: v,
       pastKey: pk,
       pastValue: pv,
-      mask: causalMask(g, am, ids, heads / kvHeads),
+      mask: causalMask(g, am, ids, heads / kvHeads, slidingWindow),
       numHeads: heads,
       numKvHeads: kvHeads,
       headDim: dim,
@@ -77,10 +78,11 @@ describe('causal grouped-query attention', () => {
       return refTensor([batch, kvHeads, total, dim], out);
     };
     const keys = concat(pkd, kd);
-    const expected = causalGqaAttentionReference(refTensor([batch, heads, seq, dim], qd), keys, concat(pvd, vd), mask);
+    const reference = (window?: number) => causalGqaAttentionReference(refTensor([batch, heads, seq, dim], qd), keys, concat(pvd, vd), mask, window);
     expect(relativeError(outputs.present_key!.data, keys.data)).toBe(0);
-    return relativeError(outputs.out!.data, expected.data);
+    return { error: relativeError(outputs.out!.data, reference(slidingWindow).data), fullError: relativeError(outputs.out!.data, reference().data) };
   }
+  const compare = async (past: number, seq: number, mask: number[]): Promise<number> => (await run(past, seq, mask)).error;
 
   it('prefill without past (causal only)', async () => {
     expect(await compare(0, 6, new Array(12).fill(1))).toBeLessThan(1e-5);
@@ -90,6 +92,35 @@ describe('causal grouped-query attention', () => {
   });
   it('chunk over a past with padded, fully masked query rows', async () => {
     expect(await compare(3, 4, [...new Array(7).fill(1), 0, 0, 0, 0, 0, 1, 1])).toBeLessThan(1e-5);
+  });
+
+  describe('sliding window', () => {
+    it('a prefill longer than the window', async () => {
+      const { error, fullError } = await run(0, 10, new Array(20).fill(1), 3);
+      expect(error).toBeLessThan(1e-5);
+      expect(fullError).toBeGreaterThan(1e-2);
+    });
+    it('a decode step whose past is longer than the window, one row left-padded', async () => {
+      const { error, fullError } = await run(12, 1, [...new Array(13).fill(1), 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1], 4);
+      expect(error).toBeLessThan(1e-5);
+      expect(fullError).toBeGreaterThan(1e-2);
+    });
+    it('counts positions over attended keys: pads between a row’s past and its new tokens (a shorter chunk in a padded call)', async () => {
+      // Row 1 as the PastKeyValuesRunner lays it out: its past left-padded, then its 2 new tokens after 2 pads.
+      const row0 = new Array(10).fill(1);
+      const row1 = [0, 0, 1, 1, 1, 1, 0, 0, 1, 1];
+      const { error, fullError } = await run(6, 4, [...row0, ...row1], 3);
+      expect(error).toBeLessThan(1e-5);
+      expect(fullError).toBeGreaterThan(1e-2);
+    });
+    it('window 1: each query sees only itself', async () => {
+      expect((await run(5, 3, [...new Array(8).fill(1), 0, 0, 1, 1, 1, 1, 1, 1], 1)).error).toBeLessThan(1e-5);
+    });
+    it('a window at least the context is full causal attention', async () => {
+      const { error, fullError } = await run(5, 3, new Array(16).fill(1), 8);
+      expect(error).toBeLessThan(1e-5);
+      expect(fullError).toBeLessThan(1e-5);
+    });
   });
 });
 

@@ -32,6 +32,8 @@ export interface KernelShape {
   /** Query, output and fresh K/V. */
   readonly activationType: ActivationType;
   readonly kvType: KernelType;
+  /** A sliding-window layer's window: query position i sees pool positions i − window + 1 .. i, and blocks wholly before them are not read. 0 or absent: full causal attention. */
+  readonly slidingWindow?: number;
 }
 
 /** A flat batch's layout (kernels/paged-attention.ts): per sequence, its rows of the flat batch, cached positions and blocks. */
@@ -47,7 +49,7 @@ export interface KernelLayout {
 export interface PagedAttentionKernel {
   /** Writes the call's new K/V ([tokens, kvHeads, headDim]) at positions past .. past + length − 1 of each sequence's blocks. */
   write(shape: KernelShape, layout: KernelLayout, freshKey: KernelArray, freshValue: KernelArray, keyPool: KernelPoolArray, valuePool: KernelPoolArray): void;
-  /** out[n] = attention of query[n] ([tokens, heads, headDim]) over its sequence's pool positions 0 .. past + j (written first). */
+  /** out[n] = attention of query[n] ([tokens, heads, headDim]) over its sequence's pool positions 0 .. past + j (written first; with shape.slidingWindow, only the window's). */
   attend(shape: KernelShape, layout: KernelLayout, query: KernelArray, keyPool: KernelPoolArray, valuePool: KernelPoolArray, out: KernelArray, threads: number): void;
   /** Asks for huge pages behind a pool not yet written (Linux; fewer TLB misses on blocks read anywhere in it). Whether the advice was taken. */
   adviseHugePages(pool: KernelPoolArray): boolean;
@@ -82,7 +84,8 @@ async function load(): Promise<KernelAvailability> {
 }
 
 function wrap(addon: Addon): PagedAttentionKernel {
-  const shapeArray = (s: KernelShape) => Int32Array.of(s.numSeqs, s.numHeads, s.numKvHeads, s.headDim, s.numBlocks, s.blockSize, s.maxBlocks, KERNEL_TYPES[s.activationType], KERNEL_TYPES[s.kvType]);
+  const shapeArray = (s: KernelShape) =>
+    Int32Array.of(s.numSeqs, s.numHeads, s.numKvHeads, s.headDim, s.numBlocks, s.blockSize, s.maxBlocks, KERNEL_TYPES[s.activationType], KERNEL_TYPES[s.kvType], s.slidingWindow ?? 0);
   const layoutArgs = (l: KernelLayout) => [l.blockTables, l.queryStarts, l.queryLengths, l.pastLengths];
   return {
     write: (shape, layout, freshKey, freshValue, keyPool, valuePool) => addon.write(shapeArray(shape), ...layoutArgs(layout), freshKey, freshValue, keyPool, valuePool),

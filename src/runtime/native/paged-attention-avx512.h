@@ -132,17 +132,19 @@ static inline __m512 exp16(__m512 x) {
   return _mm512_scalef_ps(p, whole);
 }
 
-/* A score row's softmax over its first `visible` positions, in place; positions visible .. n − 1
- * (a prefill row's causal edge) weigh 0 in the tile's shared pass over V. */
-static inline void softmax_row(float *restrict row, int visible, int n) {
-  __m512 largest = _mm512_set1_ps(row[0]);
-  int p = 0;
+/* A score row's softmax over its positions from .. visible − 1, in place; positions base .. from − 1
+ * (before its sliding window) and visible .. n − 1 (a prefill row's causal edge) weigh 0 in the
+ * tile's shared pass over V. */
+static inline void softmax_row(float *restrict row, int base, int from, int visible, int n) {
+  for (int p = base; p < from; p++) row[p] = 0.0f;
+  __m512 largest = _mm512_set1_ps(row[from]);
+  int p = from;
   for (; p + 16 <= visible; p += 16) largest = _mm512_max_ps(largest, _mm512_loadu_ps(row + p));
   const __mmask16 tail = (__mmask16)((1u << (visible - p)) - 1);
   largest = _mm512_mask_max_ps(largest, tail, largest, _mm512_maskz_loadu_ps(tail, row + p));
   const __m512 max = _mm512_set1_ps(_mm512_reduce_max_ps(largest));
   __m512 sum = _mm512_setzero_ps();
-  for (p = 0; p + 16 <= visible; p += 16) {
+  for (p = from; p + 16 <= visible; p += 16) {
     const __m512 e = exp16(_mm512_sub_ps(_mm512_loadu_ps(row + p), max));
     _mm512_storeu_ps(row + p, e);
     sum = _mm512_add_ps(sum, e);
@@ -150,7 +152,7 @@ static inline void softmax_row(float *restrict row, int visible, int n) {
   const __m512 e = _mm512_maskz_mov_ps(tail, exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(tail, row + p), max)));
   _mm512_mask_storeu_ps(row + p, tail, e);
   const __m512 inverse = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(_mm512_add_ps(sum, e)));
-  for (p = 0; p < visible; p += 16) {
+  for (p = from; p < visible; p += 16) {
     const __mmask16 lanes = visible - p >= 16 ? (__mmask16)0xFFFF : tail;
     _mm512_mask_storeu_ps(row + p, lanes, _mm512_mul_ps(inverse, _mm512_maskz_loadu_ps(lanes, row + p)));
   }
@@ -178,7 +180,9 @@ static inline __attribute__((always_inline)) void attend_unit16(const Job *job, 
   load_queries(job, u, s, dim, groups);
 
   const int blocks = (n + bs - 1) / bs;
-  for (int i = 0; i < blocks; i++) {
+  /* A sliding window's blocks wholly before the tile's first query's window are never read. */
+  const int first_block = window_start(sh, first_position) / bs, base = first_block * bs;
+  for (int i = first_block; i < blocks; i++) {
     const int count = n - i * bs < bs ? n - i * bs : bs;
     const char *key_block = block_start(sh, key_head, table[i]);
     if (i + AHEAD < blocks) {
@@ -198,18 +202,18 @@ static inline __attribute__((always_inline)) void attend_unit16(const Job *job, 
       const float *kg = k + (size_t)g0 * dim;
       const int p0 = i * bs + g0;
       for (int row = 0; row < rows; row++) {
-        /* Rows of a prefill tile that see none of these positions are skipped (causal). */
-        if (first_position + row / groups < p0) continue;
+        /* Rows of a prefill tile that see none of these positions are skipped (causal, and before the row's window). */
+        if (first_position + row / groups < p0 || p0 + m <= window_start(sh, first_position + row / groups)) continue;
         const __m512 scores = scores16(s->queries + (size_t)row * dim, kg, dim, g0 + 16 <= bs ? 16 : m, &tree);
         _mm512_mask_storeu_ps(s->scores + (size_t)row * job->longest + p0, (__mmask16)((1u << m) - 1), scores);
       }
     }
   }
-  for (int row = 0; row < rows; row++) softmax_row(s->scores + (size_t)row * job->longest, first_position + row / groups + 1, n);
+  for (int row = 0; row < rows; row++) softmax_row(s->scores + (size_t)row * job->longest, base, window_start(sh, first_position + row / groups), first_position + row / groups + 1, n);
   if (sh->kv_type == I8) {
     /* An int8 V row's scale goes into its weights here, 16 at a time, rather than into each
      * weight as the pass over V broadcasts it (a multiply on the pass's critical port). */
-    for (int i = 0; i < blocks; i++) {
+    for (int i = first_block; i < blocks; i++) {
       const int count = n - i * bs < bs ? n - i * bs : bs;
       const float *scales = block_scales(sh, block_start(sh, value_head, table[i]));
       for (int row = 0; row < rows; row++) {
@@ -222,12 +226,12 @@ static inline __attribute__((always_inline)) void attend_unit16(const Job *job, 
   const int tile = chunks <= 16 ? 16 / chunks : 1;
   for (int row0 = 0; row0 < rows; row0 += tile) {
     const int tile_rows = rows - row0 < tile ? rows - row0 : tile;
-    /* The tile's first position any row sees is 0; its last, the last row's. */
+    /* The tile's first position any row sees is its first row's window start (0 without a window); its last, the last row's. */
     const int seen = first_position + (row0 + tile_rows - 1) / groups + 1;
     __m512 acc[16];
     for (int a = 0; a < 16; a++) acc[a] = _mm512_setzero_ps();
     const int tile_blocks = (seen + bs - 1) / bs;
-    for (int i = 0; i < tile_blocks; i++) {
+    for (int i = window_start(sh, first_position + row0 / groups) / bs; i < tile_blocks; i++) {
       const int count = seen - i * bs < bs ? seen - i * bs : bs;
       const char *block = block_start(sh, value_head, table[i]);
       if (i + AHEAD < tile_blocks) {

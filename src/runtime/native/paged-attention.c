@@ -9,7 +9,9 @@
 //   pools [KVH, num_blocks, block_size, D]; tables [S, max_blocks] int32;
 //   query_starts, query_lengths, past_lengths [S] int32.
 // write() puts the call's new K/V into the pool first, so query j of sequence s attends pool
-// positions 0 .. past_lengths[s] + j (causal), nothing of another sequence.
+// positions 0 .. past_lengths[s] + j (causal), nothing of another sequence; with a sliding window
+// w > 0 (the shape's 10th entry, 0 = full) only positions past_lengths[s] + j − w + 1 .. past_lengths[s] + j
+// (transformers' rule), and the blocks wholly before the window are never read.
 // Activations (query, out, fresh K/V) are float32 or float16 (Uint16Array); the pool float32,
 // float16, or int8 (Int8Array: per block, int8 values then a float32 scale per position; K
 // in dimension quads within the block; write() quantizes).
@@ -53,7 +55,13 @@ enum { F32 = 0, F16 = 1, I8 = 2 };
 
 typedef struct {
   int seqs, heads, kv_heads, dim, num_blocks, block_size, max_blocks, act_type, kv_type;
+  int window; /* sliding window in positions, 0: full causal attention */
 } Shape;
+
+/* The first position a query at `position` sees (its window's start; 0 without one). */
+static inline int window_start(const Shape *sh, int position) {
+  return sh->window > 0 && position - sh->window + 1 > 0 ? position - sh->window + 1 : 0;
+}
 
 typedef struct {
   int seq, head, first, count;
@@ -243,8 +251,10 @@ static inline __attribute__((always_inline)) void attend_unit(const Job *job, co
   load_queries(job, u, s, dim, groups);
 
   const int blocks = (n + bs - 1) / bs;
-  /* Scores: row (t, g) sees positions 0 .. first_position + t. */
-  for (int i = 0; i < blocks; i++) {
+  /* Blocks wholly before the tile's first query's window are skipped; positions base .. of the first read get weight 0 where outside a row's window. */
+  const int first_block = window_start(sh, first_position) / bs, base = first_block * bs;
+  /* Scores: row (t, g) sees positions window_start(first_position + t) .. first_position + t. */
+  for (int i = first_block; i < blocks; i++) {
     const int count = n - i * bs < bs ? n - i * bs : bs;
     const float *k = block_rows(sh, block_start(sh, key_head, table[i]), count, dim, 1, s->block);
     const char *ahead = i + AHEAD < blocks ? block_start(sh, key_head, table[i + AHEAD]) : NULL;
@@ -262,15 +272,16 @@ static inline __attribute__((always_inline)) void attend_unit(const Job *job, co
     }
   }
   for (int row = 0; row < rows; row++) {
-    const int visible = first_position + row / groups + 1;
-    float *sc = s->scores + (size_t)row * job->longest, max = sc[0], sum = 0.0f;
-    for (int p = 1; p < visible; p++) max = sc[p] > max ? sc[p] : max;
-    for (int p = 0; p < visible; p++) sum += (sc[p] = expf(sc[p] - max));
+    const int visible = first_position + row / groups + 1, from = window_start(sh, visible - 1);
+    float *sc = s->scores + (size_t)row * job->longest, max = sc[from], sum = 0.0f;
+    for (int p = base; p < from; p++) sc[p] = 0.0f;
+    for (int p = from + 1; p < visible; p++) max = sc[p] > max ? sc[p] : max;
+    for (int p = from; p < visible; p++) sum += (sc[p] = expf(sc[p] - max));
     const float inv = 1.0f / sum;
-    for (int p = 0; p < visible; p++) sc[p] *= inv;
+    for (int p = from; p < visible; p++) sc[p] *= inv;
   }
   memset(s->acc, 0, sizeof(float) * (size_t)rows * dim);
-  for (int i = 0; i < blocks; i++) {
+  for (int i = first_block; i < blocks; i++) {
     const int count = n - i * bs < bs ? n - i * bs : bs;
     const float *v = block_rows(sh, block_start(sh, value_head, table[i]), count, dim, 0, s->block);
     const char *ahead = i + AHEAD < blocks ? block_start(sh, value_head, table[i + AHEAD]) : NULL;
@@ -386,13 +397,14 @@ static int fail(napi_env env, const char *message) {
   return 0;
 }
 
-/* The shape Int32Array [seqs, heads, kv_heads, dim, num_blocks, block_size, max_blocks, act_type, kv_type]. */
+/* The shape Int32Array [seqs, heads, kv_heads, dim, num_blocks, block_size, max_blocks, act_type, kv_type(, window)]. */
 static int shape_of(napi_env env, napi_value value, Shape *sh) {
   Array a;
   if (!array_of(env, value, &a, "shape")) return 0;
-  if (a.type != napi_int32_array || a.length != 9) return fail(env, "shape must be an Int32Array of 9");
+  if (a.type != napi_int32_array || (a.length != 9 && a.length != 10)) return fail(env, "shape must be an Int32Array of 9 or 10");
   const int32_t *v = a.data;
-  *sh = (Shape){v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8]};
+  *sh = (Shape){v[0], v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8], a.length == 10 ? v[9] : 0};
+  if (sh->window < 0) return fail(env, "shape: the sliding window is 0 (none) or a positive number of positions");
   if (sh->seqs < 0 || sh->heads < 1 || sh->kv_heads < 1 || sh->heads % sh->kv_heads != 0 || sh->dim < 1 || sh->num_blocks < 1 || sh->block_size < 1 || sh->max_blocks < 0)
     return fail(env, "shape: heads must be a multiple of kv_heads, sizes positive");
   if ((sh->act_type != F32 && sh->act_type != F16) || (sh->kv_type != F32 && sh->kv_type != F16 && sh->kv_type != I8))
@@ -519,7 +531,9 @@ static napi_value attend_call(napi_env env, napi_callback_info info) {
       const int count = ln[s] - first < TILE ? ln[s] - first : TILE;
       const int seen = ps[s] + first + count;
       longest = seen > longest ? seen : longest;
-      for (int h = 0; h < sh->kv_heads; h++) units[u++] = (Unit){s, h, first, count, (double)seen * (count + 1)};
+      /* Scores are kept by position, but only the window's positions are read. */
+      const int read = sh->window > 0 && sh->window + count < seen ? sh->window + count : seen;
+      for (int h = 0; h < sh->kv_heads; h++) units[u++] = (Unit){s, h, first, count, (double)read * (count + 1)};
     }
   }
   /* Largest first, so the threads' last units are small and they finish together. */

@@ -4,6 +4,8 @@
 // float32, float16 and int8 pools, float32 and float16 activations, one and several threads. The
 // kernel writes the new K/V into the pool itself, so the test also checks that write against the
 // reference's view (for int8, each written row within half a quantization step of its values).
+// With a sliding window the same against the reference with that window, and the blocks wholly
+// before every query's window filled with NaN: a kernel that read them would return NaN.
 
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -158,10 +160,40 @@ interface Case {
   readonly kvType: KernelType;
   readonly threads: number;
   readonly seed: number;
+  /** The layer's sliding window (absent: full causal attention). */
+  readonly slidingWindow?: number;
+}
+
+/** Block ids that no query of the call may read under the window: wholly before its sequence's first query's window, and no other sequence's to read. */
+function outOfWindowBlocks(c: Case, layout: RandomLayout): number[] {
+  if (c.slidingWindow === undefined) return [];
+  const [outside, needed] = [new Set<number>(), new Set<number>()];
+  c.sequences.forEach((sequence, s) => {
+    const firstBlock = Math.floor(Math.max(0, sequence.past - c.slidingWindow! + 1) / c.blockSize);
+    const blocks = Math.ceil((sequence.past + sequence.query) / c.blockSize);
+    for (let b = 0; b < blocks; b++) (b < firstBlock ? outside : needed).add(layout.blockTables[s]![b]!);
+  });
+  return [...outside].filter((id) => !needed.has(id));
+}
+
+/** Every row of the blocks `ids` unreadable: NaN values (float pools) or NaN scales (int8). */
+function poison(pool: KernelPoolArray, type: KernelType, c: Case, numBlocks: number, ids: readonly number[]): void {
+  for (let h = 0; h < c.kvHeads; h++) {
+    for (const id of ids) {
+      if (type === 'int8') {
+        const scales = new DataView(pool.buffer, pool.byteOffset);
+        const at = int8Geometry(numBlocks, c.blockSize, c.dim, 'key');
+        for (let r = 0; r < c.blockSize; r++) scales.setFloat32(at.scale(h, id, r), Number.NaN, true);
+      } else {
+        const from = (h * numBlocks + id) * c.blockSize * c.dim;
+        (pool as Float32Array | Uint16Array).fill(type === 'float32' ? Number.NaN : 0x7e00, from, from + c.blockSize * c.dim);
+      }
+    }
+  }
 }
 
 /** The kernel's output and the reference's, on the same random data and layout. */
-function run(c: Case): { error: number; layout: RandomLayout; writeError: number } {
+function run(c: Case): { error: number; layout: RandomLayout; writeError: number; out: Float32Array } {
   const random = new SeededRandom(c.seed);
   // One spare column past the longest table and room for the new tokens' blocks, which randomLayout does not own.
   const withNew = c.sequences.map((s) => ({ past: s.past + s.query, query: s.query }));
@@ -189,6 +221,7 @@ function run(c: Case): { error: number; layout: RandomLayout; writeError: number
     maxBlocks: layout.maxBlocks,
     activationType: c.activationType,
     kvType: c.kvType,
+    ...(c.slidingWindow === undefined ? {} : { slidingWindow: c.slidingWindow }),
   };
   const kernelLayout = {
     blockTables: Int32Array.from(layout.blockTables.flat()),
@@ -210,11 +243,13 @@ function run(c: Case): { error: number; layout: RandomLayout; writeError: number
     refTensor([n, c.kvHeads, c.dim], stored.v),
     refTensor(poolDims, keys.values),
     refTensor(poolDims, values.values),
-    { ...layout, pastLengths: pasts },
+    { ...layout, pastLengths: pasts, ...(c.slidingWindow === undefined ? {} : { slidingWindow: c.slidingWindow }) },
   );
+  const unread = outOfWindowBlocks(c, layout);
+  for (const pool of [keyPool, valuePool]) poison(pool, c.kvType, c, layout.numBlocks, unread);
   const out = c.activationType === 'float32' ? new Float32Array(n * c.heads * c.dim) : new Uint16Array(n * c.heads * c.dim);
   kernel.attend(shape, kernelLayout, asKernel(q, c.activationType), keyPool, valuePool, out, c.threads);
-  return { error: relativeError(asFloat32(out), expected.data), layout, writeError };
+  return { error: relativeError(asFloat32(out), expected.data), layout, writeError, out: asFloat32(out) };
 }
 
 // float16 K/V in the pool round the written rows; float16 outputs round the result (2^-11
@@ -232,10 +267,11 @@ const caseArbitrary = fc
     kvType: fc.constantFrom<KernelType>('float32', 'float16', 'int8'),
     threads: fc.constantFrom(1, 2, 3),
     seed: fc.integer({ min: 1, max: 2 ** 30 }),
+    window: fc.option(fc.oneof(fc.constant(1), fc.integer({ min: 1, max: 90 })), { nil: undefined }),
   })
-  .map(({ heads: [heads, kvHeads, dim], share, ...rest }): Case => {
+  .map(({ heads: [heads, kvHeads, dim], share, window, ...rest }): Case => {
     const shareable = rest.sequences.length >= 2 ? Math.floor(Math.min(rest.sequences[0]!.past, rest.sequences[1]!.past) / rest.blockSize) : 0;
-    return { heads, kvHeads, dim, sharedPrefixBlocks: share ? shareable : 0, ...rest };
+    return { heads, kvHeads, dim, sharedPrefixBlocks: share ? shareable : 0, ...rest, ...(window === undefined ? {} : { slidingWindow: window }) };
   });
 
 describe('native paged attention', () => {
@@ -297,6 +333,68 @@ describe('native paged attention', () => {
       expect(error).toBeLessThan(activationType === 'float32' ? 1e-5 : 3e-3);
       expect(writeError).toBeLessThanOrEqual(0.5 + 1e-4);
     }
+  });
+
+  describe('sliding window', () => {
+    const windowed = (overrides: Partial<Case>): Case => ({
+      heads: 8,
+      kvHeads: 2,
+      dim: 64,
+      blockSize: 16,
+      // A prefill longer than the window, decode rows whose past is longer, a chunk over a past: one flat batch.
+      sequences: [
+        { past: 0, query: 70 },
+        { past: 300, query: 1 },
+        { past: 45, query: 1 },
+        { past: 130, query: 19 },
+        { past: 3, query: 1 },
+      ],
+      sharedPrefixBlocks: 0,
+      activationType: 'float32',
+      kvType: 'float32',
+      threads: 2,
+      seed: 31,
+      slidingWindow: 40,
+      ...overrides,
+    });
+    const cases = [...(['float32', 'float16', 'int8'] as const).flatMap((kvType) => (['float32', 'float16'] as const).map((activationType) => ({ kvType, activationType })))];
+    it.each(cases)('equals the reference with the window, out-of-window blocks unread: $kvType pool, $activationType activations (AVX-512 and generic head sizes)', ({ kvType, activationType }) => {
+      for (const [heads, kvHeads, dim] of [
+        [8, 2, 64],
+        [4, 2, 8],
+      ] as const) {
+        const c = windowed({ kvType, activationType, heads, kvHeads, dim });
+        const { error, writeError } = run(c);
+        expect(error, JSON.stringify({ kvType, activationType, dim })).toBeLessThan(tolerance(c));
+        expect(writeError).toBeLessThanOrEqual(0.5 + 1e-4);
+        // The window mattered (the same call without it differs), and whole blocks were left unread.
+        expect(relativeError(run(c).out, Float64Array.from(run({ ...c, slidingWindow: undefined }).out))).toBeGreaterThan(1e-2);
+        expect(outOfWindowBlocks(c, run(c).layout).length).toBeGreaterThan(0);
+      }
+    });
+    it('window 1: each query sees only itself, blocks of size 1 and 4', () => {
+      for (const blockSize of [1, 4]) {
+        for (const kvType of ['float32', 'int8'] as const) {
+          const c = windowed({
+            slidingWindow: 1,
+            blockSize,
+            kvType,
+            sequences: [
+              { past: 9, query: 5 },
+              { past: 0, query: 3 },
+              { past: 17, query: 1 },
+            ],
+          });
+          expect(run(c).error, JSON.stringify({ blockSize, kvType })).toBeLessThan(tolerance(c));
+        }
+      }
+    });
+    it('a window at least the context is full causal attention', () => {
+      const c = windowed({ slidingWindow: 400 });
+      const full = { ...c, slidingWindow: undefined };
+      expect(run(c).error).toBeLessThan(1e-5);
+      expect(relativeError(run(c).out, Float64Array.from(run(full).out))).toBe(0);
+    });
   });
 
   it('refuses what would read outside the pool, and changes nothing', () => {

@@ -4,6 +4,8 @@
 //           past_key_values.{i}.key|value [batch_size, kv_heads, past_sequence_length, head_dim],
 //           num_logits_to_keep (scalar int64; k > 0 keeps the last k positions, 0 keeps all)
 //   outputs logits [batch_size, logits_length, vocab], present.{i}.key|value
+// A layer with a sliding window (c.layerSpecs[i].slidingWindow) attends through its window's mask;
+// one mask per distinct window, shared by the layers that have it.
 // fp16 and q4f16 variants keep the KV cache and logits in float16, as Optimum's fp16 exports do.
 
 import { causalGqaAttention, causalMask } from '../../kernels/causal-gqa-attention.js';
@@ -45,12 +47,13 @@ export function buildDecoderGraph(c: DecoderConfig, weights: DecoderWeights, pre
 
   const embedding = tiedEmbedding(g, 'model.embed_tokens', weights.embedding, c, precision, weights.lmHead);
   const context: LayerContext = { g, c, precision, rotary: rotaryTables(g, positionIds, c.headDim, c.ropeTheta, c.ropeInverseFrequencies) };
-  const mask = causalMask(g, attentionMask, inputIds, c.numHeads / c.numKvHeads);
+  const windows = weights.layers.map((_, i) => c.layerSpecs?.[i]?.slidingWindow);
+  const masks = new Map([...new Set(windows)].map((window) => [window, causalMask(g, attentionMask, inputIds, c.numHeads / c.numKvHeads, window)]));
   const layout = OPTIMUM_HEADS(g, c.headDim);
   let hidden: ResidualStream = embedding.lookup(inputIds);
   const presents = weights.layers.map((layer, i) => {
     const attend = (query: string, key: string, value: string) =>
-      causalGqaAttention(g, { query, key, value, pastKey: past[i]!.key, pastValue: past[i]!.value, mask, numHeads: c.numHeads, numKvHeads: c.numKvHeads, headDim: c.headDim });
+      causalGqaAttention(g, { query, key, value, pastKey: past[i]!.key, pastValue: past[i]!.value, mask: masks.get(windows[i])!, numHeads: c.numHeads, numKvHeads: c.numKvHeads, headDim: c.headDim });
     const result = g.scope(`model.layers.${i}`, () => decoderLayer(context, hidden, layer, layout, attend));
     hidden = result.hidden;
     return result;

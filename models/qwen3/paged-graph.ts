@@ -9,12 +9,14 @@
 //   outputs logits [num_logits, vocab]; greedy_token_ids [num_greedy] int64;
 //           new_key.{i}, new_value.{i} [num_tokens, kv_heads, head_dim]
 // The graph never writes the pool: the runner copies new_key / new_value into the blocks.
+// A layer with a sliding window (c.layerSpecs[i].slidingWindow) attends through its window's plan
+// (pagedAttentionPlans: one per distinct window, index rows shared).
 
 import type { WeightPrecision } from '../../kernels/linear.js';
 import { greedyTokens } from '../../kernels/greedy-tokens.js';
 import { GraphBuilder } from '../../kernels/onnx/graph-builder.js';
 import type { EncodedMessage } from '../../kernels/onnx/protobuf-writer.js';
-import { pagedAttention, pagedAttentionPlan } from '../../kernels/paged-attention.js';
+import { pagedAttention, pagedAttentionPlans } from '../../kernels/paged-attention.js';
 import { applyRotary, type RotaryTables, rotaryTables } from '../../kernels/rotary-embedding.js';
 import type { DecoderConfig } from './config.js';
 import type { DecoderGraphOptions } from './graph.js';
@@ -52,12 +54,23 @@ export function buildPagedDecoderGraph(c: DecoderConfig, weights: DecoderWeights
 
   const embedding = tiedEmbedding(g, 'model.embed_tokens', weights.embedding, c, precision, weights.lmHead);
   const context: LayerContext = { g, c, precision, rotary: flatRotaryTables(g, c, positionIds) };
-  const plan = pagedAttentionPlan(g, { queryStarts, queryLengths, pastLengths, blockTables, keyCache: pools[0]!.key, flatTokens: inputIds, groups: c.numHeads / c.numKvHeads });
+  const windows = weights.layers.map((_, i) => c.layerSpecs?.[i]?.slidingWindow);
+  const plans = pagedAttentionPlans(g, { queryStarts, queryLengths, pastLengths, blockTables, keyCache: pools[0]!.key, flatTokens: inputIds, groups: c.numHeads / c.numKvHeads }, windows);
   const layout = FLAT_HEADS(g, c.headDim);
   let hidden: ResidualStream = embedding.lookup(inputIds); // [N, hidden]
   const newKv = weights.layers.map((layer, i) => {
     const attend = (query: string, key: string, value: string) => ({
-      output: pagedAttention(g, { query, key, value, keyCache: pools[i]!.key, valueCache: pools[i]!.value, plan, numHeads: c.numHeads, numKvHeads: c.numKvHeads, headDim: c.headDim }),
+      output: pagedAttention(g, {
+        query,
+        key,
+        value,
+        keyCache: pools[i]!.key,
+        valueCache: pools[i]!.value,
+        plan: plans.get(windows[i])!,
+        numHeads: c.numHeads,
+        numKvHeads: c.numKvHeads,
+        headDim: c.headDim,
+      }),
       newKey: key,
       newValue: value,
     });

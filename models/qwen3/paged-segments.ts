@@ -14,6 +14,8 @@
 //                        outputs logits [num_logits, vocab], greedy_token_ids [num_greedy] int64
 //                                (kernels/greedy-tokens.ts)
 // Written as onnx/<paged file>.segments/segment_NN.onnx (model-files.ts, PAGED_SEGMENT_FILE).
+// Metadata: conveyor.paged_segment "i/count"; and where layer i (whose q/k/v segment i computes)
+// has a sliding window, conveyor.sliding_window = that window, which the runner gives the kernel.
 
 import type { WeightPrecision } from '../../kernels/linear.js';
 import { greedyTokens } from '../../kernels/greedy-tokens.js';
@@ -63,5 +65,6 @@ export function buildPagedSegmentGraph(c: DecoderConfig, weights: DecoderWeights
     g.output(head.lmHeadRows(sampled), 'logits', floatType, ['num_logits', c.vocabSize]);
     greedyTokens(g, normed, head.lmHeadRows);
   }
-  return g.toModel({ docString, metadata: { 'conveyor.paged_segment': `${segment}/${numLayers + 1}` } });
+  const window = segment < numLayers ? c.layerSpecs?.[segment]?.slidingWindow : undefined;
+  return g.toModel({ docString, metadata: { 'conveyor.paged_segment': `${segment}/${numLayers + 1}`, ...(window === undefined ? {} : { 'conveyor.sliding_window': String(window) }) } });
 }

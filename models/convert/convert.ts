@@ -94,7 +94,7 @@ export async function convertCheckpoint(hfDir: string, outDir: string, options: 
       paged.segments.push({ modelFile: file, sha256: await write(file, (config, weights, p, o) => buildPagedSegmentGraph(config, weights, p, segment, o)) });
     }
   }
-  log(`done: ${outDir} (serve it with: conveyor serve --model ${outDir} --precision ${precision})`);
+  log(`done: ${outDir} (serve it with: conveyor serve --model ${outDir} --precision ${precision}${paged ? ' --attention-backend paged' : ''})`);
   return { plan, modelFile, sha256, ...(paged ? { paged } : {}) };
 }
 

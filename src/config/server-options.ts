@@ -7,11 +7,13 @@ import type { AccessOptions } from '../security/access-policy.js';
 import { keyProblem, parseKeyFile } from '../security/keys.js';
 import { DEFAULT_KEEP_ALIVE, KEEP_ALIVE_FORMS, readKeepAlive, type KeepAliveMs } from './keep-alive.js';
 import { limitArgOptions, limitsUsage, readLimits, type ResourceLimits } from './limits.js';
+import { modelFlagArgOptions, modelFlagsUsage, readModelFlags, type ModelFlagValues } from './model-flags.js';
 import { METRICS_ENGINE_TYPES, type MetricsEngineType } from '../metrics/metric-definitions.js';
 
 export type ModelControlMode = 'none' | 'poll' | 'explicit';
 
-export interface ServerOptions extends AccessOptions {
+/** The --model flags (src/config/model-flags.ts: precision, attention backend, KV cache type, lengths, parsers) sit beside the rest. */
+export interface ServerOptions extends AccessOptions, ModelFlagValues {
   readonly modelRepository: string;
   readonly host: string;
   readonly httpPort: number;
@@ -40,12 +42,6 @@ export interface ServerOptions extends AccessOptions {
   readonly model?: string;
   /** The OpenAI model id for `--model` (default: the directory's name). */
   readonly servedModelName?: string;
-  /** The --model's tool-call format (the llm backend's `tool_call_parser` parameter: hermes, llama3_json, mistral). */
-  readonly toolCallParser?: string;
-  /** The --model's thinking-block format (the llm backend's `reasoning_parser` parameter: qwen3, deepseek_r1). */
-  readonly reasoningParser?: string;
-  /** How the --model's attention reads the KV cache (the llm backend's `attention_backend` parameter: past_key_values, paged). */
-  readonly attentionBackend?: string;
   /** Timeouts, caps and sizes (src/config/limits.ts). */
   readonly limits: ResourceLimits;
   /** Models loaded on first use, kept while used, unloaded when idle or to make room (src/serving/model-residency.ts). */
@@ -84,14 +80,6 @@ export const USAGE = `conveyor serve [options]
   --exit-timeout-secs N        SIGTERM/SIGINT drain: in-flight requests get N s, then running
                                streams end with an error (default 30; a second signal exits at once)
   --log-level LEVEL            debug | info | warn | error (default info)
-  --model DIR                  serve one Hugging Face ONNX export (no repository or config needed)
-  --served-model-name NAME     the model id for --model (default: the directory's name)
-  --tool-call-parser NAME      how the --model writes tool calls: hermes (Qwen), llama3_json, mistral
-                               (vLLM's flag; without it, tools with tool_choice auto are refused)
-  --reasoning-parser NAME      how the --model marks its thinking: qwen3, deepseek_r1 (vLLM's flag;
-                               the thinking goes to reasoning_content instead of content)
-  --attention-backend NAME     how the --model's attention reads the KV cache: past_key_values
-                               (onnx/model*.onnx, default) or paged (onnx/model_paged*.onnx)
   --api-key KEY                require 'Authorization: Bearer KEY' on every front end: HTTP,
                                WebSocket and gRPC 'authorization' metadata (repeatable)
   --api-key-file PATH          API keys, one a line; blank lines and # comments skipped (repeatable)
@@ -103,6 +91,11 @@ export const USAGE = `conveyor serve [options]
   --cors-allow-origin ORIGIN   allow CORS from ORIGIN on the OpenAI routes (repeatable; * = any)
   --max-queued-requests N      per model, generations waiting for a first token before the OpenAI
                                routes answer 503 with retry-after (default 0 = unbounded)
+One Hugging Face ONNX export instead of a repository (vLLM's flags; the ones after --model need it,
+since a repository model sets them as parameters in its config.pbtxt):
+  --model DIR                  serve this export (config.json, tokenizer files, onnx/model*.onnx)
+  --served-model-name NAME     the model id for --model (default: the directory's name)
+${modelFlagsUsage()}
 Models on demand (Ollama / llama.cpp router style; needs --model-control-mode explicit):
   --load-on-demand BOOL        a request naming a repository model that is not loaded loads it
                                (concurrent first requests share one load) (default false)
@@ -167,9 +160,7 @@ function readFlags(argv: readonly string[]) {
         'log-level': { type: 'string' },
         model: { type: 'string' },
         'served-model-name': { type: 'string' },
-        'tool-call-parser': { type: 'string' },
-        'reasoning-parser': { type: 'string' },
-        'attention-backend': { type: 'string' },
+        ...modelFlagArgOptions(),
         'api-key': { type: 'string', multiple: true },
         'api-key-file': { type: 'string', multiple: true },
         'admin-key': { type: 'string', multiple: true },
@@ -199,9 +190,7 @@ export function parseServerOptions(argv: readonly string[]): ServerOptions {
   if (loadModels.includes('*') && loadModels.length > 1) throw new OptionsError("--load-model '*' must be the only --load-model");
   if (v.model !== undefined && v['model-repository'] !== undefined) throw new OptionsError('--model and --model-repository are alternatives; give one');
   if (v['served-model-name'] !== undefined && v.model === undefined) throw new OptionsError('--served-model-name needs --model');
-  checkParserFlag(v['tool-call-parser'], v.model, 'tool-call-parser', 'hermes');
-  checkParserFlag(v['reasoning-parser'], v.model, 'reasoning-parser', 'qwen3');
-  checkParserFlag(v['attention-backend'], v.model, 'attention-backend', 'paged');
+  const modelFlags = readModelFlags(v, v.model, (message) => new OptionsError(message));
   const access = accessOptions({
     apiKeys: v['api-key'],
     apiKeyFiles: v['api-key-file'],
@@ -230,21 +219,8 @@ export function parseServerOptions(argv: readonly string[]): ServerOptions {
     onDemand: onDemandOptions(v, mode),
     ...(v.model !== undefined ? { model: resolve(v.model) } : {}),
     ...(v['served-model-name'] !== undefined ? { servedModelName: v['served-model-name'] } : {}),
-    ...(v['tool-call-parser'] !== undefined ? { toolCallParser: v['tool-call-parser'] } : {}),
-    ...(v['reasoning-parser'] !== undefined ? { reasoningParser: v['reasoning-parser'] } : {}),
-    ...(v['attention-backend'] !== undefined ? { attentionBackend: v['attention-backend'] } : {}),
+    ...modelFlags,
   };
-}
-
-/**
- * A --model parser flag (--tool-call-parser, --reasoning-parser). The name is checked against the
- * parsers when the model loads; here only that it goes with --model and is a plain word for its config line.
- */
-function checkParserFlag(value: string | undefined, model: string | undefined, flag: string, example: string): void {
-  if (value === undefined) return;
-  const parameter = flag.replaceAll('-', '_');
-  if (model === undefined) throw new OptionsError(`--${flag} needs --model (a repository model sets the ${parameter} parameter)`);
-  if (!/^[a-z0-9_]+$/.test(value)) throw new OptionsError(`--${flag} must be a parser name such as ${example}, got '${value}'`);
 }
 
 function onDemandOptions(v: Readonly<Record<string, string | boolean | (string | boolean)[] | undefined>>, mode: ModelControlMode): OnDemandOptions {

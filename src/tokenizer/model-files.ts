@@ -158,10 +158,19 @@ const CONTEXT_KEYS = ['max_position_embeddings', 'n_positions', 'max_seq_len', '
 // transformers' "no limit" sentinel for model_max_length is 1e30-ish; anything that large is not a limit.
 const NO_LIMIT = 1e12;
 
-function contextLength(files: ModelFiles, override: number | undefined): number {
-  const fromConfig = CONTEXT_KEYS.map((k) => positiveNumber(files.config?.[k])).find((v) => v !== undefined);
+/**
+ * The context length a model's files state, and where: config.json's positional limit (the first
+ * of CONTEXT_KEYS), else tokenizer_config.json's model_max_length; undefined when neither says.
+ */
+export function statedContextLength(files: Pick<ModelFiles, 'config'> & { readonly tokenizerConfig: { readonly model_max_length?: unknown } }): { length: number; source: string } | undefined {
+  const key = CONTEXT_KEYS.find((k) => positiveNumber(files.config?.[k]) !== undefined);
+  if (key !== undefined) return { length: positiveNumber(files.config?.[key])!, source: `config.json ${key}` };
   const fromTokenizer = positiveNumber(files.tokenizerConfig.model_max_length);
-  const derived = fromConfig ?? (fromTokenizer !== undefined && fromTokenizer < NO_LIMIT ? fromTokenizer : undefined);
+  return fromTokenizer !== undefined && fromTokenizer < NO_LIMIT ? { length: fromTokenizer, source: 'tokenizer_config.json model_max_length' } : undefined;
+}
+
+function contextLength(files: ModelFiles, override: number | undefined): number {
+  const derived = statedContextLength(files)?.length;
   if (override !== undefined) {
     if (derived !== undefined && override > derived) throw new Error(`max_model_len ${override} exceeds the model's context length ${derived}`);
     return override;

@@ -30,8 +30,12 @@ export interface CliLaunch {
 
 export const SOURCE_CLI: CliLaunch = { entry: ['--import', 'tsx', 'src/cli.ts'] };
 
-export async function startCliServer(repository: string, args: readonly string[] = [], launch: CliLaunch = SOURCE_CLI): Promise<CliServer> {
-  const child = spawn(process.execPath, [...launch.entry, 'serve', '--model-repository', repository, '--host', '127.0.0.1', '--http-port', '0', '--grpc-port', '0', '--metrics-port', '0', ...args], {
+/** What the server serves: a repository directory, or `{ model }`, one Hugging Face export (`serve --model`). */
+export type CliServed = string | { readonly model: string };
+
+export async function startCliServer(served: CliServed, args: readonly string[] = [], launch: CliLaunch = SOURCE_CLI): Promise<CliServer> {
+  const source = typeof served === 'string' ? ['--model-repository', served] : ['--model', served.model];
+  const child = spawn(process.execPath, [...launch.entry, 'serve', ...source, '--host', '127.0.0.1', '--http-port', '0', '--grpc-port', '0', '--metrics-port', '0', ...args], {
     stdio: ['pipe', 'pipe', 'pipe'],
     ...(launch.cwd ? { cwd: launch.cwd } : {}),
   });

@@ -1,10 +1,12 @@
 // `serve --model <dir>` picks the precision from the files the export holds, so an onnx-community
-// directory that ships only 4-bit or model_int8.onnx weights serves without a config.
+// directory that ships only 4-bit or model_int8.onnx weights serves without a config; --precision
+// picks one, refused at startup when its file is absent, and --max-model-len may not exceed the
+// context the export states.
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { singleModelRepository } from '../../../src/repository/single-model.js';
+import { singleModelRepository, type SingleModelParameters } from '../../../src/repository/single-model.js';
 
 const made: string[] = [];
 afterAll(async () => {
@@ -21,8 +23,8 @@ async function exportHolding(...onnxFiles: string[]): Promise<string> {
   return dir;
 }
 
-async function precisionServed(dir: string): Promise<string | undefined> {
-  const { root, name } = await singleModelRepository(dir);
+async function precisionServed(dir: string, parameters: SingleModelParameters = {}): Promise<string | undefined> {
+  const { root, name } = await singleModelRepository(dir, undefined, parameters);
   made.push(root);
   return /key: "precision" value: \{ string_value: "([^"]+)" \}/.exec(await readFile(join(root, name, 'config.pbtxt'), 'utf8'))?.[1];
 }
@@ -39,5 +41,38 @@ describe('serve --model precision choice', () => {
     await expect(singleModelRepository(await exportHolding('model_weird.onnx'))).rejects.toThrow(
       /no onnx\/model\.onnx, .*onnx\/model_int8\.onnx, .*onnx\/model_q4\.onnx, onnx\/model_q4f16\.onnx, onnx\/model_bnb4\.onnx$/,
     );
+  });
+
+  it('--precision serves the variant it names, by any of its names and files', async () => {
+    const dir = await exportHolding('model.onnx', 'model_int8.onnx', 'model_q4f16.onnx');
+    expect(await precisionServed(dir, { precision: 'q4f16' })).toBe('q4f16');
+    expect(await precisionServed(dir, { precision: 'int8' })).toBe('int8');
+    expect(await precisionServed(dir, { precision: 'q8' })).toBe('int8');
+    expect(await precisionServed(dir, { precision: 'fp32' })).toBe('fp32');
+  });
+
+  it('refuses a --precision whose file the export lacks, naming the files looked for and the ones present', async () => {
+    const dir = await exportHolding('model.onnx', 'model_q4.onnx');
+    await writeFile(join(dir, 'onnx', 'model.onnx_data'), '');
+    await expect(precisionServed(dir, { precision: 'int8' })).rejects.toThrow(
+      `--model ${dir}: --precision int8 needs onnx/model_quantized.onnx or onnx/model_int8.onnx, and onnx/ holds only model.onnx, model_q4.onnx`,
+    );
+    await expect(precisionServed(await exportHolding(), { precision: 'fp16' })).rejects.toThrow(/--precision fp16 needs onnx\/model_fp16\.onnx, and the directory has no onnx\/\*\.onnx file$/);
+  });
+
+  it('with a paged attention backend, looks for the paged graph of the variant', async () => {
+    const dir = await exportHolding('model.onnx', 'model_q4.onnx', 'model_paged_q4.onnx');
+    expect(await precisionServed(dir, { attentionBackend: 'paged' })).toBe('q4');
+    await expect(precisionServed(dir, { precision: 'fp32', attentionBackend: 'paged_onnx' })).rejects.toThrow(/--precision fp32 needs onnx\/model_paged\.onnx, and onnx\/ holds only/);
+  });
+
+  it('--max-model-len may narrow the context the export states, never widen it', async () => {
+    const dir = await exportHolding('model.onnx');
+    await writeFile(join(dir, 'config.json'), JSON.stringify({ max_position_embeddings: 4096 }));
+    expect(await precisionServed(dir, { maxModelLen: 4096 })).toBe('fp32');
+    await expect(precisionServed(dir, { maxModelLen: 4097 })).rejects.toThrow(`--max-model-len 4097 exceeds the model's context length 4096 (config.json max_position_embeddings in ${dir})`);
+    await writeFile(join(dir, 'config.json'), '{}');
+    await writeFile(join(dir, 'tokenizer_config.json'), JSON.stringify({ model_max_length: 512 }));
+    await expect(precisionServed(dir, { maxModelLen: 1024 })).rejects.toThrow(/context length 512 \(tokenizer_config.json model_max_length/);
   });
 });

@@ -15,6 +15,12 @@ export function pagedFileOfSegments(path: string): string | null {
   return path.endsWith(SEGMENTS_SUFFIX) ? `${path.slice(0, -SEGMENTS_SUFFIX.length)}.onnx` : null;
 }
 
+/**
+ * The metadata_props key of segment i (< numLayers) where layer i has a sliding window: its size
+ * in positions (models/qwen3/paged-segments.ts writes the same literal; the NativePagedRunner reads it).
+ */
+export const SLIDING_WINDOW_PROPERTY = 'conveyor.sliding_window';
+
 /** segment_00.onnx …: sorting the names sorts the segments. */
 export const SEGMENT_FILE = /^segment_\d{2,}\.onnx$/;
 

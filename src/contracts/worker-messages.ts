@@ -17,6 +17,8 @@ export interface TensorInfo {
 export interface SessionMetadata {
   readonly inputs: readonly TensorInfo[];
   readonly outputs: readonly TensorInfo[];
+  /** The model file's metadata_props (e.g. a paged segment's conveyor.sliding_window); absent where not read. */
+  readonly properties?: Readonly<Record<string, string>>;
 }
 
 export type Device = 'cpu' | 'cuda';

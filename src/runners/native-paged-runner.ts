@@ -6,10 +6,13 @@
 // into their blocks and attends over each sequence's pool positions in place, so no step copies
 // past K/V proportional to the context, in JS or in ORT. Same pool layout and block bookkeeping as
 // the PagedRunner's, so the engine, scheduler and block manager cannot tell the two apart.
+// A layer with a sliding window (its q/k/v segment's conveyor.sliding_window metadata) has the
+// kernel attend over that window only, skipping the blocks wholly before it.
 
 import { availableParallelism } from 'node:os';
 import type { KvCacheDtype, KvElementType } from '../contracts/engine-messages.js';
 import type { ScheduledRequest, StepPlan } from '../contracts/generate.js';
+import { SLIDING_WINDOW_PROPERTY } from '../contracts/paged-segments.js';
 import { invalidArg } from '../errors.js';
 import type { ModelSession, RawTensor } from '../runtime/model-session.js';
 import type { ActivationType, KernelLayout, KernelShape, PagedAttentionKernel } from '../runtime/paged-attention-kernel.js';
@@ -25,8 +28,8 @@ type LogitsRows = Map<string, Float32Array>;
 /** The pool's element type for each kv_cache_dtype (auto: the segments' own). */
 const POOL_TYPE: Readonly<Record<KvCacheDtype, KvElementType | undefined>> = { auto: undefined, fp16: 'float16', int8: 'int8' };
 
-/** The model facts the segments' I/O declare: segment 0's query/key outputs, the last one's logits. */
-export function segmentedLayoutFrom(segments: readonly ModelSession[]): ModelShape & { numHeads: number } {
+/** The model facts the segments' I/O declare: segment 0's query/key outputs, the last one's logits; and each layer's sliding window (0: none) from its segment's metadata. */
+export function segmentedLayoutFrom(segments: readonly ModelSession[]): ModelShape & { numHeads: number; slidingWindows: readonly number[] } {
   if (segments.length < 2) throw invalidArg(`a segmented paged decoder has at least 2 segments, found ${segments.length}`);
   const output = (segment: ModelSession, name: string) => {
     const found = segment.metadata.outputs.find((o) => o.name === name);
@@ -41,7 +44,13 @@ export function segmentedLayoutFrom(segments: readonly ModelSession[]): ModelSha
     if (typeof size !== 'number') throw invalidArg('a segmented paged decoder needs fixed head, kv-head, head-dim and vocab sizes');
   }
   if (key.type !== 'float32' && key.type !== 'float16') throw invalidArg(`key of type ${key.type} is not supported`);
-  return { numLayers: segments.length - 1, numHeads: numHeads as number, numKvHeads: numKvHeads as number, headDim: headDim as number, vocabSize: vocab as number, kvType: key.type };
+  const slidingWindows = segments.slice(0, -1).map((segment, layer) => {
+    const text = segment.metadata.properties?.[SLIDING_WINDOW_PROPERTY];
+    const window = text === undefined ? 0 : Number(text);
+    if (!Number.isInteger(window) || window < 0 || window > 2 ** 31 - 1) throw invalidArg(`segment ${layer}: ${SLIDING_WINDOW_PROPERTY} '${text}' is not a window size`);
+    return window;
+  });
+  return { numLayers: segments.length - 1, numHeads: numHeads as number, numKvHeads: numKvHeads as number, headDim: headDim as number, vocabSize: vocab as number, kvType: key.type, slidingWindows };
 }
 
 export class NativePagedRunner implements ModelRunner {
@@ -54,8 +63,8 @@ export class NativePagedRunner implements ModelRunner {
 
   constructor(
     private readonly segments: readonly ModelSession[],
-    /** kvType: the pool's; activationType: the segments' float type (query, attention output, fresh K/V). */
-    private readonly shape: ModelShape & { numHeads: number; activationType: ActivationType },
+    /** kvType: the pool's; activationType: the segments' float type (query, attention output, fresh K/V); slidingWindows: per layer, 0 = full causal attention. */
+    private readonly shape: ModelShape & { numHeads: number; activationType: ActivationType; slidingWindows?: readonly number[] },
     private readonly pool: PagedKvStorage,
     private readonly kernel: PagedAttentionKernel,
     intraOpNumThreads: number,
@@ -104,7 +113,9 @@ export class NativePagedRunner implements ModelRunner {
       const { hidden, query, key, value } = out as Record<'hidden' | 'query' | 'key' | 'value', RawTensor>;
       const [keys, values] = [this.pool.keys[layer]!, this.pool.values[layer]!];
       this.timer.timed('scatterMs', () => this.kernel.write(kernelShape, layout, key.data as KvArray, value.data as KvArray, keys, values));
-      this.timer.timed('attentionMs', () => this.kernel.attend(kernelShape, layout, query.data as KvArray, keys, values, attention, this.threads));
+      const window = this.shape.slidingWindows?.[layer] ?? 0;
+      const layerShape = window > 0 ? { ...kernelShape, slidingWindow: window } : kernelShape;
+      this.timer.timed('attentionMs', () => this.kernel.attend(layerShape, layout, query.data as KvArray, keys, values, attention, this.threads));
       const last = layer === numLayers - 1;
       const feeds: Record<string, RawTensor> = {
         residual: hidden,

@@ -34,7 +34,7 @@ async function main(): Promise<void> {
   }
   const { session } = opened;
   const fault = new FaultPoint(config.faultInjection);
-  post({ type: 'ready', metadata: describeSession(session), device: opened.device, ...(opened.note ? { note: opened.note } : {}) });
+  post({ type: 'ready', metadata: describeSession(session, config.modelPath), device: opened.device, ...(opened.note ? { note: opened.note } : {}) });
 
   port.on('message', (message: ToInstanceWorker) => {
     if (message.type === 'close') {

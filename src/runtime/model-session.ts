@@ -23,7 +23,7 @@ export class ModelSession {
 
   static async open(request: SessionRequest): Promise<ModelSession> {
     const opened = await openSession(request);
-    return new ModelSession(opened.session, describeSession(opened.session), opened.device, opened.note);
+    return new ModelSession(opened.session, describeSession(opened.session, request.modelPath), opened.device, opened.note);
   }
 
   /** Runs synchronously on this thread (onnxruntime-node's behaviour): call it from a worker. */

@@ -1,8 +1,9 @@
 // Creates onnxruntime-node sessions: execution provider choice with a logged CPU fallback,
-// thread settings, and the session's I/O metadata in plain data.
+// thread settings, and the session's I/O metadata (and the model file's metadata_props) in plain data.
 
 import * as ort from 'onnxruntime-node';
 import type { Device, SessionMetadata, TensorInfo } from '../contracts/worker-messages.js';
+import { readModelProperties } from './model-properties.js';
 
 export interface SessionRequest {
   readonly modelPath: string;
@@ -60,11 +61,11 @@ export async function openSession(request: SessionRequest): Promise<OpenedSessio
   return { session: await ort.InferenceSession.create(request.modelPath, sessionOptionsFor(request, 'cpu')), device: 'cpu' };
 }
 
-export function describeSession(session: ort.InferenceSession): SessionMetadata {
+export function describeSession(session: ort.InferenceSession, modelPath: string): SessionMetadata {
   const describe = (list: readonly ort.InferenceSession.ValueMetadata[]): TensorInfo[] =>
     list.map((m) => {
       const tensor = m as unknown as { name: string; type: TensorInfo['type']; shape: readonly (number | string)[] };
       return { name: tensor.name, type: tensor.type, shape: [...tensor.shape] };
     });
-  return { inputs: describe(session.inputMetadata), outputs: describe(session.outputMetadata) };
+  return { inputs: describe(session.inputMetadata), outputs: describe(session.outputMetadata), properties: readModelProperties(modelPath) };
 }

@@ -6,6 +6,14 @@
 // Blocks are published only once their KV has been computed (after the step that wrote them),
 // never at allocation: a runner that gathers past KV before the forward pass must not be handed
 // a block that the same pass is still filling.
+//
+// Sliding-window models keep every block of a running sequence too. Where every layer is windowed
+// (Mistral-style) the blocks wholly behind the window could be freed, but not done: the
+// PastKeyValuesRunner gathers a sequence's whole past from its blocks and the paged graph reads
+// block tables with no hole (both would need a "freed" sentinel handled), preemption's recompute
+// and a prefix-cache hit later in the prompt would need the freed positions again, and a freed
+// shared prefix block would have to leave the hash index without evicting it from the sequences
+// sharing it. Only the native kernel already never reads them.
 
 import { BlockPool } from './block-pool.js';
 import { type BlockHash, hashBlock, rootHash } from './block-hash.js';

@@ -22,6 +22,9 @@ export interface RotaryTables {
   readonly sin: string;
   /** [B, S] int64: row r of the tables for position (b, s), shaped as the op's position_ids. */
   readonly rows: string;
+  /** Dimensions of a head that rotate (2 × the tables' width): the first rotaryDim, the rest pass through (partial rotary, Phi-3 / Phi-4). */
+  readonly rotaryDim: number;
+  readonly headDim: number;
 }
 
 export function inverseFrequencies(headDim: number, theta: number): number[] {
@@ -29,22 +32,31 @@ export function inverseFrequencies(headDim: number, theta: number): number[] {
 }
 
 /**
- * cos/sin rows for `positionIds` [B, S] int64; computed once a call, shared by all layers.
- * `inverse` overrides θ_i for checkpoints whose config rescales RoPE (e.g. Llama 3's rope_scaling).
+ * cos/sin rows for `positionIds` [B, S] int64; computed once a call, shared by the layers with the
+ * same RoPE. `inverse` overrides θ_i for checkpoints whose config rescales RoPE (e.g. Llama 3's
+ * rope_scaling), and is shorter than headDim / 2 where only part of a head rotates;
+ * `attentionFactor` multiplies cos and sin (YaRN, LongRoPE).
  */
-export function rotaryTables(g: GraphBuilder, positionIds: string, headDim: number, theta: number, inverse: readonly number[] = inverseFrequencies(headDim, theta)): RotaryTables {
+export function rotaryTables(g: GraphBuilder, positionIds: string, headDim: number, theta: number, inverse: readonly number[] = inverseFrequencies(headDim, theta), attentionFactor = 1): RotaryTables {
   const positions = g.op1('Cast', [g.op1('Reshape', [positionIds, g.ints([-1, 1])])], { to: 1 }); // [B·S, 1] float32
-  const angles = g.op1('Mul', [positions, g.floats(inverse, 'float32')]); // [B·S, D/2]
+  const angles = g.op1('Mul', [positions, g.floats(inverse, 'float32')]); // [B·S, R/2]
+  const scaled = (x: string): string => (attentionFactor === 1 ? x : g.op1('Mul', [x, g.floats(attentionFactor, 'float32')]));
   const toGraphType = (x: string): string => (g.floatType === 'float16' ? g.op1('Cast', [x], { to: 10 }) : x);
   const shape = g.op1('Shape', [positionIds]);
   const rows = g.op1('Reshape', [g.op1('Range', [g.ints(0), g.op1('ReduceProd', [shape], { keepdims: 0 }), g.ints(1)]), shape]);
-  return { cos: toGraphType(g.op1('Cos', [angles])), sin: toGraphType(g.op1('Sin', [angles])), rows };
+  const cos = toGraphType(scaled(g.op1('Cos', [angles])));
+  const sin = toGraphType(scaled(g.op1('Sin', [angles])));
+  return { cos, sin, rows, rotaryDim: 2 * inverse.length, headDim };
 }
 
 /** Applies the rotation to `x` [batch, heads, seq, headDim] (the tables' [B, S] positions). */
 export function applyRotary(g: GraphBuilder, x: string, tables: RotaryTables): string {
-  // interleaved 0: Hugging Face's rotate_half pairs (i, i + D/2), not adjacent lanes.
-  return g.op1('RotaryEmbedding', [x, tables.rows, tables.cos, tables.sin], { interleaved: 0 }, { domain: MS_DOMAIN });
+  // interleaved 0: Hugging Face's rotate_half pairs (i, i + R/2), not adjacent lanes.
+  const rotate = (part: string): string => g.op1('RotaryEmbedding', [part, tables.rows, tables.cos, tables.sin], { interleaved: 0 }, { domain: MS_DOMAIN });
+  if (tables.rotaryDim === tables.headDim) return rotate(x);
+  // Partial rotary: the first rotaryDim dimensions rotate (as a head of that size), the rest pass.
+  const [rotated, passed] = g.op('Split', [x, g.ints([tables.rotaryDim, tables.headDim - tables.rotaryDim])], { axis: -1 }, { outputs: 2 }) as [string, string];
+  return g.op1('Concat', [rotate(rotated), passed], { axis: -1 });
 }
 
 /** Float64 reference: x [B, H, S, D], positions [B, S]. */

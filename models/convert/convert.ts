@@ -6,7 +6,7 @@
 // with the same weights are the same graph.
 
 import { closeSync, existsSync, openSync, writeSync } from 'node:fs';
-import { copyFile, mkdir, readFile } from 'node:fs/promises';
+import { copyFile, mkdir, readFile, writeFile } from 'node:fs/promises';
 import { basename, dirname, join, resolve } from 'node:path';
 import type { WeightPrecision } from '../../kernels/linear.js';
 import { PAGED_SEGMENT_FILE, PAGED_VARIANT_FILE, VARIANT_FILE, writeModel } from '../common/model-files.js';
@@ -16,7 +16,7 @@ import { buildDecoderGraph, type DecoderGraphOptions } from '../qwen3/graph.js';
 import { buildPagedDecoderGraph } from '../qwen3/paged-graph.js';
 import { buildPagedSegmentGraph, pagedSegmentCount } from '../qwen3/paged-segments.js';
 import type { DecoderWeights } from '../qwen3/weights.js';
-import { ConvertError, planDecoder, tokenizerVocabSizeOf, type DecoderPlan } from './architecture.js';
+import { ConvertError, type DecoderPlan, planDecoder, tokenizerVocabSizeOf } from './architecture.js';
 import { checkTensors, lazyDecoderWeights, requiredTensors } from './decoder-tensors.js';
 import { CheckpointError, SafetensorsCheckpoint } from './safetensors.js';
 
@@ -75,6 +75,8 @@ export async function convertCheckpoint(hfDir: string, outDir: string, options: 
   const total = requiredTensors(plan).length;
   await mkdir(join(outDir, 'onnx'), { recursive: true });
   for (const file of COPIED_FILES) if (existsSync(join(hfDir, file))) await copyFile(join(hfDir, file), join(outDir, file));
+  // The served context is what config.json says: capped where the converted RoPE is exact only up to a shorter length.
+  if (plan.maxContext !== undefined) await writeFile(join(outDir, 'config.json'), `${JSON.stringify({ ...rawConfig, max_position_embeddings: plan.maxContext }, null, 2)}\n`);
   // Each graph streams the tensors again (one at a time), so memory stays near one tensor.
   const write = async (modelFile: string, build: DecoderGraphBuilder): Promise<string> => {
     log(`writing ${modelFile} (weights in ${modelFile}_data)`);

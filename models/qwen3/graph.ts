@@ -14,7 +14,7 @@ import { type ExternalDataSink, GraphBuilder } from '../../kernels/onnx/graph-bu
 import type { EncodedMessage } from '../../kernels/onnx/protobuf-writer.js';
 import { applyRotary, rotaryTables } from '../../kernels/rotary-embedding.js';
 import type { DecoderConfig } from './config.js';
-import { decoderLayer, finalNorm, type HeadLayout, type LayerContext, type ResidualStream } from './decoder-layer.js';
+import { decoderLayer, finalNorm, type HeadLayout, type LayerContext, layerRotaries, type ResidualStream } from './decoder-layer.js';
 import { tiedEmbedding } from './tied-embedding.js';
 import type { DecoderWeights } from './weights.js';
 
@@ -46,7 +46,7 @@ export function buildDecoderGraph(c: DecoderConfig, weights: DecoderWeights, pre
   const logitsToKeep = g.input('num_logits_to_keep', 'int64', []);
 
   const embedding = tiedEmbedding(g, 'model.embed_tokens', weights.embedding, c, precision, weights.lmHead);
-  const context: LayerContext = { g, c, precision, rotary: rotaryTables(g, positionIds, c.headDim, c.ropeTheta, c.ropeInverseFrequencies) };
+  const rotaryOf = layerRotaries(c, (rope) => rotaryTables(g, positionIds, c.headDim, c.ropeTheta, rope.inverseFrequencies, rope.attentionFactor));
   const windows = weights.layers.map((_, i) => c.layerSpecs?.[i]?.slidingWindow);
   const masks = new Map([...new Set(windows)].map((window) => [window, causalMask(g, attentionMask, inputIds, c.numHeads / c.numKvHeads, window)]));
   const layout = OPTIMUM_HEADS(g, c.headDim);
@@ -54,6 +54,7 @@ export function buildDecoderGraph(c: DecoderConfig, weights: DecoderWeights, pre
   const presents = weights.layers.map((layer, i) => {
     const attend = (query: string, key: string, value: string) =>
       causalGqaAttention(g, { query, key, value, pastKey: past[i]!.key, pastValue: past[i]!.value, mask: masks.get(windows[i])!, numHeads: c.numHeads, numKvHeads: c.numKvHeads, headDim: c.headDim });
+    const context: LayerContext = { g, c, precision, rotary: rotaryOf(i) };
     const result = g.scope(`model.layers.${i}`, () => decoderLayer(context, hidden, layer, layout, attend));
     hidden = result.hidden;
     return result;

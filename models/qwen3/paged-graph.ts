@@ -20,7 +20,7 @@ import { pagedAttention, pagedAttentionPlans } from '../../kernels/paged-attenti
 import { applyRotary, type RotaryTables, rotaryTables } from '../../kernels/rotary-embedding.js';
 import type { DecoderConfig } from './config.js';
 import type { DecoderGraphOptions } from './graph.js';
-import { decoderLayer, finalNorm, type HeadLayout, type LayerContext, type ResidualStream } from './decoder-layer.js';
+import { decoderLayer, finalNorm, type HeadLayout, type LayerContext, layerRotaries, type ResidualStream } from './decoder-layer.js';
 import { tiedEmbedding } from './tied-embedding.js';
 import type { DecoderWeights } from './weights.js';
 
@@ -34,9 +34,11 @@ export const FLAT_HEADS = (g: GraphBuilder, headDim: number): HeadLayout => ({
   rotate: (arranged, rotary) => g.op1('Reshape', [applyRotary(g, g.op1('Reshape', [arranged, g.ints([0, 0, 1, headDim])]), rotary), g.ints([0, 0, headDim])]),
 });
 
-/** RoPE inputs for FLAT_HEADS from flat `positionIds` [N]. */
-export const flatRotaryTables = (g: GraphBuilder, c: DecoderConfig, positionIds: string): RotaryTables =>
-  rotaryTables(g, g.op1('Unsqueeze', [positionIds, g.ints([1])]), c.headDim, c.ropeTheta, c.ropeInverseFrequencies);
+/** Each layer's RoPE inputs for FLAT_HEADS from flat `positionIds` [N] (undefined for a layer without RoPE). */
+export const flatLayerRotaries = (g: GraphBuilder, c: DecoderConfig, positionIds: string): ((layer: number) => RotaryTables | undefined) => {
+  const positions = g.op1('Unsqueeze', [positionIds, g.ints([1])]);
+  return layerRotaries(c, (rope) => rotaryTables(g, positions, c.headDim, c.ropeTheta, rope.inverseFrequencies, rope.attentionFactor));
+};
 
 export function buildPagedDecoderGraph(c: DecoderConfig, weights: DecoderWeights, precision: WeightPrecision, options: DecoderGraphOptions = {}): EncodedMessage {
   const docString = options.docString ?? 'Conveyor Qwen3-style decoder over a paged KV cache, deterministic random weights';
@@ -53,7 +55,7 @@ export function buildPagedDecoderGraph(c: DecoderConfig, weights: DecoderWeights
   const pools = Array.from({ length: c.numLayers }, (_, i) => ({ key: g.input(`key_cache.${i}`, kvType, poolDims), value: g.input(`value_cache.${i}`, kvType, poolDims) }));
 
   const embedding = tiedEmbedding(g, 'model.embed_tokens', weights.embedding, c, precision, weights.lmHead);
-  const context: LayerContext = { g, c, precision, rotary: flatRotaryTables(g, c, positionIds) };
+  const rotaryOf = flatLayerRotaries(g, c, positionIds);
   const windows = weights.layers.map((_, i) => c.layerSpecs?.[i]?.slidingWindow);
   const plans = pagedAttentionPlans(g, { queryStarts, queryLengths, pastLengths, blockTables, keyCache: pools[0]!.key, flatTokens: inputIds, groups: c.numHeads / c.numKvHeads }, windows);
   const layout = FLAT_HEADS(g, c.headDim);
@@ -74,6 +76,7 @@ export function buildPagedDecoderGraph(c: DecoderConfig, weights: DecoderWeights
       newKey: key,
       newValue: value,
     });
+    const context: LayerContext = { g, c, precision, rotary: rotaryOf(i) };
     const result = g.scope(`model.layers.${i}`, () => decoderLayer(context, hidden, layer, layout, attend));
     hidden = result.hidden;
     return result;

@@ -24,7 +24,7 @@ import type { EncodedMessage } from '../../kernels/onnx/protobuf-writer.js';
 import type { DecoderConfig } from './config.js';
 import { attentionInputs, finalNorm, layerOutput, type ResidualStream } from './decoder-layer.js';
 import type { DecoderGraphOptions } from './graph.js';
-import { FLAT_HEADS, flatRotaryTables } from './paged-graph.js';
+import { FLAT_HEADS, flatLayerRotaries } from './paged-graph.js';
 import { tiedEmbedding } from './tied-embedding.js';
 import type { DecoderWeights } from './weights.js';
 
@@ -40,8 +40,10 @@ export function buildPagedSegmentGraph(c: DecoderConfig, weights: DecoderWeights
   const g = new GraphBuilder(`qwen3_paged_segment_${segment}`, floatType, options.externalData);
   const flat = (name: string, width: number) => g.input(name, floatType, ['num_tokens', width]);
   const headDims = (count: number) => ['num_tokens', count, c.headDim];
-  // RoPE tables where a layer's q/k are computed: every segment but the last.
-  const rotary = segment < numLayers ? flatRotaryTables(g, c, g.input('position_ids', 'int64', ['num_tokens'])) : undefined;
+  // A layer's q/k are computed in every segment but the last; position_ids feed its RoPE (an input
+  // of every such segment, so the runner's feeds do not depend on the layer's RoPE).
+  const computesAttentionInputs = segment < numLayers;
+  const positionIds = computesAttentionInputs ? g.input('position_ids', 'int64', ['num_tokens']) : undefined;
   let hidden: ResidualStream;
   if (segment === 0) {
     hidden = tiedEmbedding(g, 'model.embed_tokens', weights.embedding, c, precision).lookup(g.input('input_ids', 'int64', ['num_tokens']));
@@ -50,7 +52,8 @@ export function buildPagedSegmentGraph(c: DecoderConfig, weights: DecoderWeights
     const previous = segment - 1;
     hidden = g.scope(`model.layers.${previous}`, () => layerOutput({ g, c, precision }, residual, attention, weights.layers[previous]!));
   }
-  if (rotary) {
+  if (positionIds) {
+    const rotary = flatLayerRotaries(g, c, positionIds)(segment);
     const { query, key, value, residual } = g.scope(`model.layers.${segment}`, () => attentionInputs({ g, c, precision, rotary }, hidden, weights.layers[segment]!, FLAT_HEADS(g, c.headDim)));
     g.output(residual, 'hidden', floatType, ['num_tokens', c.hiddenSize]);
     g.output(query, 'query', floatType, headDims(c.numHeads));

@@ -7,15 +7,21 @@ import { SeededRandom, seedFor } from '../../kernels/onnx/random.js';
 import type { DecoderConfig } from './config.js';
 
 export interface DecoderLayerWeights {
-  readonly inputNorm: Float32Array;
+  /** The attention block's input norm; absent where the norms come after each block only (OLMo 2). */
+  readonly inputNorm?: Float32Array;
   readonly q: LinearWeights;
   readonly k: LinearWeights;
   readonly v: LinearWeights;
   readonly o: LinearWeights;
-  /** Qwen3's per-head q / k RMSNorm; absent in LLaMA-family checkpoints. */
+  /** q / k RMSNorm: per head (Qwen3, Gemma 3: head_dim weights) or over the projection (OLMo 2); absent in LLaMA-family checkpoints. */
   readonly qNorm?: Float32Array;
   readonly kNorm?: Float32Array;
+  /** Pre-norm families: the MLP's input norm. Gemma 3 and OLMo 2: the norm of the attention block's output, before the residual add. */
   readonly postAttentionNorm: Float32Array;
+  /** Gemma 3: the MLP's input norm. */
+  readonly preFeedforwardNorm?: Float32Array;
+  /** Gemma 3 and OLMo 2: the norm of the MLP's output, before the residual add. */
+  readonly postFeedforwardNorm?: Float32Array;
   readonly gate: LinearWeights;
   readonly up: LinearWeights;
   readonly down: LinearWeights;

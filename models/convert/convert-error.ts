@@ -1,0 +1,1 @@
+export class ConvertError extends Error {}

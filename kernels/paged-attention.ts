@@ -74,14 +74,16 @@ export function pagedAttentionPlans(g: GraphBuilder, l: PagedLayout, windows: re
 
   const poolPositions = g.op1('Range', [g.ints(0), g.op1('Mul', [dim(l.blockTables, 1), dim(l.keyCache, 2)]), g.ints(1)]); // [T]
   const inPast = g.op1('Less', [row(poolPositions), column(l.pastLengths)]); // [S, T]
-  const causal = g.op1('LessOrEqual', [row(offsets), column(offsets)]); // [Qmax query, Qmax key]
+  // Built at first use, so a graph without windows has the nodes in the order it always had (same bytes).
+  let causalNode: string | undefined;
+  const causal = (): string => (causalNode ??= g.op1('LessOrEqual', [row(offsets), column(offsets)])); // [Qmax query, Qmax key]
   const byGroup = (x: string, axis: number): string => (l.groups === 1 ? x : g.op1('Tile', [x, g.ints(axis === 0 ? [l.groups, 1] : [1, l.groups, 1])]));
 
   const plans = new Map<number | undefined, PagedAttentionPlan>();
   for (const window of new Set(windows)) {
     if (window === undefined) {
       const pastVisible = g.op1('Unsqueeze', [inPast, g.ints([0, 2])]);
-      plans.set(window, { queryRows, outputRows, pastVisible, newVisible: g.op1('Unsqueeze', [byGroup(causal, 0), g.ints([0, 1])]), blockTables: l.blockTables });
+      plans.set(window, { queryRows, outputRows, pastVisible, newVisible: g.op1('Unsqueeze', [byGroup(causal(), 0), g.ints([0, 1])]), blockTables: l.blockTables });
       continue;
     }
     if (!Number.isInteger(window) || window < 1) throw new RangeError(`a sliding window is a positive whole number of positions, not ${window}`);
@@ -89,7 +91,7 @@ export function pagedAttentionPlans(g: GraphBuilder, l: PagedLayout, windows: re
     const queryPositions = g.op1('Add', [column(l.pastLengths), row(offsets)]); // [S, Qmax]
     const pastDistance = g.op1('Sub', [g.op1('Unsqueeze', [queryPositions, g.ints([2])]), g.op1('Unsqueeze', [poolPositions, g.ints([0, 1])])]); // [S, Qmax, T]
     const pastInWindow = g.op1('And', [g.op1('Unsqueeze', [inPast, g.ints([1])]), g.op1('Less', [pastDistance, g.ints(window)])]);
-    const newInWindow = g.op1('And', [causal, g.op1('Less', [g.op1('Sub', [column(offsets), row(offsets)]), g.ints(window)])]); // [Qmax, Qmax]
+    const newInWindow = g.op1('And', [causal(), g.op1('Less', [g.op1('Sub', [column(offsets), row(offsets)]), g.ints(window)])]); // [Qmax, Qmax]
     plans.set(window, {
       queryRows,
       outputRows,

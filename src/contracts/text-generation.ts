@@ -11,9 +11,9 @@ export interface ChatContentPart {
 }
 
 export interface ChatMessage {
-  /** system, developer (rendered as system), user, assistant or tool. */
+  /** system, developer (as system where the template drops or refuses developer), user, assistant or tool. */
   readonly role: string;
-  /** A string, or text parts (joined with newlines); null for an assistant turn with only tool calls. */
+  /** A string, or text parts (joined with newlines); null for an assistant turn with only tool calls (passed to the template as null). */
   readonly content?: string | readonly ChatContentPart[] | null;
   readonly name?: string;
   readonly tool_calls?: readonly unknown[];

@@ -1,6 +1,14 @@
 // Chat template rendering with @huggingface/jinja: the model's own template from
 // tokenizer_config.json (or chat_template.jinja), fed OpenAI-style messages normalized to what
 // templates expect (string content), the tokenizer's special tokens, tools and template kwargs.
+// What the template gets is what transformers' apply_chat_template gives it (the parity corpus,
+// test/integration/chat-template-parity.test.ts, checks it family by family), with two rules where
+// a template would mishandle what OpenAI clients send:
+//   - developer: kept where the template renders it; as system where the template drops the
+//     message or raises on it (probed once per template, DEVELOPER_PROBE);
+//   - content null (an assistant turn with only tool calls): passed as null, which templates
+//     test for (DeepSeek V3 writes the calls only for `content is none`); where the template
+//     raises on it, rendered again with "" instead (older Qwen3 and Llama 3 templates).
 
 import { Template } from '@huggingface/jinja';
 import { invalidArg } from '../errors.js';
@@ -19,8 +27,13 @@ export function selectChatTemplate(files: Pick<ModelFiles, 'chatTemplateFile' | 
   return (withTools ? named('tool_use') : undefined) ?? named('default') ?? field[0]!.template;
 }
 
+/** Text no template writes by itself: the developer probe looks for it in the output. */
+const DEVELOPER_PROBE = 'conveyor-developer-probe';
+
 export class ChatTemplate {
   private readonly template: Template;
+  /** Whether the template renders a developer message (else it gets it as system); probed on first use. */
+  private keepsDeveloper?: boolean;
 
   constructor(
     source: string,
@@ -41,6 +54,8 @@ export class ChatTemplate {
     const tools = options.tools ?? null;
     if (tools !== null && !Array.isArray(tools)) throw invalidArg('tools must be an array', 'tools');
     const userText = escapeUserText ? (value: unknown) => escapeDeep(value, escapeUserText) : (value: unknown) => value;
+    let normalized = normalizeMessages(messages);
+    if (!this.rendersDeveloper()) normalized = normalized.map((m) => (m.role === 'developer' ? { ...m, role: 'system' } : m));
     const context: Record<string, unknown> = {
       ...this.specialTokens,
       add_generation_prompt: options.addGenerationPrompt ?? true,
@@ -48,13 +63,38 @@ export class ChatTemplate {
       tools: tools && tools.length > 0 ? userText(tools) : null,
       // As vLLM does, request kwargs may override the defaults above (a kwarg's name is no text the template renders).
       ...Object.fromEntries(Object.entries(kwargs).map(([name, value]) => [name, userText(value)])),
-      messages: normalizeMessages(messages).map(userText),
+      messages: normalized.map(userText),
     };
     try {
       return this.template.render(context);
     } catch (error) {
+      // A template that cannot take null content (`'</think>' in content`, `content | trim`) gets "" for it.
+      if (normalized.some((m) => m.content === null)) {
+        const emptied = normalized.map((m) => (m.content === null ? { ...m, content: '' } : m));
+        try {
+          return this.template.render({ ...context, messages: emptied.map(userText) });
+        } catch {
+          // The template's first refusal says more.
+        }
+      }
       throw invalidArg(`the chat template rejected the messages: ${error instanceof Error ? error.message : String(error)}`, 'messages');
     }
+  }
+
+  /** True when a developer message shows in the prompt; false when the template drops it or raises. */
+  private rendersDeveloper(): boolean {
+    if (this.keepsDeveloper === undefined) {
+      const probe = [
+        { role: 'developer', content: DEVELOPER_PROBE },
+        { role: 'user', content: 'Hi' },
+      ];
+      try {
+        this.keepsDeveloper = this.template.render({ ...this.specialTokens, add_generation_prompt: true, tools: null, messages: probe }).includes(DEVELOPER_PROBE);
+      } catch {
+        this.keepsDeveloper = false;
+      }
+    }
+    return this.keepsDeveloper;
   }
 }
 
@@ -96,13 +136,14 @@ export function normalizeMessages(messages: unknown): Record<string, unknown>[] 
     // Clients send an assistant turn's thinking as reasoning_content or as reasoning; templates read reasoning_content.
     const thinking = rest.reasoning_content ?? reasoning;
     if (thinking !== undefined && thinking !== null && typeof thinking !== 'string') throw invalidArg(`messages[${i}].reasoning_content must be a string`, 'messages');
-    // OpenAI's developer role replaces system for newer models; templates only know system.
-    return { ...rest, ...(typeof thinking === 'string' ? { reasoning_content: thinking } : {}), role: role === 'developer' ? 'system' : role, content: contentText(content, i) };
+    // developer stays developer here; ChatTemplate.render makes it system for templates that would drop or refuse it.
+    return { ...rest, ...(typeof thinking === 'string' ? { reasoning_content: thinking } : {}), role, content: contentText(content, i) };
   });
 }
 
-function contentText(content: unknown, i: number): string {
-  if (content === undefined || content === null) return '';
+/** The content as a string; null (or absent) stays null, as transformers passes None to the template. */
+function contentText(content: unknown, i: number): string | null {
+  if (content === undefined || content === null) return null;
   if (typeof content === 'string') return content;
   if (!Array.isArray(content)) throw invalidArg(`messages[${i}].content must be a string or an array of content parts`, 'messages');
   return content

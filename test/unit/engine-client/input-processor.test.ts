@@ -113,7 +113,7 @@ describe('Qwen3 chat template', () => {
     expect(qwen3.applyChatTemplate([{ role: 'user', content: 'x' }], { tools: [] })).toBe('<|im_start|>user\nx<|im_end|>\n<|im_start|>assistant\n');
   });
 
-  it('renders the developer role as system', () => {
+  it('renders the developer role as system for a template that would drop it (Qwen3)', () => {
     expect(
       qwen3.applyChatTemplate(
         [
@@ -123,6 +123,35 @@ describe('Qwen3 chat template', () => {
         { addGenerationPrompt: false },
       ),
     ).toBe('<|im_start|>system\nRules.<|im_end|>\n<|im_start|>user\nGo<|im_end|>\n');
+  });
+
+  it('keeps developer for a template that renders it, passes null content through, and gives "" where the template cannot take null', () => {
+    const withTemplate = (template: string) => InputProcessor.fromFiles({ ...qwen3Files(), chatTemplateFile: template }, {}, qwen3Tokenizer());
+    // A template that writes every role (as Llama 3's do) gets developer as it is.
+    const generic = withTemplate("{% for m in messages %}[{{ m.role }}:{{ m.content if m.content is not none else 'NONE' }}]{% endfor %}");
+    expect(
+      generic.applyChatTemplate([
+        { role: 'developer', content: 'Rules.' },
+        { role: 'user', content: 'Go' },
+        { role: 'assistant', content: null, tool_calls: [] },
+      ]),
+    ).toBe('[developer:Rules.][user:Go][assistant:NONE]');
+    // One that raises on developer gets it as system (Gemma 3's role check does).
+    const strict = withTemplate("{% for m in messages %}{% if m.role not in ['system', 'user', 'assistant'] %}{{ raise_exception('bad role') }}{% endif %}[{{ m.role }}]{% endfor %}");
+    expect(
+      strict.applyChatTemplate([
+        { role: 'developer', content: 'Rules.' },
+        { role: 'user', content: 'Go' },
+      ]),
+    ).toBe('[system][user]');
+    // One that cannot take null content (`content | trim`) renders it as "".
+    const trimming = withTemplate('{% for m in messages %}[{{ m.content | trim }}]{% endfor %}');
+    expect(
+      trimming.applyChatTemplate([
+        { role: 'user', content: ' Go ' },
+        { role: 'assistant', content: null },
+      ]),
+    ).toBe('[Go][]');
   });
 
   it('rejects malformed messages naming messages', () => {

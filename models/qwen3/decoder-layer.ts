@@ -96,9 +96,10 @@ export function attentionInputs(
   layout: HeadLayout,
 ): { query: string; key: string; value: string; residual: string } {
   const variant = variantOf(c);
-  // OLMo 2 norms only each block's output: the attention reads the stream itself.
-  const { stream: residual, normed } =
-    variant.norms === 'post' || !w.inputNorm ? unnormed(materialize(g, x)) : g.scope('input_layernorm', () => normalizeStream(g, x, g.weight('weight', [c.hiddenSize], w.inputNorm!), c.rmsNormEps));
+  // OLMo 2 norms only each block's output: the attention reads the stream itself. Read once: a
+  // converted checkpoint's weights are getters that read the tensor each time.
+  const inputNorm = variant.norms === 'post' ? undefined : w.inputNorm;
+  const { stream: residual, normed } = inputNorm ? g.scope('input_layernorm', () => normalizeStream(g, x, g.weight('weight', [c.hiddenSize], inputNorm), c.rmsNormEps)) : unnormed(materialize(g, x));
   return g.scope('self_attn', () => {
     // q/k RMSNorm before RoPE: per head over head_dim (Qwen3, Gemma 3), or over the whole
     // projection before it is split into heads (OLMo 2). LLaMA, Qwen2 and Mistral have none.

@@ -47,6 +47,8 @@ export function buildDecoderGraph(c: DecoderConfig, weights: DecoderWeights, pre
 
   const embedding = tiedEmbedding(g, 'model.embed_tokens', weights.embedding, c, precision, weights.lmHead);
   const rotaryOf = layerRotaries(c, (rope) => rotaryTables(g, positionIds, c.headDim, c.ropeTheta, rope.inverseFrequencies, rope.attentionFactor));
+  // Every distinct RoPE's tables up front, before the masks: the graph's node order (and bytes) stay as they were before RoPE became per layer.
+  for (let layer = 0; layer < c.numLayers; layer++) rotaryOf(layer);
   const windows = weights.layers.map((_, i) => c.layerSpecs?.[i]?.slidingWindow);
   const masks = new Map([...new Set(windows)].map((window) => [window, causalMask(g, attentionMask, inputIds, c.numHeads / c.numKvHeads, window)]));
   const layout = OPTIMUM_HEADS(g, c.headDim);

@@ -56,6 +56,8 @@ export function buildPagedDecoderGraph(c: DecoderConfig, weights: DecoderWeights
 
   const embedding = tiedEmbedding(g, 'model.embed_tokens', weights.embedding, c, precision, weights.lmHead);
   const rotaryOf = flatLayerRotaries(g, c, positionIds);
+  // Every distinct RoPE's tables up front, before the masks: the graph's node order (and bytes) stay as they were before RoPE became per layer.
+  for (let layer = 0; layer < c.numLayers; layer++) rotaryOf(layer);
   const windows = weights.layers.map((_, i) => c.layerSpecs?.[i]?.slidingWindow);
   const plans = pagedAttentionPlans(g, { queryStarts, queryLengths, pastLengths, blockTables, keyCache: pools[0]!.key, flatTokens: inputIds, groups: c.numHeads / c.numKvHeads }, windows);
   const layout = FLAT_HEADS(g, c.headDim);

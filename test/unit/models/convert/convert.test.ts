@@ -10,7 +10,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { convertCheckpoint, type DecoderGraphBuilder, writeDecoderModel } from '../../../../models/convert/convert.js';
 import { buildPagedDecoderGraph } from '../../../../models/qwen3/paged-graph.js';
 import { pagedVariantFile } from '../../../../src/repository/variants.js';
-import { scaledInverseFrequencies } from '../../../../models/convert/rope-scaling.js';
+import { resolveRope } from '../../../../models/convert/rope-scaling.js';
 import { decodeToFloat32 } from '../../../../models/convert/safetensors.js';
 import { encodeFromFloat32, writeSafetensorsCheckpoint } from '../../../../models/convert/safetensors-writer.js';
 import { checkpointTensors, writeQwen3Checkpoint } from '../../../../models/qwen3/checkpoint.js';
@@ -37,7 +37,7 @@ const mapWeights = (w: DecoderWeights, f: (x: Float32Array) => Float32Array): De
     finalNorm: f(w.finalNorm),
     ...(w.lmHead ? { lmHead: f(w.lmHead) } : {}),
     layers: w.layers.map((l) => ({
-      inputNorm: f(l.inputNorm),
+      ...(l.inputNorm ? { inputNorm: f(l.inputNorm) } : {}),
       postAttentionNorm: f(l.postAttentionNorm),
       ...(l.qNorm && l.kNorm ? { qNorm: f(l.qNorm), kNorm: f(l.kNorm) } : {}),
       q: linear(l.q),
@@ -152,7 +152,7 @@ describe('conveyor convert: LLaMA-family naming', () => {
     const [hf, out] = [fresh(), fresh()];
     await writeQwen3Checkpoint(hf, small, llamaWeights, { config: llamaConfig('LlamaForCausalLM', 'llama') });
     const result = await convertCheckpoint(hf, out);
-    expect(result.plan).toMatchObject({ architecture: 'LlamaForCausalLM', qkNorm: false, tiedEmbeddings: false });
+    expect(result.plan).toMatchObject({ architecture: 'LlamaForCausalLM', variant: { qkNorm: 'none' }, tiedEmbeddings: false });
     expect(await isSameModel(out, result.modelFile, llamaWeights, 'fp32')).toBe(true);
   });
 
@@ -161,7 +161,8 @@ describe('conveyor convert: LLaMA-family naming', () => {
     const ropeScaling = { rope_type: 'llama3', factor: 8, low_freq_factor: 1, high_freq_factor: 4, original_max_position_embeddings: 64 };
     await writeQwen3Checkpoint(hf, small, llamaWeights, { config: { ...llamaConfig('LlamaForCausalLM', 'llama'), rope_scaling: ropeScaling } });
     const result = await convertCheckpoint(hf, out);
-    const scaled = scaledInverseFrequencies(ropeScaling, small.headDim, small.ropeTheta)!;
+    const scaled = resolveRope({ ...ropeScaling, rope_theta: small.ropeTheta }, { headDim: small.headDim, maxPositionEmbeddings: small.maxPositionEmbeddings, source: 'rope_scaling' }).rope
+      .inverseFrequencies;
     expect(await isSameModel(out, result.modelFile, llamaWeights, 'fp32', { ...small, ropeInverseFrequencies: scaled })).toBe(true);
     expect(await isSameModel(out, result.modelFile, llamaWeights, 'fp32')).toBe(false);
   });
@@ -219,7 +220,9 @@ describe('conveyor convert: bad checkpoints get a clear error', () => {
 
   it('unsupported config features are refused by name', async () => {
     const hf = fresh();
-    await writeQwen3Checkpoint(hf, small, weights, { config: { ...hfConfig(small), rope_scaling: { rope_type: 'yarn', factor: 4 } } });
-    await expect(convertCheckpoint(hf, fresh())).rejects.toThrow(/rope_scaling type "yarn" is not supported yet/);
+    await writeQwen3Checkpoint(hf, small, weights, { config: { ...hfConfig(small), rope_scaling: { rope_type: 'mrope', mrope_section: [4, 2, 2] } } });
+    await expect(convertCheckpoint(hf, fresh())).rejects.toThrow(/rope_scaling type "mrope" is not supported/);
+    await writeQwen3Checkpoint(hf, small, weights, { config: { ...hfConfig(small), quantization_config: { quant_method: 'gptq', bits: 4 } } });
+    await expect(convertCheckpoint(hf, fresh())).rejects.toThrow(/'quantization_config' is not understood by conveyor convert for Qwen3ForCausalLM/);
   });
 });

@@ -172,7 +172,7 @@ def v4_config(config):
         full, local = dict(rope["full_attention"]), rope["sliding_attention"]
         old["rope_theta"] = full.pop("rope_theta")
         old["rope_local_base_freq"] = local["rope_theta"]
-        old["rope_scaling"] = None if full.get("rope_type") == "default" else {**full, "type": full["rope_type"]}
+        old["rope_scaling"] = None if full.get("rope_type") == "default" else full  # {"factor": 8.0, "rope_type": "linear"}, as Gemma 3 4B's
         # The first Gemma3 release wrote the pattern, not the list of layer types.
         old["sliding_window_pattern"] = GEMMA3_PATTERN
         old.pop("_sliding_window_pattern", None)
@@ -185,14 +185,30 @@ def v4_config(config):
         if factor != 1.0 or config["model_type"] == "phi3":
             old["partial_rotary_factor"] = factor
     kind = rope.get("rope_type", "default")
-    if config["model_type"] == "phi3" and kind == "longrope":
-        # Phi-3's rope_scaling kept the pretraining length top-level, not inside.
-        rope.pop("original_max_position_embeddings", None)
-    old["rope_scaling"] = None if kind == "default" else {**rope, "type": kind}
+    if kind == "default":
+        old["rope_scaling"] = None
+    elif config["model_type"] == "phi3":
+        # Phi-3's rope_scaling was exactly {type, short_factor, long_factor} (4.x validated that),
+        # with original_max_position_embeddings top-level.
+        old["rope_scaling"] = {"type": kind, "short_factor": rope["short_factor"], "long_factor": rope["long_factor"]}
+    else:
+        old["rope_scaling"] = rope  # e.g. Llama 3.1's {"rope_type": "llama3", "factor": 8.0, ...}
     # 4.x LLaMA/Mistral/Qwen never wrote layer_types (Qwen2/3 only from 4.53; their releases did not).
     if config["model_type"] in ("llama", "mistral", "qwen2", "qwen3", "granite", "olmo2"):
         old.pop("layer_types", None)
     return old
+
+
+def check_same_meaning(v5, v4):
+    """transformers must read the 4.x layout as the same RoPE and layer types as its own."""
+    def meaning(directory):
+        config = transformers.AutoConfig.from_pretrained(directory)
+        strip = lambda d: {k: v for k, v in d.items() if k != "type"} if isinstance(d, dict) else d
+        rope = config.rope_parameters
+        rope = {k: strip(v) for k, v in rope.items()} if all(isinstance(v, dict) for v in rope.values()) else strip(rope)
+        return rope, getattr(config, "layer_types", None), getattr(config, "no_rope_layers", None)
+    if meaning(v5) != meaning(v4):
+        raise SystemExit(f"{v4}: transformers reads the 4.x config differently: {meaning(v4)} vs {meaning(v5)}")
 
 
 def reference(model, prompts):
@@ -242,6 +258,7 @@ def main():
             saved = json.load(f)
         with open(os.path.join(v4, "config.json"), "w") as f:
             json.dump(v4_config(saved), f, indent=2)
+        check_same_meaning(v5, v4)
         # Prompts (and their 24 new tokens) that fit the model's context.
         prompts = [p for p in all_prompts if len(p) + MAX_NEW_TOKENS <= config.max_position_embeddings]
         with torch.no_grad():

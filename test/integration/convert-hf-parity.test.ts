@@ -58,7 +58,7 @@ interface Served {
   /** Why the request failed (then no tokens). */
   readonly error?: string;
 }
-/** One converted export: the case, the layouts it stands for, and the repository names per backend. */
+/** One converted export: the case, the layouts it stands for (one, or both when they converted to the same bytes), served as `${name}-${backend tag}`. */
 interface Export {
   readonly name: string;
   readonly caseName: string;

@@ -10,6 +10,7 @@ import { ConvertError } from './convert-error.js';
 const IGNORED_FIELDS = new Set([
   // Bookkeeping and loading.
   '_name_or_path',
+  '_model_name_or_path',
   'transformers_version',
   'auto_map',
   '_commit_hash',
@@ -51,6 +52,9 @@ const IGNORED_FIELDS = new Set([
   'eos_token_id',
   'pad_token_id',
   'sep_token_id',
+  'unk_token_id',
+  'cls_token_id',
+  'mask_token_id',
   'decoder_start_token_id',
   'prefix',
   'task_specific_params',

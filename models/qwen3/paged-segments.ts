@@ -64,7 +64,8 @@ export function buildPagedSegmentGraph(c: DecoderConfig, weights: DecoderWeights
     const normed = finalNorm(g, c, hidden, weights.finalNorm);
     const sampled = g.op1('Gather', [normed, logitsIndices], { axis: 0 });
     // The table that serves the logits: the checkpoint's own lm_head where untied, else the embedding.
-    const head = tiedEmbedding(g, weights.lmHead ? 'lm_head' : 'model.embed_tokens', weights.lmHead ?? weights.embedding, c, precision);
+    const lmHead = weights.lmHead; // read once: a converted checkpoint's getter reads the tensor each time
+    const head = tiedEmbedding(g, lmHead ? 'lm_head' : 'model.embed_tokens', lmHead ?? weights.embedding, c, precision);
     g.output(head.lmHeadRows(sampled), 'logits', floatType, ['num_logits', c.vocabSize]);
     greedyTokens(g, normed, head.lmHeadRows);
   }

@@ -41,7 +41,10 @@ export function chatToolPlan(body: Body, model: LlmModel): ChatToolPlan {
   const constrained = constrainedToolCalls(request);
   if (constrained !== null) return { tools: request.tools, format: constrained.format, maxCalls, grammar: constrained.grammar };
   if (model.toolCallParser === null) {
-    throw invalidArg(`model '${model.name}' has no tool_call_parser parameter, so its tool calls cannot be read; tool_choice "auto" needs one (hermes, llama3_json or mistral)`, 'tools');
+    throw invalidArg(
+      `model '${model.name}' has no tool_call_parser (none set, or auto found no tool-call format in its chat template), so its tool calls cannot be read; tool_choice "auto" needs one (${Object.keys(TOOL_CALL_FORMATS).join(', ')})`,
+      'tools',
+    );
   }
   return { tools: request.tools, format: TOOL_CALL_FORMATS[model.toolCallParser], maxCalls };
 }

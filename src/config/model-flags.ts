@@ -81,7 +81,7 @@ export const MODEL_FLAGS = {
     kind: 'parser',
     example: 'hermes',
     metavar: 'NAME',
-    help: 'how the model writes tool calls: hermes (Qwen), llama3_json, mistral (without it, tools with tool_choice auto are refused)',
+    help: 'how the model writes tool calls: auto (the default: the format its chat template shows, logged at load), hermes (Qwen), llama3_json, pythonic (Llama 3.2), tool_code (Gemma), deepseek_v3, mistral; none found, tools with tool_choice auto are refused',
   },
   reasoningParser: {
     flag: '--reasoning-parser',

@@ -91,6 +91,11 @@ export class InputProcessor {
     return new InputProcessor(tokenizer, files, options);
   }
 
+  /** The chat template's source (the tool-use one where the model names one), or null; tool_call_parser auto reads it. */
+  chatTemplateSource(): string | null {
+    return selectChatTemplate(this.files, true);
+  }
+
   /** The chat prompt as text, exactly as the model's template renders it. */
   applyChatTemplate(messages: readonly ChatMessage[], options: ChatTemplateOptions = {}): string {
     return this.renderChat(messages, options, undefined);

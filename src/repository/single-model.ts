@@ -59,7 +59,8 @@ export async function singleModelRepository(modelDir: string, servedName?: strin
   }
   // Written whole then renamed, so two servers starting on the same model never read half a file.
   const staging = join(modelRoot, `.config.pbtxt.${process.pid}`);
-  await writeFile(staging, singleModelConfig(name, variant.precision, parameters));
+  // Without --tool-call-parser the parser is the one the chat template shows (logged when the model loads).
+  await writeFile(staging, singleModelConfig(name, variant.precision, { ...parameters, toolCallParser: parameters.toolCallParser ?? 'auto' }));
   await rename(staging, join(modelRoot, 'config.pbtxt'));
   return { root, name };
 }

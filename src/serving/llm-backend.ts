@@ -29,7 +29,7 @@ import type { SchedulingPolicy, SequenceUpdate } from '../contracts/generate.js'
 import type { GenerationEvent, ProcessedRequest } from '../contracts/text-generation.js';
 import type { BackendLoadRequest, ServedModel } from './served-model.js';
 import { DEFAULT_LIMITS } from '../config/limits.js';
-import { isToolCallParserName, TOOL_CALL_FORMATS, type ToolCallParserName } from '../tool-calls/index.js';
+import { detectToolCallParser, isToolCallParserName, TOOL_CALL_FORMATS, type ToolCallParserName } from '../tool-calls/index.js';
 import { isReasoningParserName, REASONING_FORMATS, type ReasoningParserName, type ReasoningPlan } from '../reasoning/index.js';
 
 /** A generation request before tokenization: the prompt and the unchecked generation parameters of any front end. */
@@ -59,12 +59,16 @@ function schedulingPolicy(config: ModelConfig): SchedulingPolicy {
   throw invalidArg(`parameter scheduling_policy must be ${Object.keys(SCHEDULING_POLICIES).join(' or ')}, got '${raw}'`);
 }
 
-/** vLLM's --tool-call-parser: how this model writes tool calls (hermes, llama3_json, mistral); absent, tool_choice auto is refused. */
-export function toolCallParserOf(config: ModelConfig): ToolCallParserName | null {
+/**
+ * vLLM's --tool-call-parser: how this model writes tool calls (a TOOL_CALL_FORMATS name, or auto:
+ * the one its chat template shows, `chatTemplate`); absent or none found, tool_choice auto is refused.
+ */
+export function toolCallParserOf(config: ModelConfig, chatTemplate: string | null = null): ToolCallParserName | null {
   const raw = parameter(config, 'tool_call_parser');
   if (raw === undefined || raw === '') return null;
+  if (raw === 'auto') return detectToolCallParser(chatTemplate);
   if (isToolCallParserName(raw)) return raw;
-  throw invalidArg(`parameter tool_call_parser must be one of ${Object.keys(TOOL_CALL_FORMATS).join(', ')}, got '${raw}'`);
+  throw invalidArg(`parameter tool_call_parser must be one of auto, ${Object.keys(TOOL_CALL_FORMATS).join(', ')}, got '${raw}'`);
 }
 
 /** vLLM's --reasoning-parser: how this model marks its thinking block (qwen3, deepseek_r1); absent, output has no reasoning part. */
@@ -161,6 +165,10 @@ export async function loadLlmModel(request: BackendLoadRequest): Promise<LlmMode
   }).catch((error: unknown) => {
     throw new ConveyorError('INVALID_ARG', redactPaths((error as Error).message, [[versionDir, versionRoot.display]]));
   });
+  if (parameter(config, 'tool_call_parser') === 'auto') {
+    const chosen = toolCallParserOf(config, processor.chatTemplateSource());
+    log(`tool_call_parser auto: ${chosen ?? 'none (the chat template shows no tool-call format; tool_choice auto is refused)'}`);
+  }
   const engine = await EngineClient.start(
     {
       modelPath: model.path,
@@ -229,7 +237,7 @@ export class LlmModel implements ServedModel {
     private readonly limits: { readonly maxRequestSecs: number } = { maxRequestSecs: 0 },
   ) {
     this.stats = new ModelStatsRecorder(name, String(version));
-    this.toolCallParser = toolCallParserOf(config);
+    this.toolCallParser = toolCallParserOf(config, processor.chatTemplateSource());
     this.reasoningParser = reasoningParserOf(config);
     this.variant = servedVariant(config, 'onnx/model.onnx');
   }

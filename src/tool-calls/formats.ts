@@ -20,10 +20,10 @@ export interface ToolCallFormat {
   parse(text: string, final: boolean): ParsedOutput;
 }
 
-const output = (content: string, calls: readonly ParsedToolCall[]): ParsedOutput => ({ content: /\S/.test(content) ? content : '', calls });
+export const output = (content: string, calls: readonly ParsedToolCall[]): ParsedOutput => ({ content: /\S/.test(content) ? content : '', calls });
 
 /** Content up to the end of the text, less a tail that may yet become `marker`. */
-const releasable = (text: string, final: boolean, marker: string): string => (final ? text : text.slice(0, text.length - heldPrefixLength(text, marker)));
+export const releasable = (text: string, final: boolean, marker: string): string => (final ? text : text.slice(0, text.length - heldPrefixLength(text, marker)));
 
 const HERMES_OPEN = '<tool_call>';
 const HERMES_CLOSE = '</tool_call>';
@@ -142,8 +142,3 @@ export const llama3Json: ToolCallFormat = {
     }
   },
 };
-
-export const TOOL_CALL_FORMATS = { hermes, llama3_json: llama3Json, mistral } as const;
-export type ToolCallParserName = keyof typeof TOOL_CALL_FORMATS;
-
-export const isToolCallParserName = (name: string): name is ToolCallParserName => Object.hasOwn(TOOL_CALL_FORMATS, name);

@@ -48,6 +48,10 @@ describe('serve --model with vLLM flags', () => {
     expect(metadata).toMatchObject({ status: 200, body: { name: MODEL, parameters: { precision: 'int8', model_file: 'onnx/model_quantized.onnx' } } });
   });
 
+  it('without --tool-call-parser the parser is auto: the one the chat template shows, in the load log', async () => {
+    expect(server.lines.some((line) => line.msg === `${MODEL}:1: tool_call_parser auto: hermes`)).toBe(true);
+  });
+
   it("--max-model-len is the context served: the model card says it, and a longer request gets OpenAI's 400", async () => {
     const models = await json('/v1/models');
     expect(models.body['data']).toEqual([expect.objectContaining({ id: MODEL, max_model_len: MAX_MODEL_LEN })]);

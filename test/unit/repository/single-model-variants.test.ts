@@ -37,6 +37,16 @@ describe('serve --model precision choice', () => {
     expect(await precisionServed(await exportHolding('model_bnb4.onnx'))).toBe('bnb4');
   });
 
+  it('writes tool_call_parser auto unless --tool-call-parser names one', async () => {
+    const parser = async (parameters: SingleModelParameters) => {
+      const { root, name } = await singleModelRepository(await exportHolding('model.onnx'), undefined, parameters);
+      made.push(root);
+      return /key: "tool_call_parser" value: \{ string_value: "([^"]+)" \}/.exec(await readFile(join(root, name, 'config.pbtxt'), 'utf8'))?.[1];
+    };
+    expect(await parser({})).toBe('auto');
+    expect(await parser({ toolCallParser: 'llama3_json' })).toBe('llama3_json');
+  });
+
   it('names every file it looked for when the export has none', async () => {
     await expect(singleModelRepository(await exportHolding('model_weird.onnx'))).rejects.toThrow(
       /no onnx\/model\.onnx, .*onnx\/model_int8\.onnx, .*onnx\/model_q4\.onnx, onnx\/model_q4f16\.onnx, onnx\/model_bnb4\.onnx$/,

@@ -24,6 +24,15 @@ describe('reasoning_parser', () => {
     expect(() => toolCallParserOf(withParameter('tool_call_parser', 'qwen3'))).toThrow(/tool_call_parser must be one of/);
   });
 
+  it('tool_call_parser auto reads the chat template: hermes for <tool_call>, none where it shows no format', () => {
+    const auto = withParameter('tool_call_parser', 'auto');
+    expect(toolCallParserOf(auto, '{{ "<tool_call>" }}')).toBe('hermes');
+    expect(toolCallParserOf(auto, '{{ "<｜tool▁calls▁begin｜>" }}')).toBe('deepseek_v3');
+    expect(toolCallParserOf(auto, '{{ messages }}')).toBeNull();
+    expect(toolCallParserOf(auto, null)).toBeNull();
+    expect(toolCallParserOf(withParameter('tool_call_parser', 'pythonic'))).toBe('pythonic');
+  });
+
   it('serve --model --reasoning-parser / --tool-call-parser / --attention-backend write their parameters into the generated config', () => {
     const config = parseModelConfig(singleModelConfig('m', 'fp32', { toolCallParser: 'hermes', reasoningParser: 'deepseek_r1', attentionBackend: 'paged' }), 'config.pbtxt', 'm');
     expect(reasoningParserOf(config)).toBe('deepseek_r1');

@@ -7,7 +7,8 @@ import { DECODER_PRECISIONS } from '../common/model-files.js';
 
 export const CONVERT_USAGE = `conveyor convert <hf-dir> <out-dir> [options]
   Reads a Hugging Face checkpoint (config.json, *.safetensors or sharded with
-  model.safetensors.index.json, F32/F16/BF16; LLaMA, Mistral, Qwen2, Qwen3) and writes a
+  model.safetensors.index.json, F32/F16/BF16; LLaMA, Mistral, Qwen2, Qwen3, Gemma 3, Phi-3,
+  SmolLM3, Granite, OLMo 2) and writes a
   directory \`conveyor serve --model <out-dir>\` serves (onnx/model*.onnx, config and tokenizer files).
   --precision P   fp32 | fp16 | int8 | q4 | q4f16 (default fp32): onnx/model.onnx, model_fp16.onnx, model_quantized.onnx, model_q4.onnx, model_q4f16.onnx
   --paged         also write the paged-attention graph on the same weights (onnx/model_paged.onnx, model_paged_fp16.onnx, ...),

@@ -7,34 +7,8 @@
 import { readFileSync } from 'node:fs';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { ParsedToolCall } from '../../../src/contracts/tools.js';
-import { deepseekV3, detectToolCallParser, hermes, llama3Json, parseToolCalls, pythonic, ToolCallStream, toolCode, type ToolCallDelta, type ToolCallFormat } from '../../../src/tool-calls/index.js';
-
-const ids = () => {
-  let n = 0;
-  return () => `call_${n++}`;
-};
-
-function accumulate(deltas: readonly ToolCallDelta[]): { content: string | null; calls: ParsedToolCall[] } {
-  let content = '';
-  const calls: { name: string; arguments: string }[] = [];
-  for (const d of deltas) {
-    if (d.kind === 'content') content += d.text;
-    else if (d.kind === 'call') calls[d.index] = { name: d.name, arguments: '' };
-    else calls[d.index]!.arguments += d.text;
-  }
-  return { content: content === '' ? null : content, calls };
-}
-
-function whole(format: ToolCallFormat, text: string) {
-  const parsed = parseToolCalls(format, text, { newId: ids() });
-  return { content: parsed.content, calls: parsed.toolCalls.map((c) => c.function) };
-}
-
-function streamed(format: ToolCallFormat, chunks: readonly string[]) {
-  const stream = new ToolCallStream(format, { newId: ids() });
-  return accumulate([...chunks.flatMap((c) => stream.push(c)), ...stream.finish()]);
-}
+import { ids, streamed, whole } from '../../support/tool-calls.js';
+import { deepseekV3, detectToolCallParser, hermes, llama3Json, pythonic, ToolCallStream, toolCode, type ToolCallFormat } from '../../../src/tool-calls/index.js';
 
 /** Reads `text` whole, and checks that every two-chunk split and the one-character stream read the same. */
 function read(format: ToolCallFormat, text: string) {

@@ -4,35 +4,9 @@
 
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import { ids, streamed, whole } from '../../support/tool-calls.js';
 import type { ParsedToolCall } from '../../../src/contracts/tools.js';
-import { hermes, llama3Json, mistral, parseToolCalls, ToolCallStream, type ToolCallDelta, type ToolCallFormat } from '../../../src/tool-calls/index.js';
-
-const ids = () => {
-  let n = 0;
-  return () => `call_${n++}`;
-};
-
-/** What a client ends with after applying every delta (content concatenated; calls by index, arguments concatenated). */
-function accumulate(deltas: readonly ToolCallDelta[]): { content: string | null; calls: ParsedToolCall[] } {
-  let content = '';
-  const calls: { name: string; arguments: string }[] = [];
-  for (const d of deltas) {
-    if (d.kind === 'content') content += d.text;
-    else if (d.kind === 'call') calls[d.index] = { name: d.name, arguments: '' };
-    else calls[d.index]!.arguments += d.text;
-  }
-  return { content: content === '' ? null : content, calls };
-}
-
-function streamed(format: ToolCallFormat, chunks: readonly string[]) {
-  const stream = new ToolCallStream(format, { newId: ids() });
-  return accumulate([...chunks.flatMap((c) => stream.push(c)), ...stream.finish()]);
-}
-
-function whole(format: ToolCallFormat, text: string) {
-  const parsed = parseToolCalls(format, text, { newId: ids() });
-  return { content: parsed.content, calls: parsed.toolCalls.map((c) => c.function) };
-}
+import { hermes, llama3Json, mistral, ToolCallStream, type ToolCallFormat } from '../../../src/tool-calls/index.js';
 
 describe('hermes', () => {
   it('reads calls and keeps the text around them as content', () => {

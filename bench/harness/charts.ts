@@ -18,6 +18,8 @@ interface ChartBase {
 export interface BarChartRequest extends ChartBase {
   readonly kind: 'bar';
   readonly value: (result: CaseResult) => number;
+  /** Bar category of a result; defaults to its point. */
+  readonly categoryOf?: (result: CaseResult) => string;
 }
 
 export interface LineChartRequest extends ChartBase {
@@ -42,11 +44,12 @@ export function renderChart(request: ChartRequest, results: readonly CaseResult[
   const seriesOf = request.seriesOf ?? ((r: CaseResult) => `${r.group} ${r.variant}`);
   const names = unique(selected.map(seriesOf));
   if (request.kind === 'bar') {
-    const categories = unique(selected.map((r) => r.point));
+    const categoryOf = request.categoryOf ?? ((r: CaseResult) => r.point);
+    const categories = unique(selected.map(categoryOf));
     const series = names.map((name) => ({
       name,
       values: categories.map((category) => {
-        const hit = selected.find((r) => seriesOf(r) === name && r.point === category);
+        const hit = selected.find((r) => seriesOf(r) === name && categoryOf(r) === category);
         return hit ? request.value(hit) : null;
       }),
     }));

@@ -2,6 +2,7 @@
 
 import type { Scenario } from '../harness/scenario.js';
 import { engineScenario } from './engine/scenario.js';
+import { familiesScenario } from './families/scenario.js';
 import { forwardScenario } from './forward/scenario.js';
 import { inferScenario } from './infer/scenario.js';
 import { precisionScenario } from './precision/scenario.js';
@@ -10,4 +11,14 @@ import { soakScenario } from './soak/scenario.js';
 import { streamingScenario } from './streaming/scenario.js';
 import { structuredScenario } from './structured/scenario.js';
 
-export const SCENARIOS: readonly Scenario[] = [forwardScenario(), inferScenario(), engineScenario(), serveScenario(), streamingScenario(), structuredScenario(), precisionScenario(), soakScenario()];
+export const SCENARIOS: readonly Scenario[] = [
+  forwardScenario(),
+  inferScenario(),
+  engineScenario(),
+  serveScenario(),
+  streamingScenario(),
+  structuredScenario(),
+  precisionScenario(),
+  familiesScenario(),
+  soakScenario(),
+];

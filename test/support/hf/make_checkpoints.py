@@ -150,9 +150,9 @@ def randomise(model, generator):
                 param.copy_(noise * WEIGHT_STD)
 
 
-def write_tokenizer(directory):
-    """A WordPiece tokenizer over t0..t511 (whole words only), whitespace split: ids are words."""
-    vocab = {f"t{i}": i for i in range(VOCAB)}
+def write_tokenizer(directory, size=VOCAB):
+    """A WordPiece tokenizer over t0..t511 (t0..t<size - 1>; whole words only), whitespace split: ids are words."""
+    vocab = {f"t{i}": i for i in range(size)}
     tokenizer = Tokenizer(models.WordPiece(vocab, unk_token="t0", max_input_chars_per_word=100))
     tokenizer.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
     tokenizer.decoder = decoders.WordPiece()

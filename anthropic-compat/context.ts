@@ -2,6 +2,7 @@
 // shares with the OpenAI routes (one bound per model, whichever API a request came through),
 // and the model lookup (an unknown model is 404 not_found_error; one serving another purpose a 400).
 
+import { repositoryModelName } from '../src/contracts/model-names.js';
 import type { ConveyorService } from '../src/serving/conveyor-service.js';
 import type { LlmModel } from '../src/serving/llm-backend.js';
 import { invalidArg } from '../src/errors.js';
@@ -27,7 +28,7 @@ export class AnthropicContext {
 
   /** The LLM a request's `model` names (its highest READY version). */
   llm(name: string): LlmModel {
-    if (this.service.llmModels().some((m) => m.name === name)) return this.service.llmModel(name);
+    if (this.service.llmModels().some((m) => m.name === repositoryModelName(name))) return this.service.llmModel(name);
     if (this.service.modelReady(name)) throw invalidArg(`model '${name}' is not a text generation model`, 'model');
     throw missingModel(this.service, name);
   }

@@ -2,6 +2,7 @@
 // model lookups with OpenAI's semantics (an unknown id is 404 model_not_found; a model that
 // exists but serves another purpose is a 400 naming `model`).
 
+import { repositoryModelName } from '../src/contracts/model-names.js';
 import type { ConveyorService } from '../src/serving/conveyor-service.js';
 import type { LlmModel } from '../src/serving/llm-backend.js';
 import { invalidArg } from '../src/errors.js';
@@ -47,7 +48,7 @@ export class OpenAIContext {
 
   /** The LLM an OpenAI `model` names (its highest READY version). */
   llm(name: string): LlmModel {
-    if (this.service.llmModels().some((m) => m.name === name)) return this.service.llmModel(name);
+    if (this.service.llmModels().some((m) => m.name === repositoryModelName(name))) return this.service.llmModel(name);
     if (this.service.modelReady(name)) throw invalidArg(`model '${name}' is not a text generation model; use it with the endpoint that serves it`, 'model');
     throw missingModel(this.service, name);
   }

@@ -9,6 +9,7 @@
 
 import { GRAMMAR_KINDS } from '../src/vocabulary/index.js';
 import type { ModelConfig } from '../src/contracts/model-config.js';
+import { repositoryModelName, SERVED_MODEL_NAME_PARAMETER } from '../src/contracts/model-names.js';
 import { reasoningParserOf, toolCallParserOf } from '../src/serving/llm-backend.js';
 import type { ResidencyState } from '../src/serving/model-residency.js';
 import { isEmbeddingModel } from './embedding-models.js';
@@ -32,6 +33,21 @@ export interface ModelCard {
    */
   readonly state: 'UNAVAILABLE' | ResidencyState;
   readonly capabilities: ModelCapabilities;
+  /** A model served from the Hugging Face Hub: its repository (ORG/NAME), the revision asked for and the commit it resolved to. */
+  readonly hf_repo?: string;
+  readonly revision?: string;
+  readonly commit?: string;
+}
+
+/**
+ * The id a model is served as (its served_model_name parameter: ORG/NAME for a Hub model, as
+ * vLLM; else its repository name) and, for a Hub model, where its files came from.
+ */
+function servedAs(name: string, config: ModelConfig | undefined): { id: string; source: Pick<ModelCard, 'hf_repo' | 'revision' | 'commit'> } {
+  const parameter = (key: string): string | undefined => config?.parameters[key]?.string_value || undefined;
+  const repo = parameter('hf_repo');
+  const source = repo ? { hf_repo: repo, revision: parameter('hf_revision') ?? 'main', commit: parameter('hf_commit') ?? '' } : {};
+  return { id: parameter(SERVED_MODEL_NAME_PARAMETER) ?? name, source };
 }
 
 export interface ModelCapabilities {
@@ -77,20 +93,22 @@ function configCapabilities(config: ModelConfig): ModelCapabilities | undefined 
 
 export async function modelCards(ctx: OpenAIContext): Promise<ModelCard[]> {
   const cards = new Map<string, ModelCard>();
-  const card = (id: string, capabilities: ModelCapabilities, extra: { max_model_len?: number } = {}): ModelCard => {
-    const state = ctx.service.modelReady(id) ? 'READY' : 'UNAVAILABLE';
-    const { precision, model_file } = ctx.service.modelMetadata(id).parameters;
-    return { id, object: 'model', created: ctx.startedAt, owned_by: OWNER, root: id, precision, model_file, ...extra, state, capabilities };
+  const card = (name: string, capabilities: ModelCapabilities, extra: { max_model_len?: number } = {}, config?: ModelConfig): ModelCard => {
+    const state = ctx.service.modelReady(name) ? 'READY' : 'UNAVAILABLE';
+    const { precision, model_file } = ctx.service.modelMetadata(name).parameters;
+    const { id, source } = servedAs(name, config);
+    return { id, object: 'model', created: ctx.startedAt, owned_by: OWNER, root: id, precision, model_file, ...extra, state, capabilities, ...source };
   };
   for (const model of ctx.service.llmModels()) {
-    if (!cards.has(model.name)) cards.set(model.name, card(model.name, llmCapabilities(model), { max_model_len: model.processor.info.contextLength }));
+    if (!cards.has(model.name)) cards.set(model.name, card(model.name, llmCapabilities(model), { max_model_len: model.processor.info.contextLength }, model.config));
   }
   for (const model of ctx.embeddings.list()) if (!cards.has(model.name)) cards.set(model.name, card(model.name, EMBEDDING_CAPABILITIES));
   for (const { name, state, config } of (await ctx.service.residency?.unloadedModels()) ?? []) {
     const capabilities = configCapabilities(config);
     // The variant its load would choose; the file is known once it loads.
     const precision = config.parameters['precision']?.string_value ?? 'fp32';
-    if (capabilities && !cards.has(name)) cards.set(name, { id: name, object: 'model', created: ctx.startedAt, owned_by: OWNER, root: name, precision, state, capabilities });
+    const { id } = servedAs(name, config);
+    if (capabilities && !cards.has(name)) cards.set(name, { id, object: 'model', created: ctx.startedAt, owned_by: OWNER, root: id, precision, state, capabilities });
   }
   return [...cards.values()].sort((a, b) => a.id.localeCompare(b.id));
 }
@@ -100,7 +118,7 @@ export async function listModels(ctx: OpenAIContext): Promise<{ object: 'list'; 
 }
 
 export async function retrieveModel(ctx: OpenAIContext, id: string): Promise<ModelCard> {
-  const found = (await modelCards(ctx)).find((m) => m.id === id);
+  const found = (await modelCards(ctx)).find((m) => m.id === id || repositoryModelName(m.id) === repositoryModelName(id));
   if (!found) throw modelNotFound(id);
   return found;
 }

@@ -3,12 +3,17 @@
 // then serves the repository (or the one --model directory) until SIGINT/SIGTERM, which drain
 // it (src/shutdown.ts); a second signal during the drain exits at once.
 // `conveyor convert <hf-dir> <out-dir>`: a Hugging Face checkpoint → a servable ONNX directory (models/convert/).
+// `conveyor pull ORG/NAME[@REVISION]`: fetch (and convert) a Hub model into the Hugging Face cache
+// (src/hub/), as `serve --model ORG/NAME` does before it starts.
 
 import { ensureDefaultRepository, DEFAULT_REPOSITORY } from '../models/default-repository.js';
 import { CONVERT_USAGE, ConvertUsageError, parseConvertArguments } from '../models/convert/arguments.js';
-import { CheckpointError, ConvertError, convertCheckpoint } from '../models/convert/convert.js';
+import { CheckpointError, ConvertError, CONVERTER_VERSION, convertCheckpoint } from '../models/convert/convert.js';
+import { HubError, hubSettings, parseHubId, servableModel, servingWants, type Converter, type HubModelId, type PullReport } from './hub/index.js';
+import type { ServerOptions } from './config/server-options.js';
+import { parseArgs } from 'node:util';
 import { OptionsError, USAGE, parseServerOptions } from './config/server-options.js';
-import { startServer, type RunningServer } from './main.js';
+import { startServer, type RunningServer, type StartOptions } from './main.js';
 import { resolve } from 'node:path';
 import { pino, type LoggerOptions } from 'pino';
 import { logSettingsForLevel, severityOfLevel, thresholdFor, type LogSettings } from './config/log-settings.js';
@@ -19,7 +24,7 @@ async function serve(argv: string[]): Promise<void> {
     console.log(USAGE);
     return;
   }
-  const options = parseServerOptions(argv);
+  let options = parseServerOptions(argv);
   // Structured JSON lines on stdout (pino, fastify's logger); --log-level filters them.
   // Written synchronously (lifecycle and per-generation lines are few), so the last lines before
   // a forced exit or a crash are never lost in a buffer; request lines go through fastify's own logger.
@@ -33,13 +38,87 @@ async function serve(argv: string[]): Promise<void> {
   let started: Promise<RunningServer> | undefined;
   handleSignals(async () => (await started)?.stop(), log);
   // The bundled repository's weights are generated, never downloaded: build them if missing.
+  const report: PullReport = { log: (line) => log(line), ...(process.stderr.isTTY ? { terminal: process.stderr } : {}) };
+  if (options.hubModel !== undefined) options = await withHubModel(options, options.hubModel, report);
   if (options.model === undefined && resolve(options.modelRepository) === resolve(DEFAULT_REPOSITORY)) await ensureDefaultRepository(DEFAULT_REPOSITORY, log);
-  started = startServer(options, { log, httpLogger: loggerOptions, settings });
+  started = startServer(options, { log, httpLogger: loggerOptions, settings, hubModels: hubModelResolver(options.hfToken) });
   await started;
   // glibc reads it at process start, so the server can only say so (README: "Memory on Linux").
   if (process.platform === 'linux' && process.env['MALLOC_ARENA_MAX'] === undefined) {
     log('MALLOC_ARENA_MAX is not set: every model reload (precision swap, restart) then grows resident memory; start the server with MALLOC_ARENA_MAX=1');
   }
+}
+
+/** `conveyor convert` as the Hub seam calls it: a fetched checkpoint → a servable directory. */
+const CONVERTER: Converter = {
+  version: CONVERTER_VERSION,
+  convert: async (checkpointDir, outDir, options) => {
+    await convertCheckpoint(checkpointDir, outDir, options);
+  },
+};
+
+function hubId(value: string, what: string): HubModelId {
+  const id = parseHubId(value);
+  if (!id) throw new OptionsError(`${what} '${value}' is neither a directory nor a Hub model ORG/NAME[@REVISION]`);
+  return id;
+}
+
+/** serve --model ORG/NAME: the options serving the fetched (or converted) directory, named ORG/NAME unless --served-model-name says otherwise. */
+async function withHubModel(options: ServerOptions, value: string, report: PullReport): Promise<ServerOptions> {
+  const id = hubId(value, '--model');
+  const served = await servableModel(id, servingWants(options.precision, options.attentionBackend), hubSettings(process.env, options.hfToken), CONVERTER, report);
+  report.log(`${id.repo}: serving ${served.dir} (revision ${served.revision}, commit ${served.commit}, ${served.precision})`);
+  return { ...options, model: served.dir, servedModelName: options.servedModelName ?? id.repo, modelSource: { repo: served.repo, revision: served.revision, commit: served.commit } };
+}
+
+/** What a repository config's hf_model parameter resolves through: the same cache and converter as --model ORG/NAME. */
+function hubModelResolver(token: string | undefined): NonNullable<StartOptions['hubModels']> {
+  return async (spec, wants, log) => {
+    const id = parseHubId(spec);
+    if (!id) throw new HubError('not-found', `parameter hf_model '${spec}' must name a Hub model as ORG/NAME[@REVISION]`);
+    const served = await servableModel(id, servingWants(wants.precision, wants.attentionBackend), hubSettings(process.env, token), CONVERTER, { log });
+    return { dir: served.dir, repo: served.repo, revision: served.revision, commit: served.commit, precision: served.precision };
+  };
+}
+
+const PULL_USAGE = `conveyor pull ORG/NAME[@REVISION] [options]
+  Fetches what serving the model needs into the Hugging Face cache ($HF_HUB_CACHE, else
+  $HF_HOME/hub, else ~/.cache/huggingface/hub), shared with Python's huggingface_hub: an ONNX
+  export's config, tokenizer and one variant; a safetensors checkpoint's weights, converted once
+  into $HF_HOME/conveyor/converted/. HF_ENDPOINT, HF_TOKEN and HF_HUB_OFFLINE=1 are honoured.
+  --precision P              the variant (as serve's --precision; default: the first the export has, fp32 for a checkpoint)
+  --attention-backend NAME   paged or paged_onnx also fetch (or convert to) the paged graphs
+  --hf-token TOKEN           the Hub token for gated or private models (default: HF_TOKEN)`;
+
+async function pull(argv: string[]): Promise<void> {
+  let parsed: ReturnType<typeof parsePull>;
+  try {
+    parsed = parsePull(argv);
+  } catch (error) {
+    throw new OptionsError(`${(error as Error).message}\n${PULL_USAGE}`);
+  }
+  const { values, positionals } = parsed;
+  if (values.help) {
+    console.log(PULL_USAGE);
+    return;
+  }
+  if (positionals.length !== 1) throw new OptionsError(`expected one model ORG/NAME[@REVISION], got ${positionals.length}\n${PULL_USAGE}`);
+  const id = hubId(positionals[0]!, 'pull');
+  const log = (line: string): void => {
+    process.stderr.write(`[pull] ${line}\n`);
+  };
+  const report: PullReport = { log, ...(process.stderr.isTTY ? { terminal: process.stderr } : {}) };
+  const served = await servableModel(id, servingWants(values.precision, values['attention-backend']), hubSettings(process.env, values['hf-token']), CONVERTER, report);
+  log(`${id.repo}@${served.revision}: commit ${served.commit}, ${served.precision}, in ${served.dir}`);
+  console.log(served.dir);
+}
+
+function parsePull(argv: readonly string[]) {
+  return parseArgs({
+    args: [...argv],
+    allowPositionals: true,
+    options: { precision: { type: 'string' }, 'attention-backend': { type: 'string' }, 'hf-token': { type: 'string' }, help: { type: 'boolean', short: 'h' } },
+  });
 }
 
 /** pino options under which a line is written only if the log settings allow its severity, with their timestamp format. */
@@ -118,11 +197,17 @@ async function main(): Promise<void> {
   const [command = 'serve', ...rest] = process.argv.slice(2);
   if (command === 'serve') return serve(rest);
   if (command === 'convert') return convert(rest);
+  if (command === 'pull') return pull(rest);
   if (command.startsWith('--')) return serve([command, ...rest]);
   throw new OptionsError(`unknown command '${command}'\n${USAGE}`);
 }
 
 main().catch((error: unknown) => {
+  // A Hub failure (unknown repository, no access, no such revision or file, the network) is the user's to fix: its message, exit 1.
+  if (error instanceof HubError) {
+    process.stderr.write(`conveyor: ${error.message}\n`);
+    process.exit(1);
+  }
   process.stderr.write(`${error instanceof OptionsError ? error.message : ((error as Error).stack ?? String(error))}\n`);
   process.exit(error instanceof OptionsError ? 2 : 1);
 });

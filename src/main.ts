@@ -9,7 +9,7 @@ import { ModelResidency } from './serving/model-residency.js';
 import { ConveyorService } from './serving/conveyor-service.js';
 import { loadLlmModel } from './serving/llm-backend.js';
 import { loadOnnxModel } from './serving/onnx-backend.js';
-import type { BackendLoader } from './serving/served-model.js';
+import type { BackendLoader, HubModelResolver } from './serving/served-model.js';
 import { createGrpcServer, llmDecoupledInfer } from './server/grpc/index.js';
 import { createHttpApp } from './server/http/app.js';
 import { RecentErrors } from './server/http/recent-errors.js';
@@ -47,6 +47,8 @@ export interface StartOptions {
   readonly loaders?: Readonly<Record<string, BackendLoader>>;
   /** The settings /v2/logging and /v2/trace/setting change (the CLI's logger follows them); fresh defaults when absent. */
   readonly settings?: RuntimeSettings;
+  /** Resolves llm configs' hf_model parameters (Hub models by name; the CLI gives src/hub with the converter); absent, they fail to load. */
+  readonly hubModels?: HubModelResolver;
 }
 
 export async function startServer(options: ServerOptions, start: StartOptions): Promise<RunningServer> {
@@ -57,13 +59,15 @@ export async function startServer(options: ServerOptions, start: StartOptions): 
   };
   // Read at scrape time only, by which point the manager exists.
   const metrics = createMetrics({ models: () => manager.servedModels(), engineType: options.metricsEngineType });
-  const root = options.model ? (await singleModelRepository(options.model, options.servedModelName, options)).root : options.modelRepository;
+  if (options.hubModel !== undefined && options.model === undefined) throw new Error(`--model ${options.hubModel}: a Hub model is fetched by the CLI before the server starts`);
+  const root = options.model ? (await singleModelRepository(options.model, options.servedModelName, options, options.modelSource)).root : options.modelRepository;
   const manager = new ModelManager({
     root,
     mode: options.modelControlMode,
     loaders: withServingAddress(withLlmMetrics({ onnxruntime: loadOnnxModel, llm: loadLlmModel, ...start.loaders }, metrics, options.limits), options),
     log,
     memoryBudgetBytes: options.limits.memoryBudgetBytes,
+    ...(start.hubModels ? { hubModels: start.hubModels } : {}),
   });
   await manager.start(options.loadModels);
   if (options.modelControlMode === 'poll') manager.startPolling(options.repositoryPollSecs);

@@ -35,6 +35,8 @@ const COPIED_FILES = [
 ] as const;
 
 export const CONVERTED_DOC_STRING = 'Converted by conveyor convert from a Hugging Face checkpoint';
+/** Names the graphs this converter writes: a Hub checkpoint converted by another version is converted again (src/hub/servable.ts keys its cache by it). Bump it when the graphs change. */
+export const CONVERTER_VERSION = '1';
 
 export interface ConvertOptions {
   readonly precision?: WeightPrecision;

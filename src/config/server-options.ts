@@ -1,6 +1,6 @@
 // Command-line configuration, with Triton's flag names and defaults, validated up front.
 
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { resolve } from 'node:path';
 import type { AccessOptions } from '../security/access-policy.js';
@@ -40,8 +40,14 @@ export interface ServerOptions extends AccessOptions, ModelFlagValues {
   readonly maxQueuedRequests: number;
   /** `--model DIR`: serve this one Hugging Face ONNX export instead of a repository. */
   readonly model?: string;
-  /** The OpenAI model id for `--model` (default: the directory's name). */
+  /** `--model ORG/NAME[@REVISION]` (a value that names no directory): a Hub model, fetched into the Hugging Face cache; the CLI resolves it to `model`. */
+  readonly hubModel?: string;
+  /** --hf-token: the Hub token for --model ORG/NAME and hf_model parameters (default: HF_TOKEN, then the token file `hf auth login` writes). */
+  readonly hfToken?: string;
+  /** The OpenAI model id for `--model` (default: the directory's name, or ORG/NAME for a Hub model). */
   readonly servedModelName?: string;
+  /** Where a Hub model's files came from, shown on its /v1/models card (set by the CLI with `model`). */
+  readonly modelSource?: { readonly repo: string; readonly revision: string; readonly commit: string };
   /** Timeouts, caps and sizes (src/config/limits.ts). */
   readonly limits: ResourceLimits;
   /** Models loaded on first use, kept while used, unloaded when idle or to make room (src/serving/model-residency.ts). */
@@ -94,7 +100,12 @@ export const USAGE = `conveyor serve [options]
 One Hugging Face ONNX export instead of a repository (vLLM's flags; the ones after --model need it,
 since a repository model sets them as parameters in its config.pbtxt):
   --model DIR                  serve this export (config.json, tokenizer files, onnx/model*.onnx)
-  --served-model-name NAME     the model id for --model (default: the directory's name)
+  --model ORG/NAME[@REV]       or a Hugging Face Hub model: fetched into the Hugging Face cache
+                               (HF_HOME, HF_HUB_CACHE, HF_ENDPOINT, HF_HUB_OFFLINE=1 honoured), a
+                               safetensors checkpoint converted once (also: conveyor pull ORG/NAME)
+  --hf-token TOKEN             the Hub token for gated or private models, here and for a repository
+                               model's hf_model parameter (default: HF_TOKEN)
+  --served-model-name NAME     the model id for --model (default: the directory's name, or ORG/NAME)
 ${modelFlagsUsage()}
 Models on demand (Ollama / llama.cpp router style; needs --model-control-mode explicit):
   --load-on-demand BOOL        a request naming a repository model that is not loaded loads it
@@ -160,6 +171,7 @@ function readFlags(argv: readonly string[]) {
         'log-level': { type: 'string' },
         model: { type: 'string' },
         'served-model-name': { type: 'string' },
+        'hf-token': { type: 'string' },
         ...modelFlagArgOptions(),
         'api-key': { type: 'string', multiple: true },
         'api-key-file': { type: 'string', multiple: true },
@@ -217,10 +229,19 @@ export function parseServerOptions(argv: readonly string[]): ServerOptions {
     maxQueuedRequests: count(v['max-queued-requests'], '--max-queued-requests', 0),
     limits: readLimits(v, (message) => new OptionsError(message)),
     onDemand: onDemandOptions(v, mode),
-    ...(v.model !== undefined ? { model: resolve(v.model) } : {}),
+    ...(v.model === undefined ? {} : namesHubModel(v.model) ? { hubModel: v.model } : { model: resolve(v.model) }),
+    ...(v['hf-token'] !== undefined ? { hfToken: v['hf-token'] } : {}),
     ...(v['served-model-name'] !== undefined ? { servedModelName: v['served-model-name'] } : {}),
     ...modelFlags,
   };
+}
+
+/**
+ * A --model value that names no file or directory and reads ORG/NAME[@REVISION] is a Hub model
+ * (as vLLM's `serve Qwen/Qwen3-0.6B`); src/hub/hub-id.ts parses it.
+ */
+function namesHubModel(value: string): boolean {
+  return !existsSync(value) && /^[A-Za-z0-9][A-Za-z0-9_.-]*\/[A-Za-z0-9][A-Za-z0-9_.-]*(@\S+)?$/.test(value);
 }
 
 function onDemandOptions(v: Readonly<Record<string, string | boolean | (string | boolean)[] | undefined>>, mode: ModelControlMode): OnDemandOptions {

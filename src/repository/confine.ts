@@ -7,6 +7,9 @@
 //   is refused whether or not that target exists, so answers never reveal what is outside.
 // The root directory itself may be a link (repositories are assembled from links, and
 // `serve --model` links its version directory); only what lies beneath it is confined.
+// One wider scope: a Hugging Face cache snapshot (…/models--ORG--NAME/snapshots/<commit>) holds
+// only links into ../../blobs/, so there a link may lead anywhere inside its cache entry
+// (models--ORG--NAME/), and still nowhere else.
 // Messages show paths as `display` (relative to the repository root), never absolute ones.
 
 import { lstat, readlink, realpath } from 'node:fs/promises';
@@ -49,6 +52,14 @@ export function requireLexicallyConfined(relative: string, what: string): void {
   if (problem !== undefined) throw invalidArg(problem);
 }
 
+/** The cache entry (…/models--ORG--NAME) a snapshot directory's real path belongs to, or the path itself for any other directory. Pure. */
+export function linkScopeOf(rootReal: string): string {
+  const parts = rootReal.split(sep);
+  const n = parts.length;
+  const isSnapshot = n >= 3 && parts[n - 2] === 'snapshots' && /^models--[^/\\]+$/.test(parts[n - 3]!) && parts[n - 1] !== '';
+  return isSnapshot ? parts.slice(0, n - 2).join(sep) : rootReal;
+}
+
 /** True when `candidate` is `root` or lies beneath it (both absolute and normalized). Pure. */
 export function isInside(root: string, candidate: string): boolean {
   return candidate === root || candidate.startsWith(root.endsWith(sep) ? root : root + sep);
@@ -67,14 +78,15 @@ export async function confinedPath(root: ConfinementRoot, relative: string, what
   const rootReal = await realpath(root.dir).catch(() => {
     throw invalidArg(`${what} '${display}': the directory '${root.display}' does not exist`);
   });
+  const scope = linkScopeOf(rootReal);
   let current = rootReal;
   const pending = components(relative);
   let hops = 0;
   while (pending.length > 0) {
     const part = pending.shift()!;
     if (part === '..') {
-      // Only link targets bring `..` here; stepping above the root is leaving it.
-      if (current === rootReal) throw escape();
+      // Only link targets bring `..` here; stepping above the root (a snapshot: its cache entry) is leaving it.
+      if (current === scope) throw escape();
       current = current.slice(0, current.lastIndexOf(sep)) || sep;
       continue;
     }
@@ -88,10 +100,10 @@ export async function confinedPath(root: ConfinementRoot, relative: string, what
     if (++hops > MAX_LINK_HOPS) throw invalidArg(`${what} '${display}' has too many levels of symbolic links`);
     const target = await readlink(next);
     if (isAbsolute(target)) {
-      // An absolute target may only name a place under the root's real path.
-      if (!isInside(rootReal, target)) throw escape();
-      current = rootReal;
-      pending.unshift(...components(target.slice(rootReal.length)));
+      // An absolute target may only name a place under the root's real path (a snapshot: its cache entry).
+      if (!isInside(scope, target)) throw escape();
+      current = scope;
+      pending.unshift(...components(target.slice(scope.length)));
     } else {
       pending.unshift(...components(target));
     }

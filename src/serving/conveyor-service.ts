@@ -4,6 +4,7 @@
 import type { InferRequest, InferResponse } from '../contracts/infer.js';
 import type { InferenceService, LoadOverride, ModelMetadata, ModelStatistics, RepositoryIndexEntry, ServerMetadata } from '../contracts/inference-service.js';
 import type { ModelConfig, ModelTensorConfig } from '../contracts/model-config.js';
+import { repositoryModelName } from '../contracts/model-names.js';
 import type { ModelControlMode } from '../config/server-options.js';
 import { ConveyorError, invalidArg, serverDraining } from '../errors.js';
 import type { ModelManager } from './model-manager.js';
@@ -82,8 +83,9 @@ export class ConveyorService implements InferenceService {
     }
   }
 
-  modelMetadata(name: string, version?: string): ModelMetadata {
-    const served = this.manager.loaded(name, version);
+  modelMetadata(id: string, version?: string): ModelMetadata {
+    const served = this.manager.loaded(id, version);
+    const name = served.name;
     const { config } = served;
     const describe = (t: ModelTensorConfig) => ({ name: t.name, datatype: wireDataType(t.data_type), shape: wireShape(config, t) });
     const versions = version
@@ -107,7 +109,8 @@ export class ConveyorService implements InferenceService {
     return this.manager.loaded(name, version).config;
   }
 
-  modelStatistics(name?: string, version?: string): ModelStatistics[] {
+  modelStatistics(id?: string, version?: string): ModelStatistics[] {
+    const name = id === undefined ? undefined : repositoryModelName(id);
     if (name !== undefined) this.manager.loaded(name, version); // unknown model / version → error
     return this.manager
       .servedModels()

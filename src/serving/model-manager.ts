@@ -4,14 +4,17 @@
 // A loaded version whose workers crashed stays loaded, but is not READY (for routing, readiness
 // and the index) until its supervisor has restarted them.
 
+import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { rm } from 'node:fs/promises';
+import { mkdir, readlink, rm, symlink } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { repositoryModelName } from '../contracts/model-names.js';
 import type { LoadOverride, ModelState, RepositoryIndexEntry } from '../contracts/inference-service.js';
 import type { ModelConfig } from '../contracts/model-config.js';
 import { asConveyorError, ConveyorError, invalidArg, notFound, unavailable } from '../errors.js';
 import type { ModelControlMode } from '../config/server-options.js';
-import type { BackendLoader, ServedModel } from './served-model.js';
+import type { BackendLoader, HubModelResolver, ServedModel } from './served-model.js';
 import { loadModelConfig, modelConfigFromJson } from '../repository/config/index.js';
 import { redactPaths } from '../repository/confine.js';
 import { fingerprintModel, listModelNames, versionDirectories } from '../repository/scan.js';
@@ -54,7 +57,12 @@ export interface ModelManagerOptions {
   readonly log: (line: string, fields?: Record<string, unknown>) => void;
   /** --memory-budget-bytes: loaded weights and KV pools together; 0 or absent = unlimited. */
   readonly memoryBudgetBytes?: number;
+  /** Resolves an llm config's `hf_model` parameter (a Hub model) to its directory; absent, such a config fails to load. */
+  readonly hubModels?: HubModelResolver;
 }
+
+/** The llm parameter naming a Hub model (ORG/NAME[@REVISION]) that version 1 of the model serves. */
+export const HF_MODEL_PARAMETER = 'hf_model';
 
 export class ModelManager {
   private readonly models = new Map<string, ModelEntry>();
@@ -100,7 +108,9 @@ export class ModelManager {
     }
   }
 
-  load(name: string, override?: LoadOverride): Promise<void> {
+  // Every name a front end gives goes through repositoryModelName(): ORG/NAME reaches ORG--NAME (src/contracts/model-names.ts).
+  load(id: string, override?: LoadOverride): Promise<void> {
+    const name = repositoryModelName(id);
     const entry = this.entry(name);
     return this.change(entry, () => this.loadNow(name, entry, override)).catch((error: unknown) => {
       this.forgetIfAbsent(name, entry);
@@ -117,7 +127,8 @@ export class ModelManager {
     if (untouched && this.models.get(name) === entry && !existsSync(join(this.options.root, name))) this.models.delete(name);
   }
 
-  unload(name: string): Promise<void> {
+  unload(id: string): Promise<void> {
+    const name = repositoryModelName(id);
     const entry = this.models.get(name);
     if (!entry) return Promise.reject(invalidArg(`failed to unload '${name}', no version is available`));
     return this.change(entry, () => this.unloadNow(name, entry));
@@ -128,8 +139,8 @@ export class ModelManager {
    * UNLOADING: the model is coming or going, so a request for it should be retried (503), not
    * told the model does not exist.
    */
-  isChanging(name: string): boolean {
-    const entry = this.models.get(name);
+  isChanging(id: string): boolean {
+    const entry = this.models.get(repositoryModelName(id));
     if (!entry) return false;
     return entry.changes > 0 || [...entry.versions.values()].some((v) => v.state === 'LOADING' || v.state === 'UNLOADING');
   }
@@ -140,12 +151,14 @@ export class ModelManager {
   }
 
   /** True when the repository holds `name` (a config.pbtxt in its directory): it can be loaded on demand. */
-  inRepository(name: string): boolean {
+  inRepository(id: string): boolean {
+    const name = repositoryModelName(id);
     return /^[A-Za-z0-9_.-]+$/.test(name) && name !== '.' && name !== '..' && existsSync(join(this.options.root, name, 'config.pbtxt'));
   }
 
   /** The config a model is (or would be) loaded with, and its directory: the loaded one, else config.pbtxt read from disk. */
-  async repositoryConfig(name: string): Promise<{ config: ModelConfig; modelDir: string }> {
+  async repositoryConfig(id: string): Promise<{ config: ModelConfig; modelDir: string }> {
+    const name = repositoryModelName(id);
     const entry = this.models.get(name);
     const modelDir = entry?.overrideDir ?? join(this.options.root, name);
     const config = entry?.loaded && entry.config ? entry.config : await loadModelConfig(join(this.options.root, name, 'config.pbtxt'), name, { label: `${name}/config.pbtxt` });
@@ -153,8 +166,8 @@ export class ModelManager {
   }
 
   /** The override `name` was last loaded with (undefined: its repository files), for loading it again as it was. */
-  lastOverride(name: string): LoadOverride | undefined {
-    return this.models.get(name)?.override;
+  lastOverride(id: string): LoadOverride | undefined {
+    return this.models.get(repositoryModelName(id))?.override;
   }
 
   /** Ends the generations still running on every version, READY or UNLOADING; returns how many. */
@@ -184,7 +197,8 @@ export class ModelManager {
     return this.pick(name, version, (v) => v.state === 'READY');
   }
 
-  private pick(name: string, version: string | undefined, usable: (v: VersionEntry) => boolean): ServedModel {
+  private pick(id: string, version: string | undefined, usable: (v: VersionEntry) => boolean): ServedModel {
+    const name = repositoryModelName(id);
     const entry = this.models.get(name);
     if (!entry || (!entry.loaded && entry.versions.size === 0)) throw invalidArg(`Request for unknown model: '${name}' is not found`);
     if (version) {
@@ -306,6 +320,8 @@ export class ModelManager {
     const loader = this.options.loaders[config.backend];
     if (!loader) throw invalidArg(`failed to load '${name}': backend '${config.backend}' is not supported`);
     const fingerprint = await fingerprintModel(modelDir).catch(() => undefined);
+    const hubSpec = config.backend === 'llm' ? config.parameters[HF_MODEL_PARAMETER]?.string_value : undefined;
+    if (hubSpec !== undefined) ({ config, modelDir } = await this.hubModel(name, entry, config, hubSpec));
     const versions = await versionDirectories(modelDir);
     const wanted = selectVersions(config.version_policy, versions);
     if (wanted.length === 0) {
@@ -319,6 +335,37 @@ export class ModelManager {
     entry.loaded = true;
     entry.error = undefined;
     entry.override = override;
+  }
+
+  /**
+   * An llm config naming a Hub model: fetched (and converted) now, then loaded from a model
+   * directory whose version 1 links to it, with the source in its parameters (hf_repo,
+   * hf_revision, hf_commit; the /v1/models card shows them). A failure is the load's reason.
+   */
+  private async hubModel(name: string, entry: ModelEntry, config: ModelConfig, spec: string): Promise<{ config: ModelConfig; modelDir: string }> {
+    const fail = (reason: string): ConveyorError => {
+      if (!entry.loaded) entry.error = reason;
+      this.options.log(`${name}: failed to load: ${reason}`);
+      return invalidArg(`failed to load '${name}': ${reason}`);
+    };
+    const resolver = this.options.hubModels;
+    if (!resolver) throw fail(`parameter ${HF_MODEL_PARAMETER} '${spec}' names a Hub model, and this server was started without the Hub (start it with conveyor serve)`);
+    const parameter = (key: string): string | undefined => config.parameters[key]?.string_value;
+    const wants = { ...(parameter('precision') ? { precision: parameter('precision') } : {}), ...(parameter('attention_backend') ? { attentionBackend: parameter('attention_backend') } : {}) };
+    const resolved = await resolver(spec, wants, (line) => this.options.log(`${name}: ${line}`)).catch((error: Error) => {
+      throw fail(error.message);
+    });
+    const tag = createHash('sha256').update(`${this.options.root}\0${name}`).digest('hex').slice(0, 12);
+    const modelDir = join(tmpdir(), `conveyor-hub-${tag}`);
+    await mkdir(modelDir, { recursive: true });
+    const link = join(modelDir, '1');
+    if ((await readlink(link).catch(() => null)) !== resolved.dir) {
+      await rm(link, { force: true, recursive: true });
+      await symlink(resolved.dir, link, 'dir');
+    }
+    const source = { hf_repo: resolved.repo, hf_revision: resolved.revision, hf_commit: resolved.commit, precision: parameter('precision') ?? resolved.precision };
+    const parameters = { ...config.parameters, ...Object.fromEntries(Object.entries(source).map(([key, value]) => [key, { string_value: value }])) };
+    return { config: { ...config, parameters }, modelDir };
   }
 
   /** Loads the wanted versions next to the old ones, then swaps, so serving never pauses. */

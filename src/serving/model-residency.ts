@@ -5,6 +5,7 @@
 // unloaded; and vLLM's sleep / wake_up releases and restores an LLM's sessions and KV memory
 // while keeping the config it was loaded with. Requests hold a lease for as long as they run.
 
+import { repositoryModelName } from '../contracts/model-names.js';
 import { ConveyorError, invalidArg, unavailable } from '../errors.js';
 import type { LifecycleObserver, UnloadReason } from '../metrics/index.js';
 import { NO_LIFECYCLE_METRICS } from '../metrics/index.js';
@@ -74,7 +75,8 @@ export class ModelResidency {
    * (on demand), and keeps it from idle unload and eviction until released. A name the repository
    * does not hold gets an empty lease: the route answers "unknown model" as before.
    */
-  async acquire(name: string, requestKeepAliveMs?: KeepAliveMs): Promise<ModelLease> {
+  async acquire(id: string, requestKeepAliveMs?: KeepAliveMs): Promise<ModelLease> {
+    const name = repositoryModelName(id);
     if (this.residents.get(name)?.sleeping) throw sleepingError(name);
     // Without on-demand loading nothing reads the counts: the request path stays as it was.
     if (!this.options.loadOnDemand || !this.manager.inRepository(name)) return NO_LEASE;
@@ -100,7 +102,8 @@ export class ModelResidency {
     return lease;
   }
 
-  state(name: string): ResidencyState {
+  state(id: string): ResidencyState {
+    const name = repositoryModelName(id);
     if (this.residents.get(name)?.sleeping) return 'SLEEPING';
     if (this.loads.has(name) || this.manager.isChanging(name)) return 'LOADING';
     return this.isLoaded(name) ? 'READY' : 'UNLOADED';

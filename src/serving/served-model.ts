@@ -55,3 +55,26 @@ export interface BackendLoadRequest {
 
 /** Loads one version for one backend ("onnxruntime", "llm"). */
 export type BackendLoader = (request: BackendLoadRequest) => Promise<ServedModel>;
+
+/** What a config.pbtxt's `hf_model` parameter asks of the resolver: the variant and attention backend its parameters name. */
+export interface HubModelWants {
+  readonly precision?: string;
+  readonly attentionBackend?: string;
+}
+
+/** A Hub model resolved to a directory the llm backend serves, and where it came from. */
+export interface ResolvedHubModel {
+  readonly dir: string;
+  readonly repo: string;
+  readonly revision: string;
+  readonly commit: string;
+  /** The variant chosen (the config's precision, or the first the export has). */
+  readonly precision: string;
+}
+
+/**
+ * `hf_model` (ORG/NAME[@REVISION]) → its directory, fetched into the Hugging Face cache and
+ * converted as needed. Given by the CLI (src/hub and the converter); rejects with a message
+ * naming the repository and what to do.
+ */
+export type HubModelResolver = (spec: string, wants: HubModelWants, log: (line: string) => void) => Promise<ResolvedHubModel>;

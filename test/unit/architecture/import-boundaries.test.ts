@@ -57,6 +57,7 @@ const RULES: readonly Rule[] = [
   // Tests subscribe to the published events with a real socket.
   { description: 'only src/kv-events/ imports zeromq', appliesTo: notUnder('src/kv-events/', 'test/'), forbids: isPackage('zeromq') },
   { description: 'only src/metrics/ imports prom-client', appliesTo: notUnder('src/metrics/', 'bench/'), forbids: isPackage('prom-client') },
+  { description: 'only src/hub/ imports @huggingface/hub', appliesTo: notUnder('src/hub/'), forbids: isPackage('@huggingface/hub') },
   {
     description: 'kernels/ depends on nothing else in the project',
     appliesTo: under('kernels/'),

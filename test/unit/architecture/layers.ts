@@ -75,6 +75,10 @@ export const LAYERS: Readonly<Record<string, Layer>> = {
   'src/batcher': { holds: "Triton's dynamic batcher and model statistics", imports: ['src/contracts', 'src/errors.ts'] },
   'src/metrics': { holds: 'the only importer of prom-client: metric definitions, collectors, the metrics port', imports: ['src/contracts', 'src/errors.ts', 'src/batcher', 'src/security'] },
   'src/repository': { holds: 'the model repository on disk: scan, versions, version policy, path confinement, variants', imports: ['src/contracts', 'src/errors.ts', 'src/config'] },
+  'src/hub': {
+    holds: 'the only importer of @huggingface/hub: models by name (ORG/NAME[@REVISION]) fetched into the shared Hugging Face cache, resumed and verified; converted checkpoints cached',
+    imports: ['src/contracts', 'src/repository'],
+  },
   'src/repository/config': { holds: 'config.pbtxt and JSON config: parser, schema, printer', imports: ['src/contracts', 'src/errors.ts', 'src/repository'] },
   'src/serving': {
     holds: 'served models behind the front ends: the model manager, the onnx and llm backends, ConveyorService',
@@ -121,7 +125,7 @@ export const LAYERS: Readonly<Record<string, Layer>> = {
       'src/shutdown.ts',
     ],
   },
-  'src/cli.ts': { holds: '`conveyor serve …`, `conveyor convert …`', imports: ['src/config', 'src/main.ts', 'src/shutdown.ts', 'models'] },
+  'src/cli.ts': { holds: '`conveyor serve …`, `conveyor convert …`, `conveyor pull …`', imports: ['src/config', 'src/main.ts', 'src/shutdown.ts', 'src/hub', 'models'] },
   // Model builders and the default repository; their own boundaries are RULES in import-boundaries.test.ts.
   models: { holds: 'model builders and the default repository', imports: [] },
 };

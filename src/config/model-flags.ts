@@ -4,7 +4,7 @@
 // its own config.pbtxt, so each flag needs --model.
 
 import { KV_CACHE_DTYPES } from '../contracts/engine-messages.js';
-import { ATTENTION_BACKENDS, PRECISION_VARIANTS, PRECISION_NAMES } from '../repository/variants.js';
+import { ATTENTION_BACKENDS, PRECISION_NAMES, PRECISION_VARIANTS } from '../contracts/model-variants.js';
 
 interface FlagSpecBase {
   readonly flag: string;

@@ -80,8 +80,8 @@ describe('serve --model with vLLM flags', () => {
     const samples: { running: number; waiting: number }[] = [];
     while (!done) {
       const families = parsePrometheusText(await (await fetch(`${server.http}/metrics`)).text());
+      // Each sample waits on its own scrape: the loop is paced by the server, not by a timer.
       samples.push({ running: gauge(families, 'conveyor:num_requests_running'), waiting: gauge(families, 'conveyor:num_requests_waiting') });
-      await new Promise((resolve) => setTimeout(resolve, 5));
     }
     for (const { status, body } of await all) expect({ status, tokens: (body['usage'] as { completion_tokens: number }).completion_tokens }).toEqual({ status: 200, tokens: 80 });
     expect(Math.max(...samples.map((s) => s.running))).toBe(1);

@@ -32,7 +32,7 @@ export const LAYERS: Readonly<Record<string, Layer>> = {
   'src/contracts': { holds: 'plain types shared across threads and layers, and pure declarations they derive from (the ModelConfig schema); no I/O, no imports outside it', imports: [] },
   'src/errors.ts': { holds: 'the error catalog', imports: [] },
   'src/security': { holds: 'API keys and the access policy', imports: ['src/errors.ts'] },
-  'src/config': { holds: 'server options, resource limits and their defaults', imports: ['src/security', 'src/metrics'] },
+  'src/config': { holds: 'server options, resource limits and their defaults, the --model flags', imports: ['src/contracts', 'src/security', 'src/metrics'] },
   'src/vocabulary': { holds: 'the generation request vocabulary: sampling fields and their validation', imports: ['src/contracts', 'src/errors.ts'] },
   'src/kv-cache': { holds: 'block pool, KV cache manager, block hashing', imports: ['src/contracts', 'src/errors.ts'] },
   'src/kv-events': {
@@ -74,7 +74,10 @@ export const LAYERS: Readonly<Record<string, Layer>> = {
   },
   'src/batcher': { holds: "Triton's dynamic batcher and model statistics", imports: ['src/contracts', 'src/errors.ts'] },
   'src/metrics': { holds: 'the only importer of prom-client: metric definitions, collectors, the metrics port', imports: ['src/contracts', 'src/errors.ts', 'src/batcher', 'src/security'] },
-  'src/repository': { holds: 'the model repository on disk: scan, versions, version policy, path confinement, variants', imports: ['src/contracts', 'src/errors.ts', 'src/config'] },
+  'src/repository': {
+    holds: 'the model repository on disk: scan, versions, version policy, path confinement, variants, the one-model repository of --model',
+    imports: ['src/contracts', 'src/errors.ts', 'src/config', 'src/tokenizer'],
+  },
   'src/hub': {
     holds: 'the only importer of @huggingface/hub: models by name (ORG/NAME[@REVISION]) fetched into the shared Hugging Face cache, resumed and verified; converted checkpoints cached',
     imports: ['src/contracts', 'src/repository'],

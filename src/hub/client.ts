@@ -18,7 +18,11 @@ export interface HubConnection {
   readonly endpoint: string;
   /** --hf-token, else HF_TOKEN (or the token file Python's `hf auth login` writes). */
   readonly token?: string;
+  /** How long a request may wait for the Hub's answer (HF_HUB_ETAG_TIMEOUT, default 10 s); the body may take longer. */
+  readonly timeoutMs?: number;
 }
+
+export const DEFAULT_TIMEOUT_MS = 10_000;
 
 /** One file of a repository at a commit, as the tree listing reports it. */
 export interface RepoFile {
@@ -47,14 +51,27 @@ interface Failure {
   code: string | null;
 }
 
-/** A fetch for the client: the token on every request, and the last failed response remembered. */
+/**
+ * A fetch for the client: the token on every request, the last failed response remembered, and
+ * a time limit on the answer. The timer is what keeps the process alive meanwhile: a connection
+ * the other side drops before answering can leave fetch pending with nothing else holding the
+ * event loop, and the CLI would then exit 0 having done nothing.
+ */
 function hubFetch(connection: HubConnection, last: { failure?: Failure }): typeof fetch {
   return async (input, init) => {
     const headers = new Headers(init?.headers);
     if (connection.token && !headers.has('authorization')) headers.set('authorization', `Bearer ${connection.token}`);
-    const response = await fetch(input, { ...init, headers });
-    if (!response.ok) last.failure = { status: response.status, code: response.headers.get('x-error-code') };
-    return response;
+    const timeoutMs = connection.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    const answered = new AbortController();
+    const timer = setTimeout(() => answered.abort(new Error(`no answer within ${timeoutMs / 1000} s`)), timeoutMs);
+    const signal = init?.signal ? AbortSignal.any([init.signal, answered.signal]) : answered.signal;
+    try {
+      const response = await fetch(input, { ...init, headers, signal });
+      if (!response.ok) last.failure = { status: response.status, code: response.headers.get('x-error-code') };
+      return response;
+    } finally {
+      clearTimeout(timer);
+    }
   };
 }
 

@@ -8,7 +8,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { cachedRef, CorruptDownloadError, fetchIntoCache, repoCacheDir, snapshotDir, snapshotFiles, writeRef } from './cache.js';
-import { DEFAULT_ENDPOINT, hubCacheDir, listRepoFiles, openFile, resolveCommit, streamFailure, type HubConnection } from './client.js';
+import { DEFAULT_ENDPOINT, DEFAULT_TIMEOUT_MS, hubCacheDir, listRepoFiles, openFile, resolveCommit, streamFailure, type HubConnection } from './client.js';
 import { HubError } from './errors.js';
 import { formatHubId, isCommitHash, type HubModelId } from './hub-id.js';
 import { fileProgress } from './progress.js';
@@ -32,11 +32,13 @@ export function hubSettings(env: NodeJS.ProcessEnv = process.env, token?: string
   const tokenFile = env['HF_TOKEN_PATH'] ?? join(home, 'token');
   const stored = existsSync(tokenFile) ? readFileSync(tokenFile, 'utf8').trim() : '';
   const chosen = token ?? env['HF_TOKEN'] ?? (stored || undefined);
+  const timeoutSecs = Number(env['HF_HUB_ETAG_TIMEOUT']);
+  const timeoutMs = Number.isFinite(timeoutSecs) && timeoutSecs > 0 ? timeoutSecs * 1000 : DEFAULT_TIMEOUT_MS;
   return {
     // The client reads HF_HUB_CACHE / HF_HOME itself; an env given here (tests) is read the same way.
     cacheDir: env === process.env ? hubCacheDir() : (env['HF_HUB_CACHE'] ?? join(home, 'hub')),
     home,
-    connection: { endpoint: (env['HF_ENDPOINT'] ?? DEFAULT_ENDPOINT).replace(/\/+$/, ''), ...(chosen ? { token: chosen } : {}) },
+    connection: { endpoint: (env['HF_ENDPOINT'] ?? DEFAULT_ENDPOINT).replace(/\/+$/, ''), timeoutMs, ...(chosen ? { token: chosen } : {}) },
     offline: TRUE_VALUES.has((env['HF_HUB_OFFLINE'] ?? '').toLowerCase()),
   };
 }

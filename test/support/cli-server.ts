@@ -26,6 +26,8 @@ export interface CliLaunch {
   /** Node's arguments before `serve`. */
   readonly entry: readonly string[];
   readonly cwd?: string;
+  /** The child's environment (default: this process's). */
+  readonly env?: NodeJS.ProcessEnv;
 }
 
 export const SOURCE_CLI: CliLaunch = { entry: ['--import', 'tsx', 'src/cli.ts'] };
@@ -38,6 +40,7 @@ export async function startCliServer(served: CliServed, args: readonly string[] 
   const child = spawn(process.execPath, [...launch.entry, 'serve', ...source, '--host', '127.0.0.1', '--http-port', '0', '--grpc-port', '0', '--metrics-port', '0', ...args], {
     stdio: ['pipe', 'pipe', 'pipe'],
     ...(launch.cwd ? { cwd: launch.cwd } : {}),
+    ...(launch.env ? { env: launch.env } : {}),
   });
   const lines: LogLine[] = [];
   const waiters: { pattern: RegExp; resolve: (line: LogLine) => void }[] = [];

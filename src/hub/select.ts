@@ -101,7 +101,7 @@ function selectOnnx(paths: readonly string[], present: ReadonlySet<string>, meta
 const hasSegments = (paths: readonly string[], pagedFile: string): boolean => paths.some((path) => path.startsWith(`${pagedSegmentsDir(pagedFile)}/`));
 
 function onnxFiles(paths: readonly string[]): string {
-  const found = paths.filter((path) => path.startsWith('onnx/') && path.endsWith('.onnx')).map((path) => path.slice('onnx/'.length));
+  const found = paths.filter((path) => /^onnx\/[^/]+\.onnx$/.test(path)).map((path) => path.slice('onnx/'.length));
   return found.length > 0 ? found.sort().join(', ') : 'no .onnx file';
 }
 

@@ -60,6 +60,12 @@ export function baselineDrift(records: readonly ServingRecord[]): { backend: str
   });
 }
 
+/** One conversion as a line (results.json's settings keep them so). */
+export function conversionLine(r: ConversionRecord): string {
+  const rss = r.peakRssBytes === null ? 'peak RSS ?' : `peak RSS ${formatBytes(r.peakRssBytes)}`;
+  return `${r.family} ${r.variant}: ${r.wallS.toFixed(1)} s, ${rss}, checkpoint ${formatBytes(r.checkpointBytes)} (${r.checkpointBytes} B), written ${formatBytes(r.outputBytes)}`;
+}
+
 export function conversionTable(records: readonly ConversionRecord[]): string {
   const headers = ['Family', 'Conversion', 'Parameters', 'Checkpoint (bf16)', 'Written', 'Wall s', 'Peak RSS', 'Peak RSS / checkpoint'];
   const align: Align[] = ['left', 'left', 'right', 'right', 'right', 'right', 'right', 'right'];

@@ -16,7 +16,7 @@ import { sendCompletion, type RequestOutput } from '../serve/client.js';
 import { buildDataset } from '../serve/dataset.js';
 import { calculateMetrics, type ServeMetrics } from '../serve/metrics.js';
 import { type Checkpoints, conversionDir, convertTimed, ensureCheckpoints, type ConversionSpec } from './conversions.js';
-import { BASELINE_PREFIX, baselineDrift, conversionTable, servingTable, type ConversionRecord, type ServingRecord } from './report.js';
+import { BASELINE_PREFIX, baselineDrift, conversionLine, conversionTable, servingTable, type ConversionRecord, type ServingRecord } from './report.js';
 import { GroupServers, servedName, type GroupModel } from './servers.js';
 
 export const FAMILIES = ['llama', 'mistral', 'qwen2', 'qwen3', 'gemma3', 'phi3', 'smollm3', 'granite', 'olmo2'] as const;
@@ -142,7 +142,7 @@ async function prepareFamilies(context: ScenarioContext): Promise<PreparedScenar
       `Client: bench -- serve's (POST /v1/completions, stream, ignore_eos, temperature 0), ${config.inputLen}-token random prompts (exact length via the model's tokenizer), ${config.outputLen} output tokens, all requests due at once with at most the point's concurrency in flight; requests per point: ${config.concurrency.map((c) => `c${c} ${promptsAt(config, c)}`).join(', ')}.`,
       machineBusy,
     ],
-    settings: { ...config, quantized: config.quantized.map((q) => `${q.family}:${q.precision}`), conversions },
+    settings: { ...config, quantized: config.quantized.map((q) => `${q.family}:${q.precision}`), conversions: conversions.map(conversionLine) },
     conclude: (results) => conclude(results, outputs, conversions, servers),
     dispose: () => servers.stop(),
   };

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { renderChart } from '../../../bench/harness/charts.js';
 import type { CaseResult } from '../../../bench/harness/types.js';
-import { baselineDrift, baselineTokS, conversionTable, formatBytes, ratioToBaseline, servingTable, type ServingRecord } from '../../../bench/scenarios/families/report.js';
+import { baselineDrift, baselineTokS, conversionLine, conversionTable, formatBytes, ratioToBaseline, servingTable, type ServingRecord } from '../../../bench/scenarios/families/report.js';
 
 const record = (group: string, backend: string, concurrency: number, outputTokS: number, failed = 0): ServingRecord => ({ group, backend, concurrency, outputTokS, failed });
 
@@ -47,6 +47,8 @@ describe('families report', () => {
     expect(table.split('\n')[2]).toBe('| llama | fp32 --paged | 178.1 M | 1.00 GiB | 2.00 GiB | 7.7 | 1.50 GiB | 1.50× |');
     expect(table.split('\n')[3]).toBe('| qwen3 | q4 --paged | – | 200 MiB | 10 MiB | 3.0 | – | – |');
     expect(formatBytes(512 * 2 ** 20)).toBe('512 MiB');
+    const line = conversionLine({ family: 'gemma3', variant: 'q4 --paged', checkpointBytes: 2 ** 20, parameters: 1, outputBytes: 2 ** 21, wallS: 1.25, peakRssBytes: null });
+    expect(line).toBe('gemma3 q4 --paged: 1.3 s, peak RSS ?, checkpoint 1 MiB (1048576 B), written 2 MiB');
   });
 
   it('draws bars by a category other than the point when asked', () => {

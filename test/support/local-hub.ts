@@ -74,7 +74,11 @@ export interface LocalHub {
    * A GET whose body is `bytes` or shorter (a `Range: bytes=0-0` probe) is served whole and leaves the cut pending.
    */
   cutNext(repo: string, path: string, bytes: number): void;
-  /** Answer every request with a network-level failure (socket destroyed) while true. */
+  /**
+   * Answer every request with a network-level failure (socket destroyed) while true. fetch rejects ('fetch failed',
+   * ECONNRESET); huggingface_hub raises httpx.RemoteProtocolError, which, unlike a refused connection, it does not
+   * take as offline: it does not fall back to its cache.
+   */
   setOffline(offline: boolean): void;
   close(): Promise<void>;
 }
@@ -162,6 +166,8 @@ export async function startLocalHub(repos: readonly HubRepo[], options: LocalHub
   async function handle(req: IncomingMessage, res: ServerResponse, url: URL): Promise<void> {
     const parts = url.pathname.split('/').slice(1).map(decodeURIComponent);
     const method = req.method ?? 'GET';
+    // huggingface_hub's agent detection fetches this registry best-effort (utils/_detect_agent.py): an empty one.
+    if (method === 'GET' && url.pathname === '/api/agent-harnesses') return sendJson(res, { standardEnvVars: [], harnesses: {} });
     if (parts[0] === 'api' && parts[1] === 'models' && parts.length >= 4) {
       const repo = findRepo(`${parts[2]}/${parts[3]}`, req);
       const [action, revision, ...rest] = parts.slice(4);

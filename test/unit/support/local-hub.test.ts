@@ -279,9 +279,7 @@ describe('failures the tests inject', () => {
     const resumed = await get('/org/tiny/resolve/main/onnx/model.onnx', { headers: { Range: 'bytes=1000-' } });
     expect(resumed.status).toBe(206);
     expect(Buffer.from(await resumed.arrayBuffer())).toEqual(WEIGHTS.subarray(1000));
-    expect(hub.requests.filter((r) => r.path === `/cdn-lfs/org/tiny/${sha256(WEIGHTS)}/onnx/model.onnx`).map((r) => r.range)).toEqual(
-      expect.arrayContaining(['bytes=0-0', undefined, 'bytes=1000-']),
-    );
+    expect(hub.requests.filter((r) => r.path === `/cdn-lfs/org/tiny/${sha256(WEIGHTS)}/onnx/model.onnx`).map((r) => r.range)).toEqual(expect.arrayContaining(['bytes=0-0', undefined, 'bytes=1000-']));
 
     hub.cutNext('org/tiny', 'config.json', 5);
     await expect((await get('/org/tiny/resolve/main/config.json')).arrayBuffer()).rejects.toThrow();

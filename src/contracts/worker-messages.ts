@@ -24,7 +24,7 @@ export interface SessionMetadata {
 export type Device = 'cpu' | 'cuda';
 
 /**
- * TEST-ONLY (src/runtime/fault-injection.ts): the worker throws, or exits, at its `count`-th
+ * TEST-ONLY (src/threads/fault-injection.ts): the worker throws, or exits, at its `count`-th
  * engine step or model execution (1-based, counted from the worker's start).
  */
 export interface FaultInjection {

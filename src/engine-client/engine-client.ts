@@ -8,10 +8,10 @@ import type { Worker } from 'node:worker_threads';
 import type { EngineReadyInfo, EngineWorkerData, FromEngine, ToEngine } from '../contracts/engine-messages.js';
 import type { EngineStats, GenerateRequest, SequenceUpdate, StepOutput } from '../contracts/generate.js';
 import { ConveyorError, unavailable, type ErrorCode } from '../errors.js';
-import type { RestartPolicy } from '../runtime/restart-policy.js';
+import type { RestartPolicy } from '../threads/restart-policy.js';
 import { ENGINE_WORKER_ENTRY } from '../engine-worker/entry.js';
 import { spawnWorker } from '../threads/spawn-worker.js';
-import { WorkerSupervisor, type SupervisionStatus } from '../runtime/worker-supervisor.js';
+import { WorkerSupervisor, type SupervisionStatus } from '../threads/worker-supervisor.js';
 
 /** What a request's stream yields: its updates, each stamped with the step's engine time. */
 export interface EngineUpdate {

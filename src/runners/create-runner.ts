@@ -6,7 +6,7 @@
 import type { StepPlan } from '../contracts/generate.js';
 import type { SessionMetadata } from '../contracts/worker-messages.js';
 import { ConveyorError, invalidArg } from '../errors.js';
-import { FaultPoint } from '../runtime/fault-injection.js';
+import { FaultPoint } from '../threads/fault-injection.js';
 import { ModelSession } from '../runtime/model-session.js';
 import { loadPagedAttentionKernel, type PagedAttentionKernel } from '../runtime/paged-attention-kernel.js';
 import { pagedFileOfSegments, SEGMENT_FILE } from '../contracts/paged-segments.js';
@@ -167,7 +167,7 @@ function adapterFor(kind: SingleSessionKind, session: ModelSession, options: Run
 }
 
 /**
- * TEST-ONLY (src/runtime/fault-injection.ts): throws or exits at the configured execution, as
+ * TEST-ONLY (src/threads/fault-injection.ts): throws or exits at the configured execution, as
  * an instance worker does at its model execution, so supervision tests can kill an engine
  * mid-stream. The engine calls execute once per step that has rows to run, so the N of
  * `throw_at_step:N` still counts engine steps.

@@ -61,21 +61,3 @@ export function fromOrt(name: string, value: ort.Tensor): Tensor {
   (copy as Float32Array).set(source as Float32Array);
   return { name, datatype, shape, data: copy };
 }
-
-/** The ArrayBuffers to transfer with a postMessage of these tensors. */
-export function transferList(tensors: readonly Tensor[]): ArrayBuffer[] {
-  const buffers = new Set<ArrayBuffer>();
-  for (const t of tensors) {
-    if (Array.isArray(t.data)) continue; // BYTES: many small arrays, cloned
-    buffers.add((t.data as Float32Array).buffer as ArrayBuffer);
-  }
-  return [...buffers];
-}
-
-/** A tensor whose data owns its whole buffer (a request-body view would drag the body along). */
-export function detached(tensor: Tensor): Tensor {
-  if (Array.isArray(tensor.data)) return tensor;
-  const data = tensor.data as Float32Array;
-  if (data.byteOffset === 0 && data.byteLength === data.buffer.byteLength) return tensor;
-  return { ...tensor, data: data.slice() };
-}

@@ -14,7 +14,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { messagesPrompt } from '../../anthropic-compat/request.js';
 import { messagesToolPlan } from '../../anthropic-compat/tools.js';
 import type { SequenceUpdate } from '../../src/contracts/generate.js';
-import { FAULT_INJECTION_ENV } from '../../src/runtime/fault-injection.js';
+import { FAULT_INJECTION_ENV } from '../../src/threads/fault-injection.js';
 import { configOf, makeRepository, startTestServer, type TestServer } from '../support/server.js';
 
 const KEY = 'sk-anthropic-test-key';

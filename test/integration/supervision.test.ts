@@ -10,7 +10,7 @@ import { loadSync } from '@grpc/proto-loader';
 import OpenAI, { APIError } from 'openai';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { PROCESS_METRICS } from '../../src/metrics/metric-definitions.js';
-import { FAULT_INJECTION_ENV } from '../../src/runtime/fault-injection.js';
+import { FAULT_INJECTION_ENV } from '../../src/threads/fault-injection.js';
 import { configOf, makeRepository, startTestServer, type TestModel, type TestServer } from '../support/server.js';
 import { parseExposition } from '../unit/metrics/exposition.js';
 

@@ -1,8 +1,8 @@
 // ARCHITECTURE.md's import boundaries, enforced on every file: one seam per native dependency,
 // kernels/ and models/ independent of the server, contracts/ free of runtime code; and the
 // server's layers (layers.ts): every import between folders allowed by one table, no folder cycles.
-import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { join, relative } from 'node:path';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join, normalize, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import {
   crossLayerImports,
@@ -93,6 +93,31 @@ function importSpecifiers(source: string): string[] {
   return [...source.matchAll(pattern)].map((m) => m[1] ?? m[2] ?? m[3] ?? m[4]!);
 }
 
+/**
+ * Specifiers a module loads when it runs: value imports, re-exports, side-effect and dynamic
+ * imports. Not `import type` / `export type` (erased), and not worker-entry URLs: the worker's
+ * own thread loads those.
+ */
+function loadedSpecifiers(source: string): string[] {
+  const pattern = /(?:^|[\s;])(?:import|export)\s(?!type\s)[^'"]*?from\s*['"]([^'"]+)['"]|(?:^|[\s;])import\s*['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/gm;
+  return [...source.matchAll(pattern)].map((m) => m[1] ?? m[2] ?? m[3]!);
+}
+
+/** Every module a thread loads from `roots`, its own files and the packages they name, each with the file that first loads it. */
+function loadedModules(roots: readonly string[]): Map<string, string> {
+  const loadedBy = new Map<string, string>(roots.map((r) => [r, '(root)']));
+  const queue = [...roots];
+  for (let file = queue.shift(); file !== undefined; file = queue.shift()) {
+    for (const specifier of loadedSpecifiers(readFileSync(join(ROOT, file), 'utf8'))) {
+      const target = specifier.startsWith('.') ? normalize(join(dirname(file), specifier)).replace(/\.js$/, '.ts') : specifier;
+      if (loadedBy.has(target)) continue;
+      loadedBy.set(target, file);
+      if (specifier.startsWith('.') && existsSync(join(ROOT, target))) queue.push(target);
+    }
+  }
+  return loadedBy;
+}
+
 describe('import boundaries (ARCHITECTURE.md)', () => {
   const files = SOURCE_DIRS.flatMap(sourceFiles).map((f) => relative(ROOT, join(ROOT, f)));
 
@@ -121,6 +146,29 @@ describe('import boundaries (ARCHITECTURE.md)', () => {
     expect(flagged('models/qwen3/graph.ts', '../../src/runtime/session.js')).toBe(true);
     expect(flagged('models/qwen3/graph.ts', '../../kernels/linear.js')).toBe(false);
     expect(flagged('src/contracts/tensors.ts', '../engine-worker/state.js')).toBe(true);
+  });
+
+  // session.run blocks its thread: ONNX Runtime belongs to the instance and engine workers. The
+  // main thread reaches them only through their entry URLs (test/integration/main-thread-modules
+  // .test.ts checks the running server's module cache too).
+  it('the main thread (src/cli.ts, src/main.ts) never loads src/runtime/ or onnxruntime-node', () => {
+    const loaded = loadedModules(['src/cli.ts']);
+    expect(loaded.has('src/main.ts')).toBe(true);
+    const offending = [...loaded].filter(([module]) => module.startsWith('src/runtime/') || isPackage('onnxruntime-node')(module) || isPackage('onnxruntime-common')(module));
+    expect(offending.map(([module, by]) => `${by} loads ${module}`)).toEqual([]);
+  });
+
+  it('the load scanner skips type-only imports and worker-entry URLs', () => {
+    const sample = [
+      "import type { A } from '../a.js';",
+      "export type { B } from './b.js';",
+      "import { type C, d } from './c.js';",
+      "export { e } from './e.js';",
+      "import './side.js';",
+      "const f = await import('./f.js');",
+      "export const ENTRY = new URL('./main.ts', import.meta.url);",
+    ].join('\n');
+    expect(loadedSpecifiers(sample)).toEqual(['./c.js', './e.js', './side.js', './f.js']);
   });
 
   it('the specifier scanner sees every import form', () => {

@@ -44,12 +44,25 @@ export const LAYERS: Readonly<Record<string, Layer>> = {
     holds: 'the only importer of @mlc-ai/web-xgrammar: grammar specs compiled against a vocabulary, per-request token masks (grammar worker thread)',
     imports: ['src/contracts', 'src/errors.ts'],
   },
-  'src/threads': { holds: "starting a worker thread on a TypeScript (or compiled) entry; the main thread's event-loop turns; the compute threads' priority", imports: [] },
-  'src/runtime': {
-    holds: 'the only importer of onnxruntime-node and the only loader of the native paged-attention kernel (built from native/): sessions, instance workers, the kernel seam',
-    imports: ['src/contracts', 'src/errors.ts', 'src/threads'],
+  'src/threads': {
+    holds:
+      "starting a worker thread on a TypeScript (or compiled) entry; worker supervision, its restart policy and test-only fault injection; the main thread's event-loop turns; the compute threads' priority",
+    imports: ['src/contracts', 'src/errors.ts'],
   },
-  'src/runners': { holds: 'model runners: how a decoder consumes the KV cache (the ModelRunner seam and its factory)', imports: ['src/contracts', 'src/errors.ts', 'src/kv-cache', 'src/runtime'] },
+  'src/runtime': {
+    holds:
+      'the only importer of onnxruntime-node and the only loader of the native paged-attention kernel (built from native/): sessions, ORT tensors, the kernel seam; loaded by worker threads only, never by the main thread',
+    imports: ['src/contracts', 'src/errors.ts'],
+  },
+  'src/instance-worker': {
+    holds: "a classic model's instance worker thread (instance_group count N): one ONNX Runtime session, the batches the dynamic batcher sends",
+    imports: ['src/contracts', 'src/runtime', 'src/threads'],
+    entry: 'entry.ts',
+  },
+  'src/runners': {
+    holds: 'model runners: how a decoder consumes the KV cache (the ModelRunner seam and its factory)',
+    imports: ['src/contracts', 'src/errors.ts', 'src/kv-cache', 'src/runtime', 'src/threads'],
+  },
   'src/grammar-worker': {
     holds: "the grammar worker thread (one per engine that sees a constrained request): compiles and matchers, masks computed during the engine's forward pass",
     imports: ['src/contracts', 'src/errors.ts', 'src/grammar'],
@@ -64,7 +77,7 @@ export const LAYERS: Readonly<Record<string, Layer>> = {
   'src/tokenizer-worker': { holds: 'the tokenizer worker thread', imports: ['src/contracts', 'src/tokenizer'], entry: 'entry.ts' },
   'src/engine-client': {
     holds: 'main thread: input and output processors, detokenizer, the engine worker client',
-    imports: ['src/contracts', 'src/errors.ts', 'src/config', 'src/vocabulary', 'src/tokenizer', 'src/runtime', 'src/threads', 'src/engine-worker', 'src/tokenizer-worker', 'src/reasoning'],
+    imports: ['src/contracts', 'src/errors.ts', 'src/config', 'src/vocabulary', 'src/tokenizer', 'src/threads', 'src/engine-worker', 'src/tokenizer-worker', 'src/reasoning'],
   },
   'src/tool-calls': { holds: 'tool calling on the text side: call formats per model family, whole and streaming parsers, the tool_choice grammar', imports: ['src/contracts', 'src/vocabulary'] },
   'src/reasoning': { holds: 'reasoning output on the text side: thinking-block formats per model family, whole and streaming split, reasoning-token count', imports: ['src/contracts'] },
@@ -84,7 +97,7 @@ export const LAYERS: Readonly<Record<string, Layer>> = {
   },
   'src/repository/config': { holds: 'config.pbtxt and JSON config: parser, schema, printer', imports: ['src/contracts', 'src/errors.ts', 'src/repository'] },
   'src/serving': {
-    holds: 'served models behind the front ends: the model manager, the onnx and llm backends, ConveyorService',
+    holds: 'served models behind the front ends: the model manager, the onnx and llm backends (the instance pool), ConveyorService',
     imports: [
       'src/contracts',
       'src/errors.ts',
@@ -94,7 +107,8 @@ export const LAYERS: Readonly<Record<string, Layer>> = {
       'src/metrics',
       'src/repository',
       'src/repository/config',
-      'src/runtime',
+      'src/threads',
+      'src/instance-worker',
       'src/engine-client',
       'src/tokenizer',
       'src/tool-calls',

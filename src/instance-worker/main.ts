@@ -4,12 +4,12 @@
 // `fatal` and ends the thread non-zero, and the pool's supervisor starts a fresh instance.
 
 import { parentPort, workerData } from 'node:worker_threads';
-import type { Tensor } from '../contracts/tensors.js';
+import { transferList, type Tensor } from '../contracts/tensors.js';
 import type { FromInstanceWorker, InstanceWorkerData, ToInstanceWorker } from '../contracts/worker-messages.js';
-import { FaultPoint } from './fault-injection.js';
-import { fromOrt, toOrt, transferList } from './ort-tensors.js';
+import { FaultPoint } from '../threads/fault-injection.js';
+import { fromOrt, toOrt } from '../runtime/ort-tensors.js';
 import { lowerThisThreadPriority } from '../threads/thread-priority.js';
-import { describeSession, openSession, type OpenedSession } from './session-factory.js';
+import { describeSession, openSession, type OpenedSession } from '../runtime/session-factory.js';
 
 const port = parentPort!;
 const config = workerData as InstanceWorkerData;

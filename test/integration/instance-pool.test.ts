@@ -1,9 +1,9 @@
 // Model instances are worker threads with one real onnxruntime session each.
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { DEFAULT_REPOSITORY } from '../../../models/default-repository.js';
-import { InstancePool } from '../../../src/runtime/instance-pool.js';
-import type { Tensor } from '../../../src/contracts/tensors.js';
+import { DEFAULT_REPOSITORY } from '../../models/default-repository.js';
+import { InstancePool } from '../../src/serving/instance-pool.js';
+import type { Tensor } from '../../src/contracts/tensors.js';
 
 const RESNET = join(DEFAULT_REPOSITORY, 'resnet-tiny', '1', 'model.onnx');
 const BERT = join(DEFAULT_REPOSITORY, 'bert-tiny', '1', 'model.onnx');

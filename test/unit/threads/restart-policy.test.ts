@@ -1,9 +1,9 @@
 // The supervision policy as a pure function, and the supervisor shell driven by a fake clock
 // and hand-fired timers: backoff doubling, the cap, forgetting old crashes, the crash loop.
 import { describe, expect, it } from 'vitest';
-import { backoffMs, DEFAULT_RESTART_POLICY, recordCrash, type RestartPolicy } from '../../../src/runtime/restart-policy.js';
-import { WorkerSupervisor } from '../../../src/runtime/worker-supervisor.js';
-import { faultInjectionOf, FaultPoint, parseFaultInjection } from '../../../src/runtime/fault-injection.js';
+import { backoffMs, DEFAULT_RESTART_POLICY, recordCrash, type RestartPolicy } from '../../../src/threads/restart-policy.js';
+import { WorkerSupervisor } from '../../../src/threads/worker-supervisor.js';
+import { faultInjectionOf, FaultPoint, parseFaultInjection } from '../../../src/threads/fault-injection.js';
 import { modelConfig } from '../../support/model-config.js';
 
 const policy: RestartPolicy = { initialBackoffMs: 500, backoffFactor: 2, maxBackoffMs: 3000, maxCrashesInWindow: 6, windowMs: 60_000 };

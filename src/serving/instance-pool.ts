@@ -5,13 +5,13 @@
 
 import type { Worker } from 'node:worker_threads';
 import type { ExecutionResult, ModelExecutor } from '../contracts/execution.js';
-import type { Tensor } from '../contracts/tensors.js';
+import { detached, transferList, type Tensor } from '../contracts/tensors.js';
 import type { Device, FromInstanceWorker, InstanceWorkerData, SessionMetadata, ToInstanceWorker } from '../contracts/worker-messages.js';
 import { ConveyorError, ExecutionRejected, unavailable } from '../errors.js';
-import { detached, transferList } from './ort-tensors.js';
-import type { RestartPolicy } from './restart-policy.js';
+import { INSTANCE_WORKER_ENTRY } from '../instance-worker/entry.js';
+import type { RestartPolicy } from '../threads/restart-policy.js';
 import { spawnWorker } from '../threads/spawn-worker.js';
-import { WorkerSupervisor, type SupervisionStatus } from './worker-supervisor.js';
+import { WorkerSupervisor, type SupervisionStatus } from '../threads/worker-supervisor.js';
 
 export interface InstancePoolOptions {
   readonly modelPath: string;
@@ -37,8 +37,6 @@ interface Instance {
   alive: boolean;
   pending?: { id: number; resolve: (r: ExecutionResult) => void; reject: (e: Error) => void };
 }
-
-const INSTANCE_WORKER = new URL('./instance-worker.ts', import.meta.url);
 
 export class InstancePool implements ModelExecutor {
   private readonly listeners: (() => void)[] = [];
@@ -77,7 +75,7 @@ export class InstancePool implements ModelExecutor {
       ...(options.faultInjection ? { faultInjection: options.faultInjection } : {}),
       ...(options.threadNice ? { threadNice: options.threadNice } : {}),
     };
-    const workers = Array.from({ length: options.count }, () => spawnWorker(INSTANCE_WORKER, data));
+    const workers = Array.from({ length: options.count }, () => spawnWorker(INSTANCE_WORKER_ENTRY, data));
     try {
       const ready = await Promise.all(workers.map((w) => waitReady(w)));
       const first = ready[0]!;
@@ -176,7 +174,7 @@ export class InstancePool implements ModelExecutor {
 
   /** A fresh worker (and session) in the dead instance's slot; the supervisor calls it after the backoff. */
   private async respawn(slot: number): Promise<void> {
-    const worker = spawnWorker(INSTANCE_WORKER, this.data);
+    const worker = spawnWorker(INSTANCE_WORKER_ENTRY, this.data);
     try {
       await waitReady(worker);
     } catch (error) {

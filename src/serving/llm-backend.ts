@@ -23,7 +23,7 @@ import { completeLlmTensors } from '../repository/config/index.js';
 import type { ConfinementRoot } from '../repository/confine.js';
 import { OutputProcessor } from '../engine-client/output-processor.js';
 import { ConveyorError, invalidArg, unavailable } from '../errors.js';
-import { faultInjectionOf } from '../runtime/fault-injection.js';
+import { faultInjectionOf } from '../threads/fault-injection.js';
 import { finishedRequest, NO_LLM_METRICS, type FinishedRequest, type LlmEngineMetrics, type LlmMetricsObserver } from '../metrics/index.js';
 import type { SchedulingPolicy, SequenceUpdate } from '../contracts/generate.js';
 import type { GenerationEvent, ProcessedRequest } from '../contracts/text-generation.js';

@@ -7,7 +7,7 @@ import type { FailureReason } from '../batcher/stats.js';
 import type { ConveyorError } from '../errors.js';
 import type { LlmMetricsObserver } from '../metrics/index.js';
 import type { ResourceLimits } from '../config/limits.js';
-import type { SupervisionStatus } from '../runtime/worker-supervisor.js';
+import type { SupervisionStatus } from '../threads/worker-supervisor.js';
 
 export interface ServedModel {
   readonly name: string;

@@ -8,6 +8,7 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { ConveyorError, type ErrorCode } from '../src/errors.js';
 import { OpenAIRequestError, RETRY_AFTER_SECONDS } from '../openai-compat/errors.js';
+import { retryAfterHeaders } from '../src/serving/admission.js';
 
 export type AnthropicErrorType = 'invalid_request_error' | 'authentication_error' | 'permission_error' | 'not_found_error' | 'request_too_large' | 'overloaded_error' | 'timeout_error' | 'api_error';
 
@@ -52,8 +53,8 @@ function withParam(error: ConveyorError): string {
 export function anthropicFailure(error: unknown): AnthropicFailure {
   if (error instanceof ConveyorError) {
     const [status, type] = BY_CODE[error.code];
-    // Admission's retry-after (OpenAIRequestError headers) wins over the fixed default.
-    const own = error instanceof OpenAIRequestError ? error.headers : {};
+    // Load shedding's wait (src/serving/admission.ts) wins over the fixed default.
+    const own = { ...(error instanceof OpenAIRequestError ? error.headers : {}), ...retryAfterHeaders(error) };
     const headers = status === OVERLOADED_STATUS ? { 'retry-after': String(RETRY_AFTER_SECONDS), ...own } : own;
     return { status, body: errorBody(type, withParam(error)), headers };
   }

@@ -1,6 +1,6 @@
 // The Anthropic-compatible front end as a fastify plugin on the HTTP port, beside the OpenAI
 // routes: POST /v1/messages and POST /v1/messages/count_tokens over the same LLM machinery
-// (model lookup, admission, chat template, tool plan, engine). Every route is behind the API
+// (model lookup, chat template, tool plan, engine; admission is the serving layer's). Every route is behind the API
 // keys (src/server/http/access.ts takes `x-api-key` as Anthropic's clients send it, beside
 // `Authorization: Bearer`); `anthropic-version` and `anthropic-beta` are accepted and unused.
 // Bodies parse as JSON whatever their Content-Type, and every failure is answered in

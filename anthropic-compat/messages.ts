@@ -55,7 +55,7 @@ export async function createMessage(ctx: AnthropicContext, rawBody: unknown, rep
   const generation: Generation = {
     plan,
     reasoning: model.reasoningOf(choices[0]!),
-    events: single(runChoices(model, choices, signal, ctx.admission)),
+    events: single(runChoices(model, choices, signal)),
     head: { id: newMessageId(), type: 'message', role: 'assistant', model: requested },
     stops: stopSequences(body),
   };

@@ -58,7 +58,7 @@ export async function chatCompletions(ctx: OpenAIContext, rawBody: unknown, repl
   const reasoning = model.reasoningOf(choices[0]!);
   const wantLogprobs = body.logprobs === true;
   const tokenText = ctx.tokenText(model);
-  const events = runChoices(model, choices, signal, ctx.admission);
+  const events = runChoices(model, choices, signal);
   const meta = responseMeta('chatcmpl', requested, model);
   const usage = new UsageTally(n);
   const logprobsOf = (event: GenerationEvent) => (wantLogprobs && event.logprobs ? chatLogprobs(event.logprobs, tokenText) : []);

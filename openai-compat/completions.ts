@@ -95,7 +95,7 @@ export async function completions(ctx: OpenAIContext, rawBody: unknown, reply: F
   const vllmPromptCount = typeof body.prompt_logprobs === 'number' ? body.prompt_logprobs : null;
   const echoed = choices.map((c) => (echo ? (c.promptText ?? model.processor.tokenizer.decode([...c.request.promptTokenIds], { skip_special_tokens: false })) : ''));
   const answers = new CompletionChoices(choices, ctx.tokenText(model), { echoed, echo, topLogprobs, promptLogprobs: vllmPromptCount });
-  const events = runChoices(model, choices, signal, ctx.admission);
+  const events = runChoices(model, choices, signal);
   const meta = responseMeta('cmpl', requested, model);
   const usage = new UsageTally(candidates);
 

@@ -1,12 +1,11 @@
-// What every OpenAI route needs: the service, the front end's options, load shedding, and the
-// model lookups with OpenAI's semantics (an unknown id is 404 model_not_found; a model that
-// exists but serves another purpose is a 400 naming `model`).
+// What every OpenAI route needs: the service, the front end's options, and the model lookups
+// with OpenAI's semantics (an unknown id is 404 model_not_found; a model that exists but serves
+// another purpose is a 400 naming `model`).
 
 import { repositoryModelName } from '../src/contracts/model-names.js';
 import type { ConveyorService } from '../src/serving/conveyor-service.js';
 import type { LlmModel } from '../src/serving/llm-backend.js';
 import { invalidArg } from '../src/errors.js';
-import { Admission } from './admission.js';
 import { EmbeddingModels } from './embedding-models.js';
 import { missingModel } from './errors.js';
 import { TokenText } from './logprobs.js';
@@ -14,8 +13,6 @@ import { TokenText } from './logprobs.js';
 export interface OpenAIOptions {
   /** Origins allowed by CORS ('*' for any); empty: no CORS headers at all. */
   readonly corsAllowOrigins: readonly string[];
-  /** Generations per model waiting for their first token before new ones get 503; 0: unbounded. */
-  readonly maxQueuedRequests: number;
   /** The model repository root: embedding models' tokenizer.json sits in their version directories. */
   readonly modelRepository: string;
   /** Largest JSON body in bytes (default: the limits table's --json-max-body-bytes). */
@@ -27,12 +24,9 @@ export interface OpenAIOptions {
   /** /v1/responses store: most responses kept, and for how long (default: the limits table's). */
   readonly responsesStoreSize?: number;
   readonly responsesStoreTtlSecs?: number;
-  /** Shared with another front end (the Anthropic routes) so both count against one bound; default: a new one. */
-  readonly admission?: Admission;
 }
 
 export class OpenAIContext {
-  readonly admission: Admission;
   readonly embeddings: EmbeddingModels;
   /** `created` for the model list: when this front end came up (load times are not tracked). */
   readonly startedAt = Math.floor(Date.now() / 1000);
@@ -42,7 +36,6 @@ export class OpenAIContext {
     readonly service: ConveyorService,
     readonly options: OpenAIOptions,
   ) {
-    this.admission = options.admission ?? new Admission(options.maxQueuedRequests);
     this.embeddings = new EmbeddingModels(service, options.modelRepository);
   }
 

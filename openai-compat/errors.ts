@@ -6,6 +6,7 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { ConveyorError, ERROR_CATALOG, serverDraining, type ErrorCode } from '../src/errors.js';
 import type { ConveyorService } from '../src/serving/conveyor-service.js';
+import { retryAfterHeaders } from '../src/serving/admission.js';
 
 export interface OpenAIErrorBody {
   readonly error: {
@@ -80,7 +81,7 @@ export function openaiFailure(error: unknown): OpenAIFailure {
   if (error instanceof ConveyorError) {
     const entry = ERROR_CATALOG[error.code];
     const code = error instanceof OpenAIRequestError ? error.openaiCode : entry.openaiCode;
-    const headers = { ...(entry.http === 503 ? { 'retry-after': String(RETRY_AFTER_SECONDS) } : {}), ...(error instanceof OpenAIRequestError ? error.headers : {}) };
+    const headers = { ...(entry.http === 503 ? { 'retry-after': String(RETRY_AFTER_SECONDS) } : {}), ...(error instanceof OpenAIRequestError ? error.headers : {}), ...retryAfterHeaders(error) };
     return { status: entry.http, body: body(error.message, entry.openaiType, error.param ?? null, code), headers };
   }
   // fastify's own rejections: malformed JSON, body too large, unsupported media type.

@@ -6,7 +6,7 @@
 
 import type { GenerationEvent, ProcessedRequest } from '../src/contracts/text-generation.js';
 import type { GenerateInput, LlmModel } from '../src/serving/llm-backend.js';
-import type { Admission } from './admission.js';
+import type { AdmissionSeat } from '../src/serving/admission.js';
 
 export interface ChoiceEvent {
   readonly index: number;
@@ -39,17 +39,17 @@ interface Queue {
 }
 
 /**
- * Runs every prepared choice and yields their events as they come. Admission (503 when
- * overloaded) happens on the first pull, before anything is submitted; each choice gives its
- * slot back with its first token.
+ * Runs every prepared choice and yields their events as they come. Admission (the model's, in
+ * the serving layer: Overloaded, a 503 here) takes all choices together on the first pull,
+ * before anything is submitted; each choice gives its seat back with its first token.
  */
-export async function* runChoices(model: LlmModel, choices: readonly ProcessedRequest[], signal: AbortSignal, admission: Admission): AsyncGenerator<ChoiceEvent> {
-  admission.enter(model.name, choices.length);
+export async function* runChoices(model: LlmModel, choices: readonly ProcessedRequest[], signal: AbortSignal): AsyncGenerator<ChoiceEvent> {
+  const seats = model.admit(choices);
   const stop = new AbortController();
   const combined = AbortSignal.any([signal, stop.signal]);
   const queue: Queue = { items: [], open: choices.length };
   const notify = (): void => queue.wake?.();
-  choices.forEach((prepared, index) => void pump(model, prepared, index, combined, admission, queue).finally(notify));
+  choices.forEach((prepared, index) => void pump(model, prepared, index, combined, seats[index]!, queue).finally(notify));
   try {
     while (true) {
       if (queue.items.length > 0) {
@@ -66,22 +66,16 @@ export async function* runChoices(model: LlmModel, choices: readonly ProcessedRe
   }
 }
 
-async function pump(model: LlmModel, prepared: ProcessedRequest, index: number, signal: AbortSignal, admission: Admission, queue: Queue): Promise<void> {
-  let waiting = true;
-  const leave = (): void => {
-    if (waiting) admission.leave(model.name);
-    waiting = false;
-  };
+async function pump(model: LlmModel, prepared: ProcessedRequest, index: number, signal: AbortSignal, seat: AdmissionSeat, queue: Queue): Promise<void> {
   try {
-    for await (const event of model.generate(prepared, signal)) {
-      leave();
+    for await (const event of model.generate(prepared, signal, seat)) {
       queue.items.push({ index, event });
       queue.wake?.();
     }
   } catch (error) {
     queue.error ??= error;
   } finally {
-    leave();
+    seat.leave();
     queue.open -= 1;
   }
 }

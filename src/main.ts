@@ -16,7 +16,7 @@ import { RecentErrors } from './server/http/recent-errors.js';
 import type { HttpRouteAccess } from './server/http/access.js';
 import { websocketLimits } from './server/http/websocket/routes.js';
 import { openaiRoutes } from '../openai-compat/index.js';
-import { Admission } from '../openai-compat/admission.js';
+import { Admission } from './serving/admission.js';
 import { anthropicRoutes } from '../anthropic-compat/index.js';
 import { AccessPolicy } from './security/access-policy.js';
 import { singleModelRepository } from './repository/single-model.js';
@@ -60,11 +60,13 @@ export async function startServer(options: ServerOptions, start: StartOptions): 
   // Read at scrape time only, by which point the manager exists.
   const metrics = createMetrics({ models: () => manager.servedModels(), engineType: options.metricsEngineType });
   if (options.hubModel !== undefined && options.model === undefined) throw new Error(`--model ${options.hubModel}: a Hub model is fetched by the CLI before the server starts`);
+  // One load shedding for every generation of a model, whatever protocol it came by.
+  const admission = new Admission({ maxQueuedRequests: options.maxQueuedRequests, maxQueuedTokens: options.limits.maxNumQueuedTokens });
   const root = options.model ? (await singleModelRepository(options.model, options.servedModelName, options, options.modelSource)).root : options.modelRepository;
   const manager = new ModelManager({
     root,
     mode: options.modelControlMode,
-    loaders: withServingAddress(withLlmMetrics({ onnxruntime: loadOnnxModel, llm: loadLlmModel, ...start.loaders }, metrics, options.limits), options),
+    loaders: withServingAddress(withLlmMetrics({ onnxruntime: loadOnnxModel, llm: loadLlmModel, ...start.loaders }, metrics, options.limits, admission), options),
     log,
     memoryBudgetBytes: options.limits.memoryBudgetBytes,
     ...(start.hubModels ? { hubModels: start.hubModels } : {}),
@@ -150,23 +152,20 @@ function modelResidency(manager: ModelManager, options: ServerOptions, metrics: 
   });
 }
 
-/** The OpenAI and Anthropic routes on the HTTP app, sharing one load-shedding bound per model, whichever API a generation came through. */
+/** The OpenAI and Anthropic routes on the HTTP app (their generations' load shedding is the serving layer's, src/serving/admission.ts). */
 function registerApiFrontEnds(http: ReturnType<typeof createHttpApp>, service: ConveyorService, options: ServerOptions, root: string): void {
-  const { corsAllowOrigins, maxQueuedRequests, limits } = options;
-  const admission = new Admission(maxQueuedRequests);
+  const { corsAllowOrigins, limits } = options;
   const json = { jsonMaxBodyBytes: limits.jsonMaxBodyBytes, jsonMaxDepth: limits.jsonMaxDepth, streamSendTimeoutMs: limits.streamSendTimeoutSecs * 1000 };
   http.register(
     openaiRoutes(service, {
       corsAllowOrigins,
-      maxQueuedRequests,
-      admission,
       modelRepository: root,
       responsesStoreSize: limits.responsesStoreSize,
       responsesStoreTtlSecs: limits.responsesStoreTtlSecs,
       ...json,
     }),
   );
-  http.register(anthropicRoutes(service, { admission, corsAllowOrigins, ...json }));
+  http.register(anthropicRoutes(service, { corsAllowOrigins, ...json }));
 }
 
 /** Every load request names the HTTP address this server serves on (an LLM's default KV events topic names it). */
@@ -175,7 +174,7 @@ function withServingAddress(loaders: Readonly<Record<string, BackendLoader>>, op
   return Object.fromEntries(Object.entries(loaders).map(([backend, load]) => [backend, (request) => load({ ...request, servingAddress })]));
 }
 
-/** Every backend gets the LLM metrics observer and the prompt/request limits in its load request (non-LLM backends ignore them). */
-function withLlmMetrics(loaders: Readonly<Record<string, BackendLoader>>, metrics: ConveyorMetrics, limits: ServerOptions['limits']): Record<string, BackendLoader> {
-  return Object.fromEntries(Object.entries(loaders).map(([backend, load]) => [backend, (request) => load({ ...request, llmMetrics: metrics.llm, limits })]));
+/** Every backend gets the LLM metrics observer, the prompt/request limits and the load shedding in its load request (non-LLM backends ignore them). */
+function withLlmMetrics(loaders: Readonly<Record<string, BackendLoader>>, metrics: ConveyorMetrics, limits: ServerOptions['limits'], admission: Admission): Record<string, BackendLoader> {
+  return Object.fromEntries(Object.entries(loaders).map(([backend, load]) => [backend, (request) => load({ ...request, llmMetrics: metrics.llm, limits, admission })]));
 }

@@ -94,7 +94,7 @@ export async function createResponse(ctx: OpenAIContext, store: ResponseStore, b
   const identity: ResponseIdentity = { id: newItemId('resp'), createdAt: Math.floor(Date.now() / 1000), model: prepared.request.model };
   // A background response outlives its request: only cancel stops it.
   const controller = new AbortController();
-  const events = runChoices(prepared.model, [engineInput], prepared.request.background ? controller.signal : signal, ctx.admission);
+  const events = runChoices(prepared.model, [engineInput], prepared.request.background ? controller.signal : signal);
   const run = new ResponseRun(prepared.model, engineInput, prepared.plan);
   const snapshot = (): WireObject => responseObject(identity, prepared.request.echo, { status: run.status, output: run.output.items, usage: run.usage });
   const keep = (response: WireObject): void => {

@@ -32,6 +32,13 @@ export const LIMITS = {
   jsonMaxDepth: { flag: '--json-max-depth', default: 64, unit: 'levels', help: 'deepest nesting of arrays and objects in a JSON body or WebSocket message' },
   maxPromptChars: { flag: '--max-prompt-chars', default: 0, unit: 'chars', help: 'longest prompt text, checked before tokenizing', zeroMeans: '16 x the model context length' },
   maxRequestSecs: { flag: '--max-request-secs', default: 0, unit: 'secs', help: 'a generation running longer is aborted (blocks freed) with an error', zeroMeans: 'off' },
+  maxNumQueuedTokens: {
+    flag: '--max-num-queued-tokens',
+    default: 0,
+    unit: 'tokens',
+    help: "per model, the prompt tokens of generations waiting for a first token, whatever their protocol, before new ones are refused with a retry-after (vLLM's flag)",
+    zeroMeans: 'off',
+  },
   wsMaxMessageBytes: { flag: '--ws-max-message-bytes', default: 4 * MiB, unit: 'bytes', help: 'largest WebSocket message a client may send' },
   wsMaxGenerations: { flag: '--ws-max-generations', default: 16, unit: 'count', help: 'generations one WebSocket may run at once' },
   wsMaxBufferedBytes: { flag: '--ws-max-buffered-bytes', default: 16 * MiB, unit: 'bytes', help: 'unsent bytes a WebSocket may hold before the client is dropped' },

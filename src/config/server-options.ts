@@ -36,7 +36,7 @@ export interface ServerOptions extends AccessOptions, ModelFlagValues {
   readonly adminKeys: readonly string[];
   /** OpenAI routes: origins CORS allows ('*' for any); empty means CORS off. */
   readonly corsAllowOrigins: readonly string[];
-  /** OpenAI routes: generations per model waiting for their first token before 503 + retry-after; 0 = unbounded. */
+  /** Every generation path: generations per model waiting for their first token before the rest are refused with a retry-after (src/serving/admission.ts); 0 = unbounded. */
   readonly maxQueuedRequests: number;
   /** `--model DIR`: serve this one Hugging Face ONNX export instead of a repository. */
   readonly model?: string;
@@ -95,8 +95,10 @@ export const USAGE = `conveyor serve [options]
   --auth-health BOOL           health routes and RPCs need a key too (default false)
   --auth-metrics BOOL          the metrics port needs a key too (default false)
   --cors-allow-origin ORIGIN   allow CORS from ORIGIN on the OpenAI routes (repeatable; * = any)
-  --max-queued-requests N      per model, generations waiting for a first token before the OpenAI
-                               routes answer 503 with retry-after (default 0 = unbounded)
+  --max-queued-requests N      per model, generations waiting for a first token (every protocol
+                               counts) before new ones are refused with a retry-after: 503 on
+                               HTTP, 529 on Anthropic's routes, UNAVAILABLE on gRPC, an error
+                               frame on WebSocket (default 0 = unbounded)
 One Hugging Face ONNX export instead of a repository (vLLM's flags; the ones after --model need it,
 since a repository model sets them as parameters in its config.pbtxt):
   --model DIR                  serve this export (config.json, tokenizer files, onnx/model*.onnx)

@@ -28,6 +28,7 @@ import { finishedRequest, NO_LLM_METRICS, type FinishedRequest, type LlmEngineMe
 import type { SchedulingPolicy, SequenceUpdate } from '../contracts/generate.js';
 import type { GenerationEvent, ProcessedRequest } from '../contracts/text-generation.js';
 import type { BackendLoadRequest, ServedModel } from './served-model.js';
+import { Admission, type AdmissionSeat } from './admission.js';
 import { DEFAULT_LIMITS } from '../config/limits.js';
 import { detectToolCallParser, isToolCallParserName, TOOL_CALL_FORMATS, type ToolCallParserName } from '../tool-calls/index.js';
 import { isReasoningParserName, REASONING_FORMATS, type ReasoningParserName, type ReasoningPlan } from '../reasoning/index.js';
@@ -199,7 +200,10 @@ export async function loadLlmModel(request: BackendLoadRequest): Promise<LlmMode
   // GET /v2/models/{m}/config shows which precision variant was loaded,
   // and lists every input and output the server handles, as the vLLM backend's auto-complete does.
   const effective: ModelConfig = { ...completeLlmTensors(config), default_model_filename: file };
-  return new LlmModel(request.name, request.version, effective, processor, engine, { observer: metrics, engine: engineMetrics }, request.log, { maxRequestSecs: limits.maxRequestSecs });
+  return new LlmModel(request.name, request.version, effective, processor, engine, { observer: metrics, engine: engineMetrics }, request.log, {
+    maxRequestSecs: limits.maxRequestSecs,
+    admission: request.admission ?? new Admission(),
+  });
 }
 
 /**
@@ -233,8 +237,11 @@ export class LlmModel implements ServedModel {
     readonly engine: EngineClient,
     private readonly metrics: { readonly observer: LlmMetricsObserver; readonly engine: LlmEngineMetrics } = { observer: NO_LLM_METRICS, engine: NO_LLM_METRICS.attach('') },
     private readonly log: (line: string, fields?: Record<string, unknown>) => void = () => {},
-    /** maxRequestSecs: a generation still running this long after it started is aborted; 0 = no limit. */
-    private readonly limits: { readonly maxRequestSecs: number } = { maxRequestSecs: 0 },
+    /**
+     * maxRequestSecs: a generation still running this long after it started is aborted; 0 = no limit.
+     * admission: the server's load shedding, which every generation of this model enters (one bound per model name).
+     */
+    private readonly limits: { readonly maxRequestSecs: number; readonly admission: Admission } = { maxRequestSecs: 0, admission: new Admission() },
   ) {
     this.stats = new ModelStatsRecorder(name, String(version));
     this.toolCallParser = toolCallParserOf(config, processor.chatTemplateSource());
@@ -256,12 +263,32 @@ export class LlmModel implements ServedModel {
     return this.processor.processAsync({ ...input, id: randomUUID() });
   }
 
-  /** Streams a prepared request's text events; aborting `signal` (client gone) frees its blocks within a step. */
-  async *generate(prepared: ProcessedRequest, signal?: AbortSignal): AsyncGenerator<GenerationEvent> {
+  /**
+   * Admits generations that start together (a request's n choices) or throws Overloaded (the
+   * neutral "retry after", src/serving/admission.ts); pass each its seat to `generate`.
+   */
+  admit(prepared: readonly ProcessedRequest[]): AdmissionSeat[] {
+    return this.limits.admission.admit(
+      this.name,
+      prepared.map((p) => p.request.promptTokenIds.length),
+    );
+  }
+
+  /**
+   * Streams a prepared request's text events; aborting `signal` (client gone) frees its blocks
+   * within a step. Every generation passes admission here, on the first pull: with the `seat`
+   * `admit` gave it, or else on its own (Overloaded when the model's queue is full). The seat is
+   * given back with the first event, or when the generation ends before one.
+   */
+  async *generate(prepared: ProcessedRequest, signal?: AbortSignal, seat?: AdmissionSeat): AsyncGenerator<GenerationEvent> {
     const { request } = prepared;
-    if (signal?.aborted) throw new ConveyorError('CANCELLED', 'the request was cancelled');
+    if (signal?.aborted) {
+      seat?.leave();
+      throw new ConveyorError('CANCELLED', 'the request was cancelled');
+    }
+    const admitted = seat ?? this.admit([prepared])[0]!;
     const output = new OutputProcessor(this.processor.tokenizer, request.promptTokenIds, prepared.output, request.thinking ?? null);
-    const stream = this.engine.submit(request);
+    const stream = this.submit(request, admitted);
     const onAbort = (): void => this.engine.abort(request.id);
     signal?.addEventListener('abort', onAbort, { once: true });
     // The limit aborts in the engine even while the consumer is not pulling (a paused client).
@@ -271,6 +298,7 @@ export class LlmModel implements ServedModel {
     let last: { update: SequenceUpdate; timeMs: number } | undefined;
     try {
       for await (const { update, timeMs } of stream) {
+        admitted.leave();
         last = { update, timeMs };
         if (deadline.expired) throw deadline.error();
         const event = output.process(update, timeMs);
@@ -285,6 +313,7 @@ export class LlmModel implements ServedModel {
     } catch (error) {
       throw namingGrammarField(error, prepared);
     } finally {
+      admitted.leave();
       deadline.clear();
       signal?.removeEventListener('abort', onAbort);
       this.record(finished);
@@ -297,6 +326,16 @@ export class LlmModel implements ServedModel {
       }
       this.streaming.delete(request.id);
       if (this.streaming.size === 0) this.idle?.();
+    }
+  }
+
+  /** Hands the request to the engine; one it refuses (engine not running) gives its seat back. */
+  private submit(request: ProcessedRequest['request'], seat: AdmissionSeat): ReturnType<EngineClient['submit']> {
+    try {
+      return this.engine.submit(request);
+    } catch (error) {
+      seat.leave();
+      throw error;
     }
   }
 

@@ -8,6 +8,7 @@ import type { ConveyorError } from '../errors.js';
 import type { LlmMetricsObserver } from '../metrics/index.js';
 import type { ResourceLimits } from '../config/limits.js';
 import type { SupervisionStatus } from '../threads/worker-supervisor.js';
+import type { Admission } from './admission.js';
 
 export interface ServedModel {
   readonly name: string;
@@ -49,6 +50,8 @@ export interface BackendLoadRequest {
   readonly llmMetrics?: LlmMetricsObserver;
   /** The server's prompt and request-time limits and its compute threads' priority (defaults when absent). */
   readonly limits?: Pick<ResourceLimits, 'maxPromptChars' | 'maxRequestSecs' | 'computeThreadNice'>;
+  /** The server's load shedding, shared by every model and version (an LLM's generations enter it); a fresh unbounded one when absent. */
+  readonly admission?: Admission;
   /** The server's HTTP host and port as configured (port 0: picked at listen); absent in tests that need none. */
   readonly servingAddress?: { readonly host: string; readonly port: number };
 }

@@ -4,11 +4,10 @@
 // finish reason and usage. Cancelling the call, or its deadline passing, aborts the request,
 // which frees its KV-cache blocks within one engine step (ARCHITECTURE.md principle 5).
 
-import { Metadata, type ServerWritableStream, type UntypedServiceImplementation } from '@grpc/grpc-js';
-import { asConveyorError } from '../../errors.js';
+import type { ServerWritableStream, UntypedServiceImplementation } from '@grpc/grpc-js';
 import type { LlmLookup } from '../generation/lookup.js';
 import { deltaToWire, finalToWire, generateCallFromWire, type WireGenerateRequest, type WireGenerateResponse } from './generation-codec.js';
-import { cancelledError, toGrpcStatus } from './status.js';
+import { cancelledError, toGrpcStatusWithDetails } from './status.js';
 
 type GenerateCall = ServerWritableStream<WireGenerateRequest, WireGenerateResponse>;
 
@@ -35,7 +34,7 @@ async function generate(lookup: LlmLookup, call: GenerateCall): Promise<void> {
     }
     if (!call.cancelled) call.end();
   } catch (error) {
-    if (!call.cancelled) call.emit('error', statusOf(error));
+    if (!call.cancelled) call.emit('error', toGrpcStatusWithDetails(error));
   } finally {
     lease?.release();
     call.removeListener('cancelled', onCancel);
@@ -54,13 +53,4 @@ function write(call: GenerateCall, message: WireGenerateResponse): Promise<void>
     call.once('drain', done);
     call.once('cancelled', done);
   });
-}
-
-/** The catalog's status, with the error code and the field at fault as trailing metadata. */
-function statusOf(error: unknown): ReturnType<typeof toGrpcStatus> {
-  const conveyor = asConveyorError(error);
-  const metadata = new Metadata();
-  metadata.set('conveyor-error-code', conveyor.code.toLowerCase());
-  if (conveyor.param) metadata.set('conveyor-error-param', conveyor.param);
-  return Object.assign(toGrpcStatus(conveyor), { metadata });
 }

@@ -1,14 +1,16 @@
 // ModelStreamInfer: one bidirectional stream carrying many requests. Requests run concurrently
 // and each answer goes out when ready (clients match them by id); a failed request becomes an
-// error_message on the stream, which stays open. Cancelling the call aborts every request still
-// running on it (ARCHITECTURE.md principle 5).
+// error_message on the stream, which stays open. A call made with Triton's `triton_grpc_error:
+// true` metadata instead ends at its first failure with that error's gRPC status (load shedding:
+// UNAVAILABLE with the wait as trailing metadata), as Triton does. Cancelling the call aborts
+// every request still running on it (ARCHITECTURE.md principle 5).
 
 import type { ServerDuplexStream } from '@grpc/grpc-js';
 import type { InferRequest, InferResponse } from '../../contracts/infer.js';
 import type { InferenceService } from '../../contracts/inference-service.js';
 import { asConveyorError, ConveyorError } from '../../errors.js';
 import { inferRequestFromWire, inferResponseToWire } from './infer-codec.js';
-import { cancelledError } from './status.js';
+import { cancelledError, toGrpcStatusWithDetails } from './status.js';
 import type { WireInferRequest, WireInferResponse, WireStreamInferResponse } from './wire-types.js';
 
 /** One response of a decoupled model; `response` is absent on a flags-only final. */
@@ -63,10 +65,12 @@ export function handleModelStreamInfer(service: InferenceService, decoupled?: De
         controller.signal.addEventListener('abort', done, { once: true });
       }));
     const write = (message: WireStreamInferResponse): Promise<void> => (controller.signal.aborted || call.write(message) ? Promise.resolve() : waitForDrain());
+    // Triton's opt-in: the first failure ends the call with its status, and the requests still running with it.
+    const fail = call.metadata.get('triton_grpc_error')[0] === 'true' ? (error: unknown) => failCall(call, controller, error) : undefined;
 
     call.on('cancelled', () => controller.abort(cancelledError()));
     call.on('data', (wire: WireInferRequest) => {
-      const task = runRequest(wire, { service, decoupled, signal: controller.signal, write }).finally(() => {
+      const task = runRequest(wire, { service, decoupled, signal: controller.signal, write, ...(fail ? { fail } : {}) }).finally(() => {
         pending.delete(task);
         finishIfIdle();
       });
@@ -87,6 +91,14 @@ interface RequestContext {
   readonly signal: AbortSignal;
   /** Resolves when the stream can take more. */
   readonly write: (message: WireStreamInferResponse) => Promise<void>;
+  /** Set under `triton_grpc_error: true`: a failure ends the call rather than becoming an error_message. */
+  readonly fail?: (error: unknown) => void;
+}
+
+function failCall(call: StreamCall, controller: AbortController, error: unknown): void {
+  if (controller.signal.aborted) return;
+  controller.abort(asConveyorError(error));
+  if (!call.cancelled) call.emit('error', toGrpcStatusWithDetails(error));
 }
 
 const answer = (infer_response: WireInferResponse): WireStreamInferResponse => ({ error_message: '', infer_response });
@@ -105,7 +117,8 @@ async function runRequest(wire: WireInferRequest, context: RequestContext): Prom
     const response = await service.infer(request, signal);
     await write(answer(inferResponseToWire(response, { triton_final_response: true })));
   } catch (error) {
-    await write({ error_message: asConveyorError(error).message, infer_response: null });
+    if (context.fail) context.fail(error);
+    else await write({ error_message: asConveyorError(error).message, infer_response: null });
   } finally {
     lease?.release();
   }

@@ -1,9 +1,11 @@
 // Every failure leaves the KServe routes as Triton's `{"error": "<message>"}` with the status
 // the error catalog gives its code; fastify's own errors (body too large, bad media type) keep
-// their 4xx status.
+// their 4xx status. Load shedding (the serving layer's Overloaded) is a 503 that also says when
+// to come back, in `retry-after` / `retry-after-ms`.
 
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { ConveyorError } from '../../errors.js';
+import { Overloaded, retryAfterHeaders } from '../../serving/admission.js';
 
 export interface HttpFailure {
   readonly status: number;
@@ -20,6 +22,6 @@ export function httpFailure(error: unknown): HttpFailure {
 
 export function sendFailure(error: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   const failure = httpFailure(error);
-  if (failure.status >= 500) request.log.error({ err: error }, 'request failed');
-  return reply.code(failure.status).type('application/json').send({ error: failure.message });
+  if (failure.status >= 500 && !(error instanceof Overloaded)) request.log.error({ err: error }, 'request failed');
+  return reply.code(failure.status).headers(retryAfterHeaders(error)).type('application/json').send({ error: failure.message });
 }

@@ -9,7 +9,7 @@ import { ContentBlockStream, foldBlocks, type BlockEvent } from '../../../anthro
 import { anthropicFailure } from '../../../anthropic-compat/errors.js';
 import { chatHistory } from '../../../anthropic-compat/history.js';
 import { messagesUsage, stopOf } from '../../../anthropic-compat/wire.js';
-import { Admission } from '../../../openai-compat/admission.js';
+import { Admission } from '../../../src/serving/admission.js';
 import type { ChatToolPlan } from '../../../openai-compat/tool-calls.js';
 import { REASONING_FORMATS } from '../../../src/reasoning/index.js';
 import { ConveyorError, invalidArg } from '../../../src/errors.js';
@@ -167,7 +167,7 @@ describe('anthropicFailure', () => {
   });
 
   it('load shedding is 529 overloaded_error with retry-after', () => {
-    const admission = new Admission(1);
+    const admission = new Admission({ maxQueuedRequests: 1 });
     admission.enter('m', 1);
     let shed: unknown;
     try {

@@ -1,6 +1,6 @@
 // Load shedding, usage over n choices and several prompts, and logprob formatting.
 import { describe, expect, it } from 'vitest';
-import { Admission } from '../../../openai-compat/admission.js';
+import { Admission } from '../../../src/serving/admission.js';
 import { openaiFailure } from '../../../openai-compat/errors.js';
 import { completionLogprobs, TokenText } from '../../../openai-compat/logprobs.js';
 import { echoedPromptLogprobs, vllmPromptLogprobs } from '../../../openai-compat/prompt-logprobs.js';
@@ -9,7 +9,7 @@ import type { TextTokenizer } from '../../../src/contracts/tokenizer.js';
 
 describe('Admission', () => {
   it('sheds past the bound with 503 and retry-after, per model', () => {
-    const admission = new Admission(3);
+    const admission = new Admission({ maxQueuedRequests: 3 });
     admission.enter('a', 2);
     admission.enter('b', 3);
     admission.enter('a', 1);
@@ -27,8 +27,8 @@ describe('Admission', () => {
   });
 
   it('lets a request larger than the bound run when nothing waits; 0 never sheds', () => {
-    expect(() => new Admission(2).enter('a', 5)).not.toThrow();
-    const unbounded = new Admission(0);
+    expect(() => new Admission({ maxQueuedRequests: 2 }).enter('a', 5)).not.toThrow();
+    const unbounded = new Admission({ maxQueuedRequests: 0 });
     expect(() => unbounded.enter('a', 10_000)).not.toThrow();
   });
 });

@@ -7,6 +7,7 @@ import type { GenerationEvent } from '../../../contracts/text-generation.js';
 import { asConveyorError, ConveyorError, ERROR_CATALOG, invalidArg } from '../../../errors.js';
 import { readWireParams, wireFieldNames, type WireVocabulary } from '../../../vocabulary/index.js';
 import type { GenerateInput } from '../../../serving/llm-backend.js';
+import { Overloaded } from '../../../serving/admission.js';
 
 export const MAX_ID_LENGTH = 256;
 
@@ -108,12 +109,17 @@ export function doneMessage(id: string, event: GenerationEvent): Record<string, 
   };
 }
 
-/** OpenAI's error object; `code` is OpenAI's string where it has one, else the catalog code in lower case. */
+/**
+ * OpenAI's error object; `code` is OpenAI's string where it has one, else the catalog code in
+ * lower case. Load shedding (Overloaded) adds `retry_after_ms` beside it: when to send the
+ * generate again.
+ */
 export function errorMessage(error: unknown, id?: string): Record<string, unknown> {
   const conveyor = asConveyorError(error);
   const entry = ERROR_CATALOG[conveyor.code];
   const body = { message: conveyor.message, type: entry.openaiType, code: entry.openaiCode ?? conveyor.code.toLowerCase(), param: conveyor.param ?? null };
-  return id === undefined ? { type: 'error', error: body } : { type: 'error', id, error: body };
+  const retry = conveyor instanceof Overloaded ? { retry_after_ms: conveyor.retryAfter.ms } : {};
+  return id === undefined ? { type: 'error', error: body, ...retry } : { type: 'error', id, error: body, ...retry };
 }
 
 export const duplicateId = (id: string): ConveyorError =>

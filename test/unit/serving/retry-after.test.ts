@@ -1,7 +1,7 @@
 // The retry-after policy: waits from the measured drain rate, a burst spread over booked slots,
 // whole seconds ≥ 1 next to the milliseconds, and the SDKs' 60 s ceiling.
 import { describe, expect, it } from 'vitest';
-import { MAX_RETRY_MS, RetryAfterPolicy } from '../../../openai-compat/retry-after.js';
+import { MAX_RETRY_MS, RetryAfterPolicy } from '../../../src/serving/retry-after.js';
 
 function policy(random = () => 0.5, initialRate?: number): { policy: RetryAfterPolicy; clock: { t: number } } {
   const clock = { t: 1000 };

@@ -1,9 +1,11 @@
-// How long a shed request should wait before retrying. A constant `retry-after` sends a whole
+// How long a shed generation should wait before retrying, whatever protocol it came by. A constant `retry-after` sends a whole
 // burst of shed clients back at one instant (the SDKs wait exactly what they are told), where
 // they are shed again. Instead each model's drain rate (generations reaching their first token
 // per second) is measured, and each shed request books the next return slot after the backlog
 // ahead of it has drained: a burst comes back spread at the rate the server frees room, with a
-// little jitter inside each slot so clock skew between clients does not re-align them.
+// little jitter inside each slot so clock skew between clients does not re-align them. A slot
+// promised to a client that never comes back stops counting once its time has passed: the next
+// shed client is booked behind the promises still ahead, never behind ones already gone by.
 // Pure policy: the clock and the random source are injected.
 
 export interface RetryAdvice {
@@ -48,8 +50,8 @@ class DrainMeter {
 
 export class RetryAfterPolicy {
   private readonly meters = new Map<string, DrainMeter>();
-  /** Per model: the earliest time not yet booked by an earlier shed request. */
-  private readonly booked = new Map<string, number>();
+  /** Per model: the end of each return slot promised and not yet past, in booking order (and so in time order). */
+  private readonly promised = new Map<string, number[]>();
   private lastRate: number;
 
   constructor(private readonly options: RetryAfterOptions) {
@@ -72,21 +74,45 @@ export class RetryAfterPolicy {
     return rate ?? this.lastRate;
   }
 
+  /** Return slots promised to shed clients whose time has not yet passed. */
+  outstanding(model: string): number {
+    return this.livePromises(model, this.options.now()).length;
+  }
+
   /**
    * The wait for a request of `count` generations shed while `queued` wait and `limit` may: it
    * could be admitted once `queued + count - limit` of them have drained, and not before the
-   * slots booked by requests shed earlier.
+   * slots promised to requests shed earlier.
    */
   advise(model: string, queued: number, count: number, limit: number): RetryAdvice {
+    return this.book(model, Math.max(1, queued + Math.min(count, limit) - limit), Math.max(1, Math.min(count, limit)));
+  }
+
+  /**
+   * Books a return slot `seats` generations wide for a client that could be admitted once
+   * `mustDrain` generations have drained, behind every slot still promised; the wait is a
+   * random point inside it.
+   */
+  book(model: string, mustDrain: number, seats: number): RetryAdvice {
     const now = this.options.now();
     const slotMs = 1000 / this.drainRate(model);
-    const mustDrain = Math.max(1, queued + Math.min(count, limit) - limit);
-    const start = Math.max(now + mustDrain * slotMs, this.booked.get(model) ?? 0);
-    const width = Math.max(1, Math.min(count, limit)) * slotMs;
-    // Clients that never come back leave holes; the book never runs further ahead than a client would wait.
-    this.booked.set(model, Math.min(start + width, now + MAX_RETRY_MS));
+    const live = this.livePromises(model, now);
+    const start = Math.max(now + mustDrain * slotMs, live.at(-1) ?? 0);
+    const width = seats * slotMs;
+    // The book never runs further ahead than a client would wait.
+    live.push(Math.min(start + width, now + MAX_RETRY_MS));
+    this.promised.set(model, live);
     const at = start + this.options.random() * width;
     const ms = Math.round(Math.min(MAX_RETRY_MS, Math.max(MIN_RETRY_MS, at - now)));
     return { seconds: Math.max(1, Math.ceil(ms / 1000)), ms };
+  }
+
+  /** The model's promises, those whose time has passed dropped (their clients came back, or never will). */
+  private livePromises(model: string, now: number): number[] {
+    const ends = this.promised.get(model) ?? [];
+    const passed = ends.findIndex((end) => end > now);
+    if (passed !== 0) ends.splice(0, passed === -1 ? ends.length : passed);
+    if (ends.length === 0) this.promised.delete(model);
+    return ends;
   }
 }

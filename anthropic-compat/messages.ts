@@ -18,6 +18,7 @@ import { anthropicFailure } from './errors.js';
 import { checkFields, MESSAGES_FIELDS, messagesInput, requireModel, requireObject, streamFlag, type Body } from './request.js';
 import { messagesToolPlan } from './tools.js';
 import { messagesUsage, newMessageId, newRequestId, stopOf } from './wire.js';
+import { PRIORITY_HEADER, priorityOverride, withPriority } from '../src/serving/request-priority.js';
 
 /** An engine-side abort the client did not ask for (shutdown, engine stopped). */
 function abortedByServer(): ConveyorError {
@@ -55,7 +56,7 @@ export async function createMessage(ctx: AnthropicContext, rawBody: unknown, rep
   const generation: Generation = {
     plan,
     reasoning: model.reasoningOf(choices[0]!),
-    events: single(runChoices(model, choices, signal)),
+    events: single(runChoices(model, withPriority(choices, priorityOverride(reply.request.headers[PRIORITY_HEADER])), signal)),
     head: { id: newMessageId(), type: 'message', role: 'assistant', model: requested },
     stops: stopSequences(body),
   };

@@ -16,6 +16,7 @@ import { CHAT_FIELDS, CHAT_VOCABULARY, checkFields, checkNoOps, choiceCount, opt
 import { collectChoices, streamChoices } from './respond.js';
 import { ChatChunks, chatMessage, chatToolPlan, keepsSpecialTokens, toolFinishReason, type ChatToolPlan } from './tool-calls.js';
 import { responseHead, responseMeta, UsageTally } from './wire.js';
+import { PRIORITY_HEADER, priorityOverride, withPriority } from '../src/serving/request-priority.js';
 
 export function chatInput(body: Body, tools: ChatToolPlan = { tools: null, format: null, maxCalls: undefined }): GenerateInput {
   if (body.logprobs !== undefined && body.logprobs !== null && typeof body.logprobs !== 'boolean')
@@ -58,7 +59,7 @@ export async function chatCompletions(ctx: OpenAIContext, rawBody: unknown, repl
   const reasoning = model.reasoningOf(choices[0]!);
   const wantLogprobs = body.logprobs === true;
   const tokenText = ctx.tokenText(model);
-  const events = runChoices(model, choices, signal);
+  const events = runChoices(model, withPriority(choices, priorityOverride(reply.request.headers[PRIORITY_HEADER])), signal);
   const meta = responseMeta('chatcmpl', requested, model);
   const usage = new UsageTally(n);
   const logprobsOf = (event: GenerationEvent) => (wantLogprobs && event.logprobs ? chatLogprobs(event.logprobs, tokenText) : []);

@@ -17,6 +17,7 @@ import { CompletionChoices } from './completion-choices.js';
 import { fimPrompt, requestedSuffix, requireFim } from './fim.js';
 import { collectChoices, streamChoices } from './respond.js';
 import { responseHead, responseMeta, UsageTally } from './wire.js';
+import { PRIORITY_HEADER, priorityOverride, withPriority } from '../src/serving/request-priority.js';
 
 /** OpenAI's documented default for this API when max_tokens is omitted (an explicit null means "up to the context", as in vLLM). */
 export const DEFAULT_MAX_TOKENS = 16;
@@ -95,7 +96,7 @@ export async function completions(ctx: OpenAIContext, rawBody: unknown, reply: F
   const vllmPromptCount = typeof body.prompt_logprobs === 'number' ? body.prompt_logprobs : null;
   const echoed = choices.map((c) => (echo ? (c.promptText ?? model.processor.tokenizer.decode([...c.request.promptTokenIds], { skip_special_tokens: false })) : ''));
   const answers = new CompletionChoices(choices, ctx.tokenText(model), { echoed, echo, topLogprobs, promptLogprobs: vllmPromptCount });
-  const events = runChoices(model, choices, signal);
+  const events = runChoices(model, withPriority(choices, priorityOverride(reply.request.headers[PRIORITY_HEADER])), signal);
   const meta = responseMeta('cmpl', requested, model);
   const usage = new UsageTally(candidates);
 

@@ -26,6 +26,7 @@ import { OutputReader } from './output-reader.js';
 import { inResponsesTerms, readResponsesRequest, type ResponsesRequest } from './request.js';
 import { responseObject, wireUsage, type ResponseIdentity, type ResponseStatus } from './response-object.js';
 import type { ResponseStore, StoredResponse } from './stored.js';
+import { PRIORITY_HEADER, priorityOverride, withPriority } from '../../src/serving/request-priority.js';
 
 export function previousNotFound(id: string): OpenAIRequestError {
   return new OpenAIRequestError('INVALID_ARG', `Previous response with id '${id}' not found.`, 'previous_response_id', 'previous_response_not_found');
@@ -94,7 +95,7 @@ export async function createResponse(ctx: OpenAIContext, store: ResponseStore, b
   const identity: ResponseIdentity = { id: newItemId('resp'), createdAt: Math.floor(Date.now() / 1000), model: prepared.request.model };
   // A background response outlives its request: only cancel stops it.
   const controller = new AbortController();
-  const events = runChoices(prepared.model, [engineInput], prepared.request.background ? controller.signal : signal);
+  const events = runChoices(prepared.model, withPriority([engineInput], priorityOverride(reply.request.headers[PRIORITY_HEADER])), prepared.request.background ? controller.signal : signal);
   const run = new ResponseRun(prepared.model, engineInput, prepared.plan);
   const snapshot = (): WireObject => responseObject(identity, prepared.request.echo, { status: run.status, output: run.output.items, usage: run.usage });
   const keep = (response: WireObject): void => {

@@ -8,6 +8,7 @@ import type { ServerWritableStream, UntypedServiceImplementation } from '@grpc/g
 import type { LlmLookup } from '../generation/lookup.js';
 import { deltaToWire, finalToWire, generateCallFromWire, type WireGenerateRequest, type WireGenerateResponse } from './generation-codec.js';
 import { cancelledError, toGrpcStatusWithDetails } from './status.js';
+import { PRIORITY_HEADER, priorityOverride } from '../../serving/request-priority.js';
 
 type GenerateCall = ServerWritableStream<WireGenerateRequest, WireGenerateResponse>;
 
@@ -23,9 +24,11 @@ async function generate(lookup: LlmLookup, call: GenerateCall): Promise<void> {
   let lease: { release(): void } | undefined;
   try {
     const { model: name, version, input } = generateCallFromWire(call.request);
+    // SamplingParameters has no priority field: the call's x-vllm-priority metadata sets it.
+    const priority = priorityOverride(call.metadata.get(PRIORITY_HEADER));
     lease = await lookup.acquire?.(name);
     const model = lookup.llmModel(name, version);
-    const prepared = await model.prepare(input);
+    const prepared = await model.prepare(priority === undefined ? input : { ...input, sampling: { ...input.sampling, priority } });
     for await (const event of model.generate(prepared, controller.signal)) {
       // Leaving the loop ends the generation (the engine is told to abort if it has not finished).
       if (call.cancelled) return;

@@ -17,6 +17,7 @@ import { abortOnDisconnect } from '../transport.js';
 import { SseWriter } from './generate-sse.js';
 import { DEFAULT_LIMITS } from '../../../config/limits.js';
 import { modelPaths, versionOf, type ModelParams } from './models.js';
+import { PRIORITY_HEADER, priorityOverride } from '../../../serving/request-priority.js';
 
 type GenerateRequest = FastifyRequest<{ Params: ModelParams }>;
 
@@ -83,7 +84,10 @@ function requestFromBody(request: GenerateRequest): TritonLlmRequest {
     inputs[key] = Array.isArray(value) && value.length === 1 ? value[0] : value;
   }
   const ref = { model: request.params.model, version: versionOf(request.params), ...(id !== undefined ? { id } : {}) };
-  return buildTritonLlmRequest(ref, inputs, parameters ?? {});
+  const llm = buildTritonLlmRequest(ref, inputs, parameters ?? {});
+  // Triton's own `priority` parameter is reserved; vLLM's header sets the engine's.
+  const priority = priorityOverride(request.headers[PRIORITY_HEADER]);
+  return priority === undefined ? llm : { ...llm, sampling: { ...llm.sampling, priority } };
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {

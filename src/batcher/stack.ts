@@ -1,39 +1,17 @@
 // Stacking requests along the batch dimension and splitting batched outputs back. Row-major data
 // with the batch dimension outermost makes both plain concatenation and slicing of the flat data.
 
-import type { DataType, Tensor, TensorData } from '../contracts/tensors.js';
+import { storageOf } from '../contracts/datatypes.js';
+import { elementCount, type DataType, type FixedTensorData, type Tensor, type TensorData } from '../contracts/tensors.js';
 import { ConveyorError } from '../errors.js';
 
-type NumericData = Exclude<TensorData, Uint8Array[]>;
-type NumericType = Exclude<DataType, 'BYTES'>;
-type Storage = { new (length: number): NumericData; readonly name: string };
-
-/** The typed array each datatype is stored in (src/contracts/tensors.ts). */
-export const STORAGE: Readonly<Record<NumericType, Storage>> = {
-  BOOL: Uint8Array,
-  UINT8: Uint8Array,
-  UINT16: Uint16Array,
-  UINT32: Uint32Array,
-  UINT64: BigUint64Array,
-  INT8: Int8Array,
-  INT16: Int16Array,
-  INT32: Int32Array,
-  INT64: BigInt64Array,
-  FP16: Uint16Array,
-  BF16: Uint16Array,
-  FP32: Float32Array,
-  FP64: Float64Array,
-};
-
 const internal = (message: string): ConveyorError => new ConveyorError('INTERNAL', message);
-
-const elementCount = (shape: readonly number[]): number => shape.reduce((n, d) => n * d, 1);
 
 function checkData(tensor: Tensor): void {
   if (tensor.datatype === 'BYTES') {
     if (!Array.isArray(tensor.data)) throw internal(`tensor '${tensor.name}': BYTES data must be an array of Uint8Array`);
-  } else if (!(tensor.data instanceof STORAGE[tensor.datatype])) {
-    throw internal(`tensor '${tensor.name}': ${tensor.datatype} data must be a ${STORAGE[tensor.datatype].name}`);
+  } else if (!(tensor.data instanceof storageOf(tensor.datatype))) {
+    throw internal(`tensor '${tensor.name}': ${tensor.datatype} data must be a ${storageOf(tensor.datatype).name}`);
   }
   if (tensor.data.length !== elementCount(tensor.shape)) {
     throw internal(`tensor '${tensor.name}': ${tensor.data.length} elements for shape [${tensor.shape.join(',')}]`);
@@ -49,7 +27,7 @@ export function itemSignature(inputs: readonly Tensor[], shapeTensors: ReadonlyS
   const parts = [...inputs]
     .sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0))
     .map((t) => {
-      const values = shapeTensors.has(t.name) && t.datatype !== 'BYTES' ? `=${Array.from(t.data as NumericData, String).join(',')}` : '';
+      const values = shapeTensors.has(t.name) && t.datatype !== 'BYTES' ? `=${Array.from(t.data as FixedTensorData, String).join(',')}` : '';
       return `${t.name}:${t.datatype}[${t.shape.slice(1).join(',')}]${values}`;
     });
   // JSON keeps names containing the separator characters unambiguous.
@@ -59,7 +37,7 @@ export function itemSignature(inputs: readonly Tensor[], shapeTensors: ReadonlyS
 function concatData(datatype: DataType, parts: readonly TensorData[]): TensorData {
   if (datatype === 'BYTES') return (parts as Uint8Array[][]).flat();
   const total = parts.reduce((n, p) => n + p.length, 0);
-  const out = new STORAGE[datatype](total);
+  const out = new (storageOf(datatype))(total);
   let offset = 0;
   for (const part of parts) {
     // Same constructor on both sides (checked), so set() copies element for element; the cast

@@ -4,25 +4,11 @@
 // .test.ts checks them against protos/model_config.proto); messages Conveyor only parses to reject
 // (sequence_batching, ensemble_scheduling, batch_input, …) are described too, so that mistakes
 // inside them are reported as precisely as anywhere else.
+import { CONFIG_DATA_TYPES } from './datatypes.js';
 import { enumType, mapOf, messageType, repeated, single } from './proto-schema.js';
 
-export const DATA_TYPE = enumType('DataType', [
-  'TYPE_INVALID',
-  'TYPE_BOOL',
-  'TYPE_UINT8',
-  'TYPE_UINT16',
-  'TYPE_UINT32',
-  'TYPE_UINT64',
-  'TYPE_INT8',
-  'TYPE_INT16',
-  'TYPE_INT32',
-  'TYPE_INT64',
-  'TYPE_FP16',
-  'TYPE_FP32',
-  'TYPE_FP64',
-  'TYPE_STRING',
-  'TYPE_BF16',
-]);
+/** TYPE_INVALID, then the tensor datatypes' names from the one table (src/contracts/datatypes.ts), in the proto's order. */
+export const DATA_TYPE = enumType('DataType', ['TYPE_INVALID', ...CONFIG_DATA_TYPES]);
 const KIND = enumType('ModelInstanceGroup.Kind', ['KIND_AUTO', 'KIND_GPU', 'KIND_CPU', 'KIND_MODEL']);
 const FORMAT = enumType('ModelInput.Format', ['FORMAT_NONE', 'FORMAT_NHWC', 'FORMAT_NCHW']);
 

@@ -1,14 +1,20 @@
 // Tensors as every layer of the server sees them: KServe v2 datatypes, row-major data.
 
-/** KServe v2 / Triton wire datatypes. */
-export type DataType = 'BOOL' | 'UINT8' | 'UINT16' | 'UINT32' | 'UINT64' | 'INT8' | 'INT16' | 'INT32' | 'INT64' | 'FP16' | 'FP32' | 'FP64' | 'BF16' | 'BYTES';
+import type { DataType } from './datatypes.js';
+
+/** KServe v2 / Triton wire datatypes (declared with their facts in datatypes.ts). */
+export type { DataType };
 
 /**
- * Element storage per datatype: BOOL → Uint8Array (0/1), FP16 and BF16 → Uint16Array (bit
- * patterns), INT64/UINT64 → BigInt64Array/BigUint64Array, BYTES → one Uint8Array per element.
+ * Element storage per datatype (DATATYPES' `storage`): BOOL → Uint8Array (0/1), FP16 and BF16 →
+ * Uint16Array (bit patterns), INT64/UINT64 → BigInt64Array/BigUint64Array, BYTES → one Uint8Array
+ * per element.
  * Typed arrays may be views into a larger buffer (a request body); copy before transferring.
  */
 export type TensorData = Uint8Array | Uint16Array | Uint32Array | BigUint64Array | Int8Array | Int16Array | Int32Array | BigInt64Array | Float32Array | Float64Array | Uint8Array[];
+
+/** The data of a fixed-width datatype: one typed array. */
+export type FixedTensorData = Exclude<TensorData, Uint8Array[]>;
 
 export interface Tensor {
   readonly name: string;
@@ -18,8 +24,14 @@ export interface Tensor {
   readonly data: TensorData;
 }
 
-/** Bytes per element; BYTES is variable (undefined). */
-export type ElementSize = Partial<Record<DataType, number>>;
+/** Product of the dimensions (1 for a scalar shape; 0 when any is 0, even beside huge ones). */
+export function elementCount(shape: readonly number[]): number {
+  // Without this, [2^53, 2^53, …, 0] overflows to Infinity first and Infinity · 0 is NaN.
+  if (shape.includes(0)) return 0;
+  let count = 1;
+  for (const dim of shape) count *= dim;
+  return count;
+}
 
 /** The ArrayBuffers to transfer with a postMessage of these tensors. */
 export function transferList(tensors: readonly Tensor[]): ArrayBuffer[] {

@@ -1,11 +1,12 @@
 // Messages between the main thread and a model instance worker. Tensor data travels in
 // transferred ArrayBuffers (zero-copy); everything else is small plain data.
 
+import type { OrtElementType } from './datatypes.js';
 import type { ExecutionTimings } from './execution.js';
 import type { Tensor } from './tensors.js';
 
-/** ONNX Runtime's element type names (onnxruntime-common Tensor.Type). */
-export type OrtElementType = 'float32' | 'float16' | 'float64' | 'bfloat16' | 'int8' | 'int16' | 'int32' | 'int64' | 'uint8' | 'uint16' | 'uint32' | 'uint64' | 'bool' | 'string';
+/** ONNX Runtime's element type names (onnxruntime-common Tensor.Type), from the datatype table. */
+export type { OrtElementType };
 
 export interface TensorInfo {
   readonly name: string;

@@ -2,34 +2,11 @@
 
 import * as ort from 'onnxruntime-node';
 import { invalidArg } from '../errors.js';
-import type { DataType, Tensor, TensorData } from '../contracts/tensors.js';
-import type { OrtElementType } from '../contracts/worker-messages.js';
-
-const TO_ORT: Record<DataType, OrtElementType> = {
-  BOOL: 'bool',
-  UINT8: 'uint8',
-  UINT16: 'uint16',
-  UINT32: 'uint32',
-  UINT64: 'uint64',
-  INT8: 'int8',
-  INT16: 'int16',
-  INT32: 'int32',
-  INT64: 'int64',
-  FP16: 'float16',
-  FP32: 'float32',
-  FP64: 'float64',
-  BF16: 'bfloat16',
-  BYTES: 'string',
-};
-
-const FROM_ORT = Object.fromEntries(Object.entries(TO_ORT).map(([k, v]) => [v, k])) as Record<OrtElementType, DataType>;
-
-export function ortTypeOf(datatype: DataType): OrtElementType {
-  return TO_ORT[datatype];
-}
+import { DATATYPES, dataTypeOfOrt, type DataType } from '../contracts/datatypes.js';
+import type { Tensor, TensorData } from '../contracts/tensors.js';
 
 export function dataTypeOf(type: string): DataType {
-  const datatype = FROM_ORT[type as OrtElementType];
+  const datatype = dataTypeOfOrt(type);
   if (!datatype) throw new Error(`onnxruntime type ${type} has no KServe datatype`);
   return datatype;
 }
@@ -38,7 +15,7 @@ const decoder = new TextDecoder();
 const encoder = new TextEncoder();
 
 export function toOrt(tensor: Tensor): ort.Tensor {
-  const type = TO_ORT[tensor.datatype];
+  const type = DATATYPES[tensor.datatype].ort;
   if (type === 'string') {
     return new ort.Tensor(
       'string',

@@ -3,11 +3,13 @@
 
 import type { InferRequest, RequestedOutput } from '../contracts/infer.js';
 import type { ConfigDataType, ModelConfig, ModelTensorConfig } from '../contracts/model-config.js';
-import type { DataType, Tensor } from '../contracts/tensors.js';
+import { dataTypeOfConfig } from '../contracts/datatypes.js';
+import { elementCount, type DataType, type Tensor } from '../contracts/tensors.js';
 import { invalidArg } from '../errors.js';
 
+/** A config tensor's wire datatype (TYPE_STRING travels as BYTES; a loaded config never holds TYPE_INVALID). */
 export function wireDataType(type: ConfigDataType): DataType {
-  return type === 'TYPE_STRING' ? 'BYTES' : (type.slice('TYPE_'.length) as DataType);
+  return dataTypeOfConfig(type) as DataType;
 }
 
 /** The shape a client sees for a config tensor: [-1] + dims when the model batches. */
@@ -22,8 +24,6 @@ export interface ValidatedRequest {
   readonly batchSize: number;
   readonly outputs: readonly RequestedOutput[];
 }
-
-const count = (shape: readonly number[]): number => shape.reduce((a, b) => a * b, 1);
 
 function checkShape(name: string, shape: readonly number[], expected: readonly number[]): void {
   const matches = shape.length === expected.length && shape.every((d, i) => expected[i] === -1 || expected[i] === d);
@@ -41,8 +41,8 @@ function checkInput(config: ModelConfig, tensor: Tensor, declared: ModelTensorCo
     throw invalidArg(`input '${tensor.name}' has an invalid shape [${tensor.shape.join(',')}]`);
   }
   const elements = Array.isArray(tensor.data) ? tensor.data.length : tensor.data.length;
-  if (elements !== count(tensor.shape)) {
-    throw invalidArg(`input '${tensor.name}' has ${elements} elements but shape [${tensor.shape.join(',')}] needs ${count(tensor.shape)}`);
+  if (elements !== elementCount(tensor.shape)) {
+    throw invalidArg(`input '${tensor.name}' has ${elements} elements but shape [${tensor.shape.join(',')}] needs ${elementCount(tensor.shape)}`);
   }
   checkShape(tensor.name, tensor.shape, wireShape(config, declared));
   if (config.max_batch_size > 0) {

@@ -1,6 +1,7 @@
 // Completing a config from the ONNX model's own I/O description, as Triton's ONNX Runtime backend
 // does on load, and checking that what the config declares is what the model has. Pure: the
 // runtime reads the metadata from its session and passes it in (no onnxruntime import here).
+import { DATATYPES } from '../../contracts/datatypes.js';
 import type { ConfigDataType, ModelConfig, ModelInput, ModelOutput, ModelTensorConfig } from '../../contracts/model-config.js';
 import { ConveyorError } from '../../errors.js';
 import { Locator } from './locate.js';
@@ -29,23 +30,8 @@ export interface CompleteOptions extends NormalizeOptions {
 /** Triton's `--backend-config=onnxruntime,default-max-batch-size` default. */
 export const DEFAULT_MAX_BATCH_SIZE = 4;
 
-/** ONNX Runtime element types → config data types (Triton's ORT backend table, plus bfloat16). */
-export const ORT_TO_CONFIG_TYPE: Readonly<Record<string, ConfigDataType>> = {
-  bool: 'TYPE_BOOL',
-  uint8: 'TYPE_UINT8',
-  uint16: 'TYPE_UINT16',
-  uint32: 'TYPE_UINT32',
-  uint64: 'TYPE_UINT64',
-  int8: 'TYPE_INT8',
-  int16: 'TYPE_INT16',
-  int32: 'TYPE_INT32',
-  int64: 'TYPE_INT64',
-  float16: 'TYPE_FP16',
-  float32: 'TYPE_FP32',
-  float64: 'TYPE_FP64',
-  string: 'TYPE_STRING',
-  bfloat16: 'TYPE_BF16',
-};
+/** ONNX Runtime element types → config data types (Triton's ORT backend table, plus bfloat16), read off the datatype table. */
+export const ORT_TO_CONFIG_TYPE: Readonly<Record<string, ConfigDataType>> = Object.fromEntries(Object.values(DATATYPES).map((d) => [d.ort, d.config]));
 
 const isVariable = (dim: number | string): boolean => typeof dim === 'string' || dim < 0;
 const shapeText = (shape: readonly (number | string)[]) => `[${shape.join(', ')}]`;

@@ -4,9 +4,10 @@
 // always go out as `raw_output_contents`, the only place tritonclient reads them from.
 
 import type { InferRequest, InferResponse, Parameters, ParameterValue, RequestedOutput } from '../../contracts/infer.js';
-import type { Tensor } from '../../contracts/tensors.js';
+import { elementCount, type Tensor } from '../../contracts/tensors.js';
 import { ConveyorError, invalidArg } from '../../errors.js';
-import { dataFromContents, dataFromRaw, elementCount, isDataType, parseShape, populatedContentsFields, tensorToRaw } from './tensor-codec.js';
+import { isDataType } from '../../contracts/datatypes.js';
+import { dataFromContents, dataFromRaw, parseShape, populatedContentsFields, tensorToRaw } from './tensor-codec.js';
 import type { WireInferParameter, WireInferRequest, WireInferResponse, WireInputTensor, WireLong, WireParameters } from './wire-types.js';
 
 const INT64_MAX = (1n << 63n) - 1n;

@@ -3,52 +3,10 @@
 // Raw bytes are read in place where alignment allows, because ModelInfer payloads can be large;
 // every supported host is little-endian, which is also the wire's byte order.
 
-import type { DataType, Tensor, TensorData } from '../../contracts/tensors.js';
+import { elementSize, integerRange, storageOf, type FixedDataType as FixedType } from '../../contracts/datatypes.js';
+import type { DataType, FixedTensorData, Tensor, TensorData } from '../../contracts/tensors.js';
 import { invalidArg } from '../../errors.js';
 import type { WireLong, WireTensorContents } from './wire-types.js';
-
-const DATA_TYPES: ReadonlySet<string> = new Set<DataType>(['BOOL', 'UINT8', 'UINT16', 'UINT32', 'UINT64', 'INT8', 'INT16', 'INT32', 'INT64', 'FP16', 'FP32', 'FP64', 'BF16', 'BYTES']);
-
-export function isDataType(value: string): value is DataType {
-  return DATA_TYPES.has(value);
-}
-
-type FixedType = Exclude<DataType, 'BYTES'>;
-
-/** Bytes per element of each fixed-size datatype. */
-export const ELEMENT_BYTES: Readonly<Record<FixedType, number>> = {
-  BOOL: 1,
-  UINT8: 1,
-  UINT16: 2,
-  UINT32: 4,
-  UINT64: 8,
-  INT8: 1,
-  INT16: 2,
-  INT32: 4,
-  INT64: 8,
-  FP16: 2,
-  FP32: 4,
-  FP64: 8,
-  BF16: 2,
-};
-
-type ArrayCtor = new (buffer: ArrayBufferLike, byteOffset: number, length: number) => Exclude<TensorData, Uint8Array[]>;
-
-const STORAGE: Readonly<Record<FixedType, ArrayCtor>> = {
-  BOOL: Uint8Array,
-  UINT8: Uint8Array,
-  UINT16: Uint16Array,
-  UINT32: Uint32Array,
-  UINT64: BigUint64Array,
-  INT8: Int8Array,
-  INT16: Int16Array,
-  INT32: Int32Array,
-  INT64: BigInt64Array,
-  FP16: Uint16Array,
-  FP32: Float32Array,
-  FP64: Float64Array,
-  BF16: Uint16Array,
-};
 
 /** The `contents` field each datatype travels in; FP16 and BF16 have none (raw only). */
 export const CONTENTS_FIELD: Readonly<Record<DataType, keyof WireTensorContents | null>> = {
@@ -70,13 +28,10 @@ export const CONTENTS_FIELD: Readonly<Record<DataType, keyof WireTensorContents 
 
 const CONTENTS_FIELD_NAMES: ReadonlySet<string> = new Set(Object.values(CONTENTS_FIELD).filter((f) => f !== null));
 
-/** Inclusive value ranges of the types that share a wider `contents` field. */
-const NARROW_RANGE: Partial<Record<DataType, readonly [number, number]>> = {
-  INT8: [-128, 127],
-  INT16: [-32768, 32767],
-  UINT8: [0, 255],
-  UINT16: [0, 65535],
-};
+/** Inclusive value ranges of the types that share a wider (32-bit) `contents` field. */
+const NARROW_RANGE: Partial<Record<DataType, readonly [number, number]>> = Object.fromEntries(
+  (['INT8', 'INT16', 'UINT8', 'UINT16'] as const).map((type) => [type, integerRange(type)!.map(Number) as [number, number]]),
+);
 
 /** Wire shape (int64 decimal strings) → dimensions, each a non-negative safe integer. */
 export function parseShape(shape: readonly WireLong[], tensor: string): number[] {
@@ -85,12 +40,6 @@ export function parseShape(shape: readonly WireLong[], tensor: string): number[]
     if (!Number.isSafeInteger(n) || n < 0) throw invalidArg(`tensor '${tensor}': invalid shape dimension ${String(dim)}`);
     return n;
   });
-}
-
-/** Product of the dimensions (1 for a scalar shape; 0 when any is 0, even beside huge ones). */
-export function elementCount(shape: readonly number[]): number {
-  if (shape.includes(0)) return 0;
-  return shape.reduce((product, dim) => product * dim, 1);
 }
 
 /** Names of the `contents` fields that hold at least one element. */
@@ -125,7 +74,7 @@ function typedFromValues(name: string, datatype: DataType, values: readonly unkn
     default: {
       const range = NARROW_RANGE[datatype];
       if (range) checkRange(name, datatype, values as number[], range);
-      const Storage = STORAGE[datatype as FixedType] as unknown as { from(values: readonly number[]): TensorData };
+      const Storage = storageOf(datatype as FixedType) as unknown as { from(values: readonly number[]): TensorData };
       return Storage.from(values as number[]);
     }
   }
@@ -139,14 +88,15 @@ function checkRange(name: string, datatype: DataType, values: readonly number[],
 /** Raw little-endian bytes → tensor data, checking the byte length against `count` elements. */
 export function dataFromRaw(name: string, datatype: DataType, count: number, raw: Uint8Array): TensorData {
   if (datatype === 'BYTES') return decodeBytesElements(name, count, raw);
-  const size = ELEMENT_BYTES[datatype];
+  const size = elementSize(datatype);
   if (raw.byteLength !== count * size) {
     throw invalidArg(`input '${name}': expected ${count * size} bytes of raw ${datatype} data (${count} elements), got ${raw.byteLength}`);
   }
   // A view is only legal at an offset aligned to the element size; otherwise copy once.
   const source = raw.byteOffset % size === 0 ? raw : new Uint8Array(raw);
   if (datatype === 'BOOL') checkBoolBytes(name, source);
-  return new STORAGE[datatype](source.buffer, source.byteOffset, count);
+  const Storage = storageOf(datatype) as new (buffer: ArrayBufferLike, byteOffset: number, length: number) => FixedTensorData;
+  return new Storage(source.buffer, source.byteOffset, count);
 }
 
 /** As over HTTP: a BOOL byte is 0 or 1, not any truthy value. */
@@ -194,7 +144,7 @@ export function tensorToRaw(tensor: Tensor): Uint8Array {
     if (!Array.isArray(data)) throw new Error(`output '${name}': BYTES data must be an array of Uint8Array`);
     return encodeBytesElements(data);
   }
-  if (Array.isArray(data) || data.BYTES_PER_ELEMENT !== ELEMENT_BYTES[datatype]) {
+  if (Array.isArray(data) || data.BYTES_PER_ELEMENT !== elementSize(datatype)) {
     throw new Error(`output '${name}': storage does not match datatype ${datatype}`);
   }
   return new Uint8Array(data.buffer, data.byteOffset, data.byteLength);

@@ -29,7 +29,7 @@ const FRONT_END_BASE = ['src/contracts', 'src/vocabulary', 'src/serving', 'src/e
 
 /** A file's layer is the longest key that is its folder (or, for a top-level file, the file). */
 export const LAYERS: Readonly<Record<string, Layer>> = {
-  'src/contracts': { holds: 'plain types shared across threads and layers, and pure declarations they derive from (the ModelConfig schema); no I/O, no imports outside it', imports: [] },
+  'src/contracts': { holds: 'plain types shared across threads and layers, and pure declarations they derive from (the ModelConfig schema, the tensor datatype table); no I/O, no imports outside it', imports: [] },
   'src/errors.ts': { holds: 'the error catalog', imports: [] },
   'src/security': { holds: 'API keys and the access policy', imports: ['src/errors.ts'] },
   'src/config': { holds: 'server options, resource limits and their defaults, the --model flags', imports: ['src/contracts', 'src/security', 'src/metrics'] },

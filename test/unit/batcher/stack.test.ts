@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { DataType, Tensor, TensorData } from '../../../src/contracts/tensors.js';
-import { itemSignature, splitOutputs, stackInputs, STORAGE } from '../../../src/batcher/stack.js';
+import { itemSignature, splitOutputs, stackInputs } from '../../../src/batcher/stack.js';
+import { storageOf } from '../../../src/contracts/datatypes.js';
 
 const ALL_TYPES: readonly DataType[] = ['BOOL', 'UINT8', 'UINT16', 'UINT32', 'UINT64', 'INT8', 'INT16', 'INT32', 'INT64', 'FP16', 'FP32', 'FP64', 'BF16', 'BYTES'];
 
@@ -61,7 +62,7 @@ describe('stackInputs / splitOutputs round trip', () => {
       const [stacked] = stackInputs(requests);
       expect(stacked!.shape).toEqual([6, 2, 3]);
       expect(stacked!.datatype).toBe(datatype);
-      if (datatype !== 'BYTES') expect(stacked!.data).toBeInstanceOf(STORAGE[datatype]);
+      if (datatype !== 'BYTES') expect(stacked!.data).toBeInstanceOf(storageOf(datatype));
       expect(plain(stacked!.data)).toEqual(requests.flatMap((r) => plain(r[0]!.data)));
 
       const back = splitOutputs([stacked!], rows);

@@ -3,8 +3,9 @@
 // Every host Node runs on in practice is little-endian, so typed arrays read the wire directly.
 
 import { invalidArg } from '../../../errors.js';
-import type { DataType, TensorData } from '../../../contracts/tensors.js';
-import { elementCount, elementSize, formatShape, storageFor } from './datatypes.js';
+import { elementSize, storageOf } from '../../../contracts/datatypes.js';
+import { elementCount, type DataType, type TensorData } from '../../../contracts/tensors.js';
+import { formatShape } from './datatypes.js';
 
 /** Decodes one input's binary bytes (exactly its binary_data_size) into tensor storage. */
 export function decodeBinaryData(name: string, datatype: DataType, shape: readonly number[], bytes: Uint8Array): TensorData {
@@ -14,7 +15,7 @@ export function decodeBinaryData(name: string, datatype: DataType, shape: readon
   if (bytes.byteLength !== expected) {
     throw invalidArg(`input '${name}': binary_data_size ${bytes.byteLength} does not match shape ${formatShape(shape)} of ${datatype} (${expected} bytes)`);
   }
-  const Storage = storageFor(datatype);
+  const Storage = storageOf(datatype);
   // A typed array view needs an aligned offset; the body buffer's offset is arbitrary.
   const aligned = bytes.byteOffset % Storage.BYTES_PER_ELEMENT === 0;
   const source = aligned ? bytes : copyBytes(bytes);

@@ -4,7 +4,7 @@
 import { ConveyorError, invalidArg } from '../../../errors.js';
 import type { InferRequest, Parameters, RequestedOutput } from '../../../contracts/infer.js';
 import type { Tensor } from '../../../contracts/tensors.js';
-import { isDataType } from './datatypes.js';
+import { isDataType } from '../../../contracts/datatypes.js';
 import { decodeBinaryData } from './binary-tensor.js';
 import { decodeJsonData, describe } from './json-tensor.js';
 import { asCount, decodeParameters, expectObject, optionalString, parseJson } from './json-body.js';

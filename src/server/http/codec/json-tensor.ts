@@ -2,24 +2,12 @@
 // to JSON text. Values are row-major; request data may be nested or flat.
 
 import { invalidArg } from '../../../errors.js';
-import type { DataType, TensorData } from '../../../contracts/tensors.js';
-import { elementCount, formatShape } from './datatypes.js';
-import type { FixedTensorData } from './datatypes.js';
+import { integerRange, storageOf, type FixedStorage } from '../../../contracts/datatypes.js';
+import { elementCount, type DataType, type FixedTensorData, type TensorData } from '../../../contracts/tensors.js';
+import { formatShape } from './datatypes.js';
 
-const INTEGER_RANGES = {
-  UINT8: [0, 0xff],
-  UINT16: [0, 0xffff],
-  UINT32: [0, 0xffffffff],
-  INT8: [-0x80, 0x7f],
-  INT16: [-0x8000, 0x7fff],
-  INT32: [-0x80000000, 0x7fffffff],
-} as const;
-type SmallIntegerType = keyof typeof INTEGER_RANGES;
-
-const BIG_INTEGER_RANGES = {
-  INT64: [-(2n ** 63n), 2n ** 63n - 1n],
-  UINT64: [0n, 2n ** 64n - 1n],
-} as const;
+type SmallIntegerType = 'UINT8' | 'UINT16' | 'UINT32' | 'INT8' | 'INT16' | 'INT32';
+type NumberStorage = Exclude<FixedStorage, BigInt64ArrayConstructor | BigUint64ArrayConstructor>;
 
 const textEncoder = new TextEncoder();
 const textDecoder = new TextDecoder();
@@ -103,9 +91,9 @@ function toFloat(values: unknown[], datatype: 'FP32' | 'FP64', fail: Fail): Floa
 }
 
 function toSmallInteger(values: unknown[], datatype: SmallIntegerType, fail: Fail): FixedTensorData {
-  const [min, max] = INTEGER_RANGES[datatype];
-  const Storage = { UINT8: Uint8Array, UINT16: Uint16Array, UINT32: Uint32Array, INT8: Int8Array, INT16: Int16Array, INT32: Int32Array }[datatype];
-  const out = new Storage(values.length);
+  const [low, high] = integerRange(datatype)!;
+  const [min, max] = [Number(low), Number(high)];
+  const out = new (storageOf(datatype) as NumberStorage)(values.length);
   values.forEach((v, i) => {
     const n = typeof v === 'bigint' ? Number(v) : v;
     if (typeof n !== 'number' || !Number.isInteger(n)) throw fail(i, `must be an integer for ${datatype}, got ${describe(v)}`);
@@ -116,7 +104,7 @@ function toSmallInteger(values: unknown[], datatype: SmallIntegerType, fail: Fai
 }
 
 function toBigInteger(values: unknown[], datatype: 'INT64' | 'UINT64', fail: Fail): BigInt64Array | BigUint64Array {
-  const [min, max] = BIG_INTEGER_RANGES[datatype];
+  const [min, max] = integerRange(datatype)!;
   const out = datatype === 'INT64' ? new BigInt64Array(values.length) : new BigUint64Array(values.length);
   values.forEach((v, i) => {
     if (typeof v !== 'bigint' && !(typeof v === 'number' && Number.isInteger(v))) {

@@ -7,7 +7,8 @@ import type { InferRequest } from '../../../contracts/infer.js';
 import type { ModelConfig } from '../../../contracts/model-config.js';
 import type { DataType, Tensor } from '../../../contracts/tensors.js';
 import { decodeBinaryData } from './binary-tensor.js';
-import { elementSize, formatShape, fromConfigDataType } from './datatypes.js';
+import { elementSize } from '../../../contracts/datatypes.js';
+import { formatShape, fromConfigDataType } from './datatypes.js';
 
 export function decodeRawInferRequest(model: string, version: string | undefined, config: ModelConfig, body: Buffer): InferRequest {
   const [input, ...others] = config.input;

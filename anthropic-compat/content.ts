@@ -9,7 +9,8 @@
 
 import { randomBytes } from 'node:crypto';
 import { AssistantOutputStream, type AssistantDelta, type AssistantOutputPlan } from '../src/assistant-output/index.js';
-import type { ChatToolPlan } from '../openai-compat/tool-calls.js';
+import type { ChatToolPlan } from '../src/server/kit/tool-plan.js';
+import { isObject } from '../src/server/kit/body.js';
 
 export type ContentBlock = { type: 'text'; text: string } | { type: 'thinking'; thinking: string; signature: string } | { type: 'tool_use'; id: string; name: string; input: Record<string, unknown> };
 
@@ -125,7 +126,7 @@ export class ContentBlockStream {
 function parseInput(json: string): Record<string, unknown> {
   try {
     const value: unknown = JSON.parse(json);
-    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
+    return isObject(value) ? value : {};
   } catch {
     return {};
   }

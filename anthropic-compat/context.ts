@@ -5,7 +5,7 @@ import { repositoryModelName } from '../src/contracts/model-names.js';
 import type { ConveyorService } from '../src/serving/conveyor-service.js';
 import type { LlmModel } from '../src/serving/llm-backend.js';
 import { invalidArg } from '../src/errors.js';
-import { missingModel } from '../openai-compat/errors.js';
+import { missingModel } from '../src/server/kit/errors.js';
 
 export interface AnthropicOptions {
   /** An SSE client that reads nothing this long while output waits is dropped (default: the limits table's). */

@@ -7,8 +7,8 @@
 
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { ConveyorError, type ErrorCode } from '../src/errors.js';
-import { OpenAIRequestError, RETRY_AFTER_SECONDS } from '../openai-compat/errors.js';
 import { retryAfterHeaders } from '../src/serving/admission.js';
+import { RETRY_AFTER_SECONDS } from '../src/server/kit/errors.js';
 
 export type AnthropicErrorType = 'invalid_request_error' | 'authentication_error' | 'permission_error' | 'not_found_error' | 'request_too_large' | 'overloaded_error' | 'timeout_error' | 'api_error';
 
@@ -54,7 +54,7 @@ export function anthropicFailure(error: unknown): AnthropicFailure {
   if (error instanceof ConveyorError) {
     const [status, type] = BY_CODE[error.code];
     // Load shedding's wait (src/serving/admission.ts) wins over the fixed default.
-    const own = { ...(error instanceof OpenAIRequestError ? error.headers : {}), ...retryAfterHeaders(error) };
+    const own = retryAfterHeaders(error);
     const headers = status === OVERLOADED_STATUS ? { 'retry-after': String(RETRY_AFTER_SECONDS), ...own } : own;
     return { status, body: errorBody(type, withParam(error)), headers };
   }

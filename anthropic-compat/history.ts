@@ -8,10 +8,9 @@
 
 import type { ChatMessage } from '../src/contracts/text-generation.js';
 import { invalidArg } from '../src/errors.js';
+import { isObject } from '../src/server/kit/body.js';
 
 type Block = Readonly<Record<string, unknown>>;
-
-const isObject = (v: unknown): v is Block => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** Blocks a model cannot read in this server: named in the refusal rather than dropped. */
 const UNREADABLE = new Set(['image', 'document', 'search_result', 'server_tool_use', 'web_search_tool_result', 'container_upload']);

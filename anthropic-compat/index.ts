@@ -1,17 +1,16 @@
 // The Anthropic-compatible front end as a fastify plugin on the HTTP port, beside the OpenAI
 // routes: POST /v1/messages and POST /v1/messages/count_tokens over the same LLM machinery
 // (model lookup, chat template, tool plan, engine; admission is the serving layer's). Every route is behind the API
-// keys (src/server/http/access.ts takes `x-api-key` as Anthropic's clients send it, beside
+// keys (src/server/kit/access.ts takes `x-api-key` as Anthropic's clients send it, beside
 // `Authorization: Bearer`); `anthropic-version` and `anthropic-beta` are accepted and unused.
 // Bodies parse as JSON whatever their Content-Type, and every failure is answered in
 // Anthropic's error shape.
 
-import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import { DEFAULT_LIMITS } from '../src/config/limits.js';
-import { jsonDepthError } from '../src/server/http/codec/json-depth.js';
-import { abortOnDisconnect } from '../src/server/http/transport.js';
+import type { FastifyPluginAsync, FastifyReply } from 'fastify';
+import { parseJsonBodies } from '../src/server/kit/json-bodies.js';
+import { abortOnDisconnect } from '../src/server/kit/transport.js';
 import type { ConveyorService } from '../src/serving/conveyor-service.js';
-import { corsHook } from '../openai-compat/cors.js';
+import { corsHook } from '../src/server/kit/cors.js';
 import { AnthropicContext, type AnthropicOptions } from './context.js';
 import { countTokens } from './count-tokens.js';
 import { sendAnthropicError } from './errors.js';
@@ -29,18 +28,8 @@ export interface AnthropicRouteOptions extends AnthropicOptions {
 /** Register with `app.register(anthropicRoutes(service, options))` on the HTTP app. */
 export function anthropicRoutes(service: ConveyorService, options: AnthropicRouteOptions): FastifyPluginAsync {
   const ctx = new AnthropicContext(service, options);
-  const maxDepth = options.jsonMaxDepth ?? DEFAULT_LIMITS.jsonMaxDepth;
   const routes: FastifyPluginAsync = async (app) => {
-    app.removeAllContentTypeParsers();
-    const json = app.getDefaultJsonParser('error', 'error');
-    const parser = (request: FastifyRequest, body: Buffer, done: (error: Error | null, value?: unknown) => void): void => {
-      const tooDeep = jsonDepthError(body, maxDepth);
-      if (tooDeep) return done(tooDeep);
-      json(request, body.toString('utf8'), done);
-    };
-    const parseOptions = { parseAs: 'buffer' as const, bodyLimit: options.jsonMaxBodyBytes ?? DEFAULT_LIMITS.jsonMaxBodyBytes };
-    app.addContentTypeParser('application/json', parseOptions, parser);
-    app.addContentTypeParser('*', parseOptions, parser);
+    parseJsonBodies(app, options);
     app.setErrorHandler((error, request, reply) => sendAnthropicError(error, request, reply));
     const cors = corsHook(options.corsAllowOrigins ?? []);
     if (cors) app.addHook('onRequest', cors);

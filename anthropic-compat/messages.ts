@@ -9,13 +9,14 @@
 import type { FastifyReply } from 'fastify';
 import type { GenerationEvent } from '../src/contracts/text-generation.js';
 import { ConveyorError } from '../src/errors.js';
-import { prepareChoices, runChoices } from '../openai-compat/generation.js';
-import type { ChatToolPlan } from '../openai-compat/tool-calls.js';
+import { prepareChoices, runChoices } from '../src/server/kit/choices.js';
+import type { ChatToolPlan } from '../src/server/kit/tool-plan.js';
 import type { AnthropicContext } from './context.js';
-import { SseWriter } from '../openai-compat/sse.js';
+import { SseWriter } from '../src/server/kit/sse.js';
 import { ContentBlockStream, foldBlocks, type BlockEvent, type ReasoningOfModel } from './content.js';
 import { anthropicFailure } from './errors.js';
-import { checkFields, MESSAGES_FIELDS, messagesInput, requireModel, requireObject, streamFlag, type Body } from './request.js';
+import { checkFields, MESSAGES_FIELDS, messagesInput, MODEL_REQUIRED, streamFlag } from './request.js';
+import { requireModel, requireObject, type Body } from '../src/server/kit/body.js';
 import { messagesToolPlan } from './tools.js';
 import { messagesUsage, newMessageId, newRequestId, stopOf } from './wire.js';
 import { PRIORITY_HEADER, priorityOverride, withPriority } from '../src/serving/request-priority.js';
@@ -48,7 +49,7 @@ async function* single(events: AsyncIterable<{ event: GenerationEvent }>): Async
 export async function createMessage(ctx: AnthropicContext, rawBody: unknown, reply: FastifyReply, signal: AbortSignal): Promise<unknown> {
   const body = requireObject(rawBody);
   checkFields(body, MESSAGES_FIELDS);
-  const requested = requireModel(body);
+  const requested = requireModel(body, MODEL_REQUIRED);
   const stream = streamFlag(body);
   const model = ctx.llm(requested);
   const plan = messagesToolPlan(body, model);

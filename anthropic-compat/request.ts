@@ -9,10 +9,9 @@ import type { ChatMessage } from '../src/contracts/text-generation.js';
 import { invalidArg } from '../src/errors.js';
 import type { GenerateInput } from '../src/serving/llm-backend.js';
 import { GENERATION_FIELDS, readWireParams, wireFieldNames, type GenerationField, type WireVocabulary } from '../src/vocabulary/index.js';
-import { keepsSpecialTokens, type ChatToolPlan } from '../openai-compat/tool-calls.js';
+import { keepsSpecialTokens, type ChatToolPlan } from '../src/server/kit/tool-plan.js';
+import { checkFields as checkBodyFields, isObject, type Body } from '../src/server/kit/body.js';
 import { chatHistory } from './history.js';
-
-export type Body = Readonly<Record<string, unknown>>;
 
 /** The declared generation fields Anthropic's API carries under their own names. */
 const CARRIED: readonly GenerationField[] = ['max_tokens', 'temperature', 'top_p', 'top_k'];
@@ -33,23 +32,16 @@ const CONVERSATION_FIELDS = ['model', 'messages', 'system', 'tools', 'tool_choic
 export const MESSAGES_FIELDS = new Set([...CONVERSATION_FIELDS, ...wireFieldNames(MESSAGES_VOCABULARY), 'stream', ...NO_OP_FIELDS]);
 export const COUNT_TOKENS_FIELDS = new Set(CONVERSATION_FIELDS);
 
-const isObject = (v: unknown): v is Body => typeof v === 'object' && v !== null && !Array.isArray(v);
-
-export function requireObject(body: unknown): Body {
-  if (!isObject(body)) throw invalidArg('the request body must be a JSON object');
-  return body;
-}
-
 /** Anthropic refuses what it does not define; so does this server, naming the field. */
 export function checkFields(body: Body, allowed: ReadonlySet<string>): void {
-  for (const key of Object.keys(body)) if (!allowed.has(key)) throw invalidArg(`${key}: Extra inputs are not permitted`, key);
+  checkBodyFields(body, allowed, (key) => {
+    throw invalidArg(`${key}: Extra inputs are not permitted`, key);
+  });
   if (body.metadata !== undefined && body.metadata !== null && !isObject(body.metadata)) throw invalidArg('metadata must be an object', 'metadata');
 }
 
-export function requireModel(body: Body): string {
-  if (typeof body.model !== 'string' || body.model.length === 0) throw invalidArg('model: Field required (a non-empty string)', 'model');
-  return body.model;
-}
+/** Anthropic's wording of a missing model (src/server/kit/body.ts requireModel). */
+export const MODEL_REQUIRED = 'model: Field required (a non-empty string)';
 
 export function streamFlag(body: Body): boolean {
   const stream = body.stream ?? false;

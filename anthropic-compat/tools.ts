@@ -7,11 +7,8 @@
 
 import { ConveyorError, invalidArg } from '../src/errors.js';
 import type { LlmModel } from '../src/serving/llm-backend.js';
-import { chatToolPlan, type ChatToolPlan } from '../openai-compat/tool-calls.js';
-
-type Body = Readonly<Record<string, unknown>>;
-
-const isObject = (v: unknown): v is Body => typeof v === 'object' && v !== null && !Array.isArray(v);
+import { chatToolPlan, type ChatToolPlan } from '../src/server/kit/tool-plan.js';
+import { isObject, type Body } from '../src/server/kit/body.js';
 
 /** Server tools (web search, code execution, …) run at Anthropic; only client tools can be served here. */
 function openaiTool(tool: unknown, i: number): Body {

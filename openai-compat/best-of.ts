@@ -5,7 +5,7 @@
 
 import type { TokenLogprob } from '../src/contracts/generate.js';
 import { invalidArg } from '../src/errors.js';
-import type { Body } from './request-fields.js';
+import type { Body } from '../src/server/kit/body.js';
 
 /** Candidates per prompt: best_of, n when absent; ≥ n, and n itself when streaming. */
 export function candidateCount(body: Body, n: number, stream: boolean): number {

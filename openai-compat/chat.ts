@@ -10,11 +10,13 @@ import { invalidArg } from '../src/errors.js';
 import { readWireParams } from '../src/vocabulary/index.js';
 import type { GenerateInput } from '../src/serving/llm-backend.js';
 import type { OpenAIContext } from './context.js';
-import { prepareChoices, runChoices } from './generation.js';
+import { prepareChoices, runChoices } from '../src/server/kit/choices.js';
 import { chatLogprobs, type ChatTokenLogprob } from './logprobs.js';
-import { CHAT_FIELDS, CHAT_VOCABULARY, checkFields, checkNoOps, choiceCount, optionalFlag, requireModel, requireObject, streamSettings, type Body } from './request-fields.js';
+import { CHAT_FIELDS, CHAT_VOCABULARY, checkFields, checkNoOps, choiceCount, optionalFlag, streamSettings } from './request-fields.js';
+import { requireModel, requireObject, type Body } from '../src/server/kit/body.js';
 import { collectChoices, streamChoices } from './respond.js';
-import { ChatChunks, chatMessage, chatToolPlan, keepsSpecialTokens, toolFinishReason, type ChatToolPlan } from './tool-calls.js';
+import { ChatChunks, chatMessage, toolFinishReason } from './tool-calls.js';
+import { chatToolPlan, keepsSpecialTokens, type ChatToolPlan } from '../src/server/kit/tool-plan.js';
 import { responseHead, responseMeta, UsageTally } from './wire.js';
 import { PRIORITY_HEADER, priorityOverride, withPriority } from '../src/serving/request-priority.js';
 

@@ -7,7 +7,7 @@ import type { ConveyorService } from '../src/serving/conveyor-service.js';
 import type { LlmModel } from '../src/serving/llm-backend.js';
 import { invalidArg } from '../src/errors.js';
 import { EmbeddingModels } from './embedding-models.js';
-import { missingModel } from './errors.js';
+import { missingModel } from '../src/server/kit/errors.js';
 import { TokenText } from './logprobs.js';
 
 export interface OpenAIOptions {

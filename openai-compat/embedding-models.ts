@@ -7,7 +7,7 @@ import type { ModelConfig } from '../src/contracts/model-config.js';
 import { invalidArg } from '../src/errors.js';
 import type { ConveyorService } from '../src/serving/conveyor-service.js';
 import { loadEncoderTokenizer, type EncoderTokenizer } from '../src/serving/encoder-tokenizer.js';
-import { missingModel } from './errors.js';
+import { missingModel } from '../src/server/kit/errors.js';
 
 export const EMBEDDING_OUTPUT = 'sentence_embedding';
 

@@ -13,7 +13,8 @@ import type { OpenAIContext } from './context.js';
 import type { EncoderTokenizer } from '../src/serving/encoder-tokenizer.js';
 import { EMBEDDING_OUTPUT, type EmbeddingModel } from './embedding-models.js';
 import { unknownParameter } from './errors.js';
-import { checkNoOps, KEEP_ALIVE_FIELD, optionalFlag, requireModel, requireObject, type Body } from './request-fields.js';
+import { checkNoOps, KEEP_ALIVE_FIELD, optionalFlag } from './request-fields.js';
+import { requireModel, requireObject, type Body } from '../src/server/kit/body.js';
 
 const FIELDS = new Set(['model', 'input', 'encoding_format', 'dimensions', 'user', 'add_special_tokens', KEEP_ALIVE_FIELD]);
 /** OpenAI's own limit on inputs per request. */

@@ -4,9 +4,9 @@
 // server does not support, one it does not know) are carried by OpenAIRequestError.
 
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { ConveyorError, ERROR_CATALOG, serverDraining, type ErrorCode } from '../src/errors.js';
-import type { ConveyorService } from '../src/serving/conveyor-service.js';
+import { ConveyorError, ERROR_CATALOG, type ErrorCode } from '../src/errors.js';
 import { retryAfterHeaders } from '../src/serving/admission.js';
+import { RETRY_AFTER_SECONDS } from '../src/server/kit/errors.js';
 
 export interface OpenAIErrorBody {
   readonly error: {
@@ -39,32 +39,6 @@ export function unsupportedParameter(param: string, why = 'is not supported by t
 export function unknownParameter(param: string): OpenAIRequestError {
   return new OpenAIRequestError('INVALID_ARG', `Unrecognized request argument supplied: ${param}`, param, 'unknown_parameter');
 }
-
-/** OpenAI's own answer names no `param` for an unknown model, only the code. */
-export function modelNotFound(model: string): ConveyorError {
-  return new ConveyorError('NOT_FOUND', `The model \`${model}\` does not exist or is not loaded.`);
-}
-
-/** A model being loaded, unloaded or reloaded: 503, which SDKs retry, where 404 would end the client's attempts. */
-export function modelChanging(model: string): ConveyorError {
-  return new ConveyorError('UNAVAILABLE', `The model \`${model}\` is being loaded or unloaded; retry the request shortly.`);
-}
-
-/**
- * Why a model the request names is not served: the server is draining or the model is coming or
- * going (503, retryable), or it does not exist (404 model_not_found).
- */
-export function missingModel(service: ConveyorService, name: string): ConveyorError {
-  if (service.draining) return serverDraining();
-  if (service.modelChanging(name)) return modelChanging(name);
-  return modelNotFound(name);
-}
-
-/**
- * Seconds a client should wait after a 503. Every 503 is a passing state (load shedding, a model
- * coming or going, the server draining), and OpenAI's SDKs back off on `retry-after`.
- */
-export const RETRY_AFTER_SECONDS = 1;
 
 export interface OpenAIFailure {
   readonly status: number;

@@ -1,21 +1,20 @@
 // The OpenAI-compatible front end as a fastify plugin, registered beside the KServe routes on the
 // HTTP port: /v1/* (models, chat/completions, completions, embeddings, responses) and vLLM's /tokenize and
-// /detokenize, all behind the API keys (src/server/http/access.ts guards every route on the port). Both halves parse every body as JSON whatever its
+// /detokenize, all behind the API keys (src/server/kit/access.ts guards every route on the port). Both halves parse every body as JSON whatever its
 // Content-Type (curl -d sends form encoding), answer every failure in OpenAI's error shape, and
 // add CORS headers only when configured. An unknown /v1 path is a 404 in the same shape.
 
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
 import type { ConveyorService } from '../src/serving/conveyor-service.js';
-import { DEFAULT_LIMITS } from '../src/config/limits.js';
-import { jsonDepthError } from '../src/server/http/codec/json-depth.js';
-import { abortOnDisconnect } from '../src/server/http/transport.js';
+import { parseJsonBodies } from '../src/server/kit/json-bodies.js';
+import { abortOnDisconnect } from '../src/server/kit/transport.js';
 import { chatCompletions } from './chat.js';
 import { completions } from './completions.js';
 import { OpenAIContext, type OpenAIOptions } from './context.js';
 import { createEmbeddings } from './embeddings.js';
 import { OpenAIRequestError, sendOpenAIError } from './errors.js';
 import { listModels, retrieveModel } from './models.js';
-import { corsHook } from './cors.js';
+import { corsHook } from '../src/server/kit/cors.js';
 import { responsesRoutes } from './responses/routes.js';
 import { renderChatCompletion, renderCompletion } from './render.js';
 import { detokenize, tokenize } from './tokenize.js';
@@ -24,18 +23,7 @@ import { registerSleepRoutes } from './sleep.js';
 export type { OpenAIOptions } from './context.js';
 
 function installCommon(app: FastifyInstance, options: OpenAIOptions): void {
-  app.removeAllContentTypeParsers();
-  const json = app.getDefaultJsonParser('error', 'error');
-  const maxDepth = options.jsonMaxDepth ?? DEFAULT_LIMITS.jsonMaxDepth;
-  // Depth is checked on the raw bytes first: validation, templates and serializers all recurse.
-  const parser = (request: FastifyRequest, body: Buffer, done: (error: Error | null, value?: unknown) => void): void => {
-    const tooDeep = jsonDepthError(body, maxDepth);
-    if (tooDeep) return done(tooDeep);
-    json(request, body.toString('utf8'), done);
-  };
-  const parseOptions = { parseAs: 'buffer' as const, bodyLimit: options.jsonMaxBodyBytes ?? DEFAULT_LIMITS.jsonMaxBodyBytes };
-  app.addContentTypeParser('application/json', parseOptions, parser);
-  app.addContentTypeParser('*', parseOptions, parser);
+  parseJsonBodies(app, options);
   app.setErrorHandler((error, request, reply) => sendOpenAIError(error, request, reply));
   const cors = corsHook(options.corsAllowOrigins);
   if (cors) app.addHook('onRequest', cors);

@@ -14,7 +14,7 @@ import { reasoningParserOf, toolCallParserOf } from '../src/serving/llm-backend.
 import type { ResidencyState } from '../src/serving/model-residency.js';
 import { isEmbeddingModel } from './embedding-models.js';
 import type { OpenAIContext } from './context.js';
-import { modelNotFound } from './errors.js';
+import { modelNotFound } from '../src/server/kit/errors.js';
 
 export interface ModelCard {
   readonly id: string;

@@ -12,9 +12,10 @@ import { candidateCount } from './best-of.js';
 import { chatInput } from './chat.js';
 import { logprobCount, prepareAll } from './completions.js';
 import type { OpenAIContext } from './context.js';
-import { prepareChoices } from './generation.js';
-import { CHAT_FIELDS, checkFields, checkNoOps, choiceCount, COMPLETION_FIELDS, optionalFlag, requireModel, requireObject, streamSettings, type Body } from './request-fields.js';
-import { chatToolPlan } from './tool-calls.js';
+import { prepareChoices } from '../src/server/kit/choices.js';
+import { CHAT_FIELDS, checkFields, checkNoOps, choiceCount, COMPLETION_FIELDS, optionalFlag, streamSettings } from './request-fields.js';
+import { requireModel, requireObject, type Body } from '../src/server/kit/body.js';
+import { chatToolPlan } from '../src/server/kit/tool-plan.js';
 
 /** vLLM's SamplingParams as its render routes serialize them, from the engine's own values. */
 function samplingParams(prepared: ProcessedRequest, n: number): Record<string, unknown> {

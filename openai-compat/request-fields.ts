@@ -5,13 +5,12 @@
 // because nobody defines it. Nothing changes output while being silently dropped. The
 // structured-output fields (response_format, structured_outputs, guided_*) are declared in
 // src/vocabulary; chat's tools, tool_choice and parallel_tool_calls are checked in
-// src/vocabulary/tools.ts and served by tool-calls.ts.
+// src/vocabulary/tools.ts and planned by src/server/kit/tool-plan.ts.
 
 import { invalidArg } from '../src/errors.js';
 import { wireFieldNames, type WireVocabulary } from '../src/vocabulary/index.js';
+import { checkFields as checkBodyFields, type Body } from '../src/server/kit/body.js';
 import { unknownParameter, unsupportedParameter } from './errors.js';
-
-export type Body = Readonly<Record<string, unknown>>;
 
 /** Most choices (n × prompts) one request may fan out into. */
 export const MAX_CHOICES = 128;
@@ -31,7 +30,7 @@ const NO_OP_FIELDS = ['user', 'metadata', 'safety_identifier', 'prompt_cache_key
 /** Chat's tool fields (src/vocabulary/tools.ts); completions have none. */
 const TOOL_FIELDS = ['tools', 'tool_choice', 'parallel_tool_calls'];
 
-/** Ollama's keep_alive: how long the model stays loaded after this request (read by src/server/http/model-leases.ts). */
+/** Ollama's keep_alive: how long the model stays loaded after this request (read by src/server/kit/model-leases.ts). */
 export const KEEP_ALIVE_FIELD = 'keep_alive';
 
 const COMMON_FIELDS = ['model', 'n', 'stream', 'stream_options', KEEP_ALIVE_FIELD, ...NO_OP_FIELDS];
@@ -74,24 +73,12 @@ const UNSUPPORTED: Readonly<Record<string, (value: unknown) => boolean>> = {
 
 /** Refuses unknown fields and unsupported values, naming the field. `allowed` wins over UNSUPPORTED. */
 export function checkFields(body: Body, allowed: ReadonlySet<string>): void {
-  for (const [key, value] of Object.entries(body)) {
-    if (allowed.has(key)) continue;
+  checkBodyFields(body, allowed, (key, value) => {
     // Own keys only: 'hasOwnProperty' or 'valueOf' would otherwise find Object.prototype's methods.
     const refuses = Object.hasOwn(UNSUPPORTED, key) ? UNSUPPORTED[key] : undefined;
     if (refuses === undefined) throw unknownParameter(key);
     if (value !== undefined && value !== null && refuses(value)) throw unsupportedParameter(key);
-  }
-}
-
-export function requireObject(body: unknown): Body {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw invalidArg('the request body must be a JSON object');
-  return body as Body;
-}
-
-export function requireModel(body: Body): string {
-  const model = body.model;
-  if (typeof model !== 'string' || model.length === 0) throw invalidArg('model must be a non-empty string', 'model');
-  return model;
+  });
 }
 
 function optionalBoolean(body: Body, key: string, fallback: boolean): boolean {

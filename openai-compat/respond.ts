@@ -7,8 +7,8 @@ import type { FastifyReply } from 'fastify';
 import type { GenerationEvent } from '../src/contracts/text-generation.js';
 import { ConveyorError } from '../src/errors.js';
 import { openaiFailure } from './errors.js';
-import type { ChoiceEvent } from './generation.js';
-import { SseWriter } from './sse.js';
+import type { ChoiceEvent } from '../src/server/kit/choices.js';
+import { SseWriter } from '../src/server/kit/sse.js';
 import { responseHead, type ResponseMeta, type UsageTally } from './wire.js';
 
 export interface StreamPlan {

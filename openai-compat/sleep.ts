@@ -8,7 +8,7 @@
 import type { FastifyInstance } from 'fastify';
 import { ConveyorError, invalidArg } from '../src/errors.js';
 import type { ModelResidency } from '../src/serving/model-residency.js';
-import { withAccess } from '../src/server/http/access.js';
+import { withAccess } from '../src/server/kit/access.js';
 import type { OpenAIContext } from './context.js';
 
 interface SleepQuery {

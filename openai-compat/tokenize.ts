@@ -7,7 +7,8 @@ import { invalidArg } from '../src/errors.js';
 import { validateTokenIds } from '../src/vocabulary/sampling-params.js';
 import type { OpenAIContext } from './context.js';
 import { unknownParameter, unsupportedParameter } from './errors.js';
-import { optionalFlag, requireObject, type Body } from './request-fields.js';
+import { optionalFlag } from './request-fields.js';
+import { requireObject, type Body } from '../src/server/kit/body.js';
 
 const TOKENIZE_FIELDS = new Set(['model', 'prompt', 'messages', 'add_special_tokens', 'add_generation_prompt', 'chat_template_kwargs', 'return_token_strs', 'continue_final_message']);
 const DETOKENIZE_FIELDS = new Set(['model', 'tokens']);

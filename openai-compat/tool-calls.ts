@@ -1,58 +1,13 @@
-// Tools on the chat route: which tools reach the chat template, how the output is read for
-// calls (the model's tool_call_parser under tool_choice auto; nothing under none), and the
-// OpenAI shapes of what is read — message.tool_calls, and streaming deltas whose first entry
-// for a call carries its index, id, type and name (arguments "") and later ones the arguments
-// in pieces, as the SDKs' stream helpers accumulate them.
+// Tools on the chat route in OpenAI's shapes: message.tool_calls, and streaming deltas whose
+// first entry for a call carries its index, id, type and name (arguments "") and later ones the
+// arguments in pieces, as the SDKs' stream helpers accumulate them. Which tools reach the
+// template and how the output is read for calls is the shared tool plan
+// (src/server/kit/tool-plan.ts).
 
-import type { FinishReason, GrammarSpec } from '../src/contracts/generate.js';
+import type { FinishReason } from '../src/contracts/generate.js';
 import type { GenerationEvent } from '../src/contracts/text-generation.js';
-import type { FunctionTool, ToolRequest } from '../src/contracts/tools.js';
-import { invalidArg } from '../src/errors.js';
-import type { LlmModel } from '../src/serving/llm-backend.js';
 import { AssistantOutputStream, readAssistantOutput, type AssistantDelta, type AssistantOutputPlan } from '../src/assistant-output/index.js';
-import { constrainedToolCalls, TOOL_CALL_FORMATS, type ToolCallFormat } from '../src/tool-calls/index.js';
-import { parseToolRequest } from '../src/vocabulary/index.js';
-import type { Body } from './request-fields.js';
-
-export interface ChatToolPlan {
-  /** Rendered by the chat template as `tools`; null without tools. */
-  readonly tools: readonly FunctionTool[] | null;
-  /** How the output is read for calls; null: the output is all content. */
-  readonly format: ToolCallFormat | null;
-  /** 1 when parallel_tool_calls is false. */
-  readonly maxCalls: number | undefined;
-  /** The constraint of tool_choice required or a named function; absent when the model chooses. */
-  readonly grammar?: GrammarSpec;
-}
-
-/** A model's reasoning reading for one request (LlmModel.reasoningOf); null without a reasoning parser. */
-export type ReasoningPlan = AssistantOutputPlan['reasoning'];
-
-const NO_TOOLS: ChatToolPlan = { tools: null, format: null, maxCalls: undefined };
-
-/** Checks the tool fields (400 naming the field) and decides how this model's output is read. */
-export function chatToolPlan(body: Body, model: LlmModel): ChatToolPlan {
-  const request: ToolRequest = parseToolRequest(body);
-  if (request.tools.length === 0) return NO_TOOLS;
-  const maxCalls = request.parallelToolCalls ? undefined : 1;
-  // As vLLM does by default, tool_choice none still shows the model its tools; only the reading is off.
-  if (request.choice.kind === 'none') return { tools: request.tools, format: null, maxCalls };
-  // required / named: the engine's grammar makes the output a call to an allowed function, read back by the constraint's own format.
-  const constrained = constrainedToolCalls(request);
-  if (constrained !== null) return { tools: request.tools, format: constrained.format, maxCalls, grammar: constrained.grammar };
-  if (model.toolCallParser === null) {
-    throw invalidArg(
-      `model '${model.name}' has no tool_call_parser (none set, or auto found no tool-call format in its chat template), so its tool calls cannot be read; tool_choice "auto" needs one (${Object.keys(TOOL_CALL_FORMATS).join(', ')})`,
-      'tools',
-    );
-  }
-  return { tools: request.tools, format: TOOL_CALL_FORMATS[model.toolCallParser], maxCalls };
-}
-
-/** Markers that are special tokens must survive detokenization for the parser to see them. */
-export function keepsSpecialTokens(plan: ChatToolPlan, skipSpecialTokens: unknown): unknown {
-  return plan.format?.needsSpecialTokens && (skipSpecialTokens === undefined || skipSpecialTokens === null) ? false : skipSpecialTokens;
-}
+import type { ChatToolPlan, ReasoningPlan } from '../src/server/kit/tool-plan.js';
 
 /** OpenAI's finish reason once calls were made: tool_calls for a natural stop, length stays length. */
 export function toolFinishReason(reason: FinishReason | null, calls: number): string | null {

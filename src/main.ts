@@ -1,5 +1,6 @@
 // Builds and starts the whole server from options: repository → model manager → service →
 // HTTP and gRPC front ends, and the metrics port. Used by the CLI and by the integration tests.
+// The composition root: the only module that imports every front end (test/unit/architecture).
 
 import type { ServerOptions } from './config/server-options.js';
 import { createRuntimeSettings, type RuntimeSettings } from './config/runtime-settings.js';
@@ -10,17 +11,22 @@ import { ConveyorService } from './serving/conveyor-service.js';
 import { loadLlmModel } from './serving/llm-backend.js';
 import { loadOnnxModel } from './serving/onnx-backend.js';
 import type { BackendLoader, HubModelResolver } from './serving/served-model.js';
+import type { InferenceService } from './contracts/inference-service.js';
 import { createGrpcServer, llmDecoupledInfer } from './server/grpc/index.js';
-import { createHttpApp } from './server/http/app.js';
-import { RecentErrors } from './server/http/recent-errors.js';
-import type { HttpRouteAccess } from './server/http/access.js';
-import { websocketLimits } from './server/http/websocket/routes.js';
+import { kserveRoutes } from './server/http/index.js';
+import { createHttpServer, DEFAULT_BODY_LIMIT, type HttpServerOptions } from './server/kit/http-app.js';
+import type { HttpRouteAccess } from './server/kit/access.js';
+import type { LlmLookup } from './server/generation/lookup.js';
+import { registerMetricsRoute, type MetricsExposition } from './server/metrics/index.js';
+import { registerUiRoutes, type UiOptions } from './server/ui/index.js';
+import { installRecentErrors, RecentErrors } from './server/ui/recent-errors.js';
+import { websocketLimits, websocketRoutes, type WebSocketOptions } from './server/websocket/index.js';
 import { openaiRoutes } from '../openai-compat/index.js';
 import { Admission } from './serving/admission.js';
 import { anthropicRoutes } from '../anthropic-compat/index.js';
 import { AccessPolicy } from './security/access-policy.js';
 import { singleModelRepository } from './repository/single-model.js';
-import { IdleConnectionCloser } from './server/http/idle-connections.js';
+import { IdleConnectionCloser } from './server/kit/idle-connections.js';
 import { drain, FINAL_EVENTS_GRACE_MS, settlesWithin } from './shutdown.js';
 
 export interface RunningServer {
@@ -177,4 +183,38 @@ function withServingAddress(loaders: Readonly<Record<string, BackendLoader>>, op
 /** Every backend gets the LLM metrics observer, the prompt/request limits and the load shedding in its load request (non-LLM backends ignore them). */
 function withLlmMetrics(loaders: Readonly<Record<string, BackendLoader>>, metrics: ConveyorMetrics, limits: ServerOptions['limits'], admission: Admission): Record<string, BackendLoader> {
   return Object.fromEntries(Object.entries(loaders).map(([backend, load]) => [backend, (request) => load({ ...request, llmMetrics: metrics.llm, limits, admission })]));
+}
+
+export interface HttpAppOptions extends HttpServerOptions {
+  /** The LLMs behind Triton's generate extension and the /v1/ws WebSocket; without it neither is served. */
+  llm?: LlmLookup;
+  /** Limits of /v1/ws (its upgrade is guarded like every route: src/server/kit/access.ts). */
+  websocket?: WebSocketOptions;
+  /** Deepest JSON nesting a KServe body may have (default 64). */
+  jsonMaxDepth?: number;
+  /** A generate_stream client that reads nothing this long is dropped (default: the limits table's). */
+  streamSendTimeoutMs?: number;
+  /** The log and trace settings behind /v2/logging and /v2/trace/setting (shared with gRPC); fresh defaults when absent. */
+  settings?: RuntimeSettings;
+  /** Also serve GET /metrics on this port (the metrics port serves it regardless). */
+  metrics?: MetricsExposition;
+  /** Serve the built-in dashboard and playground at / and /ui/ (and record recent errors for it). */
+  ui?: UiOptions;
+}
+
+/**
+ * The HTTP port (src/server/kit/http-app.ts) with the front ends that need no API options: KServe
+ * v2 (with Triton's generate extension), the WebSocket, GET /metrics and the UI. The OpenAI and
+ * Anthropic routes go on it in startServer.
+ */
+export function createHttpApp(service: InferenceService, options: HttpAppOptions = {}): ReturnType<typeof createHttpServer> {
+  const app = createHttpServer(options);
+  if (options.ui) installRecentErrors(app, options.ui.errors);
+  const settings = options.settings ?? createRuntimeSettings();
+  const bodyLimit = options.bodyLimit ?? DEFAULT_BODY_LIMIT;
+  app.register(kserveRoutes(service, { bodyLimit, llm: options.llm, jsonMaxDepth: options.jsonMaxDepth, streamSendTimeoutMs: options.streamSendTimeoutMs, settings }));
+  if (options.llm) app.register(websocketRoutes(options.llm, options.websocket));
+  if (options.metrics) registerMetricsRoute(app, options.metrics);
+  if (options.ui) registerUiRoutes(app, options.ui);
+  return app;
 }

@@ -8,10 +8,9 @@
 
 import type { ChatMessage } from '../../src/contracts/text-generation.js';
 import { invalidArg } from '../../src/errors.js';
+import { isObject } from '../../src/server/kit/body.js';
 
 export type Item = Readonly<Record<string, unknown>>;
-
-const isObject = (v: unknown): v is Item => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 const MESSAGE_ROLES = new Set(['user', 'system', 'developer', 'assistant']);
 const INPUT_PART_TYPES = new Set(['input_text', 'output_text', 'text', 'refusal']);

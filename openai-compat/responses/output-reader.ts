@@ -6,7 +6,7 @@
 import { AssistantOutputStream } from '../../src/assistant-output/index.js';
 import type { GenerationEvent, ProcessedRequest } from '../../src/contracts/text-generation.js';
 import type { LlmModel } from '../../src/serving/llm-backend.js';
-import type { ChatToolPlan } from '../tool-calls.js';
+import type { ChatToolPlan } from '../../src/server/kit/tool-plan.js';
 import type { OutputPart } from './output-events.js';
 
 export class OutputReader {

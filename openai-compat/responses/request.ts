@@ -8,7 +8,8 @@
 import { ConveyorError, invalidArg } from '../../src/errors.js';
 import { CONSTRAINT_FIELDS, readWireParams, wireFieldNames, type WireParams, type WireVocabulary } from '../../src/vocabulary/index.js';
 import { OpenAIRequestError, unsupportedParameter } from '../errors.js';
-import { checkFields, checkNoOps, requireModel, type Body } from '../request-fields.js';
+import { checkFields, checkNoOps } from '../request-fields.js';
+import { isObject, requireModel, type Body } from '../../src/server/kit/body.js';
 
 /**
  * The vocabulary under Responses' names: max_output_tokens for max_tokens; output constraints
@@ -19,7 +20,6 @@ export const RESPONSES_VOCABULARY: WireVocabulary = {
   aliases: { max_output_tokens: 'max_tokens' },
 };
 
-const isObject = (v: unknown): v is Body => typeof v === 'object' && v !== null && !Array.isArray(v);
 const absent = (v: unknown): boolean => v === undefined || v === null;
 
 /** Responses fields this server refuses, each with the test for a value that needs the missing feature. */

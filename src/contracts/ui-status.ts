@@ -1,5 +1,5 @@
 // GET /ui/api/status, what the dashboard polls: plain JSON shapes declared once, for the server
-// (src/metrics/families.ts reads the registry into them, src/server/http/recent-errors.ts keeps
+// (src/metrics/families.ts reads the registry into them, src/server/ui/recent-errors.ts keeps
 // the errors, routes/ui.ts answers) and for the browser code under ui/src, which imports these
 // types (erased from its bundle).
 

@@ -4,7 +4,7 @@
 // Two kinds of key, after Triton's restricted-API idea (a protected class of endpoints needs a
 // credential the others do not): API keys for serving, admin keys for control. An admin key
 // passes wherever an API key does. Keys arrive as `Authorization: Bearer <key>` (HTTP also takes
-// Anthropic's `x-api-key`, src/server/http/access.ts; gRPC: the
+// Anthropic's `x-api-key`, src/server/kit/access.ts; gRPC: the
 // `authorization` metadata) and are compared in constant time over their SHA-256 digests, so
 // neither a key's content nor its length leaks through timing.
 

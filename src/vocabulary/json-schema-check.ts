@@ -8,6 +8,7 @@
 import { Ajv, type AnySchema } from 'ajv';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { canonicalJson } from './canonical-json.js';
+import { isObject } from './json-object.js';
 
 /** Longest canonical schema text accepted, in UTF-16 code units (≈ bytes for schema text). */
 export const MAX_SCHEMA_CHARS = 64 * 1024;
@@ -30,7 +31,7 @@ type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 /** The schema as canonical JSON text, or a SchemaRejection saying what is wrong. */
 export function checkJsonSchema(value: unknown): string {
   const parsed = typeof value === 'string' ? parseText(value) : value;
-  if (typeof parsed !== 'boolean' && !isObject(parsed)) throw new SchemaRejection('must be a JSON Schema (an object or a boolean)');
+  if (typeof parsed !== 'boolean' && !isObject<Json>(parsed)) throw new SchemaRejection('must be a JSON Schema (an object or a boolean)');
   checkDepth(parsed, 0);
   const text = canonicalJson(parsed);
   if (text.length > MAX_SCHEMA_CHARS) throw new SchemaRejection(`is ${text.length} characters as JSON; at most ${MAX_SCHEMA_CHARS} are allowed`);
@@ -62,10 +63,6 @@ function parseText(text: string): unknown {
   }
 }
 
-function isObject(value: unknown): value is { [key: string]: Json } {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
-}
-
 function checkDepth(value: unknown, depth: number): void {
   if (typeof value !== 'object' || value === null) return;
   if (depth >= MAX_SCHEMA_DEPTH) throw new SchemaRejection(`nests deeper than ${MAX_SCHEMA_DEPTH} levels`);
@@ -82,7 +79,7 @@ function checkRefs(root: { [key: string]: Json }): void {
   const visiting = new Set<Json>();
   const done = new Set<Json>();
   const walk = (node: Json, path: string): void => {
-    if (!isObject(node)) return;
+    if (!isObject<Json>(node)) return;
     const ref = node['$ref'];
     if (ref !== undefined) {
       const target = resolve(root, ref, path);
@@ -105,7 +102,7 @@ function checkRefs(root: { [key: string]: Json }): void {
   // Every subschema is a start: a cycle inside `properties` or `$defs` is found from there too.
   const everywhere = (node: Json, path: string): void => {
     if (typeof node !== 'object' || node === null) return;
-    if (isObject(node) && !done.has(node)) inPlace(node, path);
+    if (isObject<Json>(node) && !done.has(node)) inPlace(node, path);
     for (const [key, child] of Object.entries(node)) everywhere(child, `${path}/${key}`);
   };
   everywhere(root, '#');
@@ -117,7 +114,7 @@ function resolve(root: Json, ref: Json, at: string): Json {
   let node: Json | undefined = root;
   for (const raw of ref === '#' ? [] : ref.slice(2).split('/')) {
     const key = decodeURIComponent(raw).replaceAll('~1', '/').replaceAll('~0', '~');
-    node = Array.isArray(node) ? node[Number(key)] : isObject(node) && Object.hasOwn(node, key) ? node[key] : undefined;
+    node = Array.isArray(node) ? node[Number(key)] : isObject<Json>(node) && Object.hasOwn(node, key) ? node[key] : undefined;
     if (node === undefined) throw new SchemaRejection(`has a $ref ${JSON.stringify(ref)} that does not resolve`);
   }
   return node;

@@ -8,6 +8,7 @@
 import { z } from 'zod';
 import type { GrammarSpec } from '../contracts/generate.js';
 import { checkJsonSchema, SchemaRejection } from './json-schema-check.js';
+import { isObject } from './json-object.js';
 import { describe, valueKinds } from './rules.js';
 
 export const MAX_REGEX_CHARS = 8 * 1024;
@@ -28,8 +29,6 @@ function fail(ctx: Ctx, message: string, path: Path = []): never {
 
 /** Text from elsewhere (a parser's message) kept literal: `{x}` would read as a field-name template. */
 export const literal = (text: string): string => text.replace(/\{(\w*)\}/g, '{ $1 }');
-
-const isObject = (v: unknown): v is Readonly<Record<string, unknown>> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 function jsonSchemaSpec(value: unknown, ctx: Ctx, path: Path): GrammarSpec {
   try {

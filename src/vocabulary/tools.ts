@@ -7,14 +7,13 @@ import { Ajv } from 'ajv';
 import { z } from 'zod';
 import type { FunctionTool, ToolChoice, ToolRequest } from '../contracts/tools.js';
 import { invalidArg } from '../errors.js';
+import { isObject } from './json-object.js';
 import { describe } from './rules.js';
 
 /** OpenAI's rule for function names. */
 export const TOOL_NAME_PATTERN = /^[a-zA-Z0-9_-]{1,64}$/;
 /** OpenAI allows at most 128 tools per request. */
 export const MAX_TOOLS = 128;
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 const functionSchema = z.object({
   name: z

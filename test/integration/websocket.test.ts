@@ -1,4 +1,4 @@
-// The /v1/ws WebSocket protocol (src/server/http/websocket/PROTOCOL.md) against the real server
+// The /v1/ws WebSocket protocol (src/server/websocket/PROTOCOL.md) against the real server
 // with the tiny LLM, through the `ws` client: multiplexing, cancel, errors isolated to their id,
 // disconnects that free the engine, and greedy output equal to the engine's own.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -10,7 +10,7 @@ import { anthropicFailure } from '../../../anthropic-compat/errors.js';
 import { chatHistory } from '../../../anthropic-compat/history.js';
 import { messagesUsage, stopOf } from '../../../anthropic-compat/wire.js';
 import { Admission } from '../../../src/serving/admission.js';
-import type { ChatToolPlan } from '../../../openai-compat/tool-calls.js';
+import type { ChatToolPlan } from '../../../src/server/kit/tool-plan.js';
 import { REASONING_FORMATS } from '../../../src/reasoning/index.js';
 import { ConveyorError, invalidArg } from '../../../src/errors.js';
 import { hermes } from '../../../src/tool-calls/index.js';

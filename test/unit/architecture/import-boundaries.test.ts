@@ -15,10 +15,12 @@ import {
   layeredFiles,
   layerOf,
   LAYERS,
+  layersOfTier,
   layerViolation,
   PENDING,
   resolveSpecifier,
   ROOT,
+  rootFolderOf,
 } from './layers.js';
 const SOURCE_DIRS = ['src', 'openai-compat', 'anthropic-compat', 'kernels', 'models', 'bench'];
 
@@ -139,7 +141,7 @@ describe('import boundaries (ARCHITECTURE.md)', () => {
     expect(flagged('src/engine-worker/loop.ts', 'onnxruntime-node')).toBe(true);
     expect(flagged('src/runtime/session.ts', 'onnxruntime-node')).toBe(false);
     expect(flagged('openai-compat/routes.ts', '@grpc/grpc-js')).toBe(true);
-    expect(flagged('src/server/http/metrics.ts', 'prom-client')).toBe(true);
+    expect(flagged('src/server/metrics/index.ts', 'prom-client')).toBe(true);
     expect(flagged('src/sampler/sampler.ts', '@mlc-ai/web-xgrammar')).toBe(true);
     expect(flagged('src/grammar/xgrammar-module.ts', '@mlc-ai/web-xgrammar')).toBe(false);
     expect(flagged('kernels/rms-norm.ts', '../models/catalog.js')).toBe(true);
@@ -177,7 +179,9 @@ describe('import boundaries (ARCHITECTURE.md)', () => {
   });
 });
 
-const FRONT_ENDS = ['openai-compat', 'anthropic-compat', 'src/server/http', 'src/server/grpc', 'src/server/generation'];
+const FRONT_ENDS = layersOfTier('front end');
+const KITS = layersOfTier('front-end kit');
+const COMPOSITION_ROOT = layersOfTier('composition root');
 const ENGINE_INTERNALS = ['src/engine-worker', 'src/sampler', 'src/engine-client', 'src/runners', 'src/runtime', 'src/kv-cache', 'src/tokenizer', 'src/tokenizer-worker'];
 
 describe('layers (test/unit/architecture/layers.ts)', () => {
@@ -209,9 +213,9 @@ describe('layers (test/unit/architecture/layers.ts)', () => {
     expect(cycles(graphOf(declared))).toEqual([]);
   });
 
-  it('no cycle between top-level folders either (src/server/http and src/server/grpc count as src/server)', () => {
+  it('no cycle between folders of src/ either (src/server/http and src/server/kit count as src/server)', () => {
     // A layer nested in a folder must not hide a cycle through that folder: openai-compat may use
-    // src/server/http only because nothing under src/server imports openai-compat back.
+    // src/server/kit only because nothing under src/server imports openai-compat back.
     const topFolder = (layer: string) =>
       layer
         .split('/')
@@ -221,13 +225,47 @@ describe('layers (test/unit/architecture/layers.ts)', () => {
     expect(cycles(graphOf(collapsed))).toEqual([]);
   });
 
+  it('no cycle between top-level folders, the composition root a node of its own (src/ ↔ openai-compat/ is one)', () => {
+    const collapse = (list: readonly { from: string; to: string }[]) => list.map((e) => ({ from: rootFolderOf(e.from), to: rootFolderOf(e.to) })).filter((e) => e.from !== e.to);
+    expect(cycles(graphOf(collapse(edges)))).toEqual([]);
+    const declared = Object.entries(LAYERS).flatMap(([from, layer]) => layer.imports.map((to) => ({ from, to })));
+    expect(cycles(graphOf(collapse(declared)))).toEqual([]);
+    // The check sees one: anything in src/ but the root importing a top-level front end closes src → openai-compat → src.
+    expect(cycles(graphOf(collapse([...edges, { from: 'src/serving', to: 'openai-compat' }])))).toEqual([['openai-compat', 'src']]);
+    expect(rootFolderOf('src/main.ts')).toBe('composition root');
+    expect(rootFolderOf('src/server/kit')).toBe('src');
+  });
+
+  it('front ends never import each other, in the table or in the code', () => {
+    expect(FRONT_ENDS.length).toBeGreaterThanOrEqual(7);
+    for (const frontEnd of [...FRONT_ENDS, ...KITS])
+      expect(
+        LAYERS[frontEnd]!.imports.filter((l) => FRONT_ENDS.includes(l)),
+        frontEnd,
+      ).toEqual([]);
+    expect(edges.filter((e) => FRONT_ENDS.includes(e.from) && FRONT_ENDS.includes(e.to)).map((e) => `${e.file} → ${e.specifier}`)).toEqual([]);
+  });
+
+  it('the composition root alone imports the front ends, every one of them; the kit imports none', () => {
+    const importers = Object.keys(LAYERS).filter((name) => LAYERS[name]!.imports.some((l) => FRONT_ENDS.includes(l)));
+    expect(importers.filter((name) => !COMPOSITION_ROOT.includes(name))).toEqual([]);
+    expect(edges.filter((e) => FRONT_ENDS.includes(e.to) && !COMPOSITION_ROOT.includes(e.from)).map((e) => `${e.file} → ${e.specifier}`)).toEqual([]);
+    const imported = new Set(edges.filter((e) => COMPOSITION_ROOT.includes(e.from)).map((e) => e.to));
+    expect(FRONT_ENDS.filter((f) => !imported.has(f))).toEqual([]);
+    for (const kit of KITS)
+      expect(
+        LAYERS[kit]!.imports.filter((l) => FRONT_ENDS.includes(l) || COMPOSITION_ROOT.includes(l)),
+        kit,
+      ).toEqual([]);
+  });
+
   it('every pending edge still exists (delete it once its fix is merged)', () => {
     const stale = PENDING.filter((p) => !edges.some((e) => e.file === p.file && resolveSpecifier(e.file, e.specifier) === p.target));
     expect(stale).toEqual([]);
   });
 
   it("the table keeps the issue's rules", () => {
-    for (const frontEnd of FRONT_ENDS)
+    for (const frontEnd of [...FRONT_ENDS, ...KITS])
       expect(
         LAYERS[frontEnd]!.imports.filter((l) => ENGINE_INTERNALS.includes(l)),
         frontEnd,
@@ -239,16 +277,21 @@ describe('layers (test/unit/architecture/layers.ts)', () => {
 
   it('flags a violation of each kind, naming file, specifier and rule', () => {
     expect(layerViolation('openai-compat/chat.ts', '../src/engine-client/output-processor.js')).toBe(
-      'openai-compat/chat.ts → ../src/engine-client/output-processor.js: openai-compat may not import src/engine-client (it may import: src/contracts, src/vocabulary, src/serving, src/errors.ts, src/config, src/server/http, src/tool-calls, src/assistant-output)',
+      'openai-compat/chat.ts → ../src/engine-client/output-processor.js: openai-compat may not import src/engine-client (it may import: src/contracts, src/vocabulary, src/serving, src/errors.ts, src/config, src/server/kit, src/tool-calls, src/assistant-output)',
     );
     expect(layerViolation('src/server/grpc/generation-codec.ts', '../../runners/kv-storage.js')).toMatch(/src\/server\/grpc may not import src\/runners/);
-    expect(layerViolation('src/server/http/websocket/messages.ts', '../../../sampler/draw.js')).toMatch(/may not import src\/sampler/);
+    expect(layerViolation('src/server/websocket/messages.ts', '../../sampler/draw.js')).toMatch(/may not import src\/sampler/);
     expect(layerViolation('src/engine-worker/engine-core.ts', '../runtime/model-session.js')).toMatch(/src\/engine-worker may not import src\/runtime/);
     expect(layerViolation('src/sampler/draw.ts', '../runtime/ort-tensors.js')).toMatch(/src\/sampler may not import src\/runtime/);
     expect(layerViolation('src/kv-cache/block-pool.ts', '../runners/kv-storage.js')).toMatch(/src\/kv-cache may not import src\/runners/);
     expect(layerViolation('src/kv-cache/block-pool.ts', '../errors.js')).toBeNull();
     expect(layerViolation('src/repository/scan.ts', '../serving/served-model.js')).toMatch(/src\/repository may not import src\/serving/);
-    expect(layerViolation('src/server/http/transport.ts', '../../../openai-compat/sse.js')).toMatch(/src\/server\/http may not import openai-compat/);
+    expect(layerViolation('src/server/kit/transport.ts', '../../../openai-compat/sse.js')).toMatch(/src\/server\/kit may not import openai-compat/);
+    // One front end never leans on another: what they share is the kit's.
+    expect(layerViolation('anthropic-compat/messages.ts', '../openai-compat/respond.js')).toMatch(/anthropic-compat may not import openai-compat/);
+    expect(layerViolation('src/server/websocket/session.ts', '../http/routes/generate.js')).toMatch(/src\/server\/websocket may not import src\/server\/http/);
+    expect(layerViolation('openai-compat/index.ts', '../src/server/http/index.js')).toMatch(/openai-compat may not import src\/server\/http/);
+    expect(layerViolation('src/server/kit/choices.ts', '../../../openai-compat/wire.js')).toMatch(/src\/server\/kit may not import openai-compat/);
     // A worker thread's code is reached only through its entry.
     expect(layerViolation('src/engine-client/engine-client.ts', '../engine-worker/entry.js')).toBeNull();
     expect(layerViolation('src/engine-client/engine-client.ts', '../engine-worker/scheduler.js')).toMatch(

@@ -1,6 +1,8 @@
 // The server's layers: one table naming, for every folder of src/, openai-compat/ and anthropic-compat/, the folders
-// its files may import. import-boundaries.test.ts fails on any import outside the table and on
-// any cycle between folders; `npx tsx test/unit/architecture/layers.ts` prints the table and the
+// its files may import. import-boundaries.test.ts fails on any import outside the table, on any
+// cycle between layers or between top-level folders (the composition root counted apart from the
+// rest of src/), on a front end importing another, and on anything but the composition root
+// importing a front end; `npx tsx test/unit/architecture/layers.ts` prints the table and the
 // folder graph as it is today (for docs/architecture.md).
 //
 // Every relative import counts, `import type` included (a type names the layer it comes from
@@ -13,9 +15,18 @@ import { pathToFileURL } from 'node:url';
 
 export const ROOT = join(import.meta.dirname, '..', '..', '..');
 
+/**
+ * The protocol tier: each front end translates one protocol for the serving layer and never
+ * imports another; what two or more share is the kit's; the composition root alone imports them
+ * all and puts them on their ports.
+ */
+export type Tier = 'front end' | 'front-end kit' | 'composition root';
+
 export interface Layer {
   /** What lives here, for the printed table. */
   readonly holds: string;
+  /** The protocol tier's layers name their place in it; the rest of the server has none. */
+  readonly tier?: Tier;
   /** The layers its files may import; its own files always may. */
   readonly imports: readonly string[];
   /**
@@ -26,10 +37,17 @@ export interface Layer {
 }
 
 const FRONT_END_BASE = ['src/contracts', 'src/vocabulary', 'src/serving', 'src/errors.ts', 'src/config'];
+/** The kit every front end may use: the HTTP app and its transport, SSE, CORS, bodies, choices, tool plan. */
+const KIT = 'src/server/kit';
+/** Triton's LLM request and its lookup, shared by the KServe HTTP and gRPC front ends (and the WebSocket's lookup). */
+const TRITON_GENERATION = 'src/server/generation';
 
 /** A file's layer is the longest key that is its folder (or, for a top-level file, the file). */
 export const LAYERS: Readonly<Record<string, Layer>> = {
-  'src/contracts': { holds: 'plain types shared across threads and layers, and pure declarations they derive from (the ModelConfig schema, the tensor datatype table); no I/O, no imports outside it', imports: [] },
+  'src/contracts': {
+    holds: 'plain types shared across threads and layers, and pure declarations they derive from (the ModelConfig schema, the tensor datatype table); no I/O, no imports outside it',
+    imports: [],
+  },
   'src/errors.ts': { holds: 'the error catalog', imports: [] },
   'src/security': { holds: 'API keys and the access policy', imports: ['src/errors.ts'] },
   'src/config': { holds: 'server options, resource limits and their defaults, the --model flags', imports: ['src/contracts', 'src/security', 'src/metrics'] },
@@ -116,17 +134,44 @@ export const LAYERS: Readonly<Record<string, Layer>> = {
       'src/kv-events',
     ],
   },
-  'src/server/generation': { holds: 'generation shared by the KServe front ends (Triton generate, model lookup)', imports: FRONT_END_BASE },
+  // The protocol tier. Front ends are siblings: the API-compatibility packages top-level
+  // (openai-compat/ per the design card, anthropic-compat/ beside it), the server's own protocols
+  // one folder each under src/server/; what two or more share is in the kit.
+  [KIT]: {
+    holds:
+      'front-end kit, owned by no front end: the HTTP app (access, connection limits, probe logging, model leases), transport (disconnects, content coding, stalled writes), one SseWriter, CORS, JSON bodies and body helpers, the n-choice fan-out, the tool plan, shared error wording',
+    tier: 'front-end kit',
+    imports: [...FRONT_END_BASE, 'src/security', 'src/tool-calls', 'src/assistant-output'],
+  },
+  [TRITON_GENERATION]: {
+    holds: "front-end kit: Triton's LLM request (generate, ModelStreamInfer) and the LLM lookup, shared by the KServe front ends and the WebSocket",
+    tier: 'front-end kit',
+    imports: FRONT_END_BASE,
+  },
+  'openai-compat': {
+    holds: "front end: OpenAI's API (chat / completions, embeddings, Responses, models) and vLLM's /tokenize, /detokenize, render and sleep routes",
+    tier: 'front end',
+    imports: [...FRONT_END_BASE, KIT, 'src/tool-calls', 'src/assistant-output'],
+  },
+  'anthropic-compat': { holds: "front end: Anthropic's Messages API (create / stream, count_tokens)", tier: 'front end', imports: [...FRONT_END_BASE, KIT, 'src/assistant-output'] },
   // The config endpoint prints ModelConfig as Triton does, from the schema the repository parses it with.
-  'src/server/http': { holds: 'front end: fastify app, KServe v2 REST, Triton generate, WebSocket', imports: [...FRONT_END_BASE, 'src/security', 'src/server/generation', 'src/repository/config'] },
-  'src/server/grpc': { holds: 'front end: the only importer of @grpc/grpc-js, KServe v2 gRPC and streaming generation', imports: [...FRONT_END_BASE, 'src/security', 'src/server/generation'] },
-  // A fastify plugin on the HTTP app: it shares the app's transport (body depth, disconnects, SSE flow control).
-  'openai-compat': { holds: "front end: OpenAI's API and vLLM's /tokenize", imports: [...FRONT_END_BASE, 'src/server/http', 'src/tool-calls', 'src/assistant-output'] },
-  // Anthropic's Messages API over the OpenAI front end's generation machinery (choices, admission, tool plan).
-  'anthropic-compat': { holds: "front end: Anthropic's Messages API", imports: [...FRONT_END_BASE, 'src/server/http', 'src/tool-calls', 'src/assistant-output', 'openai-compat'] },
+  'src/server/http': {
+    holds: "front end: KServe v2 REST and Triton's extensions (generate / generate_stream, repository, statistics, settings), its tensor codecs",
+    tier: 'front end',
+    imports: [...FRONT_END_BASE, KIT, TRITON_GENERATION, 'src/repository/config'],
+  },
+  'src/server/grpc': {
+    holds: 'front end: the only importer of @grpc/grpc-js; KServe v2 gRPC (ModelStreamInfer included) and conveyor.v1.GenerationService on one server',
+    tier: 'front end',
+    imports: [...FRONT_END_BASE, 'src/security', TRITON_GENERATION],
+  },
+  'src/server/websocket': { holds: 'front end: /v1/ws, many generations multiplexed on one socket', tier: 'front end', imports: [...FRONT_END_BASE, KIT, TRITON_GENERATION] },
+  'src/server/ui': { holds: "front end: the built-in dashboard and playground's routes and the recent errors they show", tier: 'front end', imports: [...FRONT_END_BASE, KIT] },
+  'src/server/metrics': { holds: 'front end: GET /metrics on the HTTP port (the metrics port itself is src/metrics)', tier: 'front end', imports: [KIT] },
   'src/shutdown.ts': { holds: 'the drain on shutdown: readiness off, in-flight work finishes, then final errors, then the front ends close', imports: ['src/errors.ts'] },
   'src/main.ts': {
-    holds: 'the composition root: options → repository → model manager → backends → front ends → metrics port',
+    holds: 'the composition root: options → repository → model manager → backends → front ends on their ports (the HTTP app, the gRPC server) → metrics port',
+    tier: 'composition root',
     imports: [
       'src/contracts',
       'src/errors.ts',
@@ -135,14 +180,19 @@ export const LAYERS: Readonly<Record<string, Layer>> = {
       'src/metrics',
       'src/repository',
       'src/serving',
-      'src/server/http',
-      'src/server/grpc',
+      KIT,
+      TRITON_GENERATION,
       'openai-compat',
       'anthropic-compat',
+      'src/server/http',
+      'src/server/grpc',
+      'src/server/websocket',
+      'src/server/ui',
+      'src/server/metrics',
       'src/shutdown.ts',
     ],
   },
-  'src/cli.ts': { holds: '`conveyor serve …`, `conveyor convert …`, `conveyor pull …`', imports: ['src/config', 'src/main.ts', 'src/shutdown.ts', 'src/hub', 'models'] },
+  'src/cli.ts': { holds: '`conveyor serve …`, `conveyor convert …`, `conveyor pull …`', tier: 'composition root', imports: ['src/config', 'src/main.ts', 'src/shutdown.ts', 'src/hub', 'models'] },
   // Model builders and the default repository; their own boundaries are RULES in import-boundaries.test.ts.
   models: { holds: 'model builders and the default repository', imports: [] },
 };
@@ -161,6 +211,20 @@ export function layerOf(path: string): string | undefined {
     if ((path === key || path.startsWith(`${key}/`)) && (best === undefined || key.length > best.length)) best = key;
   }
   return best;
+}
+
+export const layersOfTier = (tier: Tier): string[] => Object.keys(LAYERS).filter((name) => LAYERS[name]!.tier === tier);
+
+/**
+ * The top-level folder a layer lives in, for the cycle check between folders: `src/…` is `src`,
+ * `openai-compat` is itself, and the composition root (src/main.ts, src/cli.ts) is a node of its
+ * own: it imports every front end, and the top-level front ends import src/, so counted inside
+ * src/ it would make every such import a cycle; counted apart, a cycle is one that something
+ * else in src/ closes.
+ */
+export function rootFolderOf(layer: string): string {
+  if (LAYERS[layer]?.tier === 'composition root') return 'composition root';
+  return layer.split('/')[0]!;
 }
 
 /** Relative specifiers of static, type-only, dynamic and re-export imports, and worker-entry URLs. */

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { InputProcessor } from '../../../src/engine-client/input-processor.js';
-import { errorMessage, MAX_ID_LENGTH, parseClientMessage, peekId } from '../../../src/server/http/websocket/messages.js';
+import { errorMessage, MAX_ID_LENGTH, parseClientMessage, peekId } from '../../../src/server/websocket/messages.js';
 import { jsonText, maybe, mutatedText, objectOf, outcome, ownRecord, PROTOTYPE_KEYS, runs, weirdValue } from './support.js';
 
 let qwen3: InputProcessor;

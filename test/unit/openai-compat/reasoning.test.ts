@@ -14,7 +14,8 @@ import { OutputProcessor } from '../../../src/engine-client/output-processor.js'
 import { qwen3 as qwen3Format } from '../../../src/reasoning/index.js';
 import { hermes } from '../../../src/tool-calls/index.js';
 import { readModelFiles, type ModelFiles } from '../../../src/tokenizer/model-files.js';
-import { ChatChunks, chatMessage, type ChatToolPlan } from '../../../openai-compat/tool-calls.js';
+import { ChatChunks, chatMessage } from '../../../openai-compat/tool-calls.js';
+import type { ChatToolPlan } from '../../../src/server/kit/tool-plan.js';
 import { qwen3ModelDir } from '../../support/qwen3-fixture.js';
 
 const THINK = 151667;

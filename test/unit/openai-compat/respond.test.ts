@@ -4,7 +4,7 @@
 import Fastify from 'fastify';
 import { describe, expect, it } from 'vitest';
 import { OpenAIRequestError } from '../../../openai-compat/errors.js';
-import type { ChoiceEvent } from '../../../openai-compat/generation.js';
+import type { ChoiceEvent } from '../../../src/server/kit/choices.js';
 import { streamChoices } from '../../../openai-compat/respond.js';
 import { UsageTally } from '../../../openai-compat/wire.js';
 import type { GenerationEvent } from '../../../src/contracts/text-generation.js';

@@ -13,7 +13,8 @@ import { InputProcessor } from '../../../src/engine-client/input-processor.js';
 import { OutputProcessor } from '../../../src/engine-client/output-processor.js';
 import { hermes } from '../../../src/tool-calls/index.js';
 import { parseToolRequest } from '../../../src/vocabulary/index.js';
-import { ChatChunks, chatMessage, type ChatToolPlan } from '../../../openai-compat/tool-calls.js';
+import { ChatChunks, chatMessage } from '../../../openai-compat/tool-calls.js';
+import type { ChatToolPlan } from '../../../src/server/kit/tool-plan.js';
 import { qwen3ModelDir } from '../../support/qwen3-fixture.js';
 
 let qwen3: InputProcessor;

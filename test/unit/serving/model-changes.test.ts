@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { ModelManager } from '../../../src/serving/model-manager.js';
 import { ConveyorService } from '../../../src/serving/conveyor-service.js';
 import type { BackendLoader, ServedModel } from '../../../src/serving/served-model.js';
-import { missingModel } from '../../../openai-compat/errors.js';
+import { missingModel } from '../../../src/server/kit/errors.js';
 
 const CONFIG = 'name: "m"\nbackend: "onnxruntime"\nmax_batch_size: 0\ninput [ { name: "x" data_type: TYPE_FP32 dims: [ 1 ] } ]\noutput [ { name: "y" data_type: TYPE_FP32 dims: [ 1 ] } ]\n';
 

@@ -7,6 +7,7 @@
 
 import { invalidArg } from '../../../errors.js';
 import type { ParameterValue } from '../../../contracts/infer.js';
+import { isObject } from '../../kit/body.js';
 
 export type JsonObject = Record<string, unknown>;
 
@@ -72,10 +73,6 @@ function numberEnd(text: string, start: number): number {
   let i = start + 1;
   while (i < text.length && /[\d.eE+-]/.test(text[i]!)) i++;
   return i;
-}
-
-export function isObject(value: unknown): value is JsonObject {
-  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 export function expectObject(value: unknown, what: string): JsonObject {

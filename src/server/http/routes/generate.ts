@@ -13,8 +13,9 @@ import type { LlmLookup } from '../../generation/lookup.js';
 import { buildTritonLlmRequest, isTritonInput, TRITON_LLM_INPUTS, type TritonInputValues, type TritonLlmRequest } from '../../generation/triton-llm-request.js';
 import { generateTritonLlm, type TritonLlmResponse } from '../../generation/triton-llm.js';
 import { parseJson } from '../codec/json-body.js';
-import { abortOnDisconnect } from '../transport.js';
-import { SseWriter } from './generate-sse.js';
+import { abortOnDisconnect } from '../../kit/transport.js';
+import { SseWriter } from '../../kit/sse.js';
+import { isObject } from '../../kit/body.js';
 import { DEFAULT_LIMITS } from '../../../config/limits.js';
 import { modelPaths, versionOf, type ModelParams } from './models.js';
 import { PRIORITY_HEADER, priorityOverride } from '../../../serving/request-priority.js';
@@ -47,9 +48,9 @@ async function handleGenerateStream(lookup: LlmLookup, request: GenerateRequest,
   let next = await responses.next();
   reply.hijack();
   const sse = new SseWriter(reply.raw, streamSendTimeoutMs);
-  sse.start();
+  sse.open();
   try {
-    while (!next.done && sse.open) {
+    while (!next.done && !sse.isClosed) {
       await sse.send(responseJson(next.value));
       if (next.value.final) break;
       next = await responses.next();
@@ -88,8 +89,4 @@ function requestFromBody(request: GenerateRequest): TritonLlmRequest {
   // Triton's own `priority` parameter is reserved; vLLM's header sets the engine's.
   const priority = priorityOverride(request.headers[PRIORITY_HEADER]);
   return priority === undefined ? llm : { ...llm, sampling: { ...llm.sampling, priority } };
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
 }

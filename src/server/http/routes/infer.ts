@@ -8,7 +8,7 @@ import type { InferenceService } from '../../../contracts/inference-service.js';
 import { decodeInferRequest, HEADER_LENGTH_HEADER, parseHeaderLength } from '../codec/infer-request.js';
 import { binaryOutputChooser, encodeInferResponse } from '../codec/infer-response.js';
 import { decodeRawInferRequest } from '../codec/raw-request.js';
-import { abortOnDisconnect } from '../transport.js';
+import { abortOnDisconnect } from '../../kit/transport.js';
 import { modelPaths, versionOf } from './models.js';
 import type { ModelParams } from './models.js';
 

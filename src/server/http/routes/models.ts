@@ -5,7 +5,7 @@ import type { FastifyInstance } from 'fastify';
 import type { InferenceService, ModelStatistics } from '../../../contracts/inference-service.js';
 import { ConveyorError } from '../../../errors.js';
 import { modelConfigToJsonValue } from '../../../repository/config/json.js';
-import { withAccess } from '../access.js';
+import { withAccess } from '../../kit/access.js';
 
 export interface ModelParams {
   model: string;

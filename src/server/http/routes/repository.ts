@@ -6,7 +6,7 @@ import type { InferenceService, LoadOverride } from '../../../contracts/inferenc
 import { invalidArg } from '../../../errors.js';
 import { expectObject, optionalBoolean, parseJson } from '../codec/json-body.js';
 import type { JsonObject } from '../codec/json-body.js';
-import { withAccess } from '../access.js';
+import { withAccess } from '../../kit/access.js';
 
 const FILE_PREFIX = 'file:';
 const BASE64 = /^[A-Za-z0-9+/]*={0,2}$/;

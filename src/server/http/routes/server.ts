@@ -3,7 +3,7 @@
 
 import type { FastifyInstance } from 'fastify';
 import type { InferenceService } from '../../../contracts/inference-service.js';
-import { withAccess } from '../access.js';
+import { withAccess } from '../../kit/access.js';
 
 export function registerServerRoutes(app: FastifyInstance, service: InferenceService): void {
   app.get('/v2/health/live', withAccess('health'), async (_request, reply) => reply.code(service.isLive() ? 200 : 400).send());

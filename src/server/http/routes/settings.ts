@@ -8,7 +8,7 @@ import type { InferenceService } from '../../../contracts/inference-service.js';
 import type { RuntimeSettings } from '../../../config/runtime-settings.js';
 import { TRACE_STATUS, TRACE_STATUS_KEY, type TraceSettings, type TraceSettingsUpdate, type TraceSettingsValue } from '../../../config/trace-settings.js';
 import { ConveyorError, invalidArg } from '../../../errors.js';
-import { withAccess } from '../access.js';
+import { withAccess } from '../../kit/access.js';
 import { optionalJsonBody } from './repository.js';
 
 export function registerSettingsRoutes(app: FastifyInstance, service: InferenceService, settings: RuntimeSettings): void {

@@ -9,7 +9,7 @@ import type { InferenceService } from '../../../../src/contracts/inference-servi
 import type { GenerationEvent } from '../../../../src/contracts/text-generation.js';
 import { ConveyorError } from '../../../../src/errors.js';
 import type { LlmLookup } from '../../../../src/server/generation/lookup.js';
-import { createHttpApp } from '../../../../src/server/http/app.js';
+import { createHttpApp } from '../../../../src/main.js';
 import { AccessPolicy } from '../../../../src/security/access-policy.js';
 import type { LlmModel } from '../../../../src/serving/llm-backend.js';
 

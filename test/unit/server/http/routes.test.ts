@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_REPOSITORY } from '../../../../models/default-repository.js';
 import { parseServerOptions } from '../../../../src/config/server-options.js';
 import { startServer, type RunningServer } from '../../../../src/main.js';
-import { createHttpApp } from '../../../../src/server/http/app.js';
+import { createHttpApp } from '../../../../src/main.js';
 
 const IMAGE = 3 * 224 * 224;
 

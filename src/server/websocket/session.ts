@@ -3,10 +3,10 @@
 // closing, aborts the generations concerned; the engine frees their blocks within one step.
 
 import type { RawData } from 'ws';
-import { ConveyorError, invalidArg } from '../../../errors.js';
-import type { LlmLookup } from '../../generation/lookup.js';
+import { ConveyorError, invalidArg } from '../../errors.js';
+import type { LlmLookup } from '../generation/lookup.js';
 import { deltaMessage, doneMessage, duplicateId, errorMessage, parseClientMessage, peekId, type ClientMessage } from './messages.js';
-import { jsonDepthError } from '../codec/json-depth.js';
+import { jsonDepthError } from '../kit/json-depth.js';
 import { Outbox, type OutboxLimits, type SendingSocket } from './outbox.js';
 
 export interface SessionLimits extends OutboxLimits {

@@ -3,8 +3,8 @@
 
 import fastifyWebsocket from '@fastify/websocket';
 import type { FastifyPluginAsync } from 'fastify';
-import type { LlmLookup } from '../../generation/lookup.js';
-import { DEFAULT_LIMITS, type ResourceLimits } from '../../../config/limits.js';
+import type { LlmLookup } from '../generation/lookup.js';
+import { DEFAULT_LIMITS, type ResourceLimits } from '../../config/limits.js';
 import { WebSocketSession, type SessionLimits } from './session.js';
 
 export const WEBSOCKET_PATH = '/v1/ws';

@@ -5,9 +5,9 @@
 
 import { existsSync, readFileSync } from 'node:fs';
 import type { FastifyInstance, FastifyReply } from 'fastify';
-import { withAccess } from '../access.js';
-import type { MetricFamily, UiStatus } from '../../../contracts/ui-status.js';
-import type { RecentErrors } from '../recent-errors.js';
+import { withAccess } from '../kit/access.js';
+import type { MetricFamily, UiStatus } from '../../contracts/ui-status.js';
+import type { RecentErrors } from './recent-errors.js';
 
 export interface UiOptions {
   /** The server's metric families at this instant (src/metrics ConveyorMetrics.families). */
@@ -16,7 +16,7 @@ export interface UiOptions {
 }
 
 // A directory URL (not a file's): the layering test reads a `new URL('….js', import.meta.url)` as an import.
-const PUBLIC_DIR = new URL('../../../../ui/public/', import.meta.url);
+const PUBLIC_DIR = new URL('../../../ui/public/', import.meta.url);
 
 const ASSETS = [
   { path: 'index.html', type: 'text/html; charset=utf-8' },

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { jsonDepth, jsonDepthError } from '../../../../src/server/http/codec/json-depth.js';
+import { jsonDepth, jsonDepthError } from '../../../../src/server/kit/json-depth.js';
 
 const bytes = (text: string) => Buffer.from(text, 'utf8');
 

@@ -3,8 +3,8 @@ import type { AddressInfo } from 'node:net';
 import { deflateRawSync, deflateSync, gunzipSync, gzipSync, inflateSync } from 'node:zlib';
 import { describe, expect, it, vi } from 'vitest';
 import { ConveyorError } from '../../../../src/errors.js';
-import { abortOnDisconnect, chooseResponseCoding, compress, decodeContentEncoding, HttpStatusError } from '../../../../src/server/http/transport.js';
-import { asyncErrorOf } from './support.js';
+import { abortOnDisconnect, chooseResponseCoding, compress, decodeContentEncoding, HttpStatusError } from '../../../../src/server/kit/transport.js';
+import { asyncErrorOf } from '../http/support.js';
 
 const payload = Buffer.from(JSON.stringify({ inputs: [{ name: 'x', datatype: 'FP32', shape: [64], data: Array(64).fill(0.5) }] }));
 

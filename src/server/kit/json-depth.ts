@@ -4,7 +4,7 @@
 // are ASCII, and UTF-8 never reuses ASCII byte values inside a multi-byte character, so bytes
 // are scanned as they are.
 
-import { invalidArg, type ConveyorError } from '../../../errors.js';
+import { invalidArg, type ConveyorError } from '../../errors.js';
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;

@@ -4,7 +4,7 @@
 // 'metrics' access class, open unless --auth-metrics, exactly as the metrics port is.
 
 import type { FastifyInstance } from 'fastify';
-import { withAccess } from '../access.js';
+import { withAccess } from '../kit/access.js';
 
 /** What the route reads: the server's metrics registry (src/metrics MetricsRegistry satisfies it). */
 export interface MetricsExposition {

@@ -1,13 +1,14 @@
 // The /v1/ws JSON protocol's messages (PROTOCOL.md): client messages parsed and checked into
 // plain values, server messages built from engine events and errors. No socket here.
 
-import { parseKeepAlive, type KeepAliveMs } from '../../../serving/residency-policy.js';
-import type { TokenLogprob } from '../../../contracts/generate.js';
-import type { GenerationEvent } from '../../../contracts/text-generation.js';
-import { asConveyorError, ConveyorError, ERROR_CATALOG, invalidArg } from '../../../errors.js';
-import { readWireParams, wireFieldNames, type WireVocabulary } from '../../../vocabulary/index.js';
-import type { GenerateInput } from '../../../serving/llm-backend.js';
-import { Overloaded } from '../../../serving/admission.js';
+import { parseKeepAlive, type KeepAliveMs } from '../../serving/residency-policy.js';
+import type { TokenLogprob } from '../../contracts/generate.js';
+import type { GenerationEvent } from '../../contracts/text-generation.js';
+import { asConveyorError, ConveyorError, ERROR_CATALOG, invalidArg } from '../../errors.js';
+import { readWireParams, wireFieldNames, type WireVocabulary } from '../../vocabulary/index.js';
+import type { GenerateInput } from '../../serving/llm-backend.js';
+import { Overloaded } from '../../serving/admission.js';
+import { isObject } from '../kit/body.js';
 
 export const MAX_ID_LENGTH = 256;
 
@@ -74,10 +75,6 @@ function promptOf(value: Record<string, unknown>): GenerateInput['prompt'] {
   if (typeof prompt === 'string') return { kind: 'text', text: prompt, ...(addSpecial !== undefined ? { addSpecialTokens: addSpecial } : {}) };
   if (Array.isArray(prompt)) return { kind: 'tokens', tokenIds: prompt as number[] };
   throw invalidArg('prompt must be a string or an array of token ids', 'prompt');
-}
-
-function isObject(value: unknown): value is Record<string, unknown> {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
 // ---------------------------------------------------------------------------------------------

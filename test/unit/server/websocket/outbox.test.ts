@@ -2,7 +2,7 @@
 // over the high-water mark, resume at half of it, and never wait on a closed socket; a client that
 // stops reading is reported stalled after the timeout without flush progress or past the byte cap.
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { Outbox, type SendingSocket } from '../../../../src/server/http/websocket/outbox.js';
+import { Outbox, type SendingSocket } from '../../../../src/server/websocket/outbox.js';
 
 class FakeSocket implements SendingSocket {
   readyState = 1;

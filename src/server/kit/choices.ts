@@ -4,9 +4,9 @@
 // Ending the merged stream early, a client disconnect, or one choice failing aborts every
 // generation still running.
 
-import type { GenerationEvent, ProcessedRequest } from '../src/contracts/text-generation.js';
-import type { GenerateInput, LlmModel } from '../src/serving/llm-backend.js';
-import type { AdmissionSeat } from '../src/serving/admission.js';
+import type { GenerationEvent, ProcessedRequest } from '../../contracts/text-generation.js';
+import type { GenerateInput, LlmModel } from '../../serving/llm-backend.js';
+import type { AdmissionSeat } from '../../serving/admission.js';
 
 export interface ChoiceEvent {
   readonly index: number;

@@ -1,6 +1,6 @@
-// Which model an HTTP request runs, read for its lease (src/server/http/model-leases.ts).
+// Which model an HTTP request runs, read for its lease (src/server/kit/model-leases.ts).
 import { describe, expect, it } from 'vitest';
-import { leaseTarget } from '../../../../src/server/http/model-leases.js';
+import { leaseTarget } from '../../../../src/server/kit/model-leases.js';
 
 describe('leaseTarget', () => {
   it('reads KServe run routes from the path', () => {

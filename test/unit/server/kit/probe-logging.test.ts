@@ -9,7 +9,7 @@ import type { FastifyInstance } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseServerOptions } from '../../../../src/config/server-options.js';
 import { startServer, type RunningServer } from '../../../../src/main.js';
-import { createHttpApp } from '../../../../src/server/http/app.js';
+import { createHttpApp } from '../../../../src/main.js';
 
 interface LogLine {
   readonly level: number;

@@ -1,6 +1,6 @@
 // CORS for the OpenAI routes: nothing at all unless --cors-allow-origin names origins; then
 // allowed origins get the headers, and preflights are answered here (before the API-key check of
-// src/server/http/access.ts, which runs at preParsing, so refusals carry the headers too).
+// src/server/kit/access.ts, which runs at preParsing, so refusals carry the headers too).
 
 import type { FastifyReply, FastifyRequest } from 'fastify';
 

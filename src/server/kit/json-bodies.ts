@@ -1,0 +1,29 @@
+// Request bodies read as JSON whatever their Content-Type (curl -d sends form encoding), for the
+// front ends whose bodies are JSON documents (OpenAI, Anthropic). Depth is checked on the raw
+// bytes first: validation, templates and serializers all recurse.
+
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { DEFAULT_LIMITS } from '../../config/limits.js';
+import { jsonDepthError } from './json-depth.js';
+
+export interface JsonBodyLimits {
+  /** Largest body in bytes (default: the limits table's). */
+  readonly jsonMaxBodyBytes?: number | undefined;
+  /** Deepest nesting (default: the limits table's). */
+  readonly jsonMaxDepth?: number | undefined;
+}
+
+/** Replaces the plugin's body parsers with one JSON parser for every content type. */
+export function parseJsonBodies(app: FastifyInstance, limits: JsonBodyLimits): void {
+  app.removeAllContentTypeParsers();
+  const json = app.getDefaultJsonParser('error', 'error');
+  const maxDepth = limits.jsonMaxDepth ?? DEFAULT_LIMITS.jsonMaxDepth;
+  const parser = (request: FastifyRequest, body: Buffer, done: (error: Error | null, value?: unknown) => void): void => {
+    const tooDeep = jsonDepthError(body, maxDepth);
+    if (tooDeep) return done(tooDeep);
+    json(request, body.toString('utf8'), done);
+  };
+  const parseOptions = { parseAs: 'buffer' as const, bodyLimit: limits.jsonMaxBodyBytes ?? DEFAULT_LIMITS.jsonMaxBodyBytes };
+  app.addContentTypeParser('application/json', parseOptions, parser);
+  app.addContentTypeParser('*', parseOptions, parser);
+}

@@ -32,6 +32,19 @@ function checkShape(name: string, shape: readonly number[], expected: readonly n
   }
 }
 
+/**
+ * A variable dimension given as 0 (a BERT sequence of no tokens) is refused: a model cannot take
+ * an empty tensor where its config leaves the size open, and ONNX Runtime would either fail
+ * deep in the batch or answer with empty garbage. Only a dimension the config fixes at 0 may be 0.
+ */
+function checkNotEmpty(config: ModelConfig, tensor: Tensor, expected: readonly number[]): void {
+  const batched = config.max_batch_size > 0;
+  const empty = tensor.shape.findIndex((d, i) => d === 0 && expected[i] !== 0 && !(batched && i === 0));
+  if (empty >= 0) {
+    throw invalidArg(`input '${tensor.name}' has a zero-length dimension ${empty} (shape [${tensor.shape.join(',')}]); model '${config.name}' cannot take an empty tensor`);
+  }
+}
+
 function checkInput(config: ModelConfig, tensor: Tensor, declared: ModelTensorConfig): number {
   const expectedType = wireDataType(declared.data_type);
   if (tensor.datatype !== expectedType) {
@@ -44,7 +57,9 @@ function checkInput(config: ModelConfig, tensor: Tensor, declared: ModelTensorCo
   if (elements !== elementCount(tensor.shape)) {
     throw invalidArg(`input '${tensor.name}' has ${elements} elements but shape [${tensor.shape.join(',')}] needs ${elementCount(tensor.shape)}`);
   }
-  checkShape(tensor.name, tensor.shape, wireShape(config, declared));
+  const expected = wireShape(config, declared);
+  checkShape(tensor.name, tensor.shape, expected);
+  checkNotEmpty(config, tensor, expected);
   if (config.max_batch_size > 0) {
     const batch = tensor.shape[0]!;
     if (batch < 1 || batch > config.max_batch_size) {

@@ -33,6 +33,8 @@ export async function decodeContentEncoding(body: Buffer, encoding: string | und
   const tooLarge = () => new HttpStatusError(413, `the decompressed request body is larger than the ${limit}-byte limit`);
   let inflater: zlib.Gunzip | zlib.Inflate | zlib.InflateRaw;
   if (coding === 'gzip' || coding === 'x-gzip') {
+    // Not gzip at all: its last four bytes are no size, and a wrong 413 would hide the mistake.
+    if (!hasGzipMagic(body)) throw invalidArg(`failed to decompress the ${coding} request body: it is not ${coding} data (no gzip header)`);
     if (gzipDeclaredSize(body) > limit) throw tooLarge();
     inflater = zlib.createGunzip({ chunkSize: INFLATE_CHUNK_BYTES });
   } else if (coding === 'deflate') {
@@ -79,6 +81,10 @@ function inflateWithin(inflater: zlib.Gunzip | zlib.Inflate | zlib.InflateRaw, b
  */
 function gzipDeclaredSize(body: Buffer): number {
   return body.byteLength >= 18 ? body.readUInt32LE(body.byteLength - 4) : 0;
+}
+
+function hasGzipMagic(body: Buffer): boolean {
+  return body[0] === 0x1f && body[1] === 0x8b;
 }
 
 function hasZlibHeader(body: Buffer): boolean {

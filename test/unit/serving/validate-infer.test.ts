@@ -31,6 +31,8 @@ describe('validateInferRequest', () => {
     ['an element count that does not match the shape', request([{ name: 'ids', datatype: 'INT64', shape: [1, 3], data: new BigInt64Array(2) }]), /has 2 elements but shape \[1,3\] needs 3/],
     ['an unknown output', request([ids([1, 1])], ['nope']), /unexpected inference output 'nope'/],
     ['a duplicated input', request([ids([1, 1]), ids([1, 1])]), /given more than once/],
+    ['a zero-length variable dimension', request([ids([1, 0])]), /input 'ids' has a zero-length dimension 1 \(shape \[1,0\]\); model 'm' cannot take an empty tensor/],
+    ['a batch of 0', request([ids([0, 3])]), /batch-size must be <= 4/],
   ])('rejects %s', (_, req, message) => {
     expect(() => validateInferRequest(config, req)).toThrow(message);
   });

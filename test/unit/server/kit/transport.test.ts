@@ -35,6 +35,13 @@ describe('request Content-Encoding', () => {
     expect(corrupt.message).toMatch(/^failed to decompress the gzip request body: /);
   });
 
+  it('answers a body declared gzip that is not gzip with INVALID_ARG, not 413, whatever its last bytes say', async () => {
+    const notGzip = Buffer.concat([Buffer.from('{"inputs": []}'), Buffer.from([0xff, 0xff, 0xff, 0x7f])]);
+    const error = await asyncErrorOf(decodeContentEncoding(notGzip, 'gzip', 1024));
+    expect((error as ConveyorError).code).toBe('INVALID_ARG');
+    expect(error.message).toBe('failed to decompress the gzip request body: it is not gzip data (no gzip header)');
+  });
+
   it('refuses a body that decompresses past the limit with 413', async () => {
     const bomb = gzipSync(Buffer.alloc(1 << 20));
     const error = await asyncErrorOf(decodeContentEncoding(bomb, 'gzip', 1000));

@@ -12,7 +12,9 @@ import { loadLlmModel } from './serving/llm-backend.js';
 import { loadOnnxModel } from './serving/onnx-backend.js';
 import type { BackendLoader, HubModelResolver } from './serving/served-model.js';
 import type { InferenceService } from './contracts/inference-service.js';
-import { createGrpcServer, llmDecoupledInfer } from './server/grpc/index.js';
+import { kserveGrpcService, llmDecoupledInfer } from './server/grpc/index.js';
+import { generationGrpcService } from './server/grpc-generation/index.js';
+import { createGrpcServer } from './server/kit/grpc/index.js';
 import { kserveRoutes } from './server/http/index.js';
 import { createHttpServer, DEFAULT_BODY_LIMIT, type HttpServerOptions } from './server/kit/http-app.js';
 import type { HttpRouteAccess } from './server/kit/access.js';
@@ -103,13 +105,12 @@ export async function startServer(options: ServerOptions, start: StartOptions): 
   registerApiFrontEnds(http, service, options, root);
   await http.listen({ host: options.host, port: options.httpPort });
   const httpPort = (http.server.address() as { port: number }).port;
-  const grpc = createGrpcServer(service, {
-    decoupled: llmDecoupledInfer(service),
-    generation: service,
+  // Both gRPC front ends on one server and port: KServe's inference service and conveyor.v1.GenerationService.
+  const grpcServices = [kserveGrpcService(service, { decoupled: llmDecoupledInfer(service), settings }), generationGrpcService(service)];
+  const grpc = createGrpcServer(service, grpcServices, {
     access,
     maxMessageBytes: limits.grpcMaxMessageBytes,
     maxConcurrentStreams: limits.grpcMaxConcurrentStreams,
-    settings,
   });
   const grpcPort = await grpc.start(options.host, options.grpcPort);
   log(`HTTP (KServe v2) listening on ${options.host}:${httpPort}`);

@@ -14,7 +14,7 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import type { AccessClass } from '../../src/security/access-policy.js';
-import { loadServiceDefinitions, rpcAccess } from '../../src/server/grpc/index.js';
+import { loadServiceDefinitions, rpcAccess } from '../../src/server/kit/grpc/index.js';
 import { configOf, makeRepository, startTestServer, type TestServer } from '../support/server.js';
 
 const API = 'sk-api-test';

@@ -3,7 +3,7 @@
 // cancels what is still outstanding so the server can drop queued work before the next window.
 
 import * as grpc from '@grpc/grpc-js';
-import { loadServiceDefinitions } from '../../../src/server/grpc/index.js';
+import { loadServiceDefinitions } from '../../../src/server/kit/grpc/index.js';
 import type { ModelMetadata } from './payloads.js';
 import type { LoadDriver } from './window.js';
 

@@ -6,7 +6,7 @@
 
 import * as grpc from '@grpc/grpc-js';
 import WebSocket from 'ws';
-import { loadServiceDefinitions } from '../../../src/server/grpc/index.js';
+import { loadServiceDefinitions } from '../../../src/server/kit/grpc/index.js';
 import { readSse } from '../serve/sse.js';
 
 export type Transport = 'non-streaming' | 'sse' | 'websocket' | 'grpc';

@@ -1,4 +1,4 @@
-// The ModelStreamInfer hook for LLM models (GrpcServerOptions.decoupled): a ModelInferRequest
+// The ModelStreamInfer hook for LLM models (KserveGrpcOptions.decoupled): a ModelInferRequest
 // in the shape Triton's vLLM backend takes (text_input, stream, max_tokens, … plus sampling in the
 // request parameters) runs on the engine, and each of its answers becomes a ModelInferResponse
 // with text_output. stream-infer.ts adds triton_final_response and turns failures into

@@ -6,7 +6,7 @@ import type { InferenceService } from '../../contracts/inference-service.js';
 import { ConveyorError } from '../../errors.js';
 import { inferRequestFromWire, inferResponseToWire, parametersToWire } from './infer-codec.js';
 import { loadOverrideFromWire, unloadOptionsFromWire } from './repository-codec.js';
-import { cancelledError, toGrpcStatus, unsupported } from './status.js';
+import { cancelledError, toGrpcStatus, unsupported } from '../kit/grpc/status.js';
 import { createRuntimeSettings, type RuntimeSettings } from '../../config/runtime-settings.js';
 import { logSettingsRpc, traceSettingRpc, type WireLogSettingsRequest, type WireTraceSettingRequest } from './settings-handlers.js';
 import { handleModelStreamInfer, isDecoupled, type DecoupledInfer } from './stream-infer.js';

@@ -1,6 +1,6 @@
-// Public surface of the gRPC front end.
-export { createGrpcServer, loadServiceDefinitions, DEFAULT_PROTO_DIR, MAX_MESSAGE_BYTES, PROTO_LOADER_OPTIONS } from './server.js';
-export type { GrpcServer, GrpcServerOptions } from './server.js';
+// Public surface of the KServe v2 gRPC front end: inference.GRPCInferenceService, served on the
+// gRPC kit's server (src/server/kit/grpc/) beside the generation front end.
+export { kserveGrpcService } from './service.js';
+export type { KserveGrpcOptions } from './service.js';
 export type { DecoupledEvent, DecoupledInfer } from './stream-infer.js';
 export { llmDecoupledInfer } from './decoupled-llm.js';
-export { RPC_ACCESS, rpcAccess } from './access.js';

@@ -10,7 +10,7 @@ import type { InferRequest, InferResponse } from '../../contracts/infer.js';
 import type { InferenceService } from '../../contracts/inference-service.js';
 import { asConveyorError, ConveyorError } from '../../errors.js';
 import { inferRequestFromWire, inferResponseToWire } from './infer-codec.js';
-import { cancelledError, toGrpcStatusWithDetails } from './status.js';
+import { cancelledError, toGrpcStatusWithDetails } from '../kit/grpc/status.js';
 import type { WireInferRequest, WireInferResponse, WireStreamInferResponse } from './wire-types.js';
 
 /** One response of a decoupled model; `response` is absent on a flags-only final. */

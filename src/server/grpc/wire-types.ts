@@ -1,10 +1,11 @@
-// The shapes @grpc/proto-loader gives and takes for protos/grpc_service.proto with the options
-// in load-protos.ts: snake_case names, 64-bit integers as decimal strings on the way in (numbers
-// or strings accepted on the way out), enums as names, defaults filled in, and a virtual field
-// naming the member set in each oneof. Hand-written because only these few messages are handled.
+// The shapes @grpc/proto-loader gives and takes for protos/grpc_service.proto with the gRPC kit's
+// options (src/server/kit/grpc/protos.ts): snake_case names, 64-bit integers as decimal strings
+// on the way in (numbers or strings accepted on the way out), enums as names, defaults filled in,
+// and a virtual field naming the member set in each oneof. Hand-written because only these few messages are handled.
 
-/** 64-bit integer as decoded (always a string) or as we encode it (number or string). */
-export type WireLong = string | number;
+import type { WireLong } from '../kit/grpc/wire-types.js';
+
+export type { WireLong };
 
 export interface WireInferParameter {
   bool_param?: boolean;
@@ -97,14 +98,4 @@ export interface WireRepositoryModelRequest {
   repository_name: string;
   model_name: string;
   parameters: Record<string, WireRepositoryParameter>;
-}
-
-export interface WireHealthCheckRequest {
-  service: string;
-}
-
-export type WireServingStatus = 'UNKNOWN' | 'SERVING' | 'NOT_SERVING' | 'SERVICE_UNKNOWN';
-
-export interface WireHealthCheckResponse {
-  status: WireServingStatus;
 }

@@ -51,8 +51,8 @@ const RULES: readonly Rule[] = [
   },
   // bench/ holds load generators: gRPC clients, like the tests, not a second server seam.
   {
-    description: 'only src/server/grpc/ imports @grpc/grpc-js',
-    appliesTo: notUnder('src/server/grpc/', 'bench/'),
+    description: 'only the gRPC front ends (src/server/grpc/, src/server/grpc-generation/) and the gRPC kit (src/server/kit/grpc/) import @grpc/grpc-js',
+    appliesTo: notUnder('src/server/grpc/', 'src/server/grpc-generation/', 'src/server/kit/grpc/', 'bench/'),
     forbids: (s) => isPackage('@grpc/grpc-js')(s) || isPackage('@grpc/proto-loader')(s),
   },
   { description: 'only src/grammar/ imports @mlc-ai/web-xgrammar', appliesTo: notUnder('src/grammar/'), forbids: isPackage('@mlc-ai/web-xgrammar') },
@@ -141,6 +141,9 @@ describe('import boundaries (ARCHITECTURE.md)', () => {
     expect(flagged('src/engine-worker/loop.ts', 'onnxruntime-node')).toBe(true);
     expect(flagged('src/runtime/session.ts', 'onnxruntime-node')).toBe(false);
     expect(flagged('openai-compat/routes.ts', '@grpc/grpc-js')).toBe(true);
+    expect(flagged('src/server/kit/access.ts', '@grpc/grpc-js')).toBe(true);
+    expect(flagged('src/server/grpc-generation/generation-service.ts', '@grpc/grpc-js')).toBe(false);
+    expect(flagged('src/server/kit/grpc/server.ts', '@grpc/proto-loader')).toBe(false);
     expect(flagged('src/server/metrics/index.ts', 'prom-client')).toBe(true);
     expect(flagged('src/sampler/sampler.ts', '@mlc-ai/web-xgrammar')).toBe(true);
     expect(flagged('src/grammar/xgrammar-module.ts', '@mlc-ai/web-xgrammar')).toBe(false);
@@ -292,6 +295,11 @@ describe('layers (test/unit/architecture/layers.ts)', () => {
     expect(layerViolation('src/server/websocket/session.ts', '../http/routes/generate.js')).toMatch(/src\/server\/websocket may not import src\/server\/http/);
     expect(layerViolation('openai-compat/index.ts', '../src/server/http/index.js')).toMatch(/openai-compat may not import src\/server\/http/);
     expect(layerViolation('src/server/kit/choices.ts', '../../../openai-compat/wire.js')).toMatch(/src\/server\/kit may not import openai-compat/);
+    // The two gRPC front ends share the gRPC kit, not each other.
+    expect(layerViolation('src/server/grpc-generation/generation-service.ts', '../grpc/status.js')).toMatch(/src\/server\/grpc-generation may not import src\/server\/grpc /);
+    expect(layerViolation('src/server/grpc/handlers.ts', '../grpc-generation/generation-codec.js')).toMatch(/src\/server\/grpc may not import src\/server\/grpc-generation/);
+    expect(layerViolation('src/server/kit/grpc/server.ts', '../../grpc/handlers.js')).toMatch(/src\/server\/kit\/grpc may not import src\/server\/grpc /);
+    expect(layerViolation('src/server/grpc-generation/generation-service.ts', '../kit/grpc/status.js')).toBeNull();
     // A worker thread's code is reached only through its entry.
     expect(layerViolation('src/engine-client/engine-client.ts', '../engine-worker/entry.js')).toBeNull();
     expect(layerViolation('src/engine-client/engine-client.ts', '../engine-worker/scheduler.js')).toMatch(

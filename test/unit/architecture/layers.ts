@@ -39,8 +39,10 @@ export interface Layer {
 const FRONT_END_BASE = ['src/contracts', 'src/vocabulary', 'src/serving', 'src/errors.ts', 'src/config'];
 /** The kit every front end may use: the HTTP app and its transport, SSE, CORS, bodies, choices, tool plan. */
 const KIT = 'src/server/kit';
-/** Triton's LLM request and its lookup, shared by the KServe HTTP and gRPC front ends (and the WebSocket's lookup). */
+/** Triton's LLM request and its lookup, shared by the KServe HTTP and gRPC front ends (and the WebSocket's and generation gRPC's lookup). */
 const TRITON_GENERATION = 'src/server/generation';
+/** The gRPC kit: one server on one port for both gRPC front ends, access, status mapping, health, proto loading. */
+const GRPC_KIT = 'src/server/kit/grpc';
 
 /** A file's layer is the longest key that is its folder (or, for a top-level file, the file). */
 export const LAYERS: Readonly<Record<string, Layer>> = {
@@ -143,6 +145,12 @@ export const LAYERS: Readonly<Record<string, Layer>> = {
     tier: 'front-end kit',
     imports: [...FRONT_END_BASE, 'src/security', 'src/tool-calls', 'src/assistant-output'],
   },
+  [GRPC_KIT]: {
+    holds:
+      'front-end kit, owned by no gRPC front end: the one gRPC server (both services on one port, drained on stop), the access interceptor and its RPC table, errors → gRPC status, grpc.health.v1, proto loading',
+    tier: 'front-end kit',
+    imports: ['src/contracts', 'src/errors.ts', 'src/serving', 'src/security'],
+  },
   [TRITON_GENERATION]: {
     holds: "front-end kit: Triton's LLM request (generate, ModelStreamInfer) and the LLM lookup, shared by the KServe front ends and the WebSocket",
     tier: 'front-end kit',
@@ -161,16 +169,21 @@ export const LAYERS: Readonly<Record<string, Layer>> = {
     imports: [...FRONT_END_BASE, KIT, TRITON_GENERATION, 'src/repository/config'],
   },
   'src/server/grpc': {
-    holds: 'front end: the only importer of @grpc/grpc-js; KServe v2 gRPC (ModelStreamInfer included) and conveyor.v1.GenerationService on one server',
+    holds: "front end: KServe v2 gRPC (inference.GRPCInferenceService, ModelStreamInfer included), its tensor codecs, on the gRPC kit's server",
     tier: 'front end',
-    imports: [...FRONT_END_BASE, 'src/security', TRITON_GENERATION],
+    imports: [...FRONT_END_BASE, GRPC_KIT, TRITON_GENERATION],
+  },
+  'src/server/grpc-generation': {
+    holds: "front end: conveyor.v1.GenerationService/Generate (protos/generate.proto), server-streaming generation on the gRPC kit's server",
+    tier: 'front end',
+    imports: [...FRONT_END_BASE, GRPC_KIT, TRITON_GENERATION],
   },
   'src/server/websocket': { holds: 'front end: /v1/ws, many generations multiplexed on one socket', tier: 'front end', imports: [...FRONT_END_BASE, KIT, TRITON_GENERATION] },
   'src/server/ui': { holds: "front end: the built-in dashboard and playground's routes and the recent errors they show", tier: 'front end', imports: [...FRONT_END_BASE, KIT] },
   'src/server/metrics': { holds: 'front end: GET /metrics on the HTTP port (the metrics port itself is src/metrics)', tier: 'front end', imports: [KIT] },
   'src/shutdown.ts': { holds: 'the drain on shutdown: readiness off, in-flight work finishes, then final errors, then the front ends close', imports: ['src/errors.ts'] },
   'src/main.ts': {
-    holds: 'the composition root: options → repository → model manager → backends → front ends on their ports (the HTTP app, the gRPC server) → metrics port',
+    holds: "the composition root: options → repository → model manager → backends → front ends on their ports (the HTTP app; the gRPC server from both gRPC front ends' services) → metrics port",
     tier: 'composition root',
     imports: [
       'src/contracts',
@@ -181,11 +194,13 @@ export const LAYERS: Readonly<Record<string, Layer>> = {
       'src/repository',
       'src/serving',
       KIT,
+      GRPC_KIT,
       TRITON_GENERATION,
       'openai-compat',
       'anthropic-compat',
       'src/server/http',
       'src/server/grpc',
+      'src/server/grpc-generation',
       'src/server/websocket',
       'src/server/ui',
       'src/server/metrics',

@@ -10,10 +10,10 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { InputProcessor } from '../../../src/engine-client/input-processor.js';
-import { generateCallFromWire, type WireGenerateRequest, type WireSamplingParameters } from '../../../src/server/grpc/generation-codec.js';
+import { generateCallFromWire, type WireGenerateRequest, type WireSamplingParameters } from '../../../src/server/grpc-generation/generation-codec.js';
 import { inferRequestFromWire } from '../../../src/server/grpc/infer-codec.js';
 import { loadOverrideFromWire, unloadOptionsFromWire } from '../../../src/server/grpc/repository-codec.js';
-import { loadServiceDefinitions } from '../../../src/server/grpc/server.js';
+import { loadServiceDefinitions } from '../../../src/server/kit/grpc/protos.js';
 import type { WireInferParameter, WireInferRequest, WireInputTensor, WireRepositoryParameter, WireTensorContents } from '../../../src/server/grpc/wire-types.js';
 import { DATATYPES, expectConsistentTensor, outcome, ownRecord, PROTOTYPE_KEYS, runs } from './support.js';
 

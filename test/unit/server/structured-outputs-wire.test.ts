@@ -1,7 +1,7 @@
 // Structured outputs as the gRPC and Triton front ends carry them to the vocabulary: the proto's
 // oneof and Triton's vLLM-style parameters (objects or JSON text) reach the same GrammarSpec.
 import { describe, expect, it } from 'vitest';
-import { samplingFromWire, type WireSamplingParameters } from '../../../src/server/grpc/generation-codec.js';
+import { samplingFromWire, type WireSamplingParameters } from '../../../src/server/grpc-generation/generation-codec.js';
 import { samplingParams } from '../../../src/server/generation/triton-llm-request.js';
 import { validateSamplingParams } from '../../../src/vocabulary/sampling-params.js';
 

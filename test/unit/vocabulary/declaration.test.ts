@@ -10,7 +10,7 @@ import { validateSamplingParams } from '../../../src/vocabulary/sampling-params.
 import { ConveyorError } from '../../../src/errors.js';
 import { GENERATION_FIELDS, generationParamsSchema, parseGenerationParams, valueKind, type UncheckedParams, type WireNames } from '../../../src/vocabulary/index.js';
 import { buildTritonLlmRequest } from '../../../src/server/generation/triton-llm-request.js';
-import { generateCallFromWire, type WireSamplingParameters } from '../../../src/server/grpc/generation-codec.js';
+import { generateCallFromWire, type WireSamplingParameters } from '../../../src/server/grpc-generation/generation-codec.js';
 import { parseClientMessage } from '../../../src/server/websocket/messages.js';
 
 const LIMITS = { vocabSize: 1000, maxLogprobs: 5 };

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { InferResponse } from '../../../../src/contracts/infer.js';
 import { ConveyorError } from '../../../../src/errors.js';
 import { inferRequestFromWire, inferResponseToWire, parametersFromWire, parametersToWire } from '../../../../src/server/grpc/infer-codec.js';
-import { loadServiceDefinitions } from '../../../../src/server/grpc/server.js';
+import { loadServiceDefinitions } from '../../../../src/server/kit/grpc/protos.js';
 import { encodeBytesElements } from '../../../../src/server/grpc/tensor-codec.js';
 import type { WireInferRequest, WireInputTensor } from '../../../../src/server/grpc/wire-types.js';
 

@@ -5,7 +5,7 @@ import type { ModelMetadata, ModelStatistics } from '../../../../src/contracts/i
 import type { ModelConfig } from '../../../../src/contracts/model-config.js';
 import { parametersToWire } from '../../../../src/server/grpc/infer-codec.js';
 import { loadOverrideFromWire, unloadOptionsFromWire } from '../../../../src/server/grpc/repository-codec.js';
-import { loadServiceDefinitions } from '../../../../src/server/grpc/server.js';
+import { loadServiceDefinitions } from '../../../../src/server/kit/grpc/protos.js';
 import { ConveyorError } from '../../../../src/errors.js';
 import { group, input, modelConfig, output } from '../../../support/model-config.js';
 

@@ -1,8 +1,8 @@
 // Errors → gRPC status through the catalog (src/errors.ts): front ends never invent statuses.
 
 import { Metadata, type status, type ServerErrorResponse, type StatusObject } from '@grpc/grpc-js';
-import { asConveyorError, ConveyorError } from '../../errors.js';
-import { Overloaded } from '../../serving/admission.js';
+import { asConveyorError, ConveyorError } from '../../../errors.js';
+import { Overloaded } from '../../../serving/admission.js';
 
 export function toGrpcStatus(error: unknown): Partial<StatusObject> & ServerErrorResponse {
   const conveyor = asConveyorError(error);

@@ -1,11 +1,12 @@
 // Access control for every gRPC call (GRPCInferenceService, conveyor.v1.GenerationService and
 // grpc.health.v1): one server interceptor checks the `authorization: Bearer <key>` metadata
 // against the policy (src/security/access-policy.ts) before any handler runs, and answers a
-// refusal with UNAUTHENTICATED or PERMISSION_DENIED.
+// refusal with UNAUTHENTICATED or PERMISSION_DENIED. The table below is the port's, whichever
+// front end serves the RPC: the kit's, since the server (and so the interceptor) is one.
 
 import { ResponderBuilder, ServerInterceptingCall, ServerListenerBuilder, type Metadata, type ServerInterceptor } from '@grpc/grpc-js';
-import { asConveyorError } from '../../errors.js';
-import type { AccessClass, AccessPolicy } from '../../security/access-policy.js';
+import { asConveyorError } from '../../../errors.js';
+import type { AccessClass, AccessPolicy } from '../../../security/access-policy.js';
 
 const INFERENCE = '/inference.GRPCInferenceService/';
 const HEALTH = '/grpc.health.v1.Health/';

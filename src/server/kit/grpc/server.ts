@@ -1,33 +1,25 @@
-// The KServe v2 / Triton gRPC front end: GRPCInferenceService and grpc.health.v1.Health on one
-// grpc-js server, protos loaded at startup with @grpc/proto-loader.
+// The one gRPC server every gRPC front end is served on: the composition root hands it each front
+// end's service (KServe's inference.GRPCInferenceService, conveyor.v1.GenerationService), and it
+// adds grpc.health.v1.Health and the access interceptor, binds the port and drains on stop.
 
-import { fileURLToPath } from 'node:url';
-import { Server, ServerCredentials, type ChannelOptions, type ServiceDefinition } from '@grpc/grpc-js';
-import { loadSync, type Options as LoaderOptions } from '@grpc/proto-loader';
-import type { InferenceService } from '../../contracts/inference-service.js';
-import type { AccessPolicy } from '../../security/access-policy.js';
-import type { LlmLookup } from '../generation/lookup.js';
+import { Server, ServerCredentials, type ChannelOptions, type ServiceDefinition, type UntypedServiceImplementation } from '@grpc/grpc-js';
+import type { InferenceService } from '../../../contracts/inference-service.js';
+import type { AccessPolicy } from '../../../security/access-policy.js';
 import { accessInterceptor } from './access.js';
-import { generationHandlers } from './generation-service.js';
-import { inferenceHandlers } from './handlers.js';
-import type { RuntimeSettings } from '../../config/runtime-settings.js';
 import { createHealthService } from './health.js';
-import type { DecoupledInfer } from './stream-infer.js';
-
-export const DEFAULT_PROTO_DIR = fileURLToPath(new URL('../../../protos/', import.meta.url));
-
-/** The object shapes wire-types.ts describes follow from these options. */
-export const PROTO_LOADER_OPTIONS: LoaderOptions = { keepCase: true, longs: String, enums: String, defaults: true, oneofs: true };
+import { DEFAULT_PROTO_DIR, loadServiceDefinition } from './protos.js';
 
 /** Triton's limit (INT32_MAX), which tritonclient also sets; grpc-js receives only 4 MiB by default. */
 export const MAX_MESSAGE_BYTES = 2 ** 31 - 1;
 
+/** What a gRPC front end contributes to the server: one service and its handlers. */
+export interface GrpcService {
+  readonly definition: ServiceDefinition;
+  readonly implementation: UntypedServiceImplementation;
+}
+
 export interface GrpcServerOptions {
-  /** Streams decoupled (LLM) models over ModelStreamInfer (llmDecoupledInfer). */
-  readonly decoupled?: DecoupledInfer;
-  /** Serves conveyor.v1.GenerationService (protos/generate.proto) over these LLMs. */
-  readonly generation?: LlmLookup;
-  /** Directory holding grpc_service.proto, model_config.proto, health.proto and generate.proto. */
+  /** Directory holding health.proto (default protos/). */
   readonly protoDir?: string;
   /** Largest message received or sent (default MAX_MESSAGE_BYTES). */
   readonly maxMessageBytes?: number;
@@ -41,8 +33,6 @@ export interface GrpcServerOptions {
   readonly healthWatchIntervalMs?: number;
   /** Who may call which RPC (access.ts); without it every RPC is open. */
   readonly access?: AccessPolicy;
-  /** The log and trace settings behind LogSettings and TraceSetting (shared with HTTP); fresh defaults when absent. */
-  readonly settings?: RuntimeSettings;
 }
 
 export interface GrpcServer {
@@ -53,17 +43,8 @@ export interface GrpcServer {
   stop(): Promise<void>;
 }
 
-export function loadServiceDefinitions(protoDir: string = DEFAULT_PROTO_DIR): { inference: ServiceDefinition; health: ServiceDefinition; generation: ServiceDefinition } {
-  const definition = loadSync(['grpc_service.proto', 'health.proto', 'generate.proto'], { ...PROTO_LOADER_OPTIONS, includeDirs: [protoDir] });
-  return {
-    inference: definition['inference.GRPCInferenceService'] as ServiceDefinition,
-    health: definition['grpc.health.v1.Health'] as ServiceDefinition,
-    generation: definition['conveyor.v1.GenerationService'] as ServiceDefinition,
-  };
-}
-
-export function createGrpcServer(service: InferenceService, options: GrpcServerOptions = {}): GrpcServer {
-  const definitions = loadServiceDefinitions(options.protoDir);
+/** The front ends' services and grpc.health.v1.Health (answering from `readiness`) on one server. */
+export function createGrpcServer(readiness: InferenceService, services: readonly GrpcService[], options: GrpcServerOptions = {}): GrpcServer {
   const server = new Server({
     'grpc.max_receive_message_length': options.maxMessageBytes ?? MAX_MESSAGE_BYTES,
     'grpc.max_send_message_length': options.maxMessageBytes ?? MAX_MESSAGE_BYTES,
@@ -72,10 +53,9 @@ export function createGrpcServer(service: InferenceService, options: GrpcServerO
     // An open server skips the interceptor: no per-call wrapper where nothing is checked.
     interceptors: options.access?.guardsAnything() ? [accessInterceptor(options.access)] : [],
   });
-  const health = createHealthService(service, options.healthWatchIntervalMs ?? 1000);
-  server.addService(definitions.inference, inferenceHandlers(service, options.decoupled, options.settings));
-  server.addService(definitions.health, health.implementation);
-  if (options.generation) server.addService(definitions.generation, generationHandlers(options.generation));
+  const health = createHealthService(readiness, options.healthWatchIntervalMs ?? 1000);
+  for (const { definition, implementation } of services) server.addService(definition, implementation);
+  server.addService(loadServiceDefinition('health.proto', 'grpc.health.v1.Health', options.protoDir ?? DEFAULT_PROTO_DIR), health.implementation);
 
   return {
     server,

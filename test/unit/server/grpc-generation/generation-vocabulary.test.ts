@@ -6,7 +6,7 @@
 import { join } from 'node:path';
 import protobuf from 'protobufjs';
 import { describe, expect, it } from 'vitest';
-import { GRPC_VOCABULARY } from '../../../../src/server/grpc/generation-codec.js';
+import { GRPC_VOCABULARY } from '../../../../src/server/grpc-generation/generation-codec.js';
 import { carriedFields } from '../../../../src/vocabulary/index.js';
 
 const PROTO = join(import.meta.dirname, '..', '..', '..', '..', 'protos', 'generate.proto');

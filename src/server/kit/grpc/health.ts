@@ -4,7 +4,7 @@
 // InferenceService contract has no readiness events.
 
 import { status, type ServerUnaryCall, type ServerWritableStream, type sendUnaryData } from '@grpc/grpc-js';
-import type { InferenceService } from '../../contracts/inference-service.js';
+import type { InferenceService } from '../../../contracts/inference-service.js';
 import { toGrpcStatus } from './status.js';
 import type { WireHealthCheckRequest, WireHealthCheckResponse, WireServingStatus } from './wire-types.js';
 

@@ -6,14 +6,21 @@
 
 import type { ServerWritableStream, UntypedServiceImplementation } from '@grpc/grpc-js';
 import type { LlmLookup } from '../generation/lookup.js';
+import { loadServiceDefinition } from '../kit/grpc/protos.js';
+import type { GrpcService } from '../kit/grpc/server.js';
+import { cancelledError, toGrpcStatusWithDetails } from '../kit/grpc/status.js';
 import { deltaToWire, finalToWire, generateCallFromWire, type WireGenerateRequest, type WireGenerateResponse } from './generation-codec.js';
-import { cancelledError, toGrpcStatusWithDetails } from './status.js';
 import { PRIORITY_HEADER, priorityOverride } from '../../serving/request-priority.js';
 
 type GenerateCall = ServerWritableStream<WireGenerateRequest, WireGenerateResponse>;
 
 export function generationHandlers(lookup: LlmLookup): UntypedServiceImplementation {
   return { Generate: (call: GenerateCall) => void generate(lookup, call) };
+}
+
+/** conveyor.v1.GenerationService over these LLMs, for the gRPC kit's server; protoDir holds generate.proto (default protos/). */
+export function generationGrpcService(lookup: LlmLookup, protoDir?: string): GrpcService {
+  return { definition: loadServiceDefinition('generate.proto', 'conveyor.v1.GenerationService', protoDir), implementation: generationHandlers(lookup) };
 }
 
 async function generate(lookup: LlmLookup, call: GenerateCall): Promise<void> {

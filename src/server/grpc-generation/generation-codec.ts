@@ -7,7 +7,7 @@ import type { GenerationEvent } from '../../contracts/text-generation.js';
 import { invalidArg } from '../../errors.js';
 import { carriedFields, type GenerationField, type UncheckedParams, type WireVocabulary } from '../../vocabulary/index.js';
 import type { GenerateInput } from '../../serving/llm-backend.js';
-import type { WireLong } from './wire-types.js';
+import type { WireLong } from '../kit/grpc/wire-types.js';
 
 export interface WireSamplingParameters {
   temperature?: number;

@@ -115,7 +115,8 @@ export async function startServer(options: ServerOptions, start: StartOptions): 
   const grpcPort = await grpc.start(options.host, options.grpcPort);
   log(`HTTP (KServe v2) listening on ${options.host}:${httpPort}`);
   log(`gRPC (KServe v2) listening on ${options.host}:${grpcPort}`);
-  const metricsServer = await startMetricsServer({ host: options.host, port: options.metricsPort, registry: metrics.registry, access });
+  // Liveness and readiness on the metrics port too, where serving traffic cannot crowd them out.
+  const metricsServer = await startMetricsServer({ host: options.host, port: options.metricsPort, registry: metrics.registry, access, probes: service });
   log(`Metrics listening on ${options.host}:${metricsServer.port}`);
 
   const idleConnections = new IdleConnectionCloser(http.server);

@@ -342,6 +342,18 @@ describe.each(Object.keys(CONFIGURATIONS))('the metrics port, %s', (name) => {
       else expect(response.headers.get('www-authenticate')).toBe('Bearer');
     }
   });
+
+  it('answers its liveness and readiness probes as the health class says', async () => {
+    const server = servers.get(name)!;
+    for (const path of ['/v2/health/live', '/v2/health/ready']) {
+      for (const credential of CREDENTIALS) {
+        const authorization = AUTHORIZATION[credential];
+        const response = await fetch(`http://127.0.0.1:${server.metricsPort}${path}`, { headers: authorization ? { authorization } : {} });
+        const expected = CONFIGURATIONS[name]!.expected.health[credential];
+        expect({ path, credential, status: response.status }).toEqual({ path, credential, status: expected === 'pass' ? 200 : expected });
+      }
+    }
+  });
 });
 
 describe('keys end to end (API and admin keys)', () => {

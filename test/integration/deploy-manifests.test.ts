@@ -80,8 +80,12 @@ describe.skipIf(!KUBECTL)(`deploy/kubernetes${KUBECTL ? '' : ' (skipped: kubectl
       expect(ports).toEqual({ http: options.httpPort, grpc: options.grpcPort, metrics: options.metricsPort });
       for (const probe of [container.startupProbe, container.readinessProbe, container.livenessProbe]) {
         expect(routes).toContain(probe.httpGet.path);
-        expect(probe.httpGet.port).toBe('http');
+        expect(Object.keys(ports)).toContain(probe.httpGet.port);
       }
+      // Probes whose failure restarts the container go where serving traffic cannot crowd them
+      // out (the metrics port); readiness checks the serving port itself (its probe reserve).
+      expect([container.startupProbe.httpGet.port, container.livenessProbe.httpGet.port]).toEqual(['metrics', 'metrics']);
+      expect(container.readinessProbe.httpGet.port).toBe('http');
       expect(container.readinessProbe.httpGet.path).toBe('/v2/health/ready');
       expect(container.livenessProbe.httpGet.path).toBe('/v2/health/live');
       // The pod is killed only after the preStop pause and the whole drain.
@@ -93,6 +97,12 @@ describe.skipIf(!KUBECTL)(`deploy/kubernetes${KUBECTL ? '' : ' (skipped: kubectl
   it('answers the probes and /metrics where the manifests point', async () => {
     expect((await fetch(`${server.http}/v2/health/live`)).status).toBe(200);
     expect((await fetch(`${server.http}/v2/health/ready`)).status).toBe(200);
+    const base = conveyorDeployments(rendered.get('base')!)[0]!;
+    const container = podOf(base).spec.containers.find((c) => c.name === 'conveyor')!;
+    const portOf = { http: server.httpPort, metrics: server.metricsPort } as Record<string | number, number>;
+    for (const probe of [container.startupProbe, container.readinessProbe, container.livenessProbe]) {
+      expect((await fetch(`http://127.0.0.1:${portOf[probe.httpGet.port]}${probe.httpGet.path}`)).status, `${probe.httpGet.path} on ${probe.httpGet.port}`).toBe(200);
+    }
     const monitor = ofKind(rendered.get('base')!, 'ServiceMonitor')[0]!;
     const path = spec<{ endpoints: { path: string }[] }>(monitor).endpoints[0]!.path;
     expect((await fetch(`http://127.0.0.1:${server.metricsPort}${path}`)).status).toBe(200);

@@ -94,7 +94,7 @@ describe('HTTP connections', () => {
     const idle = [await open(capped.httpPort), await open(capped.httpPort)]; // the cap (3) is reached
     expect(await health()).toBe(200);
     const refused = await open(capped.httpPort);
-    expect(await closed(refused)).toBe(''); // closed at once, without an answer
+    expect(await closed(refused)).toBe(''); // closed without an answer: it never sent a request (the probe reserve's lifetime)
     expect(await health()).toBe(200);
     for (const socket of idle) socket.destroy();
     agent.destroy();

@@ -1,14 +1,15 @@
 // The HTTP port every HTTP front end registers on, as a bare fastify app: request logging (probes
-// at debug level), the body limit, X-Request-Id as the request id, connection timeouts and cap,
-// the access policy (guarding routes registered later too), model leases, and the plain
-// `{"error"}` answer for anything outside a front end's own plugin (a refused /v1/ws upgrade, an
-// unknown path). The front ends' routes are the composition root's to register (src/main.ts).
+// at debug level), the body limit, X-Request-Id as the request id, connection timeouts and caps
+// (with the probe reserve past them), the access policy (guarding routes registered later too),
+// model leases, and the plain `{"error"}` answer for anything outside a front end's own plugin (a
+// refused /v1/ws upgrade, an unknown path). The front ends' routes are the composition root's to
+// register (src/main.ts).
 
 import Fastify from 'fastify';
 import type { FastifyInstance, FastifyServerOptions } from 'fastify';
 import { AccessPolicy } from '../../security/access-policy.js';
 import { installAccessControl } from './access.js';
-import { applyConnectionCap, connectionServerOptions, type ConnectionLimits } from './connection-limits.js';
+import { connectionServerOptions, installConnectionLimits, type ConnectionLimits } from './connection-limits.js';
 import { sendFailure } from './errors.js';
 import { installModelLeases, type ModelLeases } from './model-leases.js';
 import { ProbeQuietLogController } from './probe-logging.js';
@@ -23,7 +24,7 @@ export interface HttpServerOptions {
   bodyLimit?: number;
   /** Who may call which route, including routes registered on the app later; default: everyone. */
   access?: AccessPolicy;
-  /** Header, request and idle timeouts and the connection cap; Node's and fastify's defaults when absent. */
+  /** Header, request and idle timeouts and the connection caps; Node's and fastify's defaults when absent. */
   connections?: ConnectionLimits;
   /** Leases on the model each request runs (loads on demand, idle unload); absent, none are taken. */
   modelLeases?: ModelLeases;
@@ -38,10 +39,8 @@ export function createHttpServer(options: HttpServerOptions = {}): FastifyInstan
     requestIdHeader: 'x-request-id',
     ...(options.connections ? connectionServerOptions(options.connections) : {}),
   });
-  if (options.connections) {
-    const { httpMaxConnections } = options.connections;
-    applyConnectionCap(app.server, options.connections, () => app.log.warn(`refused a connection: --http-max-connections (${httpMaxConnections}) reached`));
-  }
+  // First of the hooks: a connection past the caps may only ask for a probe.
+  if (options.connections) installConnectionLimits(app, options.connections);
   installAccessControl(app, options.access ?? AccessPolicy.open());
   if (options.modelLeases) installModelLeases(app, options.modelLeases);
   // Errors outside the front ends' own plugins (a refused /v1/ws upgrade) in Triton's shape too.

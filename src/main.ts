@@ -94,6 +94,7 @@ export async function startServer(options: ServerOptions, start: StartOptions): 
     access,
     websocket: websocketLimits(limits),
     connections: limits,
+    linger: limits,
     bodyLimit: limits.httpMaxBodyBytes,
     jsonMaxDepth: limits.jsonMaxDepth,
     streamSendTimeoutMs: limits.streamSendTimeoutSecs * 1000,

@@ -7,11 +7,13 @@
 
 import Fastify from 'fastify';
 import type { FastifyInstance, FastifyServerOptions } from 'fastify';
+import { DEFAULT_LIMITS } from '../../config/limits.js';
 import { AccessPolicy } from '../../security/access-policy.js';
 import { installAccessControl } from './access.js';
 import { connectionServerOptions, installConnectionLimits, type ConnectionLimits } from './connection-limits.js';
 import { sendFailure } from './errors.js';
 import { installModelLeases, type ModelLeases } from './model-leases.js';
+import { installReadableRefusals, type LingerLimits } from './readable-refusals.js';
 import { ProbeQuietLogController } from './probe-logging.js';
 
 /** Image batches as binary tensors are large; Triton itself has no fixed limit. */
@@ -28,6 +30,8 @@ export interface HttpServerOptions {
   connections?: ConnectionLimits;
   /** Leases on the model each request runs (loads on demand, idle unload); absent, none are taken. */
   modelLeases?: ModelLeases;
+  /** How much of a refused body is read, and for how long, before its connection closes (default: the limits table's). */
+  linger?: LingerLimits;
 }
 
 export function createHttpServer(options: HttpServerOptions = {}): FastifyInstance {
@@ -41,6 +45,8 @@ export function createHttpServer(options: HttpServerOptions = {}): FastifyInstan
   });
   // First of the hooks: a connection past the caps may only ask for a probe.
   if (options.connections) installConnectionLimits(app, options.connections);
+  // Refusals the client can read: 100-continue decided by the body limit, a lingering close.
+  installReadableRefusals(app, options.linger ?? DEFAULT_LIMITS);
   installAccessControl(app, options.access ?? AccessPolicy.open());
   if (options.modelLeases) installModelLeases(app, options.modelLeases);
   // Errors outside the front ends' own plugins (a refused /v1/ws upgrade) in Triton's shape too.

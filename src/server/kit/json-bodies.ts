@@ -5,6 +5,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { DEFAULT_LIMITS } from '../../config/limits.js';
 import { jsonDepthError } from './json-depth.js';
+import { routeBodyLimit } from './readable-refusals.js';
 
 export interface JsonBodyLimits {
   /** Largest body in bytes (default: the limits table's). */
@@ -13,7 +14,7 @@ export interface JsonBodyLimits {
   readonly jsonMaxDepth?: number | undefined;
 }
 
-/** Replaces the plugin's body parsers with one JSON parser for every content type. */
+/** Replaces the plugin's body parsers with one JSON parser for every content type (call before registering routes). */
 export function parseJsonBodies(app: FastifyInstance, limits: JsonBodyLimits): void {
   app.removeAllContentTypeParsers();
   const json = app.getDefaultJsonParser('error', 'error');
@@ -27,7 +28,10 @@ export function parseJsonBodies(app: FastifyInstance, limits: JsonBodyLimits): v
     if (tooDeep) return done(tooDeep);
     json(request, body.toString('utf8'), done);
   };
-  const parseOptions = { parseAs: 'buffer' as const, bodyLimit: limits.jsonMaxBodyBytes ?? DEFAULT_LIMITS.jsonMaxBodyBytes };
+  const bodyLimit = limits.jsonMaxBodyBytes ?? DEFAULT_LIMITS.jsonMaxBodyBytes;
+  // The routes' own limit too: 100-continue is decided by it before the parser runs.
+  routeBodyLimit(app, bodyLimit);
+  const parseOptions = { parseAs: 'buffer' as const, bodyLimit };
   app.addContentTypeParser('application/json', parseOptions, parser);
   app.addContentTypeParser('*', parseOptions, parser);
 }

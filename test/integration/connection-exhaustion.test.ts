@@ -9,6 +9,7 @@
 import { request as httpRequest, type IncomingHttpHeaders } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
 import { PROBE_RESERVE } from '../../src/server/kit/connection-limits.js';
 import { makeRepository, startTestServer, type TestServer } from '../support/server.js';
 
@@ -150,6 +151,14 @@ describe('past --http-max-connections', () => {
     expect(JSON.parse(openai.body)).toMatchObject({ error: { code: 'service_unavailable', message: expect.stringContaining('--http-max-connections') } });
     const unknown = await ask(server.httpPort, '/nowhere', '127.0.0.3');
     expect([unknown.status, unknown.headers.connection]).toEqual([503, 'close']);
+    // A WebSocket upgrade past the cap is refused before it upgrades.
+    const upgrade = await new Promise<number>((resolve, reject) => {
+      const socket = new WebSocket(`ws://127.0.0.1:${server.httpPort}/v1/ws`, { localAddress: '127.0.0.3' });
+      socket.once('unexpected-response', (_request, response) => resolve(response.statusCode ?? 0));
+      socket.once('open', () => reject(new Error('upgraded past the cap')));
+      socket.once('error', reject);
+    });
+    expect(upgrade).toBe(503);
     // A probe from the reserve closes its connection too, so the reserve frees at once.
     expect((await ask(server.httpPort, '/v2/health/ready', '127.0.0.3')).headers.connection).toBe('close');
 

@@ -25,7 +25,10 @@ export const PROBE_RESERVE = {
   connections: 32,
   /** From one address, so one client cannot fill the reserve (kubelet probes a pod 1–3 at a time). */
   perAddress: 4,
-  /** A reserve connection is closed this long after it opened, answered or not (a probe sends its request at once). */
+  /**
+   * A reserve connection is closed this long after it opened, answered or not (a probe sends its
+   * request at once); this also cuts short the lingering close of a refused body (readable-refusals.ts).
+   */
   lifetimeMs: 2000,
 } as const;
 
@@ -107,11 +110,6 @@ export class ConnectionAdmission {
   /** The answer to a request on a reserve connection that is not a probe. */
   refusalMessage(refusal: Refusal): string {
     return REFUSAL_MESSAGES[refusal](this.limits);
-  }
-
-  /** Open connections now: ordinary and in the reserve. */
-  counts(): { ordinary: number; reserved: number } {
-    return { ordinary: this.ordinary, reserved: this.reserved };
   }
 
   private admit(socket: Socket): void {

@@ -18,6 +18,8 @@ import { createGrpcServer } from './server/kit/grpc/index.js';
 import { kserveRoutes } from './server/http/index.js';
 import { createHttpServer, DEFAULT_BODY_LIMIT, type HttpServerOptions } from './server/kit/http-app.js';
 import type { HttpRouteAccess } from './server/kit/access.js';
+import { OffThreadParser, type OffThreadParseOptions } from './server/kit/offthread-parse.js';
+import { DEFAULT_LIMITS } from './config/limits.js';
 import type { LlmLookup } from './server/generation/lookup.js';
 import { registerMetricsRoute, type MetricsExposition } from './server/metrics/index.js';
 import { registerUiRoutes, type UiOptions } from './server/ui/index.js';
@@ -97,6 +99,7 @@ export async function startServer(options: ServerOptions, start: StartOptions): 
     linger: limits,
     bodyLimit: limits.httpMaxBodyBytes,
     jsonMaxDepth: limits.jsonMaxDepth,
+    offThreadParse: { minBytes: limits.offthreadJsonBytes, threadNice: limits.computeThreadNice },
     streamSendTimeoutMs: limits.streamSendTimeoutSecs * 1000,
     settings,
     modelLeases: residency,
@@ -197,6 +200,8 @@ export interface HttpAppOptions extends HttpServerOptions {
   jsonMaxDepth?: number;
   /** A generate_stream client that reads nothing this long is dropped (default: the limits table's). */
   streamSendTimeoutMs?: number;
+  /** Infer bodies and WebSocket messages this large are parsed on a parse worker (default: the limits table's threshold and compute-thread nice). */
+  offThreadParse?: OffThreadParseOptions;
   /** The log and trace settings behind /v2/logging and /v2/trace/setting (shared with gRPC); fresh defaults when absent. */
   settings?: RuntimeSettings;
   /** Also serve GET /metrics on this port (the metrics port serves it regardless). */
@@ -215,8 +220,10 @@ export function createHttpApp(service: InferenceService, options: HttpAppOptions
   if (options.ui) installRecentErrors(app, options.ui.errors);
   const settings = options.settings ?? createRuntimeSettings();
   const bodyLimit = options.bodyLimit ?? DEFAULT_BODY_LIMIT;
-  app.register(kserveRoutes(service, { bodyLimit, llm: options.llm, jsonMaxDepth: options.jsonMaxDepth, streamSendTimeoutMs: options.streamSendTimeoutMs, settings }));
-  if (options.llm) app.register(websocketRoutes(options.llm, options.websocket));
+  const offThread = new OffThreadParser(options.offThreadParse ?? { minBytes: DEFAULT_LIMITS.offthreadJsonBytes, threadNice: DEFAULT_LIMITS.computeThreadNice });
+  app.addHook('onClose', () => offThread.close());
+  app.register(kserveRoutes(service, { bodyLimit, llm: options.llm, jsonMaxDepth: options.jsonMaxDepth, streamSendTimeoutMs: options.streamSendTimeoutMs, settings, offThread }));
+  if (options.llm) app.register(websocketRoutes(options.llm, options.websocket, offThread));
   if (options.metrics) registerMetricsRoute(app, options.metrics);
   if (options.ui) registerUiRoutes(app, options.ui);
   return app;

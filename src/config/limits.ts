@@ -50,6 +50,13 @@ export const LIMITS = {
     help: 'the longest a refused client is given to finish sending its body before the connection is closed',
     zeroMeans: 'close at once',
   },
+  offthreadJsonBytes: {
+    flag: '--offthread-json-bytes',
+    default: 1 * MiB,
+    unit: 'bytes',
+    help: 'a KServe infer JSON body or WebSocket message this large or larger is parsed (JSON numbers into tensors included) on a parse worker thread, not the serving thread',
+    zeroMeans: 'every body parsed on the serving thread',
+  },
   jsonMaxDepth: { flag: '--json-max-depth', default: 64, unit: 'levels', help: 'deepest nesting of arrays and objects in a JSON body or WebSocket message' },
   maxPromptChars: { flag: '--max-prompt-chars', default: 0, unit: 'chars', help: 'longest prompt text, checked before tokenizing', zeroMeans: '16 x the model context length' },
   maxRequestSecs: { flag: '--max-request-secs', default: 0, unit: 'secs', help: 'a generation running longer is aborted (blocks freed) with an error', zeroMeans: 'off' },

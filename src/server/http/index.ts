@@ -18,14 +18,24 @@ import { chooseResponseCoding, compress, decodeContentEncoding } from '../kit/tr
 import { DEFAULT_LIMITS } from '../../config/limits.js';
 import { HEADER_LENGTH_HEADER } from './codec/infer-request.js';
 import { jsonDepthError } from '../kit/json-depth.js';
+import type { OffThreadParser } from '../kit/offthread-parse.js';
 
 /** Register with `app.register(kserveRoutes(service, options))` on the HTTP app. */
 export function kserveRoutes(
   service: InferenceService,
-  options: { bodyLimit: number; llm?: LlmLookup | undefined; jsonMaxDepth?: number | undefined; streamSendTimeoutMs?: number | undefined; settings?: RuntimeSettings | undefined },
+  options: {
+    bodyLimit: number;
+    llm?: LlmLookup | undefined;
+    jsonMaxDepth?: number | undefined;
+    streamSendTimeoutMs?: number | undefined;
+    settings?: RuntimeSettings | undefined;
+    /** Parses infer bodies past its threshold off the serving thread (src/server/kit/offthread-parse.ts). */
+    offThread?: OffThreadParser | undefined;
+  },
 ): FastifyPluginAsync {
   return async (app) => {
-    installRawBodyParser(app, options.bodyLimit, options.jsonMaxDepth ?? DEFAULT_LIMITS.jsonMaxDepth);
+    const jsonMaxDepth = options.jsonMaxDepth ?? DEFAULT_LIMITS.jsonMaxDepth;
+    installRawBodyParser(app, options.bodyLimit, jsonMaxDepth, options.offThread);
     app.setErrorHandler((error, request, reply) => sendFailure(error, request, reply));
     registerServerRoutes(app, service);
     registerModelRoutes(app, service);
@@ -36,7 +46,7 @@ export function kserveRoutes(
     // other answer with decompression off, so a gzip'd metadata body would be unreadable there.
     await app.register(async (inference) => {
       inference.addHook('onSend', compressResponse);
-      registerInferRoutes(inference, service);
+      registerInferRoutes(inference, service, { offThread: options.offThread, jsonMaxDepth });
       if (options.llm) registerGenerateRoutes(inference, options.llm, options.streamSendTimeoutMs);
     });
   };
@@ -55,15 +65,18 @@ async function compressResponse(request: FastifyRequest, reply: FastifyReply, pa
 
 // tritonclient sends no Content-Type, other clients send anything; KServe bodies are always
 // read as raw bytes, so every content type (and none) goes to one Buffer parser.
-function installRawBodyParser(app: FastifyInstance, bodyLimit: number, jsonMaxDepth: number): void {
+// An infer body the parse worker will take is depth-checked there: the scan alone is ~5 ms a MB.
+function installRawBodyParser(app: FastifyInstance, bodyLimit: number, jsonMaxDepth: number, offThread: OffThreadParser | undefined): void {
   app.addHook('onRequest', async (request) => {
     // A malformed Content-Type would otherwise be refused (415) before the parser runs.
     if (request.headers['content-type'] !== undefined) request.raw.headers['content-type'] = 'application/octet-stream';
   });
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit }, async (request: { headers: Record<string, unknown> }, body: Buffer) => {
-    const decoded = await decodeContentEncoding(body, request.headers['content-encoding'] as string | undefined, bodyLimit);
-    const tooDeep = jsonDepthError(decoded, jsonMaxDepth, jsonHeaderEnd(request.headers[HEADER_LENGTH_HEADER], decoded.byteLength));
+  app.addContentTypeParser('*', { parseAs: 'buffer', bodyLimit }, async (request: FastifyRequest, body: Buffer) => {
+    const decoded = await decodeContentEncoding(body, request.headers['content-encoding'], bodyLimit);
+    const jsonEnd = jsonHeaderEnd(request.headers[HEADER_LENGTH_HEADER], decoded.byteLength);
+    if (offThread?.wants(jsonEnd) && request.routeOptions.url?.endsWith('/infer')) return decoded;
+    const tooDeep = jsonDepthError(decoded, jsonMaxDepth, jsonEnd);
     if (tooDeep) throw tooDeep;
     return decoded;
   });

@@ -6,6 +6,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import type { LlmLookup } from '../generation/lookup.js';
 import { DEFAULT_LIMITS, type ResourceLimits } from '../../config/limits.js';
 import { WebSocketSession, type SessionLimits } from './session.js';
+import type { OffThreadParser } from '../kit/offthread-parse.js';
 
 export const WEBSOCKET_PATH = '/v1/ws';
 
@@ -29,7 +30,8 @@ export function websocketLimits(limits: ResourceLimits): WebSocketOptions {
   };
 }
 
-export function websocketRoutes(lookup: LlmLookup, options: WebSocketOptions = {}): FastifyPluginAsync {
+/** `offThread` reads frames past its threshold on a parse worker; absent, every frame is read in place. */
+export function websocketRoutes(lookup: LlmLookup, options: WebSocketOptions = {}, offThread?: OffThreadParser): FastifyPluginAsync {
   const maxBufferedBytes = options.maxBufferedBytes ?? DEFAULT_LIMITS.wsMaxBufferedBytes;
   const limits: SessionLimits = {
     maxGenerations: options.maxGenerations ?? DEFAULT_LIMITS.wsMaxGenerations,
@@ -43,7 +45,7 @@ export function websocketRoutes(lookup: LlmLookup, options: WebSocketOptions = {
   return async (app) => {
     await app.register(fastifyWebsocket, { options: { maxPayload: options.maxPayloadBytes ?? DEFAULT_LIMITS.wsMaxMessageBytes } });
     app.get(WEBSOCKET_PATH, { websocket: true }, (socket) => {
-      new WebSocketSession(socket, lookup, limits);
+      new WebSocketSession(socket, lookup, limits, offThread);
     });
   };
 }

@@ -1,12 +1,15 @@
 // One /v1/ws connection: many generations multiplexed by client-chosen ids. Each generation runs
 // on its own, so a bad request or a failure answers only its id. A cancel message, or the socket
 // closing, aborts the generations concerned; the engine frees their blocks within one step.
+// A frame past --offthread-json-bytes is read on a parse worker; frames after it wait their turn
+// (a cancel never overtakes its generate) and the socket is not read meanwhile.
 
 import type { RawData } from 'ws';
 import { ConveyorError, invalidArg } from '../../errors.js';
 import type { LlmLookup } from '../generation/lookup.js';
-import { deltaMessage, doneMessage, duplicateId, errorMessage, parseClientMessage, peekId, type ClientMessage } from './messages.js';
-import { jsonDepthError } from '../kit/json-depth.js';
+import { deltaMessage, doneMessage, duplicateId, errorMessage, type ClientMessage } from './messages.js';
+import { movable, type OffThreadParser } from '../kit/offthread-parse.js';
+import { fromWire, OFFTHREAD_FRAME_MODULE, readFrame, type OffThreadFrameInput, type ReadFrame } from './offthread-frame.js';
 import { Outbox, type OutboxLimits, type SendingSocket } from './outbox.js';
 
 export interface SessionLimits extends OutboxLimits {
@@ -41,18 +44,31 @@ export class WebSocketSession {
   private readonly outbox: Outbox;
   private closed = false;
   private invalidInARow = 0;
+  /** Frames read on the worker or waiting behind one, in arrival order. */
+  private queued = 0;
+  private queue: Promise<void> = Promise.resolve();
+  private outboxBehind = false;
+  private reading = true;
 
   constructor(
     private readonly socket: SessionSocket,
     private readonly lookup: LlmLookup,
     private readonly limits: SessionLimits,
+    private readonly offThread?: OffThreadParser,
   ) {
+
     // While the client is behind its frames are not read, so even a flood of bad frames is
     // answered no faster than it reads; one that stops reading altogether is dropped, which
     // aborts its generations and frees their blocks.
     this.outbox = new Outbox(socket, limits, {
-      onBehind: () => socket.pause(),
-      onCaughtUp: () => socket.resume(),
+      onBehind: () => {
+        this.outboxBehind = true;
+        this.updateReading();
+      },
+      onCaughtUp: () => {
+        this.outboxBehind = false;
+        this.updateReading();
+      },
       onStalled: () => {
         socket.terminate();
         this.close();
@@ -70,19 +86,53 @@ export class WebSocketSession {
 
   private onMessage(data: RawData, isBinary: boolean): void {
     if (this.closed) return;
-    if (isBinary) return this.refuseInvalid(errorMessage(invalidArg('binary frames are not part of this protocol; send JSON text')));
     const bytes = Array.isArray(data) ? Buffer.concat(data) : Buffer.isBuffer(data) ? data : Buffer.from(data);
-    const tooDeep = jsonDepthError(bytes, this.limits.jsonMaxDepth);
-    if (tooDeep) return this.refuseInvalid(errorMessage(tooDeep));
-    const text = bytes.toString('utf8');
-    let message: ClientMessage;
+    const offThread = !isBinary && this.offThread?.wants(bytes.byteLength) === true;
+    if (!offThread && this.queued === 0) return this.onFrame(this.readInline(bytes, isBinary));
+    this.queued++;
+    this.updateReading();
+    this.queue = this.queue
+      .then(async () => {
+        const frame = offThread ? await this.readOffThread(bytes) : this.readInline(bytes, isBinary);
+        if (!this.closed) this.onFrame(frame);
+      })
+      .finally(() => {
+        this.queued--;
+        this.updateReading();
+      });
+  }
+
+  private readInline(bytes: Buffer, isBinary: boolean): ReadFrame {
+    if (isBinary) return { error: invalidArg('binary frames are not part of this protocol; send JSON text') };
+    return readFrame(bytes, this.limits.jsonMaxDepth);
+  }
+
+  private async readOffThread(bytes: Buffer): Promise<ReadFrame> {
+    const moved = movable(bytes);
+    const input: OffThreadFrameInput = { bytes: moved.bytes, maxDepth: this.limits.jsonMaxDepth };
     try {
-      message = parseClientMessage(text);
+      return fromWire(await this.offThread!.run(OFFTHREAD_FRAME_MODULE, input, moved.transfer));
     } catch (error) {
-      const id = peekId(text);
+      return { error };
+    }
+  }
+
+  /** The socket is read unless its client is behind on our frames or frames wait to be parsed. */
+  private updateReading(): void {
+    const read = !this.outboxBehind && this.queued === 0;
+    if (read === this.reading || this.closed) return;
+    this.reading = read;
+    if (read) this.socket.resume();
+    else this.socket.pause();
+  }
+
+  private onFrame(frame: ReadFrame): void {
+    if (!('message' in frame)) {
+      const { error, id } = frame;
       // A frame reusing a live id is refused as a duplicate first, so no other error names a running generation.
       return this.refuseInvalid(errorMessage(id !== undefined && this.live.has(id) ? duplicateId(id) : error, id));
     }
+    const { message } = frame;
     this.invalidInARow = 0;
     if (message.type === 'cancel') {
       // A cancel for an id that is not live is ignored: it may have finished a moment ago.

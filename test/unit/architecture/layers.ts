@@ -95,6 +95,11 @@ export const LAYERS: Readonly<Record<string, Layer>> = {
   },
   'src/tokenizer': { holds: "a model's Hugging Face files and the tokenizer built from them (both threads)", imports: ['src/contracts', 'src/vocabulary'] },
   'src/tokenizer-worker': { holds: 'the tokenizer worker thread', imports: ['src/contracts', 'src/tokenizer'], entry: 'entry.ts' },
+  'src/parse-worker': {
+    holds: 'the parse worker thread: large request bodies and WebSocket messages parsed off the serving thread, by a job module the front end names',
+    imports: ['src/errors.ts', 'src/threads'],
+    entry: 'entry.ts',
+  },
   'src/engine-client': {
     holds: 'main thread: input and output processors, detokenizer, the engine worker client',
     imports: ['src/contracts', 'src/errors.ts', 'src/config', 'src/vocabulary', 'src/tokenizer', 'src/threads', 'src/engine-worker', 'src/tokenizer-worker', 'src/reasoning'],
@@ -141,9 +146,9 @@ export const LAYERS: Readonly<Record<string, Layer>> = {
   // one folder each under src/server/; what two or more share is in the kit.
   [KIT]: {
     holds:
-      'front-end kit, owned by no front end: the HTTP app (access, connection limits, probe logging, model leases), transport (disconnects, content coding, stalled writes), one SseWriter, CORS, JSON bodies and body helpers, the n-choice fan-out, the tool plan, shared error wording',
+      'front-end kit, owned by no front end: the HTTP app (access, connection limits, probe logging, model leases), transport (disconnects, content coding, stalled writes), one SseWriter, CORS, JSON bodies and body helpers, the n-choice fan-out, the tool plan, shared error wording, the parse-worker pool for large bodies',
     tier: 'front-end kit',
-    imports: [...FRONT_END_BASE, 'src/security', 'src/tool-calls', 'src/assistant-output'],
+    imports: [...FRONT_END_BASE, 'src/security', 'src/tool-calls', 'src/assistant-output', 'src/threads', 'src/parse-worker'],
   },
   [GRPC_KIT]: {
     holds:

@@ -79,4 +79,37 @@ describe('StopStringMatcher', () => {
   it('passes text straight through without stop strings', () => {
     expect(run([], ['a', '', 'b'])).toEqual({ text: 'ab', stopped: null, released: ['a', '', 'b', ''] });
   });
+
+  it('agrees with a whole-text search on random small alphabets, split anywhere', () => {
+    let seed = 7;
+    const rand = (n: number) => {
+      seed = (Math.imul(seed, 1103515245) + 12345) >>> 0;
+      return seed % n;
+    };
+    const word = (max: number) => Array.from({ length: 1 + rand(max) }, () => 'ab'[rand(2)]).join('');
+    for (let t = 0; t < 3000; t++) {
+      const stops = Array.from({ length: 1 + rand(4) }, () => word(6));
+      const deltas = Array.from({ length: 1 + rand(8) }, () => (rand(10) === 0 ? '' : word(4)));
+      const whole = deltas.join('');
+      // The first end position where some stop string ends (ties: the longer).
+      let expected: { text: string; stopped: string | null } = { text: whole, stopped: null };
+      for (let end = 1; end <= whole.length && expected.stopped === null; end++) {
+        const hit = stops.filter((s) => whole.slice(0, end).endsWith(s)).sort((a, b) => b.length - a.length)[0];
+        if (hit !== undefined) expected = { text: whole.slice(0, end - hit.length), stopped: hit };
+      }
+      expect(run(stops, deltas)).toMatchObject(expected);
+      const inclusive = expected.stopped === null ? expected : { text: `${expected.text}${expected.stopped}`, stopped: expected.stopped };
+      expect(run(stops, deltas, true)).toMatchObject(inclusive);
+    }
+  });
+
+  it('holds and releases text against 32 × 1 MB stop strings', () => {
+    const stops: string[] = JSON.parse(JSON.stringify(Array.from({ length: 32 }, (_, i) => `${'a'.repeat(1024 * 1024 - 8)}${String(i).padStart(8, 'x')}`)));
+    const matcher = new StopStringMatcher(stops);
+    let released = '';
+    for (let i = 0; i < 2000; i++) released += matcher.push(i % 100 === 99 ? 'b' : 'aaaa').text;
+    // Every 'b' releases the run of a's before it: no stop string matched, nothing lost.
+    expect(matcher.stopped).toBe(false);
+    expect(released + matcher.flush()).toBe(Array.from({ length: 2000 }, (_, i) => (i % 100 === 99 ? 'b' : 'aaaa')).join(''));
+  });
 });

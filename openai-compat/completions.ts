@@ -108,6 +108,7 @@ export async function completions(ctx: OpenAIContext, rawBody: unknown, reply: F
       includeUsage,
       usage,
       sendTimeoutMs: ctx.options.streamSendTimeoutMs,
+      model,
       choice: (index, event) => {
         const { text, logprobs, promptLogprobs } = answers.piece(index, event);
         if (text === '' && (logprobs === null || logprobs.tokens.length === 0) && event.finishReason === null) return null;

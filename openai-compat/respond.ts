@@ -9,6 +9,7 @@ import { ConveyorError } from '../src/errors.js';
 import { openaiFailure } from './errors.js';
 import type { ChoiceEvent } from '../src/server/kit/choices.js';
 import { SseWriter } from '../src/server/kit/sse.js';
+import type { ClosingModel } from '../src/server/kit/stalled-writes.js';
 import { responseHead, type ResponseMeta, type UsageTally } from './wire.js';
 
 export interface StreamPlan {
@@ -20,6 +21,8 @@ export interface StreamPlan {
   readonly choice: (index: number, event: GenerationEvent) => readonly Record<string, unknown>[] | Record<string, unknown> | null;
   /** A client that reads nothing this long while output waits is dropped; default: the limits table's. */
   readonly sendTimeoutMs?: number | undefined;
+  /** The model served: while it unloads, a client that reads nothing is dropped sooner (--undelivered-output-timeout-secs). */
+  readonly model?: ClosingModel;
 }
 
 /** An engine-side abort the client did not ask for (shutdown, engine stopped). */
@@ -45,7 +48,7 @@ function hookHeaders(reply: FastifyReply): Record<string, string | number | stri
 
 export async function streamChoices(reply: FastifyReply, events: AsyncIterable<ChoiceEvent>, plan: StreamPlan): Promise<void> {
   reply.hijack();
-  const sse = new SseWriter(reply.raw, plan.sendTimeoutMs);
+  const sse = new SseWriter(reply.raw, plan.sendTimeoutMs, plan.model);
   let opened = false;
   const open = (): void => {
     if (!opened) sse.open({ ...hookHeaders(reply), 'x-request-id': plan.meta.id });

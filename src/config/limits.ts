@@ -78,6 +78,12 @@ export const LIMITS = {
     unit: 'secs',
     help: 'an SSE client (OpenAI streams, generate_stream) that reads nothing for this long while output waits is dropped',
   },
+  undeliveredOutputTimeoutSecs: {
+    flag: '--undelivered-output-timeout-secs',
+    default: 5,
+    unit: 'secs',
+    help: 'while a model unloads, sleeps, swaps precision or the server drains, a client (WebSocket, SSE, gRPC stream) whose output has waited unread this long is disconnected and its generations ended, so the model goes without waiting for it (applies even when the send timeouts are longer)',
+  },
   responsesStoreSize: { flag: '--responses-store-size', default: 1000, unit: 'count', help: 'responses /v1/responses keeps for previous_response_id and GET (store: true); the oldest go first' },
   responsesStoreTtlSecs: { flag: '--responses-store-ttl-secs', default: 3600, unit: 'secs', help: 'a stored /v1/responses response is forgotten this long after it finished' },
   memoryBudgetBytes: {

@@ -5,6 +5,7 @@
 
 import { randomUUID } from 'node:crypto';
 import { availableParallelism, hostname } from 'node:os';
+import { setMaxListeners } from 'node:events';
 import type { InferRequest, InferResponse } from '../contracts/infer.js';
 import type { KvEventsConfig } from '../contracts/kv-events.js';
 import { KV_CACHE_DTYPES, type KvCacheDtype } from '../contracts/engine-messages.js';
@@ -203,6 +204,7 @@ export async function loadLlmModel(request: BackendLoadRequest): Promise<LlmMode
   return new LlmModel(request.name, request.version, effective, processor, engine, { observer: metrics, engine: engineMetrics }, request.log, {
     maxRequestSecs: limits.maxRequestSecs,
     admission: request.admission ?? new Admission(),
+    undeliveredOutputTimeoutMs: limits.undeliveredOutputTimeoutSecs * 1000,
   });
 }
 
@@ -223,11 +225,33 @@ export class LlmModel implements ServedModel {
   private readonly streaming = new Set<string>();
   /** Set once the server ends the generations still running; they then fail with it. */
   private serverAbort?: ConveyorError;
+  /**
+   * Generations whose consumer has not taken their latest event yet (a front end waiting for a
+   * client that does not read), with the timer that abandons them once close() has begun.
+   */
+  private readonly undelivered = new Map<string, NodeJS.Timeout | undefined>();
+  /** Generations close() stopped waiting for; resumed, they fail with undeliveredError(). */
+  private readonly abandoned = new Set<string>();
+  private readonly closingController = new AbortController();
   /** How this model writes tool calls (the tool_call_parser parameter), or null. */
   readonly toolCallParser: ToolCallParserName | null;
   /** How this model marks its thinking block (the reasoning_parser parameter), or null. */
   readonly reasoningParser: ReasoningParserName | null;
   readonly variant: ModelVariant;
+
+  /**
+   * Aborted when close() begins (unload, sleep, a precision swap, the drain). A front end waiting
+   * for a client that does not read gives up `undeliveredOutputTimeoutMs` after it (or after it
+   * began waiting, if later) and disconnects the client: src/server/kit/stalled-writes.ts.
+   */
+  get closing(): AbortSignal {
+    return this.closingController.signal;
+  }
+
+  /** --undelivered-output-timeout-secs, in ms. */
+  get undeliveredOutputTimeoutMs(): number {
+    return this.limits.undeliveredOutputTimeoutMs ?? DEFAULT_LIMITS.undeliveredOutputTimeoutSecs * 1000;
+  }
 
   constructor(
     readonly name: string,
@@ -241,9 +265,14 @@ export class LlmModel implements ServedModel {
      * maxRequestSecs: a generation still running this long after it started is aborted; 0 = no limit.
      * admission: the server's load shedding, which every generation of this model enters (one bound per model name).
      */
-    private readonly limits: { readonly maxRequestSecs: number; readonly admission: Admission } = { maxRequestSecs: 0, admission: new Admission() },
+    private readonly limits: { readonly maxRequestSecs: number; readonly admission: Admission; readonly undeliveredOutputTimeoutMs?: number } = {
+      maxRequestSecs: 0,
+      admission: new Admission(),
+    },
   ) {
     this.stats = new ModelStatsRecorder(name, String(version));
+    // Every write waiting for a slow client listens to it (stalled-writes.ts): as many as generations.
+    setMaxListeners(0, this.closingController.signal);
     this.toolCallParser = toolCallParserOf(config, processor.chatTemplateSource());
     this.reasoningParser = reasoningParserOf(config);
     this.variant = servedVariant(config, 'onnx/model.onnx');
@@ -306,7 +335,10 @@ export class LlmModel implements ServedModel {
         // The engine confirmed the abort (blocks freed); the client asked for nothing, so it gets an error, not a finish.
         if (event.finishReason === 'abort' && this.serverAbort && !signal?.aborted) throw this.serverAbort;
         if (event.finishReason !== null) finished = event;
+        this.awaitConsumer(request.id);
         yield event;
+        this.consumerTook(request.id);
+        if (this.abandoned.has(request.id)) throw this.undeliveredError();
         if (finished) return;
       }
       if (deadline.expired) throw deadline.error();
@@ -324,9 +356,44 @@ export class LlmModel implements ServedModel {
         this.metrics.observer.observeRequestFinished(summary);
         this.logFinished(request.id, summary);
       }
+      this.consumerTook(request.id);
+      this.abandoned.delete(request.id);
       this.streaming.delete(request.id);
       if (this.streaming.size === 0) this.idle?.();
     }
+  }
+
+  /** The generation's event waits for its consumer; once close() has begun, only so long. */
+  private awaitConsumer(requestId: string): void {
+    this.undelivered.set(requestId, this.closing.aborted ? this.abandonTimer(requestId) : undefined);
+  }
+
+  private consumerTook(requestId: string): void {
+    clearTimeout(this.undelivered.get(requestId));
+    this.undelivered.delete(requestId);
+  }
+
+  private abandonTimer(requestId: string): NodeJS.Timeout {
+    return setTimeout(() => this.abandon(requestId), this.undeliveredOutputTimeoutMs);
+  }
+
+  /**
+   * close() stops waiting for a generation whose client read nothing for the bound: the engine
+   * ends it if it still runs (its blocks are freed at the next step; a finished one's already
+   * were), and its front end, which gave up on the client at the same bound, disconnects it.
+   */
+  private abandon(requestId: string): void {
+    this.undelivered.delete(requestId);
+    if (!this.streaming.has(requestId)) return;
+    this.abandoned.add(requestId);
+    this.engine.abort(requestId);
+    this.streaming.delete(requestId);
+    this.log(`${this.name}: generation ${requestId} abandoned: its client read nothing for ${this.undeliveredOutputTimeoutMs / 1000} s while the model was going`, { requestId, model: this.name });
+    if (this.streaming.size === 0) this.idle?.();
+  }
+
+  private undeliveredError(): ConveyorError {
+    return unavailable(`model '${this.name}' was unloaded while this client read nothing for ${this.undeliveredOutputTimeoutMs / 1000} s (--undelivered-output-timeout-secs); retry the request`);
   }
 
   /** Hands the request to the engine; one it refuses (engine not running) gives its seat back. */
@@ -392,6 +459,9 @@ export class LlmModel implements ServedModel {
 
   async close(): Promise<void> {
     this.accepting = false;
+    this.closingController.abort(unavailable(`model '${this.name}' is unloading`));
+    // Generations whose client is not reading get the bound from now, not forever.
+    for (const [requestId, timer] of this.undelivered) if (timer === undefined) this.undelivered.set(requestId, this.abandonTimer(requestId));
     if (this.streaming.size > 0) await new Promise<void>((resolve) => (this.idle = resolve));
     await this.engine.close();
     await this.processor.close();

@@ -66,6 +66,13 @@ export const HF_MODEL_PARAMETER = 'hf_model';
 
 export class ModelManager {
   private readonly models = new Map<string, ModelEntry>();
+  /**
+   * The models the server was asked to serve at startup (--model, --load-model, the whole
+   * repository in none and poll modes): strict readiness waits for each to be READY. One unloaded
+   * on purpose (the repository API, sleep, idle unload, eviction, gone from a polled repository)
+   * is no longer asked for.
+   */
+  private readonly required = new Set<string>();
   private pollTimer?: NodeJS.Timeout;
 
   constructor(private readonly options: ModelManagerOptions) {}
@@ -82,6 +89,7 @@ export class ModelManager {
   async start(names: readonly string[] = []): Promise<void> {
     const all = await listModelNames(this.options.root);
     const wanted = this.options.mode === 'explicit' && !names.includes('*') ? names : all;
+    for (const name of wanted) this.required.add(repositoryModelName(name));
     await Promise.all(wanted.map((name) => this.load(name).catch((e: Error) => this.options.log(`${name}: ${e.message}`))));
   }
 
@@ -113,6 +121,8 @@ export class ModelManager {
     const name = repositoryModelName(id);
     const entry = this.entry(name);
     return this.change(entry, () => this.loadNow(name, entry, override)).catch((error: unknown) => {
+      // Whatever failed, a model left with nothing loaded says why in the index (and is not ready).
+      if (!entry.loaded && entry.versions.size === 0) entry.error ??= asConveyorError(error).message;
       this.forgetIfAbsent(name, entry);
       throw error;
     });
@@ -123,6 +133,8 @@ export class ModelManager {
    * Triton; a model that is there keeps its UNAVAILABLE row with the reason.
    */
   private forgetIfAbsent(name: string, entry: ModelEntry): void {
+    // One the server was asked to serve keeps its row: readiness waits for it, and the row says why.
+    if (this.required.has(name)) return;
     const untouched = entry.changes === 0 && !entry.loaded && entry.versions.size === 0;
     if (untouched && this.models.get(name) === entry && !existsSync(join(this.options.root, name))) this.models.delete(name);
   }
@@ -131,6 +143,7 @@ export class ModelManager {
     const name = repositoryModelName(id);
     const entry = this.models.get(name);
     if (!entry) return Promise.reject(invalidArg(`failed to unload '${name}', no version is available`));
+    this.required.delete(name);
     return this.change(entry, () => this.unloadNow(name, entry));
   }
 
@@ -220,9 +233,14 @@ export class ModelManager {
     return [...this.models.values()].flatMap((e) => [...e.versions.values()].flatMap((v) => (v.served && v.state === 'READY' ? [v.served] : [])));
   }
 
-  /** True when no model failed to load and every loaded version is READY (Triton's strict readiness). */
+  /**
+   * Triton's strict readiness: no model failed to load, every loaded version is READY, and every
+   * model the server was asked to serve is loaded (one whose load failed, or that the repository
+   * does not hold, keeps the server not ready; its index row says why).
+   */
   allReady(): boolean {
-    return [...this.models.values()].every((e) => !e.error && [...e.versions.values()].every((v) => effectiveState(v) === 'READY'));
+    const healthy = [...this.models.values()].every((e) => !e.error && [...e.versions.values()].every((v) => effectiveState(v) === 'READY'));
+    return healthy && [...this.required].every((name) => (this.models.get(name)?.versions.size ?? 0) > 0);
   }
 
   /** The memory accounting's total: every loaded version's weights and KV pool (the old variant too, mid-swap). */
@@ -239,7 +257,7 @@ export class ModelManager {
   }
 
   async index(readyOnly: boolean): Promise<RepositoryIndexEntry[]> {
-    const names = new Set([...(await listModelNames(this.options.root).catch(() => [])), ...this.models.keys()]);
+    const names = new Set([...(await listModelNames(this.options.root).catch(() => [])), ...this.models.keys(), ...this.required]);
     const rows: RepositoryIndexEntry[] = [];
     for (const name of [...names].sort()) {
       const entry = this.models.get(name);

@@ -3,19 +3,22 @@
 // (`event: <name>` before it where the protocol names its events), each written (hence flushed;
 // Node sockets default to no Nagle delay) as soon as it exists. Writes wait for the socket to
 // drain so a slow reader holds back the event stream instead of growing the socket buffer; one
-// that reads nothing for the send timeout is dropped (stalled-writes.ts). How a stream ends is
+// that reads nothing for the send timeout (or, while its model is going, for
+// --undelivered-output-timeout-secs) is dropped (stalled-writes.ts). How a stream ends is
 // the protocol's: OpenAI's SDKs expect `data: [DONE]` (done()), the others just end().
 
 import type { ServerResponse } from 'node:http';
 import { DEFAULT_LIMITS } from '../../config/limits.js';
-import { writeOrDrop } from './stalled-writes.js';
+import { type ClosingModel, writeOrDrop } from './stalled-writes.js';
 
 export class SseWriter {
   private closed = false;
 
+  /** `model`: the one the stream serves; while it is going, a client that reads nothing is dropped sooner (stalled-writes.ts). */
   constructor(
     private readonly response: ServerResponse,
     private readonly stallTimeoutMs = DEFAULT_LIMITS.streamSendTimeoutSecs * 1000,
+    private readonly model?: ClosingModel,
   ) {
     response.once('close', () => (this.closed = true));
   }
@@ -60,6 +63,6 @@ export class SseWriter {
 
   private write(frame: string): Promise<void> {
     if (this.isClosed) return Promise.resolve();
-    return writeOrDrop(this.response, frame, this.stallTimeoutMs);
+    return writeOrDrop(this.response, frame, this.stallTimeoutMs, this.model);
   }
 }

@@ -4,15 +4,64 @@
 // destroyed, so the route sees a closed client and aborts the generation behind it. Without the
 // timeout, a client that never reads would hold its generation, and every unload and shutdown
 // waiting for it, forever.
+//
+// While the model a stream serves is going (unload, sleep, a precision swap, the drain: its
+// `closing` signal), the wait is bounded more tightly, by --undelivered-output-timeout-secs
+// counted from the later of the close and the start of the wait, whatever the send timeout: the
+// client is dropped and the model goes without waiting for it. The WebSocket front end bounds
+// its own waits the same way with waitOrGiveUp.
 
 import type { ServerResponse } from 'node:http';
 
-/** Writes `frame`; resolves once the socket took it, the client went away, or the client was dropped for stalling. */
-export function writeOrDrop(response: ServerResponse, frame: string, stallTimeoutMs: number): Promise<void> {
+/** The model a stream serves, as far as its writes care (an LlmModel). */
+export interface ClosingModel {
+  readonly name: string;
+  /** Aborted when the model begins to unload, sleep or swap, or the server drains. */
+  readonly closing: AbortSignal;
+  /** How long a client that reads nothing may hold output once `closing` has fired. */
+  readonly undeliveredOutputTimeoutMs: number;
+}
+
+/** Why a client that did not read was dropped while `model` was going. */
+export function undeliveredReason(model: ClosingModel): string {
+  return `model '${model.name}' is unloading and this client read nothing for ${model.undeliveredOutputTimeoutMs / 1000} s`;
+}
+
+/**
+ * Resolves true once `wait` settles; false when `model` began closing and its bound passed
+ * first (counted from the later of the close and this call): the caller drops the client.
+ */
+export function waitOrGiveUp(wait: Promise<void>, model: ClosingModel | undefined): Promise<boolean> {
+  if (model === undefined) return wait.then(() => true);
+  return new Promise((resolve) => {
+    let timer: NodeJS.Timeout | undefined;
+    const arm = (): void => {
+      timer = setTimeout(() => settle(false), model.undeliveredOutputTimeoutMs);
+    };
+    const settle = (took: boolean): void => {
+      clearTimeout(timer);
+      model.closing.removeEventListener('abort', arm);
+      resolve(took);
+    };
+    if (model.closing.aborted) arm();
+    else model.closing.addEventListener('abort', arm, { once: true });
+    wait.then(
+      () => settle(true),
+      () => settle(true),
+    );
+  });
+}
+
+/**
+ * Writes `frame`; resolves once the socket took it, the client went away, or the client was
+ * dropped for stalling (the send timeout, or the bound while `model` is closing).
+ */
+export function writeOrDrop(response: ServerResponse, frame: string, stallTimeoutMs: number, model?: ClosingModel): Promise<void> {
   if (response.destroyed || response.writableEnded) return Promise.resolve();
   if (response.write(frame)) return Promise.resolve();
-  return new Promise((resolve) => {
-    const settle = (): void => {
+  let settle = (): void => {};
+  const drained = new Promise<void>((resolve) => {
+    settle = (): void => {
       clearTimeout(timer);
       response.off('drain', settle);
       response.off('close', settle);
@@ -25,5 +74,11 @@ export function writeOrDrop(response: ServerResponse, frame: string, stallTimeou
     timer.unref();
     response.on('drain', settle);
     response.on('close', settle);
+  });
+  if (model === undefined) return drained;
+  return waitOrGiveUp(drained, model).then((took) => {
+    if (took) return;
+    settle();
+    response.destroy(new Error(undeliveredReason(model)));
   });
 }

@@ -11,6 +11,10 @@ import { deltaMessage, doneMessage, duplicateId, errorMessage, type ClientMessag
 import { movable, type OffThreadParser } from '../kit/offthread-parse.js';
 import { fromWire, OFFTHREAD_FRAME_MODULE, readFrame, type OffThreadFrameInput, type ReadFrame } from './offthread-frame.js';
 import { Outbox, type OutboxLimits, type SendingSocket } from './outbox.js';
+import { type ClosingModel, undeliveredReason, waitOrGiveUp } from '../kit/stalled-writes.js';
+
+/** How long a client dropped while its model goes has to take the close frame before the connection is cut. */
+const CLOSE_GRACE_MS = 1000;
 
 export interface SessionLimits extends OutboxLimits {
   /** Live generations one socket may hold. */
@@ -56,7 +60,6 @@ export class WebSocketSession {
     private readonly limits: SessionLimits,
     private readonly offThread?: OffThreadParser,
   ) {
-
     // While the client is behind its frames are not read, so even a flood of bad frames is
     // answered no faster than it reads; one that stops reading altogether is dropped, which
     // aborts its generations and frees their blocks.
@@ -170,7 +173,9 @@ export class WebSocketSession {
       const model = this.lookup.llmModel(message.model, message.version);
       const prepared = await model.prepare(message.input);
       for await (const event of model.generate(prepared, controller.signal)) {
-        await this.outbox.ready();
+        // While the model is going (unload, sleep, swap, drain), a client that reads nothing is
+        // not waited for past --undelivered-output-timeout-secs: it is disconnected.
+        if (!(await waitOrGiveUp(this.outbox.ready(), model))) return this.dropWhileClosing(model);
         // Leaving the loop ends the generation; the engine aborts it if it was still running.
         if (this.closed) return;
         if (event.text !== '' || event.tokenIds.length > 0) this.outbox.send(deltaMessage(id, event));
@@ -187,6 +192,18 @@ export class WebSocketSession {
       release();
       lease?.release();
     }
+  }
+
+  /**
+   * Ends every generation of the socket (its model is going and the client reads nothing), then
+   * closes it as "going away" (1001) with the reason; a client that never takes the close frame
+   * is cut off after a moment.
+   */
+  private dropWhileClosing(model: ClosingModel): void {
+    if (this.closed) return;
+    this.close();
+    this.socket.close(1001, undeliveredReason(model).slice(0, 123));
+    setTimeout(() => this.socket.terminate(), CLOSE_GRACE_MS).unref();
   }
 
   private close(): void {

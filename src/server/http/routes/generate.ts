@@ -15,6 +15,7 @@ import { generateTritonLlm, type TritonLlmResponse } from '../../generation/trit
 import { parseJson } from '../codec/json-body.js';
 import { abortOnDisconnect } from '../../kit/transport.js';
 import { SseWriter } from '../../kit/sse.js';
+import type { ClosingModel } from '../../kit/stalled-writes.js';
 import { isObject } from '../../kit/body.js';
 import { DEFAULT_LIMITS } from '../../../config/limits.js';
 import { modelPaths, versionOf, type ModelParams } from './models.js';
@@ -47,7 +48,8 @@ async function handleGenerateStream(lookup: LlmLookup, request: GenerateRequest,
   // The first response fixes the status: anything refused before it is a plain JSON error.
   let next = await responses.next();
   reply.hijack();
-  const sse = new SseWriter(reply.raw, streamSendTimeoutMs);
+  // The model the stream serves bounds a client that reads nothing while it unloads (stalled-writes.ts).
+  const sse = new SseWriter(reply.raw, streamSendTimeoutMs, servingModel(lookup, llm));
   sse.open();
   try {
     while (!next.done && !sse.isClosed) {
@@ -60,6 +62,14 @@ async function handleGenerateStream(lookup: LlmLookup, request: GenerateRequest,
   } finally {
     await responses.return(undefined);
     sse.end();
+  }
+}
+
+function servingModel(lookup: LlmLookup, request: TritonLlmRequest): ClosingModel | undefined {
+  try {
+    return lookup.llmModel(request.model, request.version);
+  } catch {
+    return undefined;
   }
 }
 

@@ -233,3 +233,66 @@ async function swapTo(target: SoakTarget, precision: string): Promise<string> {
   const text = await response.text();
   return response.status === 200 ? 'ok' : `load: HTTP ${response.status} ${text.slice(0, 120)}`;
 }
+
+const MiB = 1024 * 1024;
+
+/**
+ * A ~10 MB KServe JSON infer (the CNN at batch 14, its pixels as JSON numbers), every 2 s: the
+ * server parses it on a parse worker, so the event loop must not lag behind it (issue 35).
+ */
+export const largeJsonInfers = (): Actor => {
+  let body: Buffer | undefined;
+  return loop('CNN infer, ~10 MB of JSON numbers', 'good', async ({ target, pause }) => {
+    const input = target.cnnMetadata.inputs[0]!;
+    const shape = [14, ...input.shape.slice(1)];
+    body ??= Buffer.from(JSON.stringify({ inputs: [{ name: input.name, datatype: input.datatype, shape, data: Array.from({ length: shape.reduce((a, b) => a * b, 1) }, (_, i) => (i * 7) % 1009) }] }));
+    const response = await fetch(`${target.http}/v2/models/${target.cnn}/infer`, { method: 'POST', body, signal: AbortSignal.timeout(target.requestTimeoutMs) });
+    const answer = (await response.json()) as { outputs?: { shape: number[] }[] };
+    await pause(2000);
+    if (response.status !== 200) return { label: `HTTP ${response.status}`, ok: false };
+    return answer.outputs?.[0]?.shape[0] === 14 ? { label: 'ok', ok: true } : { label: 'wrong output shape', ok: false };
+  });
+};
+
+/**
+ * Every 2 s, a 10 MB WebSocket frame: a short greedy generation carrying 10 × 1 MB stop strings
+ * (it must end `done`), then the same frame cut short (it must be answered with an error frame).
+ * The server reads both on a parse worker (issue 35); the socket stays open for the next round.
+ */
+export const largeWebSocketFrames = (): Actor => {
+  let frames: { good: Buffer; bad: Buffer } | undefined;
+  return loop('WebSocket 10 MB frames (good and bad)', 'good', async ({ target, pause }) => {
+    if (!frames) {
+      const stop = Array.from({ length: 10 }, (_, i) => `${String(i).padStart(4, '~')}${'\u00a7'.repeat(MiB / 2 - 4)}`);
+      const text = JSON.stringify({ type: 'generate', id: 'big', model: target.llm, prompt: 'Tell me a story', max_tokens: 8, temperature: 0, stop });
+      frames = { good: Buffer.from(text), bad: Buffer.from(text.slice(0, -1)) };
+    }
+    const socket = new WebSocket(`${target.http.replace(/^http/, 'ws')}/v1/ws`);
+    socket.on('error', () => undefined);
+    await new Promise<void>((resolve, reject) => socket.once('open', () => resolve()).once('error', reject));
+    const answers: { type: string }[] = [];
+    const answered = (n: number) =>
+      new Promise<void>((resolve) => {
+        const check = (): void => {
+          if (answers.filter((a) => a.type === 'done' || a.type === 'error').length >= n) resolve();
+        };
+        socket.on('message', (data) => {
+          answers.push(JSON.parse(String(data)) as { type: string });
+          check();
+        });
+        socket.once('close', () => resolve());
+      });
+    const both = Promise.race([answered(2), sleep(target.requestTimeoutMs)]);
+    socket.send(frames.good, { binary: false });
+    socket.send(frames.bad, { binary: false });
+    await both;
+    socket.terminate();
+    await pause(2000);
+    // The bad frame's error may come before the generation's done.
+    const ends = answers
+      .filter((a) => a.type === 'done' || a.type === 'error')
+      .map((a) => a.type)
+      .sort();
+    return ends.join(',') === 'done,error' ? { label: 'ok', ok: true } : { label: `answered ${ends.join(',') || 'nothing'}`, ok: false };
+  });
+};

@@ -21,6 +21,8 @@ import {
   embeddings,
   garbageWebSocket,
   hangUps,
+  largeJsonInfers,
+  largeWebSocketFrames,
   precisionSwaps,
   stalledWebSocket,
   stopStringCompletions,
@@ -40,6 +42,11 @@ const FLAGS: Readonly<Record<string, FlagSpec>> = {
     type: 'string',
     usage: '--malloc-arena-max N|default',
     description: "glibc's MALLOC_ARENA_MAX for the server (default 1, the setting README recommends on Linux; 'default' leaves glibc's own, 8 per core)",
+  },
+  'offthread-json-bytes': {
+    type: 'string',
+    usage: '--offthread-json-bytes N',
+    description: "the server's --offthread-json-bytes (default: the server's, 1 MiB; 0 parses every body on the serving thread, as before issue 35)",
   },
   'ws-send-timeout-secs': {
     type: 'string',
@@ -93,6 +100,8 @@ async function prepareSoak(context: ScenarioContext): Promise<PreparedScenario> 
   // The stalled client stops reading this long; the server must have dropped it by then (its
   // buffers fill within a few hundred engine steps, then the send timeout runs).
   const stallHoldS = 2 * wsSendTimeoutS + 15;
+  const offthreadFlag = flags['offthread-json-bytes'];
+  const offthreadArgs = offthreadFlag === undefined ? [] : ['--offthread-json-bytes', String(Number(offthreadFlag))];
   const arenaFlag = flags['malloc-arena-max'];
   const mallocArenaMax = arenaFlag === 'default' ? undefined : String(positiveInt(arenaFlag, 1, '--malloc-arena-max', 1));
   const root = await soakRepository();
@@ -106,7 +115,19 @@ async function prepareSoak(context: ScenarioContext): Promise<PreparedScenario> 
     server = await startServerProcess(
       root,
       180_000,
-      ['--model-control-mode', 'explicit', '--load-model', '*', '--exit-timeout-secs', '5', '--ws-send-timeout-secs', String(wsSendTimeoutS)],
+      [
+        '--model-control-mode',
+        'explicit',
+        '--load-model',
+        '*',
+        '--exit-timeout-secs',
+        '5',
+        '--ws-send-timeout-secs',
+        String(wsSendTimeoutS),
+        '--ws-max-message-bytes',
+        String(16 * 1024 * 1024),
+        ...offthreadArgs,
+      ],
       mallocArenaMax ? { MALLOC_ARENA_MAX: mallocArenaMax } : {},
     );
     await waitForModels(server.http, [MODELS.llm, MODELS.encoder], 120_000);
@@ -129,10 +150,10 @@ async function prepareSoak(context: ScenarioContext): Promise<PreparedScenario> 
       charts: soakCharts(`${durationS} s mixed load`),
       notes: [
         `Server: \`src/cli.ts serve\` as a child process (pid ${server.pid}) on the default repository's tiny models (${Object.values(MODELS).join(', ')}), --model-control-mode explicit, ${mallocArenaMax ? `MALLOC_ARENA_MAX=${mallocArenaMax}` : "glibc's default malloc arenas"}.`,
-        `Clients, all at once for ${durationS} s: 4 streaming chats (SSE, random lengths, sampled), 2 completion loops with stop ["e","a","o"," "], 2 embedding loops, 1 CNN infer loop (KServe binary tensors), 1 loop of malformed and hostile requests (${'bad-requests.ts'}), 2 loops of streams hung up after 1–3 SSE events, 1 WebSocket client that starts 16 long generations and 50,000 more that the per-socket cap refuses, then stops reading (the server runs with --ws-send-timeout-secs ${wsSendTimeoutS} and must drop it; the client reads again after ${stallHoldS} s to see whether it was), 1 WebSocket client sending invalid messages (the server must close it, 1008), and a precision swap of ${MODELS.llm} (fp32 ↔ int8) every ${swapEveryS} s.`,
+        `Clients, all at once for ${durationS} s: 4 streaming chats (SSE, random lengths, sampled), 2 completion loops with stop ["e","a","o"," "], 2 embedding loops, 1 CNN infer loop (KServe binary tensors), 1 loop of malformed and hostile requests (${'bad-requests.ts'}), 2 loops of streams hung up after 1–3 SSE events, 1 WebSocket client that starts 16 long generations and 50,000 more that the per-socket cap refuses, then stops reading (the server runs with --ws-send-timeout-secs ${wsSendTimeoutS} and must drop it; the client reads again after ${stallHoldS} s to see whether it was), 1 WebSocket client sending invalid messages (the server must close it, 1008), 1 loop of ~10 MB KServe JSON infers (${MODELS.cnn} at batch 14 as JSON numbers) and 1 of 10 MB WebSocket frames (a greedy generation with 10 × 1 MB stop strings, then the same frame cut short: done and an error frame expected; the server runs with --ws-max-message-bytes 16 MiB), each every 2 s, and a precision swap of ${MODELS.llm} (fp32 ↔ int8) every ${swapEveryS} s.`,
         'Sampled once a second: RSS from /proc, nodejs_eventloop_lag_p99/max_seconds (prom-client resets them each scrape, so each sample covers the second before it), the engine gauges, conveyor_worker_alive, every *restarts_total counter, and GET /v2/health/ready latency.',
       ],
-      settings: { durationS, swapEveryS, wsSendTimeoutS, mallocArenaMax: mallocArenaMax ?? 'default', cores: availableParallelism() },
+      settings: { durationS, swapEveryS, wsSendTimeoutS, mallocArenaMax: mallocArenaMax ?? 'default', offthreadJsonBytes: offthreadFlag ?? 'default', cores: availableParallelism() },
       conclude: () => {
         if (!record) return { notes: ['the soak did not run'] };
         const load = `Machine load: 1/5/15-minute load averages ${loadAtStart.map((l) => l.toFixed(2)).join(' / ')} before and ${loadavg()
@@ -168,6 +189,8 @@ async function runSoak(server: ServerProcess, target: SoakTarget, settings: Soak
     embeddings,
     embeddings,
     cnnInfer,
+    largeJsonInfers(),
+    largeWebSocketFrames(),
     badRequests(),
     hangUps(0),
     hangUps(1),

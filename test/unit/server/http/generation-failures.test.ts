@@ -30,6 +30,9 @@ function fakeModel(name: string): LlmModel {
   return {
     name,
     version: 1,
+    // A model that is not closing: its streams' writes wait on the client as long as it takes.
+    closing: new AbortController().signal,
+    undeliveredOutputTimeoutMs: 5000,
     prepare: () => ({}),
     async *generate() {
       if (name === 'early') throw new ConveyorError('UNAVAILABLE', 'the engine is not running');

@@ -7,6 +7,7 @@ import { DEFAULT_LIMITS } from '../config/limits.js';
 import type { InferRequest, InferResponse } from '../contracts/infer.js';
 import type { ModelVariant } from '../contracts/inference-service.js';
 import type { ModelConfig } from '../contracts/model-config.js';
+import { isObject } from '../vocabulary/json-object.js';
 import { intraOpSpinningOf } from './ort-threading.js';
 import type { Tensor } from '../contracts/tensors.js';
 import type { Device } from '../contracts/worker-messages.js';
@@ -105,7 +106,7 @@ async function readHfConfig(versionRoot: ConfinementRoot): Promise<Record<string
   if (!file.exists) return null;
   try {
     const parsed: unknown = JSON.parse(await readFile(file.path, 'utf8'));
-    return typeof parsed === 'object' && parsed !== null && !Array.isArray(parsed) ? (parsed as Record<string, unknown>) : null;
+    return isObject(parsed) ? parsed : null;
   } catch {
     throw invalidArg(`'${file.display}' is not valid JSON`);
   }

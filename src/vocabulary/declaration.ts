@@ -8,6 +8,7 @@
 // error a request gets is the one it got before this vocabulary was declared.
 
 import { z } from 'zod';
+import { isObject } from './json-object.js';
 import { byType, describe, finite, flag, integer, optional, tokenIds, valueKinds } from './rules.js';
 import { CONSTRAINT_FIELDS, guidedChoice, guidedGrammar, guidedJson, guidedRegex, responseFormat, structuredOutputs } from './structured-outputs.js';
 
@@ -29,9 +30,8 @@ const penalty = () => finite((v) => v >= -PENALTY_LIMIT && v <= PENALTY_LIMIT, `
 
 /** Token id (JSON object keys are strings) → bias in [−100, 100]; an empty map is no bias. */
 function logitBias(vocabSize: number) {
-  const isMap = (v: unknown): v is Readonly<Record<string, number>> => typeof v === 'object' && v !== null && !Array.isArray(v);
   return z
-    .custom<Readonly<Record<string, number>>>(isMap, { error: '{} must be an object mapping token ids to biases' })
+    .custom<Readonly<Record<string, number>>>((v) => isObject(v), { error: '{} must be an object mapping token ids to biases' })
     .transform((map, ctx) => {
       const entries = Object.entries(map);
       const fail = (message: string) => {

@@ -393,7 +393,7 @@ export class ModelManager {
     for (const version of wanted) {
       if (!entry.versions.has(version)) entry.versions.set(version, { state: 'LOADING', reason: '' });
       try {
-        const served = await loader({ name, version, modelDir, versionDir: join(modelDir, String(version)), config, log: this.options.log });
+        const served = await loader({ name, version, modelDir, versionDir: join(modelDir, String(version)), config, log: this.options.log, models: this });
         fresh.set(version, { state: 'READY', reason: '', served, bytes: estimates.get(version) });
         this.options.log(`${name}: version ${version} READY`);
       } catch (error) {

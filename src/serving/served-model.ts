@@ -54,6 +54,14 @@ export interface BackendLoadRequest {
   readonly admission?: Admission;
   /** The server's HTTP host and port as configured (port 0: picked at listen); absent in tests that need none. */
   readonly servingAddress?: { readonly host: string; readonly port: number };
+  /** The other models of the repository, for backends that call them (ensemble steps, a TypeScript model's BLS calls); absent in tests that need none. */
+  readonly models?: ModelRouting;
+}
+
+/** Routing to the repository's loaded models, as a client request is routed (the same READY rules and errors). */
+export interface ModelRouting {
+  /** The version a call goes to: the given one if READY, else the highest READY one. */
+  resolve(name: string, version?: string): ServedModel;
 }
 
 /** Loads one version for one backend ("onnxruntime", "llm"). */

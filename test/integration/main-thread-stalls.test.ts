@@ -156,4 +156,40 @@ describe('a large request does not stall the serving thread', () => {
     expect('error' in inline).toBe(true);
     expect(result).toEqual([errorMessage('error' in inline ? inline.error : undefined, 'error' in inline ? inline.id : undefined)]);
   }, 60_000);
+
+  /** A client text frame masked with zeros (the payload stays as it is), as ws would write it. */
+  function maskedTextFrame(text: string): Buffer {
+    const payload = Buffer.from(text);
+    if (payload.byteLength >= 65_536) throw new Error('frame too long for this helper');
+    const head = payload.byteLength < 126 ? Buffer.from([0x81, 0x80 | payload.byteLength]) : Buffer.from([0x81, 0x80 | 126, payload.byteLength >> 8, payload.byteLength & 0xff]);
+    return Buffer.concat([head, Buffer.alloc(4), payload]);
+  }
+
+  it('answers 20,000 frames written at once one per turn, so probes are served meanwhile', async () => {
+    const flood = 20_000;
+    // The client reads one frame per turn too: it shares this thread with the server.
+    const socket = new WebSocket(`ws://127.0.0.1:${server.httpPort}/v1/ws`, { allowSynchronousEvents: false });
+    await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
+    let refused = 0;
+    const allRefused = new Promise<void>((resolve) =>
+      socket.on('message', (data) => {
+        const message = JSON.parse(String(data)) as { type: string; error?: { message?: string } };
+        if (message.type === 'error' && /at most \d+ generations/.test(message.error?.message ?? '')) refused++;
+        if (refused === flood) resolve();
+      }),
+    );
+    // 16 long generations fill the socket's seats; every frame after them is refused with an error frame.
+    const seats = Array.from({ length: 16 }, (_, i) => JSON.stringify({ type: 'generate', id: `seat-${i}`, model: LLM, prompt: 'hi', max_tokens: 4000, ignore_eos: true }));
+    const refusedFrames = Array.from({ length: flood }, (_, i) => JSON.stringify({ type: 'generate', id: `extra-${i}`, model: LLM, prompt: 'hi', max_tokens: 4 }));
+    const bytes = Buffer.concat([...seats, ...refusedFrames].map(maskedTextFrame));
+    // One write of every frame (≈ 2 MB): the server reads them as fast as the socket delivers.
+    const raw = (socket as unknown as { _socket: { write(b: Buffer): void } })._socket;
+    const { stalls } = await underProbes(async () => {
+      raw.write(bytes);
+      await allRefused;
+    });
+    socket.terminate();
+    expect(refused).toBe(flood);
+    expectNoStall(stalls);
+  }, 120_000);
 });

@@ -98,6 +98,20 @@ export async function sample(server: ServerEndpoints, t: number): Promise<Sample
   };
 }
 
+/**
+ * Starts the server's event-loop lag window afresh before the load begins. The process series
+ * (nodejs_eventloop_lag_*) are read in the first scrape, then at most once a second after the
+ * scrape that finds them stale (src/metrics/registry.ts), each reading resetting the histogram;
+ * without this, the first sample's max is everything since the process started (module loading,
+ * model loads before the server listens), which no client ever waited on.
+ */
+export async function resetLagWindow(server: ServerEndpoints, refreshMs: number): Promise<void> {
+  await sample(server, 0);
+  await new Promise((resolve) => setTimeout(resolve, refreshMs + 100));
+  // This scrape finds the reading stale and queues the next one, which covers only the wait.
+  await sample(server, 0);
+}
+
 export interface Monitor {
   readonly samples: Sample[];
   stop(): Promise<void>;

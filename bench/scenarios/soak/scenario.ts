@@ -31,9 +31,10 @@ import {
   type ActorContext,
   type SoakTarget,
 } from './actors.js';
-import { startMonitor, sample, type Sample } from './monitor.js';
+import { resetLagWindow, startMonitor, sample, type Sample } from './monitor.js';
 import { soakCharts, soakMetrics, soakResults, type SoakRecord } from './report.js';
 import { Tally } from './tally.js';
+import { PROCESS_METRICS_REFRESH_MS } from '../../../src/metrics/registry.js';
 
 const FLAGS: Readonly<Record<string, FlagSpec>> = {
   'duration-secs': { type: 'string', usage: '--duration-secs N', description: 'length of the load (default 600; --quick: 20)' },
@@ -198,6 +199,7 @@ async function runSoak(server: ServerProcess, target: SoakTarget, settings: Soak
     garbageWebSocket,
     precisionSwaps(settings.swapEveryS * 1000),
   ];
+  await resetLagWindow(server, PROCESS_METRICS_REFRESH_MS);
   const monitor = startMonitor(server, 1000);
   const started = performance.now();
   const timer = setTimeout(() => {

@@ -43,9 +43,13 @@ export function websocketRoutes(lookup: LlmLookup, options: WebSocketOptions = {
     maxInvalidMessages: options.maxInvalidMessages ?? DEFAULT_LIMITS.wsMaxInvalidMessages,
   };
   return async (app) => {
-    await app.register(fastifyWebsocket, { options: { maxPayload: options.maxPayloadBytes ?? DEFAULT_LIMITS.wsMaxMessageBytes } });
-    app.get(WEBSOCKET_PATH, { websocket: true }, (socket) => {
-      new WebSocketSession(socket, lookup, limits, offThread);
+    // allowSynchronousEvents false: one client message per event-loop turn per socket, and the
+    // socket is not read while its messages wait. With it on, ws emitted every frame of a read
+    // at once: a client writing 50,000 small frames held the serving thread for half a second.
+    const wsOptions = { maxPayload: options.maxPayloadBytes ?? DEFAULT_LIMITS.wsMaxMessageBytes, allowSynchronousEvents: false };
+    await app.register(fastifyWebsocket, { options: wsOptions });
+    app.get(WEBSOCKET_PATH, { websocket: true }, (socket, request) => {
+      new WebSocketSession(socket, lookup, limits, offThread, request.raw.socket);
     });
   };
 }

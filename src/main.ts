@@ -10,6 +10,7 @@ import { ModelResidency } from './serving/model-residency.js';
 import { ConveyorService } from './serving/conveyor-service.js';
 import { loadLlmModel } from './serving/llm-backend.js';
 import { loadOnnxModel } from './serving/onnx-backend.js';
+import { ENSEMBLE_PLATFORM, loadEnsembleModel } from './serving/ensemble-backend.js';
 import type { BackendLoader, HubModelResolver } from './serving/served-model.js';
 import type { InferenceService } from './contracts/inference-service.js';
 import { kserveGrpcService, llmDecoupledInfer } from './server/grpc/index.js';
@@ -76,7 +77,10 @@ export async function startServer(options: ServerOptions, start: StartOptions): 
   const manager = new ModelManager({
     root,
     mode: options.modelControlMode,
-    loaders: withServingAddress(withLlmMetrics({ onnxruntime: loadOnnxModel, llm: loadLlmModel, ...start.loaders }, metrics, options.limits, admission), options),
+    loaders: withServingAddress(
+      withLlmMetrics({ onnxruntime: loadOnnxModel, llm: loadLlmModel, [ENSEMBLE_PLATFORM]: loadEnsembleModel, ...start.loaders }, metrics, options.limits, admission),
+      options,
+    ),
     log,
     memoryBudgetBytes: options.limits.memoryBudgetBytes,
     ...(start.hubModels ? { hubModels: start.hubModels } : {}),

@@ -2,7 +2,7 @@
 // printer walk this value, and model-config.ts reads the ModelConfig type off it. Field names,
 // types, labels and declaration order follow the proto (test/unit/contracts/model-config-schema
 // .test.ts checks them against protos/model_config.proto); messages Conveyor only parses to reject
-// (sequence_batching, ensemble_scheduling, batch_input, …) are described too, so that mistakes
+// (sequence_batching, batch_input, …) are described too, so that mistakes
 // inside them are reported as precisely as anywhere else.
 import { CONFIG_DATA_TYPES } from './datatypes.js';
 import { enumType, mapOf, messageType, repeated, single } from './proto-schema.js';
@@ -256,4 +256,4 @@ export const MODEL_CONFIG = messageType('ModelConfig', [
  * Top-level fields Conveyor parses but cannot serve yet; a config that sets one is refused with
  * UNSUPPORTED instead of being served with the setting silently ignored.
  */
-export const UNSUPPORTED_FIELDS = ['sequence_batching', 'ensemble_scheduling', 'batch_input', 'batch_output', 'model_operations', 'model_repository_agents'] as const;
+export const UNSUPPORTED_FIELDS = ['sequence_batching', 'batch_input', 'batch_output', 'model_operations', 'model_repository_agents'] as const;

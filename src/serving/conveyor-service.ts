@@ -176,9 +176,9 @@ export class ConveyorService implements InferenceService {
     await (this.options.residency ? this.options.residency.observedLoad(name, load) : load());
   }
 
-  async unloadModel(name: string): Promise<void> {
+  async unloadModel(name: string, options: { unloadDependents?: boolean } = {}): Promise<void> {
     this.requireExplicitMode('unload');
-    await this.manager.unload(name);
+    await this.manager.unload(name, { dependents: options.unloadDependents === true });
     this.options.residency?.noteExplicitUnload(name);
   }
 

@@ -16,6 +16,7 @@ import { asConveyorError, ConveyorError, invalidArg, notFound, unavailable } fro
 import type { ModelControlMode } from '../config/server-options.js';
 import type { BackendLoader, HubModelResolver, ServedModel } from './served-model.js';
 import { loadModelConfig, modelConfigFromJson } from '../repository/config/index.js';
+import { ENSEMBLE_PLATFORM } from '../repository/config/validate-ensemble.js';
 import { redactPaths } from '../repository/confine.js';
 import { fingerprintModel, listModelNames, versionDirectories } from '../repository/scan.js';
 import { selectVersions } from '../repository/version-policy.js';
@@ -139,12 +140,21 @@ export class ModelManager {
     if (untouched && this.models.get(name) === entry && !existsSync(join(this.options.root, name))) this.models.delete(name);
   }
 
-  unload(id: string): Promise<void> {
+  /**
+   * Unloads `id`; with `dependents`, an ensemble's composing models go too (Triton's
+   * unload_dependents), each unless another loaded ensemble still uses it.
+   */
+  async unload(id: string, options: { dependents?: boolean } = {}): Promise<void> {
     const name = repositoryModelName(id);
     const entry = this.models.get(name);
-    if (!entry) return Promise.reject(invalidArg(`failed to unload '${name}', no version is available`));
+    if (!entry) throw invalidArg(`failed to unload '${name}', no version is available`);
     this.required.delete(name);
-    return this.change(entry, () => this.unloadNow(name, entry));
+    const composing = options.dependents ? composingModels(entry.config) : [];
+    await this.change(entry, () => this.unloadNow(name, entry));
+    for (const model of composing) {
+      const stillUsed = [...this.models.values()].some((other) => other.loaded && composingModels(other.config).includes(model));
+      if (!stillUsed && this.models.get(model)?.loaded) await this.unload(model, options);
+    }
   }
 
   /**
@@ -176,6 +186,26 @@ export class ModelManager {
     const modelDir = entry?.overrideDir ?? join(this.options.root, name);
     const config = entry?.loaded && entry.config ? entry.config : await loadModelConfig(join(this.options.root, name, 'config.pbtxt'), name, { label: `${name}/config.pbtxt` });
     return { config, modelDir };
+  }
+
+  /**
+   * Loads `id` unless it is loaded: an ensemble's composing models load with it (Triton loads
+   * them along with the ensemble in every control mode). A load or unload of `id` under way is
+   * waited for first, so one started with the server is not loaded twice.
+   */
+  async ensureLoaded(id: string): Promise<void> {
+    const name = repositoryModelName(id);
+    const entry = this.models.get(name);
+    if (entry !== undefined && entry.changes > 0) await entry.busy;
+    if (this.models.get(name)?.loaded) return;
+    if (!this.inRepository(name)) throw invalidArg(`model '${name}' is not in the model repository`);
+    await this.load(name);
+  }
+
+  /** The config `id` is loaded with, else its config.pbtxt's. */
+  async configOf(id: string): Promise<ModelConfig> {
+    if (!this.inRepository(id) && !this.models.get(repositoryModelName(id))?.loaded) throw invalidArg(`model '${repositoryModelName(id)}' is not in the model repository`);
+    return (await this.repositoryConfig(id)).config;
   }
 
   /** The override `name` was last loaded with (undefined: its repository files), for loading it again as it was. */
@@ -335,8 +365,10 @@ export class ModelManager {
       this.options.log(`${name}: failed to load: ${reason}`);
       throw invalidArg(`failed to load '${name}': ${reason}`);
     }
-    const loader = this.options.loaders[config.backend];
-    if (!loader) throw invalidArg(`failed to load '${name}': backend '${config.backend}' is not supported`);
+    // An ensemble (platform "ensemble") names no backend: its loader is registered under the platform.
+    const loaderName = config.platform === ENSEMBLE_PLATFORM ? ENSEMBLE_PLATFORM : config.backend;
+    const loader = this.options.loaders[loaderName];
+    if (!loader) throw invalidArg(`failed to load '${name}': backend '${loaderName}' is not supported`);
     const fingerprint = await fingerprintModel(modelDir).catch(() => undefined);
     const hubSpec = config.backend === 'llm' ? config.parameters[HF_MODEL_PARAMETER]?.string_value : undefined;
     if (hubSpec !== undefined) ({ config, modelDir } = await this.hubModel(name, entry, config, hubSpec));
@@ -452,6 +484,11 @@ export class ModelManager {
 function loadFailure(name: string, failed: readonly VersionEntry[]): ConveyorError {
   const code = failed.every((v) => v.error?.code === 'INVALID_ARG') ? 'INVALID_ARG' : 'UNAVAILABLE';
   return new ConveyorError(code, `failed to load '${name}': ${failed.map((v) => v.reason).join('; ')}`);
+}
+
+/** The models an ensemble's steps name (none for any other model). */
+function composingModels(config: ModelConfig | undefined): string[] {
+  return [...new Set((config?.ensemble_scheduling?.step ?? []).map((step) => repositoryModelName(step.model_name)))];
 }
 
 /** A loaded version is only as ready as its supervised workers are at this instant. */

@@ -62,6 +62,13 @@ export interface BackendLoadRequest {
 export interface ModelRouting {
   /** The version a call goes to: the given one if READY, else the highest READY one. */
   resolve(name: string, version?: string): ServedModel;
+  /**
+   * Loads `name` unless it is loaded already, after any load or unload of it under way (an
+   * ensemble's composing models load with it, in every control mode); rejects as a load does.
+   */
+  ensureLoaded(name: string): Promise<void>;
+  /** The config `name` is loaded with, else the one its config.pbtxt holds (read before loading it). */
+  configOf(name: string): Promise<ModelConfig>;
 }
 
 /** Loads one version for one backend ("onnxruntime", "llm"). */

@@ -2,6 +2,7 @@
 // prints what Triton prints and the rest of the server never handles "unset".
 import type { InstanceGroupConfig, ModelConfig, ModelOptimizationPolicy, ParsedModelConfig } from '../../contracts/model-config.js';
 import { SUPPORTED_BACKENDS } from './validate.js';
+import { ENSEMBLE_PLATFORM } from './validate-ensemble.js';
 
 export interface NormalizeOptions {
   /** GPU ids present on this machine (default none): decides KIND_AUTO and default groups. */
@@ -29,7 +30,8 @@ export function normalizeModelConfig(parsed: ParsedModelConfig, dirName: string,
   if (batching && batching.preferred_batch_size.length === 0 && config.max_batch_size > 0) {
     batching.preferred_batch_size = [config.max_batch_size];
   }
-  normalizeInstanceGroups(config, options.gpus ?? []);
+  // An ensemble has no instances: its composing models have their own (Triton leaves its instance_group empty).
+  if (config.platform !== ENSEMBLE_PLATFORM) normalizeInstanceGroups(config, options.gpus ?? []);
   return config;
 }
 

@@ -5,6 +5,7 @@ import type { InstanceGroupConfig, ModelConfig, ParsedModelConfig, UnsupportedFi
 import { UNSUPPORTED_FIELDS } from '../../contracts/model-config-schema.js';
 import type { Locator } from './locate.js';
 import { validateDynamicBatching, validateWarmup } from './validate-batching.js';
+import { ENSEMBLE_PLATFORM, validateEnsembleConfig } from './validate-ensemble.js';
 import { checkRelativeFile, validateTensors } from './validate-tensors.js';
 
 /** Backends Conveyor serves, and the platform name Triton pairs with each (if any). */
@@ -21,7 +22,11 @@ export function checkSupported(config: ParsedModelConfig & Partial<Record<Unsupp
   const name = config.name;
   if (name !== '' && name !== dirName) loc.fail(config, 'name', `model name '${name}' does not match its directory name '${dirName}'`);
   const { backend, platform } = config;
-  if (platform === 'ensemble') loc.fail(config, 'platform', `platform 'ensemble' is not supported yet`, 'UNSUPPORTED');
+  if (platform === ENSEMBLE_PLATFORM) {
+    // An ensemble runs no backend of its own: its steps run on their models' backends.
+    if (backend !== '') loc.fail(config, 'backend', `platform 'ensemble' takes no backend, got backend '${backend}'`);
+    return;
+  }
   if (backend !== '' && !Object.hasOwn(SUPPORTED_BACKENDS, backend)) {
     loc.fail(
       config,
@@ -50,6 +55,7 @@ export function validateModelConfig(config: ModelConfig, loc: Locator): void {
   validateVersionPolicy(config, loc);
   if (config.default_model_filename) checkRelativeFile(config, 'default_model_filename', config.default_model_filename, 'default_model_filename', loc);
   validateTensors(config, loc);
+  validateEnsembleConfig(config, loc);
   for (const group of config.instance_group) validateInstanceGroup(group, config, loc);
   validateDynamicBatching(config, loc);
   validateWarmup(config, loc);

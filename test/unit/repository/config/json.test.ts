@@ -126,7 +126,10 @@ describe('modelConfigFromJson', () => {
       () => modelConfigFromJson('{"backend": "onnxruntime", "max_batch_size": 2, "dynamic_batching": {"preferred_batch_size": [4]}}', 'm'),
       'config:1:95: dynamic_batching preferred_batch_size 4 is larger than max_batch_size 2',
     );
-    expectError(() => modelConfigFromJson('{"backend": "onnxruntime", "ensemble_scheduling": {}}', 'm'), 'config:1:28: ensemble_scheduling is not supported yet', 'UNSUPPORTED');
+    expectError(
+      () => modelConfigFromJson('{"backend": "onnxruntime", "ensemble_scheduling": {}}', 'm'),
+      "config:1:28: ensemble_scheduling is set, but the platform is 'onnxruntime_onnx'; only platform 'ensemble' takes it",
+    );
     expectError(() => modelConfigFromJson('{"backend": "onnxruntime",}', 'm'), "config:1:27: expected a member name in double quotes, found '}'");
     expectError(() => modelConfigFromJson('', 'm'), 'config:1:1: expected a JSON object, found end of input');
   });

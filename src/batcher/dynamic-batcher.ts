@@ -3,7 +3,7 @@
 // instance, the timer, an abort), stacks and dispatches batches, and splits the outputs back.
 // Clock and timer functions are injected so tests drive time by hand.
 
-import type { ExecutionResult, ExecutionTimings, ModelExecutor } from '../contracts/execution.js';
+import type { ExecutionRequest, ExecutionResult, ExecutionTimings, ModelExecutor } from '../contracts/execution.js';
 import type { InferRequest } from '../contracts/infer.js';
 import type { ModelConfig } from '../contracts/model-config.js';
 import type { Tensor } from '../contracts/tensors.js';
@@ -68,10 +68,15 @@ interface Job {
   readonly outputNames: readonly string[];
   readonly resolve: (result: BatchedResult) => void;
   readonly reject: (error: ConveyorError) => void;
+  /** The client's signal, passed on to an executor that takes requests (it cancels their own work). */
+  readonly signal: AbortSignal | undefined;
+  /** A decoupled request's responses, as the executor receives them. */
+  readonly onResponse: ((outputs: readonly Tensor[]) => void) | undefined;
   detach?: () => void;
 }
 
-type Outcome = { ok: true; outputs: Tensor[][]; timings: ExecutionTimings } | { ok: false; error: ConveyorError };
+/** A batch's outcome: per request its outputs, or (an executor that takes requests) its own failure. */
+type Outcome = { ok: true; outputs: (Tensor[] | ConveyorError)[]; timings: ExecutionTimings } | { ok: false; error: ConveyorError };
 
 const msToNs = (ms: number): number => Math.max(0, Math.round(ms * 1e6));
 
@@ -126,11 +131,22 @@ export class DynamicBatcher {
   /**
    * Queues a request; settles when its batch has run. Rejects with UNAVAILABLE when the queue is
    * full, the queue timeout expires or the batcher is draining, CANCELLED when `signal` aborts
-   * while the request still waits (once dispatched, its batch runs to the end).
+   * while the request still waits (once dispatched, its batch runs to the end; an executor that
+   * takes requests gets the signal and may end the request's own work). `onResponse` receives a
+   * decoupled request's responses; it then resolves with no outputs once the last was sent.
    */
-  enqueue(request: InferRequest, signal?: AbortSignal): Promise<BatchedResult> {
+  enqueue(request: InferRequest, signal?: AbortSignal, onResponse?: (outputs: readonly Tensor[]) => void): Promise<BatchedResult> {
     return new Promise<BatchedResult>((resolve, reject) => {
-      const job: Job = { request, arrivedAt: this.clock.now(), rows: this.rowsOf(request), outputNames: this.outputNamesOf(request), resolve, reject };
+      const job: Job = {
+        request,
+        arrivedAt: this.clock.now(),
+        rows: this.rowsOf(request),
+        outputNames: this.outputNamesOf(request),
+        resolve,
+        reject,
+        signal,
+        onResponse,
+      };
       try {
         this.admit(job, signal);
       } catch (error) {
@@ -285,8 +301,39 @@ export class DynamicBatcher {
    * a retry of part of it waits for a free instance ahead of new batches.
    */
   private async attempt(group: readonly Job[], dispatched: boolean): Promise<Outcome> {
+    if (this.executor.executeRequests) return this.executeRequests(group);
     const result = await (dispatched ? this.execute(group) : this.executeWhenFree(group));
     return { ok: true, outputs: this.split(group, result), timings: result.timings };
+  }
+
+  /**
+   * A batch for an executor that takes it as its requests (never refused as a whole for its
+   * inputs, so never retried in parts): each request ends with its outputs or its own error.
+   */
+  private async executeRequests(jobs: readonly Job[]): Promise<Outcome> {
+    const requests = jobs.map(
+      (job): ExecutionRequest => ({
+        ...(job.request.id ? { id: job.request.id } : {}),
+        inputs: job.request.inputs,
+        outputNames: job.outputNames,
+        parameters: job.request.parameters,
+        ...(job.signal ? { signal: job.signal } : {}),
+        ...(job.onResponse ? { onResponse: job.onResponse } : {}),
+      }),
+    );
+    const result = await this.executor.executeRequests!(requests);
+    const outputs = jobs.map((job, i): Tensor[] | ConveyorError => {
+      const outcome = result.outcomes[i];
+      if (outcome === undefined) return new ConveyorError('INTERNAL', 'execution returned no outcome for this request');
+      if (!outcome.ok) return asConveyorError(outcome.error);
+      if (job.onResponse) return [];
+      try {
+        return this.pick(job, outcome.outputs);
+      } catch (error) {
+        return asConveyorError(error);
+      }
+    });
+    return { ok: true, outputs, timings: result.timings };
   }
 
   /** Items in `group`: the dispatched batch's size, or its rows for a retried part. */
@@ -320,13 +367,16 @@ export class DynamicBatcher {
             result.outputs,
             jobs.map((job) => job.rows),
           );
-    return jobs.map((job, i) =>
-      job.outputNames.map((name) => {
-        const output = perJob[i]!.find((t) => t.name === name);
-        if (output === undefined) throw new ConveyorError('INTERNAL', `execution returned no output '${name}'`);
-        return output;
-      }),
-    );
+    return jobs.map((job, i) => this.pick(job, perJob[i]!));
+  }
+
+  /** The job's requested outputs out of those its execution returned, in the order it asked for them. */
+  private pick(job: Job, outputs: readonly Tensor[]): Tensor[] {
+    return job.outputNames.map((name) => {
+      const output = outputs.find((t) => t.name === name);
+      if (output === undefined) throw new ConveyorError('INTERNAL', `execution returned no output '${name}'`);
+      return output;
+    });
   }
 
   private deliver(jobs: readonly Job[], batchSize: number, startedAt: number, outcome: Outcome): void {
@@ -339,9 +389,14 @@ export class DynamicBatcher {
     const t = outcome.timings;
     this.stats.recordExecution(batchSize, t, epochMs);
     jobs.forEach((job, i) => {
+      const outputs = outcome.outputs[i]!;
+      if (outputs instanceof ConveyorError) {
+        this.fail(job, outputs, 'BACKEND');
+        return;
+      }
       const queueNs = msToNs(startedAt - job.arrivedAt);
       this.stats.recordSuccess({ requestNs: msToNs(now - job.arrivedAt), queueNs, ...t }, epochMs);
-      job.resolve({ outputs: outcome.outputs[i]!, stats: { queueNs, ...t, batchSize } });
+      job.resolve({ outputs, stats: { queueNs, ...t, batchSize } });
     });
   }
 

@@ -31,3 +31,10 @@ export interface InferResponse {
   readonly parameters?: Parameters;
   readonly outputs: readonly Tensor[];
 }
+
+/** One response of a decoupled model's request; `response` is absent on a flags-only final. */
+export interface InferStreamEvent {
+  readonly response?: InferResponse;
+  /** True on the request's last event (triton_final_response). */
+  readonly final: boolean;
+}

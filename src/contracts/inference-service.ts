@@ -1,7 +1,7 @@
 // What the front ends ask of the server core. Every method throws ConveyorError (src/errors.ts)
 // with a catalog code; each front end maps that code to its protocol's error shape.
 
-import type { InferRequest, InferResponse } from './infer.js';
+import type { InferRequest, InferResponse, InferStreamEvent } from './infer.js';
 import type { ModelConfig } from './model-config.js';
 import type { DataType } from './tensors.js';
 
@@ -90,6 +90,11 @@ export interface InferenceService {
   modelStatistics(name?: string, version?: string): ModelStatistics[];
   /** `signal` aborts a queued request (client went away). */
   infer(request: InferRequest, signal?: AbortSignal): Promise<InferResponse>;
+  /**
+   * A decoupled model's responses, streamed by the model itself (a TypeScript model's sender);
+   * undefined when the model takes another streaming path (an LLM: the front ends' generation).
+   */
+  inferStream?(request: InferRequest, signal?: AbortSignal): AsyncIterable<InferStreamEvent> | undefined;
   /** Lists the repository directory, hence asynchronous. */
   repositoryIndex(readyOnly: boolean): Promise<RepositoryIndexEntry[]>;
   loadModel(name: string, override?: LoadOverride): Promise<void>;

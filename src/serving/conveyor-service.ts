@@ -1,7 +1,7 @@
 // The InferenceService every front end talks to: routing to loaded versions, health, metadata,
 // statistics and the repository API, on top of the ModelManager.
 
-import type { InferRequest, InferResponse } from '../contracts/infer.js';
+import type { InferRequest, InferResponse, InferStreamEvent } from '../contracts/infer.js';
 import type { InferenceService, LoadOverride, ModelMetadata, ModelStatistics, RepositoryIndexEntry, ServerMetadata } from '../contracts/inference-service.js';
 import type { ModelConfig, ModelTensorConfig } from '../contracts/model-config.js';
 import { repositoryModelName } from '../contracts/model-names.js';
@@ -142,6 +142,13 @@ export class ConveyorService implements InferenceService {
     } finally {
       lease?.release();
     }
+  }
+
+  /** The request's responses when its model streams them itself (a decoupled TypeScript model); undefined for any other. */
+  inferStream(request: InferRequest, signal?: AbortSignal): AsyncIterable<InferStreamEvent> | undefined {
+    this.refuseWhileDraining();
+    const served = this.manager.resolve(request.model, request.version);
+    return served.inferStream?.(request, signal);
   }
 
   /** A lease on `name` for one request (loads it on demand); an empty one without a residency. */

@@ -1,6 +1,6 @@
 // One loaded model version as the rest of the server sees it, whatever its backend.
 
-import type { InferRequest, InferResponse } from '../contracts/infer.js';
+import type { InferRequest, InferResponse, InferStreamEvent } from '../contracts/infer.js';
 import type { ModelStatistics, ModelVariant } from '../contracts/inference-service.js';
 import type { ModelConfig } from '../contracts/model-config.js';
 import type { FailureReason } from '../batcher/stats.js';
@@ -18,6 +18,12 @@ export interface ServedModel {
   /** The precision variant it runs (servedVariant of the effective config). */
   readonly variant: ModelVariant;
   infer(request: InferRequest, signal?: AbortSignal): Promise<InferResponse>;
+  /**
+   * A request's responses as the model sends them, the last with `final` (a decoupled TypeScript
+   * model's stream; ModelStreamInfer and BLS calls read it). Absent on backends whose decoupled
+   * requests take another path (an LLM's generate).
+   */
+  inferStream?(request: InferRequest, signal?: AbortSignal): AsyncIterable<InferStreamEvent>;
   statistics(): ModelStatistics;
   /** Failed requests by nv_inference_request_failure reason (read by the metrics at scrape time). */
   failures?(): Readonly<Record<FailureReason, number>>;
@@ -35,8 +41,6 @@ export interface ServedModel {
    * Backends whose requests cannot be interrupted (a running ONNX batch) leave this out.
    */
   abortInFlight?(reason: ConveyorError): number;
-  /** True when its answers go through the server's response cache (src/serving/cached-model.ts): Triton exports its nv_cache_*_per_model series then. */
-  readonly responseCacheEnabled?: boolean;
 }
 
 export interface BackendLoadRequest {
@@ -73,7 +77,7 @@ export interface ModelRouting {
   configOf(name: string): Promise<ModelConfig>;
 }
 
-/** Loads one version for one backend ("onnxruntime", "llm"). */
+/** Loads one version for one backend ("onnxruntime", "llm", "typescript"). */
 export type BackendLoader = (request: BackendLoadRequest) => Promise<ServedModel>;
 
 /** What a config.pbtxt's `hf_model` parameter asks of the resolver: the variant and attention backend its parameters name. */

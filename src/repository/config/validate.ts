@@ -9,7 +9,10 @@ import { ENSEMBLE_PLATFORM, validateEnsembleConfig } from './validate-ensemble.j
 import { checkRelativeFile, validateTensors } from './validate-tensors.js';
 
 /** Backends Conveyor serves, and the platform name Triton pairs with each (if any). */
-export const SUPPORTED_BACKENDS: Readonly<Record<string, string>> = { onnxruntime: 'onnxruntime_onnx', llm: '' };
+export const SUPPORTED_BACKENDS: Readonly<Record<string, string>> = { onnxruntime: 'onnxruntime_onnx', llm: '', typescript: '', javascript: '' };
+
+/** Backends whose models may be decoupled: the LLM's generations, a TypeScript model's response sender. */
+const DECOUPLED_BACKENDS: readonly string[] = ['llm', 'typescript', 'javascript'];
 
 /** Refuses what Conveyor cannot serve: scheduling kinds, platforms, backends; checks the name. */
 export function checkSupported(config: ParsedModelConfig & Partial<Record<UnsupportedField, unknown>>, loc: Locator, dirName: string): void {
@@ -33,7 +36,7 @@ export function checkSupported(config: ParsedModelConfig & Partial<Record<Unsupp
       'backend',
       `backend '${backend}' is not supported (Conveyor serves backends ${Object.keys(SUPPORTED_BACKENDS)
         .map((b) => `'${b}'`)
-        .join(' and ')})`,
+        .join(', ')})`,
       'UNSUPPORTED',
     );
   }
@@ -90,8 +93,9 @@ function validateInstanceGroup(group: InstanceGroupConfig, config: ModelConfig, 
 
 function validateTransactionPolicy(config: ModelConfig, loc: Locator): void {
   const policy = config.model_transaction_policy;
-  if (policy.decoupled && config.backend !== 'llm') {
-    loc.failAt(loc.posOr(policy, 'decoupled', [config, 'model_transaction_policy']), `model_transaction_policy decoupled is only supported for backend 'llm', not '${config.backend}'`);
+  if (policy.decoupled && !DECOUPLED_BACKENDS.includes(config.backend)) {
+    const backends = DECOUPLED_BACKENDS.map((b) => `'${b}'`).join(', ');
+    loc.failAt(loc.posOr(policy, 'decoupled', [config, 'model_transaction_policy']), `model_transaction_policy decoupled is only supported for backends ${backends}, not '${config.backend}'`);
   }
   if (config.response_cache?.enable && policy.decoupled) {
     loc.failAt(loc.posOr(config.response_cache, 'enable', [config, 'response_cache']), 'response_cache cannot be enabled for a decoupled model');

@@ -125,12 +125,14 @@ async function runRequest(wire: WireInferRequest, context: RequestContext): Prom
 }
 
 async function streamDecoupled(request: InferRequest, context: RequestContext): Promise<void> {
-  if (!context.decoupled) {
+  // A model that streams by itself (a TypeScript model's sender); otherwise the hook (an LLM's generation).
+  const events: AsyncIterable<DecoupledEvent> | undefined = context.service.inferStream?.(request, context.signal) ?? context.decoupled?.(request, context.signal);
+  if (!events) {
     throw new ConveyorError('UNSUPPORTED', `model '${request.model}' is decoupled and streaming generation over ModelStreamInfer is not available yet`);
   }
   // Triton stays silent on a flags-only final unless the request opts in to an empty response.
   const emptyFinal = request.parameters['triton_enable_empty_final_response'] === true;
-  for await (const event of context.decoupled(request, context.signal)) {
+  for await (const event of events) {
     // Leaving the loop calls the iterator's return(), so the producer can release its request.
     if (context.signal.aborted) return;
     const flags = { triton_final_response: event.final };

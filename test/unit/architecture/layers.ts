@@ -79,6 +79,16 @@ export const LAYERS: Readonly<Record<string, Layer>> = {
     imports: ['src/contracts', 'src/runtime', 'src/threads'],
     entry: 'entry.ts',
   },
+  'src/backend-api': {
+    holds: "the TypeScript backend's public module for model authors (`conveyor/backend` in a model file): the model class, its requests and responses, BLS calls, tensor helpers",
+    imports: ['src/contracts'],
+  },
+  'src/typescript-model-worker': {
+    holds:
+      "a TypeScript model's instance worker thread (backend typescript, instance_group count N): imports model.ts / model.js, runs initialize / execute / finalize, asks the main thread for its BLS calls",
+    imports: ['src/contracts', 'src/backend-api', 'src/threads'],
+    entry: 'entry.ts',
+  },
   'src/runners': {
     holds: 'model runners: how a decoder consumes the KV cache (the ModelRunner seam and its factory)',
     imports: ['src/contracts', 'src/errors.ts', 'src/kv-cache', 'src/runtime', 'src/threads'],
@@ -122,7 +132,7 @@ export const LAYERS: Readonly<Record<string, Layer>> = {
   },
   'src/repository/config': { holds: 'config.pbtxt and JSON config: parser, schema, printer', imports: ['src/contracts', 'src/errors.ts', 'src/repository'] },
   'src/serving': {
-    holds: 'served models behind the front ends: the model manager, the onnx and llm backends (the instance pool), ConveyorService',
+    holds: 'served models behind the front ends: the model manager, the onnx, llm and typescript backends (their instances), ConveyorService',
     imports: [
       'src/contracts',
       'src/errors.ts',
@@ -134,6 +144,7 @@ export const LAYERS: Readonly<Record<string, Layer>> = {
       'src/repository/config',
       'src/threads',
       'src/instance-worker',
+      'src/typescript-model-worker',
       'src/engine-client',
       'src/tokenizer',
       'src/tool-calls',

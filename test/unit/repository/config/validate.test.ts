@@ -35,7 +35,7 @@ describe('model-level rules', () => {
   });
 
   it('decoupled is for LLMs, and excludes the response cache', () => {
-    fails(`${ORT}model_transaction_policy {\n  decoupled: true\n}`, "3:3: model_transaction_policy decoupled is only supported for backend 'llm', not 'onnxruntime'");
+    fails(`${ORT}model_transaction_policy {\n  decoupled: true\n}`, "3:3: model_transaction_policy decoupled is only supported for backends 'llm', 'typescript', 'javascript', not 'onnxruntime'");
     fails('backend: "llm"\nmodel_transaction_policy { decoupled: true }\nresponse_cache { enable: true }', '3:18: response_cache cannot be enabled for a decoupled model');
     expect(parse('backend: "llm"\nresponse_cache { enable: true }').response_cache).toEqual({ enable: true });
   });

@@ -4,7 +4,9 @@
 // message_delta (stop_reason, stop_sequence, usage), message_stop. The stream's headers go out
 // with its first event, so a request refused before generating (overload, a bad constraint)
 // still gets a plain HTTP error; after that, a failure is an `error` event. A client that goes
-// away aborts the generation (runChoices stops with it).
+// away aborts the generation (runChoices stops with it); one that reads nothing while the model
+// unloads or the server drains is dropped after --undelivered-output-timeout-secs with the same
+// `error` event (overloaded_error) queued behind what it has not read (kit/stalled-writes.ts).
 
 import type { FastifyReply } from 'fastify';
 import type { GenerationEvent } from '../src/contracts/text-generation.js';
@@ -12,7 +14,8 @@ import { ConveyorError } from '../src/errors.js';
 import { prepareChoices, runChoices } from '../src/server/kit/choices.js';
 import type { ChatToolPlan } from '../src/server/kit/tool-plan.js';
 import type { AnthropicContext } from './context.js';
-import { SseWriter } from '../src/server/kit/sse.js';
+import { type SseEvent, SseWriter } from '../src/server/kit/sse.js';
+import type { ClosingModel } from '../src/server/kit/stalled-writes.js';
 import { ContentBlockStream, foldBlocks, type BlockEvent, type ReasoningOfModel } from './content.js';
 import { anthropicFailure } from './errors.js';
 import { checkFields, MESSAGES_FIELDS, messagesInput, MODEL_REQUIRED, streamFlag } from './request.js';
@@ -32,6 +35,8 @@ function stopSequences(body: Body): readonly string[] {
 }
 
 interface Generation {
+  /** The model generating: while it is going, a client that reads nothing is dropped (kit/stalled-writes.ts). */
+  readonly model: ClosingModel;
   readonly plan: ChatToolPlan;
   readonly reasoning: ReasoningOfModel;
   readonly events: AsyncGenerator<GenerationEvent>;
@@ -55,6 +60,7 @@ export async function createMessage(ctx: AnthropicContext, rawBody: unknown, rep
   const plan = messagesToolPlan(body, model);
   const choices = await prepareChoices(model, messagesInput(body, plan), 1);
   const generation: Generation = {
+    model,
     plan,
     reasoning: model.reasoningOf(choices[0]!),
     events: single(runChoices(model, withPriority(choices, priorityOverride(reply.request.headers[PRIORITY_HEADER])), signal)),
@@ -88,9 +94,14 @@ function hookHeaders(reply: FastifyReply): Record<string, string | number | stri
   return out;
 }
 
-async function streamMessage(reply: FastifyReply, { plan, reasoning, events, head, stops }: Generation, sendTimeoutMs: number | undefined): Promise<void> {
+/** How a stream already open ends on a failure: Anthropic's `error` event. */
+function failureEvents(error: unknown): readonly SseEvent[] {
+  return [{ name: 'error', payload: anthropicFailure(error).body }];
+}
+
+async function streamMessage(reply: FastifyReply, { model, plan, reasoning, events, head, stops }: Generation, sendTimeoutMs: number | undefined): Promise<void> {
   reply.hijack();
-  const sse = new SseWriter(reply.raw, sendTimeoutMs);
+  const sse = new SseWriter(reply.raw, sendTimeoutMs, model, failureEvents);
   // Anthropic names every event after the `type` its data carries, and ends without [DONE].
   const send = <E extends { readonly type: string }>(event: E): Promise<void> => sse.sendEvent(event.type, event);
   const reader = new ContentBlockStream(plan, reasoning);
@@ -128,7 +139,7 @@ async function streamMessage(reply: FastifyReply, { plan, reasoning, events, hea
       reply.raw.end(JSON.stringify(failure.body));
       return;
     }
-    await send(failure.body);
+    await sse.sendAll(failureEvents(error));
     sse.end();
   }
 }

@@ -7,7 +7,10 @@
 // headers go out with the first engine event, so a request refused before it produces anything
 // (overload, a bad prompt) still gets a plain HTTP error. With store (the default) the finished
 // response is kept for previous_response_id, GET, input_items and DELETE; background: true
-// answers at once and generates detached (background.ts).
+// answers at once and generates detached (background.ts). A streaming client that reads nothing
+// while the model unloads or the server drains is dropped after --undelivered-output-timeout-secs
+// with the same `error` and response.failed events queued behind what it has not read
+// (kit/stalled-writes.ts).
 
 import type { FastifyReply } from 'fastify';
 import type { GenerationEvent, ProcessedRequest } from '../../src/contracts/text-generation.js';
@@ -17,7 +20,7 @@ import type { OpenAIContext } from '../context.js';
 import { OpenAIRequestError, openaiFailure } from '../errors.js';
 import { runChoices } from '../../src/server/kit/choices.js';
 import { requireObject } from '../../src/server/kit/body.js';
-import { SseWriter } from '../../src/server/kit/sse.js';
+import { type SseEvent, SseWriter } from '../../src/server/kit/sse.js';
 import { chatToolPlan, keepsSpecialTokens, type ChatToolPlan } from '../../src/server/kit/tool-plan.js';
 import { inputItems, itemsToMessages, type Item } from './input-items.js';
 import { runInBackground } from './background.js';
@@ -110,7 +113,7 @@ export async function createResponse(ctx: OpenAIContext, store: ResponseStore, b
     return queued;
   }
   if (prepared.request.stream) {
-    await streamResponse(ctx, reply, identity.id, events, run, snapshot, keep);
+    await streamResponse(ctx, reply, { id: identity.id, model: prepared.model, events, run, snapshot, keep });
     return reply;
   }
   for await (const { event } of events) run.onEvent(event);
@@ -120,20 +123,32 @@ export async function createResponse(ctx: OpenAIContext, store: ResponseStore, b
   return response;
 }
 
-async function streamResponse(
-  ctx: OpenAIContext,
-  reply: FastifyReply,
-  id: string,
-  events: AsyncIterable<{ readonly event: GenerationEvent }>,
-  run: ResponseRun,
-  snapshot: () => WireObject,
-  keep: (response: WireObject) => void,
-): Promise<void> {
+interface ResponseStream {
+  readonly id: string;
+  /** The model generating: while it is going, a client that reads nothing is dropped (kit/stalled-writes.ts). */
+  readonly model: LlmModel;
+  readonly events: AsyncIterable<{ readonly event: GenerationEvent }>;
+  readonly run: ResponseRun;
+  readonly snapshot: () => WireObject;
+  readonly keep: (response: WireObject) => void;
+}
+
+async function streamResponse(ctx: OpenAIContext, reply: FastifyReply, { id, model, events, run, snapshot, keep }: ResponseStream): Promise<void> {
   reply.hijack();
-  const sse = new SseWriter(reply.raw, ctx.options.streamSendTimeoutMs);
   let sequence = 0;
+  const numbered = (event: OutputEvent): SseEvent => ({ name: event.type, payload: { ...event, sequence_number: sequence++ } });
+  // A failure after the stream opened: the `error` event, then response.failed (kept as failed).
+  const failureEvents = (error: unknown): readonly SseEvent[] => {
+    const failure = openaiFailure(error);
+    const { message, code, param } = failure.body.error;
+    run.status = 'failed';
+    const response = { ...snapshot(), error: { code: 'server_error', message } };
+    keep(response);
+    return [numbered({ type: 'error', code: code ?? failure.body.error.type, message, param }), numbered({ type: 'response.failed', response })];
+  };
+  const sse = new SseWriter(reply.raw, ctx.options.streamSendTimeoutMs, model, failureEvents);
   let opened = false;
-  const send = (event: OutputEvent): Promise<void> => sse.sendEvent(event.type, { ...event, sequence_number: sequence++ });
+  const send = (event: OutputEvent): Promise<void> => sse.sendAll([numbered(event)]);
   const open = async (): Promise<void> => {
     if (opened) return;
     opened = true;
@@ -157,18 +172,13 @@ async function streamResponse(
     sse.end();
   } catch (error) {
     if (sse.isClosed) return;
-    const failure = openaiFailure(error);
     if (!opened) {
+      const failure = openaiFailure(error);
       reply.raw.writeHead(failure.status, { ...hookHeaders(reply), ...failure.headers, 'content-type': 'application/json' });
       reply.raw.end(JSON.stringify(failure.body));
       return;
     }
-    const { message, code, param } = failure.body.error;
-    await send({ type: 'error', code: code ?? failure.body.error.type, message, param });
-    run.status = 'failed';
-    const response = { ...snapshot(), error: { code: 'server_error', message } };
-    keep(response);
-    await send({ type: 'response.failed', response });
+    await sse.sendAll(failureEvents(error));
     sse.end();
   }
 }

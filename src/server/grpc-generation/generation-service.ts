@@ -2,13 +2,17 @@
 // written as engine steps produce them, with the call's flow control respected (a slow reader
 // pauses consumption instead of piling messages up in memory); the final message carries the
 // finish reason and usage. Cancelling the call, or its deadline passing, aborts the request,
-// which frees its KV-cache blocks within one engine step (ARCHITECTURE.md principle 5).
+// which frees its KV-cache blocks within one engine step (ARCHITECTURE.md principle 5). A client
+// that reads nothing while the model unloads or the server drains is dropped after
+// --undelivered-output-timeout-secs: the call ends UNAVAILABLE (kit/grpc/flow-control.ts).
 
 import type { ServerWritableStream, UntypedServiceImplementation } from '@grpc/grpc-js';
 import type { LlmLookup } from '../generation/lookup.js';
 import { loadServiceDefinition } from '../kit/grpc/protos.js';
 import type { GrpcService } from '../kit/grpc/server.js';
 import { cancelledError, toGrpcStatusWithDetails } from '../kit/grpc/status.js';
+import { awaitRoom, drainOf } from '../kit/grpc/flow-control.js';
+import type { LlmModel } from '../../serving/llm-backend.js';
 import { deltaToWire, finalToWire, generateCallFromWire, type WireGenerateRequest, type WireGenerateResponse } from './generation-codec.js';
 import { PRIORITY_HEADER, priorityOverride } from '../../serving/request-priority.js';
 
@@ -39,8 +43,9 @@ async function generate(lookup: LlmLookup, call: GenerateCall): Promise<void> {
     for await (const event of model.generate(prepared, controller.signal)) {
       // Leaving the loop ends the generation (the engine is told to abort if it has not finished).
       if (call.cancelled) return;
-      if (event.text !== '' || event.tokenIds.length > 0) await write(call, deltaToWire(requestId, event));
-      if (event.finishReason !== null) await write(call, finalToWire(requestId, event));
+      const messages = [...(event.text !== '' || event.tokenIds.length > 0 ? [deltaToWire(requestId, event)] : []), ...(event.finishReason !== null ? [finalToWire(requestId, event)] : [])];
+      // A client dropped for reading nothing while the model goes has its call ended already.
+      for (const message of messages) if (!(await write(call, message, model))) return;
     }
     if (!call.cancelled) call.end();
   } catch (error) {
@@ -51,16 +56,11 @@ async function generate(lookup: LlmLookup, call: GenerateCall): Promise<void> {
   }
 }
 
-/** Resolves once grpc-js will take more (immediately unless its buffer is full) or the call is gone. */
-function write(call: GenerateCall, message: WireGenerateResponse): Promise<void> {
-  if (call.cancelled || call.write(message)) return Promise.resolve();
-  return new Promise((resolve) => {
-    const done = (): void => {
-      call.removeListener('drain', done);
-      call.removeListener('cancelled', done);
-      resolve();
-    };
-    call.once('drain', done);
-    call.once('cancelled', done);
-  });
+/**
+ * Resolves true once grpc-js will take more (immediately unless its buffer is full) or the call is
+ * gone; false when the client was dropped for reading nothing while `model` was going.
+ */
+function write(call: GenerateCall, message: WireGenerateResponse, model: LlmModel): Promise<boolean> {
+  if (call.cancelled || call.write(message)) return Promise.resolve(true);
+  return awaitRoom(call, drainOf(call), model);
 }

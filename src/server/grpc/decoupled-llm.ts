@@ -6,7 +6,7 @@
 
 import type { InferRequest, InferResponse } from '../../contracts/infer.js';
 import type { Tensor } from '../../contracts/tensors.js';
-import type { LlmLookup } from '../generation/lookup.js';
+import { servingLlm, type LlmLookup } from '../generation/lookup.js';
 import { buildTritonLlmRequest, tritonInputsFromTensors } from '../generation/triton-llm-request.js';
 import { generateTritonLlm, type TritonLlmOutput, type TritonLlmResponse } from '../generation/triton-llm.js';
 import type { DecoupledEvent, DecoupledInfer } from './stream-infer.js';
@@ -16,8 +16,11 @@ export function llmDecoupledInfer(lookup: LlmLookup): DecoupledInfer {
     const ref = { model: request.model, version: request.version, id: request.id };
     const llm = buildTritonLlmRequest(ref, tritonInputsFromTensors(request.inputs), request.parameters);
     const wanted = request.outputs ? new Set(request.outputs.map((o) => o.name)) : undefined;
+    let model: DecoupledEvent['model'];
     for await (const response of generateTritonLlm(lookup, llm, signal)) {
-      yield { response: toInferResponse(response, wanted), final: response.final };
+      // Known once generating; its closing bounds the wait on a client that reads nothing.
+      model ??= servingLlm(lookup, llm.model, llm.version);
+      yield { response: toInferResponse(response, wanted), final: response.final, ...(model ? { model } : {}) };
     }
   };
 }

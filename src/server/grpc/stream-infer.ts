@@ -3,7 +3,10 @@
 // error_message on the stream, which stays open. A call made with Triton's `triton_grpc_error:
 // true` metadata instead ends at its first failure with that error's gRPC status (load shedding:
 // UNAVAILABLE with the wait as trailing metadata), as Triton does. Cancelling the call aborts
-// every request still running on it (ARCHITECTURE.md principle 5).
+// every request still running on it (ARCHITECTURE.md principle 5). A client that reads nothing
+// while the model behind a decoupled request unloads or the server drains is dropped after
+// --undelivered-output-timeout-secs: the call ends UNAVAILABLE with every request on it
+// (kit/grpc/flow-control.ts).
 
 import type { ServerDuplexStream } from '@grpc/grpc-js';
 import type { InferRequest, InferResponse } from '../../contracts/infer.js';
@@ -11,6 +14,8 @@ import type { InferenceService } from '../../contracts/inference-service.js';
 import { asConveyorError, ConveyorError } from '../../errors.js';
 import { inferRequestFromWire, inferResponseToWire } from './infer-codec.js';
 import { cancelledError, toGrpcStatusWithDetails } from '../kit/grpc/status.js';
+import { awaitRoom, drainOf } from '../kit/grpc/flow-control.js';
+import type { LlmModel } from '../../serving/llm-backend.js';
 import type { WireInferRequest, WireInferResponse, WireStreamInferResponse } from './wire-types.js';
 
 /** One response of a decoupled model; `response` is absent on a flags-only final. */
@@ -18,6 +23,8 @@ export interface DecoupledEvent {
   readonly response?: InferResponse;
   /** True on the request's last event. */
   readonly final: boolean;
+  /** The model producing it: while it is going, a client that reads nothing is dropped (kit/grpc/flow-control.ts). */
+  readonly model?: LlmModel;
 }
 
 /**
@@ -53,18 +60,12 @@ export function handleModelStreamInfer(service: InferenceService, decoupled?: De
     // grpc-js buffers whatever the client has not read yet; a slow reader makes writers wait
     // (one shared wait per call) instead of growing that buffer.
     let drained: Promise<void> | undefined;
-    const waitForDrain = () =>
-      (drained ??= new Promise<void>((resolve) => {
-        const done = () => {
-          drained = undefined;
-          call.removeListener('drain', done);
-          controller.signal.removeEventListener('abort', done);
-          resolve();
-        };
-        call.once('drain', done);
-        controller.signal.addEventListener('abort', done, { once: true });
-      }));
-    const write = (message: WireStreamInferResponse): Promise<void> => (controller.signal.aborted || call.write(message) ? Promise.resolve() : waitForDrain());
+    const waitForDrain = (): Promise<void> => (drained ??= drainOf(call, controller.signal).finally(() => (drained = undefined)));
+    const write = async (message: WireStreamInferResponse, model?: LlmModel): Promise<void> => {
+      if (controller.signal.aborted || call.write(message)) return;
+      // Dropped (the call ended UNAVAILABLE), the call's other requests end with it.
+      if (!(await awaitRoom(call, waitForDrain(), model))) controller.abort(cancelledError());
+    };
     // Triton's opt-in: the first failure ends the call with its status, and the requests still running with it.
     const fail = call.metadata.get('triton_grpc_error')[0] === 'true' ? (error: unknown) => failCall(call, controller, error) : undefined;
 
@@ -89,8 +90,8 @@ interface RequestContext {
   readonly service: InferenceService;
   readonly decoupled: DecoupledInfer | undefined;
   readonly signal: AbortSignal;
-  /** Resolves when the stream can take more. */
-  readonly write: (message: WireStreamInferResponse) => Promise<void>;
+  /** Resolves when the stream can take more; `model`, the one that produced it, bounds the wait while it is going. */
+  readonly write: (message: WireStreamInferResponse, model?: LlmModel) => Promise<void>;
   /** Set under `triton_grpc_error: true`: a failure ends the call rather than becoming an error_message. */
   readonly fail?: (error: unknown) => void;
 }
@@ -137,10 +138,10 @@ async function streamDecoupled(request: InferRequest, context: RequestContext): 
     if (context.signal.aborted) return;
     const flags = { triton_final_response: event.final };
     if (event.response) {
-      await context.write(answer(inferResponseToWire(event.response, flags)));
+      await context.write(answer(inferResponseToWire(event.response, flags)), event.model);
     } else if (event.final && emptyFinal) {
       const empty: InferResponse = { model: request.model, version: request.version ?? '', outputs: [], ...(request.id ? { id: request.id } : {}) };
-      await context.write(answer(inferResponseToWire(empty, flags)));
+      await context.write(answer(inferResponseToWire(empty, flags)), event.model);
     }
     if (event.final) return;
   }

@@ -5,20 +5,40 @@
 // drain so a slow reader holds back the event stream instead of growing the socket buffer; one
 // that reads nothing for the send timeout (or, while its model is going, for
 // --undelivered-output-timeout-secs) is dropped (stalled-writes.ts). How a stream ends is
-// the protocol's: OpenAI's SDKs expect `data: [DONE]` (done()), the others just end().
+// the protocol's: OpenAI's SDKs expect `data: [DONE]` (done()), the others just end(). A stream
+// dropped while its model goes ends with the front end's `farewell`: the protocol's error events,
+// the same ones it sends for any failure after the stream opened.
 
 import type { ServerResponse } from 'node:http';
 import { DEFAULT_LIMITS } from '../../config/limits.js';
+import type { ConveyorError } from '../../errors.js';
 import { type ClosingModel, writeOrDrop } from './stalled-writes.js';
+
+/** One event: `event: <name>` when the protocol names its events, then its JSON data. */
+export interface SseEvent {
+  readonly name?: string;
+  readonly payload: unknown;
+}
+
+/** The events that end a stream with `error`, in the front end's protocol. */
+export type SseFarewell = (error: ConveyorError) => readonly SseEvent[];
+
+function frameOf({ name, payload }: SseEvent): string {
+  return `${name === undefined ? '' : `event: ${name}\n`}data: ${JSON.stringify(payload)}\n\n`;
+}
 
 export class SseWriter {
   private closed = false;
 
-  /** `model`: the one the stream serves; while it is going, a client that reads nothing is dropped sooner (stalled-writes.ts). */
+  /**
+   * `model`: the one the stream serves; while it is going, a client that reads nothing is dropped
+   * sooner (stalled-writes.ts), told why by `farewell` (the protocol's error events) when given.
+   */
   constructor(
     private readonly response: ServerResponse,
     private readonly stallTimeoutMs = DEFAULT_LIMITS.streamSendTimeoutSecs * 1000,
     private readonly model?: ClosingModel,
+    private readonly farewell?: SseFarewell,
   ) {
     response.once('close', () => (this.closed = true));
   }
@@ -43,12 +63,17 @@ export class SseWriter {
 
   /** One event carrying `payload` as JSON. */
   send(payload: unknown): Promise<void> {
-    return this.write(`data: ${JSON.stringify(payload)}\n\n`);
+    return this.write(frameOf({ payload }));
   }
 
   /** A named event (`event: <name>`), as the Responses and Messages APIs stream them. */
   sendEvent(name: string, payload: unknown): Promise<void> {
-    return this.write(`event: ${name}\ndata: ${JSON.stringify(payload)}\n\n`);
+    return this.write(frameOf({ name, payload }));
+  }
+
+  /** Each of `events` in turn. */
+  async sendAll(events: readonly SseEvent[]): Promise<void> {
+    for (const event of events) await this.write(frameOf(event));
   }
 
   /** OpenAI's terminating event, then the end of the response. */
@@ -63,6 +88,7 @@ export class SseWriter {
 
   private write(frame: string): Promise<void> {
     if (this.isClosed) return Promise.resolve();
-    return writeOrDrop(this.response, frame, this.stallTimeoutMs, this.model);
+    const farewell = this.farewell;
+    return writeOrDrop(this.response, frame, this.stallTimeoutMs, this.model, farewell && ((error) => farewell(error).map(frameOf).join('')));
   }
 }

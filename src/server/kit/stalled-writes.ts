@@ -8,10 +8,22 @@
 // While the model a stream serves is going (unload, sleep, a precision swap, the drain: its
 // `closing` signal), the wait is bounded more tightly, by --undelivered-output-timeout-secs
 // counted from the later of the close and the start of the wait, whatever the send timeout: the
-// client is dropped and the model goes without waiting for it. The WebSocket front end bounds
-// its own waits the same way with waitOrGiveUp.
+// client is dropped and the model goes without waiting for it. The WebSocket front end and the
+// gRPC streams (kit/grpc/flow-control.ts) bound their own waits the same way with waitOrGiveUp.
+//
+// A client dropped so is told why in its protocol's shape where that can still reach it: its
+// last words (an SSE error event, a WebSocket close frame, a gRPC status) are queued behind what
+// it has not read, and the connection or stream is cut FAREWELL_GRACE_MS later unless it took
+// them, so one that never reads again costs the server nothing past the bound and the grace.
 
 import type { ServerResponse } from 'node:http';
+import { type ConveyorError, unavailable } from '../../errors.js';
+
+/**
+ * How long a client dropped while its model goes has to take its last words (the protocol's
+ * error, a close frame) before its connection or stream is cut.
+ */
+export const FAREWELL_GRACE_MS = 1000;
 
 /** The model a stream serves, as far as its writes care (an LlmModel). */
 export interface ClosingModel {
@@ -25,6 +37,11 @@ export interface ClosingModel {
 /** Why a client that did not read was dropped while `model` was going. */
 export function undeliveredReason(model: ClosingModel): string {
   return `model '${model.name}' is unloading and this client read nothing for ${model.undeliveredOutputTimeoutMs / 1000} s`;
+}
+
+/** The error a client dropped while `model` was going is told, in its protocol's shape. */
+export function undeliveredError(model: ClosingModel): ConveyorError {
+  return unavailable(`${undeliveredReason(model)}; retry the request`);
 }
 
 /**
@@ -54,9 +71,11 @@ export function waitOrGiveUp(wait: Promise<void>, model: ClosingModel | undefine
 
 /**
  * Writes `frame`; resolves once the socket took it, the client went away, or the client was
- * dropped for stalling (the send timeout, or the bound while `model` is closing).
+ * dropped for stalling (the send timeout, or the bound while `model` is closing). Dropped while
+ * `model` closes, the response ends with `farewell(error)` (the protocol's error, queued behind
+ * what the client has not read) and is cut FAREWELL_GRACE_MS later; without one it is cut at once.
  */
-export function writeOrDrop(response: ServerResponse, frame: string, stallTimeoutMs: number, model?: ClosingModel): Promise<void> {
+export function writeOrDrop(response: ServerResponse, frame: string, stallTimeoutMs: number, model?: ClosingModel, farewell?: (error: ConveyorError) => string): Promise<void> {
   if (response.destroyed || response.writableEnded) return Promise.resolve();
   if (response.write(frame)) return Promise.resolve();
   let settle = (): void => {};
@@ -79,6 +98,16 @@ export function writeOrDrop(response: ServerResponse, frame: string, stallTimeou
   return waitOrGiveUp(drained, model).then((took) => {
     if (took) return;
     settle();
-    response.destroy(new Error(undeliveredReason(model)));
+    if (farewell === undefined) response.destroy(new Error(undeliveredReason(model)));
+    else endWithFarewell(response, farewell(undeliveredError(model)), undeliveredReason(model));
   });
+}
+
+/** Ends `response` with `last` (behind what the client has not read) and cuts it if the client has not taken it within the grace. */
+function endWithFarewell(response: ServerResponse, last: string, reason: string): void {
+  if (response.destroyed || response.writableEnded) return;
+  response.end(last);
+  const cut = setTimeout(() => response.destroy(new Error(reason)), FAREWELL_GRACE_MS);
+  cut.unref();
+  response.once('close', () => clearTimeout(cut));
 }

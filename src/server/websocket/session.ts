@@ -11,10 +11,7 @@ import { deltaMessage, doneMessage, duplicateId, errorMessage, type ClientMessag
 import { movable, type OffThreadParser } from '../kit/offthread-parse.js';
 import { fromWire, OFFTHREAD_FRAME_MODULE, readFrame, type OffThreadFrameInput, type ReadFrame } from './offthread-frame.js';
 import { Outbox, type OutboxLimits, type SendingSocket } from './outbox.js';
-import { type ClosingModel, undeliveredReason, waitOrGiveUp } from '../kit/stalled-writes.js';
-
-/** How long a client dropped while its model goes has to take the close frame before the connection is cut. */
-const CLOSE_GRACE_MS = 1000;
+import { type ClosingModel, FAREWELL_GRACE_MS, undeliveredReason, waitOrGiveUp } from '../kit/stalled-writes.js';
 
 export interface SessionLimits extends OutboxLimits {
   /** Live generations one socket may hold. */
@@ -209,7 +206,7 @@ export class WebSocketSession {
     if (this.closed) return;
     this.close();
     this.socket.close(1001, undeliveredReason(model).slice(0, 123));
-    setTimeout(() => this.socket.terminate(), CLOSE_GRACE_MS).unref();
+    setTimeout(() => this.socket.terminate(), FAREWELL_GRACE_MS).unref();
   }
 
   private close(): void {

@@ -163,9 +163,9 @@ export const LAYERS: Readonly<Record<string, Layer>> = {
   },
   [GRPC_KIT]: {
     holds:
-      'front-end kit, owned by no gRPC front end: the one gRPC server (both services on one port, drained on stop), the access interceptor and its RPC table, errors → gRPC status, grpc.health.v1, proto loading',
+      'front-end kit, owned by no gRPC front end: the one gRPC server (both services on one port, drained on stop), the access interceptor and its RPC table, errors → gRPC status, grpc.health.v1, proto loading, flow control (the stalled-writes bound, from the kit)',
     tier: 'front-end kit',
-    imports: ['src/contracts', 'src/errors.ts', 'src/serving', 'src/security'],
+    imports: ['src/contracts', 'src/errors.ts', 'src/serving', 'src/security', KIT],
   },
   [TRITON_GENERATION]: {
     holds: "front-end kit: Triton's LLM request (generate, ModelStreamInfer) and the LLM lookup, shared by the KServe front ends and the WebSocket",

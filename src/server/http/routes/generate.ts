@@ -9,13 +9,12 @@
 
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { asConveyorError, ConveyorError, invalidArg } from '../../../errors.js';
-import type { LlmLookup } from '../../generation/lookup.js';
+import { servingLlm, type LlmLookup } from '../../generation/lookup.js';
 import { buildTritonLlmRequest, isTritonInput, TRITON_LLM_INPUTS, type TritonInputValues, type TritonLlmRequest } from '../../generation/triton-llm-request.js';
 import { generateTritonLlm, type TritonLlmResponse } from '../../generation/triton-llm.js';
 import { parseJson } from '../codec/json-body.js';
 import { abortOnDisconnect } from '../../kit/transport.js';
 import { SseWriter } from '../../kit/sse.js';
-import type { ClosingModel } from '../../kit/stalled-writes.js';
 import { isObject } from '../../kit/body.js';
 import { DEFAULT_LIMITS } from '../../../config/limits.js';
 import { modelPaths, versionOf, type ModelParams } from './models.js';
@@ -49,7 +48,7 @@ async function handleGenerateStream(lookup: LlmLookup, request: GenerateRequest,
   let next = await responses.next();
   reply.hijack();
   // The model the stream serves bounds a client that reads nothing while it unloads (stalled-writes.ts).
-  const sse = new SseWriter(reply.raw, streamSendTimeoutMs, servingModel(lookup, llm));
+  const sse = new SseWriter(reply.raw, streamSendTimeoutMs, servingLlm(lookup, llm.model, llm.version));
   sse.open();
   try {
     while (!next.done && !sse.isClosed) {
@@ -62,14 +61,6 @@ async function handleGenerateStream(lookup: LlmLookup, request: GenerateRequest,
   } finally {
     await responses.return(undefined);
     sse.end();
-  }
-}
-
-function servingModel(lookup: LlmLookup, request: TritonLlmRequest): ClosingModel | undefined {
-  try {
-    return lookup.llmModel(request.model, request.version);
-  } catch {
-    return undefined;
   }
 }
 

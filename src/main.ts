@@ -13,6 +13,8 @@ import { loadOnnxModel } from './serving/onnx-backend.js';
 import { loadTypeScriptModel } from './serving/typescript-backend.js';
 import { ENSEMBLE_PLATFORM, loadEnsembleModel } from './serving/ensemble-backend.js';
 import type { BackendLoader, HubModelResolver } from './serving/served-model.js';
+import { ResponseCache } from './serving/response-cache.js';
+import type { ServerResponseCache } from './serving/cached-model.js';
 import type { InferenceService } from './contracts/inference-service.js';
 import { kserveGrpcService, llmDecoupledInfer } from './server/grpc/index.js';
 import { generationGrpcService } from './server/grpc-generation/index.js';
@@ -69,23 +71,14 @@ export async function startServer(options: ServerOptions, start: StartOptions): 
   const log: StartOptions['log'] = (line, fields) => {
     if (settings.log.allows('info')) start.log(line, fields);
   };
+  const responseCache = serverResponseCache(options);
   // Read at scrape time only, by which point the manager exists.
-  const metrics = createMetrics({ models: () => manager.servedModels(), engineType: options.metricsEngineType });
+  const metrics = createMetrics({ models: () => manager.servedModels(), engineType: options.metricsEngineType, responseCache: () => responseCache?.summary() });
   if (options.hubModel !== undefined && options.model === undefined) throw new Error(`--model ${options.hubModel}: a Hub model is fetched by the CLI before the server starts`);
   // One load shedding for every generation of a model, whatever protocol it came by.
   const admission = new Admission({ maxQueuedRequests: options.maxQueuedRequests, maxQueuedTokens: options.limits.maxNumQueuedTokens });
   const root = options.model ? (await singleModelRepository(options.model, options.servedModelName, options, options.modelSource)).root : options.modelRepository;
-  const manager = new ModelManager({
-    root,
-    mode: options.modelControlMode,
-    loaders: withServingAddress(
-      withLlmMetrics({ onnxruntime: loadOnnxModel, llm: loadLlmModel, [ENSEMBLE_PLATFORM]: loadEnsembleModel, typescript: loadTypeScriptModel, javascript: loadTypeScriptModel, ...start.loaders }, metrics, options.limits, admission),
-      options,
-    ),
-    log,
-    memoryBudgetBytes: options.limits.memoryBudgetBytes,
-    ...(start.hubModels ? { hubModels: start.hubModels } : {}),
-  });
+  const manager = createModelManager(root, options, start, { metrics, admission, responseCache, log });
   await manager.start(options.loadModels);
   if (options.modelControlMode === 'poll') manager.startPolling(options.repositoryPollSecs);
   const residency = modelResidency(manager, options, metrics, log);
@@ -154,6 +147,41 @@ export async function startServer(options: ServerOptions, start: StartOptions): 
       options.exitTimeoutSecs * 1000,
     ).then(() => undefined));
   return { httpPort, grpcPort, metricsPort: metricsServer.port, metrics, service, manager, httpRoutes: http.routeAccess, stop };
+}
+
+/** Triton's local cache (--cache-config): one for the server, shared by every model whose config enables it. */
+function serverResponseCache(options: ServerOptions): ServerResponseCache | undefined {
+  return options.responseCache ? new ResponseCache({ capacityBytes: options.responseCache.sizeBytes }) : undefined;
+}
+
+/** What the model manager's backends share with the rest of the server. */
+interface ManagerShares {
+  readonly metrics: ConveyorMetrics;
+  readonly admission: Admission;
+  readonly responseCache: ServerResponseCache | undefined;
+  readonly log: StartOptions['log'];
+}
+
+/** The model manager over `root`: every backend, given the server's metrics, limits, load shedding and serving address, and the response cache. */
+function createModelManager(root: string, options: ServerOptions, start: StartOptions, shares: ManagerShares): ModelManager {
+  const { metrics, admission, responseCache, log } = shares;
+  return new ModelManager({
+    root,
+    mode: options.modelControlMode,
+    loaders: withServingAddress(
+      withLlmMetrics(
+        { onnxruntime: loadOnnxModel, llm: loadLlmModel, [ENSEMBLE_PLATFORM]: loadEnsembleModel, typescript: loadTypeScriptModel, javascript: loadTypeScriptModel, ...start.loaders },
+        metrics,
+        options.limits,
+        admission,
+      ),
+      options,
+    ),
+    log,
+    memoryBudgetBytes: options.limits.memoryBudgetBytes,
+    ...(responseCache ? { responseCache } : {}),
+    ...(start.hubModels ? { hubModels: start.hubModels } : {}),
+  });
 }
 
 /** Loads on demand, idle unload and sleep, from the --load-on-demand family of flags. */

@@ -101,3 +101,47 @@ export class ModelStatsRecorder {
     return { ...this.failureCounts };
   }
 }
+
+/**
+ * A model version's response cache counts, laid over its statistics: Triton counts a hit in
+ * success and queue (and last_inference) but in no compute phase, execution or inference count,
+ * and a hit's and a miss's cache time in cache_hit / cache_miss (a miss: the lookup and the
+ * insertion; a request that then fails is counted by the failure alone).
+ */
+export class CacheStatsRecorder {
+  private readonly hits = zero();
+  private readonly misses = zero();
+  private readonly hitRequests = zero();
+  private readonly hitQueue = zero();
+  private lastHitMs = 0;
+
+  /** A request answered from the cache: `requestNs` arrival to answer, `queueNs` arrival to lookup, `lookupNs` the lookup and copy. */
+  recordHit(requestNs: number, queueNs: number, lookupNs: number, epochMs: number): void {
+    add(this.hits, lookupNs);
+    add(this.hitRequests, requestNs);
+    add(this.hitQueue, queueNs);
+    this.lastHitMs = Math.max(this.lastHitMs, epochMs);
+  }
+
+  /** A request executed after a miss and its response stored (or found too large): the cache's share of its time. */
+  recordMiss(cacheNs: number): void {
+    add(this.misses, cacheNs);
+  }
+
+  /** `model`'s statistics with the cache's counts added in. */
+  overlay(model: ModelStatistics): ModelStatistics {
+    const s = model.inference_stats;
+    const sum = (a: StatisticDuration, b: StatisticDuration): StatisticDuration => ({ count: a.count + b.count, ns: a.ns + b.ns });
+    return {
+      ...model,
+      last_inference: Math.max(model.last_inference, this.lastHitMs),
+      inference_stats: {
+        ...s,
+        success: sum(s.success, this.hitRequests),
+        queue: sum(s.queue, this.hitQueue),
+        cache_hit: sum(s.cache_hit, this.hits),
+        cache_miss: sum(s.cache_miss, this.misses),
+      },
+    };
+  }
+}

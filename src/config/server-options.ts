@@ -9,6 +9,7 @@ import { DEFAULT_KEEP_ALIVE, KEEP_ALIVE_FORMS, readKeepAlive, type KeepAliveMs }
 import { limitArgOptions, limitsUsage, readLimits, type ResourceLimits } from './limits.js';
 import { modelFlagArgOptions, modelFlagsUsage, readModelFlags, type ModelFlagValues } from './model-flags.js';
 import { METRICS_ENGINE_TYPES, type MetricsEngineType } from '../metrics/metric-definitions.js';
+import { CACHE_CONFIG_ARG_OPTIONS, CACHE_CONFIG_USAGE, readCacheConfig, type ResponseCacheConfig } from './cache-config.js';
 
 export type ModelControlMode = 'none' | 'poll' | 'explicit';
 
@@ -52,6 +53,8 @@ export interface ServerOptions extends AccessOptions, ModelFlagValues {
   readonly limits: ResourceLimits;
   /** Models loaded on first use, kept while used, unloaded when idle or to make room (src/serving/model-residency.ts). */
   readonly onDemand: OnDemandOptions;
+  /** --cache-config / --response-cache-byte-size: Triton's response cache, shared by the models that enable it; absent, no model caches. */
+  readonly responseCache?: ResponseCacheConfig;
 }
 
 export interface OnDemandOptions {
@@ -120,6 +123,7 @@ Models on demand (Ollama / llama.cpp router style; needs --model-control-mode ex
   --keep-alive DURATION        unload a model idle this long: 5m, 30s, 1h, seconds; 0 = after each
                                request, -1 = never (default ${DEFAULT_KEEP_ALIVE}; a model's keep_alive parameter
                                and a request's keep_alive field override it)
+${CACHE_CONFIG_USAGE}
 Resource limits:
 ${limitsUsage()}`;
 
@@ -188,6 +192,7 @@ function readFlags(argv: readonly string[]) {
         'max-loaded-models': { type: 'string' },
         'max-loaded-model-bytes': { type: 'string' },
         'keep-alive': { type: 'string' },
+        ...CACHE_CONFIG_ARG_OPTIONS,
         ...limitArgOptions(),
       },
     }).values;
@@ -205,6 +210,7 @@ export function parseServerOptions(argv: readonly string[]): ServerOptions {
   if (v.model !== undefined && v['model-repository'] !== undefined) throw new OptionsError('--model and --model-repository are alternatives; give one');
   if (v['served-model-name'] !== undefined && v.model === undefined) throw new OptionsError('--served-model-name needs --model');
   const modelFlags = readModelFlags(v, v.model, (message) => new OptionsError(message));
+  const responseCache = readCacheConfig(v, (message) => new OptionsError(message));
   const access = accessOptions({
     apiKeys: v['api-key'],
     apiKeyFiles: v['api-key-file'],
@@ -231,6 +237,7 @@ export function parseServerOptions(argv: readonly string[]): ServerOptions {
     maxQueuedRequests: count(v['max-queued-requests'], '--max-queued-requests', 0),
     limits: readLimits(v, (message) => new OptionsError(message)),
     onDemand: onDemandOptions(v, mode),
+    ...(responseCache ? { responseCache } : {}),
     ...(v.model === undefined ? {} : namesHubModel(v.model) ? { hubModel: v.model } : { model: resolve(v.model) }),
     ...(v['hf-token'] !== undefined ? { hfToken: v['hf-token'] } : {}),
     ...(v['served-model-name'] !== undefined ? { servedModelName: v['served-model-name'] } : {}),

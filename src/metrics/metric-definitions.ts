@@ -42,8 +42,39 @@ export const TRITON_METRICS = {
   computeInputDuration: { name: 'nv_inference_compute_input_duration_us', kind: 'counter', labels: TRITON_LABELS, help: 'Total input preparation time of successful requests, microseconds' },
   computeInferDuration: { name: 'nv_inference_compute_infer_duration_us', kind: 'counter', labels: TRITON_LABELS, help: 'Total model run time of successful requests, microseconds' },
   computeOutputDuration: { name: 'nv_inference_compute_output_duration_us', kind: 'counter', labels: TRITON_LABELS, help: 'Total output extraction time of successful requests, microseconds' },
+  // Response cache, per model: exported only for versions whose answers go through the cache, as Triton does.
+  cacheHits: { name: 'nv_cache_num_hits_per_model', kind: 'counter', labels: TRITON_LABELS, help: 'Number of response cache hits per model' },
+  cacheMisses: { name: 'nv_cache_num_misses_per_model', kind: 'counter', labels: TRITON_LABELS, help: 'Number of response cache misses per model' },
+  cacheHitDuration: {
+    name: 'nv_cache_hit_duration_per_model',
+    kind: 'counter',
+    labels: TRITON_LABELS,
+    help: 'Total time requests spent looking up and copying out cached responses on hits, microseconds',
+  },
+  cacheMissDuration: {
+    name: 'nv_cache_miss_duration_per_model',
+    kind: 'counter',
+    labels: TRITON_LABELS,
+    help: 'Total time requests spent looking up and inserting responses into the cache on misses, microseconds',
+  },
   // Not a Triton metric (Triton has none): the dynamic batcher's batch sizes, one observation per execution.
   batchSize: { name: 'conveyor_inference_batch_size', kind: 'histogram', labels: TRITON_LABELS, buckets: BATCH_SIZE_BUCKETS, help: 'Items per model execution formed by the dynamic batcher' },
+} as const satisfies Record<string, MetricDefinition>;
+
+/**
+ * The server-wide series of Triton's `local` response cache (its cache library registers them
+ * through Triton's custom metrics API, every one a gauge, without labels); exported only while the
+ * server has a cache (--cache-config).
+ */
+export const RESPONSE_CACHE_METRICS = {
+  utilization: { name: 'nv_cache_util', kind: 'gauge', labels: [], help: 'Cache utilization [0.0 - 1.0]' },
+  entries: { name: 'nv_cache_num_entries', kind: 'gauge', labels: [], help: 'Number of responses stored in response cache' },
+  lookups: { name: 'nv_cache_num_lookups', kind: 'gauge', labels: [], help: 'Number of cache lookups in response cache' },
+  hits: { name: 'nv_cache_num_hits', kind: 'gauge', labels: [], help: 'Number of cache hits in response cache' },
+  misses: { name: 'nv_cache_num_misses', kind: 'gauge', labels: [], help: 'Number of cache misses in response cache' },
+  evictions: { name: 'nv_cache_num_evictions', kind: 'gauge', labels: [], help: 'Number of cache evictions in response cache' },
+  lookupDuration: { name: 'nv_cache_lookup_duration', kind: 'gauge', labels: [], help: 'Total cache lookup duration (hit and miss), in microseconds' },
+  insertionDuration: { name: 'nv_cache_insertion_duration', kind: 'gauge', labels: [], help: 'Total cache insertion duration, in microseconds' },
 } as const satisfies Record<string, MetricDefinition>;
 
 // ---------------------------------------------------------------------------------------------
@@ -210,5 +241,12 @@ export function exportedDefinitions(engineType: MetricsEngineType): MetricDefini
   const llm = [LLM_HISTOGRAMS, LLM_COUNTERS, LLM_GAUGES].flatMap((group) => Object.values(group) as MetricDefinition[]);
   const prefixed = (prefix: string, defs: readonly MetricDefinition[]) => defs.map((d) => ({ ...d, name: `${prefix}${d.name}` }));
   const vllmOnly = engineType === 'vllm' ? prefixed(VLLM_PREFIX, Object.values(VLLM_ROUTING_METRICS)) : [];
-  return [...Object.values(TRITON_METRICS), ...llmPrefixes(engineType).flatMap((p) => prefixed(p, llm)), ...vllmOnly, ...Object.values(PROCESS_METRICS), ...Object.values(LIFECYCLE_METRICS)];
+  return [
+    ...Object.values(TRITON_METRICS),
+    ...Object.values(RESPONSE_CACHE_METRICS),
+    ...llmPrefixes(engineType).flatMap((p) => prefixed(p, llm)),
+    ...vllmOnly,
+    ...Object.values(PROCESS_METRICS),
+    ...Object.values(LIFECYCLE_METRICS),
+  ];
 }

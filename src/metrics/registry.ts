@@ -7,6 +7,8 @@ import { EVENT_LOOP_MONITORING_PRECISION_MS, LLM_PREFIX, type MetricsEngineType,
 import { PromLlmMetrics, type LlmMetricsObserver } from './llm-observer.js';
 import { PromLifecycleMetrics, type LifecycleObserver } from './lifecycle-metrics.js';
 import { registerTritonMetrics, type ModelSnapshotSource } from './triton-collector.js';
+import { registerResponseCacheMetrics } from './response-cache-collector.js';
+import type { ResponseCacheSummary } from '../contracts/response-cache.js';
 import type { MetricFamily } from '../contracts/ui-status.js';
 import { readFamilies } from './families.js';
 import { AS_REGISTERED, type FamilyNaming, writeExpositions } from './text-format.js';
@@ -23,6 +25,8 @@ export interface MetricsOptions {
   readonly models: () => readonly ModelSnapshotSource[];
   /** Whose names the LLM series speak besides conveyor: (`vllm`: every series again under vllm:, with vLLM's routing extras). */
   readonly engineType: MetricsEngineType;
+  /** The response cache's counts now (--cache-config); absent or undefined, the nv_cache_* server series have no samples. */
+  readonly responseCache?: () => ResponseCacheSummary | undefined;
   /** prom-client's process_* and nodejs_* metrics (default true; tests may turn them off). */
   readonly processMetrics?: boolean;
   /** The clock the process series' refresh interval is measured on, ms (performance.now; tests inject one). */
@@ -105,6 +109,7 @@ export function createMetrics(options: MetricsOptions): ConveyorMetrics {
   const llmRegistry = new Registry();
   const vllmNames = options.engineType === 'vllm';
   registerTritonMetrics(registry, options.models);
+  registerResponseCacheMetrics(registry, options.responseCache ?? (() => undefined));
   const llm = new PromLlmMetrics(llmRegistry, [LLM_PREFIX], vllmNames ? registry : undefined);
   if (options.processMetrics ?? true) {
     const before = new Set(registry.getMetricsAsArray());

@@ -21,6 +21,8 @@ export interface ModelSnapshotSource {
   supervision?(): { readonly restarts: number };
   /** The precision variant it runs; without it the `precision` label is empty. */
   readonly variant?: { readonly precision: string };
+  /** True when its answers go through the response cache: the per-model cache series are exported for it. */
+  readonly responseCacheEnabled?: boolean;
 }
 
 /** One model version as read at one instant. */
@@ -31,6 +33,7 @@ export interface ModelReading {
   readonly workersAlive: readonly boolean[];
   readonly restarts: number | undefined;
   readonly precision: string;
+  readonly cached: boolean;
 }
 
 export function readModel(source: ModelSnapshotSource): ModelReading {
@@ -43,6 +46,7 @@ export function readModel(source: ModelSnapshotSource): ModelReading {
     workersAlive: source.workersAlive?.() ?? [],
     restarts: source.supervision?.().restarts,
     precision: source.variant?.precision ?? '',
+    cached: source.responseCacheEnabled === true,
   };
 }
 
@@ -57,6 +61,7 @@ export function tritonSamples(reading: ModelReading): Record<TritonKey, Sample[]
   const s = reading.statistics;
   const labels = labelsOf(reading);
   const one = (value: number): Sample[] => [{ labels, value }];
+  const ifCached = (value: number): Sample[] => (reading.cached ? one(value) : []);
   // batch_stats counts executions per batch size; compute_infer is recorded once per execution.
   const batchCounts = new Map(s.batch_stats.map((b) => [b.batch_size, b.compute_infer.count]));
   return {
@@ -70,6 +75,10 @@ export function tritonSamples(reading: ModelReading): Record<TritonKey, Sample[]
     computeInputDuration: one(micros(s.inference_stats.compute_input)),
     computeInferDuration: one(micros(s.inference_stats.compute_infer)),
     computeOutputDuration: one(micros(s.inference_stats.compute_output)),
+    cacheHits: ifCached(s.inference_stats.cache_hit.count),
+    cacheMisses: ifCached(s.inference_stats.cache_miss.count),
+    cacheHitDuration: ifCached(micros(s.inference_stats.cache_hit)),
+    cacheMissDuration: ifCached(micros(s.inference_stats.cache_miss)),
     batchSize: histogramSamples(labels, TRITON_METRICS.batchSize.buckets, batchCounts),
   };
 }

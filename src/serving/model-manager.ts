@@ -22,6 +22,7 @@ import { fingerprintModel, listModelNames, versionDirectories } from '../reposit
 import { selectVersions } from '../repository/version-policy.js';
 import { budgetRefusal, estimateVersionsBytes, sumBytes, totalBytes, type VersionBytes } from './memory-budget.js';
 import { materializeOverride } from './load-override.js';
+import { responseCacheRefusal, withResponseCache, type ServerResponseCache } from './cached-model.js';
 
 interface VersionEntry {
   state: ModelState;
@@ -60,6 +61,8 @@ export interface ModelManagerOptions {
   readonly memoryBudgetBytes?: number;
   /** Resolves an llm config's `hf_model` parameter (a Hub model) to its directory; absent, such a config fails to load. */
   readonly hubModels?: HubModelResolver;
+  /** --cache-config: the response cache shared by the models whose config enables it; absent, none caches. */
+  readonly responseCache?: ServerResponseCache;
 }
 
 /** The llm parameter naming a Hub model (ORG/NAME[@REVISION]) that version 1 of the model serves. */
@@ -369,6 +372,8 @@ export class ModelManager {
     const loaderName = config.platform === ENSEMBLE_PLATFORM ? ENSEMBLE_PLATFORM : config.backend;
     const loader = this.options.loaders[loaderName];
     if (!loader) throw invalidArg(`failed to load '${name}': backend '${loaderName}' is not supported`);
+    const cacheRefusal = responseCacheRefusal(config);
+    if (cacheRefusal !== undefined) throw invalidArg(`failed to load '${name}': ${cacheRefusal}`);
     const fingerprint = await fingerprintModel(modelDir).catch(() => undefined);
     const hubSpec = config.backend === 'llm' ? config.parameters[HF_MODEL_PARAMETER]?.string_value : undefined;
     if (hubSpec !== undefined) ({ config, modelDir } = await this.hubModel(name, entry, config, hubSpec));
@@ -425,7 +430,9 @@ export class ModelManager {
     for (const version of wanted) {
       if (!entry.versions.has(version)) entry.versions.set(version, { state: 'LOADING', reason: '' });
       try {
-        const served = await loader({ name, version, modelDir, versionDir: join(modelDir, String(version)), config, log: this.options.log, models: this });
+        const loaded = await loader({ name, version, modelDir, versionDir: join(modelDir, String(version)), config, log: this.options.log, models: this });
+        // Every request to the version, from a client or another model, passes the cache from here on.
+        const served = withResponseCache(loaded, this.options.responseCache, this.options.log);
         fresh.set(version, { state: 'READY', reason: '', served, bytes: estimates.get(version) });
         this.options.log(`${name}: version ${version} READY`);
       } catch (error) {

@@ -41,6 +41,8 @@ export interface ServedModel {
    * Backends whose requests cannot be interrupted (a running ONNX batch) leave this out.
    */
   abortInFlight?(reason: ConveyorError): number;
+  /** True when its answers go through the server's response cache (src/serving/cached-model.ts): Triton exports its nv_cache_*_per_model series then. */
+  readonly responseCacheEnabled?: boolean;
 }
 
 export interface BackendLoadRequest {

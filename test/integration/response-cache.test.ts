@@ -3,8 +3,13 @@
 // the nv_cache_* series say so), equal to the uncached answer, over KServe HTTP with JSON and with
 // binary tensors and over gRPC alike; a different input or output request misses; unloading drops
 // the entries; the cache is bounded by --cache-config local,size and evicts the least recently
-// used; without a cache nothing is cached; a decoupled or LLM model enabling it is refused.
+// used; without a cache nothing is cached; a decoupled or LLM model enabling it is refused; an
+// ensemble and its composing models each cache their own answers.
+import { appendFile, mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { addEnsemble, addRowModel } from '../support/ensemble-models.js';
 import { parsePrometheusText, type PromFamily } from '../support/prometheus-text.js';
 import { grpcClients, unaryCall, type GrpcClients } from '../support/streams.js';
 import { configOf, loadModel, makeRepository, startTestServer, type TestServer } from '../support/server.js';
@@ -267,5 +272,56 @@ describe('response cache without --cache-config', () => {
     const families = await scrape(server);
     expect(families.get('nv_cache_num_entries')?.samples ?? []).toEqual([]);
     expect(sample(families, 'nv_cache_num_hits_per_model', { model: 'resnet-cached' })).toBeUndefined();
+  });
+});
+
+describe('response cache in an ensemble', () => {
+  let server: TestServer;
+  const WIDTH = 4;
+  const x = [1, 2, 3, 4];
+
+  beforeAll(async () => {
+    const root = await mkdtemp(join(tmpdir(), 'conveyor-cache-ensemble-'));
+    await addRowModel(root, 'double', 'double', WIDTH, 0);
+    await appendFile(join(root, 'double', 'config.pbtxt'), CACHED);
+    await addRowModel(root, 'increment', 'increment', WIDTH, 0);
+    const step = (model: string, from: string, to: string) => `{ model_name: "${model}" model_version: -1 input_map { key: "x" value: "${from}" } output_map { key: "y" value: "${to}" } }`;
+    await addEnsemble(
+      root,
+      'pipe',
+      `name: "pipe"
+platform: "ensemble"
+max_batch_size: 8
+input [ { name: "x" data_type: TYPE_FP32 dims: [ ${WIDTH} ] } ]
+output [ { name: "y" data_type: TYPE_FP32 dims: [ ${WIDTH} ] } ]
+ensemble_scheduling { step [ ${step('double', 'x', 'doubled')}, ${step('increment', 'doubled', 'y')} ] }
+${CACHED}`,
+    );
+    server = await startTestServer(root, ['--cache-config', 'local,size=65536']);
+  }, 120_000);
+
+  afterAll(async () => {
+    await server?.stop();
+  });
+
+  const infer = async (model: string): Promise<number[]> => {
+    const response = await fetch(`${server.http}/v2/models/${model}/infer`, {
+      method: 'POST',
+      body: JSON.stringify({ inputs: [{ name: 'x', datatype: 'FP32', shape: [1, WIDTH], data: x }] }),
+    });
+    expect(response.status).toBe(200);
+    return ((await response.json()) as { outputs: { data: number[] }[] }).outputs[0]!.data;
+  };
+
+  it('answers a repeated ensemble request from its own entry, and a composing model from the one its step stored', async () => {
+    expect(await infer('pipe')).toEqual([3, 5, 7, 9]);
+    expect(await infer('pipe')).toEqual([3, 5, 7, 9]);
+    expect(await statsOf(server, 'pipe')).toMatchObject({ execution_count: 1, inference_stats: { success: { count: 2 }, cache_hit: { count: 1 }, cache_miss: { count: 1 } } });
+    // The second request never reached the steps.
+    expect(await statsOf(server, 'increment')).toMatchObject({ execution_count: 1, inference_stats: { success: { count: 1 } } });
+    expect(await statsOf(server, 'double')).toMatchObject({ execution_count: 1, inference_stats: { cache_hit: { count: 0 }, cache_miss: { count: 1 } } });
+    // The step's request to `double` was the same as this one: its answer is in the cache.
+    expect(await infer('double')).toEqual([2, 4, 6, 8]);
+    expect(await statsOf(server, 'double')).toMatchObject({ execution_count: 1, inference_stats: { cache_hit: { count: 1 } } });
   });
 });

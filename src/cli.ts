@@ -19,6 +19,9 @@ import { pino, type LoggerOptions } from 'pino';
 import { logSettingsForLevel, severityOfLevel, thresholdFor, type LogSettings } from './config/log-settings.js';
 import { createRuntimeSettings } from './config/runtime-settings.js';
 
+/** Log lines queued behind a stdout that does not drain, at most (bytes). */
+const LOG_QUEUE_MAX_BYTES = 16 * 1024 * 1024;
+
 async function serve(argv: string[]): Promise<void> {
   if (argv.includes('--help') || argv.includes('-h')) {
     console.log(USAGE);
@@ -26,22 +29,30 @@ async function serve(argv: string[]): Promise<void> {
   }
   let options = parseServerOptions(argv);
   // Structured JSON lines on stdout (pino, fastify's logger); --log-level filters them.
-  // Written synchronously (lifecycle and per-generation lines are few), so the last lines before
-  // a forced exit or a crash are never lost in a buffer; request lines go through fastify's own logger.
+  // Written asynchronously, in order, each line as soon as the previous write is done: a
+  // synchronous write to a pipe its reader is slow to drain (a log collector, a busy parent)
+  // gets EAGAIN, and pino's writer then sleeps 100 ms on the serving thread and retries. What
+  // is still queued at exit (a forced exit, a crash) is written synchronously by pino's exit
+  // hook; past LOG_QUEUE_MAX_BYTES of backlog, lines are dropped rather than held.
   // Both loggers follow the run-time log settings (v2/logging), which start from --log-level.
   const settings = createRuntimeSettings(logSettingsForLevel(options.logLevel));
   const loggerOptions = followingLogSettings(settings.log);
-  const logger = pino(loggerOptions, pino.destination({ dest: 1, sync: true }));
+  const stdout = pino.destination({ dest: 1, sync: false, maxLength: LOG_QUEUE_MAX_BYTES });
+  const logger = pino(loggerOptions, stdout);
   settings.log.onChange((value) => (logger.level = thresholdFor(value)));
   const log = (line: string, fields?: Record<string, unknown>): void => logger.info(fields ?? {}, line);
   // Installed first, so a signal during startup drains the server once it is up (a second one exits at once).
   let started: Promise<RunningServer> | undefined;
-  handleSignals(async () => (await started)?.stop(), log);
+  handleSignals(
+    async () => (await started)?.stop(),
+    log,
+    () => stdout.flushSync(),
+  );
   // The bundled repository's weights are generated, never downloaded: build them if missing.
   const report: PullReport = { log: (line) => log(line), ...(process.stderr.isTTY ? { terminal: process.stderr } : {}) };
   if (options.hubModel !== undefined) options = await withHubModel(options, options.hubModel, report);
   if (options.model === undefined && resolve(options.modelRepository) === resolve(DEFAULT_REPOSITORY)) await ensureDefaultRepository(DEFAULT_REPOSITORY, log);
-  started = startServer(options, { log, httpLogger: loggerOptions, settings, hubModels: hubModelResolver(options.hfToken) });
+  started = startServer(options, { log, httpLogger: { ...loggerOptions, stream: stdout }, settings, hubModels: hubModelResolver(options.hfToken) });
   await started;
   // glibc reads it at process start, so the server can only say so (README: "Memory on Linux").
   if (process.platform === 'linux' && process.env['MALLOC_ARENA_MAX'] === undefined) {
@@ -144,13 +155,15 @@ const FORCED_EXIT_CODES: Readonly<Record<'SIGINT' | 'SIGTERM', number>> = { SIGI
  * second one during the drain is an operator who will not wait: exit at once, with 130 / 143 so
  * a supervisor can tell a cut-short drain from a clean one.
  */
-function handleSignals(stop: () => Promise<void>, log: (line: string, fields?: Record<string, unknown>) => void): void {
+function handleSignals(stop: () => Promise<void>, log: (line: string, fields?: Record<string, unknown>) => void, flushLog: () => void): void {
   let draining = false;
   const onSignal = (signal: 'SIGINT' | 'SIGTERM'): void => {
     if (draining) {
       log(`${signal} again during the drain: exiting now, in-flight requests are cut`, { signal, exitCode: FORCED_EXIT_CODES[signal] });
       // Die by the signal itself (default action) rather than process.exit(): exit's native
       // teardown while an engine worker is mid-step can make onnxruntime abort (SIGABRT, 134).
+      // Death by a signal runs no exit hooks: the queued log lines are written here.
+      flushLog();
       process.removeAllListeners(signal);
       process.kill(process.pid, signal);
       return;

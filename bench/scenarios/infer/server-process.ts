@@ -23,7 +23,17 @@ export interface ServerProcess {
 
 /** `extraArgs` go after the defaults, so they can override them (a later flag wins); `env` is added to this process's environment. */
 export async function startServerProcess(repository: string, timeoutMs = 180_000, extraArgs: readonly string[] = [], env: Readonly<Record<string, string>> = {}): Promise<ServerProcess> {
-  const args = [...(process.env.BENCH_SERVER_NODE_ARGS?.split(' ').filter(Boolean) ?? []), '--import', 'tsx', join(ROOT, 'src', 'cli.ts'), 'serve', '--model-repository', repository, '--host', '127.0.0.1'];
+  const args = [
+    ...(process.env.BENCH_SERVER_NODE_ARGS?.split(' ').filter(Boolean) ?? []),
+    '--import',
+    'tsx',
+    join(ROOT, 'src', 'cli.ts'),
+    'serve',
+    '--model-repository',
+    repository,
+    '--host',
+    '127.0.0.1',
+  ];
   args.push('--http-port', '0', '--grpc-port', '0', '--metrics-port', '0', '--exit-timeout-secs', '2', ...extraArgs);
   const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
   // A bench that dies must not leave a server spinning on a shared machine.

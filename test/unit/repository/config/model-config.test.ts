@@ -258,7 +258,11 @@ describe('features Conveyor does not serve', () => {
   });
 
   it('refuses other backends and platforms', () => {
-    expectError(() => parse('name: "m"\nbackend: "python"'), "config.pbtxt:2:1: backend 'python' is not supported (Conveyor serves backends 'onnxruntime', 'llm', 'typescript', 'javascript')", 'UNSUPPORTED');
+    expectError(
+      () => parse('name: "m"\nbackend: "python"'),
+      "config.pbtxt:2:1: backend 'python' is not supported (Conveyor serves backends 'onnxruntime', 'llm', 'typescript', 'javascript')",
+      'UNSUPPORTED',
+    );
     expectError(() => parse('platform: "tensorrt_plan"'), "config.pbtxt:1:1: platform 'tensorrt_plan' is not supported (Conveyor serves platform 'onnxruntime_onnx')", 'UNSUPPORTED');
     expectError(() => parse('backend: "llm"\nplatform: "onnxruntime_onnx"'), "config.pbtxt:2:1: platform 'onnxruntime_onnx' does not match backend 'llm'");
   });

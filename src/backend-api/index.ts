@@ -13,3 +13,4 @@ export {
   type ResponseSender,
   type TypeScriptModel,
 } from './model-api.js';
+export { loadTokenizer, type EncoderTokenizer } from './tokenizer.js';

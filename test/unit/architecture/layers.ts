@@ -80,8 +80,9 @@ export const LAYERS: Readonly<Record<string, Layer>> = {
     entry: 'entry.ts',
   },
   'src/backend-api': {
-    holds: "the TypeScript backend's public module for model authors (`conveyor/backend` in a model file): the model class, its requests and responses, BLS calls, tensor helpers",
-    imports: ['src/contracts'],
+    holds:
+      "the TypeScript backend's public module for model authors (`conveyor/backend` in a model file): the model class, its requests and responses, BLS calls, tensor helpers, the server's encoder tokenizer",
+    imports: ['src/contracts', 'src/tokenizer'],
   },
   'src/typescript-model-worker': {
     holds:
@@ -120,6 +121,11 @@ export const LAYERS: Readonly<Record<string, Layer>> = {
     holds: "one choice's text read as an assistant turn (reasoning, then the answer's tool calls), whole and streaming, for every front end",
     imports: ['src/contracts', 'src/reasoning', 'src/tool-calls'],
   },
+  'src/triton-llm': {
+    holds:
+      "Triton's LLM tensors ↔ generation, as Triton's vLLM backend reads and answers them: the request reader (tensors or generate JSON keys → a generation request) and the response shaping (generation events → text_output and the return_* outputs); read by the serving layer's LlmModel and the KServe front ends",
+    imports: ['src/contracts', 'src/errors.ts', 'src/vocabulary'],
+  },
   'src/batcher': { holds: "Triton's dynamic batcher and model statistics", imports: ['src/contracts', 'src/errors.ts'] },
   'src/metrics': { holds: 'the only importer of prom-client: metric definitions, collectors, the metrics port', imports: ['src/contracts', 'src/errors.ts', 'src/batcher', 'src/security'] },
   'src/repository': {
@@ -150,6 +156,7 @@ export const LAYERS: Readonly<Record<string, Layer>> = {
       'src/tool-calls',
       'src/reasoning',
       'src/kv-events',
+      'src/triton-llm',
     ],
   },
   // The protocol tier. Front ends are siblings: the API-compatibility packages top-level
@@ -168,9 +175,10 @@ export const LAYERS: Readonly<Record<string, Layer>> = {
     imports: ['src/contracts', 'src/errors.ts', 'src/serving', 'src/security', KIT],
   },
   [TRITON_GENERATION]: {
-    holds: "front-end kit: Triton's LLM request (generate, ModelStreamInfer) and the LLM lookup, shared by the KServe front ends and the WebSocket",
+    holds:
+      'front-end kit: the LLM lookup and a Triton LLM request run on the LLM it names (generate, ModelStreamInfer; the translation itself is src/triton-llm), shared by the KServe front ends and the WebSocket',
     tier: 'front-end kit',
-    imports: FRONT_END_BASE,
+    imports: [...FRONT_END_BASE, 'src/triton-llm'],
   },
   'openai-compat': {
     holds: "front end: OpenAI's API (chat / completions, embeddings, Responses, models) and vLLM's /tokenize, /detokenize, render and sleep routes",
@@ -182,7 +190,7 @@ export const LAYERS: Readonly<Record<string, Layer>> = {
   'src/server/http': {
     holds: "front end: KServe v2 REST and Triton's extensions (generate / generate_stream, repository, statistics, settings), its tensor codecs",
     tier: 'front end',
-    imports: [...FRONT_END_BASE, KIT, TRITON_GENERATION, 'src/repository/config'],
+    imports: [...FRONT_END_BASE, KIT, TRITON_GENERATION, 'src/triton-llm', 'src/repository/config'],
   },
   'src/server/grpc': {
     holds: "front end: KServe v2 gRPC (inference.GRPCInferenceService, ModelStreamInfer included), its tensor codecs, on the gRPC kit's server",

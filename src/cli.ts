@@ -9,7 +9,7 @@
 import { ensureDefaultRepository, DEFAULT_REPOSITORY } from '../models/default-repository.js';
 import { CONVERT_USAGE, ConvertUsageError, parseConvertArguments } from '../models/convert/arguments.js';
 import { CheckpointError, ConvertError, CONVERTER_VERSION, convertCheckpoint } from '../models/convert/convert.js';
-import { HubError, hubSettings, parseHubId, servableModel, servingWants, type Converter, type HubModelId, type PullReport } from './hub/index.js';
+import { HubError, hubSettings, MODEL_METADATA_FILES, parseHubId, servableModel, servingWants, type Converter, type HubModelId, type PullReport } from './hub/index.js';
 import type { ServerOptions } from './config/server-options.js';
 import { parseArgs } from 'node:util';
 import { OptionsError, USAGE, parseServerOptions } from './config/server-options.js';
@@ -197,7 +197,7 @@ async function convert(argv: string[]): Promise<void> {
     process.stderr.write(`[convert] ${line}\n`);
   };
   try {
-    await convertCheckpoint(args.hfDir, args.outDir, { precision: args.precision, paged: args.paged, log });
+    await convertCheckpoint(args.hfDir, args.outDir, { metadataFiles: MODEL_METADATA_FILES, precision: args.precision, paged: args.paged, log });
   } catch (error) {
     // A bad checkpoint is the user's input, not a crash: its message, no stack.
     if (!(error instanceof ConvertError || error instanceof CheckpointError)) throw error;

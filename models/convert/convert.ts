@@ -20,25 +20,17 @@ import { ConvertError, type DecoderPlan, planDecoder, tokenizerVocabSizeOf } fro
 import { checkTensors, lazyDecoderWeights, requiredTensors } from './decoder-tensors.js';
 import { CheckpointError, SafetensorsCheckpoint } from './safetensors.js';
 
-/** Files copied as they are when the checkpoint has them (config.json and tokenizer.json are required). */
-const COPIED_FILES = [
-  'config.json',
-  'generation_config.json',
-  'tokenizer.json',
-  'tokenizer_config.json',
-  'special_tokens_map.json',
-  'chat_template.jinja',
-  'chat_template.json',
-  'vocab.json',
-  'merges.txt',
-  'added_tokens.json',
-] as const;
-
 export const CONVERTED_DOC_STRING = 'Converted by conveyor convert from a Hugging Face checkpoint';
 /** Names the graphs this converter writes: a Hub checkpoint converted by another version is converted again (src/hub/servable.ts keys its cache by it). Bump it when the graphs change. */
 export const CONVERTER_VERSION = '1';
 
 export interface ConvertOptions {
+  /**
+   * The checkpoint's files the served model reads besides its weights (config, generation config,
+   * tokenizer, chat template), copied as they are where present. The caller names them
+   * (src/hub's MODEL_METADATA_FILES, the list a Hub download fetches): models/ may not import src/.
+   */
+  readonly metadataFiles: readonly string[];
   readonly precision?: WeightPrecision;
   /** Also write the paged-attention graph (onnx/model_paged*.onnx) and its segments (model_paged*.segments/) beside the Optimum model. */
   readonly paged?: boolean;
@@ -58,7 +50,7 @@ export interface ConvertResult {
 /** A decoder graph builder (the Optimum one or the paged one): both take the same weights. */
 export type DecoderGraphBuilder = (c: DecoderConfig, weights: DecoderWeights, precision: WeightPrecision, options: DecoderGraphOptions) => EncodedMessage;
 
-export async function convertCheckpoint(hfDir: string, outDir: string, options: ConvertOptions = {}): Promise<ConvertResult> {
+export async function convertCheckpoint(hfDir: string, outDir: string, options: ConvertOptions): Promise<ConvertResult> {
   const precision = options.precision ?? 'fp32';
   const log = options.log ?? (() => {});
   if (resolve(hfDir) === resolve(outDir)) throw new ConvertError(`${outDir}: the output directory must differ from the checkpoint directory`);
@@ -76,7 +68,7 @@ export async function convertCheckpoint(hfDir: string, outDir: string, options: 
   checkTensors(checkpoint, plan);
   const total = requiredTensors(plan).length;
   await mkdir(join(outDir, 'onnx'), { recursive: true });
-  for (const file of COPIED_FILES) if (existsSync(join(hfDir, file))) await copyFile(join(hfDir, file), join(outDir, file));
+  for (const file of options.metadataFiles) if (existsSync(join(hfDir, file))) await copyFile(join(hfDir, file), join(outDir, file));
   // The served context is what config.json says: capped where the converted RoPE is exact only up to a shorter length.
   if (plan.maxContext !== undefined) await writeFile(join(outDir, 'config.json'), `${JSON.stringify({ ...rawConfig, max_position_embeddings: plan.maxContext }, null, 2)}\n`);
   // Each graph streams the tensors again (one at a time), so memory stays near one tensor.

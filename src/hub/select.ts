@@ -7,7 +7,7 @@
 import { pagedSegmentsDir } from '../contracts/paged-segments.js';
 import { ATTENTION_BACKENDS, pagedVariantFile, precisionVariant, PRECISION_VARIANTS, type AttentionBackend, type PrecisionVariant } from '../repository/variants.js';
 
-/** Read by the tokenizer, the chat template and the engine; config.json and tokenizer.json are required. */
+/** Read by the tokenizer, the chat template and the engine; config.json and tokenizer.json are required. A download fetches them and `conveyor convert` copies them (its callers pass this list). */
 export const MODEL_METADATA_FILES = [
   'config.json',
   'generation_config.json',

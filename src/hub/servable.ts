@@ -10,13 +10,14 @@ import { dirname, join } from 'node:path';
 import { HubError } from './errors.js';
 import { formatHubId, type HubModelId } from './hub-id.js';
 import { pullModel, type HubSettings, type PullReport } from './pull.js';
-import type { ConvertPrecision, ServingWants } from './select.js';
+import { MODEL_METADATA_FILES, type ConvertPrecision, type ServingWants } from './select.js';
 
 /** `conveyor convert` as a function: checkpoint directory → servable directory. */
 export interface Converter {
   /** Part of the converted directory's name: a converter that writes other graphs gets another directory. */
   readonly version: string;
-  convert(checkpointDir: string, outDir: string, options: { precision: ConvertPrecision; paged: boolean; log: (line: string) => void }): Promise<void>;
+  /** `metadataFiles`: the checkpoint's files to copy beside the converted graphs (MODEL_METADATA_FILES). */
+  convert(checkpointDir: string, outDir: string, options: { metadataFiles: readonly string[]; precision: ConvertPrecision; paged: boolean; log: (line: string) => void }): Promise<void>;
 }
 
 export interface ServableModel {
@@ -50,7 +51,12 @@ export async function servableModel(id: HubModelId, wants: ServingWants, setting
   report.log(`${id.repo}: converting the safetensors checkpoint (${pulled.commit.slice(0, 12)}) to ${pulled.selection.precision}${paged ? ' with paged graphs' : ''} into ${dir}`);
   await mkdir(dirname(dir), { recursive: true });
   try {
-    await converter.convert(pulled.snapshotDir, staging, { precision: pulled.selection.precision, paged, log: (line) => report.log(`${id.repo}: convert: ${line}`) });
+    await converter.convert(pulled.snapshotDir, staging, {
+      metadataFiles: MODEL_METADATA_FILES,
+      precision: pulled.selection.precision,
+      paged,
+      log: (line) => report.log(`${id.repo}: convert: ${line}`),
+    });
     await rename(staging, dir).catch(async (error: NodeJS.ErrnoException) => {
       // Another start converted it meanwhile: theirs is as good.
       if (!existsSync(dir)) throw error;

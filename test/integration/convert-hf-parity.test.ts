@@ -17,6 +17,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { WeightPrecision } from '../../kernels/linear.js';
 import { convertCheckpoint } from '../../models/convert/convert.js';
+import { MODEL_METADATA_FILES } from '../../src/hub/select.js';
 import { hfPython } from '../support/hf-python.js';
 import { loadModel, startTestServer, type TestServer } from '../support/server.js';
 
@@ -159,7 +160,7 @@ beforeAll(async () => {
     for (const layout of LAYOUTS) {
       const dir = join(root, 'out', `${caseName}-${layout}`);
       try {
-        await convertCheckpoint(join(hf, caseName, layout), dir, { paged: true });
+        await convertCheckpoint(join(hf, caseName, layout), dir, { metadataFiles: MODEL_METADATA_FILES, paged: true });
         converted.set(layout, { dir, files: await onnxFiles(dir) });
       } catch (error) {
         convertErrors.set(`${caseName}/${layout}`, (error as Error).message);
@@ -177,7 +178,7 @@ beforeAll(async () => {
   for (const entry of QUANTIZED_ENTRIES) {
     for (const precision of QUANTIZED) {
       const dir = join(root, 'out', `${entry.replace('/', '-')}-${precision}`);
-      await convertCheckpoint(join(hf, entry), dir, { precision });
+      await convertCheckpoint(join(hf, entry), dir, { metadataFiles: MODEL_METADATA_FILES, precision });
       await addExport(repository, quantizedName(entry, precision), dir, 'past_key_values', precision);
     }
   }

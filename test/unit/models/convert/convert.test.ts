@@ -7,8 +7,9 @@ import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { afterAll, describe, expect, it } from 'vitest';
-import { convertCheckpoint, type DecoderGraphBuilder, writeDecoderModel } from '../../../../models/convert/convert.js';
+import { type ConvertOptions, convertCheckpoint, type DecoderGraphBuilder, writeDecoderModel } from '../../../../models/convert/convert.js';
 import { buildPagedDecoderGraph } from '../../../../models/qwen3/paged-graph.js';
+import { MODEL_METADATA_FILES } from '../../../../src/hub/select.js';
 import { pagedVariantFile } from '../../../../src/repository/variants.js';
 import { resolveRope } from '../../../../models/convert/rope-scaling.js';
 import { decodeToFloat32 } from '../../../../models/convert/safetensors.js';
@@ -29,6 +30,8 @@ afterAll(() => rm(root, { recursive: true, force: true }));
 
 let next = 0;
 const fresh = (): string => join(root, String(next++));
+/** The converter as its callers run it: the metadata files a Hub download fetches are the ones it copies. */
+const convert = (hfDir: string, outDir: string, options: Omit<ConvertOptions, 'metadataFiles'> = {}) => convertCheckpoint(hfDir, outDir, { metadataFiles: MODEL_METADATA_FILES, ...options });
 
 const mapWeights = (w: DecoderWeights, f: (x: Float32Array) => Float32Array): DecoderWeights => {
   const linear = <L extends { weight: Float32Array; bias?: Float32Array }>(l: L): L => ({ ...l, weight: f(l.weight), ...(l.bias ? { bias: f(l.bias) } : {}) });
@@ -91,7 +94,7 @@ describe('conveyor convert: Qwen3 checkpoints from the builder', () => {
     const [hf, out] = [fresh(), fresh()];
     await writeQwen3Checkpoint(hf, small, weights);
     const lines: string[] = [];
-    const result = await convertCheckpoint(hf, out, { log: (l) => lines.push(l) });
+    const result = await convert(hf, out, { log: (l) => lines.push(l) });
     expect(result.plan.architecture).toBe('Qwen3ForCausalLM');
     expect(await isSameModel(out, result.modelFile, weights, 'fp32')).toBe(true);
     for (const file of ['config.json', 'generation_config.json', 'tokenizer.json', 'tokenizer_config.json', 'onnx/model.onnx']) expect(existsSync(join(out, file))).toBe(true);
@@ -107,7 +110,7 @@ describe('conveyor convert: Qwen3 checkpoints from the builder', () => {
     const [hf, out] = [fresh(), fresh()];
     await writeQwen3Checkpoint(hf, small, weights, { dtype: 'BF16', shards: 3 });
     expect(existsSync(join(hf, 'model-00003-of-00003.safetensors'))).toBe(true);
-    const result = await convertCheckpoint(hf, out);
+    const result = await convert(hf, out);
     expect(await isSameModel(out, result.modelFile, mapWeights(weights, bf16), 'fp32')).toBe(true);
   });
 
@@ -116,7 +119,7 @@ describe('conveyor convert: Qwen3 checkpoints from the builder', () => {
     await writeQwen3Checkpoint(hf, small, weights, { dtype: 'F16' });
     const rounded = mapWeights(weights, (x) => decodeToFloat32('F16', encodeFromFloat32('F16', x)));
     for (const precision of ['fp16', 'int8', 'q4'] as const) {
-      const result = await convertCheckpoint(hf, out, { precision });
+      const result = await convert(hf, out, { precision });
       expect(result.modelFile).toBe(`onnx/${VARIANT_FILE[precision]}`);
       expect(await isSameModel(out, result.modelFile, rounded, precision)).toBe(true);
     }
@@ -126,12 +129,12 @@ describe('conveyor convert: Qwen3 checkpoints from the builder', () => {
     const [hf, out] = [fresh(), fresh()];
     await writeQwen3Checkpoint(hf, small, weights);
     for (const precision of ['fp32', 'q4'] as const) {
-      const result = await convertCheckpoint(hf, out, { precision, paged: true });
+      const result = await convert(hf, out, { precision, paged: true });
       expect(result.paged?.modelFile).toBe(`onnx/${pagedVariantFile(VARIANT_FILE[precision])}`);
       expect(await isSameModel(out, result.modelFile, weights, precision)).toBe(true);
       expect(await isSameModel(out, result.paged!.modelFile, weights, precision, small, buildPagedDecoderGraph)).toBe(true);
     }
-    expect((await convertCheckpoint(hf, fresh())).paged).toBeUndefined();
+    expect((await convert(hf, fresh())).paged).toBeUndefined();
   });
 });
 
@@ -151,7 +154,7 @@ describe('conveyor convert: LLaMA-family naming', () => {
   it('LlamaForCausalLM: the same graph without q/k norm, with its own lm_head', async () => {
     const [hf, out] = [fresh(), fresh()];
     await writeQwen3Checkpoint(hf, small, llamaWeights, { config: llamaConfig('LlamaForCausalLM', 'llama') });
-    const result = await convertCheckpoint(hf, out);
+    const result = await convert(hf, out);
     expect(result.plan).toMatchObject({ architecture: 'LlamaForCausalLM', variant: { qkNorm: 'none' }, tiedEmbeddings: false });
     expect(await isSameModel(out, result.modelFile, llamaWeights, 'fp32')).toBe(true);
   });
@@ -160,7 +163,7 @@ describe('conveyor convert: LLaMA-family naming', () => {
     const [hf, out] = [fresh(), fresh()];
     const ropeScaling = { rope_type: 'llama3', factor: 8, low_freq_factor: 1, high_freq_factor: 4, original_max_position_embeddings: 64 };
     await writeQwen3Checkpoint(hf, small, llamaWeights, { config: { ...llamaConfig('LlamaForCausalLM', 'llama'), rope_scaling: ropeScaling } });
-    const result = await convertCheckpoint(hf, out);
+    const result = await convert(hf, out);
     const scaled = resolveRope({ ...ropeScaling, rope_theta: small.ropeTheta }, { headDim: small.headDim, maxPositionEmbeddings: small.maxPositionEmbeddings, source: 'rope_scaling' }).rope
       .inverseFrequencies;
     expect(await isSameModel(out, result.modelFile, llamaWeights, 'fp32', { ...small, ropeInverseFrequencies: scaled })).toBe(true);
@@ -172,7 +175,7 @@ describe('conveyor convert: LLaMA-family naming', () => {
     const withBias = (l: DecoderWeights['layers'][number]['q']) => ({ ...l, bias: new Float32Array(l.outFeatures).map((_, i) => (i % 5) * 0.01 - 0.02) });
     const qwen2: DecoderWeights = { ...llamaWeights, layers: llamaWeights.layers.map((l) => ({ ...l, q: withBias(l.q), k: withBias(l.k), v: withBias(l.v) })) };
     await writeQwen3Checkpoint(hf, small, qwen2, { config: llamaConfig('Qwen2ForCausalLM', 'qwen2') });
-    const result = await convertCheckpoint(hf, out);
+    const result = await convert(hf, out);
     expect(result.plan.qkvBias).toBe(true);
     expect(await isSameModel(out, result.modelFile, qwen2, 'fp32')).toBe(true);
   });
@@ -184,15 +187,13 @@ describe('conveyor convert: bad checkpoints get a clear error', () => {
   it('an unsupported architecture is named', async () => {
     const hf = fresh();
     await writeQwen3Checkpoint(hf, small, weights, { config: { ...hfConfig(small), architectures: ['GPT2LMHeadModel'], model_type: 'gpt2' } });
-    await expect(convertCheckpoint(hf, fresh())).rejects.toThrow(
-      /unsupported architecture GPT2LMHeadModel: conveyor convert reads LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM/,
-    );
+    await expect(convert(hf, fresh())).rejects.toThrow(/unsupported architecture GPT2LMHeadModel: conveyor convert reads LlamaForCausalLM, MistralForCausalLM, Qwen2ForCausalLM, Qwen3ForCausalLM/);
   });
 
   it('the output directory must not be the checkpoint', async () => {
     const hf = fresh();
     await writeQwen3Checkpoint(hf, small, weights);
-    await expect(convertCheckpoint(hf, join(hf, '.'))).rejects.toThrow(/must differ from the checkpoint directory/);
+    await expect(convert(hf, join(hf, '.'))).rejects.toThrow(/must differ from the checkpoint directory/);
   });
 
   it('a missing tensor is named, and nothing is written', async () => {
@@ -200,14 +201,14 @@ describe('conveyor convert: bad checkpoints get a clear error', () => {
     await writeQwen3Checkpoint(hf, small, weights);
     const tensors = checkpointTensors(small, weights).filter((t) => t.name !== 'model.layers.1.mlp.up_proj.weight');
     await writeSafetensorsCheckpoint(hf, tensors);
-    await expect(convertCheckpoint(hf, out)).rejects.toThrow('checkpoint is missing tensor model.layers.1.mlp.up_proj.weight (Qwen3ForCausalLM needs it)');
+    await expect(convert(hf, out)).rejects.toThrow('checkpoint is missing tensor model.layers.1.mlp.up_proj.weight (Qwen3ForCausalLM needs it)');
     expect(existsSync(out)).toBe(false);
   });
 
   it('a shape that disagrees with config.json is named', async () => {
     const hf = fresh();
     await writeQwen3Checkpoint(hf, small, weights, { config: { ...hfConfig(small), intermediate_size: 128 } });
-    await expect(convertCheckpoint(hf, fresh())).rejects.toThrow(/tensor model.layers.0.mlp.gate_proj.weight has shape \[192, 64\], the config needs \[128, 64\]/);
+    await expect(convert(hf, fresh())).rejects.toThrow(/tensor model.layers.0.mlp.gate_proj.weight has shape \[192, 64\], the config needs \[128, 64\]/);
   });
 
   it('a truncated shard is named', async () => {
@@ -215,14 +216,14 @@ describe('conveyor convert: bad checkpoints get a clear error', () => {
     await writeQwen3Checkpoint(hf, small, weights, { shards: 2 });
     const shard = join(hf, 'model-00002-of-00002.safetensors');
     await truncate(shard, (await readFile(shard)).byteLength - 100);
-    await expect(convertCheckpoint(hf, fresh())).rejects.toThrow(/model-00002-of-00002.safetensors: tensor .* past the end of the file .*truncated/);
+    await expect(convert(hf, fresh())).rejects.toThrow(/model-00002-of-00002.safetensors: tensor .* past the end of the file .*truncated/);
   });
 
   it('unsupported config features are refused by name', async () => {
     const hf = fresh();
     await writeQwen3Checkpoint(hf, small, weights, { config: { ...hfConfig(small), rope_scaling: { rope_type: 'mrope', mrope_section: [4, 2, 2] } } });
-    await expect(convertCheckpoint(hf, fresh())).rejects.toThrow(/rope_scaling type "mrope" is not supported/);
+    await expect(convert(hf, fresh())).rejects.toThrow(/rope_scaling type "mrope" is not supported/);
     await writeQwen3Checkpoint(hf, small, weights, { config: { ...hfConfig(small), quantization_config: { quant_method: 'gptq', bits: 4 } } });
-    await expect(convertCheckpoint(hf, fresh())).rejects.toThrow(/'quantization_config' is not understood by conveyor convert for Qwen3ForCausalLM/);
+    await expect(convert(hf, fresh())).rejects.toThrow(/'quantization_config' is not understood by conveyor convert for Qwen3ForCausalLM/);
   });
 });

@@ -29,37 +29,58 @@ const HERMES_OPEN = '<tool_call>';
 const HERMES_CLOSE = '</tool_call>';
 const NAME_ARGUMENTS = callHead(['arguments']);
 
+/**
+ * What a block's body reads as: its calls, null when it is text (the block, markers included,
+ * is then content), or 'wait' while the block is unclosed and may still become calls.
+ */
+export type BlockRead = readonly ParsedToolCall[] | null | 'wait';
+
+/**
+ * Formats whose calls sit in blocks between an open and a close marker, any number, the text
+ * around them content. `closeAt(bodyStart)` finds the close marker (-1 while unwritten);
+ * `read(bodyStart, close)` reads one body. A text's last block may be unclosed: once `read`
+ * answers for it, the scan ends there.
+ */
+export function scanBlocks(text: string, final: boolean, open: string, close: string, closeAt: (bodyStart: number) => number, read: (bodyStart: number, close: number) => BlockRead): ParsedOutput {
+  let content = '';
+  const calls: ParsedToolCall[] = [];
+  let pos = 0;
+  while (true) {
+    const opened = text.indexOf(open, pos);
+    if (opened < 0) {
+      content += releasable(text.slice(pos), final, open);
+      break;
+    }
+    content += text.slice(pos, opened);
+    const bodyStart = opened + open.length;
+    const closed = closeAt(bodyStart);
+    const block = read(bodyStart, closed);
+    if (block === 'wait') break;
+    const end = closed < 0 ? text.length : closed + close.length;
+    if (block !== null) calls.push(...block);
+    else content += text.slice(opened, end);
+    if (closed < 0) break;
+    pos = end;
+  }
+  return output(content, calls);
+}
+
 /** Hermes / Qwen: `<tool_call>{"name": …, "arguments": {…}}</tool_call>`, any number, text between them is content. */
 export const hermes: ToolCallFormat = {
   name: 'hermes',
   needsSpecialTokens: false,
   parse(text, final) {
-    let content = '';
-    const calls: ParsedToolCall[] = [];
-    let pos = 0;
-    while (true) {
-      const open = text.indexOf(HERMES_OPEN, pos);
-      if (open < 0) {
-        content += releasable(text.slice(pos), final, HERMES_OPEN);
-        break;
-      }
-      content += text.slice(pos, open);
-      const bodyStart = open + HERMES_OPEN.length;
-      const close = indexOutsideStrings(text, HERMES_CLOSE, bodyStart);
+    const closeAt = (bodyStart: number): number => indexOutsideStrings(text, HERMES_CLOSE, bodyStart);
+    return scanBlocks(text, final, HERMES_OPEN, HERMES_CLOSE, closeAt, (bodyStart, close) => {
+      // An unclosed block's call streams as far as it is written, less a tail that may be the close tag.
       const limit = close >= 0 ? close : final ? text.length : text.length - heldPrefixLength(text, HERMES_CLOSE);
       const scanned = scanCall(text, bodyStart, limit, NAME_ARGUMENTS);
-      if (scanned !== null) calls.push(scanned.call);
-      else if (close < 0 && !final) break;
-      else {
-        // Not name-first: a whole JSON call in another key order, else the block was text.
-        const call = callFromJson(parseJson(text.slice(bodyStart, limit)), ['arguments']);
-        if (call !== null) calls.push(call);
-        else content += text.slice(open, close < 0 ? text.length : close + HERMES_CLOSE.length);
-      }
-      if (close < 0) break;
-      pos = close + HERMES_CLOSE.length;
-    }
-    return output(content, calls);
+      if (scanned !== null) return [scanned.call];
+      if (close < 0 && !final) return 'wait';
+      // Not name-first: a whole JSON call in another key order, else the block was text.
+      const call = callFromJson(parseJson(text.slice(bodyStart, limit)), ['arguments']);
+      return call !== null ? [call] : null;
+    });
   },
 };
 

@@ -4,7 +4,7 @@
 // malformed is then still text, never a call sent by half.
 
 import type { ParsedToolCall } from '../contracts/tools.js';
-import { output, releasable, type ToolCallFormat } from './formats.js';
+import { output, scanBlocks, type ToolCallFormat } from './formats.js';
 import { callFromJson, parseJson, skipWhitespace } from './json-scan.js';
 import { readPythonCall } from './python-calls.js';
 
@@ -81,26 +81,11 @@ export const toolCode: ToolCallFormat = {
   name: 'tool_code',
   needsSpecialTokens: false,
   parse(text, final) {
-    let content = '';
-    const calls: ParsedToolCall[] = [];
-    let pos = 0;
-    while (true) {
-      const open = text.indexOf(TOOL_CODE_OPEN, pos);
-      if (open < 0) {
-        content += releasable(text.slice(pos), final, TOOL_CODE_OPEN);
-        break;
-      }
-      content += text.slice(pos, open);
-      const bodyStart = open + TOOL_CODE_OPEN.length;
-      const close = text.indexOf(FENCE, bodyStart);
-      if (close < 0 && !final) break;
-      const end = close < 0 ? text.length : close + FENCE.length;
-      const read = toolCodeCalls(text.slice(bodyStart, close < 0 ? text.length : close));
-      if (read !== null) calls.push(...read);
-      else content += text.slice(open, end);
-      if (close < 0) break;
-      pos = end;
-    }
-    return output(content, calls);
+    const closeAt = (bodyStart: number): number => text.indexOf(FENCE, bodyStart);
+    // A body is read whole: its calls are sent once the fence closes (or the text ends).
+    return scanBlocks(text, final, TOOL_CODE_OPEN, FENCE, closeAt, (bodyStart, close) => {
+      if (close < 0 && !final) return 'wait';
+      return toolCodeCalls(text.slice(bodyStart, close < 0 ? text.length : close));
+    });
   },
 };

@@ -100,12 +100,13 @@ export async function sha256File(path: string): Promise<string> {
   return hash.digest('hex');
 }
 
-/** Hash of every builder source file (kernels/ and models/, .ts only), in a stable order. */
+/** Hash of every builder source file (kernels/ and models/ but its repository/, .ts only), in a stable order. */
 async function builderFingerprint(): Promise<string> {
   const hash = createHash('sha256');
   for (const root of [join(MODELS_ROOT, '..', 'kernels'), MODELS_ROOT]) {
     const entries = await readdir(root, { recursive: true });
-    for (const entry of entries.filter((e) => e.endsWith('.ts') && !e.startsWith('build')).sort()) {
+    // build/ holds outputs and repository/ the served configs and TypeScript models: neither builds weights.
+    for (const entry of entries.filter((e) => e.endsWith('.ts') && !e.startsWith('build') && !e.startsWith('repository')).sort()) {
       hash.update(entry).update(await readFile(join(root, entry)));
     }
   }

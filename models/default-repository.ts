@@ -1,8 +1,9 @@
-// The bundled default model repository (models/repository/). Its config.pbtxt files are
-// committed; the weights in each version directory are built here on first use, never
-// downloaded, never committed.
+// The bundled default model repository (models/repository/). Its config.pbtxt files and the
+// TypeScript pipeline steps' 1/model.ts are committed; the weights in each version directory are
+// built here on first use, never downloaded, never committed, and the files a pipeline step reads
+// from the model it serves (bert-tiny's tokenizer, resnet-tiny's labels) are copied beside it.
 
-import { copyFile } from 'node:fs/promises';
+import { copyFile, mkdir } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { MODELS_ROOT, ensureBuilt, type BuiltModel, type ModelFamily } from './catalog.js';
@@ -16,6 +17,15 @@ export const DEFAULT_MODELS: readonly { name: string; family: ModelFamily }[] = 
   { name: 'resnet-tiny', family: 'resnet' },
 ];
 
+/** The pipelines (Triton ensembles) whose steps are the models above and TypeScript models. */
+export const ENSEMBLES: readonly string[] = ['text-embedder', 'image-classifier'];
+
+/** Files a TypeScript step reads from a built model's directory, copied into its own (`into`: '1' or '.'). */
+const COPIED_FILES: readonly { name: string; from: { model: string; into: string }; files: readonly string[] }[] = [
+  { name: 'bert-tokenize', from: { model: 'bert-tiny', into: '1' }, files: ['tokenizer.json', 'tokenizer_config.json', 'config.json'] },
+  { name: 'image-top5', from: { model: 'resnet-tiny', into: '.' }, files: ['labels.txt'] },
+];
+
 export async function ensureDefaultRepository(root = DEFAULT_REPOSITORY, log?: (line: string) => void): Promise<Record<string, BuiltModel>> {
   const built: Record<string, BuiltModel> = {};
   for (const { name, family } of DEFAULT_MODELS) {
@@ -24,5 +34,10 @@ export async function ensureDefaultRepository(root = DEFAULT_REPOSITORY, log?: (
     const labels = join(built[name].dir, 'labels.txt');
     if (existsSync(labels)) await copyFile(labels, join(root, name, 'labels.txt'));
   }
+  for (const { name, from, files } of COPIED_FILES) {
+    for (const file of files) await copyFile(join(built[from.model]!.dir, file), join(root, name, from.into, file));
+  }
+  // Triton requires an ensemble to have a version directory, empty.
+  for (const name of ENSEMBLES) await mkdir(join(root, name, '1'), { recursive: true });
   return built;
 }

@@ -1,7 +1,9 @@
 // Clients that stop reading cannot hold the server (issue 35), for the streams
 // undelivered-output.test.ts does not cover: the OpenAI Responses event stream (the OpenAI SDK,
-// its stream never iterated) and conveyor.v1.GenerationService/Generate (gRPC over node:http2
-// with the call's stream paused, so HTTP/2 flow control holds the server's output). While the model unloads or the server drains, such a client is dropped
+// its stream never iterated), conveyor.v1.GenerationService/Generate and KServe ModelStreamInfer
+// with several decoupled LLM requests on one call (gRPC over node:http2 with the call's stream
+// paused, so HTTP/2 flow control holds the server's output). While the model unloads or the
+// server drains, such a client is dropped
 // after --undelivered-output-timeout-secs whatever the send timeouts say: unload returns within
 // the bound (plus slack for a loaded machine), SIGTERM exits within it, and the client, reading
 // again, finds its stream ended in its protocol's error shape (UNAVAILABLE) when those last
@@ -113,6 +115,23 @@ const GENERATE = encoder(
   sampling: { max_tokens: 3000, ignore_eos: true, temperature: 0, logprobs: true, top_logprobs: 20 },
 });
 
+/** ModelStreamInfer requests for the LLM, streamed per step; each response echoes the request's 64 KB id, so one fills HTTP/2's window. */
+const STREAM_REQUESTS = [0, 1, 2, 3].map((i) =>
+  encoder(
+    'inference.GRPCInferenceService',
+    'ModelStreamInfer',
+  )({
+    model_name: LLM,
+    id: `${i}`.repeat(64 * 1024),
+    inputs: [
+      { name: 'text_input', datatype: 'BYTES', shape: [1], contents: { bytes_contents: [Buffer.from(`never read ${i}`)] } },
+      { name: 'stream', datatype: 'BOOL', shape: [1], contents: { bool_contents: [true] } },
+      { name: 'max_tokens', datatype: 'INT32', shape: [1], contents: { int_contents: [3000] } },
+    ],
+    parameters: { ignore_eos: { bool_param: true } },
+  }),
+);
+
 describe('an OpenAI SDK Responses stream never iterated', () => {
   it('is dropped within the bound once its model unloads, ending with error and response.failed or cut', async () => {
     const { server, model } = await explicitServer();
@@ -145,6 +164,17 @@ describe('gRPC streams whose client reads nothing', () => {
 
     expect(await timedUnload(server)).toBeLessThan(BOUND_SECS * 1000 + SLACK_MS);
     call.resume();
+    expectDropped(await call.ended);
+  }, 300_000);
+
+  it('ModelStreamInfer with 4 decoupled LLM requests: the unload completes within the bound and the call ends UNAVAILABLE (or is reset)', async () => {
+    const { server, model } = await explicitServer();
+    const call = pausedCall(server.grpcAddress, '/inference.GRPCInferenceService/ModelStreamInfer', STREAM_REQUESTS);
+    await vi.waitFor(() => expect(model.engine.numActive).toBe(STREAM_REQUESTS.length), { timeout: 60_000, interval: 20 });
+
+    expect(await timedUnload(server)).toBeLessThan(BOUND_SECS * 1000 + SLACK_MS);
+    call.resume();
+    // Not OK with an error_message per request: the call itself was dropped.
     expectDropped(await call.ended);
   }, 300_000);
 

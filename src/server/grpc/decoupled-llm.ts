@@ -16,10 +16,11 @@ export function llmDecoupledInfer(lookup: LlmLookup): DecoupledInfer {
     const ref = { model: request.model, version: request.version, id: request.id };
     const llm = buildTritonLlmRequest(ref, tritonInputsFromTensors(request.inputs), request.parameters);
     const wanted = request.outputs ? new Set(request.outputs.map((o) => o.name)) : undefined;
-    let model: DecoupledEvent['model'];
+    // The model that will serve it, taken before generating: its closing bounds the wait on a
+    // client that reads nothing. Looked up at the first response instead, it was already gone
+    // when the unload began before the first token, and the writes waited unbounded.
+    const model = servingLlm(lookup, llm.model, llm.version);
     for await (const response of generateTritonLlm(lookup, llm, signal)) {
-      // Known once generating; its closing bounds the wait on a client that reads nothing.
-      model ??= servingLlm(lookup, llm.model, llm.version);
       yield { response: toInferResponse(response, wanted), final: response.final, ...(model ? { model } : {}) };
     }
   };

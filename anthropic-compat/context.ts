@@ -10,6 +10,8 @@ import { missingModel } from '../src/server/kit/errors.js';
 export interface AnthropicOptions {
   /** An SSE client that reads nothing this long while output waits is dropped (default: the limits table's). */
   readonly streamSendTimeoutMs?: number;
+  /** An SSE stream silent this long gets a keep-alive comment (default: the limits table's; 0: none). */
+  readonly sseKeepAliveMs?: number;
 }
 
 export class AnthropicContext {

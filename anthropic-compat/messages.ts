@@ -13,7 +13,8 @@ import type { GenerationEvent } from '../src/contracts/text-generation.js';
 import { ConveyorError } from '../src/errors.js';
 import { prepareChoices, runChoices } from '../src/server/kit/choices.js';
 import type { ChatToolPlan } from '../src/server/kit/tool-plan.js';
-import type { AnthropicContext } from './context.js';
+import { DEFAULT_LIMITS } from '../src/config/limits.js';
+import type { AnthropicContext, AnthropicOptions } from './context.js';
 import { type SseEvent, SseWriter } from '../src/server/kit/sse.js';
 import type { ClosingModel } from '../src/server/kit/stalled-writes.js';
 import { ContentBlockStream, foldBlocks, type BlockEvent, type ReasoningOfModel } from './content.js';
@@ -69,7 +70,7 @@ export async function createMessage(ctx: AnthropicContext, rawBody: unknown, rep
   };
   reply.header('request-id', newRequestId());
   if (stream) {
-    await streamMessage(reply, generation, ctx.options.streamSendTimeoutMs);
+    await streamMessage(reply, generation, ctx.options);
     return reply;
   }
   return wholeMessage(generation);
@@ -99,9 +100,11 @@ function failureEvents(error: unknown): readonly SseEvent[] {
   return [{ name: 'error', payload: anthropicFailure(error).body }];
 }
 
-async function streamMessage(reply: FastifyReply, { model, plan, reasoning, events, head, stops }: Generation, sendTimeoutMs: number | undefined): Promise<void> {
+async function streamMessage(reply: FastifyReply, { model, plan, reasoning, events, head, stops }: Generation, options: AnthropicOptions): Promise<void> {
   reply.hijack();
-  const sse = new SseWriter(reply.raw, sendTimeoutMs, model, failureEvents);
+  const sse = new SseWriter(reply.raw, options.streamSendTimeoutMs, model, failureEvents);
+  // A request still waiting (queue, prefill) past the interval opens the stream with a keep-alive comment; message_start follows with the first event.
+  sse.keepAlive(options.sseKeepAliveMs ?? DEFAULT_LIMITS.sseKeepAliveIntervalSecs * 1000, () => sse.open(hookHeaders(reply)));
   // Anthropic names every event after the `type` its data carries, and ends without [DONE].
   const send = <E extends { readonly type: string }>(event: E): Promise<void> => sse.sendEvent(event.type, event);
   const reader = new ContentBlockStream(plan, reasoning);
@@ -134,7 +137,7 @@ async function streamMessage(reply: FastifyReply, { model, plan, reasoning, even
   } catch (error) {
     if (sse.isClosed) return;
     const failure = anthropicFailure(error);
-    if (!opened) {
+    if (!sse.isOpen) {
       reply.raw.writeHead(failure.status, { ...hookHeaders(reply), ...failure.headers, 'content-type': 'application/json' });
       reply.raw.end(JSON.stringify(failure.body));
       return;

@@ -74,6 +74,7 @@ export async function chatCompletions(ctx: OpenAIContext, rawBody: unknown, repl
       includeUsage,
       usage,
       sendTimeoutMs: ctx.options.streamSendTimeoutMs,
+      keepAliveMs: ctx.options.sseKeepAliveMs,
       model,
       choice: (index, event) => chunks.entries(index, event, logprobsOf(event)),
     });

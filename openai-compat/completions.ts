@@ -108,6 +108,7 @@ export async function completions(ctx: OpenAIContext, rawBody: unknown, reply: F
       includeUsage,
       usage,
       sendTimeoutMs: ctx.options.streamSendTimeoutMs,
+      keepAliveMs: ctx.options.sseKeepAliveMs,
       model,
       choice: (index, event) => {
         const { text, logprobs, promptLogprobs } = answers.piece(index, event);

@@ -21,6 +21,8 @@ export interface OpenAIOptions {
   readonly jsonMaxDepth?: number;
   /** An SSE client that reads nothing this long while output waits is dropped (default: the limits table's). */
   readonly streamSendTimeoutMs?: number;
+  /** An SSE stream silent this long gets a keep-alive comment (default: the limits table's; 0: none). */
+  readonly sseKeepAliveMs?: number;
   /** /v1/responses store: most responses kept, and for how long (default: the limits table's). */
   readonly responsesStoreSize?: number;
   readonly responsesStoreTtlSecs?: number;

@@ -1,6 +1,6 @@
 // The OpenAI-compatible front end as a fastify plugin, registered beside the KServe routes on the
-// HTTP port: /v1/* (models, chat/completions, completions, embeddings, responses) and vLLM's /tokenize and
-// /detokenize, all behind the API keys (src/server/kit/access.ts guards every route on the port). Both halves parse every body as JSON whatever its
+// HTTP port: /v1/* (models, chat/completions, completions, embeddings, responses) and vLLM's /tokenize,
+// /detokenize and /tokenizer_info, all behind the API keys (src/server/kit/access.ts guards every route on the port). Both halves parse every body as JSON whatever its
 // Content-Type (curl -d sends form encoding), answer every failure in OpenAI's error shape, and
 // add CORS headers only when configured. An unknown /v1 path is a 404 in the same shape.
 
@@ -18,6 +18,7 @@ import { corsHook } from '../src/server/kit/cors.js';
 import { responsesRoutes } from './responses/routes.js';
 import { renderChatCompletion, renderCompletion } from './render.js';
 import { detokenize, tokenize } from './tokenize.js';
+import { tokenizerInfo } from './tokenizer-info.js';
 import { registerSleepRoutes } from './sleep.js';
 
 export type { OpenAIOptions } from './context.js';
@@ -57,9 +58,11 @@ function tokenizerRoutes(ctx: OpenAIContext): FastifyPluginAsync {
     installCommon(app, ctx.options);
     app.post('/tokenize', async (request) => tokenize(ctx, request.body));
     app.post('/detokenize', async (request) => detokenize(ctx, request.body));
+    // vLLM answers for its one model; with several served, ?model= picks one.
+    app.get<{ Querystring: { model?: string } }>('/tokenizer_info', async (request) => tokenizerInfo(ctx.llmOrOnly(request.query.model)));
     registerSleepRoutes(app, ctx);
     if (ctx.options.corsAllowOrigins.length > 0) {
-      for (const path of ['/tokenize', '/detokenize']) app.options(path, async (_request, reply) => reply.code(204).send());
+      for (const path of ['/tokenize', '/detokenize', '/tokenizer_info']) app.options(path, async (_request, reply) => reply.code(204).send());
     }
   };
 }

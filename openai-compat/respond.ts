@@ -1,10 +1,12 @@
 // Turning a merged choice-event stream into an HTTP answer, the same way for chat and
 // completions: either one JSON body after the last event, or SSE chunks as events arrive. A
-// stream's headers go out with its first chunk, so a request the engine refuses before producing
-// anything still gets a plain HTTP error; after that, errors travel as an `error` event.
+// stream's headers go out with its first chunk (or its first keep-alive comment, while the
+// request waits longer than --sse-keep-alive-interval), so a request the engine refuses before
+// producing anything still gets a plain HTTP error; after that, errors travel as an `error` event.
 
 import type { FastifyReply } from 'fastify';
 import type { GenerationEvent } from '../src/contracts/text-generation.js';
+import { DEFAULT_LIMITS } from '../src/config/limits.js';
 import { ConveyorError } from '../src/errors.js';
 import { openaiFailure } from './errors.js';
 import type { ChoiceEvent } from '../src/server/kit/choices.js';
@@ -21,6 +23,8 @@ export interface StreamPlan {
   readonly choice: (index: number, event: GenerationEvent) => readonly Record<string, unknown>[] | Record<string, unknown> | null;
   /** A client that reads nothing this long while output waits is dropped; default: the limits table's. */
   readonly sendTimeoutMs?: number | undefined;
+  /** A stream silent this long gets a keep-alive comment; default: the limits table's (0: none). */
+  readonly keepAliveMs?: number | undefined;
   /** The model served: while it unloads, a client that reads nothing is dropped sooner (--undelivered-output-timeout-secs). */
   readonly model?: ClosingModel;
 }
@@ -49,11 +53,8 @@ function hookHeaders(reply: FastifyReply): Record<string, string | number | stri
 export async function streamChoices(reply: FastifyReply, events: AsyncIterable<ChoiceEvent>, plan: StreamPlan): Promise<void> {
   reply.hijack();
   const sse = new SseWriter(reply.raw, plan.sendTimeoutMs, plan.model);
-  let opened = false;
-  const open = (): void => {
-    if (!opened) sse.open({ ...hookHeaders(reply), 'x-request-id': plan.meta.id });
-    opened = true;
-  };
+  const open = (): void => sse.open({ ...hookHeaders(reply), 'x-request-id': plan.meta.id });
+  sse.keepAlive(plan.keepAliveMs ?? DEFAULT_LIMITS.sseKeepAliveIntervalSecs * 1000, open);
   const head = responseHead(plan.meta, plan.object);
   const tail = plan.includeUsage ? { usage: null } : {};
   try {
@@ -75,7 +76,7 @@ export async function streamChoices(reply: FastifyReply, events: AsyncIterable<C
   } catch (error) {
     if (sse.isClosed) return;
     const failure = openaiFailure(error);
-    if (!opened) {
+    if (!sse.isOpen) {
       reply.raw.writeHead(failure.status, { ...hookHeaders(reply), ...failure.headers, 'content-type': 'application/json' });
       reply.raw.end(JSON.stringify(failure.body));
       return;

@@ -99,6 +99,7 @@ export async function startServer(options: ServerOptions, start: StartOptions): 
     jsonMaxDepth: limits.jsonMaxDepth,
     offThreadParse: { minBytes: limits.offthreadJsonBytes, threadNice: limits.computeThreadNice },
     streamSendTimeoutMs: limits.streamSendTimeoutSecs * 1000,
+    sseKeepAliveMs: limits.sseKeepAliveIntervalSecs * 1000,
     settings,
     modelLeases: residency,
     metrics: metrics.registry,
@@ -200,7 +201,12 @@ function modelResidency(manager: ModelManager, options: ServerOptions, metrics: 
 /** The OpenAI and Anthropic routes on the HTTP app (their generations' load shedding is the serving layer's, src/serving/admission.ts). */
 function registerApiFrontEnds(http: ReturnType<typeof createHttpApp>, service: ConveyorService, options: ServerOptions, root: string): void {
   const { corsAllowOrigins, limits } = options;
-  const json = { jsonMaxBodyBytes: limits.jsonMaxBodyBytes, jsonMaxDepth: limits.jsonMaxDepth, streamSendTimeoutMs: limits.streamSendTimeoutSecs * 1000 };
+  const json = {
+    jsonMaxBodyBytes: limits.jsonMaxBodyBytes,
+    jsonMaxDepth: limits.jsonMaxDepth,
+    streamSendTimeoutMs: limits.streamSendTimeoutSecs * 1000,
+    sseKeepAliveMs: limits.sseKeepAliveIntervalSecs * 1000,
+  };
   http.register(
     openaiRoutes(service, {
       corsAllowOrigins,
@@ -233,6 +239,8 @@ export interface HttpAppOptions extends HttpServerOptions {
   jsonMaxDepth?: number;
   /** A generate_stream client that reads nothing this long is dropped (default: the limits table's). */
   streamSendTimeoutMs?: number;
+  /** A generate_stream silent this long gets a keep-alive comment (default: the limits table's; 0: none). */
+  sseKeepAliveMs?: number;
   /** Infer bodies and WebSocket messages this large are parsed on a parse worker (default: the limits table's threshold and compute-thread nice). */
   offThreadParse?: OffThreadParseOptions;
   /** The log and trace settings behind /v2/logging and /v2/trace/setting (shared with gRPC); fresh defaults when absent. */
@@ -255,7 +263,17 @@ export function createHttpApp(service: InferenceService, options: HttpAppOptions
   const bodyLimit = options.bodyLimit ?? DEFAULT_BODY_LIMIT;
   const offThread = new OffThreadParser(options.offThreadParse ?? { minBytes: DEFAULT_LIMITS.offthreadJsonBytes, threadNice: DEFAULT_LIMITS.computeThreadNice });
   app.addHook('onClose', () => offThread.close());
-  app.register(kserveRoutes(service, { bodyLimit, llm: options.llm, jsonMaxDepth: options.jsonMaxDepth, streamSendTimeoutMs: options.streamSendTimeoutMs, settings, offThread }));
+  app.register(
+    kserveRoutes(service, {
+      bodyLimit,
+      llm: options.llm,
+      jsonMaxDepth: options.jsonMaxDepth,
+      streamSendTimeoutMs: options.streamSendTimeoutMs,
+      sseKeepAliveMs: options.sseKeepAliveMs,
+      settings,
+      offThread,
+    }),
+  );
   if (options.llm) app.register(websocketRoutes(options.llm, options.websocket, offThread));
   if (options.metrics) registerMetricsRoute(app, options.metrics);
   if (options.ui) registerUiRoutes(app, options.ui);

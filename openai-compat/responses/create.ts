@@ -16,6 +16,7 @@ import type { FastifyReply } from 'fastify';
 import type { GenerationEvent, ProcessedRequest } from '../../src/contracts/text-generation.js';
 import { ConveyorError, invalidArg } from '../../src/errors.js';
 import type { GenerateInput, LlmModel } from '../../src/serving/llm-backend.js';
+import { DEFAULT_LIMITS } from '../../src/config/limits.js';
 import type { OpenAIContext } from '../context.js';
 import { OpenAIRequestError, openaiFailure } from '../errors.js';
 import { runChoices } from '../../src/server/kit/choices.js';
@@ -147,12 +148,15 @@ async function streamResponse(ctx: OpenAIContext, reply: FastifyReply, { id, mod
     return [numbered({ type: 'error', code: code ?? failure.body.error.type, message, param }), numbered({ type: 'response.failed', response })];
   };
   const sse = new SseWriter(reply.raw, ctx.options.streamSendTimeoutMs, model, failureEvents);
-  let opened = false;
+  const openHeaders = (): void => sse.open({ ...hookHeaders(reply), 'x-request-id': id });
+  // A request still waiting (queue, prefill) past the interval opens the stream with a keep-alive comment; response.created follows with the first event.
+  sse.keepAlive(ctx.options.sseKeepAliveMs ?? DEFAULT_LIMITS.sseKeepAliveIntervalSecs * 1000, openHeaders);
+  let created = false;
   const send = (event: OutputEvent): Promise<void> => sse.sendAll([numbered(event)]);
   const open = async (): Promise<void> => {
-    if (opened) return;
-    opened = true;
-    sse.open({ ...hookHeaders(reply), 'x-request-id': id });
+    if (created) return;
+    created = true;
+    openHeaders();
     const response = snapshot();
     await send({ type: 'response.created', response });
     await send({ type: 'response.in_progress', response });
@@ -172,7 +176,7 @@ async function streamResponse(ctx: OpenAIContext, reply: FastifyReply, { id, mod
     sse.end();
   } catch (error) {
     if (sse.isClosed) return;
-    if (!opened) {
+    if (!sse.isOpen) {
       const failure = openaiFailure(error);
       reply.raw.writeHead(failure.status, { ...hookHeaders(reply), ...failure.headers, 'content-type': 'application/json' });
       reply.raw.end(JSON.stringify(failure.body));

@@ -78,6 +78,13 @@ export const LIMITS = {
     unit: 'secs',
     help: 'an SSE client (OpenAI streams, generate_stream) that reads nothing for this long while output waits is dropped',
   },
+  sseKeepAliveIntervalSecs: {
+    flag: '--sse-keep-alive-interval',
+    default: 15,
+    unit: 'secs',
+    help: "an SSE stream (OpenAI chat / completions / Responses, Anthropic Messages, generate_stream) silent this long, while its request waits in the queue, in prefill or between events, gets a ': keep-alive' comment, so proxies with an idle timeout keep it (vLLM's flag and comment)",
+    zeroMeans: 'off',
+  },
   undeliveredOutputTimeoutSecs: {
     flag: '--undelivered-output-timeout-secs',
     default: 5,

@@ -91,6 +91,16 @@ export class InputProcessor {
     return new InputProcessor(tokenizer, files, options);
   }
 
+  /** tokenizer_config.json as read from the model directory (vLLM's /tokenizer_info reports it). */
+  get tokenizerConfig(): ModelFiles['tokenizerConfig'] {
+    return this.files.tokenizerConfig;
+  }
+
+  /** The chat template a request without tools is rendered with, or null. */
+  defaultChatTemplateSource(): string | null {
+    return selectChatTemplate(this.files, false);
+  }
+
   /** The chat template's source (the tool-use one where the model names one), or null; tool_call_parser auto reads it. */
   chatTemplateSource(): string | null {
     return selectChatTemplate(this.files, true);

@@ -28,6 +28,8 @@ export function kserveRoutes(
     llm?: LlmLookup | undefined;
     jsonMaxDepth?: number | undefined;
     streamSendTimeoutMs?: number | undefined;
+    /** A generate_stream silent this long gets a keep-alive comment (0: none). */
+    sseKeepAliveMs?: number | undefined;
     settings?: RuntimeSettings | undefined;
     /** Parses infer bodies past its threshold off the serving thread (src/server/kit/offthread-parse.ts). */
     offThread?: OffThreadParser | undefined;
@@ -47,7 +49,11 @@ export function kserveRoutes(
     await app.register(async (inference) => {
       inference.addHook('onSend', compressResponse);
       registerInferRoutes(inference, service, { offThread: options.offThread, jsonMaxDepth });
-      if (options.llm) registerGenerateRoutes(inference, options.llm, options.streamSendTimeoutMs);
+      if (options.llm)
+        registerGenerateRoutes(inference, options.llm, {
+          sendTimeoutMs: options.streamSendTimeoutMs ?? DEFAULT_LIMITS.streamSendTimeoutSecs * 1000,
+          keepAliveMs: options.sseKeepAliveMs ?? DEFAULT_LIMITS.sseKeepAliveIntervalSecs * 1000,
+        });
     });
   };
 }

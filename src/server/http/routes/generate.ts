@@ -4,13 +4,14 @@
 // Body: {"id"?, "text_input", "parameters"?: {...}, plus other inputs by name (stream, max_tokens,
 // exclude_input_in_output, return_finish_reason, …)}. A response is {"model_name",
 // "model_version", "id"?, "text_output", …other outputs}. A request refused before inference
-// starts gets a normal {"error"} with the catalog's status; once the stream's 200 is out, a
+// starts gets a normal {"error"} with the catalog's status; once the stream's 200 is out (its
+// first response, or a keep-alive comment while the request waits: src/server/kit/sse.ts), a
 // failure arrives as a `data: {"error": …}` event. A client that goes away aborts the request.
 
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { asConveyorError, ConveyorError, invalidArg } from '../../../errors.js';
 import { servingLlm, type LlmLookup } from '../../generation/lookup.js';
-import { buildTritonLlmRequest, isTritonInput, TRITON_LLM_INPUTS, type TritonInputValues, type TritonLlmRequest } from '../../generation/triton-llm-request.js';
+import { buildTritonLlmRequest, isTritonInput, TRITON_LLM_INPUTS, type TritonInputValues, type TritonLlmRequest } from '../../../triton-llm/request.js';
 import { generateTritonLlm, type TritonLlmResponse } from '../../generation/triton-llm.js';
 import { parseJson } from '../codec/json-body.js';
 import { abortOnDisconnect } from '../../kit/transport.js';
@@ -22,13 +23,20 @@ import { PRIORITY_HEADER, priorityOverride } from '../../../serving/request-prio
 
 type GenerateRequest = FastifyRequest<{ Params: ModelParams }>;
 
-/** `streamSendTimeoutMs`: a generate_stream client that reads nothing this long is dropped. */
-export function registerGenerateRoutes(app: FastifyInstance, lookup: LlmLookup, streamSendTimeoutMs = DEFAULT_LIMITS.streamSendTimeoutSecs * 1000): void {
+/** How generate_stream's SSE behaves: a client that reads nothing for `sendTimeoutMs` is dropped; a silence of `keepAliveMs` (0: never) gets a keep-alive comment. */
+export interface GenerateStreamTimings {
+  readonly sendTimeoutMs: number;
+  readonly keepAliveMs: number;
+}
+
+const DEFAULT_TIMINGS: GenerateStreamTimings = { sendTimeoutMs: DEFAULT_LIMITS.streamSendTimeoutSecs * 1000, keepAliveMs: DEFAULT_LIMITS.sseKeepAliveIntervalSecs * 1000 };
+
+export function registerGenerateRoutes(app: FastifyInstance, lookup: LlmLookup, timings: GenerateStreamTimings = DEFAULT_TIMINGS): void {
   for (const path of modelPaths('/generate')) {
     app.post<{ Params: ModelParams }>(path, (request, reply) => handleGenerate(lookup, request, reply));
   }
   for (const path of modelPaths('/generate_stream')) {
-    app.post<{ Params: ModelParams }>(path, (request, reply) => handleGenerateStream(lookup, request, reply, streamSendTimeoutMs));
+    app.post<{ Params: ModelParams }>(path, (request, reply) => handleGenerateStream(lookup, request, reply, timings));
   }
 }
 
@@ -41,15 +49,33 @@ async function handleGenerate(lookup: LlmLookup, request: GenerateRequest, reply
   return responseJson(answer);
 }
 
-async function handleGenerateStream(lookup: LlmLookup, request: GenerateRequest, reply: FastifyReply, streamSendTimeoutMs: number): Promise<void> {
+async function handleGenerateStream(lookup: LlmLookup, request: GenerateRequest, reply: FastifyReply, timings: GenerateStreamTimings): Promise<void> {
   const llm = requestFromBody(request);
   const responses = generateTritonLlm(lookup, llm, abortOnDisconnect(reply.raw));
-  // The first response fixes the status: anything refused before it is a plain JSON error.
-  let next = await responses.next();
-  reply.hijack();
   // The model the stream serves bounds a client that reads nothing while it unloads (stalled-writes.ts).
-  const sse = new SseWriter(reply.raw, streamSendTimeoutMs, servingLlm(lookup, llm.model, llm.version));
-  sse.open();
+  const sse = new SseWriter(reply.raw, timings.sendTimeoutMs, servingLlm(lookup, llm.model, llm.version));
+  const open = (): void => {
+    if (sse.isOpen) return;
+    reply.hijack();
+    sse.open();
+  };
+  const first = responses.next();
+  // A request still waiting (queue, prefill) when the interval passes opens the stream with a keep-alive.
+  sse.keepAlive(timings.keepAliveMs, open);
+  let next: Awaited<typeof first>;
+  try {
+    next = await first;
+  } catch (error) {
+    // The first response fixes the status: anything refused before it (and before a keep-alive) is a plain JSON error.
+    if (!sse.isOpen) {
+      sse.end();
+      throw error;
+    }
+    await sse.send({ error: asConveyorError(error).message });
+    sse.end();
+    return;
+  }
+  open();
   try {
     while (!next.done && !sse.isClosed) {
       await sse.send(responseJson(next.value));

@@ -29,12 +29,11 @@ export interface DecoupledEvent {
 
 /**
  * The hook for decoupled (LLM) models: runs one request and yields its responses as they are
- * produced, ending after the event with `final: true`; undefined for a model it does not serve.
- * `signal` aborts when the client cancels.
+ * produced, ending after the event with `final: true`. `signal` aborts when the client cancels.
  * llmDecoupledInfer (decoupled-llm.ts) supplies it for LLM models through
  * GrpcServerOptions.decoupled; without one, a decoupled model answers UNSUPPORTED as an error_message.
  */
-export type DecoupledInfer = (request: InferRequest, signal: AbortSignal) => AsyncIterable<DecoupledEvent> | undefined;
+export type DecoupledInfer = (request: InferRequest, signal: AbortSignal) => AsyncIterable<DecoupledEvent>;
 
 type StreamCall = ServerDuplexStream<WireInferRequest, WireStreamInferResponse>;
 
@@ -108,27 +107,30 @@ const answer = (infer_response: WireInferResponse): WireStreamInferResponse => (
 async function runRequest(wire: WireInferRequest, context: RequestContext): Promise<void> {
   const { service, signal, write } = context;
   let lease: { release(): void } | undefined;
+  // The model behind the request's stream, once it produced: a failure after that (the model
+  // unloading, say) is an error_message whose write is bounded by the same model's closing.
+  const streaming: { model?: LlmModel } = {};
   try {
     const request = inferRequestFromWire(wire);
     // Loaded (on demand) before its config says whether it streams, and kept while it does.
     lease = await service.acquire?.(request.model);
     if (isDecoupled(service, request.model, request.version)) {
-      await streamDecoupled(request, context);
+      await streamDecoupled(request, context, streaming);
       return;
     }
     const response = await service.infer(request, signal);
     await write(answer(inferResponseToWire(response, { triton_final_response: true })));
   } catch (error) {
     if (context.fail) context.fail(error);
-    else await write({ error_message: asConveyorError(error).message, infer_response: null });
+    else await write({ error_message: asConveyorError(error).message, infer_response: null }, streaming.model);
   } finally {
     lease?.release();
   }
 }
 
-async function streamDecoupled(request: InferRequest, context: RequestContext): Promise<void> {
-  // The hook first (an LLM's generation, with the model that bounds a client reading nothing); otherwise the model streams by itself (a TypeScript model's sender, an ensemble).
-  const events: AsyncIterable<DecoupledEvent> | undefined = context.decoupled?.(request, context.signal) ?? context.service.inferStream?.(request, context.signal);
+async function streamDecoupled(request: InferRequest, context: RequestContext, streaming: { model?: LlmModel }): Promise<void> {
+  // A model that streams by itself (a TypeScript model's sender); otherwise the hook (an LLM's generation).
+  const events: AsyncIterable<DecoupledEvent> | undefined = context.service.inferStream?.(request, context.signal) ?? context.decoupled?.(request, context.signal);
   if (!events) {
     throw new ConveyorError('UNSUPPORTED', `model '${request.model}' is decoupled and streaming generation over ModelStreamInfer is not available yet`);
   }
@@ -137,6 +139,7 @@ async function streamDecoupled(request: InferRequest, context: RequestContext): 
   for await (const event of events) {
     // Leaving the loop calls the iterator's return(), so the producer can release its request.
     if (context.signal.aborted) return;
+    if (event.model) streaming.model = event.model;
     const flags = { triton_final_response: event.final };
     if (event.response) {
       await context.write(answer(inferResponseToWire(event.response, flags)), event.model);

@@ -3,16 +3,10 @@
 // model's weights and KV pool hold memory. The server's temporary repository has the model once
 // per attention backend (`<group>-<backend>`, version directories linking the converted model).
 
-import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { startChildServer, type ChildServer } from '../serve/child-server.js';
 import { sendCompletion } from '../serve/client.js';
+import { type LinkedConveyor, startLinkedConveyor } from '../serve/conveyor-server.js';
 import { buildDataset, loadPromptTokenizer, type PromptTokenizer } from '../serve/dataset.js';
-import { conveyorListening, waitForModels } from '../serve/systems.js';
 
-const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 const STARTUP_MS = 300_000;
 
 export interface GroupModel {
@@ -23,21 +17,6 @@ export interface GroupModel {
 
 export const servedName = (group: string, backend: string): string => `${group}-${backend}`;
 
-export function familyConfig(name: string, backend: string, maxNumSeqs: number): string {
-  const parameter = (key: string, value: string | number): string => `parameters: { key: "${key}" value: { string_value: "${value}" } }`;
-  return [
-    `name: "${name}"`,
-    'backend: "llm"',
-    'max_batch_size: 0',
-    'model_transaction_policy { decoupled: true }',
-    'instance_group [ { count: 1 kind: KIND_CPU } ]',
-    parameter('precision', 'fp32'),
-    parameter('max_num_seqs', maxNumSeqs),
-    parameter('attention_backend', backend),
-    '',
-  ].join('\n');
-}
-
 export interface ActiveServer {
   readonly group: string;
   readonly baseUrl: string;
@@ -46,7 +25,7 @@ export interface ActiveServer {
 }
 
 export class GroupServers {
-  private current: { active: ActiveServer; child: ChildServer; root: string } | undefined;
+  private current: { active: ActiveServer; server: LinkedConveyor } | undefined;
   private readonly starts = new Map<string, string>();
 
   constructor(
@@ -62,31 +41,20 @@ export class GroupServers {
     await this.stop();
     const model = this.models.get(group);
     if (!model) throw new Error(`no model for ${group}`);
-    const root = await mkdtemp(join(tmpdir(), 'conveyor-bench-families-'));
-    for (const backend of this.backends) {
-      const name = servedName(group, backend);
-      await mkdir(join(root, name));
-      await writeFile(join(root, name, 'config.pbtxt'), familyConfig(name, backend, this.maxNumSeqs));
-      await symlink(resolve(model.dir), join(root, name, '1'), 'dir');
-    }
-    const args = ['--import', 'tsx', join(ROOT, 'src', 'cli.ts'), 'serve', '--model-repository', root, '--host', '127.0.0.1'];
-    args.push('--http-port', '0', '--grpc-port', '0', '--metrics-port', '0', '--exit-timeout-secs', '2');
+    const models = this.backends.map((backend) => ({ name: servedName(group, backend), dir: model.dir, parameters: { max_num_seqs: this.maxNumSeqs, attention_backend: backend } }));
+    const names = models.map((m) => m.name);
     this.log(`starting a server for ${group}…`);
     const started = performance.now();
-    const child = await startChildServer({ args, cwd: ROOT, ready: conveyorListening, timeoutMs: STARTUP_MS });
-    try {
-      const names = this.backends.map((b) => servedName(group, b));
-      await waitForModels(child.address, names, STARTUP_MS, () => /failed to load[^\n]*/.exec(child.tail())?.[0]);
-      const tokenizer = await loadPromptTokenizer(model.dir);
-      await warmUp(child.address, names, tokenizer);
-    } catch (error) {
-      await child.stop();
-      await rm(root, { recursive: true, force: true });
-      throw new Error(`${error instanceof Error ? error.message : String(error)}\n${child.tail()}`);
-    }
+    const server = await startLinkedConveyor({
+      models,
+      tmpPrefix: 'conveyor-bench-families-',
+      timeoutMs: STARTUP_MS,
+      afterLoad: async (child) => warmUp(child.address, names, await loadPromptTokenizer(model.dir)),
+    });
     this.starts.set(group, `${((performance.now() - started) / 1000).toFixed(1)} s`);
+    const { child } = server;
     const active = { group, baseUrl: child.address, pid: child.pid, tokenizer: await loadPromptTokenizer(model.dir) };
-    this.current = { active, child, root };
+    this.current = { active, server };
     this.log(`${group} served at ${child.address} (pid ${child.pid})`);
     return active;
   }
@@ -100,8 +68,7 @@ export class GroupServers {
     const current = this.current;
     this.current = undefined;
     if (!current) return;
-    await current.child.stop();
-    await rm(current.root, { recursive: true, force: true });
+    await current.server.stop();
   }
 }
 

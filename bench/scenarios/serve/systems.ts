@@ -5,12 +5,12 @@
 // it cannot say max_num_seqs 1); they never run at the same time, so they do not compete. The
 // naive server is a process of its own.
 
-import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { messageOf } from '../../harness/runner.js';
 import { startChildServer, type ChildServer } from './child-server.js';
 import type { CompletionTarget } from './client.js';
+import { startLinkedConveyor } from './conveyor-server.js';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 const STARTUP_MS = 240_000;
@@ -40,35 +40,20 @@ export interface ServeSetup {
   readonly maxNumSeqs: number;
 }
 
-export function conveyorConfig(name: string, maxNumSeqs: number): string {
-  const parameter = (key: string, value: string | number): string => `parameters: { key: "${key}" value: { string_value: "${value}" } }`;
-  return [
-    `name: "${name}"`,
-    'backend: "llm"',
-    'max_batch_size: 0',
-    'model_transaction_policy { decoupled: true }',
-    'instance_group [ { count: 1 kind: KIND_CPU } ]',
-    parameter('precision', 'fp32'),
-    parameter('max_num_seqs', maxNumSeqs),
-    '',
-  ].join('\n');
-}
-
 /** Starts what `setup.which` names, in parallel; a system that fails to start is reported, not fatal. */
 export async function startSystems(setup: ServeSetup, log: (line: string) => void): Promise<StartedSystems> {
-  const children: ChildServer[] = [];
-  const cleanups: (() => Promise<unknown>)[] = [];
+  const stops: (() => Promise<void>)[] = [];
   const failures: StartedSystems['failures'] = [];
   const systems: System[] = [];
   const conveyorWanted = setup.which.filter((s) => s !== 'naive');
   const starts: Promise<void>[] = [];
   if (conveyorWanted.length > 0) {
     starts.push(
-      startConveyor(setup, conveyorWanted, cleanups).then(
+      startConveyor(setup, conveyorWanted).then(
         (started) => {
-          children.push(started.child);
+          stops.push(started.stop);
           systems.push(...started.systems);
-          log(`conveyor serving ${started.systems.map((s) => s.target.model).join(', ')} at ${started.child.address} (pid ${started.child.pid})`);
+          log(`conveyor serving ${started.systems.map((s) => s.target.model).join(', ')} at ${started.address} (pid ${started.pid})`);
         },
         (error: unknown) => void failures.push(...conveyorWanted.map((name) => ({ name, reason: messageOf(error) }))),
       ),
@@ -78,7 +63,7 @@ export async function startSystems(setup: ServeSetup, log: (line: string) => voi
     starts.push(
       startNaive(setup).then(
         (child) => {
-          children.push(child);
+          stops.push(() => child.stop());
           systems.push(naiveSystem(setup, child));
           log(`naive server at ${child.address} (pid ${child.pid})`);
         },
@@ -93,79 +78,21 @@ export async function startSystems(setup: ServeSetup, log: (line: string) => voi
     systems,
     failures,
     stop: async () => {
-      await Promise.all(children.map((c) => c.stop()));
-      for (const cleanup of cleanups) await cleanup();
+      await Promise.all(stops.map((stop) => stop()));
     },
   };
 }
 
-async function startConveyor(setup: ServeSetup, which: readonly SystemName[], cleanups: (() => Promise<unknown>)[]) {
-  const root = await mkdtemp(join(tmpdir(), 'conveyor-bench-serve-'));
-  cleanups.push(() => rm(root, { recursive: true, force: true }));
+async function startConveyor(setup: ServeSetup, which: readonly SystemName[]) {
   const served = which.map((name) => ({ name, model: name === 'conveyor' ? setup.modelName : `${setup.modelName}-serial`, seqs: name === 'conveyor' ? setup.maxNumSeqs : 1 }));
-  for (const s of served) {
-    await mkdir(join(root, s.model));
-    await writeFile(join(root, s.model, 'config.pbtxt'), conveyorConfig(s.model, s.seqs));
-    await symlink(resolve(setup.modelDir), join(root, s.model, '1'), 'dir');
-  }
-  const args = ['--import', 'tsx', join(ROOT, 'src', 'cli.ts'), 'serve', '--model-repository', root, '--host', '127.0.0.1'];
-  args.push('--http-port', '0', '--grpc-port', '0', '--metrics-port', '0', '--exit-timeout-secs', '2');
-  const child = await startChildServer({ args, cwd: ROOT, ready: conveyorListening, timeoutMs: STARTUP_MS });
-  try {
-    // A model that failed to load says so in the log; no point waiting out the timeout then.
-    const failed = (): string | undefined => /failed to load[^\n]*/.exec(child.tail())?.[0];
-    await waitForModels(
-      child.address,
-      served.map((s) => s.model),
-      STARTUP_MS,
-      failed,
-    );
-  } catch (error) {
-    await child.stop();
-    throw new Error(`${messageOf(error)}\n${child.tail()}`);
-  }
+  const models = served.map((s) => ({ name: s.model, dir: setup.modelDir, parameters: { max_num_seqs: s.seqs } }));
+  const { child, stop } = await startLinkedConveyor({ models, tmpPrefix: 'conveyor-bench-serve-', timeoutMs: STARTUP_MS });
   const systems = served.map((s) => ({
     name: s.name,
     target: { baseUrl: child.address, model: s.model },
     description: `${s.name}: Conveyor (\`src/cli.ts serve\`, pid ${child.pid}) serving \`${s.model}\` with max_num_seqs ${s.seqs}${s.seqs === 1 ? ' (batching off)' : ''}, other engine settings at their defaults`,
   }));
-  return { child, systems };
-}
-
-/**
- * The server listens before its models are loaded; a model is servable once /v1/models lists it
- * (until the OpenAI route answers at all, its 404 is one more reason to keep waiting).
- */
-export async function waitForModels(baseUrl: string, names: readonly string[], timeoutMs: number, failed: () => string | undefined = () => undefined): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  let last = 'no answer yet';
-  while (performance.now() < deadline) {
-    const failure = failed();
-    if (failure !== undefined) throw new Error(failure);
-    try {
-      const response = await fetch(`${baseUrl}/v1/models`);
-      const listed = response.ok ? (((await response.json()) as { data?: { id?: string }[] }).data?.map((m) => m.id) ?? []) : [];
-      if (names.every((name) => listed.includes(name))) return;
-      last = response.ok ? `listed: ${listed.join(', ') || 'none'}` : `HTTP ${response.status}`;
-    } catch (error) {
-      last = messageOf(error);
-    }
-    await new Promise((resolve) => setTimeout(resolve, 250));
-  }
-  throw new Error(`${names.join(', ')} not listed by ${baseUrl}/v1/models after ${timeoutMs / 1000} s (${last})`);
-}
-
-/** The CLI logs JSON lines ({time, msg}); the HTTP listening line gives the base URL. */
-export function conveyorListening(line: string): string | undefined {
-  let message = line;
-  try {
-    const parsed = JSON.parse(line) as { msg?: unknown };
-    if (typeof parsed.msg === 'string') message = parsed.msg;
-  } catch {
-    // Not JSON (a stack trace): kept as it is.
-  }
-  const match = /^HTTP\b.*listening on (\S+):(\d+)$/.exec(message);
-  return match ? `http://${match[1]}:${match[2]}` : undefined;
+  return { address: child.address, pid: child.pid, stop, systems };
 }
 
 async function startNaive(setup: ServeSetup): Promise<ChildServer> {
@@ -180,8 +107,4 @@ function naiveSystem(setup: ServeSetup, child: ChildServer): System {
     target: { baseUrl: child.address, model: setup.modelName },
     description: `naive: \`bench/scenarios/serve/naive-server.ts\` (pid ${child.pid}), node:http, one request at a time, greedy loop with past_key_values straight through onnxruntime-node`,
   };
-}
-
-export function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
 }

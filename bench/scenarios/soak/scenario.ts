@@ -14,7 +14,7 @@ import type { FlagSpec, PreparedScenario, Scenario, ScenarioContext } from '../.
 import { caseId, type BenchCase } from '../../harness/types.js';
 import { buildInputs, httpBinaryRequest, type ModelMetadata } from '../infer/payloads.js';
 import { startServerProcess, type ServerProcess } from '../infer/server-process.js';
-import { waitForModels } from '../serve/systems.js';
+import { waitForModels } from '../serve/conveyor-server.js';
 import {
   badRequests,
   cnnInfer,

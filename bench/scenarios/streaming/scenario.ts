@@ -4,9 +4,9 @@
 // harness round by round. Per transport: output tokens/s, the server's main-thread CPU per token
 // (/proc of the child), and GET /v2/health/ready and GET /metrics latency polled while the load runs.
 
-import { mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { availableParallelism, loadavg, tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { ensureBuilt } from '../../../models/catalog.js';
 import type { ModelSize } from '../../../models/common/model-files.js';
 import { positiveInt, stringList } from '../../harness/args.js';
@@ -14,7 +14,7 @@ import { percentile } from '../../harness/stats.js';
 import type { FlagSpec, PreparedScenario, Scenario, ScenarioContext } from '../../harness/scenario.js';
 import type { BenchCase, RunSlot } from '../../harness/types.js';
 import { startServerProcess, type ServerProcess } from '../infer/server-process.js';
-import { conveyorConfig, waitForModels } from '../serve/systems.js';
+import { waitForModels, writeLinkedRepository } from '../serve/conveyor-server.js';
 import { MAX_NICE, lowerThisThreadPriority } from '../../../src/threads/thread-priority.js';
 import { healthAndMetricsUrls, openPoller, type Poller, type PollResult, readCpu } from './probes.js';
 import { BASELINE, conclude, streamingCharts, type Recorded } from './report.js';
@@ -76,9 +76,7 @@ async function prepareStreaming(decoder: DecoderDir, context: ScenarioContext): 
     await rm(root, { recursive: true, force: true });
   };
   try {
-    await mkdir(join(root, model));
-    await writeFile(join(root, model, 'config.pbtxt'), conveyorConfig(model, Math.max(32, concurrency)));
-    await symlink(resolve(modelDir), join(root, model, '1'), 'dir');
+    await writeLinkedRepository(root, [{ name: model, dir: modelDir, parameters: { max_num_seqs: Math.max(32, concurrency) } }]);
     log(`starting the server on ${modelDir}…`);
     // vLLM's names too: the scrape measured is the full one a router built for vLLM reads.
     server = await startServerProcess(root, undefined, ['--metrics-engine-type', 'vllm']);

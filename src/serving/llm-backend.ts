@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { availableParallelism, hostname } from 'node:os';
 import { setMaxListeners } from 'node:events';
-import type { InferRequest, InferResponse } from '../contracts/infer.js';
+import type { InferRequest, InferResponse, InferStreamEvent } from '../contracts/infer.js';
 import type { KvEventsConfig } from '../contracts/kv-events.js';
 import { KV_CACHE_DTYPES, type KvCacheDtype } from '../contracts/engine-messages.js';
 import type { ModelConfig } from '../contracts/model-config.js';
@@ -32,6 +32,8 @@ import type { BackendLoadRequest, ServedModel } from './served-model.js';
 import { Admission, type AdmissionSeat } from './admission.js';
 import { DEFAULT_LIMITS } from '../config/limits.js';
 import { detectToolCallParser, isToolCallParserName, TOOL_CALL_FORMATS, type ToolCallParserName } from '../tool-calls/index.js';
+import { buildTritonLlmRequest, tritonInputsFromTensors, type TritonLlmRequest } from '../triton-llm/request.js';
+import { tritonLlmInferResponse, tritonLlmResponses, type TritonLlmResponse } from '../triton-llm/responses.js';
 import { isReasoningParserName, REASONING_FORMATS, type ReasoningParserName, type ReasoningPlan } from '../reasoning/index.js';
 
 /** A generation request before tokenization: the prompt and the unchecked generation parameters of any front end. */
@@ -426,8 +428,34 @@ export class LlmModel implements ServedModel {
     };
   }
 
+  /**
+   * Triton's LLM request (the vLLM backend's inputs, src/triton-llm) run here, answered as the
+   * vLLM backend answers. Validation and tokenization run on the first next(), so a refused
+   * request throws before any response exists; aborting `signal` ends the generation within an
+   * engine step, its last response then reporting finish_reason "abort".
+   */
+  async *tritonGenerate(request: TritonLlmRequest, signal?: AbortSignal): AsyncGenerator<TritonLlmResponse> {
+    const prepared = await this.prepare({ prompt: { kind: 'text', text: request.prompt }, sampling: request.sampling });
+    yield* tritonLlmResponses(request, { model: this.name, version: String(this.version) }, this.generate(prepared, signal));
+  }
+
+  /**
+   * A KServe request in the vLLM backend's tensors (text_input, stream, max_tokens, …; sampling in
+   * the parameters), its responses as tensors: what ModelStreamInfer, a TypeScript model's BLS
+   * inferStream and an ensemble's LLM step read. Leaving the loop early aborts the generation.
+   */
+  async *inferStream(request: InferRequest, signal?: AbortSignal): AsyncGenerator<InferStreamEvent> {
+    const ref = { model: request.model, ...(request.version ? { version: request.version } : {}), ...(request.id ? { id: request.id } : {}) };
+    const llm = buildTritonLlmRequest(ref, tritonInputsFromTensors(request.inputs), request.parameters);
+    const wanted = request.outputs ? new Set(request.outputs.map((o) => o.name)) : undefined;
+    for await (const response of this.tritonGenerate(llm, signal)) yield { response: tritonLlmInferResponse(response, wanted), final: response.final };
+  }
+
+  /** Decoupled, as Triton's LLM backends are: one-response protocols (HTTP infer, gRPC ModelInfer, BLS infer) are refused. */
   infer(_request: InferRequest): Promise<InferResponse> {
-    return Promise.reject(new ConveyorError('UNSUPPORTED', `model '${this.name}' is decoupled: use the generate endpoints, ModelStreamInfer or the OpenAI API`));
+    return Promise.reject(
+      new ConveyorError('UNSUPPORTED', `model '${this.name}' is decoupled: use the generate endpoints, ModelStreamInfer, a BLS inferStream or the OpenAI API`),
+    );
   }
 
   statistics() {

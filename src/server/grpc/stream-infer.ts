@@ -29,11 +29,12 @@ export interface DecoupledEvent {
 
 /**
  * The hook for decoupled (LLM) models: runs one request and yields its responses as they are
- * produced, ending after the event with `final: true`. `signal` aborts when the client cancels.
+ * produced, ending after the event with `final: true`; undefined for a model it does not serve.
+ * `signal` aborts when the client cancels.
  * llmDecoupledInfer (decoupled-llm.ts) supplies it for LLM models through
  * GrpcServerOptions.decoupled; without one, a decoupled model answers UNSUPPORTED as an error_message.
  */
-export type DecoupledInfer = (request: InferRequest, signal: AbortSignal) => AsyncIterable<DecoupledEvent>;
+export type DecoupledInfer = (request: InferRequest, signal: AbortSignal) => AsyncIterable<DecoupledEvent> | undefined;
 
 type StreamCall = ServerDuplexStream<WireInferRequest, WireStreamInferResponse>;
 
@@ -129,8 +130,8 @@ async function runRequest(wire: WireInferRequest, context: RequestContext): Prom
 }
 
 async function streamDecoupled(request: InferRequest, context: RequestContext, streaming: { model?: LlmModel }): Promise<void> {
-  // A model that streams by itself (a TypeScript model's sender); otherwise the hook (an LLM's generation).
-  const events: AsyncIterable<DecoupledEvent> | undefined = context.service.inferStream?.(request, context.signal) ?? context.decoupled?.(request, context.signal);
+  // The hook first (an LLM's generation, with the model that bounds a client reading nothing); otherwise the model streams by itself (a TypeScript model's sender, an ensemble).
+  const events: AsyncIterable<DecoupledEvent> | undefined = context.decoupled?.(request, context.signal) ?? context.service.inferStream?.(request, context.signal);
   if (!events) {
     throw new ConveyorError('UNSUPPORTED', `model '${request.model}' is decoupled and streaming generation over ModelStreamInfer is not available yet`);
   }

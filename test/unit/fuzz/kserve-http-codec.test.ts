@@ -7,7 +7,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { DataType, Tensor } from '../../../src/contracts/tensors.js';
-import { buildTritonLlmRequest, tritonInputsFromTensors } from '../../../src/server/generation/triton-llm-request.js';
+import { buildTritonLlmRequest, tritonInputsFromTensors } from '../../../src/triton-llm/request.js';
 import { decodeBinaryData, serializeBytesElements } from '../../../src/server/http/codec/binary-tensor.js';
 import { decodeInferRequest, parseHeaderLength } from '../../../src/server/http/codec/infer-request.js';
 import { parseJson } from '../../../src/server/http/codec/json-body.js';

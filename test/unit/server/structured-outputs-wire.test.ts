@@ -2,7 +2,7 @@
 // oneof and Triton's vLLM-style parameters (objects or JSON text) reach the same GrammarSpec.
 import { describe, expect, it } from 'vitest';
 import { samplingFromWire, type WireSamplingParameters } from '../../../src/server/grpc-generation/generation-codec.js';
-import { samplingParams } from '../../../src/server/generation/triton-llm-request.js';
+import { samplingParams } from '../../../src/triton-llm/request.js';
 import { validateSamplingParams } from '../../../src/vocabulary/sampling-params.js';
 
 const LIMITS = { vocabSize: 1000 };

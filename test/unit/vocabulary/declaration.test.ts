@@ -9,7 +9,7 @@ import { CHAT_FIELDS, COMPLETION_FIELDS } from '../../../openai-compat/request-f
 import { validateSamplingParams } from '../../../src/vocabulary/sampling-params.js';
 import { ConveyorError } from '../../../src/errors.js';
 import { GENERATION_FIELDS, generationParamsSchema, parseGenerationParams, valueKind, type UncheckedParams, type WireNames } from '../../../src/vocabulary/index.js';
-import { buildTritonLlmRequest } from '../../../src/server/generation/triton-llm-request.js';
+import { buildTritonLlmRequest } from '../../../src/triton-llm/request.js';
 import { generateCallFromWire, type WireSamplingParameters } from '../../../src/server/grpc-generation/generation-codec.js';
 import { parseClientMessage } from '../../../src/server/websocket/messages.js';
 

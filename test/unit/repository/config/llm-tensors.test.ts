@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { LLM_INPUT_TENSORS, LLM_OUTPUT_TENSORS } from '../../../../src/contracts/triton-llm-tensors.js';
 import { completeLlmTensors } from '../../../../src/repository/config/index.js';
-import { TRITON_LLM_INPUTS } from '../../../../src/server/generation/triton-llm-request.js';
+import { TRITON_LLM_INPUTS } from '../../../../src/triton-llm/request.js';
 import { input, modelConfig, output } from '../../../support/model-config.js';
 
 const llm = (more = {}) => modelConfig({ platform: '', backend: 'llm', max_batch_size: 0, ...more });

@@ -12,6 +12,8 @@ import type { LlmLookup } from '../../../../src/server/generation/lookup.js';
 import { createHttpApp } from '../../../../src/main.js';
 import { AccessPolicy } from '../../../../src/security/access-policy.js';
 import type { LlmModel } from '../../../../src/serving/llm-backend.js';
+import type { TritonLlmRequest } from '../../../../src/triton-llm/request.js';
+import { tritonLlmResponses } from '../../../../src/triton-llm/responses.js';
 
 function event(text: string, finishReason: GenerationEvent['finishReason'] = null): GenerationEvent {
   return {
@@ -39,6 +41,10 @@ function fakeModel(name: string): LlmModel {
       yield event('Hel');
       if (name === 'late') throw new ConveyorError('INTERNAL', 'engine worker exited (1)');
       yield event('lo', 'length');
+    },
+    // Triton's shaping of those events, as the real model does it.
+    tritonGenerate(request: TritonLlmRequest) {
+      return tritonLlmResponses(request, { model: name, version: '1' }, (this as unknown as LlmModel).generate({} as never));
     },
   } as unknown as LlmModel;
 }

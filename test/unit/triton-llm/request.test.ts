@@ -1,7 +1,7 @@
 // Triton-style LLM requests read into one shape: tensors or JSON inputs, parameters with string
 // values converted, reserved parameters left alone, unknown ones refused by name.
 import { describe, expect, it } from 'vitest';
-import { buildTritonLlmRequest, samplingParams, tritonInputsFromTensors } from '../../../../src/server/generation/triton-llm-request.js';
+import { buildTritonLlmRequest, samplingParams, tritonInputsFromTensors } from '../../../src/triton-llm/request.js';
 
 const ref = { model: 'm' };
 

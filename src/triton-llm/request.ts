@@ -5,11 +5,11 @@
 // strings (gRPC clients often send every parameter as one), which are converted here so that
 // the sampling validator sees numbers and reports ranges with the parameter's name.
 
-import type { Parameters } from '../../contracts/infer.js';
-import type { Tensor } from '../../contracts/tensors.js';
-import { LLM_INPUT_TENSORS, type LlmInputName } from '../../contracts/triton-llm-tensors.js';
-import { invalidArg } from '../../errors.js';
-import { carriedFields, valueKind, type GenerationField, type UncheckedParams, type ValueKind, type WireVocabulary } from '../../vocabulary/index.js';
+import type { Parameters } from '../contracts/infer.js';
+import type { Tensor } from '../contracts/tensors.js';
+import { LLM_INPUT_TENSORS, type LlmInputName } from '../contracts/triton-llm-tensors.js';
+import { invalidArg } from '../errors.js';
+import { carriedFields, valueKind, type GenerationField, type UncheckedParams, type ValueKind, type WireVocabulary } from '../vocabulary/index.js';
 
 const KIND_OF_TYPE = { TYPE_STRING: 'string', TYPE_BOOL: 'bool', TYPE_INT32: 'int' } as const satisfies Record<string, ValueKind>;
 

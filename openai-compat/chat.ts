@@ -60,7 +60,7 @@ export async function chatCompletions(ctx: OpenAIContext, rawBody: unknown, repl
   // Every choice shares the prompt, so whether it opened a thinking block.
   const reasoning = model.reasoningOf(choices[0]!);
   const wantLogprobs = body.logprobs === true;
-  const tokenText = ctx.tokenText(model);
+  const tokenText = ctx.tokenSpelling(model, body);
   const events = runChoices(model, withPriority(choices, priorityOverride(reply.request.headers[PRIORITY_HEADER])), signal);
   const meta = responseMeta('chatcmpl', requested, model);
   const usage = new UsageTally(n);

@@ -4,7 +4,7 @@
 
 import type { GenerationEvent, ProcessedRequest } from '../src/contracts/text-generation.js';
 import { cumulativeLogprob, pickBest } from './best-of.js';
-import { appendCompletionLogprobs, completionLogprobs, type CompletionLogprobs, type TokenText } from './logprobs.js';
+import { appendCompletionLogprobs, completionLogprobs, type CompletionLogprobs, type TokenSpelling } from './logprobs.js';
 import { echoedPromptLogprobs, vllmPromptLogprobs, type VllmPromptLogprobs } from './prompt-logprobs.js';
 
 export interface ChoicePiece {
@@ -43,7 +43,7 @@ export class CompletionChoices {
 
   constructor(
     private readonly choices: readonly ProcessedRequest[],
-    private readonly text: TokenText,
+    private readonly text: TokenSpelling,
     private readonly options: ChoiceOptions,
   ) {
     this.state = options.echoed.map((e) => ({

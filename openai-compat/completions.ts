@@ -96,7 +96,7 @@ export async function completions(ctx: OpenAIContext, rawBody: unknown, reply: F
   // Valid once prepared: the vocabulary checked it.
   const vllmPromptCount = typeof body.prompt_logprobs === 'number' ? body.prompt_logprobs : null;
   const echoed = choices.map((c) => (echo ? (c.promptText ?? model.processor.tokenizer.decode([...c.request.promptTokenIds], { skip_special_tokens: false })) : ''));
-  const answers = new CompletionChoices(choices, ctx.tokenText(model), { echoed, echo, topLogprobs, promptLogprobs: vllmPromptCount });
+  const answers = new CompletionChoices(choices, ctx.tokenSpelling(model, body), { echoed, echo, topLogprobs, promptLogprobs: vllmPromptCount });
   const events = runChoices(model, withPriority(choices, priorityOverride(reply.request.headers[PRIORITY_HEADER])), signal);
   const meta = responseMeta('cmpl', requested, model);
   const usage = new UsageTally(candidates);

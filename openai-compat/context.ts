@@ -8,7 +8,9 @@ import type { LlmModel } from '../src/serving/llm-backend.js';
 import { invalidArg } from '../src/errors.js';
 import { EmbeddingModels } from './embedding-models.js';
 import { missingModel } from '../src/server/kit/errors.js';
-import { TokenText } from './logprobs.js';
+import { TOKEN_ID_SPELLING, TokenText, type TokenSpelling } from './logprobs.js';
+import { optionalFlag } from './request-fields.js';
+import type { Body } from '../src/server/kit/body.js';
 
 export interface OpenAIOptions {
   /** Origins allowed by CORS ('*' for any); empty: no CORS headers at all. */
@@ -55,6 +57,11 @@ export class OpenAIContext {
     const names = [...new Set(this.service.llmModels().map((m) => m.name))];
     if (names.length !== 1) throw invalidArg(`model is required when ${names.length} generation models are served`, 'model');
     return this.service.llmModel(names[0]!);
+  }
+
+  /** How a request's logprobs spell tokens: their text, or `token_id:<id>` under vLLM's return_tokens_as_token_ids. */
+  tokenSpelling(model: LlmModel, body: Body): TokenSpelling {
+    return optionalFlag(body, 'return_tokens_as_token_ids', false) ? TOKEN_ID_SPELLING : this.tokenText(model);
   }
 
   tokenText(model: LlmModel): TokenText {

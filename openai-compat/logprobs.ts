@@ -37,8 +37,24 @@ function byteLevelDecoder(): Map<number, number> {
   return map;
 }
 
+/** How logprobs spell a token: its text and bytes. */
+export interface TokenSpelling {
+  text(id: number): string;
+  bytes(id: number): number[];
+}
+
+/**
+ * vLLM's `return_tokens_as_token_ids`: every token (sampled, alternatives, echoed prompt) spelled
+ * `token_id:<id>`, its bytes those of that spelling, so a client that cannot map text back to ids
+ * (a byte-level token holding half a character) reads the id itself.
+ */
+export const TOKEN_ID_SPELLING: TokenSpelling = {
+  text: (id) => `token_id:${id}`,
+  bytes: (id) => [...Buffer.from(`token_id:${id}`, 'utf8')],
+};
+
 /** Per-model token strings and bytes, cached: the same few thousand ids recur constantly. */
-export class TokenText {
+export class TokenText implements TokenSpelling {
   private readonly texts = new Map<number, string>();
   private readonly byteCache = new Map<number, number[]>();
   private readonly byteLevel: Map<number, number> | null;
@@ -81,7 +97,7 @@ export class TokenText {
   }
 }
 
-export function chatLogprobs(logprobs: readonly TokenLogprob[], text: TokenText): ChatTokenLogprob[] {
+export function chatLogprobs(logprobs: readonly TokenLogprob[], text: TokenSpelling): ChatTokenLogprob[] {
   return logprobs.map((lp) => ({
     token: text.text(lp.tokenId),
     logprob: finite(lp.logprob),
@@ -94,7 +110,7 @@ export function chatLogprobs(logprobs: readonly TokenLogprob[], text: TokenText)
  * Completions logprobs for a run of tokens whose text starts at character `offset` of the
  * choice's text; returns the offset after them, for the next chunk.
  */
-export function completionLogprobs(logprobs: readonly TokenLogprob[], text: TokenText, offset: number): { logprobs: CompletionLogprobs; offset: number } {
+export function completionLogprobs(logprobs: readonly TokenLogprob[], text: TokenSpelling, offset: number): { logprobs: CompletionLogprobs; offset: number } {
   const out: CompletionLogprobs = { tokens: [], token_logprobs: [], top_logprobs: [], text_offset: [] };
   let at = offset;
   for (const lp of logprobs) {

@@ -5,7 +5,7 @@
 // token (null first) holding the prompt token and its top alternatives.
 
 import type { PromptTokenLogprob } from '../src/contracts/generate.js';
-import type { CompletionLogprobs, TokenText } from './logprobs.js';
+import type { CompletionLogprobs, TokenSpelling } from './logprobs.js';
 
 // vLLM's stand-in for −∞: JSON has no infinity.
 const FLOOR = -9999;
@@ -26,7 +26,7 @@ export type VllmPromptLogprobs = (Record<string, VllmLogprob> | null)[];
 export function echoedPromptLogprobs(
   promptTokenIds: readonly number[],
   logprobs: readonly (PromptTokenLogprob | null)[],
-  text: TokenText,
+  text: TokenSpelling,
   topCount: number,
 ): { logprobs: CompletionLogprobs; offset: number } {
   const out: CompletionLogprobs = { tokens: [], token_logprobs: [], top_logprobs: [], text_offset: [] };
@@ -44,7 +44,7 @@ export function echoedPromptLogprobs(
 }
 
 /** vLLM's prompt_logprobs: the prompt token itself, then up to `topCount` alternatives, ranked. */
-export function vllmPromptLogprobs(logprobs: readonly (PromptTokenLogprob | null)[], text: TokenText, topCount: number): VllmPromptLogprobs {
+export function vllmPromptLogprobs(logprobs: readonly (PromptTokenLogprob | null)[], text: TokenSpelling, topCount: number): VllmPromptLogprobs {
   return logprobs.map((lp) => {
     if (lp === null) return null;
     const entries: Record<string, VllmLogprob> = { [lp.tokenId]: { logprob: finite(lp.logprob), rank: lp.rank, decoded_token: text.text(lp.tokenId) } };

@@ -33,7 +33,7 @@ const TOOL_FIELDS = ['tools', 'tool_choice', 'parallel_tool_calls'];
 /** Ollama's keep_alive: how long the model stays loaded after this request (read by src/server/kit/model-leases.ts). */
 export const KEEP_ALIVE_FIELD = 'keep_alive';
 
-const COMMON_FIELDS = ['model', 'n', 'stream', 'stream_options', KEEP_ALIVE_FIELD, ...NO_OP_FIELDS];
+const COMMON_FIELDS = ['model', 'n', 'stream', 'stream_options', KEEP_ALIVE_FIELD, 'return_tokens_as_token_ids', ...NO_OP_FIELDS];
 
 export const CHAT_FIELDS = new Set([...COMMON_FIELDS, ...wireFieldNames(CHAT_VOCABULARY), 'messages', 'chat_template_kwargs', 'add_generation_prompt', ...TOOL_FIELDS]);
 export const COMPLETION_FIELDS = new Set([...COMMON_FIELDS, ...wireFieldNames(COMPLETION_VOCABULARY), 'prompt', 'echo', 'add_special_tokens', 'best_of', 'suffix']);
@@ -67,7 +67,6 @@ const UNSUPPORTED: Readonly<Record<string, (value: unknown) => boolean>> = {
   bad_words: (v) => !isEmptyList(v),
   truncate_prompt_tokens: () => true,
   use_beam_search: (v) => v !== false,
-  return_tokens_as_token_ids: (v) => v !== false,
   echo: () => true, // chat only: completions list echo as a field of its own
 };
 

@@ -7,42 +7,31 @@
 // with grpc-retry-pushback-ms, ModelStreamInfer an error_message on the stream (UNAVAILABLE under
 // triton_grpc_error), WebSocket an error frame with service_unavailable and retry_after_ms.
 // The mixed tests show a generation waiting on one protocol shedding another's.
-import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import { loadSync } from '@grpc/proto-loader';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import WebSocket from 'ws';
 import type { GenerationEvent } from '../../src/contracts/text-generation.js';
 import type { LlmModel } from '../../src/serving/llm-backend.js';
 import { configOf, makeRepository, startTestServer, type TestServer } from '../support/server.js';
+import { grpcClients, type GrpcClients } from '../support/streams.js';
 
 const LLM = 'qwen3';
 const FLOOD = 8;
-const PROTOS = join(import.meta.dirname, '..', '..', 'protos');
 type Reply = Record<string, unknown>;
-type Client = grpc.Client & Record<string, (...args: unknown[]) => unknown>;
 
 let server: TestServer;
 let model: LlmModel;
-let generation: Client;
-let inference: Client;
+let clients: GrpcClients;
 
 beforeAll(async () => {
   const config = configOf('qwen3-tiny', LLM, (t) => t.replace('key: "max_num_seqs" value: { string_value: "32" }', 'key: "max_num_seqs" value: { string_value: "1" }'));
   const repository = await makeRepository([{ name: LLM, from: 'qwen3-tiny', config }]);
   server = await startTestServer(repository, ['--max-queued-requests', '1']);
   model = server.manager.resolve(LLM) as LlmModel;
-  const definition = loadSync(['generate.proto', 'grpc_service.proto'], { keepCase: true, longs: String, enums: String, defaults: true, oneofs: true, includeDirs: [PROTOS] });
-  const root = grpc.loadPackageDefinition(definition) as unknown as {
-    conveyor: { v1: { GenerationService: new (...a: unknown[]) => Client } };
-    inference: { GRPCInferenceService: new (...a: unknown[]) => Client };
-  };
-  generation = new root.conveyor.v1.GenerationService(server.grpcAddress, grpc.credentials.createInsecure());
-  inference = new root.inference.GRPCInferenceService(server.grpcAddress, grpc.credentials.createInsecure());
+  clients = grpcClients(server.grpcAddress);
 }, 120_000);
 afterAll(async () => {
-  generation?.close();
-  inference?.close();
+  clients?.close();
   await server?.stop();
 });
 
@@ -170,7 +159,7 @@ describe('one admission, each protocol its own overload answer', () => {
   });
 
   it('gRPC ModelStreamInfer: an error_message on the open stream; under triton_grpc_error the call ends UNAVAILABLE', async () => {
-    const call = inference['ModelStreamInfer']!() as grpc.ClientDuplexStream<Reply, Reply>;
+    const call = clients.inference['ModelStreamInfer']!() as grpc.ClientDuplexStream<Reply, Reply>;
     const errors: string[] = [];
     call.on('data', (r: Reply) => {
       if (r['error_message'] !== '') errors.push(String(r['error_message']));
@@ -183,7 +172,7 @@ describe('one admission, each protocol its own overload answer', () => {
     // The queue is still full (the admitted request waits on the first call): a call opting in to gRPC errors ends with the status.
     const metadata = new grpc.Metadata();
     metadata.set('triton_grpc_error', 'true');
-    const strict = inference['ModelStreamInfer']!(metadata) as grpc.ClientDuplexStream<Reply, Reply>;
+    const strict = clients.inference['ModelStreamInfer']!(metadata) as grpc.ClientDuplexStream<Reply, Reply>;
     const status = new Promise<grpc.ServiceError>((resolve) => strict.on('error', resolve));
     strict.on('data', () => undefined);
     strict.write(streamRequest('strict'));
@@ -255,7 +244,7 @@ async function openSocket(): Promise<{ send(message: object): void; waitForCount
 
 /** A Generate call: `failure` settles with its error status (never, while it runs). */
 function generateCall(request: object): { readonly failure: Promise<grpc.ServiceError>; cancel(): void } {
-  const call = generation['Generate']!(request) as grpc.ClientReadableStream<Reply>;
+  const call = clients.generation['Generate']!(request) as grpc.ClientReadableStream<Reply>;
   call.on('data', () => undefined);
   const failure = new Promise<grpc.ServiceError>((resolve) => call.on('error', resolve));
   return { failure, cancel: () => call.cancel() };

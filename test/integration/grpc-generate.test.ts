@@ -2,36 +2,25 @@
 // generated at run time from protos/: conveyor.v1.GenerationService/Generate, and KServe
 // ModelStreamInfer on the LLM in Triton's decoupled style (text_input / stream / max_tokens in,
 // text_output out, triton_final_response). Cancelled calls must free the engine.
-import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import { loadSync } from '@grpc/proto-loader';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { LlmModel } from '../../src/serving/llm-backend.js';
 import { cancelledCount, engineOutput, expectAbortedAndIdle, GREEDY, LLM, LONG, startLlmServer } from '../support/generation.js';
 import type { TestServer } from '../support/server.js';
+import { grpcClients, type GrpcClients } from '../support/streams.js';
 
-const PROTOS = join(import.meta.dirname, '..', '..', 'protos');
 type Reply = Record<string, unknown>;
-type Client = grpc.Client & Record<string, (...args: unknown[]) => unknown>;
 
 let server: TestServer;
 let model: LlmModel;
-let generation: Client;
-let inference: Client;
+let clients: GrpcClients;
 
 beforeAll(async () => {
   ({ server, model } = await startLlmServer());
-  const definition = loadSync(['generate.proto', 'grpc_service.proto'], { keepCase: true, longs: String, enums: String, defaults: true, oneofs: true, includeDirs: [PROTOS] });
-  const root = grpc.loadPackageDefinition(definition) as unknown as {
-    conveyor: { v1: { GenerationService: new (...a: unknown[]) => Client } };
-    inference: { GRPCInferenceService: new (...a: unknown[]) => Client };
-  };
-  generation = new root.conveyor.v1.GenerationService(server.grpcAddress, grpc.credentials.createInsecure());
-  inference = new root.inference.GRPCInferenceService(server.grpcAddress, grpc.credentials.createInsecure());
+  clients = grpcClients(server.grpcAddress);
 }, 120_000);
 afterAll(async () => {
-  generation?.close();
-  inference?.close();
+  clients?.close();
   await server?.stop();
 });
 
@@ -41,7 +30,7 @@ const chat = (content: string) => ({ messages: [{ role: 'user', content }] });
 function generate(request: object): Promise<{ messages: Reply[]; error?: grpc.ServiceError }> {
   return new Promise((resolve) => {
     const messages: Reply[] = [];
-    const call = generation['Generate']!(request) as grpc.ClientReadableStream<Reply>;
+    const call = clients.generation['Generate']!(request) as grpc.ClientReadableStream<Reply>;
     call.on('data', (m: Reply) => messages.push(m));
     call.on('error', (error: grpc.ServiceError) => resolve({ messages, error }));
     call.on('end', () => resolve({ messages }));
@@ -96,7 +85,7 @@ describe('conveyor.v1.GenerationService/Generate', () => {
 
   it('a cancelled call aborts the request and frees its blocks', async () => {
     const cancelled = cancelledCount(model);
-    const call = generation['Generate']!({ model: LLM, chat: chat('long'), sampling: LONG }) as grpc.ClientReadableStream<Reply>;
+    const call = clients.generation['Generate']!({ model: LLM, chat: chat('long'), sampling: LONG }) as grpc.ClientReadableStream<Reply>;
     await new Promise<void>((resolve) => call.once('data', () => resolve()));
     call.on('error', () => {}); // CANCELLED, expected
     call.cancel();
@@ -127,7 +116,7 @@ const samplingParameters = { temperature: { double_param: 0 }, ignore_eos: { boo
 
 describe('ModelStreamInfer on the LLM (decoupled, Triton vLLM-backend style)', () => {
   it('answers stream=false with one final response and stream=true per step, ids matched, errors kept on the stream', async () => {
-    const call = inference['ModelStreamInfer']!() as grpc.ClientDuplexStream<Reply, Reply>;
+    const call = clients.inference['ModelStreamInfer']!() as grpc.ClientDuplexStream<Reply, Reply>;
     const responses: Reply[] = [];
     call.on('data', (r: Reply) => responses.push(r));
     const ended = new Promise((resolve) => call.on('end', resolve));
@@ -159,13 +148,13 @@ describe('ModelStreamInfer on the LLM (decoupled, Triton vLLM-backend style)', (
   });
 
   it('keeps unary ModelInfer UNIMPLEMENTED for the decoupled LLM, as Triton does', async () => {
-    const error = await new Promise<grpc.ServiceError>((resolve) => inference['ModelInfer']!(streamRequest('u', 'x'), (e: grpc.ServiceError) => resolve(e)));
+    const error = await new Promise<grpc.ServiceError>((resolve) => clients.inference['ModelInfer']!(streamRequest('u', 'x'), (e: grpc.ServiceError) => resolve(e)));
     expect(error.code).toBe(grpc.status.UNIMPLEMENTED);
   });
 
   it('cancelling the stream aborts its generations and frees their blocks', async () => {
     const cancelled = cancelledCount(model);
-    const call = inference['ModelStreamInfer']!() as grpc.ClientDuplexStream<Reply, Reply>;
+    const call = clients.inference['ModelStreamInfer']!() as grpc.ClientDuplexStream<Reply, Reply>;
     call.on('error', () => {}); // CANCELLED, expected
     call.write(streamRequest('a', 'first', { stream: true, parameters: { max_tokens: { int64_param: 1000 }, ignore_eos: { bool_param: true } } }));
     call.write(streamRequest('b', 'second', { stream: true, parameters: { max_tokens: { int64_param: 1000 }, ignore_eos: { bool_param: true } } }));

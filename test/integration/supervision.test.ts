@@ -4,18 +4,15 @@
 // back once the fresh engine is up, which then answers with the correct greedy output. A BERT
 // instance dying mid-batch fails only that batch and restarts; a crash loop ends UNAVAILABLE
 // with its reason in the repository index.
-import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import { loadSync } from '@grpc/proto-loader';
 import OpenAI, { APIError } from 'openai';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { PROCESS_METRICS } from '../../src/metrics/metric-definitions.js';
 import { FAULT_INJECTION_ENV } from '../../src/threads/fault-injection.js';
 import { configOf, makeRepository, startTestServer, type TestModel, type TestServer } from '../support/server.js';
 import { parseExposition } from '../unit/metrics/exposition.js';
+import { grpcClients, type GrpcClients } from '../support/streams.js';
 
-const PROTOS = join(import.meta.dirname, '..', '..', 'protos');
-type Client = grpc.Client & Record<string, (...args: unknown[]) => unknown>;
 type Reply = Record<string, unknown>;
 
 /** The crash happens at this engine step, long after every request below has arrived. */
@@ -28,8 +25,7 @@ const faulty = (name: string, from: string, spec: string): TestModel => ({
 
 let server: TestServer;
 let openai: OpenAI;
-let inference: Client;
-let generation: Client;
+let clients: GrpcClients;
 
 beforeAll(async () => {
   process.env[FAULT_INJECTION_ENV] = '1';
@@ -41,17 +37,10 @@ beforeAll(async () => {
   ]);
   server = await startTestServer(repository);
   openai = new OpenAI({ baseURL: `${server.http}/v1`, apiKey: 'unused', maxRetries: 0 });
-  const definition = loadSync(['generate.proto', 'grpc_service.proto'], { keepCase: true, longs: String, enums: String, defaults: true, oneofs: true, includeDirs: [PROTOS] });
-  const root = grpc.loadPackageDefinition(definition) as unknown as {
-    conveyor: { v1: { GenerationService: new (...a: unknown[]) => Client } };
-    inference: { GRPCInferenceService: new (...a: unknown[]) => Client };
-  };
-  inference = new root.inference.GRPCInferenceService(server.grpcAddress, grpc.credentials.createInsecure());
-  generation = new root.conveyor.v1.GenerationService(server.grpcAddress, grpc.credentials.createInsecure());
+  clients = grpcClients(server.grpcAddress);
 }, 120_000);
 afterAll(async () => {
-  inference?.close();
-  generation?.close();
+  clients?.close();
   await server?.stop();
   delete process.env[FAULT_INJECTION_ENV];
 });
@@ -112,7 +101,7 @@ async function kserveGenerate(model: string): Promise<Outcome> {
 
 function grpcGenerate(model: string): Promise<Outcome> {
   return new Promise((resolve) => {
-    const call = generation['Generate']!({ model, text: PROMPT, sampling: LONG }) as grpc.ClientReadableStream<Reply>;
+    const call = clients.generation['Generate']!({ model, text: PROMPT, sampling: LONG }) as grpc.ClientReadableStream<Reply>;
     call.on('data', () => {});
     call.on('error', (error: grpc.ServiceError) => resolve({ protocol: 'grpc', status: grpc.status[error.code], message: error.details }));
     call.on('end', () => resolve({ protocol: 'grpc', status: 'OK', message: '' }));
@@ -121,7 +110,7 @@ function grpcGenerate(model: string): Promise<Outcome> {
 
 const grpcModelReady = (name: string): Promise<boolean> =>
   new Promise((resolve, reject) => {
-    inference['ModelReady']!({ name, version: '' }, (error: grpc.ServiceError | null, reply: { ready: boolean }) => (error ? reject(error) : resolve(reply.ready)));
+    clients.inference['ModelReady']!({ name, version: '' }, (error: grpc.ServiceError | null, reply: { ready: boolean }) => (error ? reject(error) : resolve(reply.ready)));
   });
 const httpStatus = async (path: string, init?: RequestInit) => (await fetch(`${server.http}${path}`, init)).status;
 const indexRow = async (name: string) =>

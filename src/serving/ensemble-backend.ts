@@ -5,17 +5,18 @@
 // steps against their configs. The ensemble is ready while every step's model is: unloading one
 // turns the ensemble UNAVAILABLE (index, readiness, requests) with the step's model as the reason.
 
-import type { InferRequest, InferResponse } from '../contracts/infer.js';
+import type { InferRequest, InferResponse, InferStreamEvent } from '../contracts/infer.js';
 import type { ModelConfig } from '../contracts/model-config.js';
 import type { Tensor } from '../contracts/tensors.js';
 import { ModelStatsRecorder, type FailureReason } from '../batcher/stats.js';
 import { ConveyorError, asConveyorError, invalidArg } from '../errors.js';
-import { checkComposingModels, ENSEMBLE_PLATFORM, stepLabel } from '../repository/config/validate-ensemble.js';
+import { checkComposingModels, decoupledStepIndex, ENSEMBLE_PLATFORM, perResponseTensors, stepLabel } from '../repository/config/validate-ensemble.js';
 import { CUSTOM_PRECISION } from '../repository/variants.js';
 import type { ModelVariant } from '../contracts/inference-service.js';
 import type { SupervisionStatus } from '../threads/worker-supervisor.js';
 import { classify } from './classification.js';
 import { planEnsemble, runEnsemble, stepName, type EnsemblePlan, type PlannedStep } from './ensemble-scheduler.js';
+import { planStreaming, runEnsembleStream, type StreamingPlan } from './ensemble-stream.js';
 import type { BackendLoadRequest, ModelRouting, ServedModel } from './served-model.js';
 import { validateInferRequest } from './validate-infer.js';
 
@@ -44,7 +45,12 @@ export async function loadEnsembleModel(request: BackendLoadRequest): Promise<Se
     }
   });
   checkComposingModels(config, composing);
-  return new EnsembleModel(request.name, request.version, config, plan, models);
+  // A decoupled step makes the ensemble decoupled, as in Triton: it streams (ModelStreamInfer, generate_stream), each response of that step one of its own.
+  const decoupled = decoupledStepIndex(composing);
+  if (decoupled === undefined) return new EnsembleModel(request.name, request.version, config, plan, models);
+  const streaming = planStreaming(plan, decoupled, perResponseTensors(config, decoupled));
+  const effective: ModelConfig = { ...config, model_transaction_policy: { ...config.model_transaction_policy, decoupled: true } };
+  return new EnsembleModel(request.name, request.version, effective, plan, models, streaming);
 }
 
 /**
@@ -79,11 +85,16 @@ class EnsembleModel implements ServedModel {
     readonly config: ModelConfig,
     private readonly plan: EnsemblePlan,
     private readonly models: ModelRouting,
+    /** Present when a step is decoupled: the ensemble then streams. */
+    private readonly streaming?: StreamingPlan,
   ) {
     this.stats = new ModelStatsRecorder(name, String(version));
   }
 
   async infer(request: InferRequest, signal?: AbortSignal): Promise<InferResponse> {
+    if (this.streaming) {
+      throw new ConveyorError('UNSUPPORTED', `ensemble '${this.name}' is decoupled (${stepName(this.streaming.decoupled)} streams): use ModelStreamInfer, generate_stream or a BLS inferStream`);
+    }
     const started = performance.now();
     const elapsedNs = (): number => Math.round((performance.now() - started) * 1e6);
     let validated;
@@ -123,22 +134,83 @@ class EnsembleModel implements ServedModel {
     };
   }
 
-  /** One step: a request to the step's model as routed now (a reloaded model's new version serves it). */
-  private async runStep(step: PlannedStep, request: InferRequest, inputs: readonly Tensor[], signal: AbortSignal): Promise<readonly Tensor[]> {
-    const model = this.models.resolve(step.modelName, step.version);
-    const response = await model.infer(
-      {
-        model: step.modelName,
-        ...(step.version !== undefined ? { version: step.version } : {}),
-        ...(request.id ? { id: request.id } : {}),
-        // Priority and timeout apply to every step, as Triton passes them to composing requests.
-        parameters: request.parameters,
-        inputs,
-        outputs: step.outputs.map((o) => ({ name: o.modelOutput, parameters: {} })),
-      },
+  /**
+   * The request's responses: a decoupled ensemble's one per response of its decoupled step, the
+   * last final; any other ensemble's single answer. Leaving the loop early cancels the request.
+   */
+  async *inferStream(request: InferRequest, signal?: AbortSignal): AsyncGenerator<InferStreamEvent> {
+    if (!this.streaming) {
+      yield { response: await this.infer(request, signal), final: true };
+      return;
+    }
+    const started = performance.now();
+    const elapsedNs = (): number => Math.round((performance.now() - started) * 1e6);
+    let validated;
+    try {
+      validated = validateInferRequest(this.config, request);
+    } catch (error) {
+      this.stats.recordFailure(elapsedNs(), 'OTHER');
+      throw asConveyorError(error);
+    }
+    const wanted = validated.outputs.map((o) => o.name);
+    const base = { model: this.name, version: String(this.version), ...(request.id ? { id: request.id } : {}) };
+    const events = runEnsembleStream(
+      this.streaming,
+      validated.inputs,
+      wanted,
+      (step, inputs, stepSignal) => this.runStep(step, request, inputs, stepSignal),
+      (step, inputs, stepSignal) => this.streamStep(step, request, inputs, stepSignal),
       signal,
     );
-    return response.outputs;
+    let done!: () => void;
+    const running = new Promise<void>((resolve) => (done = resolve));
+    this.running.add(running);
+    let recorded = false;
+    try {
+      for await (const event of events) {
+        yield event.outputs ? { response: { ...base, outputs: event.outputs }, final: event.final } : { final: event.final };
+      }
+      const requestNs = elapsedNs();
+      const epochMs = Date.now();
+      this.stats.recordExecution(validated.batchSize, { computeInputNs: 0, computeInferNs: requestNs, computeOutputNs: 0 }, epochMs);
+      this.stats.recordSuccess({ requestNs, queueNs: 0, computeInputNs: 0, computeInferNs: requestNs, computeOutputNs: 0 }, epochMs);
+      recorded = true;
+    } catch (error) {
+      const e = asConveyorError(error);
+      this.stats.recordFailure(elapsedNs(), failureReason(e));
+      recorded = true;
+      throw e;
+    } finally {
+      // A consumer that left before the final response cancelled the request.
+      if (!recorded) this.stats.recordFailure(elapsedNs(), 'CANCELED');
+      this.running.delete(running);
+      done();
+    }
+  }
+
+  /** A step's request: to the step's model as routed now (a reloaded model's new version serves it). */
+  private stepRequest(step: PlannedStep, request: InferRequest, inputs: readonly Tensor[]): InferRequest {
+    return {
+      model: step.modelName,
+      ...(step.version !== undefined ? { version: step.version } : {}),
+      ...(request.id ? { id: request.id } : {}),
+      // Priority and timeout apply to every step, as Triton passes them to composing requests.
+      parameters: request.parameters,
+      inputs,
+      outputs: step.outputs.map((o) => ({ name: o.modelOutput, parameters: {} })),
+    };
+  }
+
+  private async runStep(step: PlannedStep, request: InferRequest, inputs: readonly Tensor[], signal: AbortSignal): Promise<readonly Tensor[]> {
+    const model = this.models.resolve(step.modelName, step.version);
+    return (await model.infer(this.stepRequest(step, request, inputs), signal)).outputs;
+  }
+
+  /** The decoupled step: its model's own stream (an LLM's generation, a TypeScript model's sender). */
+  private streamStep(step: PlannedStep, request: InferRequest, inputs: readonly Tensor[], signal: AbortSignal): AsyncIterable<InferStreamEvent> {
+    const model = this.models.resolve(step.modelName, step.version);
+    if (!model.inferStream) throw new ConveyorError('UNSUPPORTED', `model '${step.modelName}' (backend '${model.config.backend}') cannot stream`);
+    return model.inferStream(this.stepRequest(step, request, inputs), signal);
   }
 
   statistics() {

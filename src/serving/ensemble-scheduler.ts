@@ -138,7 +138,7 @@ export function runEnsemble(plan: EnsemblePlan, given: readonly Tensor[], wanted
 }
 
 /** A tensor with its own copy of the data (BYTES elements are never transferred, so they are shared). */
-function copyOf(tensor: Tensor): Tensor {
+export function copyOf(tensor: Tensor): Tensor {
   if (Array.isArray(tensor.data)) return { ...tensor, data: [...tensor.data] };
   return { ...tensor, data: tensor.data.slice() };
 }

@@ -177,9 +177,6 @@ export function checkComposingModels(config: ModelConfig, composing: readonly Mo
         `ensemble '${config.name}': max_batch_size ${config.max_batch_size} is larger than ${model.max_batch_size}, the max_batch_size of model '${model.name}' in ${label}; an ensemble's max_batch_size must not exceed any composing model's`,
       );
     }
-    if (model.model_transaction_policy.decoupled) {
-      throw invalidArg(`ensemble '${config.name}': ${label}: model '${model.name}' is decoupled, and ensembles with decoupled steps are not supported yet`);
-    }
     const inputs = new Map(model.input.map((t) => [t.name, t]));
     for (const [key, tensor] of Object.entries(step.input_map)) {
       const declared = inputs.get(key);
@@ -195,6 +192,62 @@ export function checkComposingModels(config: ModelConfig, composing: readonly Mo
       meet(tensor, useOf(`output '${key}' of model '${model.name}' (step[${index + 1}])`, model, declared), `${label} output_map '${key}'`);
     }
   });
+  checkDecoupledStep(config, composing);
+}
+
+/** The 0-based index of the step whose model is decoupled, or undefined (checkComposingModels allows one at most). */
+export function decoupledStepIndex(composing: readonly ModelConfig[]): number | undefined {
+  const index = composing.findIndex((model) => model.model_transaction_policy.decoupled);
+  return index < 0 ? undefined : index;
+}
+
+/**
+ * The ensemble tensors computed from each response of step `index`: its outputs and, transitively,
+ * the outputs of every step reading one of them (those steps run once per response).
+ */
+export function perResponseTensors(config: ModelConfig, index: number): Set<string> {
+  const steps = config.ensemble_scheduling?.step ?? [];
+  const tensors = new Set(Object.values(steps[index]?.output_map ?? {}));
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const step of steps) {
+      if (!Object.values(step.input_map).some((t) => tensors.has(t))) continue;
+      for (const t of Object.values(step.output_map)) {
+        if (tensors.has(t)) continue;
+        tensors.add(t);
+        grew = true;
+      }
+    }
+  }
+  return tensors;
+}
+
+/**
+ * An ensemble with a decoupled step streams, as Triton's does: each response of that step runs
+ * the steps reading it once and becomes one response of the ensemble. So every ensemble output
+ * must come from those responses, and the ensemble's answers cannot be cached (Triton caches no
+ * decoupled model). One decoupled step per ensemble: a second (its responses fanning out inside
+ * the first's) is refused by name.
+ */
+function checkDecoupledStep(config: ModelConfig, composing: readonly ModelConfig[]): void {
+  const steps = config.ensemble_scheduling?.step ?? [];
+  const decoupled = steps.flatMap((step, index) => (composing[index]?.model_transaction_policy.decoupled ? [stepLabel(step, index)] : []));
+  if (decoupled.length === 0) return;
+  if (decoupled.length > 1) {
+    throw invalidArg(`ensemble '${config.name}': ${decoupled.join(' and ')} are both decoupled; an ensemble streams the responses of one decoupled step, not more`);
+  }
+  const index = decoupledStepIndex(composing)!;
+  const label = decoupled[0]!;
+  if (config.response_cache?.enable) {
+    throw invalidArg(`ensemble '${config.name}': response_cache cannot be enabled: ${label} is decoupled, so the ensemble streams its responses, and decoupled models are never cached`);
+  }
+  const perResponse = perResponseTensors(config, index);
+  const once = config.output.filter((o) => !perResponse.has(o.name)).map((o) => `'${o.name}'`);
+  if (once.length > 0) {
+    throw invalidArg(
+      `ensemble '${config.name}': output ${once.join(', ')} does not come from the responses of ${label}, which is decoupled: each of its responses becomes one response of the ensemble, so every ensemble output must be computed from them`,
+    );
+  }
 }
 
 const names = (tensors: readonly ModelTensorConfig[]): string => tensors.map((t) => `'${t.name}'`).join(', ') || 'none';

@@ -50,10 +50,15 @@ export function kserveRoutes(
       inference.addHook('onSend', compressResponse);
       registerInferRoutes(inference, service, { offThread: options.offThread, jsonMaxDepth });
       if (options.llm)
-        registerGenerateRoutes(inference, options.llm, {
-          sendTimeoutMs: options.streamSendTimeoutMs ?? DEFAULT_LIMITS.streamSendTimeoutSecs * 1000,
-          keepAliveMs: options.sseKeepAliveMs ?? DEFAULT_LIMITS.sseKeepAliveIntervalSecs * 1000,
-        });
+        registerGenerateRoutes(
+          inference,
+          options.llm,
+          {
+            sendTimeoutMs: options.streamSendTimeoutMs ?? DEFAULT_LIMITS.streamSendTimeoutSecs * 1000,
+            keepAliveMs: options.sseKeepAliveMs ?? DEFAULT_LIMITS.sseKeepAliveIntervalSecs * 1000,
+          },
+          service,
+        );
     });
   };
 }

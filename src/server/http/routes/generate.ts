@@ -14,6 +14,9 @@ import { servingLlm, type LlmLookup } from '../../generation/lookup.js';
 import { buildTritonLlmRequest, isTritonInput, TRITON_LLM_INPUTS, type TritonInputValues, type TritonLlmRequest } from '../../../triton-llm/request.js';
 import { generateTritonLlm, type TritonLlmResponse } from '../../generation/triton-llm.js';
 import { parseJson } from '../codec/json-body.js';
+import type { InferenceService } from '../../../contracts/inference-service.js';
+import type { InferRequest, InferStreamEvent } from '../../../contracts/infer.js';
+import { oneTensorResponse, tensorRequestFromBody, tensorResponseJson, tensorResponses } from './generate-tensors.js';
 import { abortOnDisconnect } from '../../kit/transport.js';
 import { SseWriter } from '../../kit/sse.js';
 import { isObject } from '../../kit/body.js';
@@ -31,12 +34,72 @@ export interface GenerateStreamTimings {
 
 const DEFAULT_TIMINGS: GenerateStreamTimings = { sendTimeoutMs: DEFAULT_LIMITS.streamSendTimeoutSecs * 1000, keepAliveMs: DEFAULT_LIMITS.sseKeepAliveIntervalSecs * 1000 };
 
-export function registerGenerateRoutes(app: FastifyInstance, lookup: LlmLookup, timings: GenerateStreamTimings = DEFAULT_TIMINGS): void {
+/** LLMs answer as Triton's vLLM backend does; any other model (`service`) maps its inputs and outputs to JSON keys (generate-tensors.ts). */
+export function registerGenerateRoutes(app: FastifyInstance, lookup: LlmLookup, timings: GenerateStreamTimings = DEFAULT_TIMINGS, service?: InferenceService): void {
   for (const path of modelPaths('/generate')) {
-    app.post<{ Params: ModelParams }>(path, (request, reply) => handleGenerate(lookup, request, reply));
+    app.post<{ Params: ModelParams }>(path, (request, reply) => (isLlm(lookup, request, service) ? handleGenerate(lookup, request, reply) : handleTensorGenerate(service!, request, reply)));
   }
   for (const path of modelPaths('/generate_stream')) {
-    app.post<{ Params: ModelParams }>(path, (request, reply) => handleGenerateStream(lookup, request, reply, timings));
+    app.post<{ Params: ModelParams }>(path, (request, reply) =>
+      isLlm(lookup, request, service) ? handleGenerateStream(lookup, request, reply, timings) : handleTensorGenerateStream(service!, request, reply, timings),
+    );
+  }
+}
+
+/** Without a service, every model is asked as an LLM (the lookup then says why one is not). */
+const isLlm = (lookup: LlmLookup, request: GenerateRequest, service: InferenceService | undefined): boolean =>
+  service === undefined || servingLlm(lookup, request.params.model, versionOf(request.params)) !== undefined;
+
+function tensorRequest(service: InferenceService, request: GenerateRequest): InferRequest {
+  const body = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
+  if (body.byteLength === 0) throw invalidArg("the generate request needs a JSON body with the model's inputs");
+  const parsed = parseJson(body.toString('utf8'));
+  if (!isObject(parsed)) throw invalidArg('the generate request must be a JSON object');
+  const ref = { model: request.params.model, ...(versionOf(request.params) !== undefined ? { version: versionOf(request.params)! } : {}) };
+  return tensorRequestFromBody(service.modelConfig(ref.model, ref.version), ref, parsed);
+}
+
+async function handleTensorGenerate(service: InferenceService, request: GenerateRequest, reply: FastifyReply): Promise<Record<string, unknown>> {
+  const infer = tensorRequest(service, request);
+  return tensorResponseJson(await oneTensorResponse(tensorResponses(service, infer, abortOnDisconnect(reply.raw)), infer.model));
+}
+
+async function handleTensorGenerateStream(service: InferenceService, request: GenerateRequest, reply: FastifyReply, timings: GenerateStreamTimings): Promise<void> {
+  const infer = tensorRequest(service, request);
+  const events = tensorResponses(service, infer, abortOnDisconnect(reply.raw))[Symbol.asyncIterator]();
+  const sse = new SseWriter(reply.raw, timings.sendTimeoutMs);
+  const open = (): void => {
+    if (sse.isOpen) return;
+    reply.hijack();
+    sse.open();
+  };
+  sse.keepAlive(timings.keepAliveMs, open);
+  let next: IteratorResult<InferStreamEvent>;
+  try {
+    next = await events.next();
+  } catch (error) {
+    // Refused before its first response (and before a keep-alive): a plain JSON error.
+    if (!sse.isOpen) {
+      sse.end();
+      throw error;
+    }
+    await sse.send({ error: asConveyorError(error).message });
+    sse.end();
+    return;
+  }
+  open();
+  try {
+    while (!next.done && !sse.isClosed) {
+      // A flags-only final ends the stream without an event of its own.
+      if (next.value.response) await sse.send(tensorResponseJson(next.value.response));
+      if (next.value.final) break;
+      next = await events.next();
+    }
+  } catch (error) {
+    await sse.send({ error: asConveyorError(error).message });
+  } finally {
+    await events.return?.(undefined);
+    sse.end();
   }
 }
 

@@ -4,6 +4,9 @@
 // batcher may merge groups of equal length from concurrent requests. The `sentence_embedding`
 // rows come back in input order, as floats or as base64 of little-endian float32; `dimensions`
 // below the model's size keeps the leading components, re-normalised (Matryoshka models).
+// A text model (an ensemble such as text-embedder: BYTES texts in, FP32 embeddings out) gets the
+// texts themselves, in batches of its max_batch_size; it tokenizes inside, so token-id inputs
+// are refused, and usage counts its NUM_TOKENS output where it has one (0 where it has none).
 
 import type { InferRequest } from '../src/contracts/infer.js';
 import type { Tensor } from '../src/contracts/tensors.js';
@@ -11,7 +14,7 @@ import { ConveyorError, invalidArg } from '../src/errors.js';
 import { OFFTHREAD_MIN_CHARS, promptCharLimit } from '../src/config/limits.js';
 import type { OpenAIContext } from './context.js';
 import type { EncoderTokenizer } from '../src/serving/encoder-tokenizer.js';
-import { EMBEDDING_OUTPUT, type EmbeddingModel } from './embedding-models.js';
+import { EMBEDDING_OUTPUT, type EmbeddingModel, type TextTensors } from './embedding-models.js';
 import { unknownParameter } from './errors.js';
 import { checkNoOps, KEEP_ALIVE_FIELD, optionalFlag } from './request-fields.js';
 import { requireModel, requireObject, type Body } from '../src/server/kit/body.js';
@@ -176,6 +179,61 @@ export function shortenEmbedding(row: Float32Array, dimensions: number): Float32
   return head;
 }
 
+/** A text model's inputs: strings only, none empty. */
+function textInputs(input: unknown, model: EmbeddingModel): string[] {
+  return inputItems(input).map((item, i) => {
+    if (typeof item !== 'string') throw invalidArg(`input[${i}] must be a string: model '${model.name}' tokenizes its own input and takes no token ids`, 'input');
+    if (item.length === 0) throw invalidArg(`input[${i}] must not be an empty string`, 'input');
+    return item;
+  });
+}
+
+/** The texts through a text model in batches of its max_batch_size: each text's row and the token count it reports. */
+async function embedTexts(ctx: OpenAIContext, model: EmbeddingModel, tensors: TextTensors, texts: readonly string[], signal: AbortSignal): Promise<{ rows: Float32Array[]; tokens: number }> {
+  const batching = model.config.max_batch_size > 0;
+  const size = batching ? model.config.max_batch_size : 1;
+  const groups: number[][] = [];
+  for (let i = 0; i < texts.length; i += size) groups.push(texts.slice(i, i + size).map((_, j) => i + j));
+  const rows: Float32Array[] = new Array(texts.length);
+  let tokens = 0;
+  const encoder = new TextEncoder();
+  await Promise.all(
+    groups.map(async (group) => {
+      const shape = batching ? [group.length, 1] : [1];
+      const outputs = [tensors.embedding, ...(tensors.tokenCount ? [tensors.tokenCount] : [])].map((name) => ({ name, parameters: {} }));
+      const request: InferRequest = {
+        model: model.name,
+        version: model.version,
+        parameters: {},
+        inputs: [{ name: tensors.input, datatype: 'BYTES', shape, data: group.map((i) => encoder.encode(texts[i]!)) }],
+        outputs,
+      };
+      const response = await ctx.service.infer(request, signal);
+      const output = response.outputs.find((o) => o.name === tensors.embedding);
+      if (!output || !(output.data instanceof Float32Array)) throw new ConveyorError('INTERNAL', `model '${model.name}' returned no FP32 ${tensors.embedding}`);
+      const dim = output.data.length / group.length;
+      group.forEach((index, r) => (rows[index] = output.data.slice(r * dim, (r + 1) * dim) as Float32Array));
+      const counts = response.outputs.find((o) => o.name === tensors.tokenCount)?.data;
+      if (counts !== undefined && !Array.isArray(counts)) for (const n of Array.from(counts as ArrayLike<number | bigint>)) tokens += Number(n);
+    }),
+  );
+  return { rows, tokens };
+}
+
+/** The rows and the prompt token count, by the model's kind. */
+async function embed(ctx: OpenAIContext, model: EmbeddingModel, body: Body, signal: AbortSignal): Promise<{ rows: Float32Array[]; tokens: number }> {
+  if (model.text !== null) {
+    if (optionalFlag(body, 'add_special_tokens', true) === false) throw invalidArg(`add_special_tokens cannot be false for model '${model.name}', which tokenizes its own input`, 'add_special_tokens');
+    return embedTexts(ctx, model, model.text, textInputs(body.input, model), signal);
+  }
+  const encoder = await ctx.embeddings.tokenizer(model);
+  const tokens = await tokenizeInputsYielding(body.input, encoder, optionalFlag(body, 'add_special_tokens', true));
+  return {
+    rows: await embedAll(ctx, model, tokens, signal),
+    tokens: tokens.reduce((n, t) => n + t.length, 0),
+  };
+}
+
 export async function createEmbeddings(ctx: OpenAIContext, rawBody: unknown, signal: AbortSignal): Promise<unknown> {
   const body = requireObject(rawBody);
   for (const key of Object.keys(body)) if (!FIELDS.has(key)) throw unknownParameter(key);
@@ -183,12 +241,10 @@ export async function createEmbeddings(ctx: OpenAIContext, rawBody: unknown, sig
   const requested = requireModel(body);
   const model = ctx.embeddings.resolve(requested);
   const format = encodingFormat(body);
-  const encoder = await ctx.embeddings.tokenizer(model);
-  const tokens = await tokenizeInputsYielding(body.input, encoder, optionalFlag(body, 'add_special_tokens', true));
-  const dimensions = requestedDimensions(body.dimensions, model.config.output.find((o) => o.name === EMBEDDING_OUTPUT)?.dims.at(-1));
-  const full = await embedAll(ctx, model, tokens, signal);
+  const embeddingOutput = model.text?.embedding ?? EMBEDDING_OUTPUT;
+  const dimensions = requestedDimensions(body.dimensions, model.config.output.find((o) => o.name === embeddingOutput)?.dims.at(-1));
+  const { rows: full, tokens: promptTokens } = await embed(ctx, model, body, signal);
   const rows = dimensions === null ? full : full.map((row) => shortenEmbedding(row, dimensions));
-  const promptTokens = tokens.reduce((n, t) => n + t.length, 0);
   return {
     object: 'list',
     data: rows.map((row, index) => ({ object: 'embedding', index, embedding: format === 'base64' ? encodeBase64(row) : Array.from(row) })),

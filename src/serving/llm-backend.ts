@@ -453,9 +453,7 @@ export class LlmModel implements ServedModel {
 
   /** Decoupled, as Triton's LLM backends are: one-response protocols (HTTP infer, gRPC ModelInfer, BLS infer) are refused. */
   infer(_request: InferRequest): Promise<InferResponse> {
-    return Promise.reject(
-      new ConveyorError('UNSUPPORTED', `model '${this.name}' is decoupled: use the generate endpoints, ModelStreamInfer, a BLS inferStream or the OpenAI API`),
-    );
+    return Promise.reject(new ConveyorError('UNSUPPORTED', `model '${this.name}' is decoupled: use the generate endpoints, ModelStreamInfer, a BLS inferStream or the OpenAI API`));
   }
 
   statistics() {

@@ -1,6 +1,8 @@
 // `npm run bench -- infer`: a perf_analyzer-style concurrency sweep against the real server. The
 // bench encoder and CNN are served twice each, behind the dynamic batcher and without it, and
 // every (model, protocol, concurrency) point runs both side by side, interleaved by the harness.
+// --pipelines sweeps the default repository's ensembles instead (pipelines.ts): in the server vs
+// chained by the client.
 
 import { availableParallelism, loadavg } from 'node:os';
 import { ensureBuilt, type BuiltModel } from '../../../models/catalog.js';
@@ -14,6 +16,7 @@ import { pointMetrics } from './metrics.js';
 import { chartsFor, conclude, type MetricsByCase } from './report.js';
 import { makeRepository, readModelIo, servedName, VARIANTS, type BatchingSettings, type RepositoryModel } from './repository.js';
 import { startServerProcess, type ServerProcess } from './server-process.js';
+import { preparePipelines } from './pipelines.js';
 import { prepareTarget, sweepCase, type CaseSink, type Endpoints, type Protocol } from './targets.js';
 
 type Family = 'bert' | 'resnet';
@@ -54,9 +57,14 @@ export function inferScenario(source: ModelSource = ensureBuilt): Scenario {
       instances: { type: 'string', usage: '--instances N', description: 'instance_group count of every model (default 1)' },
       seq: { type: 'string', usage: '--seq N', description: 'encoder sequence length (default 128; --quick: 16)' },
       image: { type: 'string', usage: '--image N', description: 'CNN image side where the model leaves it free (default 224; --quick: 64)' },
+      pipelines: {
+        type: 'boolean',
+        usage: '--pipelines',
+        description: "sweep the default repository's ensembles (text-embedder, image-classifier) in the server vs chained by the client, JSON and binary (concurrency default 1,8,32)",
+      },
     },
     defaults: { full: { reps: 1, warmup: 1 }, quick: { reps: 1, warmup: 1 }, baseline: 'unbatched' },
-    prepare: (context) => prepareInfer(source, context),
+    prepare: (context) => (context.flags['pipelines'] === true ? preparePipelinesFromFlags(context) : prepareInfer(source, context)),
   };
 }
 
@@ -80,6 +88,12 @@ export function inferConfig(flags: FlagValues, quick: boolean): InferConfig {
       instances: positiveInt(flags['instances'], 1, '--instances', 1),
     },
   };
+}
+
+function preparePipelinesFromFlags(context: ScenarioContext): Promise<PreparedScenario> {
+  const config = inferConfig(context.flags, context.quick);
+  const concurrency = context.flags['concurrency'] === undefined ? (context.quick ? [1, 4] : [1, 8, 32]) : config.concurrency;
+  return preparePipelines({ concurrency, windowS: config.windowS, warmupS: config.warmupS, rampS: config.rampS }, context);
 }
 
 function seconds(value: string | boolean | undefined, fallback: number, flag: string, zeroOk: boolean): number {

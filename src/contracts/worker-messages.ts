@@ -26,11 +26,13 @@ export type Device = 'cpu' | 'cuda';
 
 /**
  * TEST-ONLY (src/threads/fault-injection.ts): the worker throws, or exits, at its `count`-th
- * engine step or model execution (1-based, counted from the worker's start).
+ * engine step or model execution (1-based, counted from the worker's start), or in the parse
+ * pool's `count`-th job.
  */
 export interface FaultInjection {
   readonly action: 'throw' | 'exit';
-  readonly at: 'step' | 'execution';
+  /** What is counted: LLM engine steps, classic model executions, or parse-worker jobs (the pool's, across its workers). */
+  readonly at: 'step' | 'execution' | 'job';
   readonly count: number;
 }
 

@@ -9,6 +9,7 @@
 // buffers transferred, and a thrown ConveyorError comes back as the same code, message and param.
 
 import type { ErrorCode } from '../errors.js';
+import type { FaultAction } from '../threads/fault-injection.js';
 
 export const PARSE_WORKER_ENTRY = new URL('./main.ts', import.meta.url);
 
@@ -22,6 +23,8 @@ export interface ParseJob {
   /** The job module's URL (runnable in this process's layout). */
   readonly module: string;
   readonly input: unknown;
+  /** TEST-ONLY (src/threads/fault-injection.ts): fail in the middle of this job, by exiting the worker or throwing. */
+  readonly fault?: FaultAction;
 }
 
 /** A ConveyorError as it crosses the thread boundary; any other error crosses as INTERNAL. */

@@ -4,6 +4,7 @@
 
 import { parentPort, workerData } from 'node:worker_threads';
 import { ConveyorError } from '../errors.js';
+import { injectFault } from '../threads/fault-injection.js';
 import { lowerThisThreadPriority } from '../threads/thread-priority.js';
 import type { OffThreadAnswer, ParseJob, ParseResult, ParseWorkerData, WireError } from './entry.js';
 
@@ -23,7 +24,9 @@ async function run(job: ParseJob): Promise<void> {
   }
   let answer: OffThreadAnswer<unknown>;
   try {
-    answer = (await module).parseOffThread(job.input);
+    const jobModule = await module;
+    if (job.fault !== undefined) injectFault(job.fault, `parse job ${job.id}`);
+    answer = jobModule.parseOffThread(job.input);
   } catch (error) {
     const result: ParseResult = { id: job.id, error: toWire(error) };
     port.postMessage(result);

@@ -7,6 +7,11 @@
 // exit_at_execution:N (backend "onnxruntime"). The parameter is ignored, with a warning, unless
 // the server's environment has CONVEYOR_FAULT_INJECTION=1, so a stray config line cannot take
 // a production model down; when honoured it is logged loudly at every load.
+//
+// The parse workers (src/parse-worker), which serve no model, take theirs from the environment:
+// CONVEYOR_PARSE_WORKER_FAULT=throw_at_job:N or exit_at_job:N, under the same
+// CONVEYOR_FAULT_INJECTION=1 and the same loud warning. The pool counts its jobs (N is the pool's
+// Nth job, whichever worker runs it) and tells the worker that runs it to fail in its middle.
 
 import type { ModelConfig } from '../contracts/model-config.js';
 import type { FaultInjection } from '../contracts/worker-messages.js';
@@ -14,14 +19,16 @@ import { invalidArg } from '../errors.js';
 
 export const FAULT_INJECTION_PARAMETER = 'fault_injection';
 export const FAULT_INJECTION_ENV = 'CONVEYOR_FAULT_INJECTION';
+/** The parse workers' fault (their jobs have no model config to carry one). */
+export const PARSE_WORKER_FAULT_ENV = 'CONVEYOR_PARSE_WORKER_FAULT';
 /** The exit code of an injected exit (EX_SOFTWARE), distinct from a crash's 1. */
 export const FAULT_EXIT_CODE = 70;
 
-const FORM = /^(throw|exit)_at_(step|execution):([1-9][0-9]*)$/;
+const FORM = /^(throw|exit)_at_(step|execution|job):([1-9][0-9]*)$/;
 
 export function parseFaultInjection(spec: string): FaultInjection {
   const match = FORM.exec(spec.trim());
-  if (!match) throw invalidArg(`parameter ${FAULT_INJECTION_PARAMETER} must be <throw|exit>_at_<step|execution>:<N>, got '${spec}'`);
+  if (!match) throw invalidArg(`parameter ${FAULT_INJECTION_PARAMETER} must be <throw|exit>_at_<step|execution|job>:<N>, got '${spec}'`);
   return { action: match[1] as FaultInjection['action'], at: match[2] as FaultInjection['at'], count: Number(match[3]) };
 }
 
@@ -44,21 +51,51 @@ export function faultInjectionOf(config: ModelConfig, at: FaultInjection['at'], 
 }
 
 /**
- * The worker side: call `reached()` before each step or execution (the instance worker before
- * each model execution; the engine's runner, wrapped by src/runners/create-runner.ts, before
- * each step's model call).
+ * The parse workers' fault, when the environment asks for one and allows it (warned about
+ * either way, as a model's is).
+ */
+export function parseWorkerFaultOf(warn: (line: string) => void, env: NodeJS.ProcessEnv = process.env): FaultInjection | undefined {
+  const spec = env[PARSE_WORKER_FAULT_ENV];
+  if (spec === undefined) return undefined;
+  const fault = parseFaultInjection(spec);
+  if (fault.at !== 'job') throw invalidArg(`${PARSE_WORKER_FAULT_ENV}: the parse workers count jobs, not ${fault.at}s`);
+  if (env[FAULT_INJECTION_ENV] !== '1') {
+    warn(`WARNING ${PARSE_WORKER_FAULT_ENV} ignored (test-only; set ${FAULT_INJECTION_ENV}=1 to honour it)`);
+    return undefined;
+  }
+  warn(`WARNING parse workers: TEST-ONLY FAULT INJECTION ACTIVE: job ${fault.count} will ${fault.action}`);
+  return fault;
+}
+
+/**
+ * Counts steps, executions or jobs; `due()` says which action the current one must take. The
+ * worker side calls `reached()` before each step or execution (the instance worker before each
+ * model execution; the engine's runner, wrapped by src/runners/create-runner.ts, before each
+ * step's model call); the parse pool calls `due()` per job and the worker acts with `injectFault`.
  */
 export class FaultPoint {
   private count = 0;
 
   constructor(private readonly fault: FaultInjection | undefined) {}
 
-  reached(): void {
-    if (this.fault === undefined) return;
+  /** Counts one; the action to take when this is the one the fault names. */
+  due(): FaultInjection['action'] | undefined {
+    if (this.fault === undefined) return undefined;
     this.count += 1;
-    if (this.count !== this.fault.count) return;
-    const what = `${this.fault.at} ${this.fault.count}`;
-    if (this.fault.action === 'exit') process.exit(FAULT_EXIT_CODE);
-    throw new Error(`fault injection: throw at ${what}`);
+    return this.count === this.fault.count ? this.fault.action : undefined;
   }
+
+  reached(): void {
+    const action = this.due();
+    if (action !== undefined) injectFault(action, `${this.fault!.at} ${this.fault!.count}`);
+  }
+}
+
+/** What a due fault does (the parse pool names it in the job it fails). */
+export type FaultAction = FaultInjection['action'];
+
+/** Does what a due fault says, on the thread that calls it: exits it (FAULT_EXIT_CODE) or throws. */
+export function injectFault(action: FaultAction, what: string): void {
+  if (action === 'exit') process.exit(FAULT_EXIT_CODE);
+  throw new Error(`fault injection: throw at ${what}`);
 }

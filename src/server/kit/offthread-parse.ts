@@ -10,6 +10,7 @@
 
 import type { Worker } from 'node:worker_threads';
 import { ConveyorError } from '../../errors.js';
+import { FaultPoint, parseWorkerFaultOf } from '../../threads/fault-injection.js';
 import { runnableEntry, spawnWorker } from '../../threads/spawn-worker.js';
 import { PARSE_WORKER_ENTRY, type ParseJob, type ParseResult, type ParseWorkerData } from '../../parse-worker/entry.js';
 
@@ -22,6 +23,8 @@ export interface OffThreadParseOptions {
   readonly threadNice: number;
   /** Workers at most (default 2). */
   readonly maxWorkers?: number;
+  /** Where the pool's warnings go (a test-only fault injection honoured or ignored); default: a process warning. */
+  readonly warn?: (line: string) => void;
 }
 
 interface Pending {
@@ -38,8 +41,12 @@ export class OffThreadParser {
   private readonly slots: Slot[] = [];
   private nextId = 0;
   private closed = false;
+  /** TEST-ONLY: CONVEYOR_PARSE_WORKER_FAULT's job, when the environment asks for one (src/threads/fault-injection.ts). */
+  private readonly fault: FaultPoint;
 
-  constructor(readonly options: OffThreadParseOptions) {}
+  constructor(readonly options: OffThreadParseOptions) {
+    this.fault = new FaultPoint(parseWorkerFaultOf(options.warn ?? ((line) => process.emitWarning(line))));
+  }
 
   /** True when a body of `bytes` bytes is to be parsed in a worker. */
   wants(bytes: number): boolean {
@@ -55,7 +62,8 @@ export class OffThreadParser {
     if (this.closed) return Promise.reject(new ConveyorError('UNAVAILABLE', 'the server is shutting down'));
     const slot = this.slot();
     const id = this.nextId++;
-    const job: ParseJob = { id, module: runnableEntry(module).href, input };
+    const fault = this.fault.due();
+    const job: ParseJob = { id, module: runnableEntry(module).href, input, ...(fault ? { fault } : {}) };
     return new Promise<T>((resolve, reject) => {
       slot.jobs.set(id, { resolve: resolve as (value: unknown) => void, reject });
       slot.worker.ref();

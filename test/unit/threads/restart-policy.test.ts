@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { backoffMs, DEFAULT_RESTART_POLICY, recordCrash, type RestartPolicy } from '../../../src/threads/restart-policy.js';
 import { WorkerSupervisor } from '../../../src/threads/worker-supervisor.js';
-import { faultInjectionOf, FaultPoint, parseFaultInjection } from '../../../src/threads/fault-injection.js';
+import { faultInjectionOf, FaultPoint, parseFaultInjection, parseWorkerFaultOf } from '../../../src/threads/fault-injection.js';
 import { modelConfig } from '../../support/model-config.js';
 
 const policy: RestartPolicy = { initialBackoffMs: 500, backoffFactor: 2, maxBackoffMs: 3000, maxCrashesInWindow: 6, windowMs: 60_000 };
@@ -153,7 +153,7 @@ describe('fault injection (test-only)', () => {
     expect(parseFaultInjection('throw_at_step:5')).toEqual({ action: 'throw', at: 'step', count: 5 });
     expect(parseFaultInjection('exit_at_execution:1')).toEqual({ action: 'exit', at: 'execution', count: 1 });
     for (const bad of ['throw_at_step:0', 'throw_at_step', 'crash_at_step:1', 'throw_at_step:-1', 'exit_at_step:1.5']) {
-      expect(() => parseFaultInjection(bad), bad).toThrow(/must be <throw\|exit>_at_<step\|execution>:<N>/);
+      expect(() => parseFaultInjection(bad), bad).toThrow(/must be <throw\|exit>_at_<step\|execution\|job>:<N>/);
     }
   });
 
@@ -176,5 +176,20 @@ describe('fault injection (test-only)', () => {
     point.reached();
     expect(() => point.reached()).toThrow('fault injection: throw at step 3');
     expect(() => new FaultPoint(undefined).reached()).not.toThrow();
+  });
+
+  it('gives the parse pool its job from CONVEYOR_PARSE_WORKER_FAULT, under the same switch, and says when it is due', () => {
+    const logs: string[] = [];
+    const warn = (l: string) => logs.push(l);
+    expect(parseWorkerFaultOf(warn, {})).toBeUndefined();
+    expect(logs).toEqual([]);
+    expect(parseWorkerFaultOf(warn, { CONVEYOR_PARSE_WORKER_FAULT: 'exit_at_job:2' })).toBeUndefined();
+    expect(logs.at(-1)).toMatch(/ignored \(test-only/);
+    const fault = parseWorkerFaultOf(warn, { CONVEYOR_PARSE_WORKER_FAULT: 'exit_at_job:2', CONVEYOR_FAULT_INJECTION: '1' });
+    expect(fault).toEqual({ action: 'exit', at: 'job', count: 2 });
+    expect(logs.at(-1)).toMatch(/TEST-ONLY FAULT INJECTION ACTIVE: job 2 will exit/);
+    expect(() => parseWorkerFaultOf(warn, { CONVEYOR_PARSE_WORKER_FAULT: 'exit_at_step:2', CONVEYOR_FAULT_INJECTION: '1' })).toThrow(/count jobs, not steps/);
+    const point = new FaultPoint(fault);
+    expect([point.due(), point.due(), point.due()]).toEqual([undefined, 'exit', undefined]);
   });
 });

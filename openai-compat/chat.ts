@@ -70,7 +70,7 @@ export async function chatCompletions(ctx: OpenAIContext, rawBody: unknown, repl
     const chunks = new ChatChunks(tools, n, reasoning);
     await streamChoices(reply, events, {
       meta,
-      object: 'chat.completion.chunk',
+      head: 'chat.completion.chunk',
       includeUsage,
       usage,
       sendTimeoutMs: ctx.options.streamSendTimeoutMs,

@@ -104,7 +104,7 @@ export async function completions(ctx: OpenAIContext, rawBody: unknown, reply: F
   if (stream) {
     await streamChoices(reply, events, {
       meta,
-      object: 'text_completion',
+      head: 'text_completion',
       includeUsage,
       usage,
       sendTimeoutMs: ctx.options.streamSendTimeoutMs,

@@ -1,6 +1,7 @@
 // The OpenAI-compatible front end as a fastify plugin, registered beside the KServe routes on the
 // HTTP port: /v1/* (models, chat/completions, completions, embeddings, responses) and vLLM's /tokenize,
-// /detokenize and /tokenizer_info, all behind the API keys (src/server/kit/access.ts guards every route on the port). Both halves parse every body as JSON whatever its
+// /detokenize, /tokenizer_info and token-in / token-out /inference/v1/generate, all behind the API
+// keys (src/server/kit/access.ts guards every route on the port). Both halves parse every body as JSON whatever its
 // Content-Type (curl -d sends form encoding), answer every failure in OpenAI's error shape, and
 // add CORS headers only when configured. An unknown /v1 path is a 404 in the same shape.
 
@@ -18,6 +19,7 @@ import { corsHook } from '../src/server/kit/cors.js';
 import { responsesRoutes } from './responses/routes.js';
 import { renderChatCompletion, renderCompletion } from './render.js';
 import { detokenize, tokenize } from './tokenize.js';
+import { generateTokens } from './generate-tokens.js';
 import { tokenizerInfo } from './tokenizer-info.js';
 import { registerSleepRoutes } from './sleep.js';
 
@@ -61,8 +63,10 @@ function tokenizerRoutes(ctx: OpenAIContext): FastifyPluginAsync {
     // vLLM answers for its one model; with several served, ?model= picks one.
     app.get<{ Querystring: { model?: string } }>('/tokenizer_info', async (request) => tokenizerInfo(ctx.llmOrOnly(request.query.model)));
     registerSleepRoutes(app, ctx);
+    // vLLM's token-in / token-out route (RL and evaluation frameworks): ids in, ids out.
+    app.post('/inference/v1/generate', (request, reply) => generateTokens(ctx, request.body, reply, signalOf(reply)));
     if (ctx.options.corsAllowOrigins.length > 0) {
-      for (const path of ['/tokenize', '/detokenize', '/tokenizer_info']) app.options(path, async (_request, reply) => reply.code(204).send());
+      for (const path of ['/tokenize', '/detokenize', '/tokenizer_info', '/inference/v1/generate']) app.options(path, async (_request, reply) => reply.code(204).send());
     }
   };
 }

@@ -16,7 +16,11 @@ import { responseHead, type ResponseMeta, type UsageTally } from './wire.js';
 
 export interface StreamPlan {
   readonly meta: ResponseMeta;
-  readonly object: 'chat.completion.chunk' | 'text_completion';
+  /**
+   * Every chunk's leading fields: OpenAI's id / object / created / model for the chunk object
+   * named, or a protocol's own (vLLM's generate route: request_id).
+   */
+  readonly head: 'chat.completion.chunk' | 'text_completion' | Readonly<Record<string, unknown>>;
   readonly includeUsage: boolean;
   readonly usage: UsageTally;
   /** The chunk choice entries for an event (one chunk each, in order); none when it carries nothing to send. */
@@ -55,7 +59,7 @@ export async function streamChoices(reply: FastifyReply, events: AsyncIterable<C
   const sse = new SseWriter(reply.raw, plan.sendTimeoutMs, plan.model);
   const open = (): void => sse.open({ ...hookHeaders(reply), 'x-request-id': plan.meta.id });
   sse.keepAlive(plan.keepAliveMs ?? DEFAULT_LIMITS.sseKeepAliveIntervalSecs * 1000, open);
-  const head = responseHead(plan.meta, plan.object);
+  const head = typeof plan.head === 'string' ? responseHead(plan.meta, plan.head) : plan.head;
   const tail = plan.includeUsage ? { usage: null } : {};
   try {
     for await (const { index, event } of events) {

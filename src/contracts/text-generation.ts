@@ -37,7 +37,8 @@ export type PromptInput =
   | ({ readonly kind: 'chat'; readonly messages: readonly ChatMessage[] } & ChatTemplateOptions)
   /** Completions: special tokens (a BOS where the tokenizer's post-processor adds one) by default. */
   | { readonly kind: 'text'; readonly text: string; readonly addSpecialTokens?: boolean }
-  | { readonly kind: 'tokens'; readonly tokenIds: readonly number[] };
+  /** `param`: the field that carried the ids, named by their errors (default `prompt`; vLLM's generate route: `token_ids`). */
+  | { readonly kind: 'tokens'; readonly tokenIds: readonly number[]; readonly param?: string };
 
 /** What the output processor needs: text-level options that never reach the engine. */
 export interface OutputOptions {
@@ -82,6 +83,11 @@ export interface GenerationEvent {
   /** Tokens produced this step (an EOS that finished the request is not included). */
   readonly tokenIds: readonly number[];
   readonly logprobs: readonly TokenLogprob[] | null;
+  /**
+   * With logprobs asked, the logprob of the EOS / stop token that finished the request (left out of
+   * tokenIds and logprobs; the token itself is stopReason): token-out callers return it with the token.
+   */
+  readonly stopTokenLogprob?: TokenLogprob;
   /** With prompt logprobs asked, on the first event: one per prompt token, the first null. */
   readonly promptLogprobs?: readonly (PromptTokenLogprob | null)[];
   /** Null until the last event. */

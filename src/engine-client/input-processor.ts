@@ -125,7 +125,7 @@ export class InputProcessor {
 
   /** The prompt's token ids (and text, unless it came as ids), validated against the vocabulary; encoded on this thread. */
   tokenize(prompt: PromptInput): { tokenIds: number[]; text: string | null } {
-    if (prompt.kind === 'tokens') return { tokenIds: validateTokenIds(prompt.tokenIds, 'prompt', this.info.vocabSize), text: null };
+    if (prompt.kind === 'tokens') return { tokenIds: validateTokenIds(prompt.tokenIds, prompt.param ?? 'prompt', this.info.vocabSize), text: null };
     const plan = this.plan(prompt);
     const tokenIds = plan.pieces.flatMap((piece) =>
       piece.kind === 'plain' ? encodePlain(this.tokenizer, piece.text) : this.tokenizer.encode(piece.text, { add_special_tokens: plan.addSpecialTokens }).ids,
@@ -190,7 +190,7 @@ export class InputProcessor {
   }
 
   private build(input: ProcessInput, validated: ValidatedSampling, { tokenIds, text }: { tokenIds: number[]; text: string | null }): ProcessedRequest {
-    const promptParam = input.prompt.kind === 'chat' ? 'messages' : 'prompt';
+    const promptParam = input.prompt.kind === 'chat' ? 'messages' : input.prompt.kind === 'tokens' ? (input.prompt.param ?? 'prompt') : 'prompt';
     if (tokenIds.length === 0) throw invalidArg('the prompt must not be empty', promptParam);
     const maxTokens = resolveMaxTokens(tokenIds.length, this.info.contextLength, validated, this.info.samplingDefaults, promptParam);
     const grammar = requestGrammar(input, validated);

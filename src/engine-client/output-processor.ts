@@ -45,10 +45,12 @@ export class OutputProcessor {
       }
     }
     const logprobs = update.logprobs && update.stopTokenId !== null ? update.logprobs.slice(0, tokenIds.length) : update.logprobs;
+    const stopTokenLogprob = update.logprobs && update.stopTokenId !== null ? update.logprobs[tokenIds.length] : undefined;
     return {
       text,
       tokenIds,
       logprobs,
+      ...(stopTokenLogprob ? { stopTokenLogprob } : {}),
       ...(update.promptLogprobs ? { promptLogprobs: update.promptLogprobs } : {}),
       finishReason,
       stopReason: this.stopString ?? update.stopTokenId,

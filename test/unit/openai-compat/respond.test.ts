@@ -25,7 +25,7 @@ async function respond(events: () => AsyncGenerator<ChoiceEvent>) {
   app.post('/', async (_request, reply) => {
     await streamChoices(reply, events(), {
       meta: { id: 'cmpl-1', created: 1, model: 'm', system_fingerprint: 'fp_x' },
-      object: 'text_completion',
+      head: 'text_completion',
       includeUsage: false,
       usage: new UsageTally(1),
       choice: (index, e) => ({ index, text: e.text, logprobs: null, finish_reason: e.finishReason }),

@@ -1,5 +1,5 @@
 // The config endpoint's JSON (Triton's ModelConfigToJson) and the load API's JSON override.
-import { readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { MAX_CONFIG_CHARS } from '../../../../src/repository/config/ast.js';
@@ -78,7 +78,10 @@ describe('modelConfigFromJson', () => {
     expect(performance.now() - started).toBeLessThan(200);
   });
 
-  it.each(['bert-tiny', 'qwen3-tiny', 'resnet-tiny'])('round-trips the committed %s config', (name) => {
+  // Every model of the default repository: the tiny models, the ensembles and their TypeScript steps.
+  const committed = readdirSync(REPOSITORY).filter((name) => existsSync(join(REPOSITORY, name, 'config.pbtxt')));
+  it('finds the committed configs', () => expect(committed).toEqual(expect.arrayContaining(['bert-tiny', 'qwen3-tiny', 'resnet-tiny', 'text-embedder', 'image-classifier'])));
+  it.each(committed)('round-trips the committed %s config', (name) => {
     const config = parseModelConfig(readFileSync(join(REPOSITORY, name, 'config.pbtxt'), 'utf8'), 'config.pbtxt', name);
     expect(modelConfigFromJson(modelConfigToJson(config), name)).toEqual(config);
   });

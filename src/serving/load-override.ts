@@ -1,7 +1,7 @@
 // Triton's `file:<version>/<path>` load parameters (a model loaded from files sent with the load
 // request, with its config in the `config` parameter): they become a temporary model directory,
 // every path checked before anything is written. The model manager loads from it and removes it
-// when the versions it holds are unloaded.
+// when the versions it holds are unloaded (keptOverrideDir decides which directory a load leaves).
 
 import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -36,4 +36,17 @@ export async function materializeOverride(name: string, override: LoadOverride):
     throw invalidArg(`failed to load '${name}': cannot write the file: parameters (${(error as NodeJS.ErrnoException).code ?? 'error'})`);
   }
   return dir;
+}
+
+/**
+ * After a load that wrote the override directory `attempted` (or none), the one the versions now
+ * serving read from (a restarted instance reads its model file again); the other is removed, on
+ * success and on failure. `replaced`: the load swapped its versions in; `servesNew`: one is READY.
+ */
+export async function keptOverrideDir(current: string | undefined, attempted: string | undefined, replaced: boolean, servesNew: boolean): Promise<string | undefined> {
+  const inUse = replaced ? (servesNew ? attempted : undefined) : current;
+  for (const dir of new Set([current, attempted])) {
+    if (dir !== undefined && dir !== inUse) await rm(dir, { recursive: true, force: true });
+  }
+  return inUse;
 }

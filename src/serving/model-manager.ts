@@ -4,15 +4,13 @@
 // A loaded version whose workers crashed stays loaded, but is not READY (for routing, readiness
 // and the index) until its supervisor has restarted them.
 
-import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
-import { mkdir, readlink, rm, symlink } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { repositoryModelName } from '../contracts/model-names.js';
-import type { LoadOverride, ModelState, RepositoryIndexEntry } from '../contracts/inference-service.js';
+import { isServableModelName, repositoryModelName } from '../contracts/model-names.js';
+import type { LoadOverride, RepositoryIndexEntry } from '../contracts/inference-service.js';
 import type { ModelConfig } from '../contracts/model-config.js';
-import { asConveyorError, ConveyorError, invalidArg, notFound, unavailable } from '../errors.js';
+import { asConveyorError, ConveyorError, invalidArg } from '../errors.js';
 import type { ModelControlMode } from '../config/server-options.js';
 import type { BackendLoader, HubModelResolver, ServedModel } from './served-model.js';
 import { loadModelConfig, modelConfigFromJson } from '../repository/config/index.js';
@@ -20,19 +18,14 @@ import { ENSEMBLE_PLATFORM } from '../repository/config/validate-ensemble.js';
 import { redactPaths } from '../repository/confine.js';
 import { fingerprintModel, listModelNames, versionDirectories } from '../repository/scan.js';
 import { selectVersions } from '../repository/version-policy.js';
-import { budgetRefusal, estimateVersionsBytes, sumBytes, totalBytes, type VersionBytes } from './memory-budget.js';
-import { materializeOverride } from './load-override.js';
+import { budgetRefusal, estimateVersionsBytes, sumBytes, type VersionBytes } from './memory-budget.js';
+import { keptOverrideDir, materializeOverride } from './load-override.js';
 import { responseCacheRefusal, withResponseCache, type ServerResponseCache } from './cached-model.js';
-
-interface VersionEntry {
-  state: ModelState;
-  reason: string;
-  served?: ServedModel;
-  /** Why it failed to load, when it did. */
-  error?: ConveyorError;
-  /** Its share of --memory-budget-bytes while loaded (estimated before the load). */
-  bytes?: VersionBytes;
-}
+import { AskedModels, strictlyReady } from './asked-models.js';
+import { composingModels, stillComposed } from './ensemble-dependents.js';
+import { hubModelDir, hubModelSpec } from './hub-model-dir.js';
+import { pollEvery } from './repository-poll.js';
+import { effectiveState, loadedBytes, loadFailure, pickVersion, repositoryIndex, type VersionEntry } from './model-versions.js';
 
 interface ModelEntry {
   config?: ModelConfig;
@@ -65,19 +58,13 @@ export interface ModelManagerOptions {
   readonly responseCache?: ServerResponseCache;
 }
 
-/** The llm parameter naming a Hub model (ORG/NAME[@REVISION]) that version 1 of the model serves. */
-export const HF_MODEL_PARAMETER = 'hf_model';
+export { HF_MODEL_PARAMETER } from './hub-model-dir.js';
 
 export class ModelManager {
   private readonly models = new Map<string, ModelEntry>();
-  /**
-   * The models the server was asked to serve at startup (--model, --load-model, the whole
-   * repository in none and poll modes): strict readiness waits for each to be READY. One unloaded
-   * on purpose (the repository API, sleep, idle unload, eviction, gone from a polled repository)
-   * is no longer asked for.
-   */
-  private readonly required = new Set<string>();
-  private pollTimer?: NodeJS.Timeout;
+  /** The models the server was asked to serve: strict readiness waits for each. */
+  private readonly asked = new AskedModels();
+  private stopPolling?: () => void;
 
   constructor(private readonly options: ModelManagerOptions) {}
 
@@ -93,18 +80,12 @@ export class ModelManager {
   async start(names: readonly string[] = []): Promise<void> {
     const all = await listModelNames(this.options.root);
     const wanted = this.options.mode === 'explicit' && !names.includes('*') ? names : all;
-    for (const name of wanted) this.required.add(repositoryModelName(name));
+    for (const name of wanted) this.asked.add(repositoryModelName(name));
     await Promise.all(wanted.map((name) => this.load(name).catch((e: Error) => this.options.log(`${name}: ${e.message}`))));
   }
 
   startPolling(intervalSecs: number): void {
-    const tick = async (): Promise<void> => {
-      await this.poll().catch((e: Error) => this.options.log(`repository poll failed: ${e.message}`));
-      this.pollTimer = setTimeout(() => void tick(), intervalSecs * 1000);
-      this.pollTimer.unref();
-    };
-    this.pollTimer = setTimeout(() => void tick(), intervalSecs * 1000);
-    this.pollTimer.unref();
+    this.stopPolling = pollEvery(intervalSecs, () => this.poll(), this.options.log);
   }
 
   /** Poll mode: load new models, reload changed ones, unload removed ones. */
@@ -138,7 +119,7 @@ export class ModelManager {
    */
   private forgetIfAbsent(name: string, entry: ModelEntry): void {
     // One the server was asked to serve keeps its row: readiness waits for it, and the row says why.
-    if (this.required.has(name)) return;
+    if (this.asked.has(name)) return;
     const untouched = entry.changes === 0 && !entry.loaded && entry.versions.size === 0;
     if (untouched && this.models.get(name) === entry && !existsSync(join(this.options.root, name))) this.models.delete(name);
   }
@@ -151,12 +132,12 @@ export class ModelManager {
     const name = repositoryModelName(id);
     const entry = this.models.get(name);
     if (!entry) throw invalidArg(`failed to unload '${name}', no version is available`);
-    this.required.delete(name);
+    this.asked.release(name);
     const composing = options.dependents ? composingModels(entry.config) : [];
     await this.change(entry, () => this.unloadNow(name, entry));
     for (const model of composing) {
-      const stillUsed = [...this.models.values()].some((other) => other.loaded && composingModels(other.config).includes(model));
-      if (!stillUsed && this.models.get(model)?.loaded) await this.unload(model, options);
+      const loadedConfigs = [...this.models.values()].filter((other) => other.loaded).map((other) => other.config);
+      if (!stillComposed(model, loadedConfigs) && this.models.get(model)?.loaded) await this.unload(model, options);
     }
   }
 
@@ -179,7 +160,7 @@ export class ModelManager {
   /** True when the repository holds `name` (a config.pbtxt in its directory): it can be loaded on demand. */
   inRepository(id: string): boolean {
     const name = repositoryModelName(id);
-    return /^[A-Za-z0-9_.-]+$/.test(name) && name !== '.' && name !== '..' && existsSync(join(this.options.root, name, 'config.pbtxt'));
+    return isServableModelName(name) && existsSync(join(this.options.root, name, 'config.pbtxt'));
   }
 
   /** The config a model is (or would be) loaded with, and its directory: the loaded one, else config.pbtxt read from disk. */
@@ -226,7 +207,7 @@ export class ModelManager {
   }
 
   async stop(): Promise<void> {
-    if (this.pollTimer) clearTimeout(this.pollTimer);
+    this.stopPolling?.();
     await Promise.all([...this.models.keys()].filter((n) => this.models.get(n)!.loaded).map((n) => this.unload(n)));
   }
 
@@ -247,18 +228,7 @@ export class ModelManager {
     const name = repositoryModelName(id);
     const entry = this.models.get(name);
     if (!entry || (!entry.loaded && entry.versions.size === 0)) throw invalidArg(`Request for unknown model: '${name}' is not found`);
-    if (version) {
-      const wanted = entry.versions.get(Number(version));
-      if (!/^[1-9][0-9]*$/.test(version) || !wanted) throw notFound(`Request for unknown model: '${name}' version ${version} is not found`);
-      if (!usable(wanted) || !wanted.served) throw unavailable(`Request for unknown model: '${name}' version ${version} is not at ready state${why(wanted)}`);
-      return wanted.served;
-    }
-    const ready = [...entry.versions.entries()].filter(([, v]) => usable(v) && v.served).sort((a, b) => b[0] - a[0]);
-    if (ready.length === 0) {
-      const reasons = [...entry.versions.values()].map(why).filter((r) => r !== '');
-      throw unavailable(`Request for unknown model: '${name}' has no available versions${reasons[0] ?? ''}`);
-    }
-    return ready[0]![1].served!;
+    return pickVersion(name, entry.versions, version, usable);
   }
 
   /** Every loaded version of every model (workers restarting included), for statistics and metrics. */
@@ -266,21 +236,14 @@ export class ModelManager {
     return [...this.models.values()].flatMap((e) => [...e.versions.values()].flatMap((v) => (v.served && v.state === 'READY' ? [v.served] : [])));
   }
 
-  /**
-   * Triton's strict readiness: no model failed to load, every loaded version is READY, and every
-   * model the server was asked to serve is loaded (one whose load failed, or that the repository
-   * does not hold, keeps the server not ready; its index row says why).
-   */
+  /** Triton's strict readiness (src/serving/asked-models.ts): nothing failed, and every model asked for is loaded and READY. */
   allReady(): boolean {
-    const healthy = [...this.models.values()].every((e) => !e.error && [...e.versions.values()].every((v) => effectiveState(v) === 'READY'));
-    return healthy && [...this.required].every((name) => (this.models.get(name)?.versions.size ?? 0) > 0);
+    return strictlyReady(this.models, this.asked);
   }
 
   /** The memory accounting's total: every loaded version's weights and KV pool (the old variant too, mid-swap). */
   loadedBytes(): number {
-    let sum = 0;
-    for (const entry of this.models.values()) for (const v of entry.versions.values()) if (v.served && v.bytes) sum += totalBytes(v.bytes);
-    return sum;
+    return loadedBytes(this.models.values());
   }
 
   /** The accounting's share of one loaded version (weights and KV pool); undefined for one it does not hold. */
@@ -290,22 +253,8 @@ export class ModelManager {
   }
 
   async index(readyOnly: boolean): Promise<RepositoryIndexEntry[]> {
-    const names = new Set([...(await listModelNames(this.options.root).catch(() => [])), ...this.models.keys(), ...this.required]);
-    const rows: RepositoryIndexEntry[] = [];
-    for (const name of [...names].sort()) {
-      const entry = this.models.get(name);
-      if (!entry || entry.versions.size === 0) {
-        if (!readyOnly) rows.push({ name, version: '', state: 'UNAVAILABLE', reason: entry?.error ?? 'unloaded' });
-        continue;
-      }
-      for (const [version, v] of [...entry.versions.entries()].sort((a, b) => a[0] - b[0])) {
-        const state = effectiveState(v);
-        const reason = v.state === 'READY' ? (v.served?.supervision?.().reason ?? v.reason) : v.reason;
-        const precision = v.served ? { precision: v.served.variant.precision } : {};
-        if (!readyOnly || state === 'READY') rows.push({ name, version: String(version), state, reason, ...precision });
-      }
-    }
-    return rows;
+    const names = new Set([...(await listModelNames(this.options.root).catch(() => [])), ...this.models.keys(), ...this.asked]);
+    return repositoryIndex([...names].sort(), this.models, readyOnly);
   }
 
   /** Runs `operation` after the model's previous load or unload, counting it as a pending change. */
@@ -317,7 +266,7 @@ export class ModelManager {
   }
 
   private entry(name: string): ModelEntry {
-    if (!/^[A-Za-z0-9_.-]+$/.test(name) || name === '.' || name === '..') throw invalidArg(`invalid model name '${name}'`);
+    if (!isServableModelName(name)) throw invalidArg(`invalid model name '${name}'`);
     let entry = this.models.get(name);
     if (!entry) {
       entry = { versions: new Map(), busy: Promise.resolve(), changes: 0, loaded: false };
@@ -334,15 +283,10 @@ export class ModelManager {
     } catch (error) {
       throw this.redacted(error, name, overrideDir);
     } finally {
-      // The versions now serving decide which override directory must live on (a restarted
-      // instance reads its model file again); any other is removed, on success and on failure.
+      // The versions now serving decide which override directory must live on.
       const replaced = entry.versions !== serving;
       const servesNew = replaced && [...entry.versions.values()].some((v) => v.state === 'READY');
-      const inUse = replaced ? (servesNew ? overrideDir : undefined) : entry.overrideDir;
-      for (const dir of new Set([entry.overrideDir, overrideDir])) {
-        if (dir !== undefined && dir !== inUse) await rm(dir, { recursive: true, force: true });
-      }
-      entry.overrideDir = inUse;
+      entry.overrideDir = await keptOverrideDir(entry.overrideDir, overrideDir, replaced, servesNew);
     }
   }
 
@@ -363,10 +307,7 @@ export class ModelManager {
     try {
       config = override?.config ? modelConfigFromJson(override.config, name) : await loadModelConfig(join(modelDir, 'config.pbtxt'), name, { label: `${name}/config.pbtxt` });
     } catch (error) {
-      const reason = (error as Error).message;
-      if (!entry.loaded) entry.error = reason;
-      this.options.log(`${name}: failed to load: ${reason}`);
-      throw invalidArg(`failed to load '${name}': ${reason}`);
+      throw this.refuseLoad(name, entry, (error as Error).message);
     }
     // An ensemble (platform "ensemble") names no backend: its loader is registered under the platform.
     const loaderName = config.platform === ENSEMBLE_PLATFORM ? ENSEMBLE_PLATFORM : config.backend;
@@ -375,8 +316,11 @@ export class ModelManager {
     const cacheRefusal = responseCacheRefusal(config);
     if (cacheRefusal !== undefined) throw invalidArg(`failed to load '${name}': ${cacheRefusal}`);
     const fingerprint = await fingerprintModel(modelDir).catch(() => undefined);
-    const hubSpec = config.backend === 'llm' ? config.parameters[HF_MODEL_PARAMETER]?.string_value : undefined;
-    if (hubSpec !== undefined) ({ config, modelDir } = await this.hubModel(name, entry, config, hubSpec));
+    const hubSpec = hubModelSpec(config);
+    if (hubSpec !== undefined) {
+      const log = (line: string): void => this.options.log(`${name}: ${line}`);
+      ({ config, modelDir } = await hubModelDir(this.options.root, name, config, hubSpec, this.options.hubModels, log, (reason) => this.refuseLoad(name, entry, reason)));
+    }
     const versions = await versionDirectories(modelDir);
     const wanted = selectVersions(config.version_policy, versions);
     if (wanted.length === 0) {
@@ -392,35 +336,11 @@ export class ModelManager {
     entry.override = override;
   }
 
-  /**
-   * An llm config naming a Hub model: fetched (and converted) now, then loaded from a model
-   * directory whose version 1 links to it, with the source in its parameters (hf_repo,
-   * hf_revision, hf_commit; the /v1/models card shows them). A failure is the load's reason.
-   */
-  private async hubModel(name: string, entry: ModelEntry, config: ModelConfig, spec: string): Promise<{ config: ModelConfig; modelDir: string }> {
-    const fail = (reason: string): ConveyorError => {
-      if (!entry.loaded) entry.error = reason;
-      this.options.log(`${name}: failed to load: ${reason}`);
-      return invalidArg(`failed to load '${name}': ${reason}`);
-    };
-    const resolver = this.options.hubModels;
-    if (!resolver) throw fail(`parameter ${HF_MODEL_PARAMETER} '${spec}' names a Hub model, and this server was started without the Hub (start it with conveyor serve)`);
-    const parameter = (key: string): string | undefined => config.parameters[key]?.string_value;
-    const wants = { ...(parameter('precision') ? { precision: parameter('precision') } : {}), ...(parameter('attention_backend') ? { attentionBackend: parameter('attention_backend') } : {}) };
-    const resolved = await resolver(spec, wants, (line) => this.options.log(`${name}: ${line}`)).catch((error: Error) => {
-      throw fail(error.message);
-    });
-    const tag = createHash('sha256').update(`${this.options.root}\0${name}`).digest('hex').slice(0, 12);
-    const modelDir = join(tmpdir(), `conveyor-hub-${tag}`);
-    await mkdir(modelDir, { recursive: true });
-    const link = join(modelDir, '1');
-    if ((await readlink(link).catch(() => null)) !== resolved.dir) {
-      await rm(link, { force: true, recursive: true });
-      await symlink(resolved.dir, link, 'dir');
-    }
-    const source = { hf_repo: resolved.repo, hf_revision: resolved.revision, hf_commit: resolved.commit, precision: parameter('precision') ?? resolved.precision };
-    const parameters = { ...config.parameters, ...Object.fromEntries(Object.entries(source).map(([key, value]) => [key, { string_value: value }])) };
-    return { config: { ...config, parameters }, modelDir };
+  /** A load refused for `reason` (its config, its Hub model): logged, and the model's reason while nothing of it is loaded. */
+  private refuseLoad(name: string, entry: ModelEntry, reason: string): ConveyorError {
+    if (!entry.loaded) entry.error = reason;
+    this.options.log(`${name}: failed to load: ${reason}`);
+    return invalidArg(`failed to load '${name}': ${reason}`);
   }
 
   /** Loads the wanted versions next to the old ones, then swaps, so serving never pauses. */
@@ -451,11 +371,8 @@ export class ModelManager {
     }
     entry.versions = fresh;
     await Promise.all([...old.values()].map((v) => v.served?.close()));
-    if ([...fresh.values()].some((v) => v.state !== 'READY'))
-      throw loadFailure(
-        name,
-        [...fresh.values()].filter((v) => v.state !== 'READY'),
-      );
+    const failed = [...fresh.values()].filter((v) => v.state !== 'READY');
+    if (failed.length > 0) throw loadFailure(name, failed);
   }
 
   /**
@@ -485,27 +402,4 @@ export class ModelManager {
     entry.error = undefined;
     this.options.log(`${name}: unloaded`);
   }
-}
-
-/** INVALID_ARG when every failure was the request's or config's fault (a path that leaves its directory), else UNAVAILABLE. */
-function loadFailure(name: string, failed: readonly VersionEntry[]): ConveyorError {
-  const code = failed.every((v) => v.error?.code === 'INVALID_ARG') ? 'INVALID_ARG' : 'UNAVAILABLE';
-  return new ConveyorError(code, `failed to load '${name}': ${failed.map((v) => v.reason).join('; ')}`);
-}
-
-/** The models an ensemble's steps name (none for any other model). */
-function composingModels(config: ModelConfig | undefined): string[] {
-  return [...new Set((config?.ensemble_scheduling?.step ?? []).map((step) => repositoryModelName(step.model_name)))];
-}
-
-/** A loaded version is only as ready as its supervised workers are at this instant. */
-function effectiveState(v: VersionEntry): ModelState {
-  if (v.state !== 'READY') return v.state;
-  return v.served?.supervision?.().state ?? 'READY';
-}
-
-/** ": <reason>" for a version that is not READY because of its workers, else ''. */
-function why(v: VersionEntry): string {
-  const status = v.state === 'READY' ? v.served?.supervision?.() : undefined;
-  return status && !status.ready ? `: ${status.reason}` : '';
 }

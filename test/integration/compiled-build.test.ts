@@ -34,7 +34,10 @@ async function packageWithoutLoader(): Promise<string> {
 beforeAll(async () => {
   await run('npm', ['run', 'build'], { cwd: ROOT });
   packageDir = await packageWithoutLoader();
-  server = await startCliServer(DEFAULT_REPOSITORY, [], { entry: ['dist/src/cli.js'], cwd: packageDir });
+  // The default repository's TypeScript models (the ensembles' steps) need tsx, which this package
+  // lacks on purpose: the server loads the models the cases use, and one case asks for a pipeline.
+  const load = ['qwen3-tiny', 'resnet-tiny'].flatMap((name) => ['--load-model', name]);
+  server = await startCliServer(DEFAULT_REPOSITORY, ['--model-control-mode', 'explicit', ...load], { entry: ['dist/src/cli.js'], cwd: packageDir });
   await server.waitForLog(/^Metrics listening/);
 }, 600_000);
 
@@ -49,6 +52,13 @@ describe('the compiled build (npm run build → dist/)', () => {
     const client = new OpenAI({ baseURL: `${server.http}/v1`, apiKey: 'none' });
     const ids = (await client.models.list()).data.map((m) => m.id);
     expect(ids).toContain('qwen3-tiny');
+  });
+
+  it('refuses a TypeScript model without tsx, saying so, and keeps serving', async () => {
+    const response = await fetch(`${server.http}/v2/repository/models/image-classifier/load`, { method: 'POST' });
+    expect(response.ok).toBe(false);
+    expect(((await response.json()) as { error: string }).error).toContain('ship model.js, or install tsx');
+    expect((await fetch(`${server.http}/v2/models/resnet-tiny/ready`)).status).toBe(200);
   });
 
   it('serves the web UI (ui/public copied beside the compiled server)', async () => {

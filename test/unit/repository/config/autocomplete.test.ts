@@ -6,10 +6,9 @@ import { describe, expect, it } from 'vitest';
 import type { ModelConfig } from '../../../../src/contracts/model-config.js';
 import { checkModelMetadata, completeFromModelMetadata, DEFAULT_MAX_BATCH_SIZE, parseModelConfig, type ModelIoMetadata, type TensorMetadata } from '../../../../src/repository/config/index.js';
 import { input, output } from './fixtures.js';
-import { expectError } from './helpers.js';
+import { expectError, parseConfig as parse } from './helpers.js';
 
 const REPOSITORY = join(import.meta.dirname, '..', '..', '..', '..', 'models', 'repository');
-const parse = (text: string) => parseModelConfig(text, 'config.pbtxt', 'm');
 const t = (name: string, type: string, shape: (number | string)[]): TensorMetadata => ({ name, type, shape });
 
 /** A BERT-like model: every tensor batched on a symbolic first dimension. */

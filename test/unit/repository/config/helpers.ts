@@ -1,6 +1,12 @@
-// Shared assertions for config tests: errors are ConveyorErrors with an exact code and message.
+// Shared helpers for config tests: config.pbtxt text parsed as a model directory's, and
+// assertions that errors are ConveyorErrors with an exact code and message.
 import { expect } from 'vitest';
+import type { ModelConfig } from '../../../../src/contracts/model-config.js';
 import { ConveyorError, type ErrorCode } from '../../../../src/errors.js';
+import { parseModelConfig } from '../../../../src/repository/config/index.js';
+
+/** `text` as the config.pbtxt of model directory `dir` (errors name `config.pbtxt:line:col`), on a machine with `gpus` when given. */
+export const parseConfig = (text: string, dir = 'm', gpus?: number[]): ModelConfig => parseModelConfig(text, 'config.pbtxt', dir, gpus ? { gpus } : {});
 
 export function errorOf(fn: () => unknown): ConveyorError {
   try {

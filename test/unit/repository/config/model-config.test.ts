@@ -6,11 +6,10 @@ import { describe, expect, it } from 'vitest';
 import type { ModelConfig } from '../../../../src/contracts/model-config.js';
 import { loadModelConfig, parseModelConfig } from '../../../../src/repository/config/index.js';
 import { COMMON, group, input, output } from './fixtures.js';
-import { expectError } from './helpers.js';
+import { expectError, parseConfig as parse } from './helpers.js';
 
 const REPOSITORY = join(import.meta.dirname, '..', '..', '..', '..', 'models', 'repository');
 const committed = (name: string) => readFileSync(join(REPOSITORY, name, 'config.pbtxt'), 'utf8');
-const parse = (text: string, dir = 'm') => parseModelConfig(text, 'config.pbtxt', dir);
 
 const BERT: ModelConfig = {
   ...COMMON,

@@ -1,9 +1,10 @@
 // Triton's defaults (NormalizeModelConfig) as the config layer applies them.
 import { describe, expect, it } from 'vitest';
-import { normalizeModelConfig, parseModelConfig } from '../../../../src/repository/config/index.js';
+import { normalizeModelConfig } from '../../../../src/repository/config/index.js';
+import { parseConfig } from './helpers.js';
 import { COMMON, DEFAULT_OPTIMIZATION, group } from './fixtures.js';
 
-const parse = (text: string, gpus?: number[]) => parseModelConfig(text, 'config.pbtxt', 'm', gpus ? { gpus } : {});
+const parse = (text: string, gpus?: number[]) => parseConfig(text, 'm', gpus);
 
 describe('normalization defaults', () => {
   it('fills a minimal onnxruntime config the way Triton prints it', () => {

@@ -1,12 +1,10 @@
 // Triton's ensemble rules: each one refused with the field and its position in config.pbtxt, and
 // the checks against composing models' configs naming the step and the map entry.
 import { describe, expect, it } from 'vitest';
-import type { ModelConfig } from '../../../../src/contracts/model-config.js';
-import { parseModelConfig } from '../../../../src/repository/config/index.js';
 import { checkComposingModels } from '../../../../src/repository/config/validate-ensemble.js';
-import { expectError } from './helpers.js';
+import { expectError, parseConfig } from './helpers.js';
 
-const parse = (text: string, dir = 'e') => parseModelConfig(text, 'config.pbtxt', dir);
+const parse = (text: string, dir = 'e') => parseConfig(text, dir);
 const step = (model: string, inputs: Record<string, string>, outputs: Record<string, string>, extra = '') =>
   `{ model_name: "${model}" model_version: -1 ${extra}${Object.entries(inputs)
     .map(([k, v]) => `input_map { key: "${k}" value: "${v}" } `)
@@ -96,9 +94,8 @@ describe('ensemble config rules', () => {
 });
 
 describe('checkComposingModels', () => {
-  const config = (text: string, dir: string): ModelConfig => parseModelConfig(text, 'config.pbtxt', dir);
   const model = (name: string, batch: number, input: string, output: string) =>
-    config(`name: "${name}"\nbackend: "onnxruntime"\nmax_batch_size: ${batch}\ninput [ ${input} ]\noutput [ ${output} ]`, name);
+    parseConfig(`name: "${name}"\nbackend: "onnxruntime"\nmax_batch_size: ${batch}\ninput [ ${input} ]\noutput [ ${output} ]`, name);
   const fp32 = (name: string, dims = '3') => `{ name: "${name}" data_type: TYPE_FP32 dims: [ ${dims} ] }`;
   const e = parse(ensemble([step('a', { x: 'IN' }, { y: 'mid' }), step('b', { x: 'mid' }, { y: 'OUT' })]));
 

@@ -1,15 +1,13 @@
 // Each validation rule, with the exact message and the position it points at.
 import { describe, expect, it } from 'vitest';
 import type { ModelConfig } from '../../../../src/contracts/model-config.js';
-import { parseModelConfig } from '../../../../src/repository/config/index.js';
 import { Locator } from '../../../../src/repository/config/locate.js';
 import { validateModelConfig } from '../../../../src/repository/config/validate.js';
 import { sameElementCount } from '../../../../src/repository/config/validate-tensors.js';
-import { expectError } from './helpers.js';
+import { expectError, parseConfig as parse } from './helpers.js';
 
 const ORT = 'backend: "onnxruntime"\n';
 const TENSOR = 'input { name: "x" data_type: TYPE_FP32 dims: [ 4 ] }\n';
-const parse = (text: string, dir = 'm') => parseModelConfig(text, 'config.pbtxt', dir);
 const fails = (text: string, message: string) => expectError(() => parse(text), `config.pbtxt:${message}`);
 
 describe('model-level rules', () => {

@@ -11,8 +11,9 @@ import { readFile } from 'node:fs/promises';
 import type * as XGrammar from '@mlc-ai/web-xgrammar';
 import type { GrammarSpec } from '../contracts/generate.js';
 import { ConveyorError, invalidArg } from '../errors.js';
-import { asciiJson, checkSpecLimits, choiceGrammar, specFeature, specKey } from './grammar-spec.js';
+import { checkSpecLimits, choiceGrammar, specFeature, specKey } from './grammar-spec.js';
 import { ConstraintMatcher } from './matcher.js';
+import { jsonObjectGrammar, SchemaUnsupported, schemaGrammar } from './schema-grammar.js';
 import { tokenizerVocabulary } from './tokenizer-vocabulary.js';
 import { fatalReason, loadXGrammar, type XGrammarApi, type XGrammarInstance } from './xgrammar-module.js';
 
@@ -43,28 +44,45 @@ export interface CompiledConstraint {
   readonly compiled: CompiledGrammar;
 }
 
-/** xgrammar's JSON output settings: one line, ", " and ": " separators, no free whitespace, no properties the schema does not name. */
-const JSON_SCHEMA_ARGS = { anyWhitespace: false, indent: -1, strictMode: true } as const;
-
-const jsonSchemaGrammar = (api: XGrammarApi, schema: string): Promise<Grammar> =>
-  api.Grammar.fromJSONSchema(schema, JSON_SCHEMA_ARGS.anyWhitespace, JSON_SCHEMA_ARGS.indent, undefined, JSON_SCHEMA_ARGS.strictMode);
-
-/** The spec as an xgrammar Grammar, on the given instance. Aborts that instance when the spec is invalid. */
-function toGrammar(api: XGrammarApi, spec: GrammarSpec): Promise<Grammar> {
+/** The spec as EBNF text: this server's own translation for JSON (schema-grammar.ts), the spec itself for EBNF. */
+export function specGrammarText(spec: GrammarSpec): string | null {
   switch (spec.kind) {
     case 'json_object':
-      // An object, as OpenAI's json_object promises (xgrammar's builtin JSON grammar admits any value
-      // and, at its start, offers a stop token it then refuses).
-      return jsonSchemaGrammar(api, '{"type": "object"}');
+      // An object, as OpenAI's json_object promises.
+      return jsonObjectGrammar();
     case 'json_schema':
-      return jsonSchemaGrammar(api, asciiJson(spec.schema));
-    case 'regex':
-      return api.Grammar.fromStructuralTag({ type: 'structural_tag', format: { type: 'regex', pattern: spec.pattern } });
+      return jsonSchemaGrammarText(spec.schema);
     case 'choice':
-      return api.Grammar.fromEBNF(choiceGrammar(spec.choices));
+      return choiceGrammar(spec.choices);
     case 'ebnf':
-      return api.Grammar.fromEBNF(spec.grammar);
+      return spec.grammar;
+    case 'regex':
+      return null;
   }
+}
+
+/** A JSON schema's grammar; INVALID_ARG naming the keyword and its path when it cannot be enforced. */
+export function jsonSchemaGrammarText(schemaText: string): string {
+  let schema: unknown;
+  try {
+    schema = JSON.parse(schemaText);
+  } catch (error) {
+    throw invalidArg(`the JSON schema is not valid JSON: ${(error as Error).message}`);
+  }
+  try {
+    // Properties the schema does not name are not generated unless it says additionalProperties (xgrammar's strict mode, and OpenAI's rule).
+    return schemaGrammar(schema, { absentAdditionalProperties: 'forbid' });
+  } catch (error) {
+    if (error instanceof SchemaUnsupported) throw invalidArg(`the JSON schema uses a feature the grammar engine cannot enforce: ${error.message}`);
+    throw error;
+  }
+}
+
+/** The spec as an xgrammar Grammar, on the given instance. Aborts that instance when the spec is invalid. */
+function toGrammar(api: XGrammarApi, spec: GrammarSpec, text: string | null): Promise<Grammar> {
+  if (text !== null) return api.Grammar.fromEBNF(text);
+  if (spec.kind !== 'regex') throw new Error(`no grammar text for a ${spec.kind} spec`);
+  return api.Grammar.fromStructuralTag({ type: 'structural_tag', format: { type: 'regex', pattern: spec.pattern } });
 }
 
 export class GrammarEngine {
@@ -138,9 +156,10 @@ export class GrammarEngine {
 
   private async compileNew(spec: GrammarSpec, key: string): Promise<CompiledConstraint> {
     checkSpecLimits(spec);
-    await this.check(spec);
+    const text = specGrammarText(spec);
+    await this.check(spec, text);
     const started = performance.now();
-    const grammar = await toGrammar(this.main.api, spec);
+    const grammar = await toGrammar(this.main.api, spec, text);
     try {
       const compiled = await this.compiler.compileGrammar(grammar);
       this.compileTimes.push(performance.now() - started);
@@ -152,11 +171,11 @@ export class GrammarEngine {
   }
 
   /** Parses the spec on the checker; an abort there costs only that instance, replaced on the next check. */
-  private async check(spec: GrammarSpec): Promise<void> {
+  private async check(spec: GrammarSpec, text: string | null): Promise<void> {
     this.checker ??= loadXGrammar();
     const checker = this.checker;
     try {
-      (await toGrammar(checker.api, spec)).dispose();
+      (await toGrammar(checker.api, spec, text)).dispose();
       checker.drainLog();
     } catch (error) {
       this.checker = null;

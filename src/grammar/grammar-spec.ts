@@ -44,36 +44,6 @@ export function specKey(spec: GrammarSpec): string {
   }
 }
 
-const BOUNDS = ['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum'] as const;
-const hasNonAscii = (value: unknown): boolean => typeof value === 'string' && /[\u0080-\uffff]/.test(value);
-
-/**
- * The JSON-schema features xgrammar 0.1.27 accepts but does not enforce, found by the random
- * walks (test/unit/grammar/random-walk.test.ts): bounds on "type": "number" (it produced 1.54
- * under maximum 1), and non-ASCII strings in enum / const (its converter's \u escapes absorb a
- * following hex letter, so "ïc" becomes U+0EFC). Refused rather than silently broken.
- */
-export function unenforcedSchemaFeature(schema: unknown): string | null {
-  if (Array.isArray(schema)) {
-    for (const item of schema) {
-      const found = unenforcedSchemaFeature(item);
-      if (found) return found;
-    }
-    return null;
-  }
-  if (typeof schema !== 'object' || schema === null) return null;
-  const node = schema as Record<string, unknown>;
-  const types = Array.isArray(node.type) ? node.type : [node.type];
-  if (types.includes('number') && BOUNDS.some((b) => b in node)) return `${BOUNDS.filter((b) => b in node).join('/')} on "type": "number" (use "type": "integer", or leave the number unbounded)`;
-  if ((Array.isArray(node.enum) && node.enum.some(hasNonAscii)) || hasNonAscii(node.const)) return 'non-ASCII strings in enum or const';
-  if (typeof node.pattern === 'string' && ('maxLength' in node || 'minLength' in node)) return 'minLength/maxLength together with pattern (state the length in the pattern)';
-  for (const value of Object.values(node)) {
-    const found = unenforcedSchemaFeature(value);
-    if (found) return found;
-  }
-  return null;
-}
-
 /** Throws INVALID_ARG naming the feature when a spec is empty or past the size limits. */
 export function checkSpecLimits(spec: GrammarSpec): void {
   const feature = specFeature(spec);
@@ -85,16 +55,6 @@ export function checkSpecLimits(spec: GrammarSpec): void {
     if (spec.choices.some((c) => c.length === 0)) throw invalidArg('choice strings must not be empty');
   }
   if ((spec.kind === 'regex' || spec.kind === 'ebnf' || spec.kind === 'json_schema') && text.trim().length === 0) throw invalidArg(`the ${feature} is empty`);
-  if (spec.kind === 'json_schema') {
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(spec.schema);
-    } catch {
-      return; // the checker names the syntax error
-    }
-    const unenforced = unenforcedSchemaFeature(parsed);
-    if (unenforced) throw invalidArg(`the JSON schema uses a feature the grammar engine cannot enforce: ${unenforced}`);
-  }
 }
 
 const hex = (code: number, digits: number): string => code.toString(16).toUpperCase().padStart(digits, '0');
@@ -121,11 +81,6 @@ export function ebnfLiteral(text: string): string {
   }
   if (run || parts.length === 0) parts.push(`"${run}"`);
   return parts.length === 1 ? parts[0]! : `(${parts.join(' ')})`;
-}
-
-/** Canonical JSON text with every non-ASCII UTF-16 unit as a \uXXXX escape (the same JSON value, ASCII only; see ebnfLiteral). */
-export function asciiJson(text: string): string {
-  return text.replace(/[\u0080-\uffff]/g, (ch) => `\\u${hex(ch.charCodeAt(0), 4)}`);
 }
 
 /** Exactly one of the strings (vLLM's choice), as an EBNF alternation. */

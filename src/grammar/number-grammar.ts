@@ -1,0 +1,267 @@
+// JSON numbers inside bounds, as EBNF expressions built digit by digit. Pure.
+//
+// A bound is read as the exact decimal its JSON text names (0.1 is one tenth, not the double
+// nearest it), so an output the grammar allows is inside the bound as a decimal, and hence as the
+// double a parser reads it to (rounding is monotone). Bounded numbers are written without an
+// exponent: the grammar enumerates digit strings, and "1e-3" is the same value as "0.001".
+//
+// The construction: a non-negative decimal is an integer part (JSON's "0" or no leading zero)
+// and an optional fraction. Integer ranges split by length; inside one length the usual
+// "same first digit: recurse; else lower tail | middle digits | upper tail" rule. A fraction
+// range compares digit strings as if padded with zeros, one digit at a time.
+
+/** A non-negative decimal: integer digits (no leading zeros; "0" for zero) and fraction digits (no trailing zeros). */
+export interface Magnitude {
+  readonly int: string;
+  readonly frac: string;
+}
+
+/** A bound on a value: its sign, magnitude and whether it is exclusive. */
+export interface Bound {
+  readonly negative: boolean;
+  readonly magnitude: Magnitude;
+  readonly exclusive: boolean;
+}
+
+const DIGIT = '[0-9]';
+const alt = (parts: readonly string[]): string | null => (parts.length === 0 ? null : parts.length === 1 ? parts[0]! : `(${parts.join(' | ')})`);
+const lit = (digits: string): string => `"${digits}"`;
+const digitRange = (lo: number, hi: number): string => (lo === hi ? lit(String(lo)) : `[${lo}-${hi}]`);
+const isZero = (m: Magnitude): boolean => m.int === '0' && m.frac === '';
+
+/** The exact decimal a JSON number's value names, from the double JSON.parse made of it (its shortest round-trip text). */
+export function magnitudeOf(value: number): { negative: boolean; magnitude: Magnitude } {
+  if (!Number.isFinite(value)) throw new RangeError(`not a finite number: ${value}`);
+  const text = Math.abs(value).toString();
+  const [mantissa, exponentText] = text.split('e') as [string, string | undefined];
+  const [intPart, fracPart = ''] = mantissa.split('.') as [string, string | undefined];
+  let digits = intPart + fracPart;
+  let point = intPart.length + Number(exponentText ?? 0);
+  if (point < 0) {
+    digits = '0'.repeat(-point) + digits;
+    point = 0;
+  }
+  if (point > digits.length) digits += '0'.repeat(point - digits.length);
+  const int = digits.slice(0, point).replace(/^0+/, '') || '0';
+  const frac = digits.slice(point).replace(/0+$/, '');
+  return { negative: value < 0 && !(int === '0' && frac === ''), magnitude: { int, frac } };
+}
+
+/** Compares two magnitudes: negative, zero or positive as a < b, a = b, a > b. */
+export function compareMagnitudes(a: Magnitude, b: Magnitude): number {
+  if (a.int.length !== b.int.length) return a.int.length - b.int.length;
+  if (a.int !== b.int) return a.int < b.int ? -1 : 1;
+  const width = Math.max(a.frac.length, b.frac.length);
+  const fa = a.frac.padEnd(width, '0');
+  const fb = b.frac.padEnd(width, '0');
+  return fa === fb ? 0 : fa < fb ? -1 : 1;
+}
+
+// ---- integer digit strings ------------------------------------------------------------------
+
+/** Digit strings of s's length that are >= s (leading zeros allowed: a tail). */
+function atLeastSameLength(s: string): string {
+  if (s === '') return '""';
+  const d = Number(s[0]);
+  const rest = s.slice(1);
+  const parts = [`${lit(s[0]!)} ${atLeastSameLength(rest)}`];
+  if (d < 9) parts.push(`${digitRange(d + 1, 9)}${rest.length > 0 ? ` ${DIGIT}{${rest.length}}` : ''}`);
+  return alt(parts)!;
+}
+
+/** Digit strings of s's length that are <= s. */
+function atMostSameLength(s: string): string {
+  if (s === '') return '""';
+  const d = Number(s[0]);
+  const rest = s.slice(1);
+  const parts = [`${lit(s[0]!)} ${atMostSameLength(rest)}`];
+  if (d > 0) parts.push(`${digitRange(0, d - 1)}${rest.length > 0 ? ` ${DIGIT}{${rest.length}}` : ''}`);
+  return alt(parts)!;
+}
+
+/** Digit strings of one length between lo and hi (lo <= hi, same length). */
+function rangeSameLength(lo: string, hi: string): string {
+  if (lo === '') return '""';
+  if (lo[0] === hi[0]) return `${lit(lo[0]!)} ${rangeSameLength(lo.slice(1), hi.slice(1))}`;
+  const a = Number(lo[0]);
+  const b = Number(hi[0]);
+  const tail = lo.length - 1;
+  const parts = [`${lit(lo[0]!)} ${atLeastSameLength(lo.slice(1))}`];
+  if (b - a > 1) parts.push(`${digitRange(a + 1, b - 1)}${tail > 0 ? ` ${DIGIT}{${tail}}` : ''}`);
+  parts.push(`${lit(hi[0]!)} ${atMostSameLength(hi.slice(1))}`);
+  return alt(parts)!;
+}
+
+const lessInt = (a: string, b: string): boolean => a.length < b.length || (a.length === b.length && a < b);
+const addOne = (n: string): string => (BigInt(n) + 1n).toString();
+const subOne = (n: string): string => (BigInt(n) - 1n).toString();
+
+/**
+ * JSON integers (no sign, no leading zeros) between lo and hi inclusive; hi null: no upper bound.
+ * Null when the range is empty.
+ */
+export function integerRange(lo: string, hi: string | null): string | null {
+  if (hi !== null && lessInt(hi, lo)) return null;
+  const parts: string[] = [];
+  const top = hi === null ? lo.length : hi.length;
+  // The lowest length, from lo up to that length's largest (or to hi).
+  const firstHi = hi !== null && hi.length === lo.length ? hi : '9'.repeat(lo.length);
+  parts.push(rangeSameLength(lo, firstHi));
+  // Whole lengths strictly between: one repetition.
+  const fromLength = lo.length + 1;
+  const toLength = hi === null ? null : hi.length - 1;
+  if (toLength === null) parts.push(`[1-9] ${DIGIT}{${fromLength - 1}} ${DIGIT}*`);
+  else if (toLength >= fromLength) parts.push(`[1-9] ${DIGIT}{${fromLength - 1},${toLength - 1}}`);
+  if (hi !== null && top > lo.length) parts.push(rangeSameLength(`1${'0'.repeat(top - 1)}`, hi));
+  return alt(parts);
+}
+
+// ---- fraction digit strings -----------------------------------------------------------------
+
+/** A set of fraction digit strings: the EBNF for its non-empty members (null: none) and whether "" (no fraction) is in it. */
+interface FractionSet {
+  readonly nonEmpty: string | null;
+  readonly empty: boolean;
+}
+
+const ANY_FRACTION: FractionSet = { nonEmpty: `${DIGIT}+`, empty: true };
+/** Lower and upper fraction bounds: the digits (compared as if zero-padded) and whether they are exclusive; null: none. */
+type FractionBound = { readonly digits: string; readonly exclusive: boolean } | null;
+
+/** Fractions f with lower < f (or <=) and f < upper (or <=), digit strings read as 0.f. */
+function fractionSet(lower: FractionBound, upper: FractionBound): FractionSet {
+  const lowerZero = lower !== null && /^0*$/.test(lower.digits);
+  const upperZero = upper !== null && /^0*$/.test(upper.digits);
+  // A lower bound of zero, inclusive, is no bound.
+  if (lower !== null && lowerZero && !lower.exclusive) return fractionSet(null, upper);
+  if (lower === null && upper === null) return ANY_FRACTION;
+  if (upper !== null && upperZero) {
+    // Only zero (or nothing) lies at or below zero.
+    if (upper.exclusive || lower !== null) return { nonEmpty: null, empty: false };
+    return { nonEmpty: '"0"+', empty: true };
+  }
+  if (lower !== null && lowerZero && upper === null) return { nonEmpty: `"0"* [1-9] ${DIGIT}*`, empty: false };
+  const empty = lower === null;
+  const lowDigit = lower === null ? -1 : lowerZero ? 0 : Number(lower.digits[0] ?? '0');
+  const highDigit = upper === null ? 10 : Number(upper.digits[0] ?? '0');
+  const parts: string[] = [];
+  const follow = (digit: number, rest: FractionSet): void => {
+    if (rest.nonEmpty === null && !rest.empty) return;
+    const head = lit(String(digit));
+    if (rest.nonEmpty === null) parts.push(head);
+    else parts.push(rest.empty ? `${head} (${rest.nonEmpty})?` : `${head} ${rest.nonEmpty}`);
+  };
+  const tail = (bound: FractionBound): FractionBound => (bound === null ? null : { digits: bound.digits.slice(1), exclusive: bound.exclusive });
+  const middleLo = Math.max(0, lowDigit + 1);
+  const middleHi = Math.min(9, highDigit - 1);
+  for (let digit = Math.max(0, lowDigit); digit <= Math.min(9, highDigit); digit++) {
+    if (digit === lowDigit && digit === highDigit) follow(digit, fractionSet(tail(lower), tail(upper)));
+    else if (digit === lowDigit) follow(digit, fractionSet(tail(lower), null));
+    else if (digit === highDigit) follow(digit, fractionSet(null, tail(upper)));
+    else if (digit === middleLo) parts.push(`${digitRange(middleLo, middleHi)} ${DIGIT}*`);
+  }
+  return { nonEmpty: alt(parts), empty };
+}
+
+const withFraction = (int: string, fraction: FractionSet): string | null => {
+  if (fraction.nonEmpty === null) return fraction.empty ? int : null;
+  return fraction.empty ? `${int} ("." ${fraction.nonEmpty})?` : `${int} "." ${fraction.nonEmpty}`;
+};
+
+/** Non-negative decimals between the bounds (exclusive where they say so), no sign, no exponent; null when empty. */
+function decimalMagnitudes(lower: { m: Magnitude; exclusive: boolean }, upper: { m: Magnitude; exclusive: boolean } | null): string | null {
+  const parts: (string | null)[] = [];
+  const lowBound = { digits: lower.m.frac, exclusive: lower.exclusive };
+  if (upper !== null && upper.m.int === lower.m.int) {
+    parts.push(withFraction(lit(lower.m.int), fractionSet(lowBound, { digits: upper.m.frac, exclusive: upper.exclusive })));
+    return alt(parts.filter((p): p is string => p !== null));
+  }
+  parts.push(withFraction(lit(lower.m.int), fractionSet(lowBound, null)));
+  const middle = integerRange(addOne(lower.m.int), upper === null ? null : subOne(upper.m.int));
+  if (middle !== null) parts.push(withFraction(middle, ANY_FRACTION));
+  if (upper !== null) parts.push(withFraction(lit(upper.m.int), fractionSet(null, { digits: upper.m.frac, exclusive: upper.exclusive })));
+  return alt(parts.filter((p): p is string => p !== null));
+}
+
+const ZERO: Magnitude = { int: '0', frac: '' };
+
+/** Splits signed bounds into the non-negative range and the negated negative range (magnitudes). */
+function halves(lower: Bound | null, upper: Bound | null) {
+  // Non-negative side: [max(lower, 0), upper].
+  let positive: { lo: { m: Magnitude; exclusive: boolean }; hi: { m: Magnitude; exclusive: boolean } | null } | null = null;
+  if (upper === null || (!upper.negative && (!isZero(upper.magnitude) || !upper.exclusive))) {
+    const lo = lower === null || lower.negative ? { m: ZERO, exclusive: false } : { m: lower.magnitude, exclusive: lower.exclusive };
+    positive = { lo, hi: upper === null ? null : { m: upper.magnitude, exclusive: upper.exclusive } };
+  }
+  // Negative side, as magnitudes: [max(-upper, 0), -lower], strictly above zero ("-0" is zero, written once).
+  let negative: typeof positive = null;
+  if (lower === null || (lower.negative && !isZero(lower.magnitude))) {
+    const lo = upper?.negative ? { m: upper.magnitude, exclusive: upper.exclusive } : { m: ZERO, exclusive: true };
+    negative = { lo, hi: lower === null ? null : { m: lower.magnitude, exclusive: lower.exclusive } };
+  }
+  return { positive, negative };
+}
+
+/** JSON numbers (decimal, no exponent) within the bounds; null when no number is. */
+export function boundedNumber(lower: Bound | null, upper: Bound | null): string | null {
+  const { positive, negative } = halves(lower, upper);
+  const parts: string[] = [];
+  if (
+    positive !== null &&
+    (positive.hi === null || compareMagnitudes(positive.lo.m, positive.hi.m) < 0 || (compareMagnitudes(positive.lo.m, positive.hi.m) === 0 && !positive.lo.exclusive && !positive.hi.exclusive))
+  ) {
+    const body = decimalMagnitudes(positive.lo, positive.hi);
+    if (body !== null) parts.push(body);
+  }
+  if (
+    negative !== null &&
+    (negative.hi === null || compareMagnitudes(negative.lo.m, negative.hi.m) < 0 || (compareMagnitudes(negative.lo.m, negative.hi.m) === 0 && !negative.lo.exclusive && !negative.hi.exclusive))
+  ) {
+    const body = decimalMagnitudes(negative.lo, negative.hi);
+    if (body !== null) parts.push(`"-" ${body}`);
+  }
+  return alt(parts);
+}
+
+/** The integer range a bound leaves: inclusive integer limits (as signed bigint), null where unbounded. */
+function integerLimits(lower: Bound | null, upper: Bound | null): { lo: bigint | null; hi: bigint | null } {
+  const floorOf = (b: Bound): bigint => {
+    const int = BigInt(b.magnitude.int);
+    const fractional = b.magnitude.frac !== '';
+    return b.negative ? -int - (fractional ? 1n : 0n) : int;
+  };
+  const ceilOf = (b: Bound): bigint => {
+    const int = BigInt(b.magnitude.int);
+    const fractional = b.magnitude.frac !== '';
+    return b.negative ? -int : int + (fractional ? 1n : 0n);
+  };
+  const lo = lower === null ? null : lower.exclusive ? floorOf(lower) + 1n : ceilOf(lower);
+  const hi = upper === null ? null : upper.exclusive ? ceilOf(upper) - 1n : floorOf(upper);
+  return { lo, hi };
+}
+
+/** JSON integers within the bounds; null when none is. */
+export function boundedInteger(lower: Bound | null, upper: Bound | null): string | null {
+  const { lo, hi } = integerLimits(lower, upper);
+  if (lo !== null && hi !== null && lo > hi) return null;
+  const parts: string[] = [];
+  // Non-negative: [max(lo, 0), hi].
+  if (hi === null || hi >= 0n) {
+    const from = lo === null || lo < 0n ? 0n : lo;
+    const range = integerRange(from.toString(), hi === null ? null : hi.toString());
+    if (range !== null) parts.push(range);
+  }
+  // Negative: magnitudes [max(-hi, 1), -lo].
+  if (lo === null || lo < 0n) {
+    const from = hi !== null && hi < 0n ? -hi : 1n;
+    const range = integerRange(from.toString(), lo === null ? null : (-lo).toString());
+    if (range !== null) parts.push(`"-" ${range}`);
+  }
+  return alt(parts);
+}
+
+/** The bound a schema keyword's value sets. */
+export function boundOf(value: number, exclusive: boolean): Bound {
+  const { negative, magnitude } = magnitudeOf(value);
+  return { negative, magnitude, exclusive };
+}

@@ -1,0 +1,427 @@
+// A JSON Schema `pattern` (an ECMAScript regular expression, read with the u flag as ajv reads
+// it) as EBNF for the *content of a JSON string*: each character the regex matches is written
+// the one way JSON.stringify writes it (a quote and a backslash escaped, control characters as
+// \n, \t, … or \u00XX, everything else raw), so no raw control character can ever appear inside
+// the string. Patterns search (JSON Schema does not anchor them): an unanchored side gets any
+// characters. What cannot be written as a context-free rule (lookaround, backreferences, word
+// boundaries, Unicode property classes) is refused with the construct named. Pure.
+
+/** A refusal of part of a pattern; the message names the construct. */
+export class PatternUnsupported extends Error {}
+
+/** Inclusive code point ranges, sorted, disjoint. */
+type CharSet = readonly (readonly [number, number])[];
+
+export type RegexNode =
+  | { readonly t: 'chars'; readonly set: CharSet }
+  | { readonly t: 'seq'; readonly items: readonly RegexNode[] }
+  | { readonly t: 'alt'; readonly options: readonly RegexNode[] }
+  | { readonly t: 'repeat'; readonly node: RegexNode; readonly min: number; readonly max: number | null };
+
+const MAX_CODE_POINT = 0x10ffff;
+const SURROGATES: readonly [number, number] = [0xd800, 0xdfff];
+
+function normalize(ranges: readonly (readonly [number, number])[]): CharSet {
+  const sorted = [...ranges].sort((a, b) => a[0] - b[0]);
+  const out: [number, number][] = [];
+  for (const [lo, hi] of sorted) {
+    const last = out.at(-1);
+    if (last && lo <= last[1] + 1) last[1] = Math.max(last[1], hi);
+    else out.push([lo, hi]);
+  }
+  // Lone surrogates are not characters a UTF-8 string can hold.
+  return out.flatMap(([lo, hi]): [number, number][] => {
+    if (hi < SURROGATES[0] || lo > SURROGATES[1]) return [[lo, hi]];
+    const parts: [number, number][] = [];
+    if (lo < SURROGATES[0]) parts.push([lo, SURROGATES[0] - 1]);
+    if (hi > SURROGATES[1]) parts.push([SURROGATES[1] + 1, hi]);
+    return parts;
+  });
+}
+
+function complement(set: CharSet): CharSet {
+  const out: [number, number][] = [];
+  let next = 0;
+  for (const [lo, hi] of normalize(set)) {
+    if (lo > next) out.push([next, lo - 1]);
+    next = hi + 1;
+  }
+  if (next <= MAX_CODE_POINT) out.push([next, MAX_CODE_POINT]);
+  return normalize(out);
+}
+
+const DIGITS: CharSet = [[0x30, 0x39]];
+const WORD: CharSet = normalize([
+  [0x30, 0x39],
+  [0x41, 0x5a],
+  [0x5f, 0x5f],
+  [0x61, 0x7a],
+]);
+// ECMAScript's \s: WhiteSpace and LineTerminator.
+const SPACE: CharSet = normalize([
+  [0x09, 0x0d],
+  [0x20, 0x20],
+  [0xa0, 0xa0],
+  [0x1680, 0x1680],
+  [0x2000, 0x200a],
+  [0x2028, 0x2029],
+  [0x202f, 0x202f],
+  [0x205f, 0x205f],
+  [0x3000, 0x3000],
+  [0xfeff, 0xfeff],
+]);
+/** `.` without the s flag: anything but a line terminator. */
+const DOT: CharSet = complement([
+  [0x0a, 0x0a],
+  [0x0d, 0x0d],
+  [0x2028, 0x2029],
+]);
+const ANY: CharSet = complement([]);
+
+const one = (code: number): RegexNode => ({ t: 'chars', set: [[code, code]] });
+
+/** A recursive-descent reader of the pattern. */
+class PatternReader {
+  private at = 0;
+  constructor(private readonly source: string) {}
+
+  parse(): { node: RegexNode; anchoredStart: boolean; anchoredEnd: boolean }[] {
+    const options = this.alternatives(true);
+    if (this.at < this.source.length) throw new PatternUnsupported(`unbalanced ")" at ${this.at}`);
+    return options;
+  }
+
+  /** Top level: each alternative with its own ^ and $. */
+  private alternatives(top: boolean): { node: RegexNode; anchoredStart: boolean; anchoredEnd: boolean }[] {
+    const out: { node: RegexNode; anchoredStart: boolean; anchoredEnd: boolean }[] = [];
+    for (;;) {
+      let anchoredStart = false;
+      if (top && this.peek() === '^') {
+        this.at++;
+        anchoredStart = true;
+      }
+      const items: RegexNode[] = [];
+      let anchoredEnd = false;
+      while (this.at < this.source.length && this.peek() !== '|' && this.peek() !== ')') {
+        if (this.peek() === '$' && top) {
+          this.at++;
+          anchoredEnd = true;
+          if (this.at < this.source.length && this.peek() !== '|') throw new PatternUnsupported('"$" before the end of the pattern');
+          break;
+        }
+        items.push(this.quantified());
+      }
+      out.push({ node: { t: 'seq', items }, anchoredStart, anchoredEnd });
+      if (this.peek() !== '|') return out;
+      this.at++;
+    }
+  }
+
+  private peek(): string | undefined {
+    return this.source[this.at];
+  }
+
+  private quantified(): RegexNode {
+    const atom = this.atom();
+    const c = this.peek();
+    let min: number;
+    let max: number | null;
+    if (c === '*') [min, max] = [0, null];
+    else if (c === '+') [min, max] = [1, null];
+    else if (c === '?') [min, max] = [0, 1];
+    else if (c === '{') {
+      const match = /^\{(\d+)(,(\d*))?\}/.exec(this.source.slice(this.at));
+      if (!match) return atom;
+      min = Number(match[1]);
+      max = match[2] === undefined ? min : match[3] === '' ? null : Number(match[3]);
+      if (max !== null && max < min) throw new PatternUnsupported(`quantifier ${match[0]} has its bounds out of order`);
+      this.at += match[0].length - 1;
+    } else return atom;
+    this.at++;
+    // A lazy quantifier matches the same strings.
+    if (this.peek() === '?') this.at++;
+    if (this.peek() === '*' || this.peek() === '+' || this.peek() === '?') throw new PatternUnsupported('a quantifier after a quantifier');
+    return { t: 'repeat', node: atom, min, max };
+  }
+
+  private atom(): RegexNode {
+    const c = this.source[this.at++]!;
+    switch (c) {
+      case '(': {
+        if (this.source.startsWith('?:', this.at)) this.at += 2;
+        else if (/^\?<[A-Za-z_$][\w$]*>/.test(this.source.slice(this.at))) this.at = this.source.indexOf('>', this.at) + 1;
+        else if (this.peek() === '?') throw new PatternUnsupported('lookaround assertions ((?=, (?!, (?<=, (?<!)');
+        const options = this.alternatives(false);
+        if (this.peek() !== ')') throw new PatternUnsupported('an unclosed group');
+        this.at++;
+        return options.length === 1 ? options[0]!.node : { t: 'alt', options: options.map((o) => o.node) };
+      }
+      case '[':
+        return { t: 'chars', set: this.charClass() };
+      case '.':
+        return { t: 'chars', set: DOT };
+      case '\\':
+        return this.escape(false) as RegexNode;
+      case '^':
+      case '$':
+        throw new PatternUnsupported(`"${c}" inside the pattern (anchors only at its start and end)`);
+      case '*':
+      case '+':
+      case '?':
+        throw new PatternUnsupported(`a quantifier "${c}" with nothing to repeat`);
+      default: {
+        const code = this.source.codePointAt(this.at - 1)!;
+        if (code > 0xffff) this.at++;
+        return one(code);
+      }
+    }
+  }
+
+  /** An escape after its backslash: a node, or (inside a class) a set or a single code point. */
+  private escape(inClass: boolean): RegexNode | CharSet | number {
+    const c = this.source[this.at++];
+    if (c === undefined) throw new PatternUnsupported('a trailing backslash');
+    const sets: Record<string, CharSet> = { d: DIGITS, D: complement(DIGITS), w: WORD, W: complement(WORD), s: SPACE, S: complement(SPACE) };
+    if (sets[c]) return inClass ? sets[c]! : { t: 'chars', set: sets[c]! };
+    const simple: Record<string, number> = { t: 9, n: 10, v: 11, f: 12, r: 13, '0': 0 };
+    let code: number | undefined = simple[c];
+    if (c === 'b' && inClass) code = 8;
+    else if (c === 'b' || c === 'B') throw new PatternUnsupported('word boundaries (\\b, \\B)');
+    else if (c === 'p' || c === 'P') throw new PatternUnsupported('Unicode property classes (\\p{…})');
+    else if (/[1-9]/.test(c)) throw new PatternUnsupported('backreferences (\\1 …)');
+    else if (c === 'k') throw new PatternUnsupported('named backreferences (\\k<…>)');
+    else if (c === 'x') code = this.hex(/^[0-9a-fA-F]{2}/);
+    else if (c === 'u') {
+      if (this.peek() === '{') {
+        const end = this.source.indexOf('}', this.at);
+        code = Number.parseInt(this.source.slice(this.at + 1, end), 16);
+        this.at = end + 1;
+      } else code = this.hex(/^[0-9a-fA-F]{4}/);
+    } else if (c === 'c') {
+      const letter = this.source[this.at++] ?? '';
+      if (!/[A-Za-z]/.test(letter)) throw new PatternUnsupported('a \\c without a letter');
+      code = letter.charCodeAt(0) % 32;
+    } else if (code === undefined) code = this.source.codePointAt(this.at - 1)!;
+    if (code > 0xffff && c !== 'u') this.at++;
+    return inClass ? code : one(code);
+  }
+
+  private hex(shape: RegExp): number {
+    const match = shape.exec(this.source.slice(this.at));
+    if (!match) throw new PatternUnsupported('a malformed hexadecimal escape');
+    this.at += match[0].length;
+    return Number.parseInt(match[0], 16);
+  }
+
+  private charClass(): CharSet {
+    const negated = this.peek() === '^';
+    if (negated) this.at++;
+    const ranges: [number, number][] = [];
+    while (this.peek() !== ']') {
+      if (this.at >= this.source.length) throw new PatternUnsupported('an unclosed character class');
+      const lo = this.classAtom();
+      if (typeof lo !== 'number') {
+        ranges.push(...lo.map(([a, b]): [number, number] => [a, b]));
+        continue;
+      }
+      if (this.peek() === '-' && this.source[this.at + 1] !== ']' && this.at + 1 < this.source.length) {
+        this.at++;
+        const hi = this.classAtom();
+        if (typeof hi !== 'number') throw new PatternUnsupported('a class escape as a range bound');
+        if (hi < lo) throw new PatternUnsupported('a character range out of order');
+        ranges.push([lo, hi]);
+      } else ranges.push([lo, lo]);
+    }
+    this.at++;
+    return negated ? complement(ranges) : normalize(ranges);
+  }
+
+  private classAtom(): CharSet | number {
+    const c = this.source[this.at++]!;
+    if (c === '\\') return this.escape(true) as CharSet | number;
+    const code = this.source.codePointAt(this.at - 1)!;
+    if (code > 0xffff) this.at++;
+    return code;
+  }
+}
+
+/** The pattern's alternatives, each with whether it is anchored at either end. */
+export function parsePattern(pattern: string): { node: RegexNode; anchoredStart: boolean; anchoredEnd: boolean }[] {
+  return new PatternReader(pattern).parse();
+}
+
+// ---- the JSON text of characters -----------------------------------------------------------
+
+const hex = (code: number, digits: number): string => code.toString(16).toUpperCase().padStart(digits, '0');
+const classChar = (code: number): string => (code <= 0xffff ? `\\u${hex(code, 4)}` : `\\U${hex(code, 8)}`);
+const SHORT_ESCAPES: Readonly<Record<number, string>> = { 8: 'b', 9: 't', 10: 'n', 12: 'f', 13: 'r' };
+
+/** How JSON.stringify writes one character inside a string, as an EBNF literal. */
+function jsonCharLiteral(code: number): string {
+  if (code === 0x22) return '"\\\\\\""';
+  if (code === 0x5c) return '"\\\\\\\\"';
+  const short = SHORT_ESCAPES[code];
+  if (short) return `"\\\\${short}"`;
+  return `"\\\\u${code.toString(16).padStart(4, '0')}"`;
+}
+
+const rangeText = ([lo, hi]: readonly [number, number]): string => (lo === hi ? classChar(lo) : `${classChar(lo)}-${classChar(hi)}`);
+
+/**
+ * Printable characters (no quote, backslash or control character) as an EBNF class. xgrammar
+ * 0.1.27 misreads positive classes with ranges beyond ASCII ([\u0100-\u07FF] matched "a"),
+ * while negated classes with ASCII exclusions hold; so a set holding every non-ASCII character
+ * is written as the negation of its ASCII gaps, one without any as a positive ASCII class, a
+ * few non-ASCII characters as literals, and anything else is refused.
+ */
+function plainCharClass(plain: readonly (readonly [number, number])[]): string | null {
+  if (plain.length === 0) return null;
+  const ascii = plain.filter(([lo]) => lo < 0x80).map(([lo, hi]): [number, number] => [lo, Math.min(hi, 0x7f)]);
+  const nonAscii = normalize(plain.filter(([, hi]) => hi >= 0x80).map(([lo, hi]): [number, number] => [Math.max(lo, 0x80), hi]));
+  const missing = complement([...nonAscii, [0, 0x7f]]);
+  const missingCount = missing.reduce((n, [lo, hi]) => n + hi - lo + 1, 0);
+  if (missingCount <= 64) {
+    // Every non-ASCII character but a few: the negation of the ASCII gaps and those few, one by one.
+    const gaps = complement([...ascii, [0x80, MAX_CODE_POINT]]).filter(([lo]) => lo < 0x80);
+    const singles = missing.flatMap(([lo, hi]) => Array.from({ length: hi - lo + 1 }, (_, i) => classChar(lo + i)));
+    return `[^${gaps.map(rangeText).join('')}${singles.join('')}]`;
+  }
+  const parts: string[] = [];
+  if (ascii.length > 0) parts.push(`[${ascii.map(rangeText).join('')}]`);
+  const count = nonAscii.reduce((n, [lo, hi]) => n + hi - lo + 1, 0);
+  if (count > 64) throw new PatternUnsupported('a character class with a range of non-ASCII characters');
+  for (const [lo, hi] of nonAscii) for (let code = lo; code <= hi; code++) parts.push(`"${code <= 0xffff ? `\\u${hex(code, 4)}` : `\\U${hex(code, 8)}`}"`);
+  return parts.length === 1 ? parts[0]! : `(${parts.join(' | ')})`;
+}
+
+/** One character of the set, as the EBNF for its JSON text inside a string. */
+export function jsonCharSet(set: CharSet): string | null {
+  const plain: [number, number][] = [];
+  const escaped: string[] = [];
+  for (const [lo, hi] of normalize(set)) {
+    for (let code = lo; code <= Math.min(hi, 0x1f); code++) escaped.push(jsonCharLiteral(code));
+    let from = Math.max(lo, 0x20);
+    for (const special of [0x22, 0x5c]) {
+      if (special >= from && special <= hi) {
+        if (special > from) plain.push([from, special - 1]);
+        escaped.push(jsonCharLiteral(special));
+        from = special + 1;
+      }
+    }
+    if (from <= hi) plain.push([from, hi]);
+  }
+  const parts = [...escaped];
+  const plainClass = plainCharClass(plain);
+  if (plainClass !== null) parts.unshift(plainClass);
+  if (parts.length === 0) return null;
+  return parts.length === 1 ? parts[0]! : `(${parts.join(' | ')})`;
+}
+
+/** What may follow a backslash inside a JSON string: JSON's escapes, \\u outside the surrogates (one \\u, one character). */
+export const JSON_ESCAPE = String.raw`(["\\/bfnrt] | "u" ([0-9A-Ca-c] [0-9A-Fa-f]{3} | [Dd] [0-7] [0-9A-Fa-f]{2} | [E-Fe-f] [0-9A-Fa-f]{3}))`;
+/** One unescaped character inside a JSON string. */
+export const JSON_PLAIN_CHAR = String.raw`[^"\\\u0000-\u001F]`;
+
+function nodeEbnf(node: RegexNode): string | null {
+  switch (node.t) {
+    case 'chars':
+      return jsonCharSet(node.set);
+    case 'seq': {
+      const parts: string[] = [];
+      for (const item of node.items) {
+        const text = nodeEbnf(item);
+        if (text === null) return null;
+        if (text !== '""') parts.push(text);
+      }
+      return parts.length === 0 ? '""' : parts.length === 1 ? parts[0]! : `(${parts.join(' ')})`;
+    }
+    case 'alt': {
+      const parts = node.options.map(nodeEbnf).filter((p): p is string => p !== null);
+      return parts.length === 0 ? null : parts.length === 1 ? parts[0]! : `(${parts.join(' | ')})`;
+    }
+    case 'repeat': {
+      const inner = nodeEbnf(node.node);
+      if (inner === null) return node.min === 0 ? '""' : null;
+      if (node.max === 0) return '""';
+      const { min, max } = node;
+      const quantifier = min === 0 && max === null ? '*' : min === 1 && max === null ? '+' : min === 0 && max === 1 ? '?' : max === null ? `{${min},}` : min === max ? `{${min}}` : `{${min},${max}}`;
+      return `(${inner})${quantifier}`;
+    }
+  }
+}
+
+/** The length range (in characters) of a node's strings; max null: unbounded. */
+export function lengthRange(node: RegexNode): { min: number; max: number | null } {
+  switch (node.t) {
+    case 'chars':
+      return { min: 1, max: 1 };
+    case 'seq':
+      return node.items.map(lengthRange).reduce((a, b) => ({ min: a.min + b.min, max: a.max === null || b.max === null ? null : a.max + b.max }), { min: 0, max: 0 });
+    case 'alt': {
+      const ranges = node.options.map(lengthRange);
+      return { min: Math.min(...ranges.map((r) => r.min)), max: ranges.some((r) => r.max === null) ? null : Math.max(...ranges.map((r) => r.max!)) };
+    }
+    case 'repeat': {
+      const inner = lengthRange(node.node);
+      return { min: inner.min * node.min, max: node.max === null || inner.max === null ? (inner.max === 0 ? 0 : null) : inner.max * node.max };
+    }
+  }
+}
+
+const ANY_REPEAT: RegexNode = { t: 'repeat', node: { t: 'chars', set: ANY }, min: 0, max: null };
+
+/**
+ * The pattern as whole-string alternatives: the unanchored sides of each get any characters, so
+ * each node's strings are exactly the strings the pattern's search finds a match in.
+ */
+export function patternLanguage(pattern: string): RegexNode {
+  const options = parsePattern(pattern).map(({ node, anchoredStart, anchoredEnd }): RegexNode => {
+    const items: RegexNode[] = [];
+    if (!anchoredStart) items.push(ANY_REPEAT);
+    items.push(node);
+    if (!anchoredEnd) items.push(ANY_REPEAT);
+    return { t: 'seq', items };
+  });
+  return options.length === 1 ? options[0]! : { t: 'alt', options };
+}
+
+/** Flattens nested sequences, so a length can be shared out over one sequence's items. */
+function flatItems(node: RegexNode): RegexNode[] {
+  return node.t === 'seq' ? node.items.flatMap(flatItems) : [node];
+}
+
+/**
+ * The node restricted to strings of minLength..maxLength characters, when that can be written
+ * exactly: the node's own lengths already lie inside, or it is a sequence of fixed-length items
+ * and one repeated single character (the length then bounds that repetition). Null otherwise.
+ */
+export function withLength(node: RegexNode, minLength: number, maxLength: number | null): RegexNode | null {
+  const own = lengthRange(node);
+  if (own.min >= minLength && maxLength !== null && own.max !== null && own.max <= maxLength) return node;
+  if (own.min >= minLength && maxLength === null) return node;
+  if (node.t === 'alt') {
+    const options: RegexNode[] = [];
+    for (const option of node.options) {
+      const bounded = withLength(option, minLength, maxLength);
+      if (bounded === null) return null;
+      options.push(bounded);
+    }
+    return { t: 'alt', options };
+  }
+  const items = flatItems(node);
+  const variable = items.map((item, i) => ({ item, i, range: lengthRange(item) })).filter(({ range }) => range.max !== range.min);
+  if (variable.length > 1) return null;
+  const fixed = items.reduce((sum, item) => sum + lengthRange(item).min, 0) - (variable[0]?.range.min ?? 0);
+  if (variable.length === 0) return fixed >= minLength && (maxLength === null || fixed <= maxLength) ? node : { t: 'alt', options: [] };
+  const { item, i } = variable[0]!;
+  if (item.t !== 'repeat' || item.node.t !== 'chars') return null;
+  const min = Math.max(item.min, minLength - fixed);
+  const max = maxLength === null ? item.max : item.max === null ? maxLength - fixed : Math.min(item.max, maxLength - fixed);
+  if (max !== null && max < min) return { t: 'alt', options: [] };
+  const copy = [...items];
+  copy[i] = { t: 'repeat', node: item.node, min, max };
+  return { t: 'seq', items: copy };
+}
+
+/** A string's content matching the node, as EBNF (null: no string does). */
+export const regexEbnf = (node: RegexNode): string | null => nodeEbnf(node);

@@ -1,0 +1,46 @@
+// The string formats enforced, each as an anchored pattern over the string's content (translated
+// by regex-grammar.ts like any pattern). Each accepts only strings ajv-formats' "full" mode
+// accepts: dates check the days of each month and leap years, times and date-times carry a time
+// zone, hostnames have at most three labels (so they stay under 253 characters, the limit ajv
+// checks with a lookahead a grammar cannot state). Pure data.
+
+const YEAR = String.raw`\d{4}`;
+const LEAP_YEAR = String.raw`(?:\d\d(?:0[48]|[2468][048]|[13579][26])|(?:[02468][048]|[13579][26])00)`;
+const MONTH_DAY = String.raw`(?:(?:0[13578]|1[02])-(?:0[1-9]|[12]\d|3[01])|(?:0[469]|11)-(?:0[1-9]|[12]\d|30)|02-(?:0[1-9]|1\d|2[0-8]))`;
+const DATE = `(?:${YEAR}-${MONTH_DAY}|${LEAP_YEAR}-02-29)`;
+const TIME = String.raw`(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d(?:\.\d+)?(?:[zZ]|[+-](?:[01]\d|2[0-3]):[0-5]\d)`;
+const DURATION_TIME = String.raw`T(?:\d+H(?:\d+M)?(?:\d+S)?|\d+M(?:\d+S)?|\d+S)`;
+const DURATION = String.raw`P(?:(?:\d+Y(?:\d+M)?(?:\d+D)?|\d+M(?:\d+D)?|\d+D)(?:${DURATION_TIME})?|${DURATION_TIME}|\d+W)`;
+const EMAIL_ATOM = "[a-zA-Z0-9!#$%&'*+/=?^_`{|}~-]+";
+const LABEL = `[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?`;
+const EMAIL = String.raw`${EMAIL_ATOM}(?:\.${EMAIL_ATOM})*@(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?\.)+[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?`;
+const OCTET = String.raw`(?:25[0-5]|2[0-4]\d|1\d\d|[1-9]?\d)`;
+const IPV4 = String.raw`(?:${OCTET}\.){3}${OCTET}`;
+const H16 = '[0-9a-fA-F]{1,4}';
+const LS32 = `(?:${H16}:${H16}|${IPV4})`;
+// RFC 3986's IPv6address, one alternative per place of the "::".
+const IPV6 = [
+  `(?:${H16}:){6}${LS32}`,
+  `::(?:${H16}:){5}${LS32}`,
+  `(?:${H16})?::(?:${H16}:){4}${LS32}`,
+  `(?:(?:${H16}:){0,1}${H16})?::(?:${H16}:){3}${LS32}`,
+  `(?:(?:${H16}:){0,2}${H16})?::(?:${H16}:){2}${LS32}`,
+  `(?:(?:${H16}:){0,3}${H16})?::${H16}:${LS32}`,
+  `(?:(?:${H16}:){0,4}${H16})?::${LS32}`,
+  `(?:(?:${H16}:){0,5}${H16})?::${H16}`,
+  `(?:(?:${H16}:){0,6}${H16})?::`,
+].join('|');
+const UUID = '(?:urn:uuid:)?[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}';
+
+/** Format name → the anchored pattern of the strings enforced for it. */
+export const STRING_FORMATS: Readonly<Record<string, string>> = {
+  'date-time': `^${DATE}[Tt]${TIME}$`,
+  date: `^${DATE}$`,
+  time: `^${TIME}$`,
+  duration: `^${DURATION}$`,
+  email: `^${EMAIL}$`,
+  hostname: `^${LABEL}(?:\\.${LABEL}){0,2}\\.?$`,
+  ipv4: `^${IPV4}$`,
+  ipv6: `^(?:${IPV6})$`,
+  uuid: `^${UUID}$`,
+};

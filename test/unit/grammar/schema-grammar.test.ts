@@ -1,0 +1,111 @@
+// The schema → grammar translation on its own (no vocabulary): for each schema, instances ajv
+// calls valid are accepted by the grammar (written in the grammar's layout) and instances ajv
+// calls invalid are refused; what cannot be enforced is refused naming the keyword and its path.
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import addFormats from 'ajv-formats';
+import { describe, expect, it } from 'vitest';
+import { layoutJson, SchemaUnsupported, schemaGrammar } from '../../../src/grammar/schema-grammar.js';
+import { loadXGrammar } from '../../../src/grammar/xgrammar-module.js';
+
+type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+
+const xgrammar = loadXGrammar();
+const ajv = new Ajv2020({ strict: false });
+addFormats.default(ajv);
+
+async function accepts(schema: object, instance: Json): Promise<boolean> {
+  const grammar = await xgrammar.api.Grammar.fromEBNF(schemaGrammar(schema, { absentAdditionalProperties: 'forbid' }));
+  try {
+    return await xgrammar.api.Testings.isGrammarAcceptString(grammar, layoutJson(instance));
+  } finally {
+    grammar.dispose();
+  }
+}
+
+const CASES: [string, object, Json[], Json[]][] = [
+  ['number in [0, 1]', { type: 'number', minimum: 0, maximum: 1 }, [0, 1, 0.5, 0.999, 0.0001], [-0.1, 1.5, 2, -1]],
+  ['exclusive bounds', { type: 'number', exclusiveMinimum: -2.5, exclusiveMaximum: 3 }, [-2.4, 0, 2.99, -1], [-2.5, 3, 3.01, -3]],
+  ['integer range', { type: 'integer', minimum: -15, maximum: 120 }, [-15, 0, 7, 99, 120], [-16, 121, 1000]],
+  ['multipleOf', { type: 'integer', multipleOf: 7 }, [0, 7, 14, 700, -21], [1, 15, 701]],
+  ['maxLength', { type: 'string', minLength: 2, maxLength: 4 }, ['ab', 'a\tb', 'abcd', 'é🙂'], ['a', 'abcde', '']],
+  ['pattern with lengths', { type: 'string', pattern: '^[a-z]+$', minLength: 2, maxLength: 4 }, ['ab', 'abcd'], ['a', 'abcde', 'AB']],
+  ['unanchored pattern', { type: 'string', pattern: 'x[0-9]' }, ['x1', 'ax2b', '"x3"'], ['x', 'y1']],
+  ['date-time', { type: 'string', format: 'date-time' }, ['2024-02-29T12:30:00Z', '1999-12-31T23:59:59.5+01:00'], ['2023-02-29T12:30:00Z', '2024-13-01T00:00:00Z', '2024-01-01T00:00:00']],
+  ['date', { type: 'string', format: 'date' }, ['2000-02-29', '2024-04-30'], ['1900-02-29', '2024-04-31']],
+  ['time', { type: 'string', format: 'time' }, ['23:59:59Z', '01:02:03.25-05:30'], ['24:00:00Z', '12:00']],
+  ['duration', { type: 'string', format: 'duration' }, ['P1Y2M3DT4H5M6S', 'PT5M', 'P3W'], ['P', 'PT', '1Y']],
+  ['email', { type: 'string', format: 'email' }, ['a.b@example.com'], ['a@', '@b.com', 'a b@c.d']],
+  ['hostname', { type: 'string', format: 'hostname' }, ['example.com', 'a-b.c'], ['-a.com', 'a_b.com']],
+  ['ipv4', { type: 'string', format: 'ipv4' }, ['192.168.0.1', '255.255.255.255'], ['256.1.1.1', '1.2.3']],
+  ['ipv6', { type: 'string', format: 'ipv6' }, ['::1', '2001:db8::8a2e:370:7334', '::ffff:192.0.2.1'], ['1::2::3', '12345::']],
+  ['uuid', { type: 'string', format: 'uuid' }, ['123e4567-e89b-12d3-a456-426614174000'], ['123e4567-e89b-12d3-a456-42661417400']],
+  ['non-ASCII enum', { enum: ['naïve', 'ïc', 'emoji 🙂', 3, null, { a: [1] }] }, ['naïve', 'ïc', 'emoji 🙂', 3, null, { a: [1] }], ['naive', 'ic', 4]],
+  [
+    'prefixItems and counts',
+    { type: 'array', prefixItems: [{ type: 'integer' }, { type: 'string' }], items: { type: 'boolean' }, minItems: 1, maxItems: 3 },
+    [[1], [1, 'a'], [1, 'a', true]],
+    [[], ['a'], [1, 'a', true, false]],
+  ],
+  [
+    'recursion through $defs',
+    {
+      $defs: { node: { type: 'object', properties: { v: { type: 'integer' }, next: { anyOf: [{ $ref: '#/$defs/node' }, { type: 'null' }] } }, required: ['v', 'next'], additionalProperties: false } },
+      $ref: '#/$defs/node',
+    },
+    [
+      { v: 1, next: null },
+      { v: 1, next: { v: 2, next: null } },
+    ],
+    [{ v: 1 }, { v: 'x', next: null }],
+  ],
+  [
+    'additionalProperties schema',
+    { type: 'object', properties: { a: { type: 'integer' } }, additionalProperties: { type: 'string' } },
+    [{}, { a: 1 }, { a: 1, b: 'x' }, { b: 'x' }],
+    [{ a: 'x' }, { a: 1, b: 2 }],
+  ],
+  ['oneOf over types', { oneOf: [{ type: 'string' }, { type: 'integer', minimum: 0 }] }, ['x', 3], [-1, true]],
+  ['allOf merged', { allOf: [{ type: 'object', properties: { a: { type: 'integer' } }, required: ['a'] }, { properties: { b: { type: 'string' } } }] }, [{ a: 1 }, { a: 1, b: 'x' }], [{ b: 'x' }]],
+];
+
+describe('schema grammar', () => {
+  it.each(CASES)('%s: valid instances accepted, invalid refused (ajv agrees)', async (_, schema, valid, invalid) => {
+    const validate = ajv.compile(schema);
+    for (const value of valid) {
+      expect(validate(value), `ajv: ${JSON.stringify(value)} valid`).toBe(true);
+      expect(await accepts(schema, value), `grammar accepts ${JSON.stringify(value)}`).toBe(true);
+    }
+    for (const value of invalid) {
+      expect(validate(value), `ajv: ${JSON.stringify(value)} invalid`).toBe(false);
+      expect(await accepts(schema, value), `grammar refuses ${JSON.stringify(value)}`).toBe(false);
+    }
+  });
+
+  it('a raw control character is never inside a string, bounded or not', async () => {
+    for (const schema of [{ type: 'string' }, { type: 'string', maxLength: 5 }, { type: 'string', pattern: '^.*$' }, { type: 'string', pattern: '[^a]' }]) {
+      const grammar = await xgrammar.api.Grammar.fromEBNF(schemaGrammar(schema, { absentAdditionalProperties: 'forbid' }));
+      expect(await xgrammar.api.Testings.isGrammarAcceptString(grammar, '"a\tb"')).toBe(false);
+      expect(await xgrammar.api.Testings.isGrammarAcceptString(grammar, '"a\\tb"')).toBe(true);
+      grammar.dispose();
+    }
+  });
+
+  it.each([
+    [{ type: 'object', properties: { a: { not: { type: 'string' } } } }, 'not', '#/properties/a/not'],
+    [{ type: 'string', format: 'uri' }, 'format', '#/format'],
+    [{ type: 'string', pattern: '(a)\\1' }, 'pattern', '#/pattern'],
+    [{ type: 'array', uniqueItems: true }, 'uniqueItems', '#/uniqueItems'],
+    [{ type: 'number', multipleOf: 0.5 }, 'multipleOf', '#/multipleOf'],
+    [{ oneOf: [{ type: 'string' }, { type: 'string', minLength: 1 }] }, 'oneOf', '#/oneOf'],
+    [{ type: 'object', patternProperties: { '^x': {} } }, 'patternProperties', '#/patternProperties'],
+  ])('%j is refused naming %s at %s', (schema, keyword, path) => {
+    try {
+      schemaGrammar(schema, { absentAdditionalProperties: 'forbid' });
+      expect.fail('translated');
+    } catch (error) {
+      expect(error).toBeInstanceOf(SchemaUnsupported);
+      expect((error as SchemaUnsupported).keyword).toBe(keyword);
+      expect((error as SchemaUnsupported).path).toBe(path);
+    }
+  });
+});

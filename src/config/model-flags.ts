@@ -51,7 +51,7 @@ export const MODEL_FLAGS = {
     kind: 'choice',
     choices: ATTENTION_BACKENDS,
     metavar: 'NAME',
-    help: 'how attention reads the KV cache (default past_key_values: onnx/model*.onnx); paged: onnx/model_paged*.onnx, through the native kernel where it loads; paged_onnx: that graph always',
+    help: 'how attention reads the KV cache: paged: onnx/model_paged*.onnx, through the native kernel where it loads; paged_onnx: that graph always; past_key_values: onnx/model*.onnx (default: paged where the export has the paged graph, else past_key_values)',
   },
   kvCacheDtype: {
     flag: '--kv-cache-dtype',

@@ -43,9 +43,34 @@ export interface EngineWorkerData {
   readonly kvEvents?: KvEventsConfig;
   /** Nice steps the engine thread (and the ORT and grammar threads it starts) run below the server (--compute-thread-nice); absent or 0: the same priority. */
   readonly threadNice?: number;
+  /** Speculative decoding (the speculative_config parameter); absent: off. */
+  readonly speculative?: SpeculativeConfig;
 }
 
+/**
+ * N-gram (prompt lookup) speculative decoding, as vLLM's speculative_config spells it: each
+ * decoding sequence proposes up to numSpeculativeTokens tokens that followed the latest earlier
+ * occurrence of its last n tokens (n from promptLookupMax down to promptLookupMin) in its own
+ * prompt and output, and one step checks them all.
+ */
+export interface SpeculativeConfig {
+  readonly method: 'ngram';
+  readonly numSpeculativeTokens: number;
+  readonly promptLookupMin: number;
+  readonly promptLookupMax: number;
+  /**
+   * No proposals while more than this many sequences run (vLLM's disable_by_batch_size): a batch
+   * that large is compute-bound, and checking proposals would cost more than they save.
+   */
+  readonly disableByBatchSize: number;
+}
+
+/** The runner adapters there are (src/runners/create-runner.ts maps a model's I/O names to one). */
+export type RunnerKind = 'past-key-values' | 'paged' | 'paged-native';
+
 export interface EngineReadyInfo {
+  /** The runner the engine opened: which attention backend actually runs. */
+  readonly runnerKind: RunnerKind;
   readonly numLayers: number;
   readonly numKvHeads: number;
   readonly headDim: number;

@@ -172,6 +172,13 @@ export interface ScheduledRequest {
    * not only the sampled last one: the runner then returns tokenIds.length rows (model-runner.ts).
    */
   readonly allLogits?: boolean;
+  /**
+   * Speculative decoding: the last numDraftTokens of tokenIds are proposed tokens to check, after
+   * the request's last sampled token. The runner returns the logits (or greedy tokens) of the last
+   * numDraftTokens + 1 positions, row-major, the last one the row sampled when every proposal holds.
+   * Absent or 0: none.
+   */
+  readonly numDraftTokens?: number;
 }
 
 export interface StepPlan {
@@ -259,6 +266,8 @@ export interface SequenceUpdate {
   readonly numCachedTokens: number;
   /** Times the request was preempted (and recomputed) so far. */
   readonly numPreemptions: number;
+  /** Speculative decoding so far: verify steps with proposals, tokens proposed, and of those accepted; absent while it has proposed none. */
+  readonly specDecode?: RequestSpecDecode;
   /**
    * When the engine worker received the request, ms on the engine clock. The worker stamps it, not
    * the front end, so queue time and TTFT are differences of one clock.
@@ -268,6 +277,19 @@ export interface SequenceUpdate {
   readonly scheduledTimeMs: number | null;
   /** When its first output token was applied, ms; null before that. */
   readonly firstTokenTimeMs: number | null;
+}
+
+/** One request's speculative decoding counts, cumulative. */
+export interface RequestSpecDecode {
+  readonly numDrafts: number;
+  readonly numDraftTokens: number;
+  readonly numAcceptedTokens: number;
+}
+
+/** A step's speculative decoding (vLLM's spec_decode metrics): drafts checked, tokens proposed and accepted, and accepted by position in the draft. */
+export interface StepSpecDecode extends RequestSpecDecode {
+  /** acceptedPerPosition[i]: drafts whose proposal i (0-based) was accepted. */
+  readonly acceptedPerPosition: readonly number[];
 }
 
 /** A request the engine refused after accepting it from the queue (e.g. it can never fit in the KV cache). */
@@ -304,6 +326,8 @@ export interface StepOutput {
    * Grammar masks computed for this step: how many, the grammar worker's time on them, and how
    * long the engine waited for the worker after its forward pass (ms); absent when no row had a grammar.
    */
+  /** Speculative decoding in this step; absent when no row had proposals. */
+  readonly specDecode?: StepSpecDecode;
   readonly grammarMasks?: {
     readonly count: number;
     readonly ms: number;

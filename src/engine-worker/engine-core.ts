@@ -21,17 +21,18 @@
 // where the runner has one (executeGreedy): the logits never leave the model, which at batch 32
 // saves the 19.5 MB logits copy out of ONNX Runtime and the sampler's scan of it.
 
-import type { GenerateRequest, RequestRejection, SampledTokens, SequenceUpdate, StepOutput, StepPlan } from '../contracts/generate.js';
+import type { GenerateRequest, RequestRejection, SampledTokens, ScheduledRequest, SequenceUpdate, StepOutput, StepPlan } from '../contracts/generate.js';
 import type { EngineWorkerData } from '../contracts/engine-messages.js';
 import { asConveyorError, ConveyorError } from '../errors.js';
 import type { BlockHash } from '../kv-cache/block-hash.js';
 import type { KvCacheEvent } from '../kv-cache/cache-events.js';
 import { KvCacheManager } from '../kv-cache/kv-cache-manager.js';
-import { lastLogitsRow, type ModelRunner, type RunnerInfo, type RunnerOptions, type RunnerStats } from '../runners/model-runner.js';
+import { lastLogitsRow, type ModelRunner, type RunnerInfo, type RunnerOptions, type RunnerStats, type StepGreedyTokens } from '../runners/model-runner.js';
 import { type SampleResult, Sampler, type SamplerRow } from '../sampler/sampler.js';
 import { ConstrainedRows, type GrammarStats } from './constrained-rows.js';
 import { PromptLogprobs } from './prompt-logprobs.js';
 import { Scheduler, type PreemptionEvent } from './scheduler.js';
+import { acceptGreedy, NgramDrafts } from './spec-decode.js';
 import { StepConstraints } from './step-constraints.js';
 
 /** The engine's settings travel to its worker as plain data, so the contract type is the config. */
@@ -55,11 +56,18 @@ const GREEDY_CANDIDATES = 16;
  */
 const engineClock = (): number => performance.timeOrigin + performance.now();
 
-/** A planned row's token from the model's greedy head. */
-function greedyTokenOf(tokens: ReadonlyMap<string, number>, requestId: string): number {
-  const token = tokens.get(requestId);
-  if (token === undefined) throw new Error(`the runner returned no greedy token for planned request ${requestId}`);
-  return token;
+/** A planned row's tokens from the model's greedy head: its next token, or what its checked proposal yields. */
+function greedyTokensOf(tokens: StepGreedyTokens, entry: ScheduledRequest): number[] {
+  const row = tokens.get(entry.requestId);
+  if (row === undefined || row.length === 0) throw new Error(`the runner returned no greedy token for planned request ${entry.requestId}`);
+  return verifiedTokens(entry, row);
+}
+
+/** The tokens a sampled row yields from its greedy tokens (one per logits row): the last, or for a checked proposal what acceptGreedy keeps. */
+function verifiedTokens(entry: ScheduledRequest, targets: ArrayLike<number>): number[] {
+  const numDrafts = entry.numDraftTokens ?? 0;
+  if (numDrafts === 0) return [targets[targets.length - 1]!];
+  return acceptGreedy(entry.tokenIds.slice(entry.tokenIds.length - numDrafts), targets);
 }
 
 type HeldMessage =
@@ -95,15 +103,35 @@ export class EngineCore {
   static create(config: EngineSettings, runner: ModelRunner, log: (line: string) => void): EngineCore {
     const { numBlocks, blockSize, shape } = runner.info;
     const kv = new KvCacheManager({ numBlocks, blockSize, enablePrefixCaching: config.enablePrefixCaching, recordEvents: config.kvEvents !== undefined });
+    const sampler = new Sampler({ vocabSize: shape.vocabSize, sampleableVocabSize: config.sampleableVocabSize ?? shape.vocabSize });
+    const drafts = EngineCore.draftSource(config, runner, sampler, log);
     const scheduler = new Scheduler(
       { maxNumSeqs: config.maxNumSeqs, maxNumBatchedTokens: config.maxNumBatchedTokens, maxModelLen: config.maxModelLen, policy: config.schedulingPolicy ?? 'fcfs' },
       kv,
-      { now: engineClock, log: (event: PreemptionEvent) => log(event.message) },
+      { now: engineClock, log: (event: PreemptionEvent) => log(event.message), ...(drafts ? { drafts } : {}) },
     );
-    const sampler = new Sampler({ vocabSize: shape.vocabSize, sampleableVocabSize: config.sampleableVocabSize ?? shape.vocabSize });
     const rows = new ConstrainedRows({ tokenizerPath: config.tokenizerPath, vocabSize: shape.vocabSize });
     const prompts = new PromptLogprobs(shape.vocabSize, config.sampleableVocabSize ?? shape.vocabSize);
     return new EngineCore(scheduler, kv, runner, sampler, rows, log, prompts);
+  }
+
+  /**
+   * Speculative decoding's proposals where speculative_config asks for them and the runner can
+   * check them: the paged runners take a proposal as positions of the flat batch with logits at
+   * each; the past_key_values runner does not (its rows share a padded shape), so there it is off,
+   * and the log says why.
+   */
+  private static draftSource(config: EngineSettings, runner: ModelRunner, sampler: Sampler, log: (line: string) => void): NgramDrafts | undefined {
+    const spec = config.speculative;
+    if (!spec) return undefined;
+    if (runner.info.kind === 'past-key-values') {
+      log('speculative_config: off — checking proposals needs attention_backend paged (this model runs past_key_values)');
+      return undefined;
+    }
+    log(
+      `speculative decoding: ngram, up to ${spec.numSpeculativeTokens} tokens from a ${spec.promptLookupMin}–${spec.promptLookupMax}-token match, greedy requests, while at most ${spec.disableByBatchSize} sequences run`,
+    );
+    return new NgramDrafts(spec, (row) => sampler.takesArgmax(row));
   }
 
   get info(): RunnerInfo {
@@ -211,12 +239,13 @@ export class EngineCore {
       if (plan.scheduled.length > 0 && this.picksOnModel(plan, contexts, constraints)) {
         const tokens = await this.runner.executeGreedy!(plan, this.sampler.sampleableVocab);
         await constraints.ready();
-        sampled = contexts.map(({ requestId }) => ({ requestId, tokenIds: [greedyTokenOf(tokens, requestId)], logprobs: null }));
+        const entries = new Map(plan.scheduled.map((entry) => [entry.requestId, entry]));
+        sampled = contexts.map(({ requestId }) => ({ requestId, tokenIds: greedyTokensOf(tokens, entries.get(requestId)!), logprobs: null }));
       } else {
         const logits = plan.scheduled.length > 0 ? await this.runner.execute(plan) : new Map<string, Float32Array>();
         await constraints.ready();
         this.prompts.collect(plan, logits, (id) => this.scheduler.get(id)?.request);
-        sampled = await this.sampleRows(contexts, logits, constraints);
+        sampled = await this.sampleRows(contexts, logits, constraints, plan);
       }
       output = this.scheduler.apply({ stepId: plan.stepId, sampled });
       const work = constraints.grammarWork;
@@ -254,7 +283,7 @@ export class EngineCore {
   }
 
   /** Samples every row; greedy grammar rows sampled unmasked take the best candidate their grammar allows or, where it allows none of them, are chosen again under their mask. */
-  private async sampleRows(contexts: readonly SamplerRow[], logits: ReadonlyMap<string, Float32Array>, constraints: StepConstraints): Promise<SampledTokens[]> {
+  private async sampleRows(contexts: readonly SamplerRow[], logits: ReadonlyMap<string, Float32Array>, constraints: StepConstraints, plan: StepPlan): Promise<SampledTokens[]> {
     const vocabSize = this.runner.info.shape.vocabSize;
     const rowOf = (requestId: string): Float32Array => {
       const row = logits.get(requestId);
@@ -272,12 +301,22 @@ export class EngineCore {
       if (speculative && result.candidates) constraints.offer(context.requestId, result.candidates);
       return result;
     };
-    // Speculative rows first: their candidates are tried on the grammar worker while the rest are sampled.
+    // Checked proposals (plain greedy rows, spec-decode.ts): the argmax of each of their rows.
+    const verified = new Map<string, number[]>();
+    for (const entry of plan.scheduled) {
+      if (!entry.numDraftTokens || !entry.sample) continue;
+      const row = logits.get(entry.requestId);
+      if (!row) throw new Error(`the runner returned no logits for planned request ${entry.requestId}`);
+      verified.set(entry.requestId, verifiedTokens(entry, this.sampler.argmaxRows(row, vocabSize)));
+    }
+    // Speculative grammar rows first: their candidates are tried on the grammar worker while the rest are sampled.
     const results = new Map<string, SampleResult>();
     for (const context of contexts) if (constraints.isSpeculative(context.requestId)) results.set(context.requestId, sample(context));
-    for (const context of contexts) if (!results.has(context.requestId)) results.set(context.requestId, sample(context));
+    for (const context of contexts) if (!results.has(context.requestId) && !verified.has(context.requestId)) results.set(context.requestId, sample(context));
     const choices = await constraints.verify();
     return contexts.map((context): SampledTokens => {
+      const checked = verified.get(context.requestId);
+      if (checked) return { requestId: context.requestId, tokenIds: checked, logprobs: null };
       const result = results.get(context.requestId)!;
       const choice = choices.get(context.requestId);
       // The row was processed in place by its first sample: only the mask and the argmax remain.

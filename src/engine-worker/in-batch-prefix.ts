@@ -9,7 +9,10 @@ import type { RequestState } from './request-state.js';
 /** A request scheduled this step and how many of its positions the step computes. */
 export interface ScheduledChunk {
   readonly state: RequestState;
+  /** Tokens fed this step, proposals included. */
   readonly numNew: number;
+  /** Speculative decoding's proposals fed after the request's last token (the chunk's last numNew − 1 tokens); absent: none. */
+  readonly drafts?: readonly number[];
 }
 
 /**

@@ -31,8 +31,8 @@ async function main(): Promise<void> {
     post({ type: 'fatal', message: describe(error) });
     return;
   }
-  const { shape, numBlocks, blockSize, device, note } = core.info;
-  post({ type: 'ready', info: { ...shape, numBlocks, blockSize, device, ...(note ? { note } : {}) } });
+  const { kind, shape, numBlocks, blockSize, device, note } = core.info;
+  post({ type: 'ready', info: { runnerKind: kind, ...shape, numBlocks, blockSize, device, ...(note ? { note } : {}) } });
 
   let closing = false;
   let wake: (() => void) | undefined;

@@ -2,7 +2,7 @@
 // The record's sequence is prompt + output so far; numComputedTokens chases its length, which is
 // all that prefill, decode, prefix hits and recompute after preemption amount to.
 
-import type { FinishReason, GenerateRequest, SequenceUpdate, TokenLogprob } from '../contracts/generate.js';
+import type { FinishReason, GenerateRequest, RequestSpecDecode, SequenceUpdate, TokenLogprob } from '../contracts/generate.js';
 
 export type RequestStatus = 'waiting' | 'running' | 'finished';
 
@@ -29,6 +29,8 @@ export class RequestState {
   firstTokenTimeMs: number | null = null;
   /** Order of admission to the engine (ties in arrival time keep submission order). */
   readonly sequence: number;
+  /** Speculative decoding's checked proposals so far; null while it has proposed none. */
+  private specDecode: RequestSpecDecode | null = null;
 
   constructor(
     readonly request: GenerateRequest,
@@ -50,6 +52,12 @@ export class RequestState {
     return this.tokenIds.length - this.numPromptTokens;
   }
 
+  /** Counts a checked proposal of `numDrafts` tokens of which `numAccepted` held. */
+  recordDraft(numDrafts: number, numAccepted: number): void {
+    const so = this.specDecode ?? { numDrafts: 0, numDraftTokens: 0, numAcceptedTokens: 0 };
+    this.specDecode = { numDrafts: so.numDrafts + 1, numDraftTokens: so.numDraftTokens + numDrafts, numAcceptedTokens: so.numAcceptedTokens + numAccepted };
+  }
+
   /** The update reporting `newTokenIds` (already appended) and an optional finish. */
   toUpdate(newTokenIds: readonly number[], logprobs: readonly TokenLogprob[] | null, stop: StopDecision | null): SequenceUpdate {
     return {
@@ -62,6 +70,7 @@ export class RequestState {
       numOutputTokens: this.numOutputTokens,
       numCachedTokens: this.numCachedTokens,
       numPreemptions: this.numPreemptions,
+      ...(this.specDecode ? { specDecode: this.specDecode } : {}),
       arrivalTimeMs: this.arrivalTimeMs,
       scheduledTimeMs: this.scheduledTimeMs,
       firstTokenTimeMs: this.firstTokenTimeMs,

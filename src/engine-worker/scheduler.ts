@@ -7,11 +7,12 @@
 // Pure policy: it owns queues and request records, asks KvCacheManager for blocks, reads time
 // only from the injected clock, and returns plain data. The loop is schedule → execute → apply.
 
-import type { EngineStats, FinishReason, GenerateRequest, SampledTokens, ScheduledRequest, SequenceUpdate, StepOutput, StepPlan, StepResult } from '../contracts/generate.js';
+import type { EngineStats, FinishReason, GenerateRequest, SampledTokens, ScheduledRequest, SequenceUpdate, StepOutput, StepPlan, StepResult, StepSpecDecode } from '../contracts/generate.js';
 import { ConveyorError, invalidArg } from '../errors.js';
 import type { KvCacheManager } from '../kv-cache/kv-cache-manager.js';
 import { computedByAnotherThisStep, type ScheduledChunk } from './in-batch-prefix.js';
 import { RequestState, checkStop, type StopDecision } from './request-state.js';
+import type { DraftSource } from './spec-decode.js';
 import { type RequestOrder, type SchedulingPolicy, type WaitingQueue, createWaitingQueue, insertOrdered, requestOrder } from './scheduler-queue.js';
 
 export interface SchedulerConfig {
@@ -42,6 +43,8 @@ export interface SchedulerOptions {
   readonly now: () => number;
   /** Called on each preemption (visible preemption: a log line per request). */
   readonly log?: (event: PreemptionEvent) => void;
+  /** Speculative decoding's proposals (spec-decode.ts); absent: none. */
+  readonly drafts?: DraftSource;
 }
 
 interface Pending {
@@ -60,6 +63,7 @@ export class Scheduler {
   private readonly preemptsForRank: boolean;
   private readonly now: () => number;
   private readonly log: ((event: PreemptionEvent) => void) | undefined;
+  private readonly drafts: DraftSource | undefined;
   private pending: Pending | null = null;
   private released: string[] = [];
   private nextStepId = 0;
@@ -80,6 +84,7 @@ export class Scheduler {
     this.preemptsForRank = policy === 'priority';
     this.now = options.now;
     this.log = options.log;
+    this.drafts = options.drafts;
   }
 
   get numRunning(): number {
@@ -156,15 +161,42 @@ export class Scheduler {
     this.pending = null;
     const timeMs = this.now();
     const updates: SequenceUpdate[] = [];
+    const spec = new StepSpecTally();
     pending.plan.scheduled.forEach((entry, i) => {
       const state = pending.states[i]!;
       if (!live[i]) return;
+      const out = sampled[i];
+      const numDrafts = entry.numDraftTokens ?? 0;
+      if (numDrafts > 0 && out) {
+        updates.push(this.applyVerified(state, numDrafts, out, timeMs, spec));
+        return;
+      }
       state.numComputedTokens += entry.tokenIds.length;
       this.kv.commitComputed(state.id, state.tokenIds, state.numComputedTokens);
-      const out = sampled[i];
       if (out) updates.push(this.appendTokens(state, out, timeMs));
     });
-    return { stepId: pending.plan.stepId, timeMs, updates, rejections: [], stats: this.stats() };
+    const specDecode = spec.result();
+    return { stepId: pending.plan.stepId, timeMs, updates, rejections: [], stats: this.stats(), ...(specDecode ? { specDecode } : {}) };
+  }
+
+  /**
+   * A checked proposal: `out` holds the proposals that held, then the target's own token. The fed
+   * token and the accepted proposals are now computed KV; the rejected proposals' positions are
+   * rolled back (KvCacheManager.truncate) before anything is published, so no cached block ever
+   * holds one.
+   */
+  private applyVerified(state: RequestState, numDrafts: number, out: SampledTokens, timeMs: number, spec: StepSpecTally): SequenceUpdate {
+    const numAccepted = out.tokenIds.length - 1;
+    if (numAccepted > numDrafts) throw new Error(`StepResult has ${out.tokenIds.length} tokens for request ${state.id}, which proposed ${numDrafts}`);
+    spec.add(numDrafts, numAccepted);
+    state.recordDraft(numDrafts, numAccepted);
+    this.drafts?.verified(state, numDrafts, numAccepted);
+    return this.appendTokens(state, out, timeMs, () => {
+      // Every appended token but the last has its KV computed (a stop among the accepted proposals keeps fewer).
+      state.numComputedTokens = state.numTokens - 1;
+      this.kv.truncate(state.id, state.numComputedTokens);
+      this.kv.commitComputed(state.id, state.tokenIds, state.numComputedTokens);
+    });
   }
 
   stats(): EngineStats {
@@ -210,6 +242,12 @@ export class Scheduler {
     let preempted = false;
     for (let i = 0; i < this.running.length && budget.tokens > 0; i++) {
       const state = this.running[i]!;
+      const drafts = this.draftsFor(state, budget.tokens);
+      if (drafts.length > 0) {
+        chunks.push({ state, numNew: 1 + drafts.length, drafts });
+        budget.tokens -= 1 + drafts.length;
+        continue;
+      }
       const numNew = Math.min(state.numTokens - state.numComputedTokens, budget.tokens);
       const outcome = this.allocateOrPreempt(state, state.numComputedTokens + numNew);
       preempted ||= outcome !== 'allocated';
@@ -218,6 +256,22 @@ export class Scheduler {
       budget.tokens -= numNew;
     }
     return preempted;
+  }
+
+  /**
+   * Proposals for a decoding request, with the blocks for them already taken; none when the
+   * budget, its remaining tokens or the free blocks leave no room (proposals never preempt).
+   */
+  private draftsFor(state: RequestState, budgetTokens: number): readonly number[] {
+    if (!this.drafts || state.numTokens - state.numComputedTokens !== 1) return NO_DRAFTS;
+    // At most one token fewer than the request may still produce: the target's own token follows them.
+    const remaining = Math.min(state.request.stop.maxTokens - state.numOutputTokens, this.config.maxModelLen - state.numTokens);
+    const maxTokens = Math.min(budgetTokens - 1, remaining - 1);
+    if (maxTokens < 1) return NO_DRAFTS;
+    const drafts = this.drafts.propose(state, this.running.length, maxTokens);
+    if (drafts.length === 0) return NO_DRAFTS;
+    if (drafts.length > maxTokens) throw new Error(`${drafts.length} proposals for request ${state.id}, at most ${maxTokens} asked`);
+    return this.kv.allocate(state.id, state.numTokens + drafts.length) ? drafts : NO_DRAFTS;
   }
 
   /**
@@ -295,16 +349,19 @@ export class Scheduler {
   private buildPlan(chunks: readonly ScheduledChunk[]): StepPlan {
     const now = this.now();
     let numScheduledTokens = 0;
-    const scheduled = chunks.map(({ state, numNew }): ScheduledRequest => {
+    const scheduled = chunks.map(({ state, numNew, drafts }): ScheduledRequest => {
       const start = state.numComputedTokens;
+      const numKnown = numNew - (drafts?.length ?? 0);
+      const known = state.tokenIds.slice(start, start + numKnown);
       const entry: ScheduledRequest = {
         requestId: state.id,
-        tokenIds: state.tokenIds.slice(start, start + numNew),
+        tokenIds: drafts ? [...known, ...drafts] : known,
         numComputedTokens: start,
         blockTable: [...this.kv.blockTable(state.id)],
-        sample: start + numNew === state.numTokens,
+        sample: start + numKnown === state.numTokens,
         isNew: state.isNew,
         ...(wantsPromptLogits(state) ? { allLogits: true } : {}),
+        ...(drafts ? { numDraftTokens: drafts.length } : {}),
       };
       state.isNew = false;
       state.scheduledTimeMs ??= now;
@@ -316,7 +373,8 @@ export class Scheduler {
     return { stepId: this.nextStepId++, scheduled, numScheduledTokens, releasedRequestIds, blocksToCopy: [] };
   }
 
-  private appendTokens(state: RequestState, sampled: SampledTokens, timeMs: number): SequenceUpdate {
+  /** Appends a step's tokens up to a stop; `settle` runs after they are appended and before a stop frees the request's blocks. */
+  private appendTokens(state: RequestState, sampled: SampledTokens, timeMs: number, settle?: () => void): SequenceUpdate {
     const { tokenIds, logprobs } = sampled;
     let stop: StopDecision | null = null;
     let numAccepted = 0;
@@ -329,6 +387,7 @@ export class Scheduler {
     // one), and outranks a length stop reached with the same token: the output is whole.
     if (sampled.grammarEnded && numAccepted === tokenIds.length && stop?.reason !== 'stop') stop = { reason: 'stop', stopTokenId: tokenIds[numAccepted - 1]! };
     state.firstTokenTimeMs ??= timeMs;
+    settle?.();
     if (stop) this.finish(state);
     return state.toUpdate(tokenIds.slice(0, numAccepted), logprobs ? logprobs.slice(0, numAccepted) : null, stop);
   }
@@ -362,6 +421,29 @@ export class Scheduler {
     state.status = 'finished';
     this.requests.delete(state.id);
     this.released.push(state.id);
+  }
+}
+
+const NO_DRAFTS: readonly number[] = [];
+
+/** A step's speculative decoding counts (StepSpecDecode), summed over its checked proposals. */
+class StepSpecTally {
+  private numDrafts = 0;
+  private numDraftTokens = 0;
+  private numAcceptedTokens = 0;
+  private readonly acceptedPerPosition: number[] = [];
+
+  add(numDrafts: number, numAccepted: number): void {
+    this.numDrafts++;
+    this.numDraftTokens += numDrafts;
+    this.numAcceptedTokens += numAccepted;
+    while (this.acceptedPerPosition.length < numDrafts) this.acceptedPerPosition.push(0);
+    for (let i = 0; i < numAccepted; i++) this.acceptedPerPosition[i]!++;
+  }
+
+  result(): StepSpecDecode | undefined {
+    if (this.numDrafts === 0) return undefined;
+    return { numDrafts: this.numDrafts, numDraftTokens: this.numDraftTokens, numAcceptedTokens: this.numAcceptedTokens, acceptedPerPosition: this.acceptedPerPosition };
   }
 }
 

@@ -77,8 +77,17 @@ export function selectFiles(paths: readonly string[], wants: ServingWants): Sele
 }
 
 function selectOnnx(paths: readonly string[], present: ReadonlySet<string>, metadata: readonly string[], wants: ServingWants): Selection {
+  // Without an attention backend named, the llm backend runs a variant's paged graph where it has one, else its Optimum graph.
+  const backends: readonly AttentionBackend[] = wants.attentionBackend ? [wants.attentionBackend] : ['paged', 'past_key_values'];
+  const backendFileOf = (variant: PrecisionVariant): { backend: AttentionBackend; file: string } | undefined => {
+    for (const backend of backends) {
+      const file = servingCandidates(variant, backend).find((f) => present.has(f) || hasSegments(paths, f));
+      if (file !== undefined) return { backend, file };
+    }
+    return undefined;
+  };
+  const fileOf = (variant: PrecisionVariant): string | undefined => backendFileOf(variant)?.file;
   const backend = wants.attentionBackend ?? 'past_key_values';
-  const fileOf = (variant: PrecisionVariant): string | undefined => servingCandidates(variant, backend).find((file) => present.has(file) || hasSegments(paths, file));
   let variant: PrecisionVariant;
   if (wants.precision === undefined) {
     const found = PRECISION_VARIANTS.find((v) => fileOf(v) !== undefined);
@@ -90,10 +99,10 @@ function selectOnnx(paths: readonly string[], present: ReadonlySet<string>, meta
       throw new SelectionError('file', `has no ${servingCandidates(variant, backend).join(' or ')} for --precision ${wants.precision} (onnx/ holds ${onnxFiles(paths)})`);
     }
   }
-  const modelFile = fileOf(variant)!;
+  const { file: modelFile, backend: served } = backendFileOf(variant)!;
   // The graph's external data (model.onnx_data, model.onnx_data_1, …) and, for a paged graph, its segments.
   const segments = `${pagedSegmentsDir(modelFile)}/`;
-  const companions = paths.filter((path) => path.startsWith(`${modelFile}_data`) || (backend !== 'past_key_values' && path.startsWith(segments)));
+  const companions = paths.filter((path) => path.startsWith(`${modelFile}_data`) || (served !== 'past_key_values' && path.startsWith(segments)));
   const files = [...metadata, ...(present.has(modelFile) ? [modelFile] : []), ...companions];
   return { kind: 'onnx', precision: variant.precision, modelFile, files };
 }

@@ -202,6 +202,23 @@ export class KvCacheManager {
   }
 
   /**
+   * Rolls the request's block table back to the blocks holding its first `numTokens` positions
+   * (speculative decoding: the positions of rejected proposals were written, and are not the
+   * sequence's). The blocks past them go back to the pool; the KV slots past `numTokens` in the
+   * last block kept are overwritten when those positions are computed. Throws, changing nothing,
+   * when that would drop a published (hashed) block: only blocks no other request can share,
+   * never computed in full, may hold rejected positions.
+   */
+  truncate(requestId: string, numTokens: number): void {
+    const entry = this.requests.get(requestId);
+    if (!entry) throw new Error(`truncate(${requestId}): unknown request`);
+    const keep = this.blocksFor(numTokens);
+    if (keep < entry.hashes.length) throw new Error(`truncate(${requestId}, ${numTokens}): would drop published block ${keep} of ${entry.hashes.length}`);
+    // Tail first, as free() releases: the freed blocks are uncached, so their order only sets which is reused first.
+    while (entry.blockIds.length > keep) this.pool.release(entry.blockIds.pop()!);
+  }
+
+  /**
    * Releases every block the request holds. Tail blocks are released first so that, among its
    * cached blocks, the ones least likely to be shared (the end of the sequence) are evicted first.
    */

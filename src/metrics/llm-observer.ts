@@ -7,7 +7,7 @@
 // not take the new one's gauges with it.
 
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
-import type { EngineStats, FinishReason, SequenceUpdate, StepOutput } from '../contracts/generate.js';
+import type { EngineStats, FinishReason, RequestSpecDecode, SequenceUpdate, StepOutput } from '../contracts/generate.js';
 import { FINISHED_REASONS, LLM_COUNTERS, LLM_GAUGES, LLM_HISTOGRAMS, VLLM_PREFIX, VLLM_ROUTING_METRICS } from './metric-definitions.js';
 
 /** A request that ended with a finish reason. Every time is in ms on one clock (the engine's). */
@@ -24,6 +24,8 @@ export interface FinishedRequest {
   readonly finishedMs: number;
   readonly promptTokens: number;
   readonly outputTokens: number;
+  /** Speculative decoding's proposals for it (checked, proposed, accepted); absent when it proposed none. */
+  readonly specDecode?: RequestSpecDecode;
 }
 
 /** An engine's KV pool as it reports it when ready (vllm:cache_config_info). */
@@ -58,6 +60,7 @@ export function finishedRequest(model: string, final: SequenceUpdate, stepTimeMs
     firstTokenMs: final.firstTokenTimeMs,
     promptTokens: final.numPromptTokens,
     outputTokens: final.numOutputTokens,
+    ...(final.specDecode ? { specDecode: final.specDecode } : {}),
   };
 }
 
@@ -266,6 +269,13 @@ export class PromLlmMetrics implements LlmMetricsObserver {
       for (const gap of tally.interTokenSeconds) set.histograms.interTokenLatency.observe(labels, gap);
       // A flush message (stepId -1) reports aborts and rejections, not a step that ran.
       if (step.stepId >= 0) set.histograms.iterationTokens.observe(labels, tally.promptTokens + tally.generationTokens);
+      const spec = step.specDecode;
+      if (spec) {
+        set.counters.specDecodeNumDrafts.inc(labels, spec.numDrafts);
+        set.counters.specDecodeNumDraftTokens.inc(labels, spec.numDraftTokens);
+        set.counters.specDecodeNumAcceptedTokens.inc(labels, spec.numAcceptedTokens);
+        spec.acceptedPerPosition.forEach((accepted, position) => set.counters.specDecodeNumAcceptedTokensPerPos.inc({ ...labels, position: String(position) }, accepted));
+      }
     }
     for (const routing of this.routing) {
       routing.gpuPrefixCacheQueries.inc(labels, delta.prefixCacheQueries);
@@ -297,7 +307,8 @@ export class PromLlmMetrics implements LlmMetricsObserver {
   private declareModel(model: string): void {
     this.declared.add(model);
     for (const set of this.sets) {
-      for (const [key, counter] of Object.entries(set.counters)) if (key !== 'requestSuccess') counter.inc({ model_name: model }, 0);
+      // Series with a label beyond the model's (finish reason, draft position) appear when they first count.
+      for (const [key, counter] of Object.entries(set.counters)) if (key !== 'requestSuccess' && key !== 'specDecodeNumAcceptedTokensPerPos') counter.inc({ model_name: model }, 0);
       for (const reason of FINISHED_REASONS) set.counters.requestSuccess.inc({ model_name: model, finished_reason: reason }, 0);
     }
     for (const routing of this.routing) {

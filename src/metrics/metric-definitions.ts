@@ -139,6 +139,16 @@ export const LLM_COUNTERS = {
   prefixCacheHits: { name: 'prefix_cache_hits_total', kind: 'counter', labels: LLM_LABELS, help: 'Prompt tokens the prefix cache lookups found' },
   preemptions: { name: 'num_preemptions_total', kind: 'counter', labels: LLM_LABELS, help: 'Requests preempted (their KV freed, to be recomputed)' },
   requestSuccess: { name: 'request_success_total', kind: 'counter', labels: [...LLM_LABELS, 'finished_reason'], help: 'Requests finished, by finish reason (stop, length, abort)' },
+  // vLLM's spec_decode counters (speculative_config): drafts checked, tokens proposed, tokens accepted, and accepted by position in the draft.
+  specDecodeNumDrafts: { name: 'spec_decode_num_drafts_total', kind: 'counter', labels: LLM_LABELS, help: 'Speculative decoding: proposals checked (one per sequence and step)' },
+  specDecodeNumDraftTokens: { name: 'spec_decode_num_draft_tokens_total', kind: 'counter', labels: LLM_LABELS, help: 'Speculative decoding: tokens proposed' },
+  specDecodeNumAcceptedTokens: { name: 'spec_decode_num_accepted_tokens_total', kind: 'counter', labels: LLM_LABELS, help: 'Speculative decoding: proposed tokens accepted' },
+  specDecodeNumAcceptedTokensPerPos: {
+    name: 'spec_decode_num_accepted_tokens_per_pos_total',
+    kind: 'counter',
+    labels: [...LLM_LABELS, 'position'],
+    help: 'Speculative decoding: proposed tokens accepted, by their position in the proposal (0 first)',
+  },
 } as const satisfies Record<string, MetricDefinition>;
 
 export const LLM_GAUGES = {

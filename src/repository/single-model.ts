@@ -94,8 +94,10 @@ function servingFiles(variant: PrecisionVariant, backend: AttentionBackend): str
  * in PRECISION_VARIANTS' order of preference.
  */
 async function servedVariantOf(dir: string, modelDir: string, parameters: SingleModelParameters): Promise<PrecisionVariant> {
+  // Without --attention-backend the llm backend runs the paged graph where the variant has one, else its Optimum graph: either serves.
   const backend = parameters.attentionBackend ?? 'past_key_values';
-  const has = (variant: PrecisionVariant): boolean => servingFiles(variant, backend).some((file) => existsSync(join(dir, 'onnx', file)));
+  const backends: readonly AttentionBackend[] = parameters.attentionBackend ? [parameters.attentionBackend] : ['paged', 'past_key_values'];
+  const has = (variant: PrecisionVariant): boolean => backends.some((b) => servingFiles(variant, b).some((file) => existsSync(join(dir, 'onnx', file))));
   const listed = (files: readonly string[]): string => files.map((file) => `onnx/${file}`).join(' or ');
   if (parameters.precision === undefined) {
     const variant = PRECISION_VARIANTS.find(has);

@@ -38,7 +38,8 @@ export function flatBatch(rows: readonly ScheduledRequest[]): FlatBatch {
       ids[token + k] = BigInt(r.tokenIds[k]!);
       positions[token + k] = BigInt(r.numComputedTokens + k);
     }
-    const wanted = r.allLogits ? count : r.sample ? 1 : 0;
+    // A checked proposal (numDraftTokens) needs the logits after the fed token and after each proposal.
+    const wanted = r.allLogits ? count : r.sample ? 1 + (r.numDraftTokens ?? 0) : 0;
     if (wanted > 0) {
       logitsRows.push({ requestId: r.requestId, first: kept.length, count: wanted });
       for (let k = count - wanted; k < count; k++) kept.push(token + k);

@@ -17,7 +17,7 @@ import { GREEDY_HEAD_NAMES } from './paged-layout.js';
 /** Which head a call reads, and where what it reads goes: each sampled request's logits rows, or its greedy token over ids below `sampleableVocab`. */
 export type SampledOutput =
   | { readonly kind: 'logits'; readonly logits: Map<string, Float32Array> }
-  | { readonly kind: 'greedy'; readonly sampleableVocab: number; readonly tokens: Map<string, number> };
+  | { readonly kind: 'greedy'; readonly sampleableVocab: number; readonly tokens: Map<string, number[]> };
 type SampledHead = Pick<SampledOutput, 'kind'> & { readonly sampleableVocab?: number };
 
 const NO_POSITIONS: RawTensor = { type: 'int64', dims: [0], data: new BigInt64Array(0) };
@@ -61,11 +61,15 @@ export class SampledHeads {
     return this.fetchedFor[head.kind];
   }
 
-  /** Hands each sampled request what its head computed: logits rows as float32 (logits-rows.ts), or the greedy token of its last row. */
+  /** Hands each sampled request what its head computed: logits rows as float32 (logits-rows.ts), or the greedy token of each row. */
   read(outputs: Readonly<Record<string, RawTensor>>, rows: readonly LogitsRowRange[], into: SampledOutput): void {
     if (into.kind === 'greedy') {
       const ids = outputs[GREEDY_HEAD_NAMES.output]!.data as BigInt64Array;
-      for (const { requestId, first, count } of rows) into.tokens.set(requestId, Number(ids[first + count - 1]!));
+      for (const { requestId, first, count } of rows) {
+        const tokens: number[] = [];
+        for (let k = first; k < first + count; k++) tokens.push(Number(ids[k]!));
+        into.tokens.set(requestId, tokens);
+      }
       return;
     }
     const tensor = outputs['logits']!;
@@ -80,7 +84,7 @@ export function greedyExecution(
 ): ((plan: StepPlan, sampleableVocab: number) => Promise<StepGreedyTokens>) | undefined {
   if (!heads.hasGreedy) return undefined;
   return async (plan, sampleableVocab) => {
-    const tokens = new Map<string, number>();
+    const tokens = new Map<string, number[]>();
     await run(plan, { kind: 'greedy', sampleableVocab, tokens });
     return tokens;
   };

@@ -5,7 +5,7 @@
 // so a runner that consumes the block pool directly (a paged-attention graph) plugs in beside
 // PastKeyValuesRunner without the engine changing.
 
-import type { EngineWorkerData, KvElementType } from '../contracts/engine-messages.js';
+import type { EngineWorkerData, KvElementType, RunnerKind } from '../contracts/engine-messages.js';
 import type { StepPlan } from '../contracts/generate.js';
 import type { Device } from '../contracts/worker-messages.js';
 import { numBlocksForBudget } from '../kv-cache/budget.js';
@@ -14,8 +14,7 @@ import type { KernelPoolArray } from '../runtime/paged-attention-kernel.js';
 /** What opening a runner takes: the session settings, the KV budget, and the test-only fault. */
 export type RunnerOptions = Pick<EngineWorkerData, 'modelPath' | 'device' | 'intraOpNumThreads' | 'intraOpSpinning' | 'kvCacheBytes' | 'kvCacheDtype' | 'blockSize' | 'faultInjection'>;
 
-/** The adapters there are; create-runner.ts maps a model's I/O names to one. */
-export type RunnerKind = 'past-key-values' | 'paged' | 'paged-native';
+export type { RunnerKind } from '../contracts/engine-messages.js';
 
 /** The model facts the engine needs: KV layout for the ready message and sizing, vocab for the sampler. */
 export interface ModelShape {
@@ -61,13 +60,18 @@ export interface RunnerInfo {
 
 /**
  * The logits of each request whose ScheduledRequest has `sample: true`: float32, vocabSize long.
- * A request with `allLogits: true` gets tokenIds.length rows instead (row-major, one per fed
- * position, the last the sampled one); lastLogitsRow() picks the row to sample.
+ * A request with `allLogits: true` gets tokenIds.length rows instead, and one with numDraftTokens
+ * n the last n + 1 positions' (row-major, one per position, the last the sampled one);
+ * lastLogitsRow() picks the row to sample.
  */
 export type StepLogits = ReadonlyMap<string, Float32Array>;
 
-/** The greedy token of each request whose ScheduledRequest has `sample: true` (ModelRunner.executeGreedy). */
-export type StepGreedyTokens = ReadonlyMap<string, number>;
+/**
+ * The greedy tokens of each request whose ScheduledRequest has `sample: true`
+ * (ModelRunner.executeGreedy): one per logits row it gets — the sampled position's, or with
+ * numDraftTokens n the last n + 1 positions' in order — the last being the row's next token.
+ */
+export type StepGreedyTokens = ReadonlyMap<string, readonly number[]>;
 
 /** The last position's row of a StepLogits entry. */
 export function lastLogitsRow(logits: Float32Array, vocabSize: number): Float32Array {

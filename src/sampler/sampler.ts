@@ -99,6 +99,14 @@ export class Sampler {
     return row.params.temperature < SAMPLING_EPS && !row.params.logprobs && !hasLogitProcessors(row);
   }
 
+  /** The greedy token of each vocabSize-long row of `rows` (a checked proposal's logits, one row per position): its plain argmax over the sampleable ids. */
+  argmaxRows(rows: Float32Array, vocabSize: number): number[] {
+    const n = Math.min(vocabSize, this.sampleable);
+    const tokens: number[] = [];
+    for (let offset = 0; offset < rows.length; offset += vocabSize) tokens.push(argmax(rows.subarray(offset, offset + vocabSize), n));
+    return tokens;
+  }
+
   /** Samples one token for one request. The draw depends only on this row, the params and the output length. */
   sample(input: SamplerInput): SampleResult {
     const { logits: row, params } = input;

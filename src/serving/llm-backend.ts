@@ -8,10 +8,11 @@ import { availableParallelism, hostname } from 'node:os';
 import { setMaxListeners } from 'node:events';
 import type { InferRequest, InferResponse, InferStreamEvent } from '../contracts/infer.js';
 import type { KvEventsConfig } from '../contracts/kv-events.js';
-import { KV_CACHE_DTYPES, type KvCacheDtype } from '../contracts/engine-messages.js';
+import { KV_CACHE_DTYPES, type KvCacheDtype, type RunnerKind } from '../contracts/engine-messages.js';
 import type { ModelConfig } from '../contracts/model-config.js';
 import { pagedSegmentsDir } from '../contracts/paged-segments.js';
 import { intraOpSpinningOf } from './ort-threading.js';
+import { parseSpeculativeConfig } from './speculative-config.js';
 import { defaultKvEventsTopic, parseKvEventsConfig } from '../kv-events/config.js';
 import type { ModelVariant } from '../contracts/inference-service.js';
 import { ModelStatsRecorder } from '../batcher/stats.js';
@@ -35,6 +36,13 @@ import { detectToolCallParser, isToolCallParserName, TOOL_CALL_FORMATS, type Too
 import { buildTritonLlmRequest, tritonInputsFromTensors, type TritonLlmRequest } from '../triton-llm/request.js';
 import { tritonLlmInferResponse, tritonLlmResponses, type TritonLlmResponse } from '../triton-llm/responses.js';
 import { isReasoningParserName, REASONING_FORMATS, type ReasoningParserName, type ReasoningPlan } from '../reasoning/index.js';
+
+/** How the load log names the runner an engine opened (a paged model falls back to the paged graph where the native kernel cannot load). */
+const RUNNER_BACKEND_NAMES: Readonly<Record<RunnerKind, string>> = {
+  'paged-native': 'paged (native kernel)',
+  paged: 'paged (ONNX graph attention)',
+  'past-key-values': 'past_key_values',
+};
 
 /** A generation request before tokenization: the prompt and the unchecked generation parameters of any front end. */
 export type GenerateInput = Omit<ProcessInput, 'id'>;
@@ -92,26 +100,49 @@ function choiceParameter<T extends string>(config: ModelConfig, name: string, ch
   throw invalidArg(`parameter ${name} must be one of ${choices.join(', ')}, got '${raw}'`);
 }
 
-/** How the engine's attention reads the KV cache: the Optimum graph's past_key_values (default), or the paged KV cache (paged, paged_onnx). */
-export function attentionBackendOf(config: ModelConfig): AttentionBackend {
-  return choiceParameter(config, 'attention_backend', ATTENTION_BACKENDS);
+/**
+ * The attention_backend the model's parameters name (past_key_values, paged, paged_onnx), or null
+ * when they name none: the load then takes the fastest one the version's files allow
+ * (llmModelFile).
+ */
+export function attentionBackendOf(config: ModelConfig): AttentionBackend | null {
+  const raw = parameter(config, 'attention_backend');
+  return raw === undefined || raw === '' ? null : choiceParameter(config, 'attention_backend', ATTENTION_BACKENDS);
+}
+
+/** The decoder file a version loads and the attention backend it runs, and whether the parameters named it or it is the default. */
+export interface LlmModelFile {
+  readonly file: string;
+  readonly backend: AttentionBackend;
+  readonly chosenBy: 'parameter' | 'default';
 }
 
 /**
  * The decoder under the version's onnx/: the variant `precision` (fp32 when absent) chooses; with
  * attention_backend paged, the segmented paged decoder beside it where present (the native
  * kernel's; the engine falls back to the paged graph where the kernel cannot load), else the paged
- * graph; with paged_onnx, the paged graph.
+ * graph; with paged_onnx, the paged graph. Without attention_backend, the fastest the files allow
+ * (measured: the native kernel 1.06–1.39× llama-server at 2,048-token prompts, past_key_values
+ * 0.64–0.99×): paged where the variant has a paged graph or its segments, else past_key_values.
  */
-export async function llmModelFile(config: ModelConfig, versionRoot: ConfinementRoot): Promise<string> {
+export async function llmModelFile(config: ModelConfig, versionRoot: ConfinementRoot): Promise<LlmModelFile> {
   const precision = parameter(config, 'precision') ?? 'fp32';
-  const optimumFile = await presentVariantFile(precision, async (name) => (await confinedPath(versionRoot, `onnx/${name}`, 'model file')).exists);
-  const backend = attentionBackendOf(config);
-  if (backend === 'past_key_values') return `onnx/${optimumFile}`;
+  const exists = async (path: string): Promise<boolean> => (await confinedPath(versionRoot, path, 'model file')).exists;
+  const named = attentionBackendOf(config);
+  const optimumFile = await presentVariantFile(precision, async (name) => (await exists(`onnx/${name}`)) || (named !== 'past_key_values' && (await pagedFilesExist(`onnx/${name}`, exists))));
   const pagedFile = `onnx/${pagedVariantFile(optimumFile)}`;
   const segments = pagedSegmentsDir(pagedFile);
-  if (backend === 'paged' && (await confinedPath(versionRoot, segments, 'model file')).exists) return segments;
-  return pagedFile;
+  const backend = named ?? ((await pagedFilesExist(`onnx/${optimumFile}`, exists)) ? 'paged' : 'past_key_values');
+  const chosenBy = named === null ? 'default' : 'parameter';
+  if (backend === 'past_key_values') return { file: `onnx/${optimumFile}`, backend, chosenBy };
+  if (backend === 'paged' && (await exists(segments))) return { file: segments, backend, chosenBy };
+  return { file: pagedFile, backend, chosenBy };
+}
+
+/** Whether the paged graph of an Optimum file, or the segments cut from it, is present. */
+async function pagedFilesExist(optimumFile: string, exists: (path: string) => Promise<boolean>): Promise<boolean> {
+  const pagedFile = `onnx/${pagedVariantFile(optimumFile.slice('onnx/'.length))}`;
+  return (await exists(pagedFile)) || (await exists(pagedSegmentsDir(pagedFile)));
 }
 
 /** vLLM's --kv-cache-dtype: auto (the default) keeps the model's float type; fp16 halves a float32 model's KV bytes, int8 quarters them (native paged attention only). */
@@ -143,8 +174,7 @@ export async function loadLlmModel(request: BackendLoadRequest): Promise<LlmMode
   const { config, versionDir } = request;
   const precision = parameter(config, 'precision') ?? 'fp32';
   const versionRoot = { dir: versionDir, display: `${request.name}/${request.version}` };
-  const attentionBackend = attentionBackendOf(config);
-  const file = await llmModelFile(config, versionRoot);
+  const { file, backend: attentionBackend, chosenBy } = await llmModelFile(config, versionRoot);
   const model = await existingConfinedFile(versionRoot, file, 'model file');
   // The tokenizer and config files have fixed names; a link among them must not lead out either.
   for (const name of MODEL_FILE_NAMES) await confinedPath(versionRoot, name, 'model file');
@@ -152,9 +182,12 @@ export async function loadLlmModel(request: BackendLoadRequest): Promise<LlmMode
   const tokenizerFile = await confinedPath(versionRoot, 'tokenizer.json', 'model file');
   const maxModelLen = parameter(config, 'max_model_len');
   const log = (line: string): void => request.log(`${request.name}:${request.version}: ${line}`);
-  log(`precision ${precision}: loading ${file}${attentionBackend === 'past_key_values' ? '' : ` (attention_backend ${attentionBackend})`}`);
+  log(
+    `precision ${precision}: loading ${file}${attentionBackend === 'past_key_values' && chosenBy === 'parameter' ? '' : ` (attention_backend ${attentionBackend}${chosenBy === 'default' ? ', default' : ''})`}`,
+  );
   const faultInjection = faultInjectionOf(config, 'step', log);
   const kvEvents = kvEventsOf(config, request);
+  const speculative = parseSpeculativeConfig(parameter(config, 'speculative_config'));
   const chatSpecialTokens = parameter(config, 'chat_special_tokens') ?? 'text';
   if (chatSpecialTokens !== 'text' && chatSpecialTokens !== 'special') throw invalidArg(`parameter chat_special_tokens must be text or special, got '${chatSpecialTokens}'`);
   const limits = request.limits ?? DEFAULT_LIMITS;
@@ -191,11 +224,13 @@ export async function loadLlmModel(request: BackendLoadRequest): Promise<LlmMode
       ...(tokenizerFile.exists ? { tokenizerPath: tokenizerFile.path } : {}),
       ...(faultInjection ? { faultInjection } : {}),
       ...(kvEvents ? { kvEvents } : {}),
+      ...(speculative ? { speculative } : {}),
       threadNice: limits.computeThreadNice,
     },
     log,
     { label: `'${request.name}' version ${request.version}` },
   );
+  log(`attention backend: ${RUNNER_BACKEND_NAMES[engine.info.runnerKind]} — ${chosenBy === 'default' ? 'default' : 'attention_backend parameter'}`);
   const metrics = request.llmMetrics ?? NO_LLM_METRICS;
   const engineMetrics = metrics.attach(request.name, { blockSize: engine.info.blockSize, numBlocks: engine.info.numBlocks });
   engine.onStep((output) => engineMetrics.observeStep(output));
@@ -506,6 +541,15 @@ export class LlmModel implements ServedModel {
       queueMs: ms(r.arrivalMs, r.scheduledMs),
       ttftMs: ms(r.arrivalMs, r.firstTokenMs),
       e2eMs: ms(r.arrivalMs, r.finishedMs),
+      // Speculative decoding: proposals checked, tokens proposed and accepted, and the mean accepted per check.
+      ...(r.specDecode
+        ? {
+            specDrafts: r.specDecode.numDrafts,
+            specDraftTokens: r.specDecode.numDraftTokens,
+            specAcceptedTokens: r.specDecode.numAcceptedTokens,
+            specMeanAccepted: Math.round((r.specDecode.numAcceptedTokens / r.specDecode.numDrafts) * 100) / 100,
+          }
+        : {}),
     });
   }
 

@@ -44,7 +44,7 @@ export async function estimateVersionBytes(config: ModelConfig, versionDir: stri
     const names = await readdir((await existingConfinedFile(root, file, 'model file')).path).catch(() => []);
     return (await Promise.all(names.map((name) => sizeOf(`${file}/${name}`)))).reduce((a, b) => a + b, 0);
   };
-  if (config.backend === 'llm') return { weights: await weightsOf(await llmModelFile(config, root)), kvCache: kvCacheBytesOf(config) };
+  if (config.backend === 'llm') return { weights: await weightsOf((await llmModelFile(config, root)).file), kvCache: kvCacheBytesOf(config) };
   if (config.backend === 'onnxruntime') return { weights: (await withData(await modelFileFor(config, root))) * instanceCount(config), kvCache: 0 };
   return { weights: 0, kvCache: 0 };
 }

@@ -7,7 +7,8 @@
 // segments serves paged on the graph. kv_cache_dtype int8 (the native runner's int8 cache) answers
 // the same chats, its first greedy token the float cache's best or a near-tie of it within the
 // cache's rounding (this random model's logits are nearly flat), and is refused at load on the
-// Optimum graph.
+// Optimum graph. Without attention_backend a load takes the fastest backend its files allow: the
+// native kernel over the segments, else the paged graph, else the Optimum graph, and says so.
 import { copyFile, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import OpenAI from 'openai';
@@ -32,6 +33,7 @@ beforeAll(async () => {
     { name: 'tiny-flash', from: 'qwen3-tiny', config: withBackend('tiny-flash', 'flash') },
     { name: 'tiny-paged-int8', from: 'qwen3-tiny', config: withBackend('tiny-paged-int8', 'paged', 'int8') },
     { name: 'tiny-pkv-int8', from: 'qwen3-tiny', config: withBackend('tiny-pkv-int8', 'past_key_values', 'int8') },
+    { name: 'tiny-default', from: 'qwen3-tiny', config: configOf('qwen3-tiny', 'tiny-default') },
   ]);
   // An export with only the Optimum graph (copied: links out of a version directory are refused).
   const source = join(DEFAULT_REPOSITORY, 'qwen3-tiny', '1');
@@ -45,6 +47,19 @@ beforeAll(async () => {
   for (const file of ['config.json', 'generation_config.json', 'tokenizer.json', 'tokenizer_config.json', 'onnx/model.onnx', 'onnx/model_paged.onnx'])
     await copyFile(join(source, file), join(graphOnly, file));
   await writeFile(join(repository, 'tiny-nosegments', 'config.pbtxt'), withBackend('tiny-nosegments', 'paged'));
+  // The same two exports with no backend named: the default follows the files.
+  for (const [name, from] of [
+    ['tiny-default-nopaged', optimumOnly],
+    ['tiny-default-nosegments', graphOnly],
+  ] as const) {
+    await mkdir(join(repository, name, '1', 'onnx'), { recursive: true });
+    for (const file of ['config.json', 'generation_config.json', 'tokenizer.json', 'tokenizer_config.json', 'onnx/model.onnx', 'onnx/model_paged.onnx']) {
+      await copyFile(join(from, file), join(repository, name, '1', file)).catch((error: NodeJS.ErrnoException) => {
+        if (error.code !== 'ENOENT') throw error;
+      });
+    }
+    await writeFile(join(repository, name, 'config.pbtxt'), configOf('qwen3-tiny', name));
+  }
   server = await startTestServer(repository, ['--model-control-mode', 'explicit']);
 }, 120_000);
 afterAll(async () => server?.stop());
@@ -113,6 +128,19 @@ describe('attention_backend', () => {
   it('serves paged on the paged graph where an export has no segments', async () => {
     expect(await load('tiny-nosegments')).toEqual({ status: 200, error: '' });
     expect(server.logs.some((line) => line.includes('tiny-nosegments:1: precision fp32: loading onnx/model_paged.onnx (attention_backend paged)'))).toBe(true);
+  });
+
+  it('defaults to the fastest backend the files allow, and logs the choice', async () => {
+    for (const name of ['tiny-default', 'tiny-default-nosegments', 'tiny-default-nopaged']) expect(await load(name)).toEqual({ status: 200, error: '' });
+    const logged = (text: string) => server.logs.some((line) => line.includes(text));
+    expect(logged('tiny-default:1: precision fp32: loading onnx/model_paged.segments (attention_backend paged, default)')).toBe(true);
+    expect(logged('tiny-default:1: attention backend: paged (native kernel) — default')).toBe(true);
+    expect(logged('tiny-default-nosegments:1: precision fp32: loading onnx/model_paged.onnx (attention_backend paged, default)')).toBe(true);
+    expect(logged('tiny-default-nosegments:1: attention backend: paged (ONNX graph attention) — default')).toBe(true);
+    expect(logged('tiny-default-nopaged:1: precision fp32: loading onnx/model.onnx (attention_backend past_key_values, default)')).toBe(true);
+    expect(logged('tiny-default-nopaged:1: attention backend: past_key_values — default')).toBe(true);
+    // A backend named is logged as the parameter's choice.
+    expect(logged('tiny-pkv:1: attention backend: past_key_values — attention_backend parameter')).toBe(true);
   });
 
   it('refuses paged on an export without the paged graph, naming the missing file', async () => {

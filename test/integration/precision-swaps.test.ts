@@ -8,7 +8,7 @@
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { LlmModel } from '../../src/serving/llm-backend.js';
-import { configOf, makeRepository, startTestServer, type TestServer } from '../support/server.js';
+import { configOf, makeRepository, startTestServer, type TestServer, withAttentionBackend } from '../support/server.js';
 
 const SWAPS = ['int8', 'fp16', 'fp32'] as const;
 const VARIANT_FILES = { fp32: 'model.onnx', int8: 'model_quantized.onnx', fp16: 'model_fp16.onnx' } as const;
@@ -24,7 +24,13 @@ const oneSequence = (text: string): string => {
   if (edited === text) throw new Error('qwen3-tiny config.pbtxt no longer sets max_num_seqs 32');
   return edited;
 };
-const withPrecision = (source: string, name: string, precision: string) => configOf(source, name, (text) => text.replace('string_value: "fp32"', `string_value: "${precision}"`));
+// The Optimum graph of each variant, named: the files the surfaces report are its.
+const withPrecision = (source: string, name: string, precision: string) =>
+  configOf(
+    source,
+    name,
+    withAttentionBackend('past_key_values', (text) => text.replace('string_value: "fp32"', `string_value: "${precision}"`)),
+  );
 
 beforeAll(async () => {
   const repository = await makeRepository([
@@ -33,7 +39,7 @@ beforeAll(async () => {
     // served in a batch left its single-stream text within 8 tokens (the tiny model's near-ties;
     // at the previous commit too), which reads as a mixed stream. The 4 lanes still keep a
     // stream in flight and more queued at every swap.
-    { name: 'decoder', from: 'qwen3-tiny', config: configOf('qwen3-tiny', 'decoder', oneSequence) },
+    { name: 'decoder', from: 'qwen3-tiny', config: configOf('qwen3-tiny', 'decoder', withAttentionBackend('past_key_values', oneSequence)) },
     // The same weights at each precision, loaded side by side: the greedy text each variant writes.
     { name: 'ref-int8', from: 'qwen3-tiny', config: withPrecision('qwen3-tiny', 'ref-int8', 'int8') },
     { name: 'ref-fp16', from: 'qwen3-tiny', config: withPrecision('qwen3-tiny', 'ref-fp16', 'fp16') },

@@ -10,10 +10,16 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_REPOSITORY } from '../../models/default-repository.js';
 import type { LlmModel } from '../../src/serving/llm-backend.js';
 import { greedy } from '../support/decoder.js';
-import { configOf, loadModel, makeRepository, startTestServer, type TestServer } from '../support/server.js';
+import { configOf, loadModel, makeRepository, startTestServer, type TestServer, withAttentionBackend } from '../support/server.js';
 
 let server: TestServer;
-const withPrecision = (name: string, precision: string) => configOf('qwen3-tiny', name, (text) => text.replace('string_value: "fp32"', `string_value: "${precision}"`));
+// The Optimum graph named: these loads pick among its variant files (and compare with it run alone).
+const withPrecision = (name: string, precision: string) =>
+  configOf(
+    'qwen3-tiny',
+    name,
+    withAttentionBackend('past_key_values', (text) => text.replace('string_value: "fp32"', `string_value: "${precision}"`)),
+  );
 
 beforeAll(async () => {
   const repository = await makeRepository([

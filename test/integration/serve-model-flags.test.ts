@@ -20,7 +20,18 @@ const root = await mkdtemp(join(tmpdir(), 'serve-model-flags-'));
 let server: CliServer;
 
 beforeAll(async () => {
-  server = await startCliServer({ model: EXPORT }, ['--served-model-name', MODEL, '--precision', 'int8', '--max-model-len', String(MAX_MODEL_LEN), '--max-num-seqs', '1']);
+  server = await startCliServer({ model: EXPORT }, [
+    '--served-model-name',
+    MODEL,
+    '--precision',
+    'int8',
+    '--attention-backend',
+    'past_key_values',
+    '--max-model-len',
+    String(MAX_MODEL_LEN),
+    '--max-num-seqs',
+    '1',
+  ]);
 }, 120_000);
 afterAll(async () => {
   if (server) await killCliServer(server);

@@ -8,6 +8,7 @@ import { expect } from 'vitest';
 import { type GenerateRequest, GREEDY_SAMPLING, type SampledTokens, type StepPlan, type StepResult } from '../../src/contracts/generate.js';
 import { type PreemptionEvent, Scheduler, type SchedulerConfig } from '../../src/engine-worker/scheduler.js';
 import { KvCacheManager, type KvCacheOptions } from '../../src/kv-cache/kv-cache-manager.js';
+import { acceptGreedy, type DraftSource } from '../../src/engine-worker/spec-decode.js';
 
 export const VOCAB = 1000;
 export const EOS = 999;
@@ -20,6 +21,22 @@ export function nextToken(context: readonly number[]): number {
   return h % VOCAB;
 }
 
+/**
+ * A fake model whose text repeats: the next token is a function of the last two (so a sequence
+ * soon cycles and n-gram proposals hold), nudged by a hash of the whole context now and then, so
+ * a wrong KV slot anywhere still changes what it generates.
+ */
+export function copyingNextToken(context: readonly number[]): number {
+  const n = context.length;
+  const a = context[n - 1] ?? 0;
+  const b = context[n - 2] ?? 0;
+  const local = Math.imul(a * 31 + b, 0x9e3779b1) >>> 0;
+  const nudge = nextToken(context) % 11 === 0 ? 1 : 0;
+  return ((local % 40) + nudge) % (VOCAB - 1);
+}
+
+export type FakeModel = (context: readonly number[]) => number;
+
 const EMPTY = -1;
 
 export class FakeRunner {
@@ -30,12 +47,24 @@ export class FakeRunner {
   constructor(
     numBlocks: number,
     private readonly blockSize: number,
+    private readonly model: FakeModel = nextToken,
   ) {
     this.slots = new Int32Array(numBlocks * blockSize).fill(EMPTY);
     this.positions = new Int32Array(numBlocks * blockSize).fill(EMPTY);
   }
 
+  /** The step as the scheduler takes it: a checked proposal's rows reduced to the tokens it yields (acceptGreedy, as the engine does). */
   execute(plan: StepPlan): StepResult {
+    const byId = new Map(plan.scheduled.map((s) => [s.requestId, s]));
+    const sampled = this.forward(plan).map((row): SampledTokens => {
+      const numDrafts = byId.get(row.requestId)!.numDraftTokens ?? 0;
+      return numDrafts === 0 ? row : { ...row, tokenIds: acceptGreedy(byId.get(row.requestId)!.tokenIds.slice(-numDrafts), row.tokenIds) };
+    });
+    return { stepId: plan.stepId, sampled };
+  }
+
+  /** The model's greedy token at each sampled position: one per sampled row, or numDraftTokens + 1 for a checked proposal. */
+  forward(plan: StepPlan): SampledTokens[] {
     this.numCalls++;
     // Read every request's context before writing anything, as a forward pass gathers past KV first.
     const contexts = plan.scheduled.map((s) => this.readPast(s.blockTable, s.numComputedTokens));
@@ -45,9 +74,13 @@ export class FakeRunner {
         throw new Error(`bad plan entry for ${s.requestId}: ${s.tokenIds.length} tokens at ${s.numComputedTokens}, ${s.blockTable.length} blocks`);
       }
       s.tokenIds.forEach((t, k) => this.write(s.blockTable, s.numComputedTokens + k, t));
-      if (s.sample) sampled.push({ requestId: s.requestId, tokenIds: [nextToken([...contexts[i]!, ...s.tokenIds])], logprobs: null });
+      if (!s.sample) return;
+      const context = [...contexts[i]!, ...s.tokenIds];
+      const numRows = 1 + (s.numDraftTokens ?? 0);
+      const tokenIds = Array.from({ length: numRows }, (_, r) => this.model(context.slice(0, context.length - numRows + 1 + r)));
+      sampled.push({ requestId: s.requestId, tokenIds, logprobs: null });
     });
-    return { stepId: plan.stepId, sampled };
+    return sampled;
   }
 
   private readPast(table: readonly number[], count: number): number[] {
@@ -115,12 +148,14 @@ export interface Harness {
   readonly clock: { ms: number };
 }
 
-export function harness(config: Partial<SchedulerConfig> & { numBlocks: number; blockSize?: number; enablePrefixCaching?: boolean; log?: (event: PreemptionEvent) => void }): Harness {
-  const { numBlocks, blockSize = 4, enablePrefixCaching = true, log, ...rest } = config;
+export function harness(
+  config: Partial<SchedulerConfig> & { numBlocks: number; blockSize?: number; enablePrefixCaching?: boolean; log?: (event: PreemptionEvent) => void; drafts?: DraftSource; model?: FakeModel },
+): Harness {
+  const { numBlocks, blockSize = 4, enablePrefixCaching = true, log, drafts, model, ...rest } = config;
   const kv = trackedKv({ numBlocks, blockSize, enablePrefixCaching });
   const clock = { ms: 0 };
-  const scheduler = new Scheduler({ maxNumSeqs: 8, maxNumBatchedTokens: 64, maxModelLen: 1024, ...rest }, kv, { now: () => clock.ms, log });
-  return { kv, scheduler, runner: new FakeRunner(numBlocks, blockSize), clock };
+  const scheduler = new Scheduler({ maxNumSeqs: 8, maxNumBatchedTokens: 64, maxModelLen: 1024, ...rest }, kv, { now: () => clock.ms, ...(log ? { log } : {}), ...(drafts ? { drafts } : {}) });
+  return { kv, scheduler, runner: new FakeRunner(numBlocks, blockSize, model), clock };
 }
 
 export interface RunRecord {
@@ -177,12 +212,12 @@ function expectNoSharedWrites(h: Harness, plan: StepPlan): void {
 }
 
 /** What the fake model generates for one request run alone, with the engine's stop rules. */
-export function referenceOutput(request: GenerateRequest, maxModelLen: number): number[] {
+export function referenceOutput(request: GenerateRequest, maxModelLen: number, model: FakeModel = nextToken): number[] {
   const context = [...request.promptTokenIds];
   const out: number[] = [];
   const { stop } = request;
   while (true) {
-    const t = nextToken(context);
+    const t = model(context);
     context.push(t);
     out.push(t);
     const tokenStop = out.length >= stop.minTokens && ((!stop.ignoreEos && stop.eosTokenIds.includes(t)) || stop.stopTokenIds.includes(t));

@@ -8,7 +8,7 @@
 
 import type { StepPlan } from '../../src/contracts/generate.js';
 import { emptyBreakdown, type ModelRunner, type RunnerInfo, type RunnerStats, type StepGreedyTokens, type StepLogits } from '../../src/runners/model-runner.js';
-import { FakeRunner, VOCAB } from './fake-model.js';
+import { type FakeModel, FakeRunner, VOCAB } from './fake-model.js';
 
 export class FakeModelRunner implements ModelRunner {
   readonly info: RunnerInfo;
@@ -21,14 +21,14 @@ export class FakeModelRunner implements ModelRunner {
   private readonly model: FakeRunner;
   private gate: Promise<void> | null = null;
 
-  constructor(numBlocks: number, blockSize = 4, options: { greedyHead?: boolean } = {}) {
-    this.model = new FakeRunner(numBlocks, blockSize);
-    this.info = { kind: 'past-key-values', shape: { numLayers: 1, numKvHeads: 1, headDim: 1, vocabSize: VOCAB, kvType: 'float32' }, numBlocks, blockSize, device: 'cpu' };
+  constructor(numBlocks: number, blockSize = 4, options: { greedyHead?: boolean; model?: FakeModel; kind?: RunnerInfo['kind'] } = {}) {
+    this.model = new FakeRunner(numBlocks, blockSize, options.model);
+    this.info = { kind: options.kind ?? 'past-key-values', shape: { numLayers: 1, numKvHeads: 1, headDim: 1, vocabSize: VOCAB, kvType: 'float32' }, numBlocks, blockSize, device: 'cpu' };
     if (options.greedyHead) {
       this.executeGreedy = async (plan, sampleableVocab) => {
         this.heads.push(`greedy<${sampleableVocab}`);
         const sampled = await this.run(plan);
-        return new Map(sampled.map((s) => [s.requestId, s.tokenIds[0]!]));
+        return new Map(sampled.map((s) => [s.requestId, [...s.tokenIds]]));
       };
     }
   }
@@ -45,8 +45,9 @@ export class FakeModelRunner implements ModelRunner {
     const sampled = await this.run(plan);
     return new Map(
       sampled.map((s) => {
-        const logits = new Float32Array(VOCAB);
-        logits[s.tokenIds[0]!] = 1;
+        // One row per token the fake model gave (a checked proposal gets one per position).
+        const logits = new Float32Array(VOCAB * s.tokenIds.length);
+        s.tokenIds.forEach((token, row) => (logits[row * VOCAB + token] = 1));
         return [s.requestId, logits];
       }),
     );
@@ -55,7 +56,8 @@ export class FakeModelRunner implements ModelRunner {
   private async run(plan: StepPlan) {
     if (this.released) throw new Error('execute after release');
     this.plans.push(plan);
-    const { sampled } = this.model.execute(plan);
+    // The model's greedy token at every sampled position (a checked proposal's included): the engine checks proposals itself.
+    const sampled = this.model.forward(plan);
     this.stats.lastStepCalls = 1;
     const gate = this.gate;
     this.gate = null;

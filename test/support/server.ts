@@ -55,6 +55,12 @@ export function configOf(source: string, name: string, edit: (text: string) => s
   return edit(text.replace(`name: "${source}"`, `name: "${name}"`));
 }
 
+/** A config.pbtxt edit naming the attention backend: a test of what one backend does names it rather than leaning on the default. */
+export const withAttentionBackend =
+  (backend: string, edit: (text: string) => string = (t) => t) =>
+  (text: string): string =>
+    `${edit(text)}\nparameters: { key: "attention_backend" value: { string_value: "${backend}" } }\n`;
+
 /** POST /v2/repository/models/{name}/load: the status and Triton's `error` text ('' on success). */
 export async function loadModel(server: TestServer, name: string): Promise<{ status: number; error: string }> {
   const response = await fetch(`${server.http}/v2/repository/models/${name}/load`, { method: 'POST' });

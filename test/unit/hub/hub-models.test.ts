@@ -48,7 +48,7 @@ describe('what serving fetches', () => {
   ];
 
   it('takes one variant of an ONNX export with its data files, and the config and tokenizer files', () => {
-    expect(selectFiles(onnx, {})).toEqual({
+    expect(selectFiles(onnx, { attentionBackend: 'past_key_values' })).toEqual({
       kind: 'onnx',
       precision: 'fp32',
       modelFile: 'onnx/model.onnx',
@@ -57,6 +57,10 @@ describe('what serving fetches', () => {
     expect(selectFiles(onnx, { precision: 'q4' }).files).toContain('onnx/model_q4.onnx');
     expect(selectFiles(onnx, { precision: 'q4' }).files).not.toContain('onnx/model.onnx');
     expect(selectFiles(onnx, { attentionBackend: 'paged' }).files.filter((f) => f.startsWith('onnx/'))).toEqual(['onnx/model_paged.onnx', 'onnx/model_paged.segments/segment_00.onnx']);
+    // No backend named: the paged graph and its segments where the export has them (what the llm backend then runs), else the Optimum graph.
+    expect(selectFiles(onnx, {})).toMatchObject({ modelFile: 'onnx/model_paged.onnx' });
+    expect(selectFiles(onnx, {}).files.filter((f) => f.startsWith('onnx/'))).toEqual(['onnx/model_paged.onnx', 'onnx/model_paged.segments/segment_00.onnx']);
+    expect(selectFiles(onnx, { precision: 'q4' })).toMatchObject({ modelFile: 'onnx/model_q4.onnx' });
   });
 
   it('names what an export lacks', () => {

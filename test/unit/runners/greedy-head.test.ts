@@ -35,8 +35,8 @@ describe('SampledHeads', () => {
     expect(heads.fetched({ kind: 'greedy' })).toEqual(['greedy_token_ids', 'new_key.0']);
   });
 
-  it('hands each sampled request the greedy token of its last row', () => {
-    const tokens = new Map<string, number>();
+  it('hands each sampled request the greedy token of each of its rows (several for a checked proposal), the last its next token', () => {
+    const tokens = new Map<string, number[]>();
     SampledHeads.of(WITH_HEAD, 1000).read(
       { greedy_token_ids: { type: 'int64', dims: [3], data: BigInt64Array.of(7n, 8n, 9n) } },
       [
@@ -46,8 +46,8 @@ describe('SampledHeads', () => {
       { kind: 'greedy', sampleableVocab: 1000, tokens },
     );
     expect([...tokens]).toEqual([
-      ['a', 7],
-      ['b', 9],
+      ['a', [7]],
+      ['b', [8, 9]],
     ]);
   });
 

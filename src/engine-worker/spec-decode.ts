@@ -1,0 +1,89 @@
+// Speculative decoding's policy (the speculative_config parameter): which decoding sequences
+// propose tokens this step, how many, and what a checked proposal yields. The scheduler asks
+// propose() while it hands out the step's token budget (so proposals count against it and get
+// their KV blocks like any token), and tells verified() what the check found; the engine checks
+// proposals with acceptGreedy() on the target model's greedy tokens at every proposed position.
+//
+// Greedy rows only: a row sampled at temperature > 0, with penalties, bias, logprobs, a grammar
+// or a thinking block never proposes (its tokens are unaffected by the rows that do), so greedy
+// output is the target model's own token for token.
+//
+// Adaptive: a sequence whose proposals all fail pauses proposing for a number of its tokens that
+// doubles with each such failure (reset by any accepted token); and no sequence proposes while
+// more than disableByBatchSize sequences run, where a step is compute-bound and the checked
+// positions would cost what they might save.
+
+import type { SpeculativeConfig } from '../contracts/engine-messages.js';
+import type { SamplerRow } from '../sampler/sampler.js';
+import { proposeNgram } from './ngram-proposer.js';
+import type { RequestState } from './request-state.js';
+
+/** Longest pause, in the sequence's tokens, after proposals that all failed. */
+export const MAX_DRAFT_BACKOFF_TOKENS = 32;
+
+const NO_TOKENS: readonly number[] = [];
+
+interface Backoff {
+  /** The output length from which the sequence proposes again. */
+  resumeAt: number;
+  /** The pause after the next failed draft, tokens. */
+  pause: number;
+}
+
+/** What the scheduler asks of speculation (an absent one: no proposals). */
+export interface DraftSource {
+  /** Up to `maxTokens` proposed tokens to follow `state`'s sequence, checked this step; empty for none. */
+  propose(state: Readonly<RequestState>, numRunning: number, maxTokens: number): readonly number[];
+  /** How a proposal of `numDrafts` tokens went: `numAccepted` of them held. */
+  verified(state: Readonly<RequestState>, numDrafts: number, numAccepted: number): void;
+}
+
+export class NgramDrafts implements DraftSource {
+  /** Keyed by the request's record, so a finished request's entry goes with it. */
+  private readonly backoff = new WeakMap<Readonly<RequestState>, Backoff>();
+
+  constructor(
+    private readonly config: SpeculativeConfig,
+    /** The sampler's test: true when a row's token is its plain argmax (Sampler.takesArgmax). */
+    private readonly takesArgmax: (row: SamplerRow) => boolean,
+  ) {}
+
+  propose(state: Readonly<RequestState>, numRunning: number, maxTokens: number): readonly number[] {
+    if (numRunning > this.config.disableByBatchSize || !this.proposesFor(state)) return [];
+    const paused = this.backoff.get(state);
+    if (paused && state.numOutputTokens < paused.resumeAt) return [];
+    const { promptLookupMin, promptLookupMax, numSpeculativeTokens } = this.config;
+    return proposeNgram(state.tokenIds, promptLookupMin, promptLookupMax, Math.min(numSpeculativeTokens, maxTokens));
+  }
+
+  /** True when the request's next tokens are plain greedy, so a checked proposal is exactly what decoding would give. */
+  private proposesFor(state: Readonly<RequestState>): boolean {
+    const { request } = state;
+    if (request.grammar || request.thinking) return false;
+    const banned = state.numOutputTokens < request.stop.minTokens ? [...request.stop.eosTokenIds, ...request.stop.stopTokenIds] : null;
+    return this.takesArgmax({ requestId: state.id, params: request.sampling, promptTokenIds: NO_TOKENS, outputTokenIds: NO_TOKENS, bannedTokenIds: banned });
+  }
+
+  verified(state: Readonly<RequestState>, numDrafts: number, numAccepted: number): void {
+    if (numAccepted > 0 || numDrafts === 0) {
+      this.backoff.delete(state);
+      return;
+    }
+    const pause = this.backoff.get(state)?.pause ?? 1;
+    this.backoff.set(state, { resumeAt: state.numOutputTokens + pause, pause: Math.min(pause * 2, MAX_DRAFT_BACKOFF_TOKENS) });
+  }
+}
+
+/**
+ * The tokens a checked proposal yields: the proposals up to the first one the target's greedy
+ * token disagrees with, then the target's own token there. `targets[i]` is the target model's
+ * greedy token after the fed token and the first i proposals (drafts.length + 1 of them).
+ */
+export function acceptGreedy(drafts: ArrayLike<number>, targets: ArrayLike<number>): number[] {
+  if (targets.length !== drafts.length + 1) throw new Error(`${targets.length} target tokens for ${drafts.length} proposals (expected one more)`);
+  const tokens: number[] = [];
+  let i = 0;
+  while (i < drafts.length && targets[i] === drafts[i]) tokens.push(drafts[i++]!);
+  tokens.push(targets[i]!);
+  return tokens;
+}

@@ -28,6 +28,7 @@ import { runInBackground } from './background.js';
 import { newItemId, ResponseOutput, type OutputEvent, type WireObject } from './output-events.js';
 import { OutputReader } from './output-reader.js';
 import { inResponsesTerms, readResponsesRequest, type ResponsesRequest } from './request.js';
+import { withForcedCustom } from './tools.js';
 import { responseObject, wireUsage, type ResponseIdentity, type ResponseStatus } from './response-object.js';
 import type { ResponseStore, StoredResponse } from './stored.js';
 import { PRIORITY_HEADER, priorityOverride, withPriority } from '../../src/serving/request-priority.js';
@@ -56,13 +57,13 @@ async function prepare(ctx: OpenAIContext, store: ResponseStore, body: unknown):
   const earlier = previous === null ? [] : [...previous.history, ...(previous.response.output as Item[])];
   const history = [...earlier, ...ownItems];
   const messages = itemsToMessages(history, request.instructions, earlier.length);
-  const plan = await inResponsesTerms(() => chatToolPlan(request.chatTools, model));
+  const plan = withForcedCustom(await inResponsesTerms(() => chatToolPlan(request.chatTools, model)), request.forcedCustom);
   const { sampling, wireNames } = request.sampling;
   const input: GenerateInput = {
     prompt: { kind: 'chat', messages, addGenerationPrompt: true, chatTemplateKwargs: request.chatTemplateKwargs, tools: plan.tools },
     sampling: { ...sampling, skip_special_tokens: keepsSpecialTokens(plan, sampling.skip_special_tokens) },
     wireNames,
-    ...(plan.grammar ? { grammar: { spec: plan.grammar, param: 'tool_choice' } } : {}),
+    ...(plan.grammar ? { grammar: { spec: plan.grammar, param: request.forcedCustom?.param ?? 'tool_choice' } } : {}),
   };
   return { request, model, plan, input, ownItems, history };
 }
@@ -73,13 +74,14 @@ function itemNotFound(id: string, at: string): never {
 
 /** One response's output as engine events arrive: the reader's parts become items and events. */
 class ResponseRun {
-  readonly output = new ResponseOutput();
+  readonly output: ResponseOutput;
   private readonly reader: OutputReader;
   status: ResponseStatus = 'in_progress';
   usage: WireObject | null = null;
 
-  constructor(model: LlmModel, prepared: ProcessedRequest, plan: ChatToolPlan) {
+  constructor(model: LlmModel, prepared: ProcessedRequest, plan: ChatToolPlan, request: ResponsesRequest) {
     this.reader = new OutputReader(model, prepared, plan);
+    this.output = new ResponseOutput(newItemId, { names: new Set(request.customTools.keys()), rawInput: request.forcedCustom !== null });
   }
 
   onEvent(event: GenerationEvent): OutputEvent[] {
@@ -100,7 +102,7 @@ export async function createResponse(ctx: OpenAIContext, store: ResponseStore, b
   // A background response outlives its request: only cancel stops it.
   const controller = new AbortController();
   const events = runChoices(prepared.model, withPriority([engineInput], priorityOverride(reply.request.headers[PRIORITY_HEADER])), prepared.request.background ? controller.signal : signal);
-  const run = new ResponseRun(prepared.model, engineInput, prepared.plan);
+  const run = new ResponseRun(prepared.model, engineInput, prepared.plan, prepared.request);
   const snapshot = (): WireObject => responseObject(identity, prepared.request.echo, { status: run.status, output: run.output.items, usage: run.usage });
   const keep = (response: WireObject): void => {
     if (prepared.request.store) store.set({ response, input: prepared.ownItems, history: prepared.history });

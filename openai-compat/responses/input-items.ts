@@ -1,7 +1,7 @@
 // The Responses API's `input` read into chat messages for the chat template. Input is a string
 // (one user message) or a list of items: messages (user, system, developer with input_text
 // parts; assistant with output_text or refusal parts), function_call and function_call_output,
-// reasoning, and item_reference (an item of a stored response, resolved by the caller). A
+// custom_tool_call (as the function a custom tool is offered as) and custom_tool_call_output, reasoning, and item_reference (an item of a stored response, resolved by the caller). A
 // function_call joins the assistant turn before it, so parallel calls render as one turn with
 // several tool_calls; a reasoning item becomes the next assistant turn's reasoning_content.
 // Every rejection names the item at fault (`input[2].content[0].type`).
@@ -136,12 +136,20 @@ function addItem(conversation: Conversation, item: Item, at: string): void {
       conversation.call(text(item.call_id, `${at}.call_id`), text(item.name, `${at}.name`), text(item.arguments, `${at}.arguments`));
       return;
     case 'function_call_output':
+    case 'custom_tool_call_output':
       conversation.add({ role: 'tool', tool_call_id: text(item.call_id, `${at}.call_id`), content: toolOutput(item.output, `${at}.output`) });
+      return;
+    case 'custom_tool_call':
+      // Shown to the template as the function the custom tool is offered as (tools.ts): one string, input.
+      conversation.call(text(item.call_id, `${at}.call_id`), text(item.name, `${at}.name`), JSON.stringify({ input: text(item.input, `${at}.input`) }));
       return;
     case 'reasoning':
       conversation.think(reasoningText(item, at));
       return;
     default:
-      throw invalidArg(`${at}.type ${JSON.stringify(type)} is not supported (this server takes message, function_call, function_call_output, reasoning and item_reference items)`, `${at}.type`);
+      throw invalidArg(
+        `${at}.type ${JSON.stringify(type)} is not supported (this server takes message, function_call, function_call_output, custom_tool_call, custom_tool_call_output, reasoning and item_reference items)`,
+        `${at}.type`,
+      );
   }
 }

@@ -1,6 +1,6 @@
 // A response's output as it is generated: the pieces the output reader splits the text into
-// (reasoning, content, a function call's opening, its arguments) become output items — reasoning,
-// message, function_call, in the order the model wrote them — and the Responses streaming events
+// (reasoning, content, a call's opening, its arguments) become output items — reasoning,
+// message, function_call or custom_tool_call, in the order the model wrote them — and the Responses streaming events
 // that build them: output_item.added, content_part.added, the deltas, then the .done events
 // closing each item before the next opens. The non-streaming answer runs the same machine and
 // keeps only the items, so a stream always accumulates to exactly the non-streamed output.
@@ -27,7 +27,30 @@ type ItemStatus = 'in_progress' | 'completed' | 'incomplete';
 
 type OpenItem =
   | { readonly kind: 'message' | 'reasoning'; readonly id: string; readonly index: number; text: string }
-  | { readonly kind: 'function_call'; readonly id: string; readonly index: number; readonly callIndex: number; readonly callId: string; readonly name: string; args: string };
+  | { readonly kind: 'function_call' | 'custom_tool_call'; readonly id: string; readonly index: number; readonly callIndex: number; readonly callId: string; readonly name: string; args: string };
+
+/**
+ * How calls to custom tools read: their names, and whether a call's arguments are the input
+ * itself (a forced custom tool: the output is the input, streamed as it comes) or the model's
+ * own call format's `{"input": …}` object (tool_choice auto: the input is known once it closes).
+ */
+export interface CustomCalls {
+  readonly names: ReadonlySet<string>;
+  readonly rawInput: boolean;
+}
+
+const NO_CUSTOM: CustomCalls = { names: new Set(), rawInput: false };
+
+/** A wrapped call's input: the `input` string of its arguments object, or the arguments as written when they are not one. */
+function wrappedInput(args: string): string {
+  try {
+    const parsed: unknown = JSON.parse(args);
+    if (typeof parsed === 'object' && parsed !== null && typeof (parsed as { input?: unknown }).input === 'string') return (parsed as { input: string }).input;
+  } catch {
+    // Not JSON: the model wrote the input bare.
+  }
+  return args;
+}
 
 const outputText = (text: string): WireObject => ({ type: 'output_text', text, annotations: [], logprobs: [] });
 const reasoningText = (text: string): WireObject => ({ type: 'reasoning_text', text });
@@ -40,6 +63,8 @@ function itemObject(item: OpenItem, status: ItemStatus): WireObject {
       return { id: item.id, type: 'reasoning', status, summary: [], content: status === 'in_progress' ? [] : [reasoningText(item.text)] };
     case 'function_call':
       return { id: item.id, type: 'function_call', status, call_id: item.callId, name: item.name, arguments: status === 'in_progress' ? '' : item.args };
+    case 'custom_tool_call':
+      return { id: item.id, type: 'custom_tool_call', status, call_id: item.callId, name: item.name, input: status === 'in_progress' ? '' : item.args };
   }
 }
 
@@ -49,7 +74,10 @@ export class ResponseOutput {
   private open: OpenItem | null = null;
   private calls = 0;
 
-  constructor(private readonly newId: (prefix: string) => string = newItemId) {}
+  constructor(
+    private readonly newId: (prefix: string) => string = newItemId,
+    private readonly custom: CustomCalls = NO_CUSTOM,
+  ) {}
 
   /** Function calls in the output so far. */
   get callCount(): number {
@@ -74,9 +102,11 @@ export class ResponseOutput {
     const open = this.open;
     if (part.kind === 'arguments') {
       // The tool-call stream sends a call's arguments right after its opening, before anything else.
-      if (open?.kind !== 'function_call' || open.callIndex !== part.index) throw new Error(`arguments for call ${part.index} arrived after that call was closed`);
+      if ((open?.kind !== 'function_call' && open?.kind !== 'custom_tool_call') || open.callIndex !== part.index)
+        throw new Error(`arguments for call ${part.index} arrived after that call was closed`);
       open.args += part.text;
-      return [{ type: 'response.function_call_arguments.delta', item_id: open.id, output_index: open.index, delta: part.text }];
+      if (open.kind === 'function_call') return [{ type: 'response.function_call_arguments.delta', item_id: open.id, output_index: open.index, delta: part.text }];
+      return this.custom.rawInput ? [{ type: 'response.custom_tool_call_input.delta', item_id: open.id, output_index: open.index, delta: part.text }] : [];
     }
     if (part.text === '') return [];
     const kind = part.kind === 'content' ? 'message' : 'reasoning';
@@ -100,7 +130,8 @@ export class ResponseOutput {
 
   private openCall(callIndex: number, callId: string, name: string): OutputEvent[] {
     const events = this.close('completed');
-    const item: OpenItem = { kind: 'function_call', id: this.newId('fc'), index: this.items.length, callIndex, callId, name, args: '' };
+    const custom = this.custom.names.has(name);
+    const item: OpenItem = { kind: custom ? 'custom_tool_call' : 'function_call', id: this.newId(custom ? 'ctc' : 'fc'), index: this.items.length, callIndex, callId, name, args: '' };
     this.open = item;
     this.calls += 1;
     events.push({ type: 'response.output_item.added', output_index: item.index, item: itemObject(item, 'in_progress') });
@@ -111,21 +142,34 @@ export class ResponseOutput {
     const item = this.open;
     if (item === null) return [];
     this.open = null;
+    // A wrapped custom input is known once its arguments object closed: one delta then.
+    const wrapped = item.kind === 'custom_tool_call' && !this.custom.rawInput;
+    if (wrapped) item.args = wrappedInput(item.args);
     const done = itemObject(item, status);
     this.items.push(done);
-    const at = { item_id: item.id, output_index: item.index };
-    const closing: OutputEvent[] =
-      item.kind === 'function_call'
-        ? [{ type: 'response.function_call_arguments.done', ...at, arguments: item.args }]
-        : item.kind === 'message'
-          ? [
-              { type: 'response.output_text.done', ...at, content_index: 0, text: item.text, logprobs: [] },
-              { type: 'response.content_part.done', ...at, content_index: 0, part: outputText(item.text) },
-            ]
-          : [
-              { type: 'response.reasoning_text.done', ...at, content_index: 0, text: item.text },
-              { type: 'response.content_part.done', ...at, content_index: 0, part: reasoningText(item.text) },
-            ];
+    const closing = closingEvents(item, { item_id: item.id, output_index: item.index }, wrapped);
     return [...closing, { type: 'response.output_item.done', output_index: item.index, item: done }];
+  }
+}
+
+/** The events that finish an item's content before its output_item.done. */
+function closingEvents(item: OpenItem, at: { readonly item_id: string; readonly output_index: number }, wrapped: boolean): OutputEvent[] {
+  switch (item.kind) {
+    case 'function_call':
+      return [{ type: 'response.function_call_arguments.done', ...at, arguments: item.args }];
+    case 'custom_tool_call': {
+      const delta: OutputEvent[] = wrapped && item.args !== '' ? [{ type: 'response.custom_tool_call_input.delta', ...at, delta: item.args }] : [];
+      return [...delta, { type: 'response.custom_tool_call_input.done', ...at, input: item.args }];
+    }
+    case 'message':
+      return [
+        { type: 'response.output_text.done', ...at, content_index: 0, text: item.text, logprobs: [] },
+        { type: 'response.content_part.done', ...at, content_index: 0, part: outputText(item.text) },
+      ];
+    case 'reasoning':
+      return [
+        { type: 'response.reasoning_text.done', ...at, content_index: 0, text: item.text },
+        { type: 'response.content_part.done', ...at, content_index: 0, part: reasoningText(item.text) },
+      ];
   }
 }

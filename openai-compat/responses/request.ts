@@ -1,6 +1,6 @@
 // A /v1/responses create request read into what the chat machinery takes: the fields checked
-// (unknown ones and ones this server cannot honour refused with a 400 naming them), the flat
-// Responses tools and tool_choice put in chat's shape for the tool plan, text.format put in
+// (unknown ones and ones this server cannot honour refused with a 400 naming them), the
+// Responses tools (tools.ts: function and custom) and tool_choice put in chat's shape for the tool plan, text.format put in
 // response_format's shape for the structured-output vocabulary, reasoning.effort as the
 // vocabulary's reasoning_effort, and the fields a response object echoes back. Errors from
 // the shared checks are reworded into Responses' names (tools[0].name, text.format.schema).
@@ -10,6 +10,7 @@ import { CONSTRAINT_FIELDS, readWireParams, wireFieldNames, type WireParams, typ
 import { OpenAIRequestError, unsupportedParameter } from '../errors.js';
 import { checkFields, checkNoOps } from '../request-fields.js';
 import { isObject, requireModel, type Body } from '../../src/server/kit/body.js';
+import { forcedCustomTool, readTools, type CustomTool, type ForcedCustomTool } from './tools.js';
 
 /**
  * The vocabulary under Responses' names: max_output_tokens for max_tokens; output constraints
@@ -76,6 +77,10 @@ export interface ResponsesRequest {
   readonly input: unknown;
   /** tools / tool_choice / parallel_tool_calls in chat's shape, for chatToolPlan. */
   readonly chatTools: Body;
+  /** Custom tools by name: their calls are custom_tool_call items. */
+  readonly customTools: ReadonlyMap<string, CustomTool>;
+  /** tool_choice forcing a custom tool: the whole output is its input. */
+  readonly forcedCustom: ForcedCustomTool | null;
   readonly sampling: WireParams;
   readonly chatTemplateKwargs: Readonly<Record<string, unknown>> | null;
   /** The request's settings as a response object states them. */
@@ -108,7 +113,8 @@ export function readResponsesRequest(raw: Body): ResponsesRequest {
   if (kwargs !== null && !isObject(kwargs)) throw invalidArg('chat_template_kwargs must be an object', 'chat_template_kwargs');
   const effort = reasoningEffort(raw.reasoning);
   const format = textFormat(raw.text);
-  const tools = flatTools(raw.tools);
+  const tools = readTools(raw.tools);
+  const forced = forcedCustomTool(raw.tool_choice, tools, raw.tools);
   const wire = readWireParams(raw, RESPONSES_VOCABULARY);
   const store = optionalBoolean(raw, 'store', true);
   const parallel = raw.parallel_tool_calls ?? true;
@@ -124,7 +130,10 @@ export function readResponsesRequest(raw: Body): ResponsesRequest {
     previousResponseId: optionalString(raw, 'previous_response_id'),
     instructions: optionalString(raw, 'instructions'),
     input: raw.input,
-    chatTools: { tools: tools.map(chatTool), tool_choice: chatToolChoice(raw.tool_choice), parallel_tool_calls: parallel },
+    // A forced custom tool is no chat tool_choice: the tools are shown, the output is read as its input.
+    chatTools: { tools: tools.chatTools, tool_choice: forced ? 'none' : chatToolChoice(raw.tool_choice), parallel_tool_calls: parallel },
+    customTools: tools.custom,
+    forcedCustom: forced,
     sampling: {
       sampling: { ...wire.sampling, ...(format.responseFormat === null ? {} : { response_format: format.responseFormat }), ...(effort === null ? {} : { reasoning_effort: effort }) },
       wireNames: { ...wire.wireNames, response_format: 'text.format', reasoning_effort: 'reasoning.effort' },
@@ -142,7 +151,7 @@ export function readResponsesRequest(raw: Body): ResponsesRequest {
       temperature: raw.temperature ?? 1,
       text: { format: format.echo, verbosity: 'medium' },
       tool_choice: raw.tool_choice ?? 'auto',
-      tools,
+      tools: tools.echo,
       top_p: raw.top_p ?? 1,
       truncation: 'disabled',
       user: raw.user ?? null,
@@ -180,38 +189,10 @@ function textFormat(text: unknown): { responseFormat: Body | null; echo: Body } 
   return { responseFormat: format, echo: format };
 }
 
-export interface FlatTool {
-  readonly type: 'function';
-  readonly name: unknown;
-  readonly description?: unknown;
-  readonly parameters?: unknown;
-  readonly strict?: unknown;
-}
-
-/** Responses' function tools ({type, name, parameters, strict}); other tool types are hosted tools this server lacks. */
-function flatTools(raw: unknown): FlatTool[] {
-  if (absent(raw)) return [];
-  if (!Array.isArray(raw)) throw invalidArg('tools must be an array of tools', 'tools');
-  return raw.map((tool: unknown, i) => {
-    if (!isObject(tool)) throw invalidArg(`tools[${i}] must be an object`, `tools[${i}]`);
-    if (tool.type !== 'function') throw unsupportedParameter(`tools[${i}].type`, `${JSON.stringify(tool.type)} is not supported by this server (function tools only)`);
-    for (const key of Object.keys(tool)) {
-      if (!['type', 'name', 'description', 'parameters', 'strict'].includes(key) && !absent(tool[key])) throw unsupportedParameter(`tools[${i}].${key}`);
-    }
-    const { type: _, name, ...described } = tool;
-    return { type: 'function', name, ...described };
-  });
-}
-
-function chatTool(tool: FlatTool): Body {
-  const { type, ...fn } = tool;
-  return { type, function: fn };
-}
-
 function chatToolChoice(choice: unknown): unknown {
   if (!isObject(choice)) return choice;
   if (choice.type === 'function' && typeof choice.name === 'string') return { type: 'function', function: { name: choice.name } };
-  throw invalidArg('tool_choice must be "none", "auto", "required" or {"type": "function", "name": ...}', 'tool_choice');
+  throw invalidArg('tool_choice must be "none", "auto", "required", {"type": "function", "name": ...} or {"type": "custom", "name": ...}', 'tool_choice');
 }
 
 /** Chat's names in an error message or param, in Responses' terms. */

@@ -1,0 +1,38 @@
+// The Lark subset a custom tool's grammar is translated from, to the grammar engine's EBNF, and
+// the constructs refused by name rather than dropped.
+
+import { describe, expect, it } from 'vitest';
+import { larkToEbnf, regexToEbnf, UnsupportedLark } from '../../../openai-compat/responses/lark-grammar.js';
+
+describe('larkToEbnf', () => {
+  it('translates rules, continuation alternatives, optionals, repeats, ranges and regex terminals', () => {
+    const ebnf = larkToEbnf(['start: cmd (" " arg)~1..2 // trailing comment', '?cmd: "ls"', '    | "cat"', 'arg: WORD ["/" WORD]*', 'WORD.2: /[a-z_]{1,6}/ | "a".."c"'].join('\n'));
+    expect(ebnf.split('\n')).toEqual(['root ::= l_start', 'l_start ::= l_cmd ((" " l_arg)){1,2}', 'l_cmd ::= "ls" | "cat"', 'l_arg ::= l_WORD (("/" l_WORD)?)*', 'l_WORD ::= (([a-z_]){1,6}) | [a-c]']);
+  });
+
+  it('refuses what it cannot enforce, naming the construct', () => {
+    for (const [definition, construct] of [
+      ['start: A\n%ignore " "', 'directive %ignore'],
+      ['start: "x"i', 'case-insensitive'],
+      ['start: /x/i', 'regex flags'],
+      ['start: y', 'undefined rule y'],
+      ['expr: "x"', 'without a start rule'],
+      ['start: list{x}', 'templates'],
+    ]) {
+      expect(() => larkToEbnf(definition!)).toThrow(UnsupportedLark);
+      expect(() => larkToEbnf(definition!)).toThrow(construct);
+    }
+  });
+});
+
+describe('regexToEbnf', () => {
+  it('spells classes, escapes, groups and quantifiers in EBNF', () => {
+    expect(regexToEbnf('^(?:ab|\\d+)[^\\s]x.?$')).toBe('("a" "b" | ([0-9])+) [^ \\t\\n\\r\\f\\v] "x" ([^\\n])?');
+  });
+
+  it('refuses lookaround, backreferences and inner anchors', () => {
+    expect(() => regexToEbnf('a(?!b)')).toThrow('lookaround');
+    expect(() => regexToEbnf('(a)\\1')).toThrow('backreferences');
+    expect(() => regexToEbnf('a^b')).toThrow('anchors');
+  });
+});

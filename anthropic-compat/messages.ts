@@ -96,7 +96,7 @@ function hookHeaders(reply: FastifyReply): Record<string, string | number | stri
 }
 
 /** How a stream already open ends on a failure: Anthropic's `error` event. */
-function failureEvents(error: unknown): readonly SseEvent[] {
+export function failureEvents(error: unknown): readonly SseEvent[] {
   return [{ name: 'error', payload: anthropicFailure(error).body }];
 }
 

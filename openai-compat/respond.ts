@@ -2,7 +2,9 @@
 // completions: either one JSON body after the last event, or SSE chunks as events arrive. A
 // stream's headers go out with its first chunk (or its first keep-alive comment, while the
 // request waits longer than --sse-keep-alive-interval), so a request the engine refuses before
-// producing anything still gets a plain HTTP error; after that, errors travel as an `error` event.
+// producing anything still gets a plain HTTP error; after that, errors travel as an error chunk
+// (`data: {"error": …}`) and `data: [DONE]`, which is also how a client that read nothing while
+// its model unloads is told it was dropped (the SseWriter's farewell).
 
 import type { FastifyReply } from 'fastify';
 import type { GenerationEvent } from '../src/contracts/text-generation.js';
@@ -10,7 +12,7 @@ import { DEFAULT_LIMITS } from '../src/config/limits.js';
 import { ConveyorError } from '../src/errors.js';
 import { openaiFailure } from './errors.js';
 import type { ChoiceEvent } from '../src/server/kit/choices.js';
-import { SseWriter } from '../src/server/kit/sse.js';
+import { DONE_EVENT, type SseEvent, SseWriter } from '../src/server/kit/sse.js';
 import type { ClosingModel } from '../src/server/kit/stalled-writes.js';
 import { responseHead, type ResponseMeta, type UsageTally } from './wire.js';
 
@@ -47,6 +49,11 @@ export async function collectChoices(events: AsyncIterable<ChoiceEvent>, usage: 
   }
 }
 
+/** How a chat or completions stream already open ends on a failure: OpenAI's error chunk, then [DONE] (as vLLM ends it). */
+export function streamFailureEvents(error: unknown): readonly SseEvent[] {
+  return [{ payload: openaiFailure(error).body }, DONE_EVENT];
+}
+
 /** Headers fastify hooks already set on the reply (CORS), for a response written by hand. */
 function hookHeaders(reply: FastifyReply): Record<string, string | number | string[]> {
   const out: Record<string, string | number | string[]> = {};
@@ -56,7 +63,7 @@ function hookHeaders(reply: FastifyReply): Record<string, string | number | stri
 
 export async function streamChoices(reply: FastifyReply, events: AsyncIterable<ChoiceEvent>, plan: StreamPlan): Promise<void> {
   reply.hijack();
-  const sse = new SseWriter(reply.raw, plan.sendTimeoutMs, plan.model);
+  const sse = new SseWriter(reply.raw, plan.sendTimeoutMs, plan.model, streamFailureEvents);
   const open = (): void => sse.open({ ...hookHeaders(reply), 'x-request-id': plan.meta.id });
   sse.keepAlive(plan.keepAliveMs ?? DEFAULT_LIMITS.sseKeepAliveIntervalSecs * 1000, open);
   const head = typeof plan.head === 'string' ? responseHead(plan.meta, plan.head) : plan.head;
@@ -85,7 +92,7 @@ export async function streamChoices(reply: FastifyReply, events: AsyncIterable<C
       reply.raw.end(JSON.stringify(failure.body));
       return;
     }
-    await sse.send(failure.body);
-    await sse.done();
+    await sse.sendAll(streamFailureEvents(error));
+    sse.end();
   }
 }

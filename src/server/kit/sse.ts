@@ -5,9 +5,10 @@
 // drain so a slow reader holds back the event stream instead of growing the socket buffer; one
 // that reads nothing for the send timeout (or, while its model is going, for
 // --undelivered-output-timeout-secs) is dropped (stalled-writes.ts). How a stream ends is
-// the protocol's: OpenAI's SDKs expect `data: [DONE]` (done()), the others just end(). A stream
-// dropped while its model goes ends with the front end's `farewell`: the protocol's error events,
-// the same ones it sends for any failure after the stream opened.
+// the protocol's: OpenAI's SDKs expect `data: [DONE]` (done(), DONE_EVENT), the others just end().
+// A stream dropped while its model goes ends with the front end's `farewell`: the protocol's error
+// events, the same ones it sends for any failure after the stream opened (OpenAI's chat and
+// completions: `data: {"error": …}` then `data: [DONE]`).
 //
 // Keep-alive (--sse-keep-alive-interval, vLLM's flag and comment): a stream that has sent nothing
 // for the interval, while its request waits in the queue, in prefill or between events, gets an
@@ -20,11 +21,14 @@ import { DEFAULT_LIMITS } from '../../config/limits.js';
 import type { ConveyorError } from '../../errors.js';
 import { type ClosingModel, writeOrDrop } from './stalled-writes.js';
 
-/** One event: `event: <name>` when the protocol names its events, then its JSON data. */
-export interface SseEvent {
-  readonly name?: string;
-  readonly payload: unknown;
-}
+/**
+ * One event: `event: <name>` when the protocol names its events, then its JSON data; or a data
+ * line written as it is (OpenAI's `[DONE]`, which is not JSON).
+ */
+export type SseEvent = { readonly name?: string; readonly payload: unknown } | { readonly data: string };
+
+/** OpenAI's terminating event. */
+export const DONE_EVENT: SseEvent = { data: '[DONE]' };
 
 /** The events that end a stream with `error`, in the front end's protocol. */
 export type SseFarewell = (error: ConveyorError) => readonly SseEvent[];
@@ -32,8 +36,9 @@ export type SseFarewell = (error: ConveyorError) => readonly SseEvent[];
 /** vLLM's keep-alive: an SSE comment line, ignored by every parser. */
 export const KEEP_ALIVE_FRAME = ': keep-alive\n\n';
 
-function frameOf({ name, payload }: SseEvent): string {
-  return `${name === undefined ? '' : `event: ${name}\n`}data: ${JSON.stringify(payload)}\n\n`;
+function frameOf(event: SseEvent): string {
+  if ('data' in event) return `data: ${event.data}\n\n`;
+  return `${event.name === undefined ? '' : `event: ${event.name}\n`}data: ${JSON.stringify(event.payload)}\n\n`;
 }
 
 export class SseWriter {
@@ -112,7 +117,7 @@ export class SseWriter {
 
   /** OpenAI's terminating event, then the end of the response. */
   async done(): Promise<void> {
-    await this.write('data: [DONE]\n\n');
+    await this.write(frameOf(DONE_EVENT));
     this.end();
   }
 

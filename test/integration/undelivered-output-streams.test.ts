@@ -19,44 +19,18 @@ import * as grpc from '@grpc/grpc-js';
 import { loadSync } from '@grpc/proto-loader';
 import OpenAI from 'openai';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { LlmModel } from '../../src/serving/llm-backend.js';
-import { killCliServer, startCliServer, type CliServer } from '../support/cli-server.js';
 import { LLM } from '../support/generation.js';
-import { configOf, makeRepository, startTestServer, type TestServer } from '../support/server.js';
+import { BOUND_SECS, expectDrainWithinBound, SLACK_MS, timedUnload, undeliveredOutputServers } from '../support/undelivered-output.js';
 
-const BOUND_SECS = 1;
-// What a loaded 2-core machine may add to the bound; the send timeouts (600 s) are far above it.
-const SLACK_MS = 10_000;
-const LONG_SEND_TIMEOUTS = ['--ws-send-timeout-secs', '600', '--stream-send-timeout-secs', '600'];
 const PROTOS = join(import.meta.dirname, '..', '..', 'protos');
 type Reply = Record<string, unknown>;
 
-const servers: TestServer[] = [];
-const cliServers: CliServer[] = [];
+const { explicitServer, cliServer } = undeliveredOutputServers();
+// Registered after the servers' hook, so it runs before it (afterEach hooks run in reverse): the sessions go first.
 const sessions: ClientHttp2Session[] = [];
-afterEach(async () => {
+afterEach(() => {
   for (const session of sessions.splice(0)) session.destroy();
-  await Promise.all(servers.splice(0).map((s) => s.stop()));
-  await Promise.all(cliServers.splice(0).map(killCliServer));
 });
-
-async function repository(): Promise<string> {
-  return makeRepository([{ name: LLM, from: 'qwen3-tiny', config: configOf('qwen3-tiny', LLM) }]);
-}
-
-async function explicitServer(): Promise<{ server: TestServer; model: LlmModel }> {
-  const server = await startTestServer(await repository(), ['--model-control-mode', 'explicit', '--load-model', LLM, '--undelivered-output-timeout-secs', String(BOUND_SECS), ...LONG_SEND_TIMEOUTS]);
-  servers.push(server);
-  return { server, model: server.service.llmModel(LLM) };
-}
-
-/** Unloads LLM and returns how long it took, having checked it succeeded. */
-async function timedUnload(server: TestServer): Promise<number> {
-  const started = performance.now();
-  const unload = await fetch(`${server.http}/v2/repository/models/${LLM}/unload`, { method: 'POST' });
-  expect(unload.status).toBe(200);
-  return performance.now() - started;
-}
 
 const DEFINITION = loadSync(['generate.proto', 'grpc_service.proto'], { keepCase: true, longs: String, enums: String, defaults: true, oneofs: true, includeDirs: [PROTOS] });
 
@@ -179,8 +153,7 @@ describe('gRPC streams whose client reads nothing', () => {
   }, 300_000);
 
   it('SIGTERM with a Generate call that reads nothing exits within the bound, not --exit-timeout-secs', async () => {
-    const server = await startCliServer(await repository(), ['--exit-timeout-secs', '600', '--undelivered-output-timeout-secs', String(BOUND_SECS), ...LONG_SEND_TIMEOUTS]);
-    cliServers.push(server);
+    const server = await cliServer();
     const call = pausedCall(server.grpcAddress, '/conveyor.v1.GenerationService/Generate', [GENERATE]);
     // More tokens made than HTTP/2's window lets through to a client that reads nothing.
     await vi.waitFor(
@@ -191,11 +164,7 @@ describe('gRPC streams whose client reads nothing', () => {
       { timeout: 120_000, interval: 200 },
     );
 
-    const started = performance.now();
-    server.signal('SIGTERM');
-    expect(await server.exited).toBe(0);
-    expect(performance.now() - started).toBeLessThan(BOUND_SECS * 1000 + SLACK_MS);
-    expect(server.lines.find((l) => l.msg === 'drain: stopped')).toMatchObject({ finishedInTime: true });
+    await expectDrainWithinBound(server);
     call.resume();
     expect((await call.ended).status).not.toBe(String(grpc.status.OK));
   }, 300_000);

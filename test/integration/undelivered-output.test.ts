@@ -4,38 +4,18 @@
 // on; generations already finished in the engine (their blocks freed) are not waited for. Every
 // wait is for an event or a state, never a fixed time.
 import { request as httpRequest } from 'node:http';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import WebSocket from 'ws';
 import type { LlmModel } from '../../src/serving/llm-backend.js';
-import { killCliServer, startCliServer, type CliServer } from '../support/cli-server.js';
 import { LLM } from '../support/generation.js';
-import { configOf, makeRepository, startTestServer, type TestServer } from '../support/server.js';
+import { BOUND_SECS, expectDrainWithinBound, SLACK_MS, timedUnload, undeliveredOutputServers } from '../support/undelivered-output.js';
 
-const BOUND_SECS = 1;
-// What a loaded 2-core machine may add to the bound; the send timeouts (600 s) are far above it.
-const SLACK_MS = 10_000;
-const LONG_SEND_TIMEOUTS = ['--ws-send-timeout-secs', '600', '--stream-send-timeout-secs', '600', '--ws-max-generations', '64'];
 const GENERATIONS = 64;
 // ≈ 1 KB a token with 20 top logprobs: 64 × 100 tokens is several MB, more than loopback's socket
 // buffers take from a client that never reads, less than --ws-max-buffered-bytes (16 MiB).
 const HEAVY = { logprobs: true, top_logprobs: 20, max_tokens: 100, ignore_eos: true };
 
-const servers: TestServer[] = [];
-const cliServers: CliServer[] = [];
-afterEach(async () => {
-  await Promise.all(servers.splice(0).map((s) => s.stop()));
-  await Promise.all(cliServers.splice(0).map(killCliServer));
-});
-
-async function repository(): Promise<string> {
-  return makeRepository([{ name: LLM, from: 'qwen3-tiny', config: configOf('qwen3-tiny', LLM) }]);
-}
-
-async function explicitServer(): Promise<TestServer> {
-  const server = await startTestServer(await repository(), ['--model-control-mode', 'explicit', '--load-model', LLM, '--undelivered-output-timeout-secs', String(BOUND_SECS), ...LONG_SEND_TIMEOUTS]);
-  servers.push(server);
-  return server;
-}
+const { explicitServer, cliServer } = undeliveredOutputServers(['--ws-max-generations', String(GENERATIONS)]);
 
 /** A WebSocket client that sends `GENERATIONS` heavy generations and never reads their output. */
 async function neverReadingWebSocket(httpPort: number): Promise<{ socket: WebSocket; closed: Promise<number>; resume(): void }> {
@@ -60,17 +40,13 @@ async function engineFinished(model: LlmModel, count: number): Promise<void> {
 
 describe('unload with a WebSocket client that never reads', () => {
   it('does not hold the unload: within the bound its finished generations are let go, the unload completes and the socket is closed', async () => {
-    const server = await explicitServer();
-    const model = server.service.llmModel(LLM);
+    const { server, model } = await explicitServer();
     const client = await neverReadingWebSocket(server.httpPort);
     await engineFinished(model, GENERATIONS);
     // Finished in the engine, their blocks are free; only the delivery is left.
     await vi.waitFor(() => expect(model.engine.stats!.kvCacheUsage).toBe(0), { timeout: 30_000, interval: 20 });
 
-    const started = performance.now();
-    const unload = await fetch(`${server.http}/v2/repository/models/${LLM}/unload`, { method: 'POST' });
-    const unloadMs = performance.now() - started;
-    expect(unload.status).toBe(200);
+    const unloadMs = await timedUnload(server);
     expect(unloadMs).toBeGreaterThanOrEqual(BOUND_SECS * 1000 * 0.9);
     expect(unloadMs).toBeLessThan(BOUND_SECS * 1000 + SLACK_MS);
     expect((await fetch(`${server.http}/v2/repository/index`, { method: 'POST' }).then((r) => r.json())) as unknown).toEqual([{ name: LLM, version: '', state: 'UNAVAILABLE', reason: 'unloaded' }]);
@@ -83,8 +59,7 @@ describe('unload with a WebSocket client that never reads', () => {
 
 describe('an SSE client that stops reading', () => {
   it('is disconnected within the bound once its model unloads, its generations aborted, and the unload completes', async () => {
-    const server = await explicitServer();
-    const model = server.service.llmModel(LLM);
+    const { server, model } = await explicitServer();
     // 16 choices with 20 top logprobs a token: tens of MB if it ran to the end, far more than the
     // kernel's socket buffers take, so the server really holds output for this client.
     const body = JSON.stringify({ model: LLM, messages: [{ role: 'user', content: 'never read' }], stream: true, n: 16, logprobs: true, top_logprobs: 20, max_tokens: 3000, ignore_eos: true });
@@ -101,10 +76,7 @@ describe('an SSE client that stops reading', () => {
     });
     await vi.waitFor(() => expect(model.engine.numActive).toBe(16), { timeout: 60_000, interval: 20 });
 
-    const started = performance.now();
-    const unload = await fetch(`${server.http}/v2/repository/models/${LLM}/unload`, { method: 'POST' });
-    expect(unload.status).toBe(200);
-    expect(performance.now() - started).toBeLessThan(BOUND_SECS * 1000 + SLACK_MS);
+    expect(await timedUnload(server)).toBeLessThan(BOUND_SECS * 1000 + SLACK_MS);
     // Ended by the drop (each aborted in the engine, its blocks freed), not run to their 3000 tokens.
     expect(server.logs.filter((line) => line === 'generation finished (abort)')).toHaveLength(16);
     resumeReading();
@@ -114,8 +86,7 @@ describe('an SSE client that stops reading', () => {
 
 describe('SIGTERM with a WebSocket client that never reads', () => {
   it('exits within the bound, not --exit-timeout-secs', async () => {
-    const server = await startCliServer(await repository(), ['--exit-timeout-secs', '600', '--undelivered-output-timeout-secs', String(BOUND_SECS), ...LONG_SEND_TIMEOUTS]);
-    cliServers.push(server);
+    const server = await cliServer();
     const client = await neverReadingWebSocket(server.httpPort);
     // The engine's own count, per step: every token of every generation made (the client has read none).
     await vi.waitFor(
@@ -127,11 +98,7 @@ describe('SIGTERM with a WebSocket client that never reads', () => {
       { timeout: 240_000, interval: 200 },
     );
 
-    const started = performance.now();
-    server.signal('SIGTERM');
-    expect(await server.exited).toBe(0);
-    expect(performance.now() - started).toBeLessThan(BOUND_SECS * 1000 + SLACK_MS);
-    expect(server.lines.find((l) => l.msg === 'drain: stopped')).toMatchObject({ finishedInTime: true });
+    await expectDrainWithinBound(server);
     client.resume();
     await client.closed;
   }, 300_000);

@@ -9,7 +9,7 @@ import type { Tensor } from '../../../src/contracts/tensors.js';
 import { DynamicBatcher } from '../../../src/batcher/dynamic-batcher.js';
 import { ConveyorError } from '../../../src/errors.js';
 import { input, modelConfig, output } from '../../support/model-config.js';
-import { FakeTime, flush } from './fakes.js';
+import { FakeInstances, FakeTime, flush } from './fakes.js';
 
 const TIMINGS = { computeInputNs: 100, computeInferNs: 1000, computeOutputNs: 10 };
 
@@ -28,17 +28,11 @@ function doubled(request: ExecutionRequest): RequestOutcome {
 }
 
 /** One instance taking requests; each execution is held until the test ends it. */
-class FakeRequestsExecutor implements ModelExecutor {
+class FakeRequestsExecutor extends FakeInstances implements ModelExecutor {
   readonly executions: RecordedRequests[] = [];
-  private busy = false;
-  private readonly listeners: (() => void)[] = [];
 
-  get freeInstances(): number {
-    return this.busy ? 0 : 1;
-  }
-
-  onInstanceFree(listener: () => void): void {
-    this.listeners.push(listener);
+  constructor() {
+    super(1);
   }
 
   execute(): never {
@@ -46,18 +40,12 @@ class FakeRequestsExecutor implements ModelExecutor {
   }
 
   executeRequests(requests: readonly ExecutionRequest[]): Promise<RequestsExecutionResult> {
-    if (this.busy) throw new Error('executeRequests() with no free instance');
-    this.busy = true;
+    this.take('executeRequests()');
     return new Promise((resolve, reject) => {
-      const settle = (then: () => void): void => {
-        this.busy = false;
-        then();
-        for (const listener of this.listeners) listener();
-      };
       this.executions.push({
         requests,
-        finish: (outcome = doubled) => settle(() => resolve({ outcomes: requests.map(outcome), timings: TIMINGS })),
-        fail: (error) => settle(() => reject(error)),
+        finish: (outcome = doubled) => this.release(() => resolve({ outcomes: requests.map(outcome), timings: TIMINGS })),
+        fail: (error) => this.release(() => reject(error)),
       });
     });
   }

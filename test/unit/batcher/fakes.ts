@@ -67,15 +67,15 @@ export function compute(inputs: readonly Tensor[], names: readonly string[]): Te
   });
 }
 
-export class FakeExecutor implements ModelExecutor {
-  readonly batches: RecordedBatch[] = [];
+/**
+ * A fake executor's instances as the batcher sees them: an execution takes one (the batcher must
+ * only ask when one is free), and its end frees it and then tells the batcher.
+ */
+export abstract class FakeInstances {
   private busy = 0;
   private readonly listeners: (() => void)[] = [];
 
-  constructor(
-    private readonly instances: number,
-    private readonly timings = { computeInputNs: 100, computeInferNs: 1000, computeOutputNs: 10 },
-  ) {}
+  constructor(private readonly instances: number) {}
 
   get freeInstances(): number {
     return this.instances - this.busy;
@@ -85,18 +85,38 @@ export class FakeExecutor implements ModelExecutor {
     this.listeners.push(listener);
   }
 
-  execute(inputs: readonly Tensor[], outputNames: readonly string[]): Promise<ExecutionResult> {
-    if (this.busy >= this.instances) throw new Error('execute() with no free instance');
+  /** Takes an instance for `call` (named in the error when none is free). */
+  protected take(call: string): void {
+    if (this.busy >= this.instances) throw new Error(`${call} with no free instance`);
     this.busy += 1;
+  }
+
+  /** Frees the instance, settles the execution, then tells the batcher. */
+  protected release(settle: () => void): void {
+    this.busy -= 1;
+    settle();
+    for (const listener of this.listeners) listener();
+  }
+}
+
+export class FakeExecutor extends FakeInstances implements ModelExecutor {
+  readonly batches: RecordedBatch[] = [];
+
+  constructor(
+    instances: number,
+    private readonly timings = { computeInputNs: 100, computeInferNs: 1000, computeOutputNs: 10 },
+  ) {
+    super(instances);
+  }
+
+  execute(inputs: readonly Tensor[], outputNames: readonly string[]): Promise<ExecutionResult> {
+    this.take('execute()');
     return new Promise((resolve, reject) => {
       let done = false;
       const finish = (error?: ConveyorError): void => {
         if (done) throw new Error('batch finished twice');
         done = true;
-        this.busy -= 1;
-        if (error !== undefined) reject(error);
-        else resolve({ outputs: compute(inputs, outputNames), timings: this.timings });
-        for (const listener of this.listeners) listener();
+        this.release(() => (error !== undefined ? reject(error) : resolve({ outputs: compute(inputs, outputNames), timings: this.timings })));
       };
       this.batches.push({ inputs, outputNames, finish });
     });

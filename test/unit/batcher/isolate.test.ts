@@ -9,7 +9,7 @@ import { DynamicBatcher } from '../../../src/batcher/dynamic-batcher.js';
 import { bisect, executeIsolating, type GroupOutcome } from '../../../src/batcher/isolate.js';
 import { ConveyorError, ExecutionRejected } from '../../../src/errors.js';
 import { input, modelConfig, output } from '../../support/model-config.js';
-import { compute, FakeTime } from './fakes.js';
+import { compute, FakeInstances, FakeTime } from './fakes.js';
 
 interface Item {
   readonly id: number;
@@ -89,30 +89,23 @@ describe('executeIsolating', () => {
 });
 
 /** One instance that finishes each execution on the next tick and refuses any batch holding a negative x. */
-class PoisonExecutor implements ModelExecutor {
+class PoisonExecutor extends FakeInstances implements ModelExecutor {
   readonly rows: number[] = [];
-  private busy = false;
-  private readonly listeners: (() => void)[] = [];
 
-  get freeInstances(): number {
-    return this.busy ? 0 : 1;
-  }
-
-  onInstanceFree(listener: () => void): void {
-    this.listeners.push(listener);
+  constructor() {
+    super(1);
   }
 
   execute(inputs: readonly Tensor[], outputNames: readonly string[]): Promise<ExecutionResult> {
-    if (this.busy) throw new Error('execute() with no free instance');
-    this.busy = true;
+    this.take('execute()');
     this.rows.push(inputs[0]!.shape[0]!);
     return new Promise((resolve, reject) => {
-      setImmediate(() => {
-        this.busy = false;
-        if ((inputs[0]!.data as Float32Array).some((v) => v < 0)) reject(new ExecutionRejected('onnxruntime: Gather: indices out of bounds'));
-        else resolve({ outputs: compute(inputs, outputNames), timings: { computeInputNs: 1, computeInferNs: 1, computeOutputNs: 1 } });
-        for (const listener of this.listeners) listener();
-      });
+      setImmediate(() =>
+        this.release(() => {
+          if ((inputs[0]!.data as Float32Array).some((v) => v < 0)) reject(new ExecutionRejected('onnxruntime: Gather: indices out of bounds'));
+          else resolve({ outputs: compute(inputs, outputNames), timings: { computeInputNs: 1, computeInferNs: 1, computeOutputNs: 1 } });
+        }),
+      );
     });
   }
 }

@@ -13,8 +13,10 @@ import type { GrammarSpec } from '../contracts/generate.js';
 import { ConveyorError, invalidArg } from '../errors.js';
 import { checkSpecLimits, choiceGrammar, specFeature, specKey } from './grammar-spec.js';
 import { ConstraintMatcher } from './matcher.js';
+import { PatternUnsupported, regexSpecGrammar } from './regex-grammar.js';
 import { jsonObjectGrammar, SchemaUnsupported, schemaGrammar } from './schema-grammar.js';
-import { tokenizerVocabulary } from './tokenizer-vocabulary.js';
+import { type TokenizerVocabulary, tokenBytes, tokenizerVocabulary } from './tokenizer-vocabulary.js';
+import { Utf8Guard } from './utf8-guard.js';
 import { fatalReason, loadXGrammar, type XGrammarApi, type XGrammarInstance } from './xgrammar-module.js';
 
 type Grammar = XGrammar.Grammar;
@@ -44,8 +46,8 @@ export interface CompiledConstraint {
   readonly compiled: CompiledGrammar;
 }
 
-/** The spec as EBNF text: this server's own translation for JSON (schema-grammar.ts), the spec itself for EBNF. */
-export function specGrammarText(spec: GrammarSpec): string | null {
+/** The spec as EBNF text: this server's own translation for JSON (schema-grammar.ts) and regex (regex-grammar.ts), the spec itself for EBNF. */
+export function specGrammarText(spec: GrammarSpec): string {
   switch (spec.kind) {
     case 'json_object':
       // An object, as OpenAI's json_object promises.
@@ -57,7 +59,17 @@ export function specGrammarText(spec: GrammarSpec): string | null {
     case 'ebnf':
       return spec.grammar;
     case 'regex':
-      return null;
+      return regexGrammarText(spec.pattern);
+  }
+}
+
+/** A regex spec's grammar; INVALID_ARG naming the construct when it cannot be enforced. */
+function regexGrammarText(pattern: string): string {
+  try {
+    return regexSpecGrammar(pattern);
+  } catch (error) {
+    if (error instanceof PatternUnsupported) throw invalidArg(`the regex cannot be compiled: ${error.message}`);
+    throw error;
   }
 }
 
@@ -78,11 +90,9 @@ export function jsonSchemaGrammarText(schemaText: string): string {
   }
 }
 
-/** The spec as an xgrammar Grammar, on the given instance. Aborts that instance when the spec is invalid. */
-function toGrammar(api: XGrammarApi, spec: GrammarSpec, text: string | null): Promise<Grammar> {
-  if (text !== null) return api.Grammar.fromEBNF(text);
-  if (spec.kind !== 'regex') throw new Error(`no grammar text for a ${spec.kind} spec`);
-  return api.Grammar.fromStructuralTag({ type: 'structural_tag', format: { type: 'regex', pattern: spec.pattern } });
+/** The spec's EBNF text as an xgrammar Grammar, on the given instance. Aborts that instance when the text is invalid. */
+function toGrammar(api: XGrammarApi, text: string): Promise<Grammar> {
+  return api.Grammar.fromEBNF(text);
 }
 
 export class GrammarEngine {
@@ -98,6 +108,7 @@ export class GrammarEngine {
     private readonly compiler: GrammarCompiler,
     private readonly tokenizerInfoMs: number,
     private readonly vocabSize: number,
+    private readonly utf8: Utf8Guard,
     cacheSize: number,
   ) {
     this.cacheSize = cacheSize;
@@ -105,13 +116,22 @@ export class GrammarEngine {
 
   static async open(options: GrammarEngineOptions): Promise<GrammarEngine> {
     const json = JSON.parse(await readFile(options.tokenizerPath, 'utf8')) as Parameters<typeof tokenizerVocabulary>[0];
-    const { tokens, vocabType, endTokenIds } = tokenizerVocabulary(json);
+    return GrammarEngine.forVocabulary(tokenizerVocabulary(json), options);
+  }
+
+  /** The engine over a vocabulary already read (tests build random ones). */
+  static async forVocabulary(vocabulary: TokenizerVocabulary, options: Omit<GrammarEngineOptions, 'tokenizerPath'>): Promise<GrammarEngine> {
+    const { tokens, vocabType, endTokenIds } = vocabulary;
     const vocabSize = Math.max(options.logitsVocabSize, tokens.length);
     const main = loadXGrammar();
     const started = performance.now();
     const info = await main.api.TokenizerInfo.createTokenizerInfo([...tokens], vocabType, false, vocabSize, [...endTokenIds]);
     const compiler = await main.api.GrammarCompiler.createGrammarCompiler(info);
-    return new GrammarEngine(main, compiler, performance.now() - started, vocabSize, options.cacheSize ?? 256);
+    const utf8 = Utf8Guard.build(
+      tokens.map((text) => tokenBytes(text, vocabType)),
+      vocabSize,
+    );
+    return new GrammarEngine(main, compiler, performance.now() - started, vocabSize, utf8, options.cacheSize ?? 256);
   }
 
   /** Compiles (or finds cached) a spec; rejects with INVALID_ARG naming the feature when xgrammar refuses it. */
@@ -135,7 +155,7 @@ export class GrammarEngine {
   /** A matcher for one request. `stopTokenIds` end the grammar (EOS and stop ids); empty: the tokenizer's end tokens. */
   async matcher(constraint: CompiledConstraint, stopTokenIds: readonly number[]): Promise<ConstraintMatcher> {
     const handle = await this.main.api.GrammarMatcher.createGrammarMatcher(constraint.compiled, stopTokenIds.length > 0 ? [...stopTokenIds] : undefined);
-    return new ConstraintMatcher(handle, this.vocabSize);
+    return new ConstraintMatcher(handle, this.utf8, this.vocabSize);
   }
 
   stats(): GrammarEngineStats {
@@ -159,7 +179,7 @@ export class GrammarEngine {
     const text = specGrammarText(spec);
     await this.check(spec, text);
     const started = performance.now();
-    const grammar = await toGrammar(this.main.api, spec, text);
+    const grammar = await toGrammar(this.main.api, text);
     try {
       const compiled = await this.compiler.compileGrammar(grammar);
       this.compileTimes.push(performance.now() - started);
@@ -171,11 +191,11 @@ export class GrammarEngine {
   }
 
   /** Parses the spec on the checker; an abort there costs only that instance, replaced on the next check. */
-  private async check(spec: GrammarSpec, text: string | null): Promise<void> {
+  private async check(spec: GrammarSpec, text: string): Promise<void> {
     this.checker ??= loadXGrammar();
     const checker = this.checker;
     try {
-      (await toGrammar(checker.api, spec, text)).dispose();
+      (await toGrammar(checker.api, text)).dispose();
       checker.drainLog();
     } catch (error) {
       this.checker = null;

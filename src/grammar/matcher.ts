@@ -2,17 +2,25 @@
 // the request's output after anything that changed it behind the matcher's back (preemption and
 // recompute keep the output, a dropped step does not). The mask is xgrammar's bitmask: bit
 // (id & 31) of word (id >> 5) set when token id is allowed.
+//
+// xgrammar does not hold a byte-level output to UTF-8 (see utf8-guard.ts), so the matcher keeps
+// the output's UTF-8 state beside xgrammar's: each mask is ANDed with that state's tokens and a
+// token that would break UTF-8 is refused before xgrammar sees it.
 
 import type * as XGrammar from '@mlc-ai/web-xgrammar';
+import { UTF8_INVALID, Utf8State, type Utf8Guard } from './utf8-guard.js';
 
 type GrammarMatcher = XGrammar.GrammarMatcher;
 
 export class ConstraintMatcher {
   /** The output tokens the matcher has accepted, in order. */
   private readonly accepted: number[] = [];
+  /** The UTF-8 state after each accepted token (states[i] after accepted[i]). */
+  private readonly utf8States: number[] = [];
 
   constructor(
     private readonly handle: GrammarMatcher,
+    private readonly utf8: Utf8Guard,
     /** Logits row length the masks cover. */
     readonly vocabSize: number,
   ) {}
@@ -22,15 +30,22 @@ export class ConstraintMatcher {
   }
 
   /** The allowed next tokens as a bitmask of ceil(vocabSize / 32) words. */
-  nextTokenMask(): Promise<Int32Array> {
-    return this.handle.getNextTokenBitmask();
+  async nextTokenMask(): Promise<Int32Array> {
+    return this.utf8.restrict(await this.handle.getNextTokenBitmask(), this.utf8State);
   }
 
-  /** Advances by one sampled token; false (and no change) when the grammar does not allow it. */
+  /** Advances by one sampled token; false (and no change) when the grammar or UTF-8 does not allow it. */
   accept(tokenId: number): boolean {
-    if (!this.handle.acceptToken(tokenId)) return false;
+    const next = this.utf8.after(this.utf8State, tokenId);
+    if (next === UTF8_INVALID || !this.handle.acceptToken(tokenId)) return false;
     this.accepted.push(tokenId);
+    this.utf8States.push(next);
     return true;
+  }
+
+  /** Where the output stands in its current UTF-8 character. */
+  get utf8State(): number {
+    return this.utf8States.at(-1) ?? Utf8State.COMPLETE;
   }
 
   /** True once a stop token ended the grammar: nothing more may follow. */
@@ -57,10 +72,12 @@ export class ConstraintMatcher {
     if (n >= this.accepted.length) {
       this.handle.reset();
       this.accepted.length = 0;
+      this.utf8States.length = 0;
       return;
     }
     this.handle.rollBack(n);
     this.accepted.length -= n;
+    this.utf8States.length -= n;
   }
 
   dispose(): void {

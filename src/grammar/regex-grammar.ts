@@ -322,25 +322,30 @@ export const JSON_ESCAPE = String.raw`(["\\/bfnrt] | "u" ([0-9A-Ca-c] [0-9A-Fa-f
 /** One unescaped character inside a JSON string. */
 export const JSON_PLAIN_CHAR = String.raw`[^"\\\u0000-\u001F]`;
 
-function nodeEbnf(node: RegexNode): string | null {
+/** One character of the set as itself (a regex spec's output is the text, not a JSON string's content). */
+const rawCharSet = (set: CharSet): string | null => plainCharClass(normalize(set));
+
+type CharSetEbnf = (set: CharSet) => string | null;
+
+function nodeEbnf(node: RegexNode, charSet: CharSetEbnf): string | null {
   switch (node.t) {
     case 'chars':
-      return jsonCharSet(node.set);
+      return charSet(node.set);
     case 'seq': {
       const parts: string[] = [];
       for (const item of node.items) {
-        const text = nodeEbnf(item);
+        const text = nodeEbnf(item, charSet);
         if (text === null) return null;
         if (text !== '""') parts.push(text);
       }
       return parts.length === 0 ? '""' : parts.length === 1 ? parts[0]! : `(${parts.join(' ')})`;
     }
     case 'alt': {
-      const parts = node.options.map(nodeEbnf).filter((p): p is string => p !== null);
+      const parts = node.options.map((option) => nodeEbnf(option, charSet)).filter((p): p is string => p !== null);
       return parts.length === 0 ? null : parts.length === 1 ? parts[0]! : `(${parts.join(' | ')})`;
     }
     case 'repeat': {
-      const inner = nodeEbnf(node.node);
+      const inner = nodeEbnf(node.node, charSet);
       if (inner === null) return node.min === 0 ? '""' : null;
       if (node.max === 0) return '""';
       const { min, max } = node;
@@ -424,4 +429,18 @@ export function withLength(node: RegexNode, minLength: number, maxLength: number
 }
 
 /** A string's content matching the node, as EBNF (null: no string does). */
-export const regexEbnf = (node: RegexNode): string | null => nodeEbnf(node);
+export const regexEbnf = (node: RegexNode): string | null => nodeEbnf(node, jsonCharSet);
+
+/**
+ * A regex spec (vLLM's `regex`, a Responses custom tool's regex format) as EBNF: the whole output
+ * matches it (anchors are implied). Translated here rather than by xgrammar's regex converter,
+ * which truncates non-ASCII characters to their low byte ("é" became the lone byte E9, so the
+ * output could never be valid UTF-8) and reads non-ASCII class ranges as byte ranges.
+ */
+export function regexSpecGrammar(pattern: string): string {
+  const options = parsePattern(pattern)
+    .map(({ node }) => nodeEbnf(node, rawCharSet))
+    .filter((text): text is string => text !== null);
+  if (options.length === 0) throw new PatternUnsupported('a pattern no string matches');
+  return `root ::= ${options.join(' | ')}`;
+}

@@ -64,3 +64,45 @@ export function tokenizerVocabulary(json: TokenizerJson): TokenizerVocabulary {
   if (tokens.length === 0) throw new Error('tokenizer.json has no vocabulary (model.vocab)');
   return { tokens, vocabType: vocabTypeOf(json), endTokenIds };
 }
+
+/**
+ * GPT-2's byte-level alphabet: each byte as the printable character that stands for it in a
+ * byte-level vocabulary. Printable Latin-1 bytes stand for themselves; the other 68 (controls,
+ * space, DEL, NBSP, soft hyphen) take U+0100 onwards in byte order.
+ */
+function byteLevelAlphabet(): Map<string, number> {
+  const byChar = new Map<string, number>();
+  const printable = (b: number): boolean => (b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || (b >= 0xae && b <= 0xff);
+  let next = 0x100;
+  for (let b = 0; b < 256; b++) byChar.set(String.fromCodePoint(printable(b) ? b : next++), b);
+  return byChar;
+}
+
+let byteLevelChars: Map<string, number> | undefined;
+const utf8 = new TextEncoder();
+const BYTE_FALLBACK = /^<0x([0-9A-Fa-f]{2})>$/;
+
+/**
+ * The bytes a token adds to the output, as the tokenizer decodes it: byte-level characters mapped
+ * back to their bytes, a byte-fallback <0xNN> piece as byte NN (its other pieces with ▁ as a
+ * space), raw text as UTF-8. A byte-level string with a character outside the alphabet is taken as
+ * its UTF-8 (an added token's plain text). '' is no bytes: special tokens.
+ */
+export function tokenBytes(text: string, vocabType: VocabType): Uint8Array {
+  if (vocabType === 'byte_level') {
+    byteLevelChars ??= byteLevelAlphabet();
+    const bytes: number[] = [];
+    for (const ch of text) {
+      const b = byteLevelChars.get(ch);
+      if (b === undefined) return utf8.encode(text);
+      bytes.push(b);
+    }
+    return Uint8Array.from(bytes);
+  }
+  if (vocabType === 'byte_fallback') {
+    const piece = BYTE_FALLBACK.exec(text);
+    if (piece) return Uint8Array.of(Number.parseInt(piece[1]!, 16));
+    return utf8.encode(text.replaceAll('▁', ' '));
+  }
+  return utf8.encode(text);
+}

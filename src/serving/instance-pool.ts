@@ -7,11 +7,11 @@ import type { Worker } from 'node:worker_threads';
 import type { ExecutionResult, ModelExecutor } from '../contracts/execution.js';
 import { detached, transferList, type Tensor } from '../contracts/tensors.js';
 import type { Device, FromInstanceWorker, InstanceWorkerData, SessionMetadata, ToInstanceWorker } from '../contracts/worker-messages.js';
-import { ConveyorError, ExecutionRejected, unavailable } from '../errors.js';
+import { ExecutionRejected, unavailable } from '../errors.js';
 import { INSTANCE_WORKER_ENTRY } from '../instance-worker/entry.js';
 import type { RestartPolicy } from '../threads/restart-policy.js';
 import { spawnWorker } from '../threads/spawn-worker.js';
-import { WorkerSupervisor, type SupervisionStatus } from '../threads/worker-supervisor.js';
+import { SupervisedInstances, workerReady } from '../threads/supervised-instances.js';
 
 export interface InstancePoolOptions {
   readonly modelPath: string;
@@ -38,30 +38,22 @@ interface Instance {
   pending?: { id: number; resolve: (r: ExecutionResult) => void; reject: (e: Error) => void };
 }
 
-export class InstancePool implements ModelExecutor {
-  private readonly listeners: (() => void)[] = [];
-  private readonly supervisor: WorkerSupervisor;
+export class InstancePool extends SupervisedInstances<Instance> implements ModelExecutor {
   private nextId = 1;
-  private idleWaiters: (() => void)[] = [];
-  private closing = false;
 
   private constructor(
-    private readonly instances: Instance[],
+    instances: Instance[],
     readonly metadata: SessionMetadata,
     readonly device: Device,
     private readonly options: InstancePoolOptions,
     private readonly data: InstanceWorkerData,
   ) {
-    this.supervisor = new WorkerSupervisor({
-      label: `${options.label} instance`,
-      numWorkers: instances.length,
-      log: options.log,
-      respawn: (slot) => this.respawn(slot),
-      // Queued requests must not wait for an instance that will never come back.
-      onGiveUp: () => this.released(),
-      ...(options.restartPolicy ? { policy: options.restartPolicy } : {}),
-    });
+    super(instances, options);
     instances.forEach((instance) => this.watch(instance));
+  }
+
+  protected isBusy(instance: Instance): boolean {
+    return instance.busy;
   }
 
   /** Starts every instance and resolves once all have loaded the model (rejects if any fails). */
@@ -77,7 +69,7 @@ export class InstancePool implements ModelExecutor {
     };
     const workers = Array.from({ length: options.count }, () => spawnWorker(INSTANCE_WORKER_ENTRY, data));
     try {
-      const ready = await Promise.all(workers.map((w) => waitReady(w)));
+      const ready = await Promise.all(workers.map((w) => workerReady<FromInstanceWorker>(w)));
       const first = ready[0]!;
       if (first.note) options.log(`${options.label}: ${first.note}`);
       const instances = workers.map((worker): Instance => ({ worker, busy: false, alive: true }));
@@ -86,26 +78,6 @@ export class InstancePool implements ModelExecutor {
       await Promise.all(workers.map((w) => w.terminate()));
       throw error;
     }
-  }
-
-  /** Ready, some instances restarting, or given up after a crash loop. */
-  get supervision(): SupervisionStatus {
-    return this.supervisor.status();
-  }
-
-  /** Per instance, whether its worker still runs (the metrics' liveness gauge). */
-  get workersAlive(): boolean[] {
-    return this.instances.map((i) => i.alive);
-  }
-
-  get freeInstances(): number {
-    // After a crash loop every batch is answered at once (with UNAVAILABLE), so none waits forever.
-    if (this.supervisor.gaveUp) return 1;
-    return this.instances.filter((i) => i.alive && !i.busy).length;
-  }
-
-  onInstanceFree(listener: () => void): void {
-    this.listeners.push(listener);
   }
 
   execute(inputs: readonly Tensor[], outputNames: readonly string[]): Promise<ExecutionResult> {
@@ -124,9 +96,7 @@ export class InstancePool implements ModelExecutor {
 
   /** Waits for running executions, then stops every worker and releases the sessions. */
   async close(): Promise<void> {
-    while (this.instances.some((i) => i.busy && i.alive)) {
-      await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
-    }
+    await this.untilIdle();
     this.closing = true;
     this.supervisor.stop();
     await Promise.all(
@@ -173,61 +143,7 @@ export class InstancePool implements ModelExecutor {
   }
 
   /** A fresh worker (and session) in the dead instance's slot; the supervisor calls it after the backoff. */
-  private async respawn(slot: number): Promise<void> {
-    const worker = spawnWorker(INSTANCE_WORKER_ENTRY, this.data);
-    try {
-      await waitReady(worker);
-    } catch (error) {
-      await worker.terminate();
-      throw error;
-    }
-    if (this.closing) {
-      await worker.terminate();
-      return;
-    }
-    const instance = this.instances[slot]!;
-    instance.worker = worker;
-    instance.alive = true;
-    this.watch(instance);
-    this.released();
+  protected respawn(slot: number): Promise<void> {
+    return this.replaceWorker(slot, INSTANCE_WORKER_ENTRY, this.data, (instance) => this.watch(instance));
   }
-
-  private released(): void {
-    if (!this.instances.some((i) => i.busy && i.alive)) {
-      const waiters = this.idleWaiters;
-      this.idleWaiters = [];
-      waiters.forEach((w) => w());
-    }
-    for (const listener of this.listeners) listener();
-  }
-}
-
-function waitReady(worker: Worker): Promise<{ metadata: SessionMetadata; device: Device; note?: string }> {
-  return new Promise((resolve, reject) => {
-    const onMessage = (message: FromInstanceWorker): void => {
-      if (message.type === 'ready') {
-        cleanup();
-        resolve(message);
-      } else if (message.type === 'fatal') {
-        cleanup();
-        reject(new ConveyorError('INTERNAL', `failed to load model: ${message.message}`));
-      }
-    };
-    const onError = (error: Error): void => {
-      cleanup();
-      reject(new ConveyorError('INTERNAL', `model instance failed to start: ${error.message}`));
-    };
-    const onExit = (code: number): void => {
-      cleanup();
-      reject(new ConveyorError('INTERNAL', `model instance exited (${code}) while starting`));
-    };
-    const cleanup = (): void => {
-      worker.off('message', onMessage);
-      worker.off('error', onError);
-      worker.off('exit', onExit);
-    };
-    worker.on('message', onMessage);
-    worker.on('error', onError);
-    worker.on('exit', onExit);
-  });
 }

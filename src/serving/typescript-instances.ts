@@ -16,7 +16,7 @@ import type { BlsRequest, FromTypeScriptWorker, ToTypeScriptWorker, TypeScriptWo
 import { ConveyorError, asConveyorError, unavailable } from '../errors.js';
 import type { RestartPolicy } from '../threads/restart-policy.js';
 import { spawnWorker } from '../threads/spawn-worker.js';
-import { WorkerSupervisor, type SupervisionStatus } from '../threads/worker-supervisor.js';
+import { SupervisedInstances, workerReady } from '../threads/supervised-instances.js';
 import { TYPESCRIPT_MODEL_WORKER_ENTRY } from '../typescript-model-worker/entry.js';
 import type { ModelRouting } from './served-model.js';
 import { wireDataType } from './validate-infer.js';
@@ -72,34 +72,27 @@ const wire = (error: unknown): WireError => {
   return { code, message: e.message };
 };
 
-export class TypeScriptInstances implements ModelExecutor {
-  private readonly listeners: (() => void)[] = [];
-  private readonly supervisor: WorkerSupervisor;
+export class TypeScriptInstances extends SupervisedInstances<Instance> implements ModelExecutor {
   private nextBatch = 1;
   private nextSeq = 1;
-  private closing = false;
-  private idleWaiters: (() => void)[] = [];
 
   private constructor(
-    private readonly instances: Instance[],
+    instances: Instance[],
     private readonly options: TypeScriptInstancesOptions,
   ) {
-    this.supervisor = new WorkerSupervisor({
-      label: `${options.label} instance`,
-      numWorkers: instances.length,
-      log: options.log,
-      respawn: (slot) => this.respawn(slot),
-      onGiveUp: () => this.released(),
-      ...(options.restartPolicy ? { policy: options.restartPolicy } : {}),
-    });
+    super(instances, options);
     instances.forEach((instance) => this.watch(instance));
+  }
+
+  protected isBusy(instance: Instance): boolean {
+    return instance.batch !== undefined;
   }
 
   /** Starts every instance; resolves once each has imported the model and run initialize() (rejects if any fails). */
   static async start(options: TypeScriptInstancesOptions): Promise<TypeScriptInstances> {
     const workers = Array.from({ length: options.count }, (_, i) => spawnWorker(TYPESCRIPT_MODEL_WORKER_ENTRY, options.data(i)));
     try {
-      await Promise.all(workers.map(waitReady));
+      await Promise.all(workers.map((w) => workerReady<FromTypeScriptWorker>(w)));
     } catch (error) {
       await Promise.all(workers.map((w) => w.terminate()));
       throw error;
@@ -108,23 +101,6 @@ export class TypeScriptInstances implements ModelExecutor {
       workers.map((worker, slot) => ({ slot, worker, alive: true, calls: new Map() })),
       options,
     );
-  }
-
-  get supervision(): SupervisionStatus {
-    return this.supervisor.status();
-  }
-
-  get workersAlive(): boolean[] {
-    return this.instances.map((i) => i.alive);
-  }
-
-  get freeInstances(): number {
-    if (this.supervisor.gaveUp) return 1;
-    return this.instances.filter((i) => i.alive && !i.batch).length;
-  }
-
-  onInstanceFree(listener: () => void): void {
-    this.listeners.push(listener);
   }
 
   execute(): Promise<ExecutionResult> {
@@ -154,9 +130,7 @@ export class TypeScriptInstances implements ModelExecutor {
 
   /** Waits for running batches, lets each instance finalize(), then stops the workers. */
   async close(): Promise<void> {
-    while (this.instances.some((i) => i.batch && i.alive)) {
-      await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
-    }
+    await this.untilIdle();
     this.closing = true;
     this.supervisor.stop();
     await Promise.all(this.instances.map((instance) => this.finalize(instance)));
@@ -334,24 +308,8 @@ export class TypeScriptInstances implements ModelExecutor {
     this.released();
   }
 
-  private async respawn(slot: number): Promise<void> {
-    const worker = spawnWorker(TYPESCRIPT_MODEL_WORKER_ENTRY, this.options.data(slot));
-    try {
-      await waitReady(worker);
-    } catch (error) {
-      await worker.terminate();
-      throw error;
-    }
-    if (this.closing) {
-      await worker.terminate();
-      return;
-    }
-    const instance = this.instances[slot]!;
-    instance.worker.removeAllListeners('message');
-    instance.worker = worker;
-    instance.alive = true;
-    this.watch(instance);
-    this.released();
+  protected respawn(slot: number): Promise<void> {
+    return this.replaceWorker(slot, TYPESCRIPT_MODEL_WORKER_ENTRY, this.options.data(slot), (instance) => this.watch(instance));
   }
 
   /** Runs one BLS call on behalf of request `seq` and answers the worker with each response. */
@@ -402,43 +360,4 @@ export class TypeScriptInstances implements ModelExecutor {
       instance.calls.delete(id);
     }
   }
-
-  private released(): void {
-    if (!this.instances.some((i) => i.batch && i.alive)) {
-      const waiters = this.idleWaiters;
-      this.idleWaiters = [];
-      waiters.forEach((w) => w());
-    }
-    for (const listener of this.listeners) listener();
-  }
-}
-
-function waitReady(worker: Worker): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const onMessage = (message: FromTypeScriptWorker): void => {
-      if (message.type === 'ready') {
-        cleanup();
-        resolve();
-      } else if (message.type === 'fatal') {
-        cleanup();
-        reject(new ConveyorError('INTERNAL', `failed to load model: ${message.message}`));
-      }
-    };
-    const onError = (error: Error): void => {
-      cleanup();
-      reject(new ConveyorError('INTERNAL', `model instance failed to start: ${error.message}`));
-    };
-    const onExit = (code: number): void => {
-      cleanup();
-      reject(new ConveyorError('INTERNAL', `model instance exited (${code}) while starting`));
-    };
-    const cleanup = (): void => {
-      worker.off('message', onMessage);
-      worker.off('error', onError);
-      worker.off('exit', onExit);
-    };
-    worker.on('message', onMessage);
-    worker.on('error', onError);
-    worker.on('exit', onExit);
-  });
 }

@@ -90,6 +90,10 @@ const HTTP_ROUTES: Readonly<Record<string, AccessClass>> = {
   'POST /detokenize': 'api',
   'OPTIONS /tokenize': 'api',
   'OPTIONS /detokenize': 'api',
+  'GET /tokenizer_info': 'api',
+  'OPTIONS /tokenizer_info': 'api',
+  'POST /inference/v1/generate': 'api',
+  'OPTIONS /inference/v1/generate': 'api',
   'POST /sleep': 'control',
   'POST /wake_up': 'control',
   'GET /is_sleeping': 'api',
@@ -227,7 +231,7 @@ function expectRefusalShape(route: string, answer: HttpAnswer): void {
     // The Anthropic routes answer in Anthropic's error shape.
     const type = answer.status === 401 ? 'authentication_error' : 'permission_error';
     expect(answer.body, route).toEqual({ type: 'error', error: { type, message: expect.any(String) } });
-  } else if (url.startsWith('/v1/') || ['/tokenize', '/detokenize', '/sleep', '/wake_up', '/is_sleeping'].includes(url)) {
+  } else if (url.startsWith('/v1/') || ['/tokenize', '/detokenize', '/tokenizer_info', '/inference/v1/generate', '/sleep', '/wake_up', '/is_sleeping'].includes(url)) {
     const type = answer.status === 401 ? 'authentication_error' : 'permission_error';
     expect(answer.body, route).toEqual({ error: { message: expect.any(String), type, param: null, code: expect.any(String) } });
   } else {

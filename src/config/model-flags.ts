@@ -33,7 +33,13 @@ interface ParserFlag extends FlagSpecBase {
   readonly example: string;
 }
 
-export type ModelFlagSpec = ChoiceFlag | CountFlag | ParserFlag;
+/** A JSON object (vLLM's JSON-valued flags); its members are checked by the llm backend when the model loads, naming the field. */
+interface JsonFlag extends FlagSpecBase {
+  readonly kind: 'json';
+  readonly example: string;
+}
+
+export type ModelFlagSpec = ChoiceFlag | CountFlag | ParserFlag | JsonFlag;
 
 export const MODEL_FLAGS = {
   precision: {
@@ -91,11 +97,19 @@ export const MODEL_FLAGS = {
     metavar: 'NAME',
     help: 'how the model marks its thinking: qwen3, deepseek_r1 (the thinking goes to reasoning_content instead of content)',
   },
+  speculativeConfig: {
+    flag: '--speculative-config',
+    parameter: 'speculative_config',
+    kind: 'json',
+    example: '{"method": "ngram", "num_speculative_tokens": 4}',
+    metavar: 'JSON',
+    help: 'speculative decoding, as vLLM spells it: {"method": "ngram", "num_speculative_tokens": K, "prompt_lookup_min": N, "prompt_lookup_max": N, "disable_by_batch_size": N} (needs --attention-backend paged; default off)',
+  },
 } as const satisfies Record<string, ModelFlagSpec>;
 
 export type ModelFlagName = keyof typeof MODEL_FLAGS;
 
-/** A flag's parsed value: a count is a number, a choice one of its choices, a parser name a string. */
+/** A flag's parsed value: a count is a number, a choice one of its choices, a parser name or JSON text a string. */
 type FlagValue<S> = S extends { readonly kind: 'count' } ? number : S extends { readonly choices: readonly (infer C)[] } ? C : string;
 
 /** The --model flags given, by name; absent ones are left to the llm backend's defaults. */
@@ -161,12 +175,26 @@ function modelFlagValue(spec: ModelFlagSpec, raw: string, fail: (message: string
     case 'parser':
       if (!/^[a-z0-9_]+$/.test(raw)) throw fail(`${spec.flag} must be a parser name such as ${spec.example}, got '${raw}'`);
       return raw;
+    case 'json': {
+      let value: unknown;
+      try {
+        value = JSON.parse(raw);
+      } catch (error) {
+        throw fail(`${spec.flag} must be a JSON object such as '${spec.example}': ${(error as Error).message}`);
+      }
+      if (typeof value !== 'object' || value === null || Array.isArray(value)) throw fail(`${spec.flag} must be a JSON object such as '${spec.example}', got '${raw}'`);
+      // Compact: one line of the config's string_value.
+      return JSON.stringify(value);
+    }
   }
 }
 
 /** The config.pbtxt parameter lines of the --model flags given, in the table's order. */
 export function modelFlagParameters(values: ModelFlagValues): string {
   return MODEL_FLAG_SPECS.filter(([name]) => values[name] !== undefined)
-    .map(([name, spec]) => `parameters: { key: "${spec.parameter}" value: { string_value: "${values[name]}" } }\n`)
+    .map(([name, spec]) => `parameters: { key: "${spec.parameter}" value: { string_value: "${pbtxtEscaped(String(values[name]))}" } }\n`)
     .join('');
 }
+
+/** A text format string's body: backslashes and double quotes escaped (a JSON value's quotes). */
+const pbtxtEscaped = (text: string): string => text.replace(/[\\"]/g, (c) => `\\${c}`);

@@ -9,6 +9,7 @@ import { parseModelConfig } from '../../../src/repository/config/index.js';
 import { singleModelConfig } from '../../../src/repository/single-model.js';
 import { ATTENTION_BACKENDS, PRECISION_VARIANTS } from '../../../src/repository/variants.js';
 import { attentionBackendOf, kvCacheDtypeOf } from '../../../src/serving/llm-backend.js';
+import { parseSpeculativeConfig } from '../../../src/serving/speculative-config.js';
 
 const withModel = (...argv: string[]) => parseServerOptions(['--model', '/tmp/m', ...argv]);
 
@@ -37,6 +38,8 @@ describe('serve --model flags', () => {
     [['--max-model-len', ''], /--max-model-len must be a positive integer/],
     [['--max-num-seqs=-1'], /--max-num-seqs must be a positive integer/],
     [['--max-num-seqs', 'many'], /--max-num-seqs must be a positive integer, got 'many'/],
+    [['--speculative-config', '{method: ngram}'], /--speculative-config must be a JSON object such as '\{"method": "ngram", "num_speculative_tokens": 4\}': /],
+    [['--speculative-config', '[4]'], /--speculative-config must be a JSON object such as .*, got '\[4\]'/],
   ])('refuses %j', (argv, message) => {
     expect(() => withModel(...argv)).toThrow(message);
   });
@@ -64,6 +67,11 @@ describe('serve --model flags', () => {
     expect([parameter('precision'), parameter('max_model_len'), parameter('max_num_seqs')]).toEqual(['q4', '64', '1']);
     expect(kvCacheDtypeOf(config)).toBe('int8');
     expect(attentionBackendOf(config)).toBe('paged');
+    // JSON-valued: escaped in the config's text, read back as the same JSON (and refused by the backend's own check at load, naming the field).
+    const spec = withModel('--speculative-config', '{ "method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4 }');
+    const read = parseModelConfig(singleModelConfig('m', 'fp32', spec), 'config.pbtxt', 'm');
+    expect(JSON.parse(read.parameters['speculative_config']!.string_value)).toEqual({ method: 'ngram', num_speculative_tokens: 3, prompt_lookup_max: 4 });
+    expect(parseSpeculativeConfig(read.parameters['speculative_config']!.string_value)).toMatchObject({ method: 'ngram', numSpeculativeTokens: 3, promptLookupMin: 4, promptLookupMax: 4 });
     // Only the flags given: the rest keep the backend's defaults.
     expect(Object.keys(parseModelConfig(singleModelConfig('m', 'fp32'), 'config.pbtxt', 'm').parameters)).toEqual(['precision']);
   });

@@ -43,6 +43,14 @@ export interface EngineBenchConfig {
   readonly sweepOnly: boolean;
   /** The runners the sweep compares (all by default; the forward floor always runs). */
   readonly sweepRunners: readonly SweepRunner[];
+  /** Run only speculative decoding off vs on (speculation.ts). */
+  readonly speculation: boolean;
+  /** num_speculative_tokens of the speculating engines. */
+  readonly speculativeTokens: number;
+  /** disable_by_batch_size of the 'spec on' engine; null: the engine's default. */
+  readonly disableByBatchSize: number | null;
+  /** A `conveyor convert` output directory the speculation run serves instead of the bench decoder (its onnx/ paged files); null: the bench decoder. */
+  readonly modelDir: string | null;
 }
 
 export const ENGINE_FLAGS: Readonly<Record<string, FlagSpec>> = {
@@ -69,6 +77,14 @@ export const ENGINE_FLAGS: Readonly<Record<string, FlagSpec>> = {
     usage: `--sweep-runners ${SWEEP_RUNNERS.join(',')}`,
     description: 'the runners the context sweep compares (default all; the forward floor always runs)',
   },
+  speculation: {
+    type: 'boolean',
+    usage: '--speculation',
+    description: 'run only n-gram speculative decoding off vs on (copy-heavy and random workloads, acceptance beside tok/s) on the paged runner',
+  },
+  'spec-tokens': { type: 'string', usage: '--spec-tokens N', description: 'num_speculative_tokens with --speculation (default 4)' },
+  'disable-by-batch-size': { type: 'string', usage: '--disable-by-batch-size N', description: "disable_by_batch_size of --speculation's 'spec on' engine (default: the engine's)" },
+  'model-dir': { type: 'string', usage: '--model-dir DIR', description: 'with --speculation: serve this `conveyor convert` output (a trained model) instead of the bench decoder' },
   'no-profile': { type: 'boolean', usage: '--no-profile', description: 'skip the decode step profile' },
 };
 
@@ -116,6 +132,10 @@ export function engineBenchConfig(flags: FlagValues, quick: boolean): EngineBenc
     sweep,
     sweepOnly: flags['sweep-only'] === true,
     sweepRunners: stringList(flags['sweep-runners'], SWEEP_RUNNERS, SWEEP_RUNNERS, '--sweep-runners'),
+    speculation: flags['speculation'] === true,
+    speculativeTokens: positiveInt(flags['spec-tokens'], 4, '--spec-tokens', 1),
+    disableByBatchSize: flags['disable-by-batch-size'] === undefined ? null : positiveInt(flags['disable-by-batch-size'], 1, '--disable-by-batch-size', 1),
+    modelDir: typeof flags['model-dir'] === 'string' ? flags['model-dir'] : null,
   };
 }
 

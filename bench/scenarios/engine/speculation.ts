@@ -1,0 +1,314 @@
+// `npm run bench -- engine --speculation`: n-gram speculative decoding off vs on, side by side in
+// one interleaved run, at each --concurrency, on copy-heavy workloads and random prompts, with
+// acceptance (mean accepted tokens per verify step) beside tokens/s.
+//
+// A copy-heavy prompt holds the model's own greedy continuation of its first part: TEXT (the
+// model's greedy text) + COPY (its greedy continuation of TEXT, with small edits for 'edit') +
+// MORE (other text) + the last tokens of TEXT again, so a model that copies from its context
+// continues with COPY. A trained model (--model-dir, a `conveyor convert` output) does; a
+// random-weight decoder does not (its greedy output is chaotic in its context: measured, even
+// iterating prompt → output → prompt to a fixed point gave 0% copied on the tiny decoder), so on
+// the bench decoder the copy workloads measure the near-zero-acceptance case. The share of each
+// final continuation equal to the copy is reported per workload.
+
+import { existsSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import { pagedSegmentsDir } from '../../../src/contracts/paged-segments.js';
+import { pagedVariantFile } from '../../../src/repository/variants.js';
+import { SeededRandom, seedFor } from '../../../kernels/onnx/random.js';
+import type { EngineWorkerData } from '../../../src/contracts/engine-messages.js';
+import type { GenerateRequest, StepSpecDecode } from '../../../src/contracts/generate.js';
+import { EngineClient } from '../../../src/engine-client/engine-client.js';
+import type { ChartRequest } from '../../harness/charts.js';
+import type { PreparedScenario, ScenarioContext } from '../../harness/scenario.js';
+import { type BenchCase, type CaseResult, caseId } from '../../harness/types.js';
+import { type EngineBenchConfig, engineData } from './config.js';
+import { benchRequest } from './workload.js';
+
+export const SPEC_VARIANT = { off: 'spec off', on: 'spec on', unlimited: 'spec on, no batch limit' } as const;
+type SpecKey = keyof typeof SPEC_VARIANT;
+
+/** Below Qwen3's special tokens, so random filler is ordinary text to the bench decoder. */
+const ORDINARY_TOKENS = 151_643;
+/** Tokens before the copy, repeated at the prompt's end, so its continuation starts where the copy does. */
+const ANCHOR_TOKENS = 8;
+/** Distinct prompts per workload; stream i sends prompt i mod this. */
+const PROMPTS_PER_WORKLOAD = 4;
+/** Acceptance (accepted tokens per verify step) below which it counts as near zero. */
+const MEASURABLE_ACCEPTANCE = 0.1;
+
+interface Workload {
+  readonly name: string;
+  readonly description: string;
+  /** Filler before the copy and after it, tokens. */
+  readonly before: number;
+  readonly after: number;
+  readonly outputTokens: number;
+  /** Every nth token of the copy is replaced (small edits: the prompt holds the original, the output is the edit); 0: verbatim. */
+  readonly editEvery: number;
+  /** False: random prompts, no copy. */
+  readonly copies: boolean;
+}
+
+function workloads(config: EngineBenchConfig, quick: boolean): Workload[] {
+  const s = quick ? 8 : 1;
+  return [
+    {
+      name: 'edit',
+      description: 'rewrite a ~1,000-token document with small edits (1 token in 24 differs)',
+      before: Math.round(872 / s),
+      after: 0,
+      outputTokens: Math.round(128 / s),
+      editEvery: 24,
+      copies: true,
+    },
+    {
+      name: 'quote',
+      description: 'answer quoting a 128-token span of a 640-token context',
+      before: Math.round(384 / s),
+      after: Math.round(128 / s),
+      outputTokens: Math.round(128 / s),
+      editEvery: 0,
+      copies: true,
+    },
+    {
+      name: 'tool',
+      description: 'tool-call arguments (64 tokens) copied from a 256-token tool result',
+      before: Math.round(96 / s),
+      after: Math.round(96 / s),
+      outputTokens: Math.round(64 / s),
+      editEvery: 0,
+      copies: true,
+    },
+    { name: 'random', description: `random ${config.promptTokens}-token prompts, no copy`, before: config.promptTokens, after: 0, outputTokens: config.outputTokens, editEvery: 0, copies: false },
+  ];
+}
+
+/** The paged files beside an Optimum model (`onnx/model.onnx` or a precision variant): the native kernel's segments where built, else the paged graph. */
+export function pagedModelOf(optimumModel: string): string {
+  const graph = join(dirname(optimumModel), pagedVariantFile(basename(optimumModel)));
+  const segments = pagedSegmentsDir(graph);
+  if (existsSync(segments)) return segments;
+  if (existsSync(graph)) return graph;
+  throw new Error(`no ${segments} or ${graph}: speculation needs a paged runner`);
+}
+
+/** What the measured runs of a case saw: each run's spec_decode totals. */
+type SpecObservations = Map<string, StepSpecDecode[]>;
+
+interface BuiltPrompts {
+  readonly prompts: number[][];
+  /** Share of the final greedy continuation's positions equal to the copy the prompt holds (0 for random). */
+  readonly copyShare: number;
+}
+
+export async function prepareSpeculation(config: EngineBenchConfig, modelPath: string, label: string, context: ScenarioContext): Promise<PreparedScenario> {
+  const maxConcurrency = Math.max(...config.concurrency);
+  const spec = (disableByBatchSize?: number): Partial<EngineWorkerData> => ({
+    speculative: {
+      method: 'ngram',
+      numSpeculativeTokens: config.speculativeTokens,
+      promptLookupMin: 2,
+      promptLookupMax: 5,
+      disableByBatchSize: disableByBatchSize ?? config.disableByBatchSize ?? Math.max(1, Math.floor(32 / (config.speculativeTokens + 1))),
+    },
+  });
+  const data: Record<SpecKey, EngineWorkerData> = {
+    off: engineData(config, modelPath, {}),
+    on: engineData(config, modelPath, spec()),
+    unlimited: engineData(config, modelPath, spec(maxConcurrency)),
+  };
+  context.log(`starting 3 engines on ${modelPath}…`);
+  const started: EngineClient[] = [];
+  const dispose = async () => {
+    await Promise.all(started.map((e) => e.close().catch(() => {})));
+  };
+  try {
+    const engines = {} as Record<SpecKey, EngineClient>;
+    for (const key of Object.keys(data) as SpecKey[]) {
+      engines[key] = await EngineClient.start(data[key], (line) => context.log(`[${key}] ${line}`));
+      started.push(engines[key]);
+    }
+    const vocab = Math.min(engines.off.info.vocabSize, ORDINARY_TOKENS);
+    const built = new Map<string, BuiltPrompts>();
+    for (const w of workloads(config, context.quick)) {
+      context.log(`building the ${w.name} prompts (${w.copies ? 'greedy text' : 'random'})…`);
+      built.set(w.name, await buildPrompts(engines.off, w, vocab, Math.min(PROMPTS_PER_WORKLOAD, maxConcurrency)));
+    }
+    const observed: SpecObservations = new Map();
+    const cases: BenchCase[] = [];
+    for (const w of workloads(config, context.quick)) {
+      for (const concurrency of config.concurrency) {
+        for (const key of Object.keys(data) as SpecKey[]) cases.push(specCase(w, concurrency, key, engines[key], built.get(w.name)!.prompts, observed));
+      }
+    }
+    context.log('warming the engines (every prompt once, so the timed runs decode from a warm prefix cache)…');
+    for (const c of cases.filter((c) => c.params['concurrency'] === maxConcurrency)) await c.run({ warmup: true, rep: 0 });
+    const list = workloads(config, context.quick);
+    return {
+      cases,
+      skipped: [],
+      charts: [speedupChart(label)],
+      notes: [
+        `model: ${label}; engines: the paged runner (${modelPath.endsWith('.segments') ? 'native kernel' : 'paged graph'}), max_num_seqs ${maxConcurrency}, max_num_batched_tokens ${config.maxNumBatchedTokens}, ${config.threads} intra-op threads, prefix caching on, each in its own worker`,
+        `speculation: ngram, num_speculative_tokens ${config.speculativeTokens}, prompt_lookup 2–5; '${SPEC_VARIANT.on}' with disable_by_batch_size ${data.on.speculative!.disableByBatchSize}, '${SPEC_VARIANT.unlimited}' with ${maxConcurrency} (proposes at every concurrency)`,
+        `workloads (greedy, ignore_eos; stream i sends prompt i mod ${Math.min(PROMPTS_PER_WORKLOAD, maxConcurrency)}; tok/s = output tokens / wall time of the point, prompts already in the prefix cache after warm-up): ${list.map((w) => `${w.name}: ${w.description}, ${w.outputTokens} output tokens`).join('; ')}`,
+        `copy share (positions of the prompt's greedy continuation equal to the copy it holds, unedited): ${list
+          .filter((w) => w.copies)
+          .map((w) => `${w.name} ${(built.get(w.name)!.copyShare * 100).toFixed(0)}%`)
+          .join(', ')}`,
+        `acceptance = accepted tokens / verify steps (vLLM's mean acceptance length − 1) over the measured runs; target at 1 stream: speedup ≥ 0.8 × (1 + acceptance) where acceptance ≥ ${MEASURABLE_ACCEPTANCE}, and ≥ 0.97 everywhere (no regression)`,
+      ],
+      settings: { ...config, modelPath, label, workloads: list, disableByBatchSize: data.on.speculative!.disableByBatchSize },
+      conclude: (results) => concludeSpeculation(results, observed, config),
+      dispose,
+    };
+  } catch (error) {
+    await dispose();
+    throw error;
+  }
+}
+
+function specCase(w: Workload, concurrency: number, key: SpecKey, engine: EngineClient, prompts: readonly number[][], observed: SpecObservations): BenchCase {
+  const info = {
+    group: w.name,
+    variant: SPEC_VARIANT[key],
+    point: `c${concurrency}`,
+    params: { concurrency, outputTokens: w.outputTokens, promptTokens: prompts[0]!.length },
+    work: { count: concurrency * w.outputTokens, unit: 'tok' },
+  };
+  let run = 0;
+  return {
+    ...info,
+    run: async (slot) => {
+      run++;
+      const requests = Array.from({ length: concurrency }, (_, i) => benchRequest(`${key}-${w.name}-c${concurrency}-${run}-${i}`, prompts[i % prompts.length]!, w.outputTokens));
+      const totals = await generate(engine, requests);
+      if (slot?.warmup) return;
+      const id = caseId(info);
+      observed.set(id, [...(observed.get(id) ?? []), totals.spec]);
+    },
+  };
+}
+
+/** Submits every request at once; their output tokens and the spec_decode totals of the steps that served them. */
+async function generate(engine: EngineClient, requests: readonly GenerateRequest[]): Promise<{ tokens: Map<string, number[]>; spec: StepSpecDecode }> {
+  const ids = new Set(requests.map((r) => r.id));
+  let spec: StepSpecDecode = { numDrafts: 0, numDraftTokens: 0, numAcceptedTokens: 0, acceptedPerPosition: [] };
+  const stop = engine.onStep((output) => {
+    if (output.specDecode && output.updates.some((u) => ids.has(u.requestId))) spec = addSpec(spec, output.specDecode);
+  });
+  const tokens = new Map<string, number[]>();
+  try {
+    await Promise.all(
+      requests.map(async (request) => {
+        const out: number[] = [];
+        tokens.set(request.id, out);
+        for await (const { update } of engine.submit(request)) out.push(...update.newTokenIds);
+      }),
+    );
+  } finally {
+    stop();
+  }
+  return { tokens, spec };
+}
+
+function addSpec(a: StepSpecDecode, b: StepSpecDecode): StepSpecDecode {
+  const positions = Array.from({ length: Math.max(a.acceptedPerPosition.length, b.acceptedPerPosition.length) }, (_, i) => (a.acceptedPerPosition[i] ?? 0) + (b.acceptedPerPosition[i] ?? 0));
+  return { numDrafts: a.numDrafts + b.numDrafts, numDraftTokens: a.numDraftTokens + b.numDraftTokens, numAcceptedTokens: a.numAcceptedTokens + b.numAcceptedTokens, acceptedPerPosition: positions };
+}
+
+/**
+ * A workload's prompts: random ones, or copy-heavy ones (see the header): text the model wrote
+ * itself (greedy from two random tokens), then its greedy continuation — the copy, edited where
+ * the workload edits — then more of its text, then the last tokens before the copy again, so a
+ * model that copies from context continues with the copy.
+ */
+async function buildPrompts(engine: EngineClient, w: Workload, vocab: number, count: number): Promise<BuiltPrompts> {
+  const random = new SeededRandom(seedFor(20_261_206, w.name));
+  const ints = (n: number) => random.ints(n, vocab);
+  if (!w.copies) return { prompts: Array.from({ length: count }, () => ints(w.before)), copyShare: 0 };
+  let round = 0;
+  const greedy = async (prompts: readonly number[][], maxTokens: number) => {
+    const requests = prompts.map((prompt, i) => benchRequest(`build-${w.name}-${round}-${i}`, prompt, maxTokens));
+    round++;
+    const { tokens } = await generate(engine, requests);
+    return requests.map((r) => tokens.get(r.id)!);
+  };
+  const seeds = Array.from({ length: count }, () => ints(2));
+  const before = (await greedy(seeds, w.before)).map((text, i) => [...seeds[i]!, ...text]);
+  const copies = await greedy(before, w.outputTokens);
+  const after =
+    w.after > 0
+      ? await greedy(
+          Array.from({ length: count }, () => ints(2)),
+          w.after,
+        )
+      : before.map(() => []);
+  const edits = before.map(() => ints(w.outputTokens));
+  const held = copies.map((copy, i) => copy.map((t, j) => (w.editEvery > 0 && j % w.editEvery === w.editEvery - 1 ? edits[i]![j]! : t)));
+  const prompts = before.map((b, i) => [...b, ...held[i]!, ...after[i]!, ...b.slice(-ANCHOR_TOKENS)]);
+  const finals = await greedy(prompts, w.outputTokens);
+  let same = 0;
+  let total = 0;
+  finals.forEach((final, i) => {
+    final.forEach((t, j) => {
+      total++;
+      if (t === copies[i]![j]) same++;
+    });
+  });
+  return { prompts, copyShare: total === 0 ? 0 : same / total };
+}
+
+function concludeSpeculation(results: readonly CaseResult[], observed: SpecObservations, config: EngineBenchConfig) {
+  const metrics = new Map<string, Record<string, unknown>>();
+  const acceptanceOf = (id: string) => {
+    const runs = observed.get(id) ?? [];
+    const total = runs.reduce(addSpec, { numDrafts: 0, numDraftTokens: 0, numAcceptedTokens: 0, acceptedPerPosition: [] });
+    return {
+      ...total,
+      acceptance: total.numDrafts === 0 ? 0 : total.numAcceptedTokens / total.numDrafts,
+      draftAcceptanceRate: total.numDraftTokens === 0 ? 0 : total.numAcceptedTokens / total.numDraftTokens,
+    };
+  };
+  for (const r of results) metrics.set(r.id, acceptanceOf(r.id));
+  const find = (group: string, variant: string, point: string) => results.find((r) => r.group === group && r.variant === variant && r.point === point);
+  const rows: string[] = [
+    '| workload | streams | off tok/s | on tok/s | on ÷ off | acceptance | target | met | no batch limit tok/s | ÷ off | acceptance |',
+    '|---|---:|---:|---:|---:|---:|---:|:-:|---:|---:|---:|',
+  ];
+  const verdicts: string[] = [];
+  const groups = [...new Set(results.map((r) => r.group))];
+  for (const group of groups) {
+    for (const c of config.concurrency) {
+      const point = `c${c}`;
+      const off = find(group, SPEC_VARIANT.off, point);
+      const on = find(group, SPEC_VARIANT.on, point);
+      const free = find(group, SPEC_VARIANT.unlimited, point);
+      if (!off || !on) continue;
+      const speed = (r: CaseResult | undefined) => (r ? off.stats.median / r.stats.median : NaN);
+      const a = (r: CaseResult | undefined) => (r ? (metrics.get(r.id)!['acceptance'] as number) : NaN);
+      const target = c === 1 && a(on) >= MEASURABLE_ACCEPTANCE ? 0.8 * (1 + a(on)) : 0.97;
+      const met = speed(on) >= target;
+      verdicts.push(`${group} c${c}: ${speed(on).toFixed(2)}× (target ${target.toFixed(2)}) ${met ? 'met' : 'NOT met'}`);
+      const tps = (r: CaseResult | undefined) => (r?.throughput ? r.throughput.perSecond.toFixed(1) : '—');
+      rows.push(
+        `| ${group} | ${c} | ${tps(off)} | ${tps(on)} | ${speed(on).toFixed(2)}× | ${a(on).toFixed(2)} | ≥ ${target.toFixed(2)} | ${met ? 'yes' : '**no**'} | ${tps(free)} | ${speed(free).toFixed(2)}× | ${a(free).toFixed(2)} |`,
+      );
+    }
+  }
+  return { metrics, notes: [`targets: ${verdicts.join('; ')}`], results: `## Speculation off vs on\n\n${rows.join('\n')}\n` };
+}
+
+function speedupChart(label: string): ChartRequest {
+  return {
+    kind: 'bar',
+    file: 'speculation-throughput.svg',
+    title: `n-gram speculation off vs on: output tok/s (${label})`,
+    yLabel: 'output tok/s',
+    select: () => true,
+    seriesOf: (r) => r.variant,
+    categoryOf: (r) => `${r.group} ${r.point}`,
+    value: (r) => r.throughput?.perSecond ?? 0,
+  };
+}

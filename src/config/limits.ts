@@ -108,6 +108,13 @@ export const LIMITS = {
     help: "how far below the server's priority the threads that run models (LLM engines, model instances, and the ONNX Runtime and grammar threads they start) are scheduled, so HTTP, gRPC, health checks and /metrics answer promptly while models saturate the cores (Linux)",
     zeroMeans: 'the same priority',
   },
+  structuredOutputsCompileTimeoutSecs: {
+    flag: '--structured-outputs-compile-timeout-secs',
+    default: 10,
+    unit: 'secs',
+    help: "the longest a new grammar (a JSON schema, regex, choice or EBNF of a constrained request) may take to compile; each is first compiled on a probe thread that is stopped at this bound, and the request is refused with a 400 naming it, while other requests' grammars go on",
+    zeroMeans: 'unbounded (compiled on the grammar worker directly)',
+  },
   grpcMaxConcurrentStreams: { flag: '--grpc-max-concurrent-streams', default: 128, unit: 'count', help: 'concurrent calls (HTTP/2 streams) per gRPC connection' },
   grpcMaxMessageBytes: { flag: '--grpc-max-message-bytes', default: 2 ** 31 - 1, unit: 'bytes', help: "largest gRPC message received or sent (Triton's and tritonclient's INT32_MAX)" },
 } as const satisfies Record<string, LimitSpec>;

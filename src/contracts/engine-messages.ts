@@ -43,6 +43,8 @@ export interface EngineWorkerData {
   readonly kvEvents?: KvEventsConfig;
   /** Nice steps the engine thread (and the ORT and grammar threads it starts) run below the server (--compute-thread-nice); absent or 0: the same priority. */
   readonly threadNice?: number;
+  /** The longest a new grammar may take to compile, seconds (--structured-outputs-compile-timeout-secs); absent or 0: unbounded. */
+  readonly grammarCompileTimeoutSecs?: number;
   /** Speculative decoding (the speculative_config parameter); absent: off. */
   readonly speculative?: SpeculativeConfig;
 }

@@ -19,6 +19,8 @@ export interface ConstrainedRowsOptions {
   readonly tokenizerPath: string | undefined;
   /** Logits row length. */
   readonly vocabSize: number;
+  /** The compile bound, seconds (0: unbounded). */
+  readonly compileTimeoutSecs?: number;
 }
 
 /** A row's mask, or why it has none (the request must then end: it cannot go on under its grammar). */
@@ -235,9 +237,9 @@ export class ConstrainedRows {
   }
 
   private worker(): GrammarWorkerClient {
-    const { tokenizerPath, vocabSize } = this.options;
+    const { tokenizerPath, vocabSize, compileTimeoutSecs } = this.options;
     if (tokenizerPath === undefined) throw invalidArg('this engine has no tokenizer.json, so it cannot constrain output to a grammar');
-    this.client ??= new GrammarWorkerClient({ tokenizerPath, vocabSize }, (reason) => {
+    this.client ??= new GrammarWorkerClient({ tokenizerPath, vocabSize, ...(compileTimeoutSecs ? { compileTimeoutSecs } : {}) }, (reason) => {
       // Every matcher died with the worker: the rows they served cannot continue.
       for (const row of this.rows.values()) row.failed ??= reason;
     });

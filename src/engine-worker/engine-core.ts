@@ -110,7 +110,7 @@ export class EngineCore {
       kv,
       { now: engineClock, log: (event: PreemptionEvent) => log(event.message), ...(drafts ? { drafts } : {}) },
     );
-    const rows = new ConstrainedRows({ tokenizerPath: config.tokenizerPath, vocabSize: shape.vocabSize });
+    const rows = new ConstrainedRows({ tokenizerPath: config.tokenizerPath, vocabSize: shape.vocabSize, compileTimeoutSecs: config.grammarCompileTimeoutSecs ?? 0 });
     const prompts = new PromptLogprobs(shape.vocabSize, config.sampleableVocabSize ?? shape.vocabSize);
     return new EngineCore(scheduler, kv, runner, sampler, rows, log, prompts);
   }

@@ -10,13 +10,27 @@ import type { GrammarSpec } from '../contracts/generate.js';
 import type { ErrorCode } from '../errors.js';
 
 export const GRAMMAR_WORKER_ENTRY = new URL('./main.ts', import.meta.url);
+/** The compile probe thread the grammar worker starts (compile-probe.ts). */
+export const COMPILE_PROBE_ENTRY = new URL('./probe-main.ts', import.meta.url);
 
-export interface GrammarWorkerData {
+export interface CompileProbeData {
   /** The model's tokenizer.json. */
   readonly tokenizerPath: string;
   /** Logits row length the masks cover. */
   readonly vocabSize: number;
 }
+
+export interface GrammarWorkerData extends CompileProbeData {
+  /** The longest a new grammar may take to compile, seconds (--structured-outputs-compile-timeout-secs); absent or 0: unbounded. */
+  readonly compileTimeoutSecs?: number;
+}
+
+export type ToCompileProbe = { readonly type: 'compile'; readonly id: number; readonly text: string };
+export type FromCompileProbe =
+  | { readonly type: 'ready' }
+  | { readonly type: 'compiled'; readonly id: number; readonly ms: number }
+  /** xgrammar refused the text (the grammar worker's own check normally refuses it first). */
+  | { readonly type: 'refused'; readonly id: number; readonly message: string };
 
 /**
  * One constrained row's catch-up before its mask: undo the last `rollBack` tokens the matcher

@@ -8,11 +8,13 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { asConveyorError } from '../errors.js';
 import { GrammarEngine } from '../grammar/grammar-engine.js';
 import type { ConstraintMatcher } from '../grammar/matcher.js';
+import { CompileProbe } from './compile-probe.js';
 import type { FromGrammarWorker, GrammarWorkerData, MaskJob, MaskResult, ToGrammarWorker, TryJob, TryResult } from './entry.js';
 
 const port = parentPort!;
-const { tokenizerPath, vocabSize } = workerData as GrammarWorkerData;
-const engine = GrammarEngine.open({ tokenizerPath, logitsVocabSize: vocabSize });
+const { tokenizerPath, vocabSize, compileTimeoutSecs } = workerData as GrammarWorkerData;
+const probe = compileTimeoutSecs ? new CompileProbe({ tokenizerPath, vocabSize }, compileTimeoutSecs * 1000) : undefined;
+const engine = GrammarEngine.open({ tokenizerPath, logitsVocabSize: vocabSize, ...(probe ? { trialCompile: (text, feature) => probe.check(text, feature) } : {}) });
 const matchers = new Map<string, ConstraintMatcher>();
 const post = (message: FromGrammarWorker, transfer: ArrayBuffer[] = []): void => port.postMessage(message, transfer);
 
@@ -89,6 +91,33 @@ async function run(message: ToGrammarWorker): Promise<void> {
 }
 
 let queue = Promise.resolve();
-port.on('message', (message: ToGrammarWorker) => {
+const enqueue = (message: ToGrammarWorker): void => {
   queue = queue.then(() => run(message));
+};
+/** Opens whose spec is being vetted (checked and trial-compiled) beside the queue, by request. */
+const vetting = new Map<string, Promise<unknown>>();
+
+port.on('message', (message: ToGrammarWorker) => {
+  if (message.type === 'open') {
+    // The trial compile can take up to the compile bound: it runs beside the queue, so the masks
+    // of running requests never wait for it; the open joins the queue once its spec is vetted.
+    const vetted = engine.then((grammars) => grammars.vet(message.spec));
+    const joined = vetted.then(
+      () => enqueue(message),
+      (error: unknown) => {
+        const e = asConveyorError(error);
+        post({ type: 'failed', id: message.id, code: e.code, message: e.message });
+        if (e.code !== 'INVALID_ARG') process.exit(1);
+      },
+    );
+    vetting.set(message.requestId, joined);
+    void joined.finally(() => {
+      if (vetting.get(message.requestId) === joined) vetting.delete(message.requestId);
+    });
+    return;
+  }
+  const opening = message.type === 'release' ? vetting.get(message.requestId) : undefined;
+  // A release waits for its request's open to join the queue, so it is never overtaken by it.
+  if (opening) void opening.then(() => enqueue(message));
+  else enqueue(message);
 });

@@ -30,6 +30,11 @@ export interface GrammarEngineOptions {
   readonly logitsVocabSize: number;
   /** Compiled grammars kept (least recently used dropped first). */
   readonly cacheSize?: number;
+  /**
+   * Run before a new grammar is compiled: rejects (INVALID_ARG) when the grammar's text must not
+   * be compiled here, e.g. because a trial compile elsewhere ran past the compile bound.
+   */
+  readonly trialCompile?: (text: string, feature: string) => Promise<void>;
 }
 
 export interface GrammarEngineStats {
@@ -98,6 +103,9 @@ function toGrammar(api: XGrammarApi, text: string): Promise<Grammar> {
 export class GrammarEngine {
   private checker: XGrammarInstance | null = null;
   private readonly cache = new Map<string, Promise<CompiledConstraint>>();
+  /** Specs vetted (or being vetted) but not yet compiled: their grammar text. */
+  private readonly vetted = new Map<string, Promise<string>>();
+  private vetQueue: Promise<unknown> = Promise.resolve();
   private readonly cacheSize: number;
   private readonly compileTimes: number[] = [];
   private hits = 0;
@@ -110,6 +118,7 @@ export class GrammarEngine {
     private readonly vocabSize: number,
     private readonly utf8: Utf8Guard,
     cacheSize: number,
+    private readonly trial: GrammarEngineOptions['trialCompile'],
   ) {
     this.cacheSize = cacheSize;
   }
@@ -131,7 +140,7 @@ export class GrammarEngine {
       tokens.map((text) => tokenBytes(text, vocabType)),
       vocabSize,
     );
-    return new GrammarEngine(main, compiler, performance.now() - started, vocabSize, utf8, options.cacheSize ?? 256);
+    return new GrammarEngine(main, compiler, performance.now() - started, vocabSize, utf8, options.cacheSize ?? 256, options.trialCompile);
   }
 
   /** Compiles (or finds cached) a spec; rejects with INVALID_ARG naming the feature when xgrammar refuses it. */
@@ -158,6 +167,18 @@ export class GrammarEngine {
     return new ConstraintMatcher(handle, this.utf8, this.vocabSize);
   }
 
+  /** Compiles grammar text already checked and throws the result away: the compile time, ms. */
+  async trialCompile(text: string): Promise<number> {
+    const started = performance.now();
+    const grammar = await toGrammar(this.main.api, text);
+    try {
+      (await this.compiler.compileGrammar(grammar)).dispose();
+      return performance.now() - started;
+    } finally {
+      grammar.dispose();
+    }
+  }
+
   stats(): GrammarEngineStats {
     return { tokenizerInfoMs: this.tokenizerInfoMs, compileMs: [...this.compileTimes], cacheHits: this.hits, cacheMisses: this.misses };
   }
@@ -175,9 +196,9 @@ export class GrammarEngine {
   }
 
   private async compileNew(spec: GrammarSpec, key: string): Promise<CompiledConstraint> {
-    checkSpecLimits(spec);
-    const text = specGrammarText(spec);
-    await this.check(spec, text);
+    const vetted = this.vetted.get(key);
+    this.vetted.delete(key);
+    const text = await (vetted ?? this.vetText(spec));
     const started = performance.now();
     const grammar = await toGrammar(this.main.api, text);
     try {
@@ -188,6 +209,45 @@ export class GrammarEngine {
     } finally {
       grammar.dispose();
     }
+  }
+
+  /**
+   * Readies a spec for compile() without compiling it here: the limits, the translation, the
+   * parse on the checker and the trial compile. While this runs (the trial can take up to the
+   * compile bound) the engine keeps serving masks; compile() then only compiles. Cached specs
+   * need nothing.
+   */
+  vet(spec: GrammarSpec): Promise<void> {
+    const key = specKey(spec);
+    if (this.cache.has(key)) return Promise.resolve();
+    let vetting = this.vetted.get(key);
+    if (!vetting) {
+      // One at a time: they share the checker instance.
+      vetting = this.vetQueue.then(() => this.vetText(spec));
+      this.vetQueue = vetting.catch(() => '');
+      this.vetted.set(key, vetting);
+      const settled = vetting;
+      settled.catch(() => {
+        if (this.vetted.get(key) !== settled) return;
+        this.vetted.delete(key);
+        // A refusal is cached like a compiled grammar: the same spec again is refused at once.
+        const refused = settled.then((): CompiledConstraint => {
+          throw new Error('unreachable: the spec was refused');
+        });
+        refused.catch(() => {});
+        this.cache.set(key, refused);
+        this.evict();
+      });
+    }
+    return vetting.then(() => {});
+  }
+
+  private async vetText(spec: GrammarSpec): Promise<string> {
+    checkSpecLimits(spec);
+    const text = specGrammarText(spec);
+    await this.check(spec, text);
+    await this.trial?.(text, specFeature(spec));
+    return text;
   }
 
   /** Parses the spec on the checker; an abort there costs only that instance, replaced on the next check. */

@@ -226,6 +226,7 @@ export async function loadLlmModel(request: BackendLoadRequest): Promise<LlmMode
       ...(kvEvents ? { kvEvents } : {}),
       ...(speculative ? { speculative } : {}),
       threadNice: limits.computeThreadNice,
+      grammarCompileTimeoutSecs: limits.structuredOutputsCompileTimeoutSecs,
     },
     log,
     { label: `'${request.name}' version ${request.version}` },

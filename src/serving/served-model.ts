@@ -57,7 +57,7 @@ export interface BackendLoadRequest {
   /** Where an LLM backend reports engine steps and finished requests; absent in tests that need none. */
   readonly llmMetrics?: LlmMetricsObserver;
   /** The server's prompt and request-time limits and its compute threads' priority (defaults when absent). */
-  readonly limits?: Pick<ResourceLimits, 'maxPromptChars' | 'maxRequestSecs' | 'computeThreadNice' | 'undeliveredOutputTimeoutSecs'>;
+  readonly limits?: Pick<ResourceLimits, 'maxPromptChars' | 'maxRequestSecs' | 'computeThreadNice' | 'undeliveredOutputTimeoutSecs' | 'structuredOutputsCompileTimeoutSecs'>;
   /** The server's load shedding, shared by every model and version (an LLM's generations enter it); a fresh unbounded one when absent. */
   readonly admission?: Admission;
   /** The server's HTTP host and port as configured (port 0: picked at listen); absent in tests that need none. */

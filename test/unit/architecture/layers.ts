@@ -95,8 +95,9 @@ export const LAYERS: Readonly<Record<string, Layer>> = {
     imports: ['src/contracts', 'src/errors.ts', 'src/kv-cache', 'src/runtime', 'src/threads'],
   },
   'src/grammar-worker': {
-    holds: "the grammar worker thread (one per engine that sees a constrained request): compiles and matchers, masks computed during the engine's forward pass",
-    imports: ['src/contracts', 'src/errors.ts', 'src/grammar'],
+    holds:
+      "the grammar worker thread (one per engine that sees a constrained request): compiles and matchers, masks computed during the engine's forward pass; the compile probe thread that bounds each new grammar's compile",
+    imports: ['src/contracts', 'src/errors.ts', 'src/grammar', 'src/threads'],
     entry: 'entry.ts',
   },
   'src/engine-worker': {

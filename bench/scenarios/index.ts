@@ -5,6 +5,7 @@ import { engineScenario } from './engine/scenario.js';
 import { familiesScenario } from './families/scenario.js';
 import { forwardScenario } from './forward/scenario.js';
 import { inferScenario } from './infer/scenario.js';
+import { jsonSchemaBenchScenario } from './jsonschemabench/scenario.js';
 import { precisionScenario } from './precision/scenario.js';
 import { serveScenario } from './serve/scenario.js';
 import { soakScenario } from './soak/scenario.js';
@@ -18,6 +19,7 @@ export const SCENARIOS: readonly Scenario[] = [
   serveScenario(),
   streamingScenario(),
   structuredScenario(),
+  jsonSchemaBenchScenario(),
   precisionScenario(),
   familiesScenario(),
   soakScenario(),

@@ -1,0 +1,145 @@
+// MaskBench-style measurement of one split on the grammar engine directly (no model): each schema
+// is compiled as the server compiles a response_format json_schema (strict: properties a schema
+// does not name are not generated; the compile bound through the same probe thread the server
+// uses); then every test instance is tokenized in the grammar's canonical form and fed to a fresh
+// matcher token by token, ending with the stop token. A valid instance must be accepted whole, an
+// invalid one refused somewhere.
+//
+// The canonical form: the grammar writes one layout (", " and ": ", JSON.stringify's numbers and
+// escapes) and the schema's property order, and MaskBench's instances already follow the schema's
+// order (its stable-property-order rule), so each instance is re-serialized in that layout with its
+// own key order (layoutJson). A valid instance the strict grammar cannot express — one holding a
+// property its schema does not name where the schema is silent on additionalProperties, which
+// strict mode does not generate — is counted apart, not as a failure: it is the valid instance
+// that fails ajv once every object schema naming properties without additionalProperties or
+// patternProperties gets additionalProperties: false.
+
+import { Ajv } from 'ajv';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import addFormats from 'ajv-formats';
+import { maskAllows } from '../../../src/contracts/token-mask.js';
+import type { TextTokenizer } from '../../../src/contracts/tokenizer.js';
+import type { GrammarEngine } from '../../../src/grammar/grammar-engine.js';
+import { layoutJson } from '../../../src/grammar/schema-grammar.js';
+import type { MaskBenchSchema } from './data.js';
+
+type Json = Parameters<typeof layoutJson>[0];
+
+export interface SplitOutcome {
+  readonly split: string;
+  readonly schemas: number;
+  readonly compiled: number;
+  /** Refusals by reason (the message up to its first colon), for the summary. */
+  readonly refusals: ReadonlyMap<string, number>;
+  /** Compile time of each compiled schema (xgrammar's compile on the engine, after the probe), ms. */
+  readonly compileMs: readonly number[];
+  /** Per schema, vet + probe + compile: what a request waits for on a cache miss, ms. */
+  readonly firstCompileMs: readonly number[];
+  readonly valid: { readonly total: number; readonly accepted: number; readonly notExpressible: number; readonly rejected: number };
+  readonly invalid: { readonly total: number; readonly rejected: number; readonly accepted: number };
+  /** Mask time per token while matching valid instances, ms. */
+  readonly maskMs: readonly number[];
+  /** A few failures, for the summary: schema id and what went wrong. */
+  readonly failures: readonly string[];
+}
+
+export interface MatchContext {
+  readonly engine: GrammarEngine;
+  readonly tokenizer: TextTokenizer;
+  readonly stopTokenId: number;
+  readonly log: (line: string) => void;
+}
+
+/** The schema with additionalProperties: false wherever it names properties and says nothing else about others. */
+function strictSchema(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(strictSchema);
+  if (typeof schema !== 'object' || schema === null) return schema;
+  const out: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(schema)) out[key] = key === 'enum' || key === 'const' || key === 'examples' || key === 'default' ? value : strictSchema(value);
+  if ('properties' in out && !('additionalProperties' in out) && !('patternProperties' in out) && !('unevaluatedProperties' in out)) out['additionalProperties'] = false;
+  return out;
+}
+
+function validator(schema: unknown): ((data: unknown) => boolean) | null {
+  const draft2020 = typeof schema === 'object' && schema !== null && String((schema as Record<string, unknown>)['$schema'] ?? '').includes('2020-12');
+  const ajv = draft2020 ? new Ajv2020({ strict: false, allErrors: false, validateFormats: true }) : new Ajv({ strict: false, allErrors: false, validateFormats: true });
+  addFormats.default(ajv);
+  try {
+    const validate = ajv.compile(schema as object);
+    return (data) => validate(data) === true;
+  } catch {
+    return null;
+  }
+}
+
+/** Whether the matcher takes the whole text and then the stop token; mask times go to `maskMs` when given. */
+async function matches(context: MatchContext, matcher: Awaited<ReturnType<GrammarEngine['matcher']>>, text: string, maskMs?: number[]): Promise<boolean> {
+  const ids = [...context.tokenizer.encode(text, { add_special_tokens: false }).ids, context.stopTokenId];
+  for (const id of ids) {
+    if (maskMs) {
+      const started = performance.now();
+      const mask = await matcher.nextTokenMask();
+      maskMs.push(performance.now() - started);
+      if (!maskAllows(mask, id)) return false;
+    }
+    if (!matcher.accept(id)) return false;
+  }
+  return matcher.isTerminated();
+}
+
+export async function measureSplit(context: MatchContext, split: string, schemas: readonly MaskBenchSchema[]): Promise<SplitOutcome> {
+  const refusals = new Map<string, number>();
+  const compileMs: number[] = [];
+  const firstCompileMs: number[] = [];
+  const maskMs: number[] = [];
+  const failures: string[] = [];
+  const valid = { total: 0, accepted: 0, notExpressible: 0, rejected: 0 };
+  const invalid = { total: 0, rejected: 0, accepted: 0 };
+  let compiled = 0;
+  for (const [i, entry] of schemas.entries()) {
+    const before = context.engine.stats().compileMs.length;
+    const started = performance.now();
+    let constraint: Awaited<ReturnType<GrammarEngine['compile']>>;
+    try {
+      constraint = await context.engine.compile({ kind: 'json_schema', schema: JSON.stringify(entry.schema) });
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      const reason = message.replace(/^the JSON schema uses a feature the grammar engine cannot enforce: /, '').replace(/ at #.*?cannot be enforced/, '');
+      const key = reason.split(':')[0]!.slice(0, 80);
+      refusals.set(key, (refusals.get(key) ?? 0) + 1);
+      context.log(`${split} ${i + 1}/${schemas.length} ${entry.id}: refused (${message.slice(0, 160)})`);
+      continue;
+    }
+    compiled++;
+    firstCompileMs.push(performance.now() - started);
+    const times = context.engine.stats().compileMs;
+    if (times.length > before) compileMs.push(times.at(-1)!);
+    const validate = validator(entry.schema);
+    const validateStrict = validator(strictSchema(entry.schema));
+    for (const test of entry.tests) {
+      const text = layoutJson(test.data as Json);
+      const matcher = await context.engine.matcher(constraint, [context.stopTokenId]);
+      try {
+        if (test.valid) {
+          valid.total++;
+          if (await matches(context, matcher, text, maskMs)) valid.accepted++;
+          else if (validate?.(test.data) && validateStrict && !validateStrict(test.data)) valid.notExpressible++;
+          else {
+            valid.rejected++;
+            if (failures.length < 8) failures.push(`${split}/${entry.id}: valid instance rejected: ${text.slice(0, 120)}`);
+          }
+        } else {
+          invalid.total++;
+          if (await matches(context, matcher, text)) {
+            invalid.accepted++;
+            if (failures.length < 8) failures.push(`${split}/${entry.id}: invalid instance accepted: ${text.slice(0, 120)}`);
+          } else invalid.rejected++;
+        }
+      } finally {
+        matcher.dispose();
+      }
+    }
+    context.log(`${split} ${i + 1}/${schemas.length} ${entry.id}: compiled in ${firstCompileMs.at(-1)!.toFixed(0)} ms, ${entry.tests.length} tests`);
+  }
+  return { split, schemas: schemas.length, compiled, refusals, compileMs, firstCompileMs, valid, invalid, maskMs, failures };
+}

@@ -22,6 +22,26 @@ import { createRuntimeSettings } from './config/runtime-settings.js';
 /** Log lines queued behind a stdout that does not drain, at most (bytes). */
 const LOG_QUEUE_MAX_BYTES = 16 * 1024 * 1024;
 
+/** How long a forced exit waits for a log write already under way (a stdout that does not drain must not hold it). */
+const LOG_FINAL_WAIT_MS = 100;
+
+/**
+ * Writes what the log still holds, then calls `then` once: queued lines at once, synchronously;
+ * a write already handed to the thread pool when it lands, or after LOG_FINAL_WAIT_MS.
+ */
+function flushLogThen(stdout: ReturnType<typeof pino.destination>, then: () => void): void {
+  let called = false;
+  const once = (): void => {
+    if (called) return;
+    called = true;
+    clearTimeout(timer);
+    then();
+  };
+  stdout.flushSync();
+  const timer = setTimeout(once, LOG_FINAL_WAIT_MS);
+  stdout.once('write', once);
+}
+
 async function serve(argv: string[]): Promise<void> {
   if (argv.includes('--help') || argv.includes('-h')) {
     console.log(USAGE);
@@ -46,7 +66,7 @@ async function serve(argv: string[]): Promise<void> {
   handleSignals(
     async () => (await started)?.stop(),
     log,
-    () => stdout.flushSync(),
+    (then) => flushLogThen(stdout, then),
   );
   // The bundled repository's weights are generated, never downloaded: build them if missing.
   const report: PullReport = { log: (line) => log(line), ...(process.stderr.isTTY ? { terminal: process.stderr } : {}) };
@@ -155,17 +175,18 @@ const FORCED_EXIT_CODES: Readonly<Record<'SIGINT' | 'SIGTERM', number>> = { SIGI
  * second one during the drain is an operator who will not wait: exit at once, with 130 / 143 so
  * a supervisor can tell a cut-short drain from a clean one.
  */
-function handleSignals(stop: () => Promise<void>, log: (line: string, fields?: Record<string, unknown>) => void, flushLog: () => void): void {
+function handleSignals(stop: () => Promise<void>, log: (line: string, fields?: Record<string, unknown>) => void, flushLogThen: (then: () => void) => void): void {
   let draining = false;
   const onSignal = (signal: 'SIGINT' | 'SIGTERM'): void => {
     if (draining) {
       log(`${signal} again during the drain: exiting now, in-flight requests are cut`, { signal, exitCode: FORCED_EXIT_CODES[signal] });
       // Die by the signal itself (default action) rather than process.exit(): exit's native
       // teardown while an engine worker is mid-step can make onnxruntime abort (SIGABRT, 134).
-      // Death by a signal runs no exit hooks: the queued log lines are written here.
-      flushLog();
-      process.removeAllListeners(signal);
-      process.kill(process.pid, signal);
+      // Death by a signal runs no exit hooks: the log's last lines are written first.
+      flushLogThen(() => {
+        process.removeAllListeners(signal);
+        process.kill(process.pid, signal);
+      });
       return;
     }
     draining = true;

@@ -37,18 +37,28 @@ const DEFAULT_TIMINGS: GenerateStreamTimings = { sendTimeoutMs: DEFAULT_LIMITS.s
 /** LLMs answer as Triton's vLLM backend does; any other model (`service`) maps its inputs and outputs to JSON keys (generate-tensors.ts). */
 export function registerGenerateRoutes(app: FastifyInstance, lookup: LlmLookup, timings: GenerateStreamTimings = DEFAULT_TIMINGS, service?: InferenceService): void {
   for (const path of modelPaths('/generate')) {
-    app.post<{ Params: ModelParams }>(path, (request, reply) => (isLlm(lookup, request, service) ? handleGenerate(lookup, request, reply) : handleTensorGenerate(service!, request, reply)));
+    app.post<{ Params: ModelParams }>(path, (request, reply) => (isLlm(request, service) ? handleGenerate(lookup, request, reply) : handleTensorGenerate(service!, request, reply)));
   }
   for (const path of modelPaths('/generate_stream')) {
     app.post<{ Params: ModelParams }>(path, (request, reply) =>
-      isLlm(lookup, request, service) ? handleGenerateStream(lookup, request, reply, timings) : handleTensorGenerateStream(service!, request, reply, timings),
+      isLlm(request, service) ? handleGenerateStream(lookup, request, reply, timings) : handleTensorGenerateStream(service!, request, reply, timings),
     );
   }
 }
 
-/** Without a service, every model is asked as an LLM (the lookup then says why one is not). */
-const isLlm = (lookup: LlmLookup, request: GenerateRequest, service: InferenceService | undefined): boolean =>
-  service === undefined || servingLlm(lookup, request.params.model, versionOf(request.params)) !== undefined;
+/**
+ * Whether the model is an LLM, by its config: a model that is one but cannot serve now (the
+ * server drains, it is unloading) still answers on the LLM path, in that path's words. Without a
+ * service, or for a model the service does not know, the LLM path answers too (it says why).
+ */
+function isLlm(request: GenerateRequest, service: InferenceService | undefined): boolean {
+  if (service === undefined) return true;
+  try {
+    return service.modelConfig(request.params.model, versionOf(request.params)).backend === 'llm';
+  } catch {
+    return true;
+  }
+}
 
 function tensorRequest(service: InferenceService, request: GenerateRequest): InferRequest {
   const body = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);

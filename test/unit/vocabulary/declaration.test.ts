@@ -278,6 +278,8 @@ describe('each protocol maps its wire names onto the declaration', () => {
       'prompt_cache_key',
       'request_id',
       'keep_alive',
+      // vLLM's: logprobs' tokens spelled token_id:N.
+      'return_tokens_as_token_ids',
     ];
     expect(CHAT_FIELDS).toEqual(
       new Set([

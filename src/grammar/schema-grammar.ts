@@ -87,6 +87,8 @@ const OBJECT_KEYWORDS = ['properties', 'required', 'additionalProperties', 'minP
 const ARRAY_KEYWORDS = ['items', 'prefixItems', 'additionalItems', 'minItems', 'maxItems', 'uniqueItems'];
 const STRING_KEYWORDS = ['minLength', 'maxLength', 'pattern', 'format'];
 const NUMBER_KEYWORDS = ['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum', 'multipleOf'];
+/** Keywords that constrain a value besides enum / const / type (the rest are annotations or unknown). */
+const CONSTRAINING = new Set([...OBJECT_KEYWORDS, ...ARRAY_KEYWORDS, ...STRING_KEYWORDS, ...NUMBER_KEYWORDS, 'anyOf', 'oneOf', 'allOf', '$ref', ...Object.keys(REFUSED)]);
 const TYPES = ['null', 'boolean', 'object', 'array', 'number', 'integer', 'string'] as const;
 type TypeName = (typeof TYPES)[number];
 
@@ -306,7 +308,8 @@ class Translator {
       const constText = layoutJson(node['const']);
       if (!node['enum'].some((v) => layoutJson(v) === constText)) return null;
     }
-    const other = Object.keys(node).filter((k) => !ANNOTATIONS.has(k) && k !== 'enum' && k !== 'const' && k !== 'type');
+    // Unknown keywords beside them (vendor extensions such as "readonly" or "weight") are ignored, as validators ignore them.
+    const other = Object.keys(node).filter((k) => CONSTRAINING.has(k));
     if (other.length > 0) throw new SchemaUnsupported(other[0]!, pointer(path, other[0]!), 'is not translated beside enum / const');
     const types = node['type'] === undefined ? null : this.typesOf(node, path);
     const kept = listed.filter((value) => types === null || types.some((t) => hasType(value, t)));

@@ -104,8 +104,9 @@ export async function measureSplit(context: MatchContext, split: string, schemas
       constraint = await context.engine.compile({ kind: 'json_schema', schema: JSON.stringify(entry.schema) });
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
-      const reason = message.replace(/^the JSON schema uses a feature the grammar engine cannot enforce: /, '').replace(/ at #.*?cannot be enforced/, '');
-      const key = reason.split(':')[0]!.slice(0, 80);
+      // "keyword at #/path cannot be enforced: why" counts by keyword; other refusals by their words before any detail.
+      const keyword = / enforce: (\S+) at #/.exec(message)?.[1];
+      const key = keyword ?? message.split(/: | \(/)[0]!.slice(0, 80);
       refusals.set(key, (refusals.get(key) ?? 0) + 1);
       context.log(`${split} ${i + 1}/${schemas.length} ${entry.id}: refused (${message.slice(0, 160)})`);
       continue;

@@ -93,22 +93,29 @@ async function prepare(context: ScenarioContext): Promise<PreparedScenario> {
 }
 
 const pct = (n: number, d: number): string => (d === 0 ? '—' : `${((100 * n) / d).toFixed(d >= 100 ? 1 : 0)}%`);
-const ms = (xs: readonly number[], p: number): string =>
-  xs.length === 0
-    ? '—'
-    : percentile(
-        [...xs].sort((a, b) => a - b),
-        p,
-      ).toFixed(
-        p === 50 &&
-          xs.length > 0 &&
-          percentile(
-            [...xs].sort((a, b) => a - b),
-            50,
-          ) < 10
-          ? 2
-          : 0,
-      );
+const ms = (xs: readonly number[], p: number): string => {
+  if (xs.length === 0) return '—';
+  const value = percentile(
+    [...xs].sort((a, b) => a - b),
+    p,
+  );
+  return value < 10 ? value.toFixed(2) : value.toFixed(0);
+};
+xs.length === 0
+  ? '—'
+  : percentile(
+      [...xs].sort((a, b) => a - b),
+      p,
+    ).toFixed(
+      p === 50 &&
+        xs.length > 0 &&
+        percentile(
+          [...xs].sort((a, b) => a - b),
+          50,
+        ) < 10
+        ? 2
+        : 0,
+    );
 
 function conclude(cases: readonly CaseResult[], outcomes: ReadonlyMap<string, SplitOutcome>) {
   const rows = [...outcomes.values()];

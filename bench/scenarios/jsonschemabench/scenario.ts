@@ -101,21 +101,6 @@ const ms = (xs: readonly number[], p: number): string => {
   );
   return value < 10 ? value.toFixed(2) : value.toFixed(0);
 };
-xs.length === 0
-  ? '—'
-  : percentile(
-      [...xs].sort((a, b) => a - b),
-      p,
-    ).toFixed(
-      p === 50 &&
-        xs.length > 0 &&
-        percentile(
-          [...xs].sort((a, b) => a - b),
-          50,
-        ) < 10
-        ? 2
-        : 0,
-    );
 
 function conclude(cases: readonly CaseResult[], outcomes: ReadonlyMap<string, SplitOutcome>) {
   const rows = [...outcomes.values()];

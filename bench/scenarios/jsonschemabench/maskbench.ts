@@ -11,8 +11,9 @@
 // own key order (layoutJson). A valid instance the strict grammar cannot express — one holding a
 // property its schema does not name where the schema is silent on additionalProperties, which
 // strict mode does not generate — is counted apart, not as a failure: it is the valid instance
-// that fails ajv once every object schema naming properties without additionalProperties or
-// patternProperties gets additionalProperties: false.
+// that fails ajv once every object schema (named properties or type object) without
+// additionalProperties or patternProperties gets additionalProperties: false. A bare
+// {"type": "object"} is thus the empty object only, as the grammar generates it.
 
 import { Ajv } from 'ajv';
 import { Ajv2020 } from 'ajv/dist/2020.js';
@@ -50,13 +51,14 @@ export interface MatchContext {
   readonly log: (line: string) => void;
 }
 
-/** The schema with additionalProperties: false wherever it names properties and says nothing else about others. */
+/** The schema with additionalProperties: false on every object schema that says nothing about unnamed properties (the grammar's strict rule). */
 function strictSchema(schema: unknown): unknown {
   if (Array.isArray(schema)) return schema.map(strictSchema);
   if (typeof schema !== 'object' || schema === null) return schema;
   const out: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(schema)) out[key] = key === 'enum' || key === 'const' || key === 'examples' || key === 'default' ? value : strictSchema(value);
-  if ('properties' in out && !('additionalProperties' in out) && !('patternProperties' in out) && !('unevaluatedProperties' in out)) out['additionalProperties'] = false;
+  const objectSchema = 'properties' in out || out['type'] === 'object' || (Array.isArray(out['type']) && out['type'].includes('object'));
+  if (objectSchema && !('additionalProperties' in out) && !('patternProperties' in out) && !('unevaluatedProperties' in out)) out['additionalProperties'] = false;
   return out;
 }
 

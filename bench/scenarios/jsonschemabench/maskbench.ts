@@ -66,8 +66,10 @@ function validator(schema: unknown): ((data: unknown) => boolean) | null {
   const draft2020 = typeof schema === 'object' && schema !== null && String((schema as Record<string, unknown>)['$schema'] ?? '').includes('2020-12');
   const ajv = draft2020 ? new Ajv2020({ strict: false, allErrors: false, validateFormats: true }) : new Ajv({ strict: false, allErrors: false, validateFormats: true });
   addFormats.default(ajv);
+  // ajv's draft-07 class refuses other drafts' $schema URIs (draft-04 is most of GitHub's): it judges them by draft-07's rules.
+  const judged = !draft2020 && typeof schema === 'object' && schema !== null ? { ...(schema as Record<string, unknown>), $schema: undefined } : schema;
   try {
-    const validate = ajv.compile(schema as object);
+    const validate = ajv.compile(judged as object);
     return (data) => validate(data) === true;
   } catch {
     return null;

@@ -20,7 +20,7 @@ import { loadSync } from '@grpc/proto-loader';
 import OpenAI from 'openai';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { LLM } from '../support/generation.js';
-import { BOUND_SECS, expectDrainWithinBound, SLACK_MS, timedUnload, undeliveredOutputServers } from '../support/undelivered-output.js';
+import { BOUND_SECS, expectDrainWithinBound, generatedTokens, SLACK_MS, timedUnload, undeliveredOutputServers } from '../support/undelivered-output.js';
 
 const PROTOS = join(import.meta.dirname, '..', '..', 'protos');
 type Reply = Record<string, unknown>;
@@ -156,13 +156,7 @@ describe('gRPC streams whose client reads nothing', () => {
     const server = await cliServer();
     const call = pausedCall(server.grpcAddress, '/conveyor.v1.GenerationService/Generate', [GENERATE]);
     // More tokens made than HTTP/2's window lets through to a client that reads nothing.
-    await vi.waitFor(
-      async () => {
-        const metrics = await (await fetch(`${server.http}/metrics`)).text();
-        expect(Number(/^conveyor:generation_tokens_total\{[^}]*\} (\d+)/m.exec(metrics)?.[1] ?? 0)).toBeGreaterThan(500);
-      },
-      { timeout: 120_000, interval: 200 },
-    );
+    await vi.waitFor(async () => expect(await generatedTokens(server.http)).toBeGreaterThan(500), { timeout: 120_000, interval: 200 });
 
     await expectDrainWithinBound(server);
     call.resume();

@@ -8,7 +8,7 @@ import { describe, expect, it, vi } from 'vitest';
 import WebSocket from 'ws';
 import type { LlmModel } from '../../src/serving/llm-backend.js';
 import { LLM } from '../support/generation.js';
-import { BOUND_SECS, expectDrainWithinBound, SLACK_MS, timedUnload, undeliveredOutputServers } from '../support/undelivered-output.js';
+import { BOUND_SECS, expectDrainWithinBound, generatedTokens, SLACK_MS, timedUnload, undeliveredOutputServers } from '../support/undelivered-output.js';
 
 const GENERATIONS = 64;
 // ≈ 1 KB a token with 20 top logprobs: 64 × 100 tokens is several MB, more than loopback's socket
@@ -75,6 +75,10 @@ describe('an SSE client that stops reading', () => {
       request.end(body);
     });
     await vi.waitFor(() => expect(model.engine.numActive).toBe(16), { timeout: 60_000, interval: 20 });
+    // Behind for certain before the unload starts: 300 tokens a choice is ~12 MB of SSE (20 top
+    // logprobs each), past any socket buffer. Timed from there, the unload measures the bound, not
+    // how long a loaded machine takes to fill the buffers.
+    await vi.waitFor(async () => expect(await generatedTokens(server.http)).toBeGreaterThanOrEqual(16 * 300), { timeout: 240_000, interval: 100 });
 
     expect(await timedUnload(server)).toBeLessThan(BOUND_SECS * 1000 + SLACK_MS);
     // Ended by the drop (each aborted in the engine, its blocks freed), not run to their 3000 tokens.
@@ -89,14 +93,7 @@ describe('SIGTERM with a WebSocket client that never reads', () => {
     const server = await cliServer();
     const client = await neverReadingWebSocket(server.httpPort);
     // The engine's own count, per step: every token of every generation made (the client has read none).
-    await vi.waitFor(
-      async () => {
-        const metrics = await (await fetch(`${server.http}/metrics`)).text();
-        const generated = /^conveyor:generation_tokens_total\{[^}]*\} (\d+)/m.exec(metrics);
-        expect(Number(generated?.[1] ?? 0)).toBe(GENERATIONS * HEAVY.max_tokens);
-      },
-      { timeout: 240_000, interval: 200 },
-    );
+    await vi.waitFor(async () => expect(await generatedTokens(server.http)).toBe(GENERATIONS * HEAVY.max_tokens), { timeout: 240_000, interval: 200 });
 
     await expectDrainWithinBound(server);
     client.resume();

@@ -60,3 +60,10 @@ export async function expectDrainWithinBound(server: CliServer): Promise<void> {
   expect(performance.now() - started).toBeLessThan(BOUND_SECS * 1000 + SLACK_MS);
   expect(server.lines.find((l) => l.msg === 'drain: stopped')).toMatchObject({ finishedInTime: true });
 }
+
+/** Tokens the server's engines have generated so far (conveyor:generation_tokens_total), read from its /metrics. */
+export async function generatedTokens(http: string): Promise<number> {
+  const metrics = await (await fetch(`${http}/metrics`)).text();
+  const generated = /^conveyor:generation_tokens_total\{[^}]*\} (\d+)/m.exec(metrics);
+  return Number(generated?.[1] ?? 0);
+}

@@ -5,13 +5,11 @@ import { readFile } from 'node:fs/promises';
 import { availableParallelism } from 'node:os';
 import { DEFAULT_LIMITS } from '../config/limits.js';
 import type { InferRequest, InferResponse } from '../contracts/infer.js';
-import type { ModelVariant } from '../contracts/inference-service.js';
 import type { ModelConfig } from '../contracts/model-config.js';
 import { isObject } from '../vocabulary/json-object.js';
 import { intraOpSpinningOf } from './ort-threading.js';
 import type { Tensor } from '../contracts/tensors.js';
 import type { Device } from '../contracts/worker-messages.js';
-import { DynamicBatcher } from '../batcher/dynamic-batcher.js';
 import { asConveyorError, ConveyorError, invalidArg } from '../errors.js';
 import { completeFromModelMetadata } from '../repository/config/index.js';
 import { confinedPath, existingConfinedFile, redactPaths, type ConfinementRoot } from '../repository/confine.js';
@@ -22,6 +20,7 @@ import { classify } from './classification.js';
 import type { BackendLoadRequest, ServedModel } from './served-model.js';
 import { checkInputRanges, inputRangesFromHfConfig, type InputRanges } from './input-ranges.js';
 import { validateInferRequest } from './validate-infer.js';
+import { BatchedModel } from './batched-model.js';
 
 export async function modelFileFor(config: ModelConfig, versionRoot: ConfinementRoot): Promise<string> {
   const precision = config.parameters.precision?.string_value;
@@ -112,20 +111,16 @@ async function readHfConfig(versionRoot: ConfinementRoot): Promise<Record<string
   }
 }
 
-class OnnxModel implements ServedModel {
-  private readonly batcher: DynamicBatcher;
-  readonly variant: ModelVariant;
-
+class OnnxModel extends BatchedModel {
   constructor(
-    readonly name: string,
-    readonly version: number,
-    readonly config: ModelConfig,
-    private readonly pool: InstancePool,
+    name: string,
+    version: number,
+    config: ModelConfig,
+    pool: InstancePool,
     private readonly labels: Map<string, string[]>,
     private readonly ranges: InputRanges,
   ) {
-    this.batcher = new DynamicBatcher({ config, version: String(version), executor: pool });
-    this.variant = servedVariant(config);
+    super(name, version, config, servedVariant(config), pool);
   }
 
   async infer(request: InferRequest, signal?: AbortSignal): Promise<InferResponse> {
@@ -156,30 +151,5 @@ class OnnxModel implements ServedModel {
     if (declared?.reshape) shaped = { ...tensor, shape: [...(batched ? [tensor.shape[0]!] : []), ...declared.dims] };
     if (classification === undefined) return shaped;
     return classify(shaped, Number(classification), this.labels.get(tensor.name), batched);
-  }
-
-  statistics() {
-    return this.batcher.stats.snapshot();
-  }
-
-  failures() {
-    return this.batcher.stats.failures();
-  }
-
-  pendingRequests(): number {
-    return this.batcher.numQueued;
-  }
-
-  workersAlive(): readonly boolean[] {
-    return this.pool.workersAlive;
-  }
-
-  supervision() {
-    return this.pool.supervision;
-  }
-
-  async close(): Promise<void> {
-    await this.batcher.close();
-    await this.pool.close();
   }
 }

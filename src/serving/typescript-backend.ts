@@ -8,17 +8,16 @@
 
 import { DEFAULT_LIMITS } from '../config/limits.js';
 import type { InferRequest, InferResponse, InferStreamEvent } from '../contracts/infer.js';
-import type { ModelVariant } from '../contracts/inference-service.js';
 import type { ModelConfig } from '../contracts/model-config.js';
 import type { Tensor } from '../contracts/tensors.js';
 import type { TypeScriptWorkerData } from '../contracts/typescript-model.js';
-import { DynamicBatcher } from '../batcher/dynamic-batcher.js';
 import { asConveyorError, ConveyorError, invalidArg } from '../errors.js';
 import { confinedPath, existingConfinedFile } from '../repository/confine.js';
 import { instanceCount } from './onnx-backend.js';
 import type { BackendLoadRequest, ServedModel } from './served-model.js';
 import { validateInferRequest } from './validate-infer.js';
 import { TypeScriptInstances } from './typescript-instances.js';
+import { BatchedModel } from './batched-model.js';
 
 /** The backend names this loader serves (Triton-style configs may say either). */
 export const TYPESCRIPT_BACKENDS = ['typescript', 'javascript'] as const;
@@ -92,18 +91,9 @@ export async function loadTypeScriptModel(request: BackendLoadRequest): Promise<
   return new TypeScriptModel(request.name, request.version, config, instances);
 }
 
-class TypeScriptModel implements ServedModel {
-  private readonly batcher: DynamicBatcher;
-  readonly variant: ModelVariant;
-
-  constructor(
-    readonly name: string,
-    readonly version: number,
-    readonly config: ModelConfig,
-    private readonly instances: TypeScriptInstances,
-  ) {
-    this.batcher = new DynamicBatcher({ config, version: String(version), executor: instances });
-    this.variant = { precision: 'custom', model_file: config.default_model_filename };
+class TypeScriptModel extends BatchedModel {
+  constructor(name: string, version: number, config: ModelConfig, instances: TypeScriptInstances) {
+    super(name, version, config, { precision: 'custom', model_file: config.default_model_filename }, instances);
   }
 
   private get decoupled(): boolean {
@@ -175,30 +165,5 @@ class TypeScriptModel implements ServedModel {
 
   private response(request: InferRequest, outputs: readonly Tensor[]): InferResponse {
     return { model: this.name, version: String(this.version), ...(request.id ? { id: request.id } : {}), outputs };
-  }
-
-  statistics() {
-    return this.batcher.stats.snapshot();
-  }
-
-  failures() {
-    return this.batcher.stats.failures();
-  }
-
-  pendingRequests(): number {
-    return this.batcher.numQueued;
-  }
-
-  workersAlive(): readonly boolean[] {
-    return this.instances.workersAlive;
-  }
-
-  supervision() {
-    return this.instances.supervision;
-  }
-
-  async close(): Promise<void> {
-    await this.batcher.close();
-    await this.instances.close();
   }
 }

@@ -52,7 +52,7 @@ export interface MatchContext {
 }
 
 /** The schema with additionalProperties: false on every object schema that says nothing about unnamed properties (the grammar's strict rule). */
-function strictSchema(schema: unknown): unknown {
+export function strictSchema(schema: unknown): unknown {
   if (Array.isArray(schema)) return schema.map(strictSchema);
   if (typeof schema !== 'object' || schema === null) return schema;
   const out: Record<string, unknown> = {};

@@ -15,7 +15,7 @@ import { buildTritonLlmRequest, isTritonInput, TRITON_LLM_INPUTS, type TritonInp
 import { generateTritonLlm, type TritonLlmResponse } from '../../generation/triton-llm.js';
 import { parseJson } from '../codec/json-body.js';
 import type { InferenceService } from '../../../contracts/inference-service.js';
-import type { InferRequest, InferStreamEvent } from '../../../contracts/infer.js';
+import type { InferRequest } from '../../../contracts/infer.js';
 import { oneTensorResponse, tensorRequestFromBody, tensorResponseJson, tensorResponses } from './generate-tensors.js';
 import { abortOnDisconnect } from '../../kit/transport.js';
 import { SseWriter } from '../../kit/sse.js';
@@ -77,40 +77,11 @@ async function handleTensorGenerate(service: InferenceService, request: Generate
 async function handleTensorGenerateStream(service: InferenceService, request: GenerateRequest, reply: FastifyReply, timings: GenerateStreamTimings): Promise<void> {
   const infer = tensorRequest(service, request);
   const events = tensorResponses(service, infer, abortOnDisconnect(reply.raw))[Symbol.asyncIterator]();
-  const sse = new SseWriter(reply.raw, timings.sendTimeoutMs);
-  const open = (): void => {
-    if (sse.isOpen) return;
-    reply.hijack();
-    sse.open();
-  };
-  sse.keepAlive(timings.keepAliveMs, open);
-  let next: IteratorResult<InferStreamEvent>;
-  try {
-    next = await events.next();
-  } catch (error) {
-    // Refused before its first response (and before a keep-alive): a plain JSON error.
-    if (!sse.isOpen) {
-      sse.end();
-      throw error;
-    }
-    await sse.send({ error: asConveyorError(error).message });
-    sse.end();
-    return;
-  }
-  open();
-  try {
-    while (!next.done && !sse.isClosed) {
-      // A flags-only final ends the stream without an event of its own.
-      if (next.value.response) await sse.send(tensorResponseJson(next.value.response));
-      if (next.value.final) break;
-      next = await events.next();
-    }
-  } catch (error) {
-    await sse.send({ error: asConveyorError(error).message });
-  } finally {
-    await events.return?.(undefined);
-    sse.end();
-  }
+  // A flags-only final ends the stream without an event of its own.
+  await streamResponses(reply, new SseWriter(reply.raw, timings.sendTimeoutMs), events, timings, (event) => ({
+    json: event.response ? tensorResponseJson(event.response) : undefined,
+    final: event.final,
+  }));
 }
 
 async function handleGenerate(lookup: LlmLookup, request: GenerateRequest, reply: FastifyReply): Promise<Record<string, unknown>> {
@@ -127,19 +98,32 @@ async function handleGenerateStream(lookup: LlmLookup, request: GenerateRequest,
   const responses = generateTritonLlm(lookup, llm, abortOnDisconnect(reply.raw));
   // The model the stream serves bounds a client that reads nothing while it unloads (stalled-writes.ts).
   const sse = new SseWriter(reply.raw, timings.sendTimeoutMs, servingLlm(lookup, llm.model, llm.version));
+  await streamResponses(reply, sse, responses, timings, (response) => ({ json: responseJson(response), final: response.final }));
+}
+
+/**
+ * generate_stream's one loop, whatever the model: an event per response until the final one. The
+ * first response fixes the status: anything refused before it (and before a keep-alive, sent
+ * while the request waits in a queue or prefill) is a plain JSON error; later, an error event.
+ */
+async function streamResponses<T>(
+  reply: FastifyReply,
+  sse: SseWriter,
+  events: AsyncIterator<T>,
+  timings: GenerateStreamTimings,
+  present: (event: T) => { readonly json: Record<string, unknown> | undefined; readonly final: boolean },
+): Promise<void> {
   const open = (): void => {
     if (sse.isOpen) return;
     reply.hijack();
     sse.open();
   };
-  const first = responses.next();
-  // A request still waiting (queue, prefill) when the interval passes opens the stream with a keep-alive.
+  const first = events.next();
   sse.keepAlive(timings.keepAliveMs, open);
-  let next: Awaited<typeof first>;
+  let next: IteratorResult<T>;
   try {
     next = await first;
   } catch (error) {
-    // The first response fixes the status: anything refused before it (and before a keep-alive) is a plain JSON error.
     if (!sse.isOpen) {
       sse.end();
       throw error;
@@ -151,14 +135,15 @@ async function handleGenerateStream(lookup: LlmLookup, request: GenerateRequest,
   open();
   try {
     while (!next.done && !sse.isClosed) {
-      await sse.send(responseJson(next.value));
-      if (next.value.final) break;
-      next = await responses.next();
+      const { json, final } = present(next.value);
+      if (json) await sse.send(json);
+      if (final) break;
+      next = await events.next();
     }
   } catch (error) {
     await sse.send({ error: asConveyorError(error).message });
   } finally {
-    await responses.return(undefined);
+    await events.return?.(undefined);
     sse.end();
   }
 }

@@ -19,6 +19,7 @@ const ADMIN = 'sk-ui-admin';
 const SCREENSHOTS = process.env['CONVEYOR_SCREENSHOTS'] === '1';
 const IMAGES = join(import.meta.dirname, '..', '..', 'docs', 'images');
 const DEFAULT_MODELS = ['bert-tiny', 'qwen3-tiny', 'resnet-tiny'];
+const SPECULATIVE_CONFIG = JSON.stringify({ method: 'ngram', num_speculative_tokens: 3, prompt_lookup_min: 1, prompt_lookup_max: 3 });
 const SHARED_PREFIX = 'Every request of this load starts with the same words, block after block. '.repeat(12);
 
 let browser: Browser;
@@ -57,6 +58,8 @@ async function loadRound(server: TestServer): Promise<void> {
     ...Array.from({ length: 4 }, (_, i) =>
       post('/v1/chat/completions', { model: 'qwen3-tiny', messages: [{ role: 'user', content: `${SHARED_PREFIX} load ${i}` }], max_tokens: 24, ignore_eos: true }),
     ),
+    // Greedy, so it proposes: speculation checks greedy rows only.
+    post('/v1/completions', { model: 'qwen3-tiny', prompt: SHARED_PREFIX, max_tokens: 24, ignore_eos: true, temperature: 0 }),
     ...Array.from({ length: 8 }, (_, i) => post('/v1/embeddings', { model: 'bert-tiny', input: `text number ${i}` })),
     ...Array.from({ length: 6 }, () => post('/v2/models/resnet-tiny/infer', image)),
   ]);
@@ -64,7 +67,9 @@ async function loadRound(server: TestServer): Promise<void> {
 
 describe.skipIf(executable === undefined)('the web UI in Chromium', () => {
   beforeAll(async () => {
-    const repository = await makeRepository(DEFAULT_MODELS.map((name) => ({ name, from: name, config: configOf(name, name) })));
+    // The LLM speculates (n-gram, from one matching token) so the speculative-decoding chart has proposals to plot.
+    const speculating = (text: string) => `${text}parameters: { key: "speculative_config" value: { string_value: ${JSON.stringify(SPECULATIVE_CONFIG)} } }\n`;
+    const repository = await makeRepository(DEFAULT_MODELS.map((name) => ({ name, from: name, config: configOf(name, name, name === 'qwen3-tiny' ? speculating : undefined) })));
     const common = ['--model-control-mode', 'explicit', '--load-model', '*'];
     open = await startTestServer(repository, common);
     // r1 thinks from its first token (deepseek_r1's block opens in the prompt): the playground shows that apart.
@@ -91,7 +96,7 @@ describe.skipIf(executable === undefined)('the web UI in Chromium', () => {
     }
     expect(await page.locator('tr[data-model="qwen3-tiny"] td').nth(2).textContent()).toBe('llm');
     // Load until every chart that load moves has drawn a non-zero point (each poll is a point).
-    const moved = async () => (await Promise.all(['tokens', 'requests', 'cache', 'ttft', 'itl', 'batch', 'queue'].map((id) => chartMax(page, id)))).every((max) => max > 0);
+    const moved = async () => (await Promise.all(['tokens', 'requests', 'cache', 'ttft', 'itl', 'batch', 'queue', 'spec'].map((id) => chartMax(page, id)))).every((max) => max > 0);
     while (!(await moved())) await loadRound(open);
     expect(await chartMax(page, 'lag')).toBeGreaterThan(0);
     // A refused request shows among the recent errors.

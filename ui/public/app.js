@@ -143,8 +143,152 @@ var byId = (id) => {
 };
 var formatNumber = (value, digits = 1) => value === null || value === void 0 || !Number.isFinite(value) ? "\u2014" : value.toFixed(digits);
 
+// src/metrics/metric-definitions.ts
+var TRITON_LABELS = ["model", "version", "precision"];
+var BATCH_SIZE_BUCKETS = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024];
+var TRITON_METRICS = {
+  requestSuccess: { name: "nv_inference_request_success", kind: "counter", labels: TRITON_LABELS, help: "Requests answered successfully (a batched request counts once)" },
+  requestFailure: { name: "nv_inference_request_failure", kind: "counter", labels: [...TRITON_LABELS, "reason"], help: "Requests that failed, by reason" },
+  inferenceCount: { name: "nv_inference_count", kind: "counter", labels: TRITON_LABELS, help: "Inferences run: a request of batch n adds n" },
+  execCount: { name: "nv_inference_exec_count", kind: "counter", labels: TRITON_LABELS, help: "Model executions (batches) run" },
+  pendingRequests: { name: "nv_inference_pending_request_count", kind: "gauge", labels: TRITON_LABELS, help: "Requests queued and not yet executing" },
+  requestDuration: { name: "nv_inference_request_duration_us", kind: "counter", labels: TRITON_LABELS, help: "Total time of successful requests from arrival to response, microseconds" },
+  queueDuration: { name: "nv_inference_queue_duration_us", kind: "counter", labels: TRITON_LABELS, help: "Total time successful requests waited in the queue, microseconds" },
+  computeInputDuration: { name: "nv_inference_compute_input_duration_us", kind: "counter", labels: TRITON_LABELS, help: "Total input preparation time of successful requests, microseconds" },
+  computeInferDuration: { name: "nv_inference_compute_infer_duration_us", kind: "counter", labels: TRITON_LABELS, help: "Total model run time of successful requests, microseconds" },
+  computeOutputDuration: { name: "nv_inference_compute_output_duration_us", kind: "counter", labels: TRITON_LABELS, help: "Total output extraction time of successful requests, microseconds" },
+  // Response cache, per model: exported only for versions whose answers go through the cache, as Triton does.
+  cacheHits: { name: "nv_cache_num_hits_per_model", kind: "counter", labels: TRITON_LABELS, help: "Number of response cache hits per model" },
+  cacheMisses: { name: "nv_cache_num_misses_per_model", kind: "counter", labels: TRITON_LABELS, help: "Number of response cache misses per model" },
+  cacheHitDuration: {
+    name: "nv_cache_hit_duration_per_model",
+    kind: "counter",
+    labels: TRITON_LABELS,
+    help: "Total time requests spent looking up and copying out cached responses on hits, microseconds"
+  },
+  cacheMissDuration: {
+    name: "nv_cache_miss_duration_per_model",
+    kind: "counter",
+    labels: TRITON_LABELS,
+    help: "Total time requests spent looking up and inserting responses into the cache on misses, microseconds"
+  },
+  // Not a Triton metric (Triton has none): the dynamic batcher's batch sizes, one observation per execution.
+  batchSize: { name: "conveyor_inference_batch_size", kind: "histogram", labels: TRITON_LABELS, buckets: BATCH_SIZE_BUCKETS, help: "Items per model execution formed by the dynamic batcher" }
+};
+var LLM_PREFIX = "conveyor:";
+var LLM_LABELS = ["model_name"];
+var TTFT_BUCKETS = [1e-3, 5e-3, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80, 160, 640, 2560];
+var TOKEN_LATENCY_BUCKETS = [0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80];
+var REQUEST_LATENCY_BUCKETS = [0.3, 0.5, 0.8, 1, 1.5, 2, 2.5, 5, 10, 15, 20, 30, 40, 50, 60, 120, 240, 480, 960, 1920, 7680];
+var ITERATION_TOKEN_BUCKETS = [1, 8, 16, 32, 64, 128, 256, 512, 1024, 2048, 4096, 8192, 16384];
+var TOKEN_COUNT_BUCKETS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1e3, 2e3, 5e3, 1e4, 2e4, 5e4, 1e5];
+var LLM_HISTOGRAMS = {
+  timeToFirstToken: { name: "time_to_first_token_seconds", kind: "histogram", labels: LLM_LABELS, buckets: TTFT_BUCKETS, help: "Seconds from arrival at the engine to the first output token" },
+  interTokenLatency: {
+    name: "inter_token_latency_seconds",
+    kind: "histogram",
+    labels: LLM_LABELS,
+    buckets: TOKEN_LATENCY_BUCKETS,
+    help: "Seconds between consecutive token-bearing steps of a request"
+  },
+  timePerOutputToken: {
+    name: "request_time_per_output_token_seconds",
+    kind: "histogram",
+    labels: LLM_LABELS,
+    buckets: TOKEN_LATENCY_BUCKETS,
+    help: "Per request: decode seconds divided by (output tokens - 1)"
+  },
+  e2eLatency: { name: "e2e_request_latency_seconds", kind: "histogram", labels: LLM_LABELS, buckets: REQUEST_LATENCY_BUCKETS, help: "Seconds from arrival to the last output token" },
+  queueTime: { name: "request_queue_time_seconds", kind: "histogram", labels: LLM_LABELS, buckets: REQUEST_LATENCY_BUCKETS, help: "Seconds from arrival until first scheduled" },
+  inferenceTime: { name: "request_inference_time_seconds", kind: "histogram", labels: LLM_LABELS, buckets: REQUEST_LATENCY_BUCKETS, help: "Seconds from first scheduled to the last output token" },
+  prefillTime: { name: "request_prefill_time_seconds", kind: "histogram", labels: LLM_LABELS, buckets: REQUEST_LATENCY_BUCKETS, help: "Seconds from first scheduled to the first output token" },
+  decodeTime: { name: "request_decode_time_seconds", kind: "histogram", labels: LLM_LABELS, buckets: REQUEST_LATENCY_BUCKETS, help: "Seconds from the first to the last output token" },
+  requestPromptTokens: { name: "request_prompt_tokens", kind: "histogram", labels: LLM_LABELS, buckets: TOKEN_COUNT_BUCKETS, help: "Prompt length of each finished request, tokens" },
+  requestGenerationTokens: { name: "request_generation_tokens", kind: "histogram", labels: LLM_LABELS, buckets: TOKEN_COUNT_BUCKETS, help: "Output length of each finished request, tokens" },
+  iterationTokens: {
+    name: "iteration_tokens_total",
+    kind: "histogram",
+    labels: LLM_LABELS,
+    buckets: ITERATION_TOKEN_BUCKETS,
+    help: "Tokens per engine step: prompts completing their prefill plus tokens generated"
+  }
+};
+var LLM_COUNTERS = {
+  promptTokens: { name: "prompt_tokens_total", kind: "counter", labels: LLM_LABELS, help: "Prompt tokens of requests that produced their first token" },
+  promptTokensCached: { name: "prompt_tokens_cached_total", kind: "counter", labels: LLM_LABELS, help: "Of those prompt tokens, the ones found in the prefix cache" },
+  generationTokens: { name: "generation_tokens_total", kind: "counter", labels: LLM_LABELS, help: "Output tokens generated" },
+  prefixCacheQueries: { name: "prefix_cache_queries_total", kind: "counter", labels: LLM_LABELS, help: "Prompt tokens looked up in the prefix cache" },
+  prefixCacheHits: { name: "prefix_cache_hits_total", kind: "counter", labels: LLM_LABELS, help: "Prompt tokens the prefix cache lookups found" },
+  preemptions: { name: "num_preemptions_total", kind: "counter", labels: LLM_LABELS, help: "Requests preempted (their KV freed, to be recomputed)" },
+  requestSuccess: { name: "request_success_total", kind: "counter", labels: [...LLM_LABELS, "finished_reason"], help: "Requests finished, by finish reason (stop, length, abort)" },
+  // vLLM's spec_decode counters (speculative_config): drafts checked, tokens proposed, tokens accepted, and accepted by position in the draft.
+  specDecodeNumDrafts: { name: "spec_decode_num_drafts_total", kind: "counter", labels: LLM_LABELS, help: "Speculative decoding: proposals checked (one per sequence and step)" },
+  specDecodeNumDraftTokens: { name: "spec_decode_num_draft_tokens_total", kind: "counter", labels: LLM_LABELS, help: "Speculative decoding: tokens proposed" },
+  specDecodeNumAcceptedTokens: { name: "spec_decode_num_accepted_tokens_total", kind: "counter", labels: LLM_LABELS, help: "Speculative decoding: proposed tokens accepted" },
+  specDecodeNumAcceptedTokensPerPos: {
+    name: "spec_decode_num_accepted_tokens_per_pos_total",
+    kind: "counter",
+    labels: [...LLM_LABELS, "position"],
+    help: "Speculative decoding: proposed tokens accepted, by their position in the proposal (0 first)"
+  }
+};
+var LLM_GAUGES = {
+  numRunning: { name: "num_requests_running", kind: "gauge", labels: LLM_LABELS, help: "Requests in the running batch of the engine" },
+  numWaiting: { name: "num_requests_waiting", kind: "gauge", labels: LLM_LABELS, help: "Requests waiting for the engine to admit them" },
+  kvCacheUsage: { name: "kv_cache_usage_perc", kind: "gauge", labels: LLM_LABELS, help: "Fraction of KV cache blocks in use, 0 to 1" }
+};
+var VLLM_ROUTING_METRICS = {
+  /** Value: seconds since the epoch of the latest change; the picker reads the labels of the newest series. */
+  loraRequestsInfo: {
+    name: "lora_requests_info",
+    kind: "gauge",
+    labels: ["max_lora", "running_lora_adapters", "waiting_lora_adapters"],
+    help: "LoRA adapters: the most one batch may hold, and the ones running and waiting (comma-separated); the value is when this was last updated, seconds since the epoch"
+  },
+  /** Value 1; the numbers are in the labels, as vLLM exports its cache config. */
+  cacheConfigInfo: {
+    name: "cache_config_info",
+    kind: "gauge",
+    labels: [...LLM_LABELS, "block_size", "num_gpu_blocks"],
+    help: "KV cache configuration: tokens per block and blocks in the pool (value 1)"
+  },
+  gpuCacheUsage: { name: "gpu_cache_usage_perc", kind: "gauge", labels: LLM_LABELS, help: "Older name of kv_cache_usage_perc: fraction of KV cache blocks in use, 0 to 1" },
+  gpuPrefixCacheHitRate: {
+    name: "gpu_prefix_cache_hit_rate",
+    kind: "gauge",
+    labels: LLM_LABELS,
+    help: "Prefix cache hits / queries in tokens since the model loaded, 0 to 1 (0 before any query)"
+  },
+  gpuPrefixCacheHits: { name: "gpu_prefix_cache_hits_total", kind: "counter", labels: LLM_LABELS, help: "Older name of prefix_cache_hits_total: prompt tokens the prefix cache lookups found" },
+  gpuPrefixCacheQueries: { name: "gpu_prefix_cache_queries_total", kind: "counter", labels: LLM_LABELS, help: "Older name of prefix_cache_queries_total: prompt tokens looked up in the prefix cache" }
+};
+var PROCESS_METRICS = {
+  workerAlive: { name: "conveyor_worker_alive", kind: "gauge", labels: [...TRITON_LABELS, "worker"], help: "Whether each worker thread (model instance or LLM engine) is running: 1 alive, 0 dead" },
+  workerRestarts: {
+    name: "conveyor_worker_restarts_total",
+    kind: "counter",
+    labels: TRITON_LABELS,
+    help: "Worker threads (model instances or LLM engines) restarted after a crash since the version loaded"
+  }
+};
+var LIFECYCLE_LABELS = ["model"];
+var LOAD_SECONDS_BUCKETS = [0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 40, 80, 160, 320, 640];
+var LIFECYCLE_METRICS = {
+  loads: { name: "conveyor_model_loads_total", kind: "counter", labels: [...LIFECYCLE_LABELS, "result"], help: "Model loads started on demand or by wake_up, by result (success, failure)" },
+  unloads: { name: "conveyor_model_unloads_total", kind: "counter", labels: [...LIFECYCLE_LABELS, "reason"], help: "Models unloaded by the residency, by reason (idle, evicted, sleep, explicit)" },
+  evictions: { name: "conveyor_model_evictions_total", kind: "counter", labels: LIFECYCLE_LABELS, help: "Idle models unloaded to make room for another (least recently used first)" },
+  loadDuration: {
+    name: "conveyor_model_load_duration_seconds",
+    kind: "histogram",
+    labels: LIFECYCLE_LABELS,
+    buckets: LOAD_SECONDS_BUCKETS,
+    help: "Seconds a successful load on demand or wake_up took"
+  },
+  loaded: { name: "conveyor_model_loaded", kind: "gauge", labels: LIFECYCLE_LABELS, help: "Whether the model is loaded now: 1 loaded, 0 not (sleeping or unloaded)" }
+};
+
 // ui/src/metrics-view.ts
-var LLM = "conveyor:";
+var llm = (definition) => `${LLM_PREFIX}${definition.name}`;
 function samplesNamed(status, name) {
   return status.metrics.flatMap((family) => family.samples.filter((sample) => sample.name === name));
 }
@@ -194,7 +338,7 @@ function intervalQuantiles(previous, current, family, scale) {
   return { p50: at(0.5), p95: at(0.95) };
 }
 function tritonModels(status, name) {
-  const llms = new Set(samplesNamed(status, `${LLM}num_requests_running`).map((sample) => String(sample.labels["model_name"])));
+  const llms = new Set(samplesNamed(status, llm(LLM_GAUGES.numRunning)).map((sample) => String(sample.labels["model_name"])));
   return [...new Set(samplesNamed(status, name).map((sample) => String(sample.labels["model"])))].filter((model) => !llms.has(model)).sort();
 }
 function perModelRatio(previous, current, numerator, denominator, scale) {
@@ -206,23 +350,32 @@ function perModelRatio(previous, current, numerator, denominator, scale) {
   }
   return out;
 }
+function speculationPoint(counted) {
+  const drafts = counted(llm(LLM_COUNTERS.specDecodeNumDrafts));
+  if (drafts <= 0) return { proposedPerDraft: null, acceptedPerDraft: null };
+  return {
+    proposedPerDraft: counted(llm(LLM_COUNTERS.specDecodeNumDraftTokens)) / drafts,
+    acceptedPerDraft: counted(llm(LLM_COUNTERS.specDecodeNumAcceptedTokens)) / drafts
+  };
+}
 function dashboardPoint(previous, current) {
   const seconds = Math.max((current.time_ms - previous.time_ms) / 1e3, 1e-3);
   const counted = (name) => delta(total(current, name), total(previous, name));
-  const lookups = counted(`${LLM}prefix_cache_queries_total`);
+  const lookups = counted(llm(LLM_COUNTERS.prefixCacheQueries));
   const lag = samplesNamed(current, "nodejs_eventloop_lag_p99_seconds")[0];
   return {
     time_ms: current.time_ms,
-    outputTokensPerSec: counted(`${LLM}generation_tokens_total`) / seconds,
-    running: total(current, `${LLM}num_requests_running`),
-    waiting: total(current, `${LLM}num_requests_waiting`),
-    kvUsagePercent: largest(current, `${LLM}kv_cache_usage_perc`) * 100,
-    prefixHitPercent: lookups > 0 ? counted(`${LLM}prefix_cache_hits_total`) / lookups * 100 : null,
-    ttftMs: intervalQuantiles(previous, current, `${LLM}time_to_first_token_seconds`, 1e3),
-    interTokenMs: intervalQuantiles(previous, current, `${LLM}inter_token_latency_seconds`, 1e3),
-    batchSize: perModelRatio(previous, current, "conveyor_inference_batch_size_sum", "conveyor_inference_batch_size_count", 1),
-    queueMs: perModelRatio(previous, current, "nv_inference_queue_duration_us", "nv_inference_request_success", 1e-3),
-    eventLoopLagP99Ms: lag === void 0 ? null : lag.value * 1e3
+    outputTokensPerSec: counted(llm(LLM_COUNTERS.generationTokens)) / seconds,
+    running: total(current, llm(LLM_GAUGES.numRunning)),
+    waiting: total(current, llm(LLM_GAUGES.numWaiting)),
+    kvUsagePercent: largest(current, llm(LLM_GAUGES.kvCacheUsage)) * 100,
+    prefixHitPercent: lookups > 0 ? counted(llm(LLM_COUNTERS.prefixCacheHits)) / lookups * 100 : null,
+    ttftMs: intervalQuantiles(previous, current, llm(LLM_HISTOGRAMS.timeToFirstToken), 1e3),
+    interTokenMs: intervalQuantiles(previous, current, llm(LLM_HISTOGRAMS.interTokenLatency), 1e3),
+    batchSize: perModelRatio(previous, current, `${TRITON_METRICS.batchSize.name}_sum`, `${TRITON_METRICS.batchSize.name}_count`, 1),
+    queueMs: perModelRatio(previous, current, TRITON_METRICS.queueDuration.name, TRITON_METRICS.requestSuccess.name, 1e-3),
+    eventLoopLagP99Ms: lag === void 0 ? null : lag.value * 1e3,
+    speculation: speculationPoint(counted)
   };
 }
 
@@ -280,7 +433,8 @@ var CHARTS = [
   { id: "itl", title: "Inter-token latency", unit: "ms" },
   { id: "batch", title: "Dynamic batcher: batch size", unit: "items" },
   { id: "queue", title: "Dynamic batcher: queue time", unit: "ms" },
-  { id: "lag", title: "Event-loop lag p99", unit: "ms" }
+  { id: "lag", title: "Event-loop lag p99", unit: "ms" },
+  { id: "spec", title: "Speculative decoding: tokens per verify step", unit: "tok" }
 ];
 var Dashboard = class {
   constructor(root, onModels) {
@@ -346,6 +500,7 @@ var Dashboard = class {
     push("batch", point.batchSize);
     push("queue", point.queueMs);
     push("lag", { p99: point.eventLoopLagP99Ms });
+    push("spec", { proposed: point.speculation.proposedPerDraft, accepted: point.speculation.acceptedPerDraft });
   }
   renderModels() {
     this.modelBody.replaceChildren(

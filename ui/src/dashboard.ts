@@ -20,6 +20,7 @@ const CHARTS = [
   { id: 'batch', title: 'Dynamic batcher: batch size', unit: 'items' },
   { id: 'queue', title: 'Dynamic batcher: queue time', unit: 'ms' },
   { id: 'lag', title: 'Event-loop lag p99', unit: 'ms' },
+  { id: 'spec', title: 'Speculative decoding: tokens per verify step', unit: 'tok' },
 ] as const;
 
 type ChartId = (typeof CHARTS)[number]['id'];
@@ -92,6 +93,7 @@ export class Dashboard {
     push('batch', point.batchSize);
     push('queue', point.queueMs);
     push('lag', { p99: point.eventLoopLagP99Ms });
+    push('spec', { proposed: point.speculation.proposedPerDraft, accepted: point.speculation.acceptedPerDraft });
   }
 
   private renderModels(): void {

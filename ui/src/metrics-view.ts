@@ -4,6 +4,7 @@
 // Pure (no DOM): the unit tests run it under Node.
 
 import type { MetricSample, UiStatus } from '../../src/contracts/ui-status.js';
+import { LLM_COUNTERS, LLM_GAUGES, LLM_HISTOGRAMS, LLM_PREFIX, TRITON_METRICS } from '../../src/metrics/metric-definitions.js';
 
 /** GET /ui/api/status's answer (declared once, in src/contracts/ui-status.ts). */
 export type Status = UiStatus;
@@ -24,6 +25,15 @@ export interface DashboardPoint {
   /** Mean queue time of the interval's successful requests, ms, per classic model. */
   readonly queueMs: Readonly<Record<string, number | null>>;
   readonly eventLoopLagP99Ms: number | null;
+  /** Speculative decoding over the interval: tokens proposed and accepted per verify step (null when nothing was checked). */
+  readonly speculation: SpeculationPoint;
+}
+
+export interface SpeculationPoint {
+  /** Mean proposed tokens per checked proposal. */
+  readonly proposedPerDraft: number | null;
+  /** Mean accepted tokens per checked proposal: vLLM's mean acceptance length − 1. */
+  readonly acceptedPerDraft: number | null;
 }
 
 export interface Quantiles {
@@ -31,7 +41,8 @@ export interface Quantiles {
   readonly p95: number | null;
 }
 
-const LLM = 'conveyor:';
+/** An LLM series' sample name as the server exports it (the definitions carry the name after the prefix). */
+const llm = (definition: { readonly name: string }): string => `${LLM_PREFIX}${definition.name}`;
 
 type LabelFilter = (labels: MetricSample['labels']) => boolean;
 
@@ -101,7 +112,7 @@ function intervalQuantiles(previous: Status, current: Status, family: string, sc
 
 /** The classic models in `name`'s (Triton-labelled) samples: LLMs report there too, but no dynamic batcher forms their batches. */
 function tritonModels(status: Status, name: string): string[] {
-  const llms = new Set(samplesNamed(status, `${LLM}num_requests_running`).map((sample) => String(sample.labels['model_name'])));
+  const llms = new Set(samplesNamed(status, llm(LLM_GAUGES.numRunning)).map((sample) => String(sample.labels['model_name'])));
   return [...new Set(samplesNamed(status, name).map((sample) => String(sample.labels['model'])))].filter((model) => !llms.has(model)).sort();
 }
 
@@ -116,22 +127,32 @@ function perModelRatio(previous: Status, current: Status, numerator: string, den
   return out;
 }
 
+function speculationPoint(counted: (name: string) => number): SpeculationPoint {
+  const drafts = counted(llm(LLM_COUNTERS.specDecodeNumDrafts));
+  if (drafts <= 0) return { proposedPerDraft: null, acceptedPerDraft: null };
+  return {
+    proposedPerDraft: counted(llm(LLM_COUNTERS.specDecodeNumDraftTokens)) / drafts,
+    acceptedPerDraft: counted(llm(LLM_COUNTERS.specDecodeNumAcceptedTokens)) / drafts,
+  };
+}
+
 export function dashboardPoint(previous: Status, current: Status): DashboardPoint {
   const seconds = Math.max((current.time_ms - previous.time_ms) / 1000, 1e-3);
   const counted = (name: string) => delta(total(current, name), total(previous, name));
-  const lookups = counted(`${LLM}prefix_cache_queries_total`);
+  const lookups = counted(llm(LLM_COUNTERS.prefixCacheQueries));
   const lag = samplesNamed(current, 'nodejs_eventloop_lag_p99_seconds')[0];
   return {
     time_ms: current.time_ms,
-    outputTokensPerSec: counted(`${LLM}generation_tokens_total`) / seconds,
-    running: total(current, `${LLM}num_requests_running`),
-    waiting: total(current, `${LLM}num_requests_waiting`),
-    kvUsagePercent: largest(current, `${LLM}kv_cache_usage_perc`) * 100,
-    prefixHitPercent: lookups > 0 ? (counted(`${LLM}prefix_cache_hits_total`) / lookups) * 100 : null,
-    ttftMs: intervalQuantiles(previous, current, `${LLM}time_to_first_token_seconds`, 1000),
-    interTokenMs: intervalQuantiles(previous, current, `${LLM}inter_token_latency_seconds`, 1000),
-    batchSize: perModelRatio(previous, current, 'conveyor_inference_batch_size_sum', 'conveyor_inference_batch_size_count', 1),
-    queueMs: perModelRatio(previous, current, 'nv_inference_queue_duration_us', 'nv_inference_request_success', 1e-3),
+    outputTokensPerSec: counted(llm(LLM_COUNTERS.generationTokens)) / seconds,
+    running: total(current, llm(LLM_GAUGES.numRunning)),
+    waiting: total(current, llm(LLM_GAUGES.numWaiting)),
+    kvUsagePercent: largest(current, llm(LLM_GAUGES.kvCacheUsage)) * 100,
+    prefixHitPercent: lookups > 0 ? (counted(llm(LLM_COUNTERS.prefixCacheHits)) / lookups) * 100 : null,
+    ttftMs: intervalQuantiles(previous, current, llm(LLM_HISTOGRAMS.timeToFirstToken), 1000),
+    interTokenMs: intervalQuantiles(previous, current, llm(LLM_HISTOGRAMS.interTokenLatency), 1000),
+    batchSize: perModelRatio(previous, current, `${TRITON_METRICS.batchSize.name}_sum`, `${TRITON_METRICS.batchSize.name}_count`, 1),
+    queueMs: perModelRatio(previous, current, TRITON_METRICS.queueDuration.name, TRITON_METRICS.requestSuccess.name, 1e-3),
     eventLoopLagP99Ms: lag === undefined ? null : lag.value * 1000,
+    speculation: speculationPoint(counted),
   };
 }

@@ -128,4 +128,19 @@ describe('dashboardPoint', () => {
     expect(dashboardPoint(after, reloaded).outputTokensPerSec).toBe(20);
     expect(dashboardPoint(after, reloaded).batchSize).toEqual({ bert: 2 });
   });
+
+  it('plots speculative decoding as proposed and accepted tokens per verify step over the interval', () => {
+    const spec = (time_ms: number, drafts: number, proposed: number, accepted: number): Status => ({
+      time_ms,
+      errors: [],
+      metrics: [
+        family('conveyor:spec_decode_num_drafts_total', [['conveyor:spec_decode_num_drafts_total', { model_name: 'm' }, drafts]]),
+        family('conveyor:spec_decode_num_draft_tokens_total', [['conveyor:spec_decode_num_draft_tokens_total', { model_name: 'm' }, proposed]]),
+        family('conveyor:spec_decode_num_accepted_tokens_total', [['conveyor:spec_decode_num_accepted_tokens_total', { model_name: 'm' }, accepted]]),
+      ],
+    });
+    // 10 more checks of 40 more proposed tokens, 15 of them accepted.
+    expect(dashboardPoint(spec(1000, 5, 20, 6), spec(2000, 15, 60, 21)).speculation).toEqual({ proposedPerDraft: 4, acceptedPerDraft: 1.5 });
+    expect(dashboardPoint(spec(1000, 5, 20, 6), spec(2000, 5, 20, 6)).speculation).toEqual({ proposedPerDraft: null, acceptedPerDraft: null });
+  });
 });

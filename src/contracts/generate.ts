@@ -179,6 +179,11 @@ export interface ScheduledRequest {
    * Absent or 0: none.
    */
   readonly numDraftTokens?: number;
+  /**
+   * The distribution each proposal was drawn from (Draft.probs in src/engine-worker/spec-decode.ts),
+   * for the sampler's acceptance rule; absent: point masses. Runners ignore it.
+   */
+  readonly draftProbs?: readonly Float32Array[];
 }
 
 export interface StepPlan {

@@ -5,14 +5,15 @@
 // Pure: the scheduler asks with the step's chunks so far.
 
 import type { RequestState } from './request-state.js';
+import type { Draft } from './spec-decode.js';
 
 /** A request scheduled this step and how many of its positions the step computes. */
 export interface ScheduledChunk {
   readonly state: RequestState;
   /** Tokens fed this step, proposals included. */
   readonly numNew: number;
-  /** Speculative decoding's proposals fed after the request's last token (the chunk's last numNew − 1 tokens); absent: none. */
-  readonly drafts?: readonly number[];
+  /** Speculative decoding's proposal, fed after the request's last token (the chunk's last numNew − 1 tokens); absent: none. */
+  readonly draft?: Draft;
 }
 
 /**

@@ -12,7 +12,7 @@ import { ConveyorError, invalidArg } from '../errors.js';
 import type { KvCacheManager } from '../kv-cache/kv-cache-manager.js';
 import { computedByAnotherThisStep, type ScheduledChunk } from './in-batch-prefix.js';
 import { RequestState, checkStop, type StopDecision } from './request-state.js';
-import type { DraftSource } from './spec-decode.js';
+import type { Draft, DraftSource } from './spec-decode.js';
 import { type RequestOrder, type SchedulingPolicy, type WaitingQueue, createWaitingQueue, insertOrdered, requestOrder } from './scheduler-queue.js';
 
 export interface SchedulerConfig {
@@ -242,10 +242,10 @@ export class Scheduler {
     let preempted = false;
     for (let i = 0; i < this.running.length && budget.tokens > 0; i++) {
       const state = this.running[i]!;
-      const drafts = this.draftsFor(state, budget.tokens);
-      if (drafts.length > 0) {
-        chunks.push({ state, numNew: 1 + drafts.length, drafts });
-        budget.tokens -= 1 + drafts.length;
+      const draft = this.draftFor(state, budget.tokens);
+      if (draft) {
+        chunks.push({ state, numNew: 1 + draft.tokens.length, draft });
+        budget.tokens -= 1 + draft.tokens.length;
         continue;
       }
       const numNew = Math.min(state.numTokens - state.numComputedTokens, budget.tokens);
@@ -262,16 +262,18 @@ export class Scheduler {
    * Proposals for a decoding request, with the blocks for them already taken; none when the
    * budget, its remaining tokens or the free blocks leave no room (proposals never preempt).
    */
-  private draftsFor(state: RequestState, budgetTokens: number): readonly number[] {
-    if (!this.drafts || state.numTokens - state.numComputedTokens !== 1) return NO_DRAFTS;
+  private draftFor(state: RequestState, budgetTokens: number): Draft | null {
+    if (!this.drafts || state.numTokens - state.numComputedTokens !== 1) return null;
     // At most one token fewer than the request may still produce: the target's own token follows them.
     const remaining = Math.min(state.request.stop.maxTokens - state.numOutputTokens, this.config.maxModelLen - state.numTokens);
     const maxTokens = Math.min(budgetTokens - 1, remaining - 1);
-    if (maxTokens < 1) return NO_DRAFTS;
-    const drafts = this.drafts.propose(state, this.running.length, maxTokens);
-    if (drafts.length === 0) return NO_DRAFTS;
-    if (drafts.length > maxTokens) throw new Error(`${drafts.length} proposals for request ${state.id}, at most ${maxTokens} asked`);
-    return this.kv.allocate(state.id, state.numTokens + drafts.length) ? drafts : NO_DRAFTS;
+    if (maxTokens < 1) return null;
+    const draft = this.drafts.propose(state, this.running.length, maxTokens);
+    if (!draft || draft.tokens.length === 0) return null;
+    const { tokens, probs } = draft;
+    if (tokens.length > maxTokens) throw new Error(`${tokens.length} proposals for request ${state.id}, at most ${maxTokens} asked`);
+    if (probs && probs.length !== tokens.length) throw new Error(`${probs.length} proposal distributions for request ${state.id}'s ${tokens.length} proposals`);
+    return this.kv.allocate(state.id, state.numTokens + tokens.length) ? draft : null;
   }
 
   /**
@@ -349,8 +351,9 @@ export class Scheduler {
   private buildPlan(chunks: readonly ScheduledChunk[]): StepPlan {
     const now = this.now();
     let numScheduledTokens = 0;
-    const scheduled = chunks.map(({ state, numNew, drafts }): ScheduledRequest => {
+    const scheduled = chunks.map(({ state, numNew, draft }): ScheduledRequest => {
       const start = state.numComputedTokens;
+      const drafts = draft?.tokens;
       const numKnown = numNew - (drafts?.length ?? 0);
       const known = state.tokenIds.slice(start, start + numKnown);
       const entry: ScheduledRequest = {
@@ -362,6 +365,7 @@ export class Scheduler {
         isNew: state.isNew,
         ...(wantsPromptLogits(state) ? { allLogits: true } : {}),
         ...(drafts ? { numDraftTokens: drafts.length } : {}),
+        ...(draft?.probs ? { draftProbs: draft.probs } : {}),
       };
       state.isNew = false;
       state.scheduledTimeMs ??= now;
@@ -423,8 +427,6 @@ export class Scheduler {
     this.released.push(state.id);
   }
 }
-
-const NO_DRAFTS: readonly number[] = [];
 
 /** A step's speculative decoding counts (StepSpecDecode), summed over its checked proposals. */
 class StepSpecTally {

@@ -30,10 +30,28 @@ interface Backoff {
   pause: number;
 }
 
+/**
+ * One sequence's proposal for a step. The check keeps a prefix of `tokens` (the sampler's
+ * acceptance rule): for a greedy row, the proposals its target argmax
+ * agrees with; for a sampled row, each proposal with probability min(1, p(x) / q(x)), p being
+ * the distribution the sampler would draw from there, a rejection resampled from the residual.
+ */
+export interface Draft {
+  readonly tokens: readonly number[];
+  /**
+   * q: for each proposed token, the probabilities the proposer drew it from, indexed by token id
+   * (ids past the array's end have probability 0; the values sum to 1) — a draft model's
+   * distribution under the request's own sampling parameters. Absent: each token is a point mass
+   * (n-gram lookup, or a draft model decoding greedily), which the check accepts with
+   * probability p(x). Only sampled rows read it; greedy rows compare argmaxes.
+   */
+  readonly probs?: readonly Float32Array[];
+}
+
 /** What the scheduler asks of speculation (an absent one: no proposals). */
 export interface DraftSource {
-  /** Up to `maxTokens` proposed tokens to follow `state`'s sequence, checked this step; empty for none. */
-  propose(state: Readonly<RequestState>, numRunning: number, maxTokens: number): readonly number[];
+  /** Up to `maxTokens` proposed tokens to follow `state`'s sequence, checked this step; null (or no tokens) for none. */
+  propose(state: Readonly<RequestState>, numRunning: number, maxTokens: number): Draft | null;
   /** How a proposal of `numDrafts` tokens went: `numAccepted` of them held. */
   verified(state: Readonly<RequestState>, numDrafts: number, numAccepted: number): void;
 }
@@ -48,12 +66,13 @@ export class NgramDrafts implements DraftSource {
     private readonly takesArgmax: (row: SamplerRow) => boolean,
   ) {}
 
-  propose(state: Readonly<RequestState>, numRunning: number, maxTokens: number): readonly number[] {
-    if (numRunning > this.config.disableByBatchSize || !this.proposesFor(state)) return [];
+  propose(state: Readonly<RequestState>, numRunning: number, maxTokens: number): Draft | null {
+    if (numRunning > this.config.disableByBatchSize || !this.proposesFor(state)) return null;
     const paused = this.backoff.get(state);
-    if (paused && state.numOutputTokens < paused.resumeAt) return [];
+    if (paused && state.numOutputTokens < paused.resumeAt) return null;
     const { promptLookupMin, promptLookupMax, numSpeculativeTokens } = this.config;
-    return proposeNgram(state.tokenIds, promptLookupMin, promptLookupMax, Math.min(numSpeculativeTokens, maxTokens));
+    const tokens = proposeNgram(state.tokenIds, promptLookupMin, promptLookupMax, Math.min(numSpeculativeTokens, maxTokens));
+    return tokens.length > 0 ? { tokens } : null;
   }
 
   /** True when the request's next tokens are plain greedy, so a checked proposal is exactly what decoding would give. */

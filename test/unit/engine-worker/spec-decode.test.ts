@@ -46,27 +46,27 @@ describe('n-gram proposals', () => {
   it('only plain greedy requests propose, none while the batch is larger than disable_by_batch_size, and failed drafts back off', () => {
     const state = new RequestState(makeRequest('a', [1, 2, 3, 1, 2]), 0, 0);
     const source = drafts({ disableByBatchSize: 4 });
-    expect(source.propose(state, 4, 8)).toEqual([3, 1, 2]);
-    expect(source.propose(state, 5, 8)).toEqual([]);
+    expect(source.propose(state, 4, 8)).toEqual({ tokens: [3, 1, 2] });
+    expect(source.propose(state, 5, 8)).toBeNull();
     const sampled = new RequestState({ ...makeRequest('b', [1, 2, 3, 1, 2]), sampling: { ...GREEDY_SAMPLING, temperature: 0.7 } }, 1, 0);
-    expect(source.propose(sampled, 1, 8)).toEqual([]);
+    expect(source.propose(sampled, 1, 8)).toBeNull();
     const penalised = new RequestState({ ...makeRequest('c', [1, 2, 3, 1, 2]), sampling: { ...GREEDY_SAMPLING, repetitionPenalty: 1.2 } }, 2, 0);
-    expect(source.propose(penalised, 1, 8)).toEqual([]);
+    expect(source.propose(penalised, 1, 8)).toBeNull();
     const grammar = new RequestState({ ...makeRequest('d', [1, 2, 3, 1, 2]), grammar: { kind: 'json_object' } }, 3, 0);
-    expect(source.propose(grammar, 1, 8)).toEqual([]);
+    expect(source.propose(grammar, 1, 8)).toBeNull();
     // min_tokens unmet bans EOS: not plain argmax, so no proposals until it is met.
-    expect(source.propose(new RequestState(makeRequest('e', [1, 2, 3, 1, 2], { minTokens: 2 }), 4, 0), 1, 8)).toEqual([]);
+    expect(source.propose(new RequestState(makeRequest('e', [1, 2, 3, 1, 2], { minTokens: 2 }), 4, 0), 1, 8)).toBeNull();
 
     // A draft that fails entirely pauses the sequence 1, 2, 4, … of its tokens; any accepted token resets it.
     source.verified(state, 3, 0);
-    expect(source.propose(state, 1, 8)).toEqual([]);
+    expect(source.propose(state, 1, 8)).toBeNull();
     state.tokenIds.push(3);
-    expect(source.propose(state, 1, 8)).not.toEqual([]);
+    expect(source.propose(state, 1, 8)).not.toBeNull();
     for (let i = 0; i < 10; i++) source.verified(state, 3, 0);
     for (let i = 0; i < MAX_DRAFT_BACKOFF_TOKENS; i++) state.tokenIds.push(1);
-    expect(source.propose(state, 1, 8)).not.toEqual([]);
+    expect(source.propose(state, 1, 8)).not.toBeNull();
     source.verified(state, 3, 1);
-    expect(source.propose(state, 1, 8)).not.toEqual([]);
+    expect(source.propose(state, 1, 8)).not.toBeNull();
   });
 });
 

@@ -1,0 +1,44 @@
+// `array` schemas: prefixItems (or draft 4–7 tuple `items`), the items after them, minItems and
+// maxItems, each count written out; uniqueItems refused where more than one item may appear. Pure.
+
+import { type Json, pointer, type SchemaObject, SchemaUnsupported } from './schema-model.js';
+import type { Translation } from './translation.js';
+
+export function arraySchema(t: Translation, node: SchemaObject, path: string): string | null {
+  const minItems = typeof node['minItems'] === 'number' ? node['minItems'] : 0;
+  const maxItems = typeof node['maxItems'] === 'number' ? node['maxItems'] : null;
+  if (node['uniqueItems'] === true && (maxItems === null || maxItems > 1)) throw new SchemaUnsupported('uniqueItems', pointer(path, 'uniqueItems'), 'a grammar cannot compare items with each other');
+  let prefix: Json[] = [];
+  let tail: Json = true;
+  let tailPath = pointer(path, 'items');
+  if (Array.isArray(node['prefixItems'])) {
+    prefix = node['prefixItems'];
+    tail = node['items'] ?? true;
+  } else if (Array.isArray(node['items'])) {
+    prefix = node['items'];
+    tail = node['additionalItems'] ?? true;
+    tailPath = pointer(path, 'additionalItems');
+  } else tail = node['items'] ?? true;
+  const prefixBodies: string[] = [];
+  for (const [i, item] of prefix.entries()) {
+    const body = t.schema(item, pointer(path, Array.isArray(node['prefixItems']) ? 'prefixItems' : 'items', i));
+    if (body === null) break;
+    prefixBodies.push(body);
+  }
+  // A prefix item allowing no value caps the array before it.
+  const cap = prefixBodies.length < prefix.length ? prefixBodies.length : null;
+  const tailBody = cap !== null ? null : t.schema(tail, tailPath);
+  const max = [maxItems, cap, tailBody === null ? prefixBodies.length : null].filter((m): m is number => m !== null).reduce((a, b) => Math.min(a, b), Number.POSITIVE_INFINITY);
+  if (minItems > max) return null;
+  const options: string[] = [];
+  for (let count = minItems; count <= Math.min(prefixBodies.length, max); count++) options.push(count === 0 ? '"[" "]"' : `"[" ${prefixBodies.slice(0, count).join(' ", " ')} "]"`);
+  if (tailBody !== null && max > prefixBodies.length) {
+    const fewest = Math.max(1, minItems - prefixBodies.length);
+    const most = Number.isFinite(max) ? max - prefixBodies.length : null;
+    const head = prefixBodies.length > 0 ? `${prefixBodies.join(' ", " ')} ", " ` : '';
+    const more = most === null ? (fewest === 1 ? '*' : `{${fewest - 1},}`) : most === 1 ? null : `{${fewest - 1},${most - 1}}`;
+    options.push(`"[" ${head}${tailBody}${more === null ? '' : ` (", " ${tailBody})${more}`} "]"`);
+  }
+  if (options.length === 0) return null;
+  return t.rules.share('array', options.join(' | '));
+}

@@ -1,0 +1,137 @@
+// The translation's core: a schema to the EBNF expression for its values. It follows local $refs
+// (one rule per reference, so recursion works), refuses the keywords no grammar states, folds
+// combinators, and hands each type to its part (object-, array-, string-, number-, enum-schema.ts).
+
+import { mergeAllOf } from './all-of-merge.js';
+import { unionSchema } from './any-of-union.js';
+import { arraySchema } from './array-schema.js';
+import { enumSchema } from './enum-schema.js';
+import { GrammarRules } from './grammar-rules.js';
+import { numberSchema } from './number-schema.js';
+import { objectSchema } from './object-schema.js';
+import {
+  ANNOTATIONS,
+  ARRAY_KEYWORDS,
+  isObject,
+  type Json,
+  NUMBER_KEYWORDS,
+  OBJECT_KEYWORDS,
+  pointer,
+  REFUSED,
+  type SchemaGrammarOptions,
+  type SchemaObject,
+  SchemaUnsupported,
+  STRING_KEYWORDS,
+  TYPES,
+  type TypeName,
+} from './schema-model.js';
+import { stringSchema } from './string-schema.js';
+import type { Translation } from './translation.js';
+
+export class SchemaTranslator implements Translation {
+  readonly rules = new GrammarRules();
+  private readonly refRules = new Map<string, string>();
+  /** Draft 4 to 7: `items` as an array is a tuple, and a $ref's siblings are ignored. */
+  private readonly legacy: boolean;
+
+  constructor(
+    private readonly root: Json,
+    readonly options: SchemaGrammarOptions,
+  ) {
+    const dialect = isObject(root) && typeof root['$schema'] === 'string' ? root['$schema'] : '';
+    this.legacy = /draft-0[3-7]/.test(dialect);
+  }
+
+  schema(node: Json, path: string): string | null {
+    if (node === true) return this.rules.anyValue();
+    if (node === false) return null;
+    if (!isObject(node)) throw new SchemaUnsupported('schema', path, 'is neither an object nor a boolean');
+    for (const keyword of Object.keys(REFUSED)) if (node[keyword] !== undefined) throw new SchemaUnsupported(keyword, pointer(path, keyword), REFUSED[keyword]!);
+    if (typeof node['$ref'] === 'string') {
+      const siblings = Object.keys(node).filter((k) => k !== '$ref' && !ANNOTATIONS.has(k));
+      if (this.legacy || siblings.length === 0) return this.refRule(node['$ref'], pointer(path, '$ref'));
+      const { $ref, ...rest } = node;
+      return this.schema({ ...rest, allOf: [...(Array.isArray(rest['allOf']) ? rest['allOf'] : []), { $ref }] }, path);
+    }
+    if (Array.isArray(node['allOf'])) return this.schema(mergeAllOf(this, node, path), path);
+    if (Array.isArray(node['anyOf'])) return unionSchema(this, node, 'anyOf', path);
+    if (Array.isArray(node['oneOf'])) return unionSchema(this, node, 'oneOf', path);
+    if (node['enum'] !== undefined || node['const'] !== undefined) return enumSchema(this, node, path);
+    const alternatives: string[] = [];
+    for (const type of this.typesOf(node, path)) {
+      const body = this.typed(node, type, path);
+      if (body !== null) alternatives.push(body);
+    }
+    if (alternatives.length === 0) return null;
+    return alternatives.length === 1 ? alternatives[0]! : `(${alternatives.join(' | ')})`;
+  }
+
+  typesOf(node: SchemaObject, path: string): TypeName[] {
+    const declared = node['type'];
+    if (declared !== undefined) {
+      const list = Array.isArray(declared) ? declared : [declared];
+      for (const t of list) if (typeof t !== 'string' || !(TYPES as readonly string[]).includes(t)) throw new SchemaUnsupported('type', pointer(path, 'type'), `unknown type ${JSON.stringify(t)}`);
+      const types = list as TypeName[];
+      // "number" already includes the integers.
+      return types.includes('number') ? types.filter((t) => t !== 'integer') : types;
+    }
+    const has = (keys: readonly string[]): boolean => keys.some((k) => node[k] !== undefined);
+    const inferred: TypeName[] = [];
+    if (has(OBJECT_KEYWORDS)) inferred.push('object');
+    if (has(ARRAY_KEYWORDS)) inferred.push('array');
+    if (has(STRING_KEYWORDS)) inferred.push('string');
+    if (has(NUMBER_KEYWORDS)) inferred.push('number');
+    return inferred.length > 0 ? inferred : ['object', 'array', 'string', 'number', 'boolean', 'null'];
+  }
+
+  private typed(node: SchemaObject, type: TypeName, path: string): string | null {
+    switch (type) {
+      case 'null':
+        return '"null"';
+      case 'boolean':
+        return '("true" | "false")';
+      case 'integer':
+      case 'number':
+        return numberSchema(this, node, type, path);
+      case 'string':
+        return stringSchema(this, node, path);
+      case 'array':
+        return arraySchema(this, node, path);
+      case 'object':
+        return objectSchema(this, node, path);
+    }
+  }
+
+  // ---- references -------------------------------------------------------------------------
+
+  private resolve(ref: string, path: string): Json {
+    if (ref !== '#' && !ref.startsWith('#/')) throw new SchemaUnsupported('$ref', path, `only local references are supported, got ${JSON.stringify(ref)}`);
+    let node: Json | undefined = this.root;
+    for (const raw of ref === '#' ? [] : ref.slice(2).split('/')) {
+      const key = decodeURIComponent(raw).replaceAll('~1', '/').replaceAll('~0', '~');
+      node = Array.isArray(node) ? node[Number(key)] : isObject(node) && Object.hasOwn(node, key) ? node[key] : undefined;
+      if (node === undefined) throw new SchemaUnsupported('$ref', path, `${JSON.stringify(ref)} does not resolve`);
+    }
+    return node;
+  }
+
+  deref(node: Json, path: string): Json {
+    for (let hops = 0; isObject(node) && typeof node['$ref'] === 'string' && hops < 32; hops++) {
+      const constraining = Object.keys(node).filter((k) => k !== '$ref' && !ANNOTATIONS.has(k));
+      if (constraining.length > 0 && !this.legacy) return node;
+      node = this.resolve(node['$ref'], path);
+    }
+    return node;
+  }
+
+  private refRule(ref: string, path: string): string {
+    const known = this.refRules.get(ref);
+    if (known) return known;
+    const name = this.rules.reserve(`ref_${ref.split('/').at(-1) ?? 'root'}`);
+    this.refRules.set(ref, name);
+    const body = this.schema(this.resolve(ref, path), ref);
+    if (body === null) throw new SchemaUnsupported('$ref', path, `${JSON.stringify(ref)} allows no value`);
+    this.rules.define(name, body);
+    return name;
+  }
+}

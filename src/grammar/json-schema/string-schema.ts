@@ -1,0 +1,60 @@
+// `string` schemas: any string, lengths (one rule per character counted), `pattern` through
+// regex-grammar.ts, and the enforced `format`s (string-formats.ts), lengths beside a pattern or
+// format where they can be written into it exactly. Pure.
+
+import { PatternUnsupported, patternLanguage, type RegexNode, regexEbnf, withLength, JSON_ESCAPE, JSON_PLAIN_CHAR } from '../regex-grammar.js';
+import { STRING_FORMATS } from '../string-formats.js';
+import type { GrammarRules } from './grammar-rules.js';
+import { pointer, type SchemaObject, SchemaUnsupported } from './schema-model.js';
+import type { Translation } from './translation.js';
+
+export function stringSchema(t: Translation, node: SchemaObject, path: string): string | null {
+  const minLength = typeof node['minLength'] === 'number' ? node['minLength'] : 0;
+  const maxLength = typeof node['maxLength'] === 'number' ? node['maxLength'] : null;
+  let language: RegexNode | null = null;
+  const format = node['format'];
+  if (typeof format === 'string') {
+    const pattern = STRING_FORMATS[format];
+    if (pattern === undefined) throw new SchemaUnsupported('format', pointer(path, 'format'), `format ${JSON.stringify(format)} is not enforced (enforced: ${Object.keys(STRING_FORMATS).join(', ')})`);
+    if (node['pattern'] !== undefined) throw new SchemaUnsupported('format', pointer(path, 'format'), 'is not translated together with pattern');
+    language = patternLanguage(pattern);
+  }
+  if (typeof node['pattern'] === 'string') {
+    try {
+      language = patternLanguage(node['pattern']);
+    } catch (error) {
+      if (error instanceof PatternUnsupported) throw new SchemaUnsupported('pattern', pointer(path, 'pattern'), error.message);
+      throw error;
+    }
+  }
+  if (language === null) {
+    if (minLength === 0 && maxLength === null) return t.rules.anyString();
+    if (maxLength !== null && maxLength < minLength) return null;
+    return boundedString(t.rules, minLength, maxLength);
+  }
+  if (minLength > 0 || maxLength !== null) {
+    const bounded = withLength(language, minLength, maxLength);
+    if (bounded === null)
+      throw new SchemaUnsupported(
+        maxLength !== null ? 'maxLength' : 'minLength',
+        path,
+        `is not translated together with ${format !== undefined ? 'this format' : 'this pattern'} (state the length in the pattern)`,
+      );
+    language = bounded;
+  }
+  const body = regexEbnf(language);
+  return body === null ? null : t.rules.share('string_pattern', `"\\"" ${body} "\\""`);
+}
+
+/** A string of minLength..maxLength characters (maxLength null: no bound), one rule per count read so far. */
+function boundedString(rules: GrammarRules, minLength: number, maxLength: number | null): string {
+  const top = maxLength ?? minLength;
+  const names = Array.from({ length: top + 1 }, (_, i) => rules.reserve(`string_len_${i}`));
+  for (let i = 0; i <= top; i++) {
+    const parts: string[] = [];
+    if (i >= minLength) parts.push(i === top && maxLength === null ? rules.stringRest() : '"\\""');
+    if (i < top) parts.push(`${JSON_PLAIN_CHAR} ${names[i + 1]}`, `"\\\\" ${JSON_ESCAPE} ${names[i + 1]}`);
+    rules.define(names[i]!, parts.join(' | '));
+  }
+  return `("\\"" ${names[0]})`;
+}

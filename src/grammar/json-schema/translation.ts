@@ -1,0 +1,18 @@
+// What each keyword family's translation may ask of the whole: the rules being written, the
+// options, and the translation of any subschema (for items, properties, branches). The type parts
+// (objects, arrays, strings, numbers, combinators) take it as their first argument, so none of
+// them imports another and only schema-translator.ts knows them all.
+
+import type { GrammarRules } from './grammar-rules.js';
+import type { Json, SchemaGrammarOptions, SchemaObject, TypeName } from './schema-model.js';
+
+export interface Translation {
+  readonly rules: GrammarRules;
+  readonly options: SchemaGrammarOptions;
+  /** The EBNF expression for the values a subschema allows; null when it allows none. */
+  schema(node: Json, path: string): string | null;
+  /** Follows $refs with nothing beside them, for the checks that look inside a subschema. */
+  deref(node: Json, path: string): Json;
+  /** The types a schema allows: its `type`, or (without one) those its keywords speak of, or all. */
+  typesOf(node: SchemaObject, path: string): TypeName[];
+}

@@ -166,6 +166,96 @@ static inline __m512 load16(const char *block, int type, size_t at) {
   return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128((const __m128i *)((const int8_t *)block + at))));
 }
 
+/* ---- Head size 8 ------------------------------------------------------------------------------
+ * A head of 8 is half a vector: the generic loops scored it one position at a time (a scalar
+ * expf, an 8-long dot product reduced alone, ~8 ns a score), so a verify step of 5 query rows
+ * over a 1,000-token past cost 3x a decode step's attention on llama2.c's stories260K. Here two
+ * K rows fill one vector, so 16 positions are 8 products and the last three levels of the
+ * lane-sum tree (the first level's work is done by the layout); V rows are accumulated 8 wide,
+ * a tile of up to 16 query rows per pass. float32 and float16 pools (an int8 pool keeps the
+ * generic path). */
+
+/* Lane r = q · k[r] for the 16 rows of 8 at k, `present` of them in memory. */
+static inline __attribute__((always_inline)) __m512 scores16_dim8(const float *restrict q, const float *restrict k, const int present, const LaneTree *tree) {
+  const __m512 qq = _mm512_broadcast_f32x8(_mm256_loadu_ps(q));
+  __m512 p[8];
+  for (int j = 0; j < 8; j++) {
+    const int rows = present - 2 * j >= 2 ? 2 : present - 2 * j > 0 ? 1 : 0;
+    const __mmask16 lanes = rows == 2 ? (__mmask16)0xFFFF : rows == 1 ? (__mmask16)0x00FF : 0;
+    p[j] = _mm512_mul_ps(qq, _mm512_maskz_loadu_ps(lanes, k + (size_t)j * 16));
+  }
+  for (int level = 1, n = 8; n > 1; level++, n /= 2)
+    for (int i = 0; i < n / 2; i++)
+      p[i] = _mm512_add_ps(_mm512_permutex2var_ps(p[2 * i], tree->low[level], p[2 * i + 1]), _mm512_permutex2var_ps(p[2 * i], tree->high[level], p[2 * i + 1]));
+  return p[0];
+}
+
+static inline __m256 load8(const char *block, int type, size_t at) {
+  if (type == F32) return _mm256_loadu_ps((const float *)block + at);
+  return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)((const uint16_t *)block + at)));
+}
+
+static void attend_unit8(const Job *job, const Unit *u, Scratch *s, const int groups) {
+  const Shape *sh = &job->shape;
+  const int dim = 8, bs = sh->block_size;
+  const int start = job->starts[u->seq], past = job->pasts[u->seq];
+  const int first_position = past + u->first;
+  const int n = first_position + u->count;
+  const int rows = u->count * groups;
+  const int32_t *table = job->tables + (size_t)u->seq * sh->max_blocks;
+  const char *key_head = pool_head(sh, job->key_pool, u->head), *value_head = pool_head(sh, job->value_pool, u->head);
+  const LaneTree tree = lane_tree();
+
+  load_queries(job, u, s, dim, groups);
+
+  const int blocks = (n + bs - 1) / bs;
+  const int first_block = window_start(sh, first_position) / bs, base = first_block * bs;
+  for (int i = first_block; i < blocks; i++) {
+    const int count = n - i * bs < bs ? n - i * bs : bs;
+    if (i + AHEAD < blocks) {
+      const char *ahead = block_start(sh, key_head, table[i + AHEAD]);
+      for (int r = 0; r < count; r++) prefetch_row(sh, ahead, r);
+    }
+    const float *k = block_rows(sh, block_start(sh, key_head, table[i]), count, dim, 1, s->block);
+    for (int g0 = 0; g0 < count; g0 += 16) {
+      const int m = count - g0 < 16 ? count - g0 : 16;
+      const int p0 = i * bs + g0;
+      for (int row = 0; row < rows; row++) {
+        if (first_position + row / groups < p0 || p0 + m <= window_start(sh, first_position + row / groups)) continue;
+        const __m512 scores = scores16_dim8(s->queries + (size_t)row * dim, k + (size_t)g0 * dim, m, &tree);
+        _mm512_mask_storeu_ps(s->scores + (size_t)row * job->longest + p0, (__mmask16)((1u << m) - 1), scores);
+      }
+    }
+  }
+  for (int row = 0; row < rows; row++) softmax_row(s->scores + (size_t)row * job->longest, base, window_start(sh, first_position + row / groups), first_position + row / groups + 1, n);
+  for (int row0 = 0; row0 < rows; row0 += 16) {
+    const int tile_rows = rows - row0 < 16 ? rows - row0 : 16;
+    const int seen = first_position + (row0 + tile_rows - 1) / groups + 1;
+    __m256 acc[16];
+    for (int a = 0; a < 16; a++) acc[a] = _mm256_setzero_ps();
+    const int tile_blocks = (seen + bs - 1) / bs;
+    for (int i = window_start(sh, first_position + row0 / groups) / bs; i < tile_blocks; i++) {
+      const int count = seen - i * bs < bs ? seen - i * bs : bs;
+      const char *block = block_start(sh, value_head, table[i]);
+      if (i + AHEAD < tile_blocks) {
+        const char *ahead = block_start(sh, value_head, table[i + AHEAD]);
+        for (int r = 0; r < count; r++) prefetch_row(sh, ahead, r);
+      }
+      for (int r = 0; r < count; r++) {
+        const int p = i * bs + r;
+        const __m256 v = load8(block, sh->kv_type, (size_t)r * dim);
+        for (int t = 0; t < tile_rows; t++) acc[t] = _mm256_fmadd_ps(_mm256_set1_ps(s->scores[(size_t)(row0 + t) * job->longest + p]), v, acc[t]);
+      }
+    }
+    for (int t = 0; t < tile_rows; t++) {
+      const int row = row0 + t;
+      float o[8];
+      _mm256_storeu_ps(o, acc[t]);
+      store_row(job->out, sh->act_type, ((size_t)(start + u->first + row / groups) * sh->heads + (size_t)u->head * groups + row % groups) * dim, dim, o);
+    }
+  }
+}
+
 static inline __attribute__((always_inline)) void attend_unit16(const Job *job, const Unit *u, Scratch *s, const int dim, const int groups) {
   const Shape *sh = &job->shape;
   const int bs = sh->block_size, chunks = dim / 16;

@@ -323,12 +323,14 @@ static void attend(const Job *job, const Unit *u, Scratch *s) {
   if (dim == 128 && groups == 4) return attend_unit16(job, u, s, 128, 4);
   if (dim == 128) return attend_unit16(job, u, s, 128, groups);
   if (dim % 16 == 0 && dim <= 256) return attend_unit16(job, u, s, dim, groups);
+  if (dim == 8 && job->shape.kv_type != I8) return attend_unit8(job, u, s, groups);
 #endif
   if (dim == 64 && groups == 4) attend_unit(job, u, s, 64, 4);
   else if (dim == 64) attend_unit(job, u, s, 64, groups);
   else if (dim == 128 && groups == 4) attend_unit(job, u, s, 128, 4);
   else if (dim == 128 && groups == 8) attend_unit(job, u, s, 128, 8);
   else if (dim == 128) attend_unit(job, u, s, 128, groups);
+  else if (dim == 8) attend_unit(job, u, s, 8, groups);
   else attend_unit(job, u, s, dim, groups);
 }
 

@@ -9,8 +9,9 @@ const LEAP_YEAR = String.raw`(?:\d\d(?:0[48]|[2468][048]|[13579][26])|(?:[02468]
 const MONTH_DAY = String.raw`(?:(?:0[13578]|1[02])-(?:0[1-9]|[12]\d|3[01])|(?:0[469]|11)-(?:0[1-9]|[12]\d|30)|02-(?:0[1-9]|1\d|2[0-8]))`;
 const DATE = `(?:${YEAR}-${MONTH_DAY}|${LEAP_YEAR}-02-29)`;
 const TIME = String.raw`(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d(?:\.\d+)?(?:[zZ]|[+-](?:[01]\d|2[0-3]):[0-5]\d)`;
-const DURATION_TIME = String.raw`T(?:\d+H(?:\d+M)?(?:\d+S)?|\d+M(?:\d+S)?|\d+S)`;
-const DURATION = String.raw`P(?:(?:\d+Y(?:\d+M)?(?:\d+D)?|\d+M(?:\d+D)?|\d+D)(?:${DURATION_TIME})?|${DURATION_TIME}|\d+W)`;
+// RFC 3339 appendix A: units in order with none skipped (each may only be followed by the next one down).
+const DURATION_TIME = String.raw`T(?:\d+H(?:\d+M(?:\d+S)?)?|\d+M(?:\d+S)?|\d+S)`;
+const DURATION = String.raw`P(?:(?:\d+Y(?:\d+M(?:\d+D)?)?|\d+M(?:\d+D)?|\d+D)(?:${DURATION_TIME})?|${DURATION_TIME}|\d+W)`;
 const EMAIL_ATOM = "[a-zA-Z0-9!#$%&'*+/=?^_`{|}~-]+";
 const LABEL = `[a-zA-Z0-9](?:[a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?`;
 const EMAIL = String.raw`${EMAIL_ATOM}(?:\.${EMAIL_ATOM})*@(?:[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?\.)+[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?`;
@@ -30,7 +31,8 @@ const IPV6 = [
   `(?:(?:${H16}:){0,5}${H16})?::${H16}`,
   `(?:(?:${H16}:){0,6}${H16})?::`,
 ].join('|');
-const UUID = '(?:urn:uuid:)?[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}';
+// RFC 4122's string form only: a `urn:uuid:` URN is a URI, not a uuid (the JSON Schema Test Suite holds it invalid).
+const UUID = '[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}';
 
 /** Format name → the anchored pattern of the strings enforced for it. */
 export const STRING_FORMATS: Readonly<Record<string, string>> = {
@@ -39,7 +41,7 @@ export const STRING_FORMATS: Readonly<Record<string, string>> = {
   time: `^${TIME}$`,
   duration: `^${DURATION}$`,
   email: `^${EMAIL}$`,
-  hostname: `^${LABEL}(?:\\.${LABEL}){0,2}\\.?$`,
+  hostname: `^${LABEL}(?:\\.${LABEL}){0,2}$`,
   ipv4: `^${IPV4}$`,
   ipv6: `^(?:${IPV6})$`,
   uuid: `^${UUID}$`,

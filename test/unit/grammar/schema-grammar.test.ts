@@ -68,6 +68,22 @@ const CASES: [string, object, Json[], Json[]][] = [
   ],
   ['oneOf over types', { oneOf: [{ type: 'string' }, { type: 'integer', minimum: 0 }] }, ['x', 3], [-1, true]],
   ['allOf merged', { allOf: [{ type: 'object', properties: { a: { type: 'integer' } }, required: ['a'] }, { properties: { b: { type: 'string' } } }] }, [{ a: 1 }, { a: 1, b: 'x' }], [{ b: 'x' }]],
+  // A member's additionalProperties: false also refuses the properties only another member names.
+  [
+    'allOf member additionalProperties',
+    { type: 'object', allOf: [{ properties: { a: { type: 'integer' } }, additionalProperties: false }, { properties: { b: { type: 'string' } } }] },
+    [{}, { a: 1 }],
+    [{ b: 'x' }, { a: 1, b: 'x' }, { c: 1 }],
+  ],
+  // The outer items hold from the first item on; the member's prefixItems only adds to the first.
+  [
+    'allOf prefixItems beside items',
+    { type: 'array', allOf: [{ prefixItems: [{ type: 'integer', minimum: 3 }] }], items: { type: 'integer', minimum: 5 } },
+    [[], [5], [5, 6], [7, 5, 9]],
+    [[3, 5], [4], [5, 4]],
+  ],
+  // A $ref's unevaluatedProperties sees only what the referenced schema evaluates, not its siblings' properties.
+  ['$ref beside properties', { $defs: { closed: { unevaluatedProperties: false } }, type: 'object', properties: { a: { type: 'string' } }, $ref: '#/$defs/closed' }, [{}], [{ a: 'x' }, { b: 1 }]],
 ];
 
 describe('schema grammar', () => {

@@ -28,7 +28,7 @@ import { runInBackground } from './background.js';
 import { newItemId, ResponseOutput, type OutputEvent, type WireObject } from './output-events.js';
 import { OutputReader } from './output-reader.js';
 import { inResponsesTerms, readResponsesRequest, type ResponsesRequest } from './request.js';
-import { withForcedCustom } from './tools.js';
+import { withCustomConstraints, withForcedCustom } from './tools.js';
 import { responseObject, wireUsage, type ResponseIdentity, type ResponseStatus } from './response-object.js';
 import type { ResponseStore, StoredResponse } from './stored.js';
 import { PRIORITY_HEADER, priorityOverride, withPriority } from '../../src/serving/request-priority.js';
@@ -57,13 +57,14 @@ async function prepare(ctx: OpenAIContext, store: ResponseStore, body: unknown):
   const earlier = previous === null ? [] : [...previous.history, ...(previous.response.output as Item[])];
   const history = [...earlier, ...ownItems];
   const messages = itemsToMessages(history, request.instructions, earlier.length);
-  const plan = withForcedCustom(await inResponsesTerms(() => chatToolPlan(request.chatTools, model)), request.forcedCustom);
+  const chatPlan = await inResponsesTerms(() => chatToolPlan(request.chatTools, model));
+  const plan = withForcedCustom(withCustomConstraints(chatPlan, request.tools, request.chatTools.tool_choice, request.rawTools, request.model), request.forcedCustom);
   const { sampling, wireNames } = request.sampling;
   const input: GenerateInput = {
     prompt: { kind: 'chat', messages, addGenerationPrompt: true, chatTemplateKwargs: request.chatTemplateKwargs, tools: plan.tools },
     sampling: { ...sampling, skip_special_tokens: keepsSpecialTokens(plan, sampling.skip_special_tokens) },
     wireNames,
-    ...(plan.grammar ? { grammar: { spec: plan.grammar, param: request.forcedCustom?.param ?? 'tool_choice' } } : {}),
+    ...(plan.grammar ? { grammar: { spec: plan.grammar, param: request.forcedCustom?.param ?? (plan.grammar.kind === 'tool_calls' ? 'tools' : 'tool_choice') } } : {}),
   };
   return { request, model, plan, input, ownItems, history };
 }
@@ -81,7 +82,7 @@ class ResponseRun {
 
   constructor(model: LlmModel, prepared: ProcessedRequest, plan: ChatToolPlan, request: ResponsesRequest) {
     this.reader = new OutputReader(model, prepared, plan);
-    this.output = new ResponseOutput(newItemId, { names: new Set(request.customTools.keys()), rawInput: request.forcedCustom !== null });
+    this.output = new ResponseOutput(newItemId, { names: new Set(request.tools.custom.keys()), rawInput: request.forcedCustom !== null });
   }
 
   onEvent(event: GenerationEvent): OutputEvent[] {

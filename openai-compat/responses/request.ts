@@ -10,7 +10,7 @@ import { CONSTRAINT_FIELDS, readWireParams, wireFieldNames, type WireParams, typ
 import { OpenAIRequestError, unsupportedParameter } from '../errors.js';
 import { checkFields, checkNoOps } from '../request-fields.js';
 import { isObject, requireModel, type Body } from '../../src/server/kit/body.js';
-import { forcedCustomTool, readTools, type CustomTool, type ForcedCustomTool } from './tools.js';
+import { forcedCustomTool, readTools, type ForcedCustomTool, type ResponsesTools } from './tools.js';
 
 /**
  * The vocabulary under Responses' names: max_output_tokens for max_tokens; output constraints
@@ -77,8 +77,10 @@ export interface ResponsesRequest {
   readonly input: unknown;
   /** tools / tool_choice / parallel_tool_calls in chat's shape, for chatToolPlan. */
   readonly chatTools: Body;
-  /** Custom tools by name: their calls are custom_tool_call items. */
-  readonly customTools: ReadonlyMap<string, CustomTool>;
+  /** The tools as read (custom tools by name: their calls are custom_tool_call items). */
+  readonly tools: ResponsesTools;
+  /** `tools` as sent, for naming a tool's field in a refusal. */
+  readonly rawTools: unknown;
   /** tool_choice forcing a custom tool: the whole output is its input. */
   readonly forcedCustom: ForcedCustomTool | null;
   readonly sampling: WireParams;
@@ -132,7 +134,8 @@ export function readResponsesRequest(raw: Body): ResponsesRequest {
     input: raw.input,
     // A forced custom tool is no chat tool_choice: the tools are shown, the output is read as its input.
     chatTools: { tools: tools.chatTools, tool_choice: forced ? 'none' : chatToolChoice(raw.tool_choice), parallel_tool_calls: parallel },
-    customTools: tools.custom,
+    tools,
+    rawTools: raw.tools,
     forcedCustom: forced,
     sampling: {
       sampling: { ...wire.sampling, ...(format.responseFormat === null ? {} : { response_format: format.responseFormat }), ...(effort === null ? {} : { reasoning_effort: effort }) },

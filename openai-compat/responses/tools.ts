@@ -3,14 +3,15 @@
 // function taking one string, `input`, so a model's own call format can call them under `auto`;
 // under a forced `tool_choice: {type: "custom", name}` the whole output is the input, with the
 // tool's format enforced by the grammar engine (`regex` as is, `lark` translated to its EBNF,
-// lark-grammar.ts; `text` free). Hosted tools (web search, file search, code interpreter,
+// lark-grammar.ts; `text` free); under `required` and `auto` each call's input is held to the
+// same format inside the call's JSON (withCustomConstraints). Hosted tools (web search, file search, code interpreter,
 // computer use, image generation, MCP, shells, apply_patch, …) run on OpenAI's side; this server
 // runs none, and a request relying on one is refused by its type rather than answered without it
 // (OpenAI documents no type a server may skip).
 
-import type { GrammarSpec } from '../../src/contracts/generate.js';
+import type { CustomInputGrammar, GrammarSpec } from '../../src/contracts/generate.js';
 import type { ChatToolPlan } from '../../src/server/kit/tool-plan.js';
-import type { ToolCallFormat } from '../../src/tool-calls/index.js';
+import { requiredFraming, toolCallsSpec, type ToolCallFormat } from '../../src/tool-calls/index.js';
 import { invalidArg } from '../../src/errors.js';
 import { isObject, type Body } from '../../src/server/kit/body.js';
 import { unsupportedParameter } from '../errors.js';
@@ -108,21 +109,64 @@ export function forcedCustomTool(choice: unknown, tools: ResponsesTools, rawTool
   if (!isObject(choice) || choice.type !== 'custom') return null;
   const tool = typeof choice.name === 'string' ? tools.custom.get(choice.name) : undefined;
   if (tool === undefined) throw invalidArg(`tool_choice names custom tool ${JSON.stringify(choice.name)}, which is not among the custom tools`, 'tool_choice.name');
+  const param = definitionParam(tool.name, rawTools);
+  const input = inputGrammar(tool, rawTools);
+  // The whole output is the input: its format's grammar as it stands.
+  const grammar: GrammarSpec | null = input.kind === 'text' ? null : input;
+  return { name: tool.name, grammar, param };
+}
+
+/** Where a custom tool's definition sits in the request (names are unique: the chat tools' check refuses a repeat). */
+function definitionParam(name: string, rawTools: unknown): string {
+  const index = Array.isArray(rawTools) ? rawTools.findIndex((t: unknown) => isObject(t) && t.type === 'custom' && t.name === name) : -1;
+  return `tools[${index}].format.definition`;
+}
+
+/** A custom tool's input format for the grammar engine: Lark translated to its EBNF; a construct it cannot enforce is a 400 naming the definition. */
+function inputGrammar(tool: CustomTool, rawTools: unknown): CustomInputGrammar {
   const { format } = tool;
-  // Names are unique (the chat tools' check refuses a repeat).
-  const index = Array.isArray(rawTools) ? rawTools.findIndex((t: unknown) => isObject(t) && t.type === 'custom' && t.name === tool.name) : -1;
-  const param = `tools[${index}].format.definition`;
-  if (format.type === 'text') return { name: tool.name, grammar: null, param };
-  if (format.syntax === 'regex') return { name: tool.name, grammar: { kind: 'regex', pattern: format.definition }, param };
+  if (format.type === 'text') return { kind: 'text' };
+  if (format.syntax === 'regex') return { kind: 'regex', pattern: format.definition };
   try {
-    return { name: tool.name, grammar: { kind: 'ebnf', grammar: larkToEbnf(format.definition) }, param };
+    return { kind: 'ebnf', grammar: larkToEbnf(format.definition) };
   } catch (error) {
     if (!(error instanceof UnsupportedLark)) throw error;
     throw unsupportedParameter(
-      param,
+      definitionParam(tool.name, rawTools),
       `uses ${error.construct}, which this server cannot enforce (the translated subset of Lark: rules, literals, ranges, regex terminals, groups, [optional], * + ?, ~ n..m)`,
     );
   }
+}
+
+/**
+ * Custom tools under tool_choice required or auto: their inputs held to their formats as
+ * function calls' arguments are to their schemas. Required: the required array, with custom
+ * calls among the functions. Auto (with a custom tool that has a grammar): the answer's text,
+ * then the model's own call blocks, every call in them held to its tool; a model whose call
+ * format no grammar can hold is refused, naming the tool, rather than served unconstrained.
+ * Any other choice, or no custom tools: the plan as it is.
+ */
+export function withCustomConstraints(plan: ChatToolPlan, tools: ResponsesTools, chatChoice: unknown, rawTools: unknown, model: string): ChatToolPlan {
+  if (tools.custom.size === 0 || plan.tools === null) return plan;
+  const choice = chatChoice ?? 'auto';
+  if (choice !== 'required' && choice !== 'auto') return plan;
+  const custom = [...tools.custom.values()];
+  if (choice === 'auto' && custom.every((tool) => tool.format.type === 'text')) return plan;
+  const inputs = new Map(custom.map((tool) => [tool.name, inputGrammar(tool, rawTools)]));
+  if (choice === 'required') {
+    const { framing, argumentsKey } = requiredFraming(plan.maxCalls);
+    return { ...plan, grammar: toolCallsSpec(plan.tools, inputs, framing, argumentsKey) };
+  }
+  const blocks = plan.format?.callBlocks;
+  if (blocks === undefined) {
+    const tool = custom.find((t) => t.format.type !== 'text')!;
+    throw unsupportedParameter(
+      definitionParam(tool.name, rawTools),
+      `cannot be enforced under tool_choice "auto" with model '${model}', whose tool-call format (${plan.format?.name}) no grammar here holds; use tool_choice "required" or {"type": "custom", "name": ${JSON.stringify(tool.name)}}`,
+    );
+  }
+  const { argumentsKey, ...framing } = blocks;
+  return { ...plan, grammar: toolCallsSpec(plan.tools, inputs, { kind: 'blocks', ...framing, maxCalls: plan.maxCalls ?? null }, argumentsKey) };
 }
 
 /** The output read as one call to the forced custom tool, its whole text the input, exactly as written. */

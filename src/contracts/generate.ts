@@ -135,7 +135,38 @@ export type GrammarSpec =
   /** Exactly one of the strings (vLLM's choice). */
   | { readonly kind: 'choice'; readonly choices: readonly string[] }
   /** An EBNF grammar in xgrammar's (GBNF-like) dialect, rooted at `root`. */
-  | { readonly kind: 'ebnf'; readonly grammar: string };
+  | { readonly kind: 'ebnf'; readonly grammar: string }
+  /** Tool calls, each valid for its tool, framed as the request's tool_choice reads them (never sent by a client as such). */
+  | { readonly kind: 'tool_calls'; readonly calls: ToolCallsGrammar };
+
+/**
+ * Calls to function and custom tools as one constraint: the engine writes each function call's
+ * JSON through its parameters' schema and each custom call's input, as a JSON string, through the
+ * tool's own format, so a grammar-format custom tool is held to its grammar wherever it is called.
+ */
+export interface ToolCallsGrammar {
+  readonly framing: ToolCallsFraming;
+  /** The key each call's arguments sit under: `{"name": …, "<argumentsKey>": {…}}`. */
+  readonly argumentsKey: string;
+  readonly tools: readonly ToolCallGrammar[];
+}
+
+/**
+ * Where the calls sit. `array` (tool_choice required): the whole output is `[call, …]`, at least
+ * one. `blocks` (tool_choice auto): optional text that never contains `open`, then none or more
+ * `open padding call padding close` blocks joined by `separator`, and nothing after them.
+ */
+export type ToolCallsFraming =
+  | { readonly kind: 'array'; readonly maxCalls: number | null }
+  | { readonly kind: 'blocks'; readonly open: string; readonly close: string; readonly padding: string; readonly separator: string; readonly maxCalls: number | null };
+
+/** One tool: a function's parameters (canonical JSON Schema text), or a custom tool's input format. */
+export type ToolCallGrammar =
+  | { readonly kind: 'function'; readonly name: string; readonly parameters: string }
+  | { readonly kind: 'custom'; readonly name: string; readonly input: CustomInputGrammar };
+
+/** A custom tool's input: any text, a regex it fully matches, or an EBNF grammar (rooted at `root`) it is a sentence of. */
+export type CustomInputGrammar = { readonly kind: 'text' } | { readonly kind: 'regex'; readonly pattern: string } | { readonly kind: 'ebnf'; readonly grammar: string };
 
 /**
  * The order of waiting requests (vLLM's --scheduling-policy). fcfs: by arrival, `priority`

@@ -9,12 +9,13 @@
 
 import { readFile } from 'node:fs/promises';
 import type * as XGrammar from '@mlc-ai/web-xgrammar';
-import type { GrammarSpec } from '../contracts/generate.js';
+import type { GrammarSpec, ToolCallsGrammar } from '../contracts/generate.js';
 import { ConveyorError, invalidArg } from '../errors.js';
 import { checkSpecLimits, choiceGrammar, specFeature, specKey } from './grammar-spec.js';
 import { ConstraintMatcher } from './matcher.js';
 import { PatternUnsupported, regexSpecGrammar } from './regex-grammar.js';
 import { jsonObjectGrammar, SchemaUnsupported, schemaGrammar } from './schema-grammar.js';
+import { toolCallsGrammarText } from './tool-call-grammar.js';
 import { type TokenizerVocabulary, tokenBytes, tokenizerVocabulary } from './tokenizer-vocabulary.js';
 import { Utf8Guard } from './utf8-guard.js';
 import { fatalReason, loadXGrammar, type XGrammarApi, type XGrammarInstance } from './xgrammar-module.js';
@@ -65,6 +66,19 @@ export function specGrammarText(spec: GrammarSpec): string {
       return spec.grammar;
     case 'regex':
       return regexGrammarText(spec.pattern);
+    case 'tool_calls':
+      return toolCallsText(spec.calls);
+  }
+}
+
+/** A tool_calls spec's grammar; INVALID_ARG naming what cannot be enforced (a function's schema keyword, a custom tool's construct). */
+function toolCallsText(calls: ToolCallsGrammar): string {
+  try {
+    return toolCallsGrammarText(calls);
+  } catch (error) {
+    if (error instanceof SchemaUnsupported) throw invalidArg(`a tool's parameters use a feature the grammar engine cannot enforce: ${error.message}`);
+    if (error instanceof PatternUnsupported) throw invalidArg(`a custom tool's format cannot be enforced: ${error.message}`);
+    throw error;
   }
 }
 

@@ -25,6 +25,8 @@ export function specFeature(spec: GrammarSpec): string {
       return 'choice';
     case 'ebnf':
       return 'EBNF grammar';
+    case 'tool_calls':
+      return 'tool calls grammar';
   }
 }
 
@@ -41,13 +43,26 @@ export function specKey(spec: GrammarSpec): string {
       return `choice:${JSON.stringify(spec.choices)}`;
     case 'ebnf':
       return `ebnf:${spec.grammar}`;
+    case 'tool_calls':
+      return `tool_calls:${JSON.stringify(spec.calls)}`;
   }
 }
 
 /** Throws INVALID_ARG naming the feature when a spec is empty or past the size limits. */
 export function checkSpecLimits(spec: GrammarSpec): void {
   const feature = specFeature(spec);
-  const text = spec.kind === 'json_schema' ? spec.schema : spec.kind === 'regex' ? spec.pattern : spec.kind === 'ebnf' ? spec.grammar : spec.kind === 'choice' ? spec.choices.join('') : '';
+  const text =
+    spec.kind === 'json_schema'
+      ? spec.schema
+      : spec.kind === 'regex'
+        ? spec.pattern
+        : spec.kind === 'ebnf'
+          ? spec.grammar
+          : spec.kind === 'choice'
+            ? spec.choices.join('')
+            : spec.kind === 'tool_calls'
+              ? JSON.stringify(spec.calls)
+              : '';
   if (text.length > MAX_SPEC_CHARS) throw invalidArg(`the ${feature} is too large to compile: ${text.length} characters, at most ${MAX_SPEC_CHARS}`);
   if (spec.kind === 'choice') {
     if (spec.choices.length === 0) throw invalidArg('choice needs at least one string');

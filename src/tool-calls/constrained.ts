@@ -6,7 +6,7 @@
 //              {"name": <one of the tools>, "parameters": <that tool's schema>}.
 // Each comes with the format that reads the constrained output back into calls.
 
-import type { GrammarSpec } from '../contracts/generate.js';
+import type { CustomInputGrammar, GrammarSpec, ToolCallsFraming } from '../contracts/generate.js';
 import type { FunctionTool, ParsedToolCall, ToolRequest } from '../contracts/tools.js';
 import { parseCallArray, type ToolCallFormat } from './formats.js';
 import { callHead, skipWhitespace } from './json-scan.js';
@@ -65,3 +65,30 @@ const REQUIRED_FORMAT: ToolCallFormat = {
     return { content: '', calls: parseCallArray(text, open + 1, NAME_PARAMETERS, ['parameters'], final).calls };
   },
 };
+
+/**
+ * Calls to function and custom tools as one constraint (a custom tool offered as a function of
+ * one string, `input`, whose input format is in `inputs`; the rest are functions, held to their
+ * parameters): under tool_choice required the required array (requiredFraming), under auto the
+ * model's own call blocks after free text (its format's CallBlocks).
+ */
+export function toolCallsSpec(tools: readonly FunctionTool[], inputs: ReadonlyMap<string, CustomInputGrammar>, framing: ToolCallsFraming, argumentsKey: string): GrammarSpec {
+  return {
+    kind: 'tool_calls',
+    calls: {
+      framing,
+      argumentsKey,
+      tools: tools.map(({ function: { name, parameters } }) => {
+        const input = inputs.get(name);
+        // The schema's own key order: arguments are written in the order the tool lists them.
+        return input === undefined ? { kind: 'function', name, parameters: JSON.stringify(parameters) } : { kind: 'custom', name, input };
+      }),
+    },
+  };
+}
+
+/** The required array's framing and key (REQUIRED_FORMAT reads it back). */
+export const requiredFraming = (maxCalls: number | undefined): { framing: ToolCallsFraming; argumentsKey: string } => ({
+  framing: { kind: 'array', maxCalls: maxCalls ?? null },
+  argumentsKey: 'parameters',
+});

@@ -17,7 +17,18 @@ export interface ToolCallFormat {
   readonly name: string;
   /** Its markers are special tokens: the output must be detokenized with them kept. */
   readonly needsSpecialTokens: boolean;
+  /** How the family writes its calls, where a grammar can hold them (tool_choice auto with a custom tool's grammar); absent: no such grammar. */
+  readonly callBlocks?: CallBlocks;
   parse(text: string, final: boolean): ParsedOutput;
+}
+
+/** Calls as blocks after the answer's text: `open padding {"name": …, "<argumentsKey>": …} padding close`, joined by `separator`. */
+export interface CallBlocks {
+  readonly open: string;
+  readonly close: string;
+  readonly padding: string;
+  readonly separator: string;
+  readonly argumentsKey: string;
 }
 
 export const output = (content: string, calls: readonly ParsedToolCall[]): ParsedOutput => ({ content: /\S/.test(content) ? content : '', calls });
@@ -69,6 +80,8 @@ export function scanBlocks(text: string, final: boolean, open: string, close: st
 export const hermes: ToolCallFormat = {
   name: 'hermes',
   needsSpecialTokens: false,
+  // As Qwen's chat templates write a call.
+  callBlocks: { open: HERMES_OPEN, close: HERMES_CLOSE, padding: '\n', separator: '\n', argumentsKey: 'arguments' },
   parse(text, final) {
     const closeAt = (bodyStart: number): number => indexOutsideStrings(text, HERMES_CLOSE, bodyStart);
     return scanBlocks(text, final, HERMES_OPEN, HERMES_CLOSE, closeAt, (bodyStart, close) => {

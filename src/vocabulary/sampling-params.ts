@@ -100,8 +100,11 @@ export function fromParams(p: GenerationParams, defaults: SamplingDefaults, name
   };
 }
 
+/** The constraints a client sends (tool_calls is the server's own, built from tools). */
+type ClientGrammarSpec = Exclude<GrammarSpec, { readonly kind: 'tool_calls' }>;
+
 /** Where inside structured_outputs each kind of constraint is written (vLLM's member names). */
-const STRUCTURED_OUTPUTS_MEMBER: Readonly<Record<GrammarSpec['kind'], string>> = { json_object: 'json_object', json_schema: 'json', regex: 'regex', choice: 'choice', ebnf: 'grammar' };
+const STRUCTURED_OUTPUTS_MEMBER: Readonly<Record<ClientGrammarSpec['kind'], string>> = { json_object: 'json_object', json_schema: 'json', regex: 'regex', choice: 'choice', ebnf: 'grammar' };
 
 /**
  * The caller's name of the one constraint field set, or null; down to the member that carried
@@ -111,7 +114,7 @@ function grammarField(p: GenerationParams, names: WireNames): string | null {
   const field = CONSTRAINT_FIELDS.find((f) => p[f] !== undefined && p[f] !== null);
   if (field === undefined) return null;
   const name = wireName(field, names);
-  const spec = p[field] as GrammarSpec;
+  const spec = p[field] as ClientGrammarSpec;
   if (field === 'structured_outputs') return `${name}.${STRUCTURED_OUTPUTS_MEMBER[spec.kind]}`;
   if (field === 'response_format' && spec.kind === 'json_schema') return `${name}.json_schema.schema`;
   return name;

@@ -4,7 +4,10 @@
 // EBNF — on every sample at temperature 1 from the random tiny model, whole and streamed
 // (custom_tool_call_input.delta / .done); custom tool calls and their outputs are taken as
 // history; Lark the engine cannot enforce and hosted tool types are 400s naming the field.
+// Under tool_choice required and auto a custom call's input holds to the same format inside the
+// call's JSON, beside function calls whose arguments hold to their schemas.
 
+import { Ajv2020 } from 'ajv/dist/2020.js';
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { configOf, makeRepository, startTestServer, type TestServer } from '../support/server.js';
@@ -135,6 +138,118 @@ describe('a forced custom tool', () => {
   });
 });
 
+const LOOKUP = {
+  type: 'function' as const,
+  name: 'lookup',
+  description: 'Looks a record up.',
+  parameters: { type: 'object', properties: { id: { type: 'integer', minimum: 1, maximum: 99 }, tag: { type: 'string', enum: ['a', 'b'] } }, required: ['id', 'tag'], additionalProperties: false },
+  strict: true,
+};
+const validLookup = new Ajv2020({ strict: false }).compile(LOOKUP.parameters);
+const TICKET_INPUT = /^[A-Z]{2,3}-[0-9]{1,4}$/;
+const SHELL_INPUT = /^(ls|cat)( [a-z_]{1,6}(\/[a-z_]{1,6})?){1,2}$/;
+
+/** Every call in the output holds to its tool: custom inputs to their formats, function arguments to their schema. */
+function expectCallsValid(output: OpenAI.Responses.ResponseOutputItem[]): number {
+  let calls = 0;
+  for (const item of output) {
+    if (item.type === 'custom_tool_call') {
+      calls += 1;
+      expect(item.input).toMatch(item.name === 'ticket' ? TICKET_INPUT : SHELL_INPUT);
+    } else if (item.type === 'function_call') {
+      calls += 1;
+      expect(item.name).toBe('lookup');
+      expect(validLookup(JSON.parse(item.arguments)), item.arguments).toBe(true);
+    }
+  }
+  return calls;
+}
+
+/** `<tool_call>` in the test model's vocabulary (Qwen3's): biased up, the random model opens a call at once under auto. */
+const TOOL_CALL_TOKEN = 151657;
+
+describe('custom tools under tool_choice required and auto', () => {
+  it('required: every output is one or more calls, each valid for its tool (temperature 1)', async () => {
+    const names = new Set<string>();
+    let completed = 0;
+    for (let seed = 0; seed < 8; seed++) {
+      const response = await client.responses.create({
+        model: 'qwen3',
+        input,
+        tools: [LOOKUP, TICKET, SHELL],
+        tool_choice: 'required',
+        temperature: 1,
+        seed,
+        max_output_tokens: 120,
+      } as OpenAI.Responses.ResponseCreateParamsNonStreaming);
+      // A call cut by max_output_tokens is incomplete, not invalid.
+      if (response.status !== 'completed') continue;
+      completed += 1;
+      expect(response.output.every((item) => item.type === 'custom_tool_call' || item.type === 'function_call' || item.type === 'reasoning')).toBe(true);
+      expect(expectCallsValid(response.output)).toBeGreaterThan(0);
+      for (const item of response.output) if (item.type !== 'reasoning') names.add((item as { name: string }).name);
+    }
+    expect(completed).toBeGreaterThanOrEqual(6);
+    // Over the seeds, the random model chose custom tools, not only the function.
+    expect([...names].some((name) => name === 'ticket' || name === 'shell')).toBe(true);
+  });
+
+  it('required, streamed: the custom input events carry the valid input', async () => {
+    for (let seed = 0; seed < 3; seed++) {
+      const stream = await client.responses.create({
+        model: 'qwen3',
+        input,
+        tools: [TICKET, SHELL],
+        tool_choice: 'required',
+        parallel_tool_calls: false,
+        temperature: 1,
+        seed,
+        max_output_tokens: 120,
+        stream: true,
+      } as OpenAI.Responses.ResponseCreateParamsStreaming);
+      const done: string[] = [];
+      let completed: OpenAI.Responses.Response | null = null;
+      for await (const event of stream) {
+        if (event.type === 'response.custom_tool_call_input.done') done.push(event.input);
+        if (event.type === 'response.completed') completed = event.response;
+      }
+      expect(completed).not.toBeNull();
+      expect(expectCallsValid(completed!.output)).toBe(1);
+      const call = completed!.output.find((item) => item.type === 'custom_tool_call') as CustomCall;
+      expect(done).toEqual([call.input]);
+    }
+  });
+
+  it('auto: the model may answer text, and a call it opens holds to its tool (temperature 1)', async () => {
+    const create = (seed: number, bias: Record<number, number>, max: number) =>
+      client.responses.create({
+        model: 'qwen3',
+        input,
+        tools: [TICKET, SHELL, LOOKUP],
+        tool_choice: 'auto',
+        parallel_tool_calls: false,
+        temperature: 1,
+        seed,
+        max_output_tokens: max,
+        logit_bias: bias,
+      } as OpenAI.Responses.ResponseCreateParamsNonStreaming);
+    // Left alone, the random model writes text: still an answer.
+    for (let seed = 0; seed < 2; seed++) {
+      const response = await create(seed, {}, 16);
+      expect(response.output.map((item) => item.type).filter((type) => type !== 'reasoning')).toEqual(['message']);
+    }
+    // Pushed to open a call, it calls one tool, whose input or arguments hold.
+    const names = new Set<string>();
+    for (let seed = 0; seed < 6; seed++) {
+      const response = await create(seed, { [TOOL_CALL_TOKEN]: 100 }, 120);
+      expect(response.status).toBe('completed');
+      expect(expectCallsValid(response.output)).toBe(1);
+      for (const item of response.output) if (item.type === 'custom_tool_call') names.add(item.name);
+    }
+    expect(names.size).toBeGreaterThan(0);
+  });
+});
+
 describe('history and refusals', () => {
   it('takes custom_tool_call and custom_tool_call_output items as history', async () => {
     const response = await client.responses.create({
@@ -168,6 +283,12 @@ describe('history and refusals', () => {
       expect(status).toBe(400);
       expect(error).toMatchObject({ param: 'tools[0].format.definition', code: 'unsupported_parameter' });
       expect(error.message).toContain(construct);
+    }
+    // Under required and auto too, where the call's input is held to it.
+    for (const tool_choice of ['required', 'auto']) {
+      const { status, error } = await refused({ ...lark('start: "ls"i'), tool_choice });
+      expect(status).toBe(400);
+      expect(error).toMatchObject({ param: 'tools[0].format.definition', code: 'unsupported_parameter' });
     }
   });
 

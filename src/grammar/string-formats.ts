@@ -2,7 +2,7 @@
 // by regex-grammar.ts like any pattern). Each accepts only strings ajv-formats' "full" mode
 // accepts: dates check the days of each month and leap years, times and date-times carry a time
 // zone, hostnames have at most three labels (so they stay under 253 characters, the limit ajv
-// checks with a lookahead a grammar cannot state). Pure data.
+// checks with a lookahead a grammar cannot state), URIs follow RFC 3986's ABNF. Pure data.
 
 const YEAR = String.raw`\d{4}`;
 const LEAP_YEAR = String.raw`(?:\d\d(?:0[48]|[2468][048]|[13579][26])|(?:[02468][048]|[13579][26])00)`;
@@ -31,6 +31,33 @@ const IPV6 = [
   `(?:(?:${H16}:){0,5}${H16})?::${H16}`,
   `(?:(?:${H16}:){0,6}${H16})?::`,
 ].join('|');
+// RFC 3986, appendix A. Letters in either case (ABNF strings and ajv's /i flag are both
+// case-insensitive). A host is an IP-literal or a reg-name: a reg-name's characters already
+// spell every IPv4address, so the dotted-quad alternative adds nothing.
+const PCT_ENCODED = '%[0-9A-Fa-f]{2}';
+const UNRESERVED_SUB_DELIMS = "A-Za-z0-9\\-._~!$&'()*+,;=";
+const PCHAR = `(?:[${UNRESERVED_SUB_DELIMS}:@]|${PCT_ENCODED})`;
+const SEGMENT = `${PCHAR}*`;
+const SEGMENT_NZ = `${PCHAR}+`;
+/** A first segment without ":" (a relative reference's first segment would otherwise read as a scheme). */
+const SEGMENT_NZ_NC = `(?:[${UNRESERVED_SUB_DELIMS}@]|${PCT_ENCODED})+`;
+const SCHEME = '[A-Za-z][A-Za-z0-9+\\-.]*';
+const USERINFO = `(?:[${UNRESERVED_SUB_DELIMS}:]|${PCT_ENCODED})*`;
+const IP_FUTURE = `[Vv][0-9A-Fa-f]+\\.[${UNRESERVED_SUB_DELIMS}:]+`;
+const REG_NAME = `(?:[${UNRESERVED_SUB_DELIMS}]|${PCT_ENCODED})*`;
+const HOST = `(?:\\[(?:${IPV6}|${IP_FUTURE})\\]|${REG_NAME})`;
+const AUTHORITY = `(?:${USERINFO}@)?${HOST}(?::\\d*)?`;
+const PATH_ABEMPTY = `(?:/${SEGMENT})*`;
+const PATH_ABSOLUTE = `/(?:${SEGMENT_NZ}(?:/${SEGMENT})*)?`;
+const PATH_ROOTLESS = `${SEGMENT_NZ}(?:/${SEGMENT})*`;
+const PATH_NOSCHEME = `${SEGMENT_NZ_NC}(?:/${SEGMENT})*`;
+const QUERY_OR_FRAGMENT = `(?:[${UNRESERVED_SUB_DELIMS}:@/?]|${PCT_ENCODED})*`;
+const QUERY_FRAGMENT = `(?:\\?${QUERY_OR_FRAGMENT})?(?:#${QUERY_OR_FRAGMENT})?`;
+// hier-part without its path-empty alternative: ajv-formats' full "uri" refuses "scheme:" with
+// nothing after the colon but a query or fragment, so the grammar does not write it.
+const URI = `${SCHEME}:(?://${AUTHORITY}${PATH_ABEMPTY}|${PATH_ABSOLUTE}|${PATH_ROOTLESS})${QUERY_FRAGMENT}`;
+const RELATIVE_REF = `(?://${AUTHORITY}${PATH_ABEMPTY}|${PATH_ABSOLUTE}|${PATH_NOSCHEME}|)${QUERY_FRAGMENT}`;
+const URI_REFERENCE = `(?:${SCHEME}:(?://${AUTHORITY}${PATH_ABEMPTY}|${PATH_ABSOLUTE}|${PATH_ROOTLESS}|)${QUERY_FRAGMENT}|${RELATIVE_REF})`;
 // RFC 4122's string form only: a `urn:uuid:` URN is a URI, not a uuid (the JSON Schema Test Suite holds it invalid).
 const UUID = '[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}';
 
@@ -45,4 +72,6 @@ export const STRING_FORMATS: Readonly<Record<string, string>> = {
   ipv4: `^${IPV4}$`,
   ipv6: `^(?:${IPV6})$`,
   uuid: `^${UUID}$`,
+  uri: `^${URI}$`,
+  'uri-reference': `^${URI_REFERENCE}$`,
 };

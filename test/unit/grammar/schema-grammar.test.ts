@@ -110,7 +110,7 @@ describe('schema grammar', () => {
 
   it.each([
     [{ type: 'object', properties: { a: { not: { type: 'string' } } } }, 'not', '#/properties/a/not'],
-    [{ type: 'string', format: 'uri' }, 'format', '#/format'],
+    [{ type: 'string', format: 'iri' }, 'format', '#/format'],
     [{ type: 'string', pattern: '(a)\\1' }, 'pattern', '#/pattern'],
     [{ type: 'array', uniqueItems: true }, 'uniqueItems', '#/uniqueItems'],
     [{ type: 'number', multipleOf: 0.5 }, 'multipleOf', '#/multipleOf'],

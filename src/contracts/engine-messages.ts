@@ -49,22 +49,40 @@ export interface EngineWorkerData {
   readonly speculative?: SpeculativeConfig;
 }
 
-/**
- * N-gram (prompt lookup) speculative decoding, as vLLM's speculative_config spells it: each
- * decoding sequence proposes up to numSpeculativeTokens tokens that followed the latest earlier
- * occurrence of its last n tokens (n from promptLookupMax down to promptLookupMin) in its own
- * prompt and output, and one step checks them all.
- */
-export interface SpeculativeConfig {
-  readonly method: 'ngram';
+/** Speculative decoding, as vLLM's speculative_config spells it: one entry per method served. */
+export type SpeculativeConfig = NgramSpeculativeConfig | DraftModelSpeculativeConfig;
+
+/** What every method shares: how many tokens a sequence proposes, and when nobody proposes. */
+interface SpeculationLimits {
   readonly numSpeculativeTokens: number;
-  readonly promptLookupMin: number;
-  readonly promptLookupMax: number;
   /**
    * No proposals while more than this many sequences run (vLLM's disable_by_batch_size): a batch
    * that large is compute-bound, and checking proposals would cost more than they save.
    */
   readonly disableByBatchSize: number;
+}
+
+/**
+ * N-gram (prompt lookup) speculative decoding: each decoding sequence proposes up to
+ * numSpeculativeTokens tokens that followed the latest earlier occurrence of its last n tokens (n
+ * from promptLookupMax down to promptLookupMin) in its own prompt and output, and one step checks
+ * them all.
+ */
+export interface NgramSpeculativeConfig extends SpeculationLimits {
+  readonly method: 'ngram';
+  readonly promptLookupMin: number;
+  readonly promptLookupMax: number;
+}
+
+/**
+ * Draft-model speculative decoding: a smaller decoder sharing the target's tokenizer runs in the
+ * same engine worker, with its own runner and KV cache, and proposes numSpeculativeTokens tokens
+ * per decoding sequence (one batched forward pass per token) for the target to check.
+ */
+export interface DraftModelSpeculativeConfig extends SpeculationLimits {
+  readonly method: 'draft_model';
+  /** The draft decoder's file or segments directory, resolved by the llm backend (opened like the target's). */
+  readonly draftModelPath: string;
 }
 
 /** The runner adapters there are (src/runners/create-runner.ts maps a model's I/O names to one). */

@@ -23,16 +23,18 @@
 
 import type { GenerateRequest, RequestRejection, SampledTokens, ScheduledRequest, SequenceUpdate, StepOutput, StepPlan } from '../contracts/generate.js';
 import type { EngineWorkerData } from '../contracts/engine-messages.js';
-import { asConveyorError, ConveyorError } from '../errors.js';
+import { asConveyorError, ConveyorError, invalidArg } from '../errors.js';
 import type { BlockHash } from '../kv-cache/block-hash.js';
 import type { KvCacheEvent } from '../kv-cache/cache-events.js';
+import { bytesPerBlock } from '../kv-cache/budget.js';
 import { KvCacheManager } from '../kv-cache/kv-cache-manager.js';
-import { lastLogitsRow, type ModelRunner, type RunnerInfo, type RunnerOptions, type RunnerStats, type StepGreedyTokens } from '../runners/model-runner.js';
+import { kvBlockLayout, lastLogitsRow, type ModelRunner, type RunnerInfo, type RunnerOptions, type RunnerStats, type StepGreedyTokens } from '../runners/model-runner.js';
 import { type SampleResult, Sampler, type SamplerRow } from '../sampler/sampler.js';
 import { ConstrainedRows, type GrammarStats } from './constrained-rows.js';
 import { PromptLogprobs } from './prompt-logprobs.js';
 import { Scheduler, type PreemptionEvent } from './scheduler.js';
-import { acceptGreedy, NgramDrafts } from './spec-decode.js';
+import { DraftModelProposer } from './draft-model.js';
+import { acceptGreedy, type DraftSource, NgramDrafts, ProposalGate } from './spec-decode.js';
 import { StepConstraints } from './step-constraints.js';
 
 /** The engine's settings travel to its worker as plain data, so the contract type is the config. */
@@ -94,17 +96,20 @@ export class EngineCore {
     private readonly rows: ConstrainedRows,
     private readonly log: (line: string) => void,
     private readonly prompts: PromptLogprobs,
+    /** The draft model proposing before each step is planned (speculative_config method draft_model); absent otherwise. */
+    private readonly draftModel: DraftModelProposer | undefined,
   ) {}
 
   /**
    * An engine over `runner` (create-runner.ts opens one), whose KV storage fixes the block pool
-   * the scheduler plans with. The engine owns the runner from here on: release() frees it.
+   * the scheduler plans with. The engine owns the runner from here on: release() frees it, and
+   * the draft model's runner too where speculative_config names one (openDraftRunner opens it).
    */
-  static create(config: EngineSettings, runner: ModelRunner, log: (line: string) => void): EngineCore {
+  static create(config: EngineSettings, runner: ModelRunner, log: (line: string) => void, draftRunner?: ModelRunner): EngineCore {
     const { numBlocks, blockSize, shape } = runner.info;
     const kv = new KvCacheManager({ numBlocks, blockSize, enablePrefixCaching: config.enablePrefixCaching, recordEvents: config.kvEvents !== undefined });
     const sampler = new Sampler({ vocabSize: shape.vocabSize, sampleableVocabSize: config.sampleableVocabSize ?? shape.vocabSize });
-    const drafts = EngineCore.draftSource(config, runner, sampler, log);
+    const drafts = EngineCore.draftSource(config, runner, sampler, log, draftRunner);
     const scheduler = new Scheduler(
       { maxNumSeqs: config.maxNumSeqs, maxNumBatchedTokens: config.maxNumBatchedTokens, maxModelLen: config.maxModelLen, policy: config.schedulingPolicy ?? 'fcfs' },
       kv,
@@ -112,7 +117,7 @@ export class EngineCore {
     );
     const rows = new ConstrainedRows({ tokenizerPath: config.tokenizerPath, vocabSize: shape.vocabSize, compileTimeoutSecs: config.grammarCompileTimeoutSecs ?? 0 });
     const prompts = new PromptLogprobs(shape.vocabSize, config.sampleableVocabSize ?? shape.vocabSize);
-    return new EngineCore(scheduler, kv, runner, sampler, rows, log, prompts);
+    return new EngineCore(scheduler, kv, runner, sampler, rows, log, prompts, drafts instanceof DraftModelProposer ? drafts : undefined);
   }
 
   /**
@@ -121,17 +126,31 @@ export class EngineCore {
    * each; the past_key_values runner does not (its rows share a padded shape), so there it is off,
    * and the log says why.
    */
-  private static draftSource(config: EngineSettings, runner: ModelRunner, sampler: Sampler, log: (line: string) => void): NgramDrafts | undefined {
+  private static draftSource(config: EngineSettings, runner: ModelRunner, sampler: Sampler, log: (line: string) => void, draftRunner: ModelRunner | undefined): DraftSource | undefined {
     const spec = config.speculative;
     if (!spec) return undefined;
     if (runner.info.kind === 'past-key-values') {
       log('speculative_config: off — checking proposals needs attention_backend paged (this model runs past_key_values)');
       return undefined;
     }
-    log(
-      `speculative decoding: ngram, up to ${spec.numSpeculativeTokens} tokens from a ${spec.promptLookupMin}–${spec.promptLookupMax}-token match, greedy requests, while at most ${spec.disableByBatchSize} sequences run`,
+    const takesArgmax = (row: SamplerRow): boolean => sampler.takesArgmax(row);
+    const limits = `up to ${spec.numSpeculativeTokens} tokens, greedy requests, while at most ${spec.disableByBatchSize} sequences run`;
+    if (spec.method === 'ngram') {
+      log(`speculative decoding: ngram, ${limits}, from a ${spec.promptLookupMin}–${spec.promptLookupMax}-token match`);
+      return new NgramDrafts(spec, takesArgmax);
+    }
+    if (!draftRunner) throw new Error('speculative_config method draft_model: the engine was given no draft runner (openDraftRunner)');
+    const { shape, numBlocks, blockSize, kind } = draftRunner.info;
+    if (shape.vocabSize < sampler.sampleableVocab) {
+      throw invalidArg(`parameter speculative_config: model has ${shape.vocabSize} logits, fewer than the target's ${sampler.sampleableVocab} token ids: the draft must share the target's tokenizer`);
+    }
+    const mib = (numBlocks * bytesPerBlock(kvBlockLayout(shape, blockSize))) / 2 ** 20;
+    log(`speculative decoding: draft model ${spec.draftModelPath} (${kind} runner, ${shape.numLayers} layers, its own KV pool of ${numBlocks} blocks, ${mib.toFixed(1)} MiB), ${limits}`);
+    return new DraftModelProposer(
+      draftRunner,
+      { numSpeculativeTokens: spec.numSpeculativeTokens, maxModelLen: config.maxModelLen, sampleableVocab: sampler.sampleableVocab },
+      new ProposalGate(spec.disableByBatchSize, takesArgmax),
     );
-    return new NgramDrafts(spec, (row) => sampler.takesArgmax(row));
   }
 
   get info(): RunnerInfo {
@@ -207,6 +226,7 @@ export class EngineCore {
   private abortNow(requestId: string, reason: 'abort' | 'stop'): boolean {
     const update = this.scheduler.abort(requestId, reason);
     this.rows.release(requestId);
+    this.draftModel?.release(requestId);
     if (update) this.pendingUpdates.push(update);
     return update !== null;
   }
@@ -227,12 +247,15 @@ export class EngineCore {
       await Promise.race(this.compiling.values());
       return this.flush();
     }
-    const plan = this.scheduler.schedule();
-    const contexts = this.samplingContexts(plan);
+    // Adds and aborts arriving from here on (the draft's passes, the forward pass) wait for the step's end.
     this.stepping = true;
     let output: StepOutput;
     let constraints: StepConstraints;
     try {
+      if (this.draftModel) await this.draftModel.prepare(this.scheduler.runningRequests);
+      const plan = this.scheduler.schedule();
+      for (const id of plan.releasedRequestIds) this.draftModel?.release(id);
+      const contexts = this.samplingContexts(plan);
       // Posted before the forward pass: the grammar worker computes the masks while ORT blocks this thread.
       constraints = StepConstraints.start(this.rows, contexts, (id) => this.scheduler.get(id)?.request.thinking, this.runner.info.shape.vocabSize);
       let sampled: SampledTokens[];
@@ -253,7 +276,11 @@ export class EngineCore {
     } finally {
       this.stepping = false;
     }
-    for (const update of output.updates) if (update.finishReason !== null) this.rows.release(update.requestId);
+    for (const update of output.updates) {
+      if (update.finishReason === null) continue;
+      this.rows.release(update.requestId);
+      this.draftModel?.release(update.requestId);
+    }
     // A row whose grammar cannot go on (a token refused that its own mask allowed, a lost grammar
     // worker) ends (abort) rather than continue outside its grammar.
     for (const [id, why] of constraints.failed) this.log(`request ${id}: ${why}; ending the request`);
@@ -363,6 +390,12 @@ export class EngineCore {
 
   checkIntegrity(): void {
     this.kv.checkIntegrity();
+    this.draftModel?.checkIntegrity();
+  }
+
+  /** The draft model's KV pool (speculative_config method draft_model), or null without one: tests check that freed requests free their draft blocks. */
+  draftKvStats(): ReturnType<DraftModelProposer['stats']> | null {
+    return this.draftModel?.stats() ?? null;
   }
 
   /** The KV cache events since the last call (none unless config.kvEvents is set): one published batch. */
@@ -385,6 +418,7 @@ export class EngineCore {
 
   async release(): Promise<void> {
     await this.rows.close();
+    await this.draftModel?.close();
     await this.runner.release();
   }
 

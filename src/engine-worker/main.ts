@@ -9,6 +9,7 @@ import type { EngineWorkerData, FromEngine, ToEngine } from '../contracts/engine
 import { KvEventPublisher } from '../kv-events/publisher.js';
 import { openModelRunner } from '../runners/create-runner.js';
 import { lowerThisThreadPriority } from '../threads/thread-priority.js';
+import { openDraftRunner } from './draft-model.js';
 import { EngineCore } from './engine-core.js';
 
 const port = parentPort!;
@@ -25,7 +26,8 @@ async function main(): Promise<void> {
     // Before the runner opens its session, so ORT's threads inherit the priority.
     const priority = lowerThisThreadPriority(config.threadNice ?? 0);
     if (priority) log(priority);
-    core = EngineCore.create(config, await openModelRunner(config), log);
+    const runner = await openModelRunner(config);
+    core = EngineCore.create(config, runner, log, await openDraftRunner(config, runner.info));
     if (config.kvEvents) events = await KvEventPublisher.open(config.kvEvents, log);
   } catch (error) {
     post({ type: 'fatal', message: describe(error) });

@@ -91,6 +91,11 @@ export class Scheduler {
     return this.running.length;
   }
 
+  /** The running requests in policy order (read-only: a draft model proposes for them before the step is planned). */
+  get runningRequests(): readonly Readonly<RequestState>[] {
+    return this.running;
+  }
+
   get numWaiting(): number {
     return this.waiting.length;
   }

@@ -13,7 +13,7 @@
 // more than disableByBatchSize sequences run, where a step is compute-bound and the checked
 // positions would cost what they might save.
 
-import type { SpeculativeConfig } from '../contracts/engine-messages.js';
+import type { NgramSpeculativeConfig } from '../contracts/engine-messages.js';
 import type { SamplerRow } from '../sampler/sampler.js';
 import { proposeNgram } from './ngram-proposer.js';
 import type { RequestState } from './request-state.js';
@@ -56,23 +56,26 @@ export interface DraftSource {
   verified(state: Readonly<RequestState>, numDrafts: number, numAccepted: number): void;
 }
 
-export class NgramDrafts implements DraftSource {
+/**
+ * Which sequences propose this step, and the back-off after proposals that all failed: the policy
+ * every DraftSource (n-gram lookup, a draft model) applies the same way.
+ */
+export class ProposalGate {
   /** Keyed by the request's record, so a finished request's entry goes with it. */
   private readonly backoff = new WeakMap<Readonly<RequestState>, Backoff>();
 
   constructor(
-    private readonly config: SpeculativeConfig,
+    /** No proposals while more sequences than this run (disable_by_batch_size). */
+    private readonly disableByBatchSize: number,
     /** The sampler's test: true when a row's token is its plain argmax (Sampler.takesArgmax). */
     private readonly takesArgmax: (row: SamplerRow) => boolean,
   ) {}
 
-  propose(state: Readonly<RequestState>, numRunning: number, maxTokens: number): Draft | null {
-    if (numRunning > this.config.disableByBatchSize || !this.proposesFor(state)) return null;
+  /** True when `state` may propose this step, with `numRunning` sequences running. */
+  allows(state: Readonly<RequestState>, numRunning: number): boolean {
+    if (numRunning > this.disableByBatchSize || !this.proposesFor(state)) return false;
     const paused = this.backoff.get(state);
-    if (paused && state.numOutputTokens < paused.resumeAt) return null;
-    const { promptLookupMin, promptLookupMax, numSpeculativeTokens } = this.config;
-    const tokens = proposeNgram(state.tokenIds, promptLookupMin, promptLookupMax, Math.min(numSpeculativeTokens, maxTokens));
-    return tokens.length > 0 ? { tokens } : null;
+    return !paused || state.numOutputTokens >= paused.resumeAt;
   }
 
   /** True when the request's next tokens are plain greedy, so a checked proposal is exactly what decoding would give. */
@@ -90,6 +93,29 @@ export class NgramDrafts implements DraftSource {
     }
     const pause = this.backoff.get(state)?.pause ?? 1;
     this.backoff.set(state, { resumeAt: state.numOutputTokens + pause, pause: Math.min(pause * 2, MAX_DRAFT_BACKOFF_TOKENS) });
+  }
+}
+
+/** N-gram (prompt lookup) proposals: the tokens that followed the sequence's latest few tokens where they last occurred. */
+export class NgramDrafts implements DraftSource {
+  private readonly gate: ProposalGate;
+
+  constructor(
+    private readonly config: NgramSpeculativeConfig,
+    takesArgmax: (row: SamplerRow) => boolean,
+  ) {
+    this.gate = new ProposalGate(config.disableByBatchSize, takesArgmax);
+  }
+
+  propose(state: Readonly<RequestState>, numRunning: number, maxTokens: number): Draft | null {
+    if (!this.gate.allows(state, numRunning)) return null;
+    const { promptLookupMin, promptLookupMax, numSpeculativeTokens } = this.config;
+    const tokens = proposeNgram(state.tokenIds, promptLookupMin, promptLookupMax, Math.min(numSpeculativeTokens, maxTokens));
+    return tokens.length > 0 ? { tokens } : null;
+  }
+
+  verified(state: Readonly<RequestState>, numDrafts: number, numAccepted: number): void {
+    this.gate.verified(state, numDrafts, numAccepted);
   }
 }
 

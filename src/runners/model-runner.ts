@@ -8,11 +8,14 @@
 import type { EngineWorkerData, KvElementType, RunnerKind } from '../contracts/engine-messages.js';
 import type { StepPlan } from '../contracts/generate.js';
 import type { Device } from '../contracts/worker-messages.js';
-import { numBlocksForBudget } from '../kv-cache/budget.js';
+import { type KvCacheLayout, numBlocksForBudget } from '../kv-cache/budget.js';
 import type { KernelPoolArray } from '../runtime/paged-attention-kernel.js';
 
 /** What opening a runner takes: the session settings, the KV budget, and the test-only fault. */
-export type RunnerOptions = Pick<EngineWorkerData, 'modelPath' | 'device' | 'intraOpNumThreads' | 'intraOpSpinning' | 'kvCacheBytes' | 'kvCacheDtype' | 'blockSize' | 'faultInjection'>;
+export type RunnerOptions = Pick<EngineWorkerData, 'modelPath' | 'device' | 'intraOpNumThreads' | 'intraOpSpinning' | 'kvCacheBytes' | 'kvCacheDtype' | 'blockSize' | 'faultInjection'> & {
+  /** Exactly this many KV blocks instead of what kvCacheBytes holds (a draft model's pool, sized in positions from its target's). */
+  readonly kvCacheBlocks?: number;
+};
 
 export type { RunnerKind } from '../contracts/engine-messages.js';
 
@@ -137,13 +140,21 @@ export interface ModelRunner {
 export interface KvBudget {
   readonly kvCacheBytes: number;
   readonly blockSize: number;
+  /** Exactly this many blocks, whatever kvCacheBytes holds (RunnerOptions.kvCacheBlocks). */
+  readonly kvCacheBlocks?: number | undefined;
 }
 
 /** How many blocks of this model's KV the budget holds, in the runner's KV element type. */
 export function blocksForBudget(shape: ModelShape, budget: KvBudget): number {
+  if (budget.kvCacheBlocks !== undefined) return budget.kvCacheBlocks;
+  return numBlocksForBudget(budget.kvCacheBytes, kvBlockLayout(shape, budget.blockSize));
+}
+
+/** What one block of this model's KV costs, for budget.ts (the pool's bytes: blocks × bytesPerBlock of it). */
+export function kvBlockLayout(shape: ModelShape, blockSize: number): KvCacheLayout {
   const { numLayers, numKvHeads, headDim, kvType } = shape;
   const { elementBytes, rowScaleBytes } = KV_STORAGE[kvType];
-  return numBlocksForBudget(budget.kvCacheBytes, { numLayers, numKvHeads, headDim, elementBytes, rowScaleBytes, blockSize: budget.blockSize });
+  return { numLayers, numKvHeads, headDim, elementBytes, rowScaleBytes, blockSize };
 }
 
 /** A runner's fixed facts, as every adapter reports them. */

@@ -8,11 +8,11 @@ import { availableParallelism, hostname } from 'node:os';
 import { setMaxListeners } from 'node:events';
 import type { InferRequest, InferResponse, InferStreamEvent } from '../contracts/infer.js';
 import type { KvEventsConfig } from '../contracts/kv-events.js';
-import { KV_CACHE_DTYPES, type KvCacheDtype, type RunnerKind } from '../contracts/engine-messages.js';
+import { KV_CACHE_DTYPES, type KvCacheDtype, type RunnerKind, type SpeculativeConfig } from '../contracts/engine-messages.js';
 import type { ModelConfig } from '../contracts/model-config.js';
 import { pagedSegmentsDir } from '../contracts/paged-segments.js';
 import { intraOpSpinningOf } from './ort-threading.js';
-import { parseSpeculativeConfig } from './speculative-config.js';
+import { parseSpeculativeConfig, resolveDraftModel } from './speculative-config.js';
 import { defaultKvEventsTopic, parseKvEventsConfig } from '../kv-events/config.js';
 import type { ModelVariant } from '../contracts/inference-service.js';
 import { ModelStatsRecorder } from '../batcher/stats.js';
@@ -156,6 +156,20 @@ export function kvCacheBytesOf(config: ModelConfig): number {
 }
 
 /**
+ * The speculative_config parameter for the engine, or null when off. A draft model's directory is
+ * resolved against the version directory and its decoder chosen as the target's is (the same
+ * attention_backend; its precision from the parameter's quantization, else the target's).
+ */
+async function speculativeConfigOf(config: ModelConfig, versionDir: string, tokenizer: { path: string; exists: boolean }): Promise<SpeculativeConfig | null> {
+  const parsed = parseSpeculativeConfig(parameter(config, 'speculative_config'));
+  if (parsed?.method !== 'draft_model') return parsed;
+  if (!tokenizer.exists) throw invalidArg("parameter speculative_config: method draft_model needs the model's tokenizer.json, to check that the draft shares it");
+  const withPrecision = (precision: string | undefined): ModelConfig =>
+    precision === undefined ? config : { ...config, parameters: { ...config.parameters, precision: { string_value: precision } } };
+  return resolveDraftModel(parsed, { versionDir, tokenizerPath: tokenizer.path }, (root, precision) => llmModelFile(withPrecision(precision), root));
+}
+
+/**
  * The kv_events_config parameter (vLLM's --kv-events-config JSON), or null when off. Its topic
  * defaults to kv@<host>:<port>@<model>, the serving address as configured (a wildcard host is
  * replaced by this machine's name), so every engine of the server publishes under its own topic.
@@ -187,7 +201,7 @@ export async function loadLlmModel(request: BackendLoadRequest): Promise<LlmMode
   );
   const faultInjection = faultInjectionOf(config, 'step', log);
   const kvEvents = kvEventsOf(config, request);
-  const speculative = parseSpeculativeConfig(parameter(config, 'speculative_config'));
+  const speculative = await speculativeConfigOf(config, versionDir, tokenizerFile);
   const chatSpecialTokens = parameter(config, 'chat_special_tokens') ?? 'text';
   if (chatSpecialTokens !== 'text' && chatSpecialTokens !== 'special') throw invalidArg(`parameter chat_special_tokens must be text or special, got '${chatSpecialTokens}'`);
   const limits = request.limits ?? DEFAULT_LIMITS;

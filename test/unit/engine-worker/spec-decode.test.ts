@@ -7,7 +7,7 @@
 
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
-import type { SpeculativeConfig } from '../../../src/contracts/engine-messages.js';
+import type { NgramSpeculativeConfig } from '../../../src/contracts/engine-messages.js';
 import { GREEDY_SAMPLING, type GenerateRequest } from '../../../src/contracts/generate.js';
 import { proposeNgram } from '../../../src/engine-worker/ngram-proposer.js';
 import { acceptGreedy, MAX_DRAFT_BACKOFF_TOKENS, NgramDrafts } from '../../../src/engine-worker/spec-decode.js';
@@ -20,7 +20,7 @@ afterEach(checkTrackedIntegrity);
 
 const MAX_MODEL_LEN = 1024;
 const sampler = new Sampler({ vocabSize: VOCAB });
-const drafts = (config: Partial<SpeculativeConfig> = {}) =>
+const drafts = (config: Partial<NgramSpeculativeConfig> = {}) =>
   new NgramDrafts({ method: 'ngram', numSpeculativeTokens: 4, promptLookupMin: 1, promptLookupMax: 3, disableByBatchSize: 64, ...config }, (row) => sampler.takesArgmax(row));
 
 describe('n-gram proposals', () => {

@@ -1,0 +1,210 @@
+// Draft-model speculative decoding (speculative_config method draft_model): a smaller decoder
+// sharing the target's tokenizer runs in this engine worker with its own runner and KV cache, and
+// proposes the next numSpeculativeTokens tokens of every decoding sequence allowed to propose.
+//
+// Before each step is planned the engine calls prepare() with the running requests. The draft
+// first rolls each sequence's draft KV back to what still agrees with the target's tokens (what
+// the target rejected last step goes), then runs k forward passes batched across the proposing
+// sequences: the first feeds the tokens the draft has not seen (the target's accepted tokens and
+// its own token — a whole prompt for a sequence new to the draft), each later one the token the
+// pass before proposed. The scheduler then takes the proposals through propose() (DraftSource) as
+// it hands out the budget, and the target checks them in its normal step (the verify path).
+//
+// The draft's blocks are its own pool (KvCacheManager, no prefix caching: its KV is never shared),
+// sized in positions from the target's, so it never preempts: a sequence the pool cannot hold
+// does not propose that step. A finished, aborted or preempted request's draft blocks are freed
+// (release()), so an idle engine holds none.
+
+import type { EngineWorkerData } from '../contracts/engine-messages.js';
+import type { ScheduledRequest, StepPlan } from '../contracts/generate.js';
+import { KvCacheManager } from '../kv-cache/kv-cache-manager.js';
+import { openModelRunner } from '../runners/create-runner.js';
+import { lastLogitsRow, type ModelRunner, type RunnerInfo } from '../runners/model-runner.js';
+import type { RequestState } from './request-state.js';
+import type { Draft, DraftSource, ProposalGate } from './spec-decode.js';
+
+/**
+ * The draft model's runner where speculative_config names one and the target can check
+ * proposals (not past_key_values: the engine then turns speculation off), else undefined. Opened
+ * like the target's, on the same threads and block size, with a pool holding as many positions as
+ * the target's plus every running sequence's proposals (the draft's KV is never shared, so
+ * without it a draft could run out of blocks where the target's prefix cache did not).
+ */
+export async function openDraftRunner(config: EngineWorkerData, target: RunnerInfo): Promise<ModelRunner | undefined> {
+  const spec = config.speculative;
+  if (spec?.method !== 'draft_model' || target.kind === 'past-key-values') return undefined;
+  const blocksPerSequence = Math.ceil(spec.numSpeculativeTokens / target.blockSize) + 1;
+  const { device, intraOpNumThreads, intraOpSpinning, kvCacheBytes, blockSize } = config;
+  return openModelRunner({
+    modelPath: spec.draftModelPath,
+    device,
+    intraOpNumThreads,
+    ...(intraOpSpinning !== undefined ? { intraOpSpinning } : {}),
+    kvCacheBytes,
+    blockSize,
+    kvCacheBlocks: target.numBlocks + config.maxNumSeqs * blocksPerSequence,
+  });
+}
+
+export interface DraftModelSettings {
+  readonly numSpeculativeTokens: number;
+  /** The target's context length: no proposal reaches past it. */
+  readonly maxModelLen: number;
+  /** Ids the target may sample (the tokenizer's): the draft proposes none above them. */
+  readonly sampleableVocab: number;
+}
+
+/** What the draft holds for one sequence: the tokens whose KV its cache has, in order. */
+interface DraftSequence {
+  readonly tokens: number[];
+  /** True until the sequence is next fed to the draft runner (after admission to the draft, or a reset). */
+  isNew: boolean;
+}
+
+/** One proposing sequence during prepare(). */
+interface Row {
+  readonly state: Readonly<RequestState>;
+  readonly sequence: DraftSequence;
+  /** Proposals this sequence makes this step. */
+  readonly numProposals: number;
+  readonly proposals: number[];
+}
+
+export class DraftModelProposer implements DraftSource {
+  private readonly kv: KvCacheManager;
+  private readonly sequences = new Map<string, DraftSequence>();
+  /** This step's proposals, by request id (prepare() fills them, propose() hands them out). */
+  private readonly proposals = new Map<string, readonly number[]>();
+  /** Requests freed since the draft runner's last plan: it drops their per-request state. */
+  private released: string[] = [];
+  private nextStepId = 0;
+
+  constructor(
+    private readonly runner: ModelRunner,
+    private readonly settings: DraftModelSettings,
+    private readonly policy: ProposalGate,
+  ) {
+    const { numBlocks, blockSize } = runner.info;
+    this.kv = new KvCacheManager({ numBlocks, blockSize, enablePrefixCaching: false });
+  }
+
+  /**
+   * Proposes for every request in `running` that is decoding (one token not yet computed) and
+   * that the policy lets propose: rolls its draft KV back to the tokens the target kept, then runs
+   * the draft's passes. Rejects only when the draft model's call fails (the engine treats that as
+   * fatal, as it does the target's).
+   */
+  async prepare(running: readonly Readonly<RequestState>[]): Promise<void> {
+    this.proposals.clear();
+    const rows: Row[] = [];
+    for (const state of running) {
+      const row = this.rowFor(state, running.length);
+      if (row) rows.push(row);
+    }
+    if (rows.length === 0) return;
+    // Pass 1 catches each sequence up to the target's tokens; pass i > 1 feeds proposal i − 1.
+    let feeding = rows;
+    for (let pass = 0; feeding.length > 0; pass++) {
+      const next = await this.pass(feeding, pass);
+      for (const row of feeding) row.proposals.push(next.get(row.state.id)!);
+      feeding = feeding.filter((row) => row.proposals.length < row.numProposals);
+    }
+    for (const row of rows) this.proposals.set(row.state.id, row.proposals);
+  }
+
+  /** The sequence's row for this step, its draft KV rolled back and its blocks taken; null when it does not propose. */
+  private rowFor(state: Readonly<RequestState>, numRunning: number): Row | null {
+    if (state.status !== 'running' || state.numTokens - state.numComputedTokens !== 1 || !this.policy.allows(state, numRunning)) return null;
+    // The target's own token follows the proposals, within max_tokens and the context.
+    const remaining = Math.min(state.request.stop.maxTokens - state.numOutputTokens, this.settings.maxModelLen - state.numTokens);
+    const numProposals = Math.min(this.settings.numSpeculativeTokens, remaining - 1);
+    if (numProposals < 1) return null;
+    const sequence = this.sequences.get(state.id) ?? { tokens: [], isNew: true };
+    const target = state.tokenIds;
+    // What the draft computed and the target kept: the rest (rejected proposals) is rolled back.
+    // The target's last token is never in the draft's KV (nothing has computed it), so it is always fed.
+    let valid = 0;
+    const limit = Math.min(sequence.tokens.length, target.length - 1);
+    while (valid < limit && sequence.tokens[valid] === target[valid]) valid++;
+    sequence.tokens.length = valid;
+    // The KV the passes write: the target's tokens, then every proposal but the last.
+    const numPositions = target.length + numProposals - 1;
+    if (this.kv.has(state.id)) {
+      this.kv.truncate(state.id, valid);
+      if (!this.kv.allocate(state.id, numPositions)) return null;
+    } else if (!this.kv.allocate(state.id, numPositions, this.kv.lookupPrefix([], null))) {
+      return null;
+    }
+    this.sequences.set(state.id, sequence);
+    return { state, sequence, numProposals, proposals: [] };
+  }
+
+  /** One batched forward pass of the draft: each row's next proposal, by request id. */
+  private async pass(rows: readonly Row[], pass: number): Promise<Map<string, number>> {
+    let numScheduledTokens = 0;
+    const scheduled = rows.map(({ state, sequence, proposals }): ScheduledRequest => {
+      const start = sequence.tokens.length;
+      const tokenIds = pass === 0 ? state.tokenIds.slice(start) : [proposals[proposals.length - 1]!];
+      const entry: ScheduledRequest = { requestId: state.id, tokenIds, numComputedTokens: start, blockTable: [...this.kv.blockTable(state.id)], sample: true, isNew: sequence.isNew };
+      sequence.isNew = false;
+      sequence.tokens.push(...tokenIds);
+      numScheduledTokens += tokenIds.length;
+      return entry;
+    });
+    const plan: StepPlan = { stepId: this.nextStepId++, scheduled, numScheduledTokens, releasedRequestIds: this.released, blocksToCopy: [] };
+    this.released = [];
+    return this.greedyTokens(plan);
+  }
+
+  /** Each row's greedy next token over the target's sampleable ids: from the draft's greedy head where it has one, else its logits. */
+  private async greedyTokens(plan: StepPlan): Promise<Map<string, number>> {
+    const { sampleableVocab } = this.settings;
+    const tokens = new Map<string, number>();
+    if (this.runner.executeGreedy) {
+      for (const [id, row] of await this.runner.executeGreedy(plan, sampleableVocab)) tokens.set(id, row[row.length - 1]!);
+      return tokens;
+    }
+    const { vocabSize } = this.runner.info.shape;
+    for (const [id, logits] of await this.runner.execute(plan)) tokens.set(id, argmax(lastLogitsRow(logits, vocabSize), Math.min(sampleableVocab, vocabSize)));
+    return tokens;
+  }
+
+  propose(state: Readonly<RequestState>, _numRunning: number, maxTokens: number): Draft | null {
+    const tokens = this.proposals.get(state.id);
+    if (!tokens || tokens.length === 0) return null;
+    return { tokens: tokens.length > maxTokens ? tokens.slice(0, maxTokens) : tokens };
+  }
+
+  verified(state: Readonly<RequestState>, numDrafts: number, numAccepted: number): void {
+    this.policy.verified(state, numDrafts, numAccepted);
+  }
+
+  /** Frees a request's draft blocks and record (finished, aborted or preempted); unknown ids are ignored. */
+  release(requestId: string): void {
+    if (!this.sequences.delete(requestId)) return;
+    this.kv.free(requestId);
+    this.released.push(requestId);
+  }
+
+  /** The draft pool's block counts (tests: an idle engine's draft holds no block). */
+  stats(): { numTotalBlocks: number; numFreeBlocks: number; numSequences: number } {
+    const { numTotalBlocks, numFreeBlocks } = this.kv.stats();
+    return { numTotalBlocks, numFreeBlocks, numSequences: this.sequences.size };
+  }
+
+  checkIntegrity(): void {
+    this.kv.checkIntegrity();
+  }
+
+  /** Releases the draft runner (the engine's release). */
+  close(): Promise<void> {
+    return this.runner.release();
+  }
+}
+
+/** The first id of the largest value among the first `bound` entries. */
+function argmax(row: Float32Array, bound: number): number {
+  let best = 0;
+  for (let i = 1; i < bound; i++) if (row[i]! > row[best]!) best = i;
+  return best;
+}

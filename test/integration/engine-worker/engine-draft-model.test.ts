@@ -1,0 +1,267 @@
+// Draft-model speculative decoding on the real tiny decoder: a draft in the same engine with its
+// own runner and KV pool proposes, the target checks. With the target itself as its draft nearly
+// every proposal holds; with its first three layers (a draft built from the same seed,
+// test/support/draft-model.ts) about one in eight, with its first layer none. Whichever draft,
+// greedy tokens are the target's own: a fast-check property over random
+// arrival schedules, small pools (preemption), shared prompt prefixes (prefix hits) and aborts
+// delivered between steps, as a step starts, or a few event-loop turns into it (during the
+// draft's passes or the target's). After every step both pools' integrity is checked; at the end
+// no draft block is held.
+import * as ort from 'onnxruntime-node';
+import fc from 'fast-check';
+import { rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { GenerateRequest, StepOutput } from '../../../src/contracts/generate.js';
+import { openDraftRunner } from '../../../src/engine-worker/draft-model.js';
+import { EngineCore, type EngineConfig } from '../../../src/engine-worker/engine-core.js';
+import { openModelRunner } from '../../../src/runners/create-runner.js';
+import { DEFAULT_REPOSITORY } from '../../../models/default-repository.js';
+import { greedy } from '../../support/decoder.js';
+import { buildTruncatedDraft } from '../../support/draft-model.js';
+import { GREEDY_SAMPLING } from '../../support/sampling.js';
+
+const ONNX = join(DEFAULT_REPOSITORY, 'qwen3-tiny', '1', 'onnx');
+/** One KV block of the tiny decoder: 4 layers × (K, V) × 2 KV heads × block 4 × head_dim 16 × fp32. */
+const BYTES_PER_BLOCK = 4 * 2 * 2 * 4 * 16 * 4;
+const MAX_TOKENS = 16;
+const promptTokens = (seed: number, length: number): number[] => Array.from({ length }, (_, i) => (seed * 7919 + i * 104_729) % 150_000);
+
+/** The truncated drafts' directories, by layer count. */
+const draftDirs = new Map<number, string>();
+let session: ort.InferenceSession;
+const references = new Map<string, number[]>();
+
+beforeAll(async () => {
+  for (const layers of [1, 3]) draftDirs.set(layers, await buildTruncatedDraft(layers));
+  session = await ort.InferenceSession.create(join(ONNX, 'model.onnx'), { intraOpNumThreads: 1 });
+}, 120_000);
+afterAll(async () => {
+  await session?.release();
+  for (const dir of draftDirs.values()) await rm(dir, { recursive: true, force: true });
+});
+
+/** The target's greedy tokens decoding the prompt alone (the Optimum graph, no engine). */
+async function reference(seed: number, length: number): Promise<number[]> {
+  const key = `${seed}:${length}`;
+  let tokens = references.get(key);
+  if (!tokens) references.set(key, (tokens = await greedy(session, ort, promptTokens(seed, length), MAX_TOKENS)));
+  return tokens;
+}
+
+interface EngineOptions {
+  readonly target: string;
+  readonly draft: string | null;
+  readonly numBlocks?: number;
+  readonly maxNumSeqs?: number;
+  readonly maxNumBatchedTokens?: number;
+  readonly numSpeculativeTokens?: number;
+}
+
+async function openEngine(options: EngineOptions, log: (line: string) => void = () => {}): Promise<EngineCore> {
+  const config: EngineConfig = {
+    modelPath: options.target,
+    device: 'cpu',
+    intraOpNumThreads: 1,
+    maxNumSeqs: options.maxNumSeqs ?? 8,
+    maxNumBatchedTokens: options.maxNumBatchedTokens ?? 32,
+    maxModelLen: 512,
+    blockSize: 4,
+    kvCacheBytes: (options.numBlocks ?? 256) * BYTES_PER_BLOCK,
+    enablePrefixCaching: true,
+    sampleableVocabSize: 151_669,
+    ...(options.draft ? { speculative: { method: 'draft_model' as const, draftModelPath: options.draft, numSpeculativeTokens: options.numSpeculativeTokens ?? 4, disableByBatchSize: 8 } } : {}),
+  };
+  const runner = await openModelRunner(config);
+  return EngineCore.create(config, runner, log, await openDraftRunner(config, runner.info));
+}
+
+const request = (id: string, prompt: readonly number[], maxTokens: number): GenerateRequest => ({
+  id,
+  promptTokenIds: prompt,
+  sampling: GREEDY_SAMPLING,
+  priority: 0,
+  cacheSalt: null,
+  stop: { maxTokens, minTokens: 0, eosTokenIds: [], ignoreEos: true, stopTokenIds: [] },
+});
+
+describe('draft-model speculation', () => {
+  it('with the target as its own draft, nearly every proposal holds and the tokens are the target greedy ones', async () => {
+    const target = join(ONNX, 'model_paged.segments');
+    const lines: string[] = [];
+    const engine = await openEngine({ target, draft: target }, (line) => lines.push(line));
+    try {
+      expect(lines.some((line) => /speculative decoding: draft model .*model_paged\.segments \(paged-native runner, 4 layers, its own KV pool of \d+ blocks/.test(line))).toBe(true);
+      const prompts = [promptTokens(1, 9), promptTokens(2, 30), promptTokens(3, 3)];
+      prompts.forEach((p, i) => engine.add(request(`r${i}`, p, MAX_TOKENS)));
+      const tokens = new Map<string, number[]>();
+      let steps = 0;
+      let drafted = 0;
+      let accepted = 0;
+      while (engine.hasWork()) {
+        const output = await engine.step();
+        steps++;
+        engine.checkIntegrity();
+        drafted += output.specDecode?.numDraftTokens ?? 0;
+        accepted += output.specDecode?.numAcceptedTokens ?? 0;
+        for (const u of output.updates) tokens.set(u.requestId, [...(tokens.get(u.requestId) ?? []), ...u.newTokenIds]);
+      }
+      for (const [i, p] of prompts.entries()) expect(tokens.get(`r${i}`), `r${i}`).toEqual(await reference(i + 1, p.length));
+      expect(drafted).toBeGreaterThan(0);
+      expect(accepted / drafted).toBeGreaterThan(0.9);
+      // Prefill steps, then about MAX_TOKENS / 5 verify steps instead of MAX_TOKENS decode steps.
+      expect(steps).toBeLessThan(MAX_TOKENS);
+      expect(engine.draftKvStats()).toMatchObject({ numSequences: 0 });
+      const { numFreeBlocks, numTotalBlocks } = engine.draftKvStats()!;
+      expect(numFreeBlocks).toBe(numTotalBlocks);
+    } finally {
+      await engine.release();
+    }
+  }, 120_000);
+
+  it('is off with a past_key_values target, and opens no draft runner', async () => {
+    const lines: string[] = [];
+    const engine = await openEngine({ target: join(ONNX, 'model.onnx'), draft: join(ONNX, 'model_paged.segments') }, (line) => lines.push(line));
+    await engine.release();
+    expect(lines).toContain('speculative_config: off — checking proposals needs attention_backend paged (this model runs past_key_values)');
+    expect(engine.draftKvStats()).toBeNull();
+  });
+});
+
+/** When, relative to a step, the test delivers a message to the engine. */
+type Moment = { readonly kind: 'between' } | { readonly kind: 'at-step-start' } | { readonly kind: 'turns-into-step'; readonly turns: number };
+
+interface RequestCase {
+  readonly promptSeed: number;
+  readonly promptLength: number;
+  readonly maxTokens: number;
+  readonly arrivalStep: number;
+  readonly abort: { readonly afterTokens: number; readonly moment: Moment } | null;
+}
+
+interface Scenario {
+  readonly requests: readonly RequestCase[];
+  readonly maxNumSeqs: number;
+  readonly maxNumBatchedTokens: number;
+  readonly numBlocks: number;
+  readonly numSpeculativeTokens: number;
+  readonly target: 'model_paged.onnx' | 'model_paged.segments';
+  /** The draft's layers: 4 is the target itself. */
+  readonly draftLayers: 1 | 3 | 4;
+}
+
+const momentArb: fc.Arbitrary<Moment> = fc.oneof(
+  fc.constant({ kind: 'between' as const }),
+  fc.constant({ kind: 'at-step-start' as const }),
+  fc.integer({ min: 1, max: 6 }).map((turns) => ({ kind: 'turns-into-step' as const, turns })),
+);
+const scenarioArb: fc.Arbitrary<Scenario> = fc.record({
+  requests: fc.array(
+    fc.record({
+      promptSeed: fc.integer({ min: 0, max: 3 }),
+      promptLength: fc.integer({ min: 1, max: 40 }),
+      maxTokens: fc.integer({ min: 1, max: MAX_TOKENS }),
+      arrivalStep: fc.integer({ min: 0, max: 15 }),
+      abort: fc.option(fc.record({ afterTokens: fc.integer({ min: 0, max: 12 }), moment: momentArb }), { freq: 3 }),
+    }),
+    { minLength: 1, maxLength: 10 },
+  ),
+  maxNumSeqs: fc.integer({ min: 2, max: 8 }),
+  maxNumBatchedTokens: fc.integer({ min: 8, max: 40 }),
+  // 16 blocks of 4 fit the longest request (40 + 16 positions) but few at once: preemption.
+  numBlocks: fc.constantFrom(16, 16, 20, 48, 256),
+  numSpeculativeTokens: fc.integer({ min: 1, max: 5 }),
+  target: fc.constantFrom('model_paged.onnx' as const, 'model_paged.segments' as const),
+  draftLayers: fc.constantFrom(1 as const, 3 as const, 3 as const, 4 as const),
+});
+
+const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+const totals = { steps: 0, drafted: 0, accepted: 0, preemptions: 0, prefixHits: 0, midStepAborts: 0 };
+
+/** Drives one scenario through a fresh engine and its draft, as the engine worker's loop does. */
+async function run(scenario: Scenario): Promise<{ tokens: Map<string, number[]>; finish: Map<string, string> }> {
+  const draft = scenario.draftLayers === 4 ? join(ONNX, 'model_paged.segments') : join(draftDirs.get(scenario.draftLayers)!, 'onnx', 'model_paged.segments');
+  const engine = await openEngine({ ...scenario, target: join(ONNX, scenario.target), draft });
+  const tokens = new Map<string, number[]>();
+  const finish = new Map<string, string>();
+  const aborted = new Set<string>();
+  const collect = (output: StepOutput): void => {
+    expect(output.rejections).toEqual([]);
+    totals.drafted += output.specDecode?.numDraftTokens ?? 0;
+    totals.accepted += output.specDecode?.numAcceptedTokens ?? 0;
+    for (const u of output.updates) {
+      tokens.set(u.requestId, [...(tokens.get(u.requestId) ?? []), ...u.newTokenIds]);
+      if (u.finishReason !== null) finish.set(u.requestId, u.finishReason);
+    }
+  };
+  try {
+    const lastArrival = Math.max(...scenario.requests.map((r) => r.arrivalStep));
+    for (let step = 0; step < 2000; step++) {
+      const midStep: { moment: Moment; deliver: () => void }[] = [];
+      scenario.requests.forEach((c, i) => {
+        const id = `r${i}`;
+        if (c.arrivalStep === step) engine.add(request(id, promptTokens(c.promptSeed, c.promptLength), c.maxTokens));
+        if (c.abort && c.arrivalStep < step && !aborted.has(id) && !finish.has(id) && (tokens.get(id)?.length ?? 0) >= c.abort.afterTokens) {
+          aborted.add(id);
+          if (c.abort.moment.kind === 'between') engine.abort(id);
+          else midStep.push({ moment: c.abort.moment, deliver: () => engine.abort(id) });
+        }
+      });
+      if (!engine.hasWork()) {
+        for (const d of midStep) d.deliver();
+        if (engine.hasNews()) collect(engine.flush());
+        if (step > lastArrival && !engine.hasWork() && !engine.hasNews()) break;
+        continue;
+      }
+      const stepDone = engine.step();
+      totals.steps++;
+      totals.midStepAborts += midStep.length;
+      for (const d of midStep) if (d.moment.kind === 'at-step-start') d.deliver();
+      const later = midStep.map(async (d) => {
+        if (d.moment.kind !== 'turns-into-step') return;
+        for (let t = 0; t < d.moment.turns; t++) await turn();
+        d.deliver();
+      });
+      const [output] = await Promise.all([stepDone, ...later]);
+      collect(output);
+      engine.checkIntegrity();
+    }
+    expect(engine.hasWork()).toBe(false);
+    expect(engine.stats().kvCacheUsage, 'target blocks held after every request ended').toBe(0);
+    const draft = engine.draftKvStats()!;
+    expect(draft.numFreeBlocks, 'draft blocks held after every request ended').toBe(draft.numTotalBlocks);
+    expect(draft.numSequences).toBe(0);
+    totals.preemptions += engine.stats().numPreemptions;
+    totals.prefixHits += engine.stats().prefixCacheHits;
+    for (const id of aborted) if (!finish.has(id)) throw new Error(`${id} was aborted but never finished`);
+    return { tokens, finish };
+  } finally {
+    await engine.release();
+  }
+}
+
+describe('draft-model speculation (property-based)', () => {
+  it('gives the target greedy tokens under staggered arrivals, preemption, prefix hits and aborts mid-step, and frees every draft block', async () => {
+    await fc.assert(
+      fc.asyncProperty(scenarioArb, async (scenario) => {
+        const outcome = await run(scenario);
+        for (const [i, c] of scenario.requests.entries()) {
+          const id = `r${i}`;
+          const expected = (await reference(c.promptSeed, c.promptLength)).slice(0, c.maxTokens);
+          const got = outcome.tokens.get(id) ?? [];
+          if (outcome.finish.get(id) === 'length') expect(got, `${id} output`).toEqual(expected);
+          else expect(expected.slice(0, got.length), `${id} output before its abort`).toEqual(got);
+        }
+      }),
+      { numRuns: 25 },
+    );
+    console.log(
+      `draft-model property: ${totals.steps} steps, ${totals.drafted} proposed, ${totals.accepted} accepted, ${totals.preemptions} preemptions, ${totals.prefixHits} prefix-hit tokens, ${totals.midStepAborts} mid-step aborts`,
+    );
+    expect(totals.drafted).toBeGreaterThan(0);
+    expect(totals.accepted).toBeGreaterThan(0);
+    expect(totals.preemptions).toBeGreaterThan(0);
+    expect(totals.prefixHits).toBeGreaterThan(0);
+    expect(totals.midStepAborts).toBeGreaterThan(0);
+  }, 600_000);
+});

@@ -133,11 +133,10 @@ export class EngineCore {
       log('speculative_config: off — checking proposals needs attention_backend paged (this model runs past_key_values)');
       return undefined;
     }
-    const takesArgmax = (row: SamplerRow): boolean => sampler.takesArgmax(row);
-    const limits = `up to ${spec.numSpeculativeTokens} tokens, greedy requests, while at most ${spec.disableByBatchSize} sequences run`;
+    const limits = `up to ${spec.numSpeculativeTokens} tokens, sampled and greedy requests, while at most ${spec.disableByBatchSize} sequences run`;
     if (spec.method === 'ngram') {
       log(`speculative decoding: ngram, ${limits}, from a ${spec.promptLookupMin}–${spec.promptLookupMax}-token match`);
-      return new NgramDrafts(spec, takesArgmax);
+      return new NgramDrafts(spec);
     }
     if (!draftRunner) throw new Error('speculative_config method draft_model: the engine was given no draft runner (openDraftRunner)');
     const { shape, numBlocks, blockSize, kind } = draftRunner.info;
@@ -149,7 +148,7 @@ export class EngineCore {
     return new DraftModelProposer(
       draftRunner,
       { numSpeculativeTokens: spec.numSpeculativeTokens, maxModelLen: config.maxModelLen, sampleableVocab: sampler.sampleableVocab },
-      new ProposalGate(spec.disableByBatchSize, takesArgmax),
+      new ProposalGate(spec.disableByBatchSize),
     );
   }
 
@@ -328,13 +327,14 @@ export class EngineCore {
       if (speculative && result.candidates) constraints.offer(context.requestId, result.candidates);
       return result;
     };
-    // Checked proposals (plain greedy rows, spec-decode.ts): the argmax of each of their rows.
-    const verified = new Map<string, number[]>();
+    // Checked proposals (spec-decode.ts): the sampler's acceptance rule over each of their positions.
+    const verified = new Map<string, SampledTokens>();
+    const byId = new Map(contexts.map((context) => [context.requestId, context]));
     for (const entry of plan.scheduled) {
       if (!entry.numDraftTokens || !entry.sample) continue;
       const row = logits.get(entry.requestId);
       if (!row) throw new Error(`the runner returned no logits for planned request ${entry.requestId}`);
-      verified.set(entry.requestId, verifiedTokens(entry, this.sampler.argmaxRows(row, vocabSize)));
+      verified.set(entry.requestId, this.verifyDrafts(entry, byId.get(entry.requestId)!, row));
     }
     // Speculative grammar rows first: their candidates are tried on the grammar worker while the rest are sampled.
     const results = new Map<string, SampleResult>();
@@ -343,7 +343,7 @@ export class EngineCore {
     const choices = await constraints.verify();
     return contexts.map((context): SampledTokens => {
       const checked = verified.get(context.requestId);
-      if (checked) return { requestId: context.requestId, tokenIds: checked, logprobs: null };
+      if (checked) return checked;
       const result = results.get(context.requestId)!;
       const choice = choices.get(context.requestId);
       // The row was processed in place by its first sample: only the mask and the argmax remain.
@@ -352,6 +352,26 @@ export class EngineCore {
       const tokens = { requestId: context.requestId, tokenIds: [tokenId], logprobs: logprob ? [logprob] : null };
       return constraints.endsGrammar(context.requestId, tokenId) ? { ...tokens, grammarEnded: true } : tokens;
     });
+  }
+
+  /**
+   * A checked proposal's tokens (Sampler.verify): the sampling inputs at its first position are
+   * the row's `context`; at later ones the proposals before count as output, and min_tokens' ban
+   * of the stop ids lifts where the output reaches it.
+   */
+  private verifyDrafts(entry: ScheduledRequest, context: SamplerRow, logits: Float32Array): SampledTokens {
+    const numDrafts = entry.numDraftTokens!;
+    const { stop } = this.scheduler.get(entry.requestId)!.request;
+    const banned = this.rows.has(entry.requestId) ? null : [...stop.eosTokenIds, ...stop.stopTokenIds];
+    const result = this.sampler.verify({
+      ...context,
+      logits,
+      bannedTokenIds: banned,
+      banUntil: stop.minTokens,
+      drafts: entry.tokenIds.slice(entry.tokenIds.length - numDrafts),
+      draftProbs: entry.draftProbs,
+    });
+    return { requestId: entry.requestId, tokenIds: result.tokenIds, logprobs: result.logprobs };
   }
 
   /** Grammar masks computed since start, the grammar worker's time on them and the engine's wait for them, ms. */

@@ -2,11 +2,15 @@
 // propose tokens this step, how many, and what a checked proposal yields. The scheduler asks
 // propose() while it hands out the step's token budget (so proposals count against it and get
 // their KV blocks like any token), and tells verified() what the check found; the engine checks
-// proposals with acceptGreedy() on the target model's greedy tokens at every proposed position.
+// proposals at every proposed position: a plain greedy row on the model's greedy tokens
+// (acceptGreedy), any other with the sampler's acceptance rule (src/sampler/acceptance.ts,
+// Sampler.verify), which keeps greedy output the target model's own token for token and sampled
+// output distributed as the target's under every sampling parameter, the target's logprobs
+// reported at each accepted position. A seeded row given point-mass proposals (n-gram) yields
+// exactly its tokens without speculation.
 //
-// Greedy rows only: a row sampled at temperature > 0, with penalties, bias, logprobs, a grammar
-// or a thinking block never proposes (its tokens are unaffected by the rows that do), so greedy
-// output is the target model's own token for token.
+// A row in a thinking block never proposes: the block's forced closing tokens are decided a token
+// at a time (thinking-block.ts).
 //
 // Adaptive: a sequence whose proposals all fail pauses proposing for a number of its tokens that
 // doubles with each such failure (reset by any accepted token); and no sequence proposes while
@@ -14,14 +18,11 @@
 // positions would cost what they might save.
 
 import type { NgramSpeculativeConfig } from '../contracts/engine-messages.js';
-import type { SamplerRow } from '../sampler/sampler.js';
 import { proposeNgram } from './ngram-proposer.js';
 import type { RequestState } from './request-state.js';
 
 /** Longest pause, in the sequence's tokens, after proposals that all failed. */
 export const MAX_DRAFT_BACKOFF_TOKENS = 32;
-
-const NO_TOKENS: readonly number[] = [];
 
 interface Backoff {
   /** The output length from which the sequence proposes again. */
@@ -67,8 +68,6 @@ export class ProposalGate {
   constructor(
     /** No proposals while more sequences than this run (disable_by_batch_size). */
     private readonly disableByBatchSize: number,
-    /** The sampler's test: true when a row's token is its plain argmax (Sampler.takesArgmax). */
-    private readonly takesArgmax: (row: SamplerRow) => boolean,
   ) {}
 
   /** True when `state` may propose this step, with `numRunning` sequences running. */
@@ -78,12 +77,9 @@ export class ProposalGate {
     return !paused || state.numOutputTokens >= paused.resumeAt;
   }
 
-  /** True when the request's next tokens are plain greedy, so a checked proposal is exactly what decoding would give. */
+  /** False for a row whose tokens are decided a token at a time outside the sampler (see the file comment). */
   private proposesFor(state: Readonly<RequestState>): boolean {
-    const { request } = state;
-    if (request.grammar || request.thinking) return false;
-    const banned = state.numOutputTokens < request.stop.minTokens ? [...request.stop.eosTokenIds, ...request.stop.stopTokenIds] : null;
-    return this.takesArgmax({ requestId: state.id, params: request.sampling, promptTokenIds: NO_TOKENS, outputTokenIds: NO_TOKENS, bannedTokenIds: banned });
+    return !state.request.thinking && !state.request.grammar;
   }
 
   verified(state: Readonly<RequestState>, numDrafts: number, numAccepted: number): void {
@@ -100,11 +96,8 @@ export class ProposalGate {
 export class NgramDrafts implements DraftSource {
   private readonly gate: ProposalGate;
 
-  constructor(
-    private readonly config: NgramSpeculativeConfig,
-    takesArgmax: (row: SamplerRow) => boolean,
-  ) {
-    this.gate = new ProposalGate(config.disableByBatchSize, takesArgmax);
+  constructor(private readonly config: NgramSpeculativeConfig) {
+    this.gate = new ProposalGate(config.disableByBatchSize);
   }
 
   propose(state: Readonly<RequestState>, numRunning: number, maxTokens: number): Draft | null {

@@ -34,6 +34,12 @@ export const SMALL_TOP_K = 256;
 const QUICKSELECT_LIMIT = 8192;
 const HEAD_NATS = 18;
 
+/** Tokens and their probabilities (parallel arrays, probabilities summing to 1). */
+export interface TokenDistribution {
+  readonly ids: Int32Array;
+  readonly probs: Float64Array;
+}
+
 /** The candidate set of one draw and the scratch its stages work in. */
 export class Candidates {
   /** Token ids, parallel to `vals`; entries [0, count) are the candidates. */
@@ -114,17 +120,35 @@ export class Drawer {
 
   /** The complete path: every eligible token within the 30-nat window, weighed exactly. */
   private drawExact(row: Float32Array, n: number, params: SamplingParams, u: number): number {
+    const total = this.weighExact(row, n, params);
+    return total === null ? argmax(row, n) : walk(this.c, u * total);
+  }
+
+  /**
+   * Exactly the distribution draw() samples from (its fast path draws from the same one, by
+   * rejection): every token it can return with its probability, normalized. A row with no finite
+   * maximum draws its argmax, so that is a point mass. Speculative decoding's acceptance rule
+   * reads it (acceptance.ts).
+   */
+  distribution(row: Float32Array, n: number, params: SamplingParams): TokenDistribution {
+    const total = this.weighExact(row, n, params);
+    if (total === null) return { ids: Int32Array.of(argmax(row, n)), probs: Float64Array.of(1) };
+    const { ids, vals, count } = this.c;
+    const probs = new Float64Array(count);
+    for (let j = 0; j < count; j++) probs[j] = vals[j]! / total;
+    return { ids: ids.slice(0, count), probs };
+  }
+
+  /** Leaves the eligible tokens of the 30-nat window weighed in the candidates (top_k and top_p applied); their mass, or null when the row has no finite maximum. */
+  private weighExact(row: Float32Array, n: number, params: SamplingParams): number | null {
     const { c } = this;
-    if (!gatherEligible(c, row, n, params, NEGLIGIBLE_NATS)) return argmax(row, n);
+    if (!gatherEligible(c, row, n, params, NEGLIGIBLE_NATS)) return null;
     if (params.topK > SMALL_TOP_K) keepTopKByBuckets(c, params.topK, params.temperature);
     const topP = params.topP < 1;
     weigh(c, params.temperature, topP);
-    let total = c.total;
-    if (topP && c.count > 1) {
-      keepTopP(c, params.topP * total);
-      total = massAndSmallest(c).mass;
-    }
-    return walk(c, u * total);
+    if (!topP || c.count <= 1) return c.total;
+    keepTopP(c, params.topP * c.total);
+    return massAndSmallest(c).mass;
   }
 
   /** A draw that landed `offset` past the head mass: the exact tail decides, or a fresh complete draw. */

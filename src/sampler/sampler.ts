@@ -24,7 +24,8 @@ import { Drawer } from './draw.js';
 import { LogprobTable, type LogprobBasis } from './logprobs.js';
 import { applyTokenMask, maskedArgmax } from './mask.js';
 import { hasLogitProcessors, LogitProcessors, type PenaltyInput } from './penalties.js';
-import { seededKey, unseededKey, type StreamKey } from './rng.js';
+import { proposalKeys, seededKey, uniformAt, unseededKey, type StreamKey } from './rng.js';
+import { checkAgainstDistribution, checkPointMass } from './acceptance.js';
 import { argmax, topN } from './select.js';
 
 /** Temperatures below this are greedy (vLLM's _SAMPLING_EPS). */
@@ -64,6 +65,32 @@ export interface SampleResult {
   readonly candidates?: Int32Array;
 }
 
+/** A speculative proposal at one position: its token and the distribution it was drawn from (null: a point mass). */
+interface Proposal {
+  readonly tokenId: number;
+  readonly q: ArrayLike<number> | null;
+}
+
+/** A sampled row's checked proposal (Sampler.verify). */
+export interface VerifyInput extends SamplerRow {
+  /** numDrafts + 1 vocabSize-long rows, row-major: the target's logits after the fed token and after each proposal. Overwritten. */
+  readonly logits: Float32Array;
+  readonly drafts: ArrayLike<number>;
+  /** q for each proposal (Draft.probs); absent: point masses. */
+  readonly draftProbs?: readonly ArrayLike<number>[] | undefined;
+  /** bannedTokenIds apply while the output (proposals before the position included) is shorter than this: min_tokens. */
+  readonly banUntil: number;
+  /** A constrained row's grammar mask at each position (after i proposals); absent: unconstrained. */
+  readonly masks?: readonly Int32Array[] | undefined;
+}
+
+export interface VerifyResult {
+  /** The accepted proposals, then the token of the first position that did not accept one (absent when a grammar ended on the last accepted proposal). */
+  readonly tokenIds: number[];
+  readonly logprobs: TokenLogprob[] | null;
+  readonly numAccepted: number;
+}
+
 /** One row of a step's logits batch, in row order. */
 export interface SamplerRow extends PenaltyInput {
   readonly requestId: string;
@@ -99,16 +126,50 @@ export class Sampler {
     return row.params.temperature < SAMPLING_EPS && !row.params.logprobs && !hasLogitProcessors(row);
   }
 
-  /** The greedy token of each vocabSize-long row of `rows` (a checked proposal's logits, one row per position): its plain argmax over the sampleable ids. */
-  argmaxRows(rows: Float32Array, vocabSize: number): number[] {
-    const n = Math.min(vocabSize, this.sampleable);
-    const tokens: number[] = [];
-    for (let offset = 0; offset < rows.length; offset += vocabSize) tokens.push(argmax(rows.subarray(offset, offset + vocabSize), n));
-    return tokens;
-  }
-
   /** Samples one token for one request. The draw depends only on this row, the params and the output length. */
   sample(input: SamplerInput): SampleResult {
+    return this.pick(input, null);
+  }
+
+  /**
+   * Checks a speculative proposal (acceptance.ts) against the target's logits at each of its
+   * positions, as decoding would see them there: position i's row is processed with the i
+   * proposals before it counted as output (penalties, the draw's position, min_tokens' ban) and
+   * under the grammar's mask for that position. Keeps the proposals up to the first rejection,
+   * then the rejected position's token — or, when every proposal holds, one more drawn from the
+   * last row — each with its logprob when asked. A constrained row stops without a token at a
+   * position it has no mask for (its grammar ended on the proposal before).
+   */
+  verify(input: VerifyInput): VerifyResult {
+    const { logits, drafts, draftProbs, masks, outputTokenIds, banUntil } = input;
+    const v = this.vocabSize;
+    const numDrafts = drafts.length;
+    if (logits.length !== (numDrafts + 1) * v) throw new Error(`${logits.length / v} logits rows for ${numDrafts} proposals (expected one more)`);
+    const tokenIds: number[] = [];
+    const logprobs: TokenLogprob[] | null = input.params.logprobs ? [] : null;
+    let numAccepted = 0;
+    for (let i = 0; i <= numDrafts; i++) {
+      if (masks && i >= masks.length) break;
+      const output = i === 0 ? outputTokenIds : [...Array.from(outputTokenIds), ...Array.from(drafts).slice(0, i)];
+      const position: SamplerInput = {
+        ...input,
+        logits: logits.subarray(i * v, (i + 1) * v),
+        outputTokenIds: output,
+        bannedTokenIds: output.length < banUntil ? input.bannedTokenIds : null,
+        allowedTokens: masks ? masks[i]! : null,
+      };
+      const proposal = i < numDrafts ? { tokenId: drafts[i]!, q: draftProbs?.[i] ?? null } : null;
+      const result = this.pick(position, proposal);
+      tokenIds.push(result.tokenId);
+      if (result.logprob) logprobs?.push(result.logprob);
+      if (!result.accepted) break;
+      numAccepted++;
+    }
+    return { tokenIds, logprobs, numAccepted };
+  }
+
+  /** sample(), or with `proposal` the acceptance rule's token at a proposed position. */
+  private pick(input: SamplerInput, proposal: Proposal | null): SampleResult & { readonly accepted: boolean } {
     const { logits: row, params } = input;
     const n = Math.min(row.length, this.sampleable);
     const wantsLogprobs = params.logprobs;
@@ -121,14 +182,25 @@ export class Sampler {
 
     const greedy = params.temperature < SAMPLING_EPS;
     const candidates = greedy && input.greedyCandidates ? this.bestTokens(row, n, input.greedyCandidates) : undefined;
-    const tokenId = candidates && candidates.length > 0 ? candidates[0]! : greedy ? argmax(row, n) : this.drawer.draw(row, n, params, streamKey(input.requestId, params), input.outputTokenIds.length);
+    let tokenId: number;
+    let accepted = false;
+    if (proposal?.q && !greedy) {
+      // A spread q: the explicit rule against the distribution the draw would sample from.
+      const keys = proposalKeys(streamKey(input.requestId, params));
+      const counter = input.outputTokenIds.length;
+      ({ tokenId, accepted } = checkAgainstDistribution(this.drawer.distribution(row, n, params), proposal.tokenId, proposal.q, uniformAt(keys.accept, counter), uniformAt(keys.residual, counter)));
+    } else {
+      tokenId = candidates && candidates.length > 0 ? candidates[0]! : greedy ? argmax(row, n) : this.drawer.draw(row, n, params, streamKey(input.requestId, params), input.outputTokenIds.length);
+      // A point mass (or a greedy row, whose p is one): the position's own draw decides.
+      if (proposal) accepted = checkPointMass(proposal.tokenId, tokenId).accepted;
+    }
     const logprob = !wantsLogprobs
       ? null
       : raw
         ? logprobOf(tokenId, processed ? this.processors.originalValue(row, tokenId) : row[tokenId]!, raw)
         : // Greedy and the draw both found the processed row's maximum already.
           logprobOf(tokenId, row[tokenId]!, this.logprobs.basis(row, n, greedy ? row[tokenId]! : this.drawer.max, params.topLogprobs));
-    return candidates ? { tokenId, logprob, candidates } : { tokenId, logprob };
+    return candidates ? { tokenId, logprob, candidates, accepted } : { tokenId, logprob, accepted };
   }
 
   /**

@@ -37,6 +37,20 @@ export function copyingNextToken(context: readonly number[]): number {
 
 export type FakeModel = (context: readonly number[]) => number;
 
+/**
+ * The copying model's logits, for sampled requests: its token 3 nats or more ahead of 39 others
+ * spread below it (a function of the last two tokens), so a sampled row mostly takes it — and
+ * n-gram proposals hold — yet often does not; the rest of the vocabulary is far below.
+ */
+export function copyingLogits(context: readonly number[]): Float32Array {
+  const row = new Float32Array(VOCAB).fill(-30);
+  const a = context[context.length - 1] ?? 0;
+  const b = context[context.length - 2] ?? 0;
+  for (let j = 0; j < 40; j++) row[j] = -4 + ((Math.imul(a * 131 + b * 7 + j, 0x9e3779b1) >>> 0) / 2 ** 32) * 3;
+  row[copyingNextToken(context)] = 2;
+  return row;
+}
+
 const EMPTY = -1;
 
 export class FakeRunner {
@@ -65,10 +79,18 @@ export class FakeRunner {
 
   /** The model's greedy token at each sampled position: one per sampled row, or numDraftTokens + 1 for a checked proposal. */
   forward(plan: StepPlan): SampledTokens[] {
+    return [...this.rowContexts(plan)].map(([requestId, contexts]) => ({ requestId, tokenIds: contexts.map((context) => this.model(context)), logprobs: null }));
+  }
+
+  /**
+   * Runs the step on the fake KV and returns, for each sampled request, the context (as read back
+   * from the KV slots) at each of its logits rows: one, or numDraftTokens + 1 for a checked proposal.
+   */
+  rowContexts(plan: StepPlan): Map<string, number[][]> {
     this.numCalls++;
     // Read every request's context before writing anything, as a forward pass gathers past KV first.
     const contexts = plan.scheduled.map((s) => this.readPast(s.blockTable, s.numComputedTokens));
-    const sampled: SampledTokens[] = [];
+    const rows = new Map<string, number[][]>();
     plan.scheduled.forEach((s, i) => {
       if (s.tokenIds.length === 0 || s.blockTable.length * this.blockSize < s.numComputedTokens + s.tokenIds.length) {
         throw new Error(`bad plan entry for ${s.requestId}: ${s.tokenIds.length} tokens at ${s.numComputedTokens}, ${s.blockTable.length} blocks`);
@@ -77,10 +99,12 @@ export class FakeRunner {
       if (!s.sample) return;
       const context = [...contexts[i]!, ...s.tokenIds];
       const numRows = 1 + (s.numDraftTokens ?? 0);
-      const tokenIds = Array.from({ length: numRows }, (_, r) => this.model(context.slice(0, context.length - numRows + 1 + r)));
-      sampled.push({ requestId: s.requestId, tokenIds, logprobs: null });
+      rows.set(
+        s.requestId,
+        Array.from({ length: numRows }, (_, r) => context.slice(0, context.length - numRows + 1 + r)),
+      );
     });
-    return sampled;
+    return rows;
   }
 
   private readPast(table: readonly number[], count: number): number[] {

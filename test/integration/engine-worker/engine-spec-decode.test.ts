@@ -4,9 +4,12 @@
 // accepted, and every request's greedy tokens equal the same engine's without speculation, under
 // staggered arrivals and chunked prefill, on both heads (the greedy head, and logits for a batch
 // where one row wants logprobs), with the block pool's integrity checked after every step.
+// Sampled and logprobs rows propose too: seeded sampled rows give exactly their tokens without
+// speculation (the acceptance rule's point-mass draw is decoding's own), logprobs rows the same
+// logprobs.
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { GenerateRequest, StepOutput } from '../../../src/contracts/generate.js';
+import type { GenerateRequest, SamplingParams, StepOutput, TokenLogprob } from '../../../src/contracts/generate.js';
 import { EngineCore, type EngineConfig } from '../../../src/engine-worker/engine-core.js';
 import { openModelRunner } from '../../../src/runners/create-runner.js';
 import { DEFAULT_REPOSITORY } from '../../../models/default-repository.js';
@@ -18,10 +21,10 @@ const RUNNERS = [
   { kind: 'paged', modelPath: join(ONNX, 'model_paged.onnx') },
 ] as const;
 
-const request = (id: string, prompt: readonly number[], maxTokens: number, logprobs = false): GenerateRequest => ({
+const request = (id: string, prompt: readonly number[], maxTokens: number, sampling: Partial<SamplingParams> = {}): GenerateRequest => ({
   id,
   promptTokenIds: prompt,
-  sampling: { ...GREEDY_SAMPLING, logprobs },
+  sampling: { ...GREEDY_SAMPLING, ...sampling },
   priority: 0,
   cacheSalt: null,
   stop: { maxTokens, minTokens: 0, eosTokenIds: [], ignoreEos: true, stopTokenIds: [] },
@@ -42,8 +45,12 @@ const config = (modelPath: string, speculative: boolean): EngineConfig => ({
 const seeded = (seed: number, length: number) => Array.from({ length }, (_, i) => (seed * 7919 + i * 104_729) % 150_000);
 
 /** Runs the engine until idle, adding `arrivals[step]` before each step; checks the pool after every step. */
-async function drive(engine: EngineCore, arrivals: ReadonlyMap<number, readonly GenerateRequest[]>): Promise<{ tokens: Map<string, number[]>; outputs: StepOutput[] }> {
+async function drive(
+  engine: EngineCore,
+  arrivals: ReadonlyMap<number, readonly GenerateRequest[]>,
+): Promise<{ tokens: Map<string, number[]>; logprobs: Map<string, TokenLogprob[]>; outputs: StepOutput[] }> {
   const tokens = new Map<string, number[]>();
+  const logprobs = new Map<string, TokenLogprob[]>();
   const outputs: StepOutput[] = [];
   const last = Math.max(...arrivals.keys());
   for (let step = 0; step < 2000 && (engine.hasWork() || step <= last); step++) {
@@ -51,10 +58,13 @@ async function drive(engine: EngineCore, arrivals: ReadonlyMap<number, readonly 
     if (!engine.hasWork()) continue;
     const output = await engine.step();
     outputs.push(output);
-    for (const u of output.updates) tokens.set(u.requestId, [...(tokens.get(u.requestId) ?? []), ...u.newTokenIds]);
+    for (const u of output.updates) {
+      tokens.set(u.requestId, [...(tokens.get(u.requestId) ?? []), ...u.newTokenIds]);
+      if (u.logprobs) logprobs.set(u.requestId, [...(logprobs.get(u.requestId) ?? []), ...u.logprobs]);
+    }
     engine.checkIntegrity();
   }
-  return { tokens, outputs };
+  return { tokens, logprobs, outputs };
 }
 
 async function run(modelPath: string, speculative: boolean, arrivals: ReadonlyMap<number, readonly GenerateRequest[]>) {
@@ -79,21 +89,33 @@ describe.each(RUNNERS)('speculative decoding on the $kind runner', ({ modelPath 
     const arrivals = new Map<number, GenerateRequest[]>([
       [0, [request('copy0', copyHeavy[0]!, 40), request('plain', seeded(4, 30), 10)]],
       [2, [request('copy1', copyHeavy[1]!, 48)]],
-      [5, [request('copy2', copyHeavy[2]!, 40), request('logprobs', copyHeavy[0]!, 8, true)]],
+      [5, [request('copy2', copyHeavy[2]!, 40), request('logprobs', copyHeavy[0]!, 40, { logprobs: true, topLogprobs: 2 })]],
+      // Sampled rows propose too: seeded, their tokens are exactly those decoded without speculation.
+      [3, [request('sampled', copyHeavy[1]!, 48, { temperature: 0.3, topK: 4, topP: 0.95, frequencyPenalty: 0.01, seed: 7, logprobs: true })]],
+      [4, [request('sampled-bias', copyHeavy[2]!, 40, { temperature: 0.2, minP: 0.1, repetitionPenalty: 1.01, logitBias: { 17: 0.5 }, seed: 11 })]],
     ]);
     const without = await run(modelPath, false, arrivals);
     const withSpec = await run(modelPath, true, arrivals);
     expect(withSpec.tokens).toEqual(without.tokens);
+    // The target's logprobs at each accepted position, as decoding token by token reports them.
+    expect([...withSpec.logprobs.keys()].sort()).toEqual(['logprobs', 'sampled']);
+    for (const [id, logprobs] of withSpec.logprobs) {
+      const plain = without.logprobs.get(id)!;
+      expect(logprobs.map((l) => l.tokenId)).toEqual(plain.map((l) => l.tokenId));
+      logprobs.forEach((l, i) => expect(l.logprob).toBeCloseTo(plain[i]!.logprob, 3));
+    }
     const spec = withSpec.outputs.flatMap((o) => (o.specDecode ? [o.specDecode] : []));
     const accepted = spec.reduce((n, s) => n + s.numAcceptedTokens, 0);
     expect(spec.length).toBeGreaterThan(0);
     expect(accepted).toBeGreaterThan(0);
     // No more steps for the same tokens.
     expect(withSpec.outputs.length).toBeLessThanOrEqual(without.outputs.length);
-    // A logprobs row never proposes; its tokens came one a step.
+    // Logprobs and sampled rows proposed, and had proposals accepted where they follow the copied text closely enough.
     const final = withSpec.outputs.flatMap((o) => o.updates).filter((u) => u.finishReason !== null);
-    expect(final.find((u) => u.requestId === 'logprobs')!.specDecode).toBeUndefined();
-    expect(final.filter((u) => u.requestId.startsWith('copy')).reduce((n, u) => n + (u.specDecode?.numAcceptedTokens ?? 0), 0)).toBe(accepted);
+    const specOf = (id: string) => final.find((u) => u.requestId === id)!.specDecode;
+    for (const id of ['logprobs', 'sampled', 'sampled-bias']) expect(specOf(id)?.numDrafts, id).toBeGreaterThan(0);
+    for (const id of ['logprobs', 'sampled']) expect(specOf(id)?.numAcceptedTokens, id).toBeGreaterThan(0);
+    expect(final.reduce((n, u) => n + (u.specDecode?.numAcceptedTokens ?? 0), 0)).toBe(accepted);
   }, 120_000);
 });
 

@@ -1,6 +1,7 @@
 // Clients that stop reading cannot hold the server (issue 35), for the streams
 // undelivered-output.test.ts does not cover: the OpenAI Responses event stream (the OpenAI SDK,
-// its stream never iterated), conveyor.v1.GenerationService/Generate and KServe ModelStreamInfer
+// its stream never iterated), Triton's generate_stream (its 1 MB id echoed in every event),
+// conveyor.v1.GenerationService/Generate and KServe ModelStreamInfer
 // with several decoupled LLM requests on one call (gRPC over node:http2 with the call's stream
 // paused, so HTTP/2 flow control holds the server's output). While the model unloads or the
 // server drains, such a client is dropped
@@ -13,6 +14,7 @@
 // cannot fill loopback's socket buffers (2.6-3.8 MB) through it (≤ 4,096 tokens of ~110 bytes);
 // the Responses stream can, because it echoes the request's metadata in response.created and
 // response.in_progress.
+import { request as httpRequest } from 'node:http';
 import { type ClientHttp2Session, connect, constants } from 'node:http2';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
@@ -127,6 +129,43 @@ describe('an OpenAI SDK Responses stream never iterated', () => {
     // The SDK throws on the `error` event when it got through, or on the cut connection.
     expect(failure).toBeDefined();
     if (seen.includes('response.created') && String(failure).includes('unloading')) expect(String(failure)).toMatch(/read nothing for 1 s/);
+  }, 300_000);
+});
+
+describe('a Triton generate_stream client that stops reading', () => {
+  it('is dropped within the bound once its model unloads, its stream ending with a {"error": …} event or cut', async () => {
+    const { server, model } = await explicitServer();
+    // The id is echoed in every response: 1 MB an event, past loopback's socket buffers in a few tokens.
+    const body = JSON.stringify({ id: 'i'.repeat(1024 * 1024), text_input: 'never read', stream: true, parameters: { max_tokens: 3000, ignore_eos: true } });
+    let resumeReading = (): void => {};
+    let tail = '';
+    const ended = new Promise<string>((resolve) => {
+      const request = httpRequest(`${server.http}/v2/models/${LLM}/generate_stream`, { method: 'POST', agent: false, headers: { 'content-type': 'application/json' } }, (response) => {
+        expect(response.statusCode).toBe(200);
+        response.setEncoding('utf8');
+        response.on('data', (chunk: string) => (tail = (tail + chunk).slice(-4096)));
+        response.once('end', () => resolve('end')).once('error', () => resolve('cut'));
+        response.pause();
+        resumeReading = () => response.resume();
+      });
+      request.on('error', () => resolve('cut'));
+      request.end(body);
+    });
+    await vi.waitFor(() => expect(model.engine.numActive).toBe(1), { timeout: 60_000, interval: 20 });
+    // Behind for certain: more 1 MB events made than any socket buffer holds.
+    await vi.waitFor(async () => expect(await generatedTokens(server.http)).toBeGreaterThan(16), { timeout: 120_000, interval: 100 });
+
+    expect(await timedUnload(server)).toBeLessThan(BOUND_SECS * 1000 + SLACK_MS);
+    resumeReading();
+    const how = await ended;
+    const last =
+      tail
+        .split('\n\n')
+        .filter((event) => event !== '')
+        .at(-1) ?? '';
+    // Its last words in Triton's shape where they reached it within the grace; never the final response.
+    if (how === 'end') expect(JSON.parse(last.replace(/^data: /, ''))).toEqual({ error: expect.stringMatching(/unloading and this client read nothing for 1 s/) });
+    else expect(how).toBe('cut');
   }, 300_000);
 });
 

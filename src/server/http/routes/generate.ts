@@ -6,7 +6,9 @@
 // "model_version", "id"?, "text_output", …other outputs}. A request refused before inference
 // starts gets a normal {"error"} with the catalog's status; once the stream's 200 is out (its
 // first response, or a keep-alive comment while the request waits: src/server/kit/sse.ts), a
-// failure arrives as a `data: {"error": …}` event. A client that goes away aborts the request.
+// failure arrives as a `data: {"error": …}` event — also the last words of a client dropped for
+// reading nothing while its model unloads (--undelivered-output-timeout-secs). A client that goes
+// away aborts the request.
 
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { asConveyorError, ConveyorError, invalidArg } from '../../../errors.js';
@@ -18,7 +20,7 @@ import type { InferenceService } from '../../../contracts/inference-service.js';
 import type { InferRequest } from '../../../contracts/infer.js';
 import { oneTensorResponse, tensorRequestFromBody, tensorResponseJson, tensorResponses } from './generate-tensors.js';
 import { abortOnDisconnect } from '../../kit/transport.js';
-import { SseWriter } from '../../kit/sse.js';
+import { type SseFarewell, SseWriter } from '../../kit/sse.js';
 import { isObject } from '../../kit/body.js';
 import { DEFAULT_LIMITS } from '../../../config/limits.js';
 import { modelPaths, versionOf, type ModelParams } from './models.js';
@@ -96,10 +98,13 @@ async function handleGenerate(lookup: LlmLookup, request: GenerateRequest, reply
 async function handleGenerateStream(lookup: LlmLookup, request: GenerateRequest, reply: FastifyReply, timings: GenerateStreamTimings): Promise<void> {
   const llm = requestFromBody(request);
   const responses = generateTritonLlm(lookup, llm, abortOnDisconnect(reply.raw));
-  // The model the stream serves bounds a client that reads nothing while it unloads (stalled-writes.ts).
-  const sse = new SseWriter(reply.raw, timings.sendTimeoutMs, servingLlm(lookup, llm.model, llm.version));
+  // The model the stream serves bounds a client that reads nothing while it unloads (stalled-writes.ts); such a client is told why.
+  const sse = new SseWriter(reply.raw, timings.sendTimeoutMs, servingLlm(lookup, llm.model, llm.version), generateStreamFarewell);
   await streamResponses(reply, sse, responses, timings, (response) => ({ json: responseJson(response), final: response.final }));
 }
+
+/** How generate_stream ends on a failure once open, Triton's way: one `data: {"error": …}` event. */
+export const generateStreamFarewell: SseFarewell = (error) => [{ payload: { error: error.message } }];
 
 /**
  * generate_stream's one loop, whatever the model: an event per response until the final one. The
@@ -128,7 +133,7 @@ async function streamResponses<T>(
       sse.end();
       throw error;
     }
-    await sse.send({ error: asConveyorError(error).message });
+    await sse.sendAll(generateStreamFarewell(asConveyorError(error)));
     sse.end();
     return;
   }
@@ -141,7 +146,7 @@ async function streamResponses<T>(
       next = await events.next();
     }
   } catch (error) {
-    await sse.send({ error: asConveyorError(error).message });
+    await sse.sendAll(generateStreamFarewell(asConveyorError(error)));
   } finally {
     await events.return?.(undefined);
     sse.end();

@@ -5,12 +5,14 @@
 // Reading again within the grace, the client finds them at the end of the stream; never reading
 // again, it is cut after the grace. The integration tests cannot stall the Anthropic stream (the
 // tiny model's events are too small to fill loopback's buffers), and the chat stream only cuts
-// where its farewell would be read late; here both farewells are read for real.
+// where its farewell would be read late; here the farewells (Triton generate_stream's too) are
+// read for real.
 import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { failureEvents as anthropicFarewell } from '../../../../anthropic-compat/messages.js';
 import { streamFailureEvents as openaiFarewell } from '../../../../openai-compat/respond.js';
+import { generateStreamFarewell } from '../../../../src/server/http/routes/generate.js';
 import { type SseFarewell, SseWriter } from '../../../../src/server/kit/sse.js';
 import { type ClosingModel, undeliveredReason } from '../../../../src/server/kit/stalled-writes.js';
 
@@ -95,6 +97,14 @@ describe('the SSE farewell of a client dropped while its model goes', () => {
     const [name, data] = error!.split('\n');
     expect(name).toBe('event: error');
     expect(JSON.parse(data!.replace(/^data: /, ''))).toEqual({ type: 'error', error: { type: 'overloaded_error', message: expectedMessage(stalled.model) } });
+  });
+
+  it('Triton generate_stream: the error event in its {"error": …} shape, behind what the client had not read', async () => {
+    const stalled = await stalledStream(generateStreamFarewell);
+    stalled.close();
+    expect(await writeUntilDropped(stalled)).toBeGreaterThan(1);
+    const [error] = await readToEnd(stalled.client, 1);
+    expect(JSON.parse(error!.replace(/^data: /, ''))).toEqual({ error: expectedMessage(stalled.model) });
   });
 
   it('a client that never reads again is cut after the grace', async () => {

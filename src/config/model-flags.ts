@@ -103,7 +103,7 @@ export const MODEL_FLAGS = {
     kind: 'json',
     example: '{"method": "ngram", "num_speculative_tokens": 4}',
     metavar: 'JSON',
-    help: 'speculative decoding, as vLLM spells it: {"method": "ngram", "num_speculative_tokens": K, "prompt_lookup_min": N, "prompt_lookup_max": N, "disable_by_batch_size": N} (needs --attention-backend paged; default off)',
+    help: 'speculative decoding, as vLLM spells it: {"method": "ngram", "num_speculative_tokens": K, "prompt_lookup_min": N, "prompt_lookup_max": N, "disable_by_batch_size": N} or {"method": "draft_model", "model": DIR, "num_speculative_tokens": K, "quantization": VARIANT} (needs --attention-backend paged; default off)',
   },
 } as const satisfies Record<string, ModelFlagSpec>;
 

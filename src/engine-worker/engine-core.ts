@@ -133,9 +133,9 @@ export class EngineCore {
       log('speculative_config: off — checking proposals needs attention_backend paged (this model runs past_key_values)');
       return undefined;
     }
-    const limits = `up to ${spec.numSpeculativeTokens} tokens, sampled and greedy requests, while at most ${spec.disableByBatchSize} sequences run`;
+    const limits = `sampled and greedy requests, while at most ${spec.disableByBatchSize} sequences run`;
     if (spec.method === 'ngram') {
-      log(`speculative decoding: ngram, ${limits}, from a ${spec.promptLookupMin}–${spec.promptLookupMax}-token match`);
+      log(`speculative decoding: ngram, up to ${spec.numSpeculativeTokens} tokens from a ${spec.promptLookupMin}–${spec.promptLookupMax}-token match, ${limits}`);
       return new NgramDrafts(spec);
     }
     if (!draftRunner) throw new Error('speculative_config method draft_model: the engine was given no draft runner (openDraftRunner)');
@@ -144,7 +144,9 @@ export class EngineCore {
       throw invalidArg(`parameter speculative_config: model has ${shape.vocabSize} logits, fewer than the target's ${sampler.sampleableVocab} token ids: the draft must share the target's tokenizer`);
     }
     const mib = (numBlocks * bytesPerBlock(kvBlockLayout(shape, blockSize))) / 2 ** 20;
-    log(`speculative decoding: draft model ${spec.draftModelPath} (${kind} runner, ${shape.numLayers} layers, its own KV pool of ${numBlocks} blocks, ${mib.toFixed(1)} MiB), ${limits}`);
+    log(
+      `speculative decoding: draft model ${spec.draftModelPath} (${kind} runner, ${shape.numLayers} layers, its own KV pool of ${numBlocks} blocks, ${mib.toFixed(1)} MiB), up to ${spec.numSpeculativeTokens} tokens, ${limits}`,
+    );
     return new DraftModelProposer(
       draftRunner,
       { numSpeculativeTokens: spec.numSpeculativeTokens, maxModelLen: config.maxModelLen, sampleableVocab: sampler.sampleableVocab },
@@ -256,7 +258,8 @@ export class EngineCore {
       for (const id of plan.releasedRequestIds) this.draftModel?.release(id);
       const contexts = this.samplingContexts(plan);
       // Posted before the forward pass: the grammar worker computes the masks while ORT blocks this thread.
-      constraints = StepConstraints.start(this.rows, contexts, (id) => this.scheduler.get(id)?.request.thinking, this.runner.info.shape.vocabSize);
+      const drafts = new Map(plan.scheduled.filter((entry) => entry.numDraftTokens).map((entry) => [entry.requestId, entry.tokenIds.slice(entry.tokenIds.length - entry.numDraftTokens!)]));
+      constraints = StepConstraints.start(this.rows, contexts, (id) => this.scheduler.get(id)?.request.thinking, this.runner.info.shape.vocabSize, (id) => drafts.get(id));
       let sampled: SampledTokens[];
       if (plan.scheduled.length > 0 && this.picksOnModel(plan, contexts, constraints)) {
         const tokens = await this.runner.executeGreedy!(plan, this.sampler.sampleableVocab);
@@ -334,7 +337,7 @@ export class EngineCore {
       if (!entry.numDraftTokens || !entry.sample) continue;
       const row = logits.get(entry.requestId);
       if (!row) throw new Error(`the runner returned no logits for planned request ${entry.requestId}`);
-      verified.set(entry.requestId, this.verifyDrafts(entry, byId.get(entry.requestId)!, row));
+      verified.set(entry.requestId, this.verifyDrafts(entry, byId.get(entry.requestId)!, row, constraints));
     }
     // Speculative grammar rows first: their candidates are tried on the grammar worker while the rest are sampled.
     const results = new Map<string, SampleResult>();
@@ -359,10 +362,13 @@ export class EngineCore {
    * the row's `context`; at later ones the proposals before count as output, and min_tokens' ban
    * of the stop ids lifts where the output reaches it.
    */
-  private verifyDrafts(entry: ScheduledRequest, context: SamplerRow, logits: Float32Array): SampledTokens {
+  private verifyDrafts(entry: ScheduledRequest, context: SamplerRow, logits: Float32Array, constraints: StepConstraints): SampledTokens {
     const numDrafts = entry.numDraftTokens!;
-    const { stop } = this.scheduler.get(entry.requestId)!.request;
-    const banned = this.rows.has(entry.requestId) ? null : [...stop.eosTokenIds, ...stop.stopTokenIds];
+    const { requestId } = entry;
+    const { stop } = this.scheduler.get(requestId)!.request;
+    const banned = this.rows.has(requestId) ? null : [...stop.eosTokenIds, ...stop.stopTokenIds];
+    // A constrained row is checked under its grammar's mask at each position (StepConstraints.masksAlong).
+    const masks = constraints.masksAlong(requestId);
     const result = this.sampler.verify({
       ...context,
       logits,
@@ -370,8 +376,11 @@ export class EngineCore {
       banUntil: stop.minTokens,
       drafts: entry.tokenIds.slice(entry.tokenIds.length - numDrafts),
       draftProbs: entry.draftProbs,
+      masks: masks ?? undefined,
     });
-    return { requestId: entry.requestId, tokenIds: result.tokenIds, logprobs: result.logprobs };
+    const tokens = { requestId, tokenIds: result.tokenIds, logprobs: result.logprobs };
+    const last = result.tokenIds.length - 1;
+    return masks && constraints.endsGrammarUnder(requestId, result.tokenIds[last]!, masks[last]!) ? { ...tokens, grammarEnded: true } : tokens;
   }
 
   /** Grammar masks computed since start, the grammar worker's time on them and the engine's wait for them, ms. */

@@ -110,13 +110,15 @@ export async function resolveDraftModel(
   if (!tokenizer.exists) throw invalidArg(`${named} has no tokenizer.json: a draft must share the target's tokenizer, and this one cannot be checked`);
   const difference = vocabularyDifference(await readFile(target.tokenizerPath, 'utf8'), await readFile(tokenizer.path, 'utf8'));
   if (difference) throw invalidArg(`${named}: its tokenizer's vocabulary differs from the target's (${difference}); a draft must share the target's tokenizer`);
-  const { file, backend } = await chooseFile(root, parameter.quantization).catch((error: unknown) => {
-    throw invalidArg(`${named}${parameter.quantization ? ` (quantization ${parameter.quantization})` : ''}: ${(error as Error).message}`);
-  });
-  if (backend === 'past_key_values') throw invalidArg(`${named} has no paged decoder (onnx/model_paged*.onnx or its segments): a draft runs on the paged runners`);
-  const found = await existingConfinedFile(root, file, 'draft model file');
+  const variant = parameter.quantization ? ` (quantization ${parameter.quantization})` : '';
+  const { file, backend, path } = await chooseFile(root, parameter.quantization)
+    .then(async (chosen) => ({ ...chosen, path: (await existingConfinedFile(root, chosen.file, 'draft model file')).path }))
+    .catch((error: unknown) => {
+      throw invalidArg(`${named}${variant}: ${(error as Error).message}`);
+    });
+  if (backend === 'past_key_values') throw invalidArg(`${named}${variant} has no paged decoder (${file} has no model_paged*.onnx or segments beside it): a draft runs on the paged runners`);
   const { numSpeculativeTokens, disableByBatchSize } = parameter;
-  return { method: 'draft_model', draftModelPath: found.path, numSpeculativeTokens, disableByBatchSize };
+  return { method: 'draft_model', draftModelPath: path, numSpeculativeTokens, disableByBatchSize };
 }
 
 /** Where two tokenizer.json files' vocabularies differ (the model's vocab and the added tokens), or null where they are the same. */

@@ -42,6 +42,6 @@ describe('speculative_config', () => {
   it('refuses a method it does not serve, naming it', async () => {
     const { status, error } = await loadModel(server, 'bad-spec');
     expect(status).toBe(400);
-    expect(error).toContain('parameter speculative_config: method must be "ngram" (prompt lookup), got "eagle"');
+    expect(error).toContain('parameter speculative_config: method must be "ngram" (prompt lookup) or "draft_model", got "eagle"');
   });
 });

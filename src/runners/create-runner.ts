@@ -10,7 +10,7 @@ import { FaultPoint } from '../threads/fault-injection.js';
 import { ModelSession } from '../runtime/model-session.js';
 import { loadPagedAttentionKernel, type PagedAttentionKernel } from '../runtime/paged-attention-kernel.js';
 import { pagedFileOfSegments, SEGMENT_FILE } from '../contracts/paged-segments.js';
-import { readdir } from 'node:fs/promises';
+import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ModelRunner, RunnerInfo, RunnerKind, RunnerOptions, RunnerStats, StepGreedyTokens, StepLogits } from './model-runner.js';
 import { PAGED_TOKEN_INPUTS } from './paged-layout.js';
@@ -113,14 +113,31 @@ async function openSingleSession(options: RunnerOptions): Promise<ModelRunner> {
   }
 }
 
+/**
+ * Weights (bytes of a segments directory's files) up to which the segments' sessions run on one
+ * intra-op thread whatever intraOpNumThreads asks. A model this small does each op of a step in
+ * microseconds, less than waking a second thread costs; ONNX Runtime still splits an op once its
+ * rows pass its own threshold, so a speculative verify step (5 positions) of llama2.c's
+ * stories260K (1.1 MB) woke the pool where a decode step did not, and on a busy 2-core machine
+ * each wake waited for a core: 3-27 ms against 0.46 ms on one thread (medians, load 13; bench
+ * results 2026-12-06-spec-ngram-stories260k-*). The kernel keeps intraOpNumThreads; its own
+ * threshold (PARALLEL_MIN_COST) already runs small calls on the calling thread.
+ */
+export const SINGLE_THREAD_MODEL_BYTES = 4 << 20;
+
 async function openSegmented(options: RunnerOptions, kernel: PagedAttentionKernel): Promise<ModelRunner> {
-  const { modelPath, device, intraOpNumThreads, intraOpSpinning } = options;
-  const files = (await readdir(modelPath)).filter((name) => SEGMENT_FILE.test(name)).sort((a, b) => Number(a.match(/\d+/)![0]) - Number(b.match(/\d+/)![0]));
+  const { modelPath, device, intraOpSpinning } = options;
+  const names = await readdir(modelPath);
+  const files = names.filter((name) => SEGMENT_FILE.test(name)).sort((a, b) => Number(a.match(/\d+/)![0]) - Number(b.match(/\d+/)![0]));
+  const bytes = (await Promise.all(names.map((name) => stat(join(modelPath, name))))).reduce((sum, s) => sum + (s.isFile() ? s.size : 0), 0);
+  const small = bytes <= SINGLE_THREAD_MODEL_BYTES && options.intraOpNumThreads !== 1;
+  const intraOpNumThreads = small ? 1 : options.intraOpNumThreads;
   const segments: ModelSession[] = [];
   try {
     // One at a time: each session's load peaks at its own weights, not all of them at once.
     for (const file of files) segments.push(await ModelSession.open({ modelPath: join(modelPath, file), device, intraOpNumThreads, intraOpSpinning }));
-    return NativePagedRunner.forSegments(segments, kernel, options);
+    const runner = NativePagedRunner.forSegments(segments, kernel, options);
+    return small ? withNote(runner, `ONNX Runtime on 1 intra-op thread: ${(bytes / 2 ** 20).toFixed(1)} MiB of weights make each op shorter than waking a second thread`) : runner;
   } catch (error) {
     await Promise.all(segments.map((s) => s.release()));
     throw error;

@@ -19,6 +19,7 @@ import { SeededRandom, seedFor } from '../../../kernels/onnx/random.js';
 import type { EngineWorkerData } from '../../../src/contracts/engine-messages.js';
 import type { GenerateRequest, StepSpecDecode } from '../../../src/contracts/generate.js';
 import { EngineClient } from '../../../src/engine-client/engine-client.js';
+import { openModelRunner } from '../../../src/runners/create-runner.js';
 import type { ChartRequest } from '../../harness/charts.js';
 import type { PreparedScenario, ScenarioContext } from '../../harness/scenario.js';
 import { type BenchCase, type CaseResult, caseId } from '../../harness/types.js';
@@ -36,6 +37,10 @@ const ANCHOR_TOKENS = 8;
 const PROMPTS_PER_WORKLOAD = 4;
 /** Acceptance (accepted tokens per verify step) below which it counts as near zero. */
 const MEASURABLE_ACCEPTANCE = 0.1;
+/** Steps of each kind timed for the step-cost ratio (interleaved, after as many unmeasured). */
+const STEP_COST_SAMPLES = 200;
+/** Past lengths the step-cost ratio is measured at: a short prompt and the edit workload's ~1,000 tokens. */
+const STEP_COST_PASTS = [128, 1000] as const;
 
 interface Workload {
   readonly name: string;
@@ -118,6 +123,8 @@ export async function prepareSpeculation(config: EngineBenchConfig, modelPath: s
     on: engineData(config, modelPath, spec()),
     unlimited: engineData(config, modelPath, spec(maxConcurrency)),
   };
+  context.log('timing a verify step against a decode step on the runner alone…');
+  const stepCosts = await measureStepCosts(config, modelPath, context.quick);
   context.log(`starting 3 engines on ${modelPath}…`);
   const started: EngineClient[] = [];
   const dispose = async () => {
@@ -160,7 +167,7 @@ export async function prepareSpeculation(config: EngineBenchConfig, modelPath: s
         `acceptance = accepted tokens / verify steps (vLLM's mean acceptance length − 1) over the measured runs; target at 1 stream: speedup ≥ 0.8 × (1 + acceptance) where acceptance ≥ ${MEASURABLE_ACCEPTANCE}, and ≥ 0.97 everywhere (no regression)`,
       ],
       settings: { ...config, modelPath, label, workloads: list, disableByBatchSize: data.on.speculative!.disableByBatchSize },
-      conclude: (results) => concludeSpeculation(results, observed, config),
+      conclude: (results) => concludeSpeculation(results, observed, config, stepCosts),
       dispose,
     };
   } catch (error) {
@@ -260,7 +267,64 @@ async function buildPrompts(engine: EngineClient, w: Workload, vocab: number, co
   return { prompts, copyShare: total === 0 ? 0 : same / total };
 }
 
-function concludeSpeculation(results: readonly CaseResult[], observed: SpecObservations, config: EngineBenchConfig) {
+/** One sequence's step of `positions` positions after `past` cached ones, timed on the runner alone: median wall ms. */
+interface StepCost {
+  readonly past: number;
+  /** Steps of each kind timed. */
+  readonly samples: number;
+  readonly decodeMs: number;
+  readonly verifyMs: number;
+}
+
+/**
+ * What a verify step costs against a plain decode step, on the engine's runner without the
+ * engine: one sequence, 1 position against num_speculative_tokens + 1 (the greedy head, as a
+ * plain greedy step runs), the two interleaved so load from other processes falls on both alike;
+ * medians of STEP_COST_SAMPLES each. The pool holds whatever its blocks held (the cost does not
+ * depend on the values).
+ */
+async function measureStepCosts(config: EngineBenchConfig, modelPath: string, quick: boolean): Promise<StepCost[]> {
+  const runner = await openModelRunner({ modelPath, device: 'cpu', intraOpNumThreads: config.threads, blockSize: config.blockSize, kvCacheBytes: 64 << 20 });
+  try {
+    const execute = runner.executeGreedy;
+    if (!execute) throw new Error(`${modelPath} has no greedy head: speculation's step cost is measured on the greedy path`);
+    const samples = quick ? 20 : STEP_COST_SAMPLES;
+    const { blockSize } = runner.info;
+    const costs: StepCost[] = [];
+    for (const past of STEP_COST_PASTS) {
+      const positions = 1 + config.speculativeTokens;
+      if (Math.ceil((past + positions) / blockSize) > runner.info.numBlocks) throw new Error(`the step-cost pool holds ${runner.info.numBlocks} blocks, too few for ${past + positions} positions`);
+      const blockTable = Array.from({ length: Math.ceil((past + positions) / blockSize) }, (_, i) => i);
+      const plan = (count: number) => ({
+        stepId: 0,
+        releasedRequestIds: [],
+        blocksToCopy: [],
+        numScheduledTokens: count,
+        scheduled: [{ requestId: 'step-cost', tokenIds: Array.from({ length: count }, (_, i) => 3 + i), numComputedTokens: past, blockTable, sample: true, isNew: false, numDraftTokens: count - 1 }],
+      });
+      const [decode, verify] = [plan(1), plan(positions)];
+      const times: [number[], number[]] = [[], []];
+      for (let i = 0; i < 2 * samples; i++) {
+        for (const [k, p] of [decode, verify].entries()) {
+          const started = performance.now();
+          await execute(p, runner.info.shape.vocabSize);
+          if (i >= samples) times[k]!.push(performance.now() - started);
+        }
+      }
+      costs.push({ past, samples, decodeMs: median(times[0]), verifyMs: median(times[1]) });
+    }
+    return costs;
+  } finally {
+    await runner.release();
+  }
+}
+
+function median(values: number[]): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[sorted.length >> 1]!;
+}
+
+function concludeSpeculation(results: readonly CaseResult[], observed: SpecObservations, config: EngineBenchConfig, stepCosts: readonly StepCost[]) {
   const metrics = new Map<string, Record<string, unknown>>();
   const acceptanceOf = (id: string) => {
     const runs = observed.get(id) ?? [];
@@ -297,7 +361,15 @@ function concludeSpeculation(results: readonly CaseResult[], observed: SpecObser
       );
     }
   }
-  return { metrics, notes: [`targets: ${verdicts.join('; ')}`], results: `## Speculation off vs on\n\n${rows.join('\n')}\n` };
+  const positions = 1 + config.speculativeTokens;
+  const costRows = [
+    `| past positions | decode step (1 position) ms | verify step (${positions} positions) ms | verify ÷ decode |`,
+    '|---:|---:|---:|---:|',
+    ...stepCosts.map((c) => `| ${c.past} | ${c.decodeMs.toFixed(3)} | ${c.verifyMs.toFixed(3)} | ${(c.verifyMs / c.decodeMs).toFixed(2)}× |`),
+  ];
+  const costNote = `verify step ÷ decode step on the runner alone (one sequence, ${positions} positions against 1, interleaved, medians of ${stepCosts[0]?.samples ?? 0}): ${stepCosts.map((c) => `${(c.verifyMs / c.decodeMs).toFixed(2)}× at ${c.past} past positions`).join(', ')}`;
+  const markdown = `## Speculation off vs on\n\n${rows.join('\n')}\n\n## Verify step against decode step\n\n${costRows.join('\n')}\n`;
+  return { metrics, notes: [`targets: ${verdicts.join('; ')}`, costNote], results: markdown };
 }
 
 function speedupChart(label: string): ChartRequest {

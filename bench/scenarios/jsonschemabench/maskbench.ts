@@ -66,6 +66,8 @@ function validator(schema: unknown): ((data: unknown) => boolean) | null {
   const draft2020 = typeof schema === 'object' && schema !== null && String((schema as Record<string, unknown>)['$schema'] ?? '').includes('2020-12');
   const ajv = draft2020 ? new Ajv2020({ strict: false, allErrors: false, validateFormats: true }) : new Ajv({ strict: false, allErrors: false, validateFormats: true });
   addFormats.default(ajv);
+  // Draft 4's schema id is `id`, which ajv 8 refuses to compile ("use $id"); the grammar reads it as an annotation, and so does the judge.
+  if (!draft2020) ajv.removeKeyword('id');
   // ajv's draft-07 class refuses other drafts' $schema URIs (draft-04 is most of GitHub's): it judges them by draft-07's rules.
   const judged = !draft2020 && typeof schema === 'object' && schema !== null ? { ...(schema as Record<string, unknown>), $schema: undefined } : schema;
   try {

@@ -71,7 +71,33 @@ export function objectSchema(t: Translation, node: SchemaObject, path: string): 
   return t.rules.share('object', inner === '""' ? '"{" "}"' : `"{" ${inner} "}"`);
 }
 
-/** A key other than the named ones: a trie of the names, leaving it at any step (keys without escapes). */
+const classChar = (code: number): string => (code <= 0xffff ? `\\u${code.toString(16).padStart(4, '0')}` : `\\U${code.toString(16).padStart(8, '0')}`);
+
+/**
+ * One character of a key (no quote, backslash or control character) other than the given ones.
+ * xgrammar (0.1.27) holds a negated class only when its characters are ASCII and in ascending
+ * order: out of order, its token masks refused characters the class allows (`[^"\\\u0000-\u001Fb]`
+ * refused "q"), and a non-ASCII character in it is not excluded at all. So the ASCII exclusions are
+ * written sorted; where a non-ASCII character must be excluded, only ASCII characters are offered
+ * there (a narrower key set, never a named key twice).
+ */
+function keyCharOtherThan(excluded: readonly number[]): string {
+  const ascii = [...new Set([0x22, 0x5c, ...excluded.filter((c) => c < 0x80)])].sort((a, b) => a - b);
+  if (excluded.every((c) => c < 0x80)) return `[^\\u0000-\\u001F${ascii.map(classChar).join('')}]`;
+  const allowed: string[] = [];
+  let from = 0x20;
+  for (const c of [...ascii, 0x80]) {
+    if (c > from) allowed.push(c - 1 === from ? classChar(from) : `${classChar(from)}-${classChar(c - 1)}`);
+    from = Math.max(from, c + 1);
+  }
+  return `[${allowed.join('')}]`;
+}
+
+/**
+ * A key other than the named ones: a trie of the names, leaving it at any step (keys without
+ * escapes), each step's rule ending with the closing quote; the rest of the key is right-recursive
+ * like every string here.
+ */
 function extraKey(rules: GrammarRules, names: readonly string[]): string {
   type Node = { end: boolean; children: Map<number, Node> };
   const trie: Node = { end: false, children: new Map() };
@@ -86,16 +112,14 @@ function extraKey(rules: GrammarRules, names: readonly string[]): string {
     }
     at.end = true;
   }
-  const plain = `[^"\\\\\\u0000-\\u001F]`;
-  const rest = `${plain}*`;
+  const rest = rules.plainKeyRest();
   const walk = (node: Node): string => {
     const parts: string[] = [];
-    if (!node.end) parts.push('""');
-    const excluded = [...node.children.keys()].sort((a, b) => a - b);
-    const others = `[^"\\\\\\u0000-\\u001F${excluded.map((c) => (c <= 0xffff ? `\\u${c.toString(16).padStart(4, '0')}` : `\\U${c.toString(16).padStart(8, '0')}`)).join('')}]`;
+    if (!node.end) parts.push('"\\""');
+    const others = keyCharOtherThan([...node.children.keys()]);
     parts.push(`${others} ${rest}`);
     for (const [code, child] of node.children) parts.push(`${ebnfLiteral(String.fromCodePoint(code))} ${walk(child)}`);
     return rules.share('extra_key_part', parts.join(' | '));
   };
-  return rules.share('extra_key', `"\\"" ${walk(trie)} "\\""`);
+  return rules.share('extra_key', `"\\"" ${walk(trie)}`);
 }

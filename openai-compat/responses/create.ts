@@ -28,7 +28,7 @@ import { runInBackground } from './background.js';
 import { newItemId, ResponseOutput, type OutputEvent, type WireObject } from './output-events.js';
 import { OutputReader } from './output-reader.js';
 import { inResponsesTerms, readResponsesRequest, type ResponsesRequest } from './request.js';
-import { withCustomConstraints, withForcedCustom } from './tools.js';
+import { withCustomConstraints, withForcedCustom } from '../custom-tools.js';
 import { responseObject, wireUsage, type ResponseIdentity, type ResponseStatus } from './response-object.js';
 import type { ResponseStore, StoredResponse } from './stored.js';
 import { PRIORITY_HEADER, priorityOverride, withPriority } from '../../src/serving/request-priority.js';
@@ -58,7 +58,7 @@ async function prepare(ctx: OpenAIContext, store: ResponseStore, body: unknown):
   const history = [...earlier, ...ownItems];
   const messages = itemsToMessages(history, request.instructions, earlier.length);
   const chatPlan = await inResponsesTerms(() => chatToolPlan(request.chatTools, model));
-  const plan = withForcedCustom(withCustomConstraints(chatPlan, request.tools, request.chatTools.tool_choice, request.rawTools, request.model), request.forcedCustom);
+  const plan = withForcedCustom(withCustomConstraints(chatPlan, request.tools.custom, request.chatTools.tool_choice, request.model), request.forcedCustom);
   const { sampling, wireNames } = request.sampling;
   const input: GenerateInput = {
     prompt: { kind: 'chat', messages, addGenerationPrompt: true, chatTemplateKwargs: request.chatTemplateKwargs, tools: plan.tools },

@@ -9,6 +9,7 @@
 import type { ChatMessage } from '../../src/contracts/text-generation.js';
 import { invalidArg } from '../../src/errors.js';
 import { isObject } from '../../src/server/kit/body.js';
+import { customCallArguments } from '../custom-tools.js';
 
 export type Item = Readonly<Record<string, unknown>>;
 
@@ -141,7 +142,7 @@ function addItem(conversation: Conversation, item: Item, at: string): void {
       return;
     case 'custom_tool_call':
       // Shown to the template as the function the custom tool is offered as (tools.ts): one string, input.
-      conversation.call(text(item.call_id, `${at}.call_id`), text(item.name, `${at}.name`), JSON.stringify({ input: text(item.input, `${at}.input`) }));
+      conversation.call(text(item.call_id, `${at}.call_id`), text(item.name, `${at}.name`), customCallArguments(text(item.input, `${at}.input`)));
       return;
     case 'reasoning':
       conversation.think(reasoningText(item, at));

@@ -7,6 +7,7 @@
 
 import { randomBytes } from 'node:crypto';
 import type { ToolCallDelta } from '../../src/tool-calls/index.js';
+import { customCallInput } from '../custom-tools.js';
 
 /** What the output reader yields, in order. */
 export type OutputPart = ToolCallDelta | { readonly kind: 'reasoning'; readonly text: string };
@@ -40,17 +41,6 @@ export interface CustomCalls {
 }
 
 const NO_CUSTOM: CustomCalls = { names: new Set(), rawInput: false };
-
-/** A wrapped call's input: the `input` string of its arguments object, or the arguments as written when they are not one. */
-function wrappedInput(args: string): string {
-  try {
-    const parsed: unknown = JSON.parse(args);
-    if (typeof parsed === 'object' && parsed !== null && typeof (parsed as { input?: unknown }).input === 'string') return (parsed as { input: string }).input;
-  } catch {
-    // Not JSON: the model wrote the input bare.
-  }
-  return args;
-}
 
 const outputText = (text: string): WireObject => ({ type: 'output_text', text, annotations: [], logprobs: [] });
 const reasoningText = (text: string): WireObject => ({ type: 'reasoning_text', text });
@@ -144,7 +134,7 @@ export class ResponseOutput {
     this.open = null;
     // A wrapped custom input is known once its arguments object closed: one delta then.
     const wrapped = item.kind === 'custom_tool_call' && !this.custom.rawInput;
-    if (wrapped) item.args = wrappedInput(item.args);
+    if (wrapped) item.args = customCallInput(item.args);
     const done = itemObject(item, status);
     this.items.push(done);
     const closing = closingEvents(item, { item_id: item.id, output_index: item.index }, wrapped);

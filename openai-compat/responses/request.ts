@@ -10,7 +10,8 @@ import { CONSTRAINT_FIELDS, readWireParams, wireFieldNames, type WireParams, typ
 import { OpenAIRequestError, unsupportedParameter } from '../errors.js';
 import { checkFields, checkNoOps } from '../request-fields.js';
 import { isObject, requireModel, type Body } from '../../src/server/kit/body.js';
-import { forcedCustomTool, readTools, type ForcedCustomTool, type ResponsesTools } from './tools.js';
+import type { ForcedCustomTool } from '../custom-tools.js';
+import { forcedCustomTool, readTools, type ResponsesTools } from './tools.js';
 
 /**
  * The vocabulary under Responses' names: max_output_tokens for max_tokens; output constraints
@@ -79,8 +80,6 @@ export interface ResponsesRequest {
   readonly chatTools: Body;
   /** The tools as read (custom tools by name: their calls are custom_tool_call items). */
   readonly tools: ResponsesTools;
-  /** `tools` as sent, for naming a tool's field in a refusal. */
-  readonly rawTools: unknown;
   /** tool_choice forcing a custom tool: the whole output is its input. */
   readonly forcedCustom: ForcedCustomTool | null;
   readonly sampling: WireParams;
@@ -116,7 +115,7 @@ export function readResponsesRequest(raw: Body): ResponsesRequest {
   const effort = reasoningEffort(raw.reasoning);
   const format = textFormat(raw.text);
   const tools = readTools(raw.tools);
-  const forced = forcedCustomTool(raw.tool_choice, tools, raw.tools);
+  const forced = forcedCustomTool(raw.tool_choice, tools);
   const wire = readWireParams(raw, RESPONSES_VOCABULARY);
   const store = optionalBoolean(raw, 'store', true);
   const parallel = raw.parallel_tool_calls ?? true;
@@ -135,7 +134,6 @@ export function readResponsesRequest(raw: Body): ResponsesRequest {
     // A forced custom tool is no chat tool_choice: the tools are shown, the output is read as its input.
     chatTools: { tools: tools.chatTools, tool_choice: forced ? 'none' : chatToolChoice(raw.tool_choice), parallel_tool_calls: parallel },
     tools,
-    rawTools: raw.tools,
     forcedCustom: forced,
     sampling: {
       sampling: { ...wire.sampling, ...(format.responseFormat === null ? {} : { response_format: format.responseFormat }), ...(effort === null ? {} : { reasoning_effort: effort }) },

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import type { ToolCallsFraming, ToolCallsGrammar } from '../../../src/contracts/generate.js';
 import { toolCallsGrammarText } from '../../../src/grammar/tool-call-grammar.js';
 import { loadXGrammar } from '../../../src/grammar/xgrammar-module.js';
-import { larkToEbnf } from '../../../openai-compat/responses/lark-grammar.js';
+import { larkToEbnf } from '../../../openai-compat/lark-grammar.js';
 
 const xgrammar = loadXGrammar();
 

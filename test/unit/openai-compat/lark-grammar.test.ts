@@ -2,7 +2,7 @@
 // the constructs refused by name rather than dropped.
 
 import { describe, expect, it } from 'vitest';
-import { larkToEbnf, regexToEbnf, UnsupportedLark } from '../../../openai-compat/responses/lark-grammar.js';
+import { larkToEbnf, regexToEbnf, UnsupportedLark } from '../../../openai-compat/lark-grammar.js';
 
 describe('larkToEbnf', () => {
   it('translates rules, continuation alternatives, optionals, repeats, ranges and regex terminals', () => {

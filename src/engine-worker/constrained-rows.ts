@@ -23,8 +23,11 @@ export interface ConstrainedRowsOptions {
   readonly compileTimeoutSecs?: number;
 }
 
-/** A row's mask, or why it has none (the request must then end: it cannot go on under its grammar). */
-export type RowMask = { readonly mask: Int32Array } | { readonly failed: string };
+/**
+ * A row's mask — and with proposals, the mask after each its grammar took (MaskResult.draftMasks) —
+ * or why it has none (the request must then end: it cannot go on under its grammar).
+ */
+export type RowMask = { readonly mask: Int32Array; readonly draftMasks?: readonly Int32Array[] } | { readonly failed: string };
 
 interface Row {
   /** Ids that may end the grammar: the request's EOS and stop tokens. */
@@ -42,6 +45,8 @@ export interface MaskRequest {
   readonly output: ArrayLike<number>;
   /** Where the grammar's part of the output starts (past any thinking block). */
   readonly answerStart: number;
+  /** Speculative decoding's proposals for the row's next tokens: masks at their positions too (MaskJob.drafts). */
+  readonly drafts?: readonly number[];
 }
 
 export interface TryRequest extends MaskRequest {
@@ -109,7 +114,7 @@ export class ConstrainedRows {
       .masks(jobs)
       .then(
         (batch) => {
-          for (const m of batch.masks) this.settle(m.requestId, m.mask, m.accepted, m.refused, answers.get(m.requestId)!, result);
+          for (const m of batch.masks) this.settle(m.requestId, m.mask, m.accepted, m.refused, answers.get(m.requestId)!, result, m.draftMasks);
           this.totals.masks += batch.masks.length;
           this.totals.maskMs += batch.ms;
           return { masks: result, ms: batch.ms };
@@ -161,7 +166,7 @@ export class ConstrainedRows {
   private catchUps(requests: readonly MaskRequest[], failed: Map<string, RowMask>): { jobs: MaskJob[]; answers: Map<string, readonly number[]> } {
     const jobs: MaskJob[] = [];
     const answers = new Map<string, readonly number[]>();
-    for (const { requestId, output, answerStart } of requests) {
+    for (const { requestId, output, answerStart, drafts } of requests) {
       const row = this.rows.get(requestId);
       if (!row) continue;
       if (row.failed !== null) {
@@ -170,7 +175,7 @@ export class ConstrainedRows {
       }
       const tokens = tail(output, answerStart);
       const common = commonPrefix(row.mirror, tokens);
-      jobs.push({ requestId, rollBack: row.mirror.length - common, accept: tokens.slice(common) });
+      jobs.push({ requestId, rollBack: row.mirror.length - common, accept: tokens.slice(common), ...(drafts ? { drafts } : {}) });
       answers.set(requestId, tokens);
       row.mirror = tokens;
     }
@@ -221,13 +226,13 @@ export class ConstrainedRows {
     return this.client?.thread;
   }
 
-  private settle(requestId: string, mask: Int32Array | null, accepted: number, refused: boolean, answer: readonly number[], into: Map<string, RowMask>): void {
+  private settle(requestId: string, mask: Int32Array | null, accepted: number, refused: boolean, answer: readonly number[], into: Map<string, RowMask>, draftMasks?: readonly Int32Array[]): void {
     const row = this.rows.get(requestId);
     if (!row) return;
     row.mirror = answer.slice(0, accepted);
     if (mask === null) this.fail(requestId, 'the grammar worker has no matcher for the request', into);
     else if (refused) this.fail(requestId, `the grammar refused token ${answer[accepted]} that its own mask allowed`, into);
-    else into.set(requestId, { mask });
+    else into.set(requestId, draftMasks ? { mask, draftMasks } : { mask });
   }
 
   private fail(requestId: string, reason: string, into: Map<string, RowMask>): void {

@@ -259,7 +259,13 @@ export class EngineCore {
       const contexts = this.samplingContexts(plan);
       // Posted before the forward pass: the grammar worker computes the masks while ORT blocks this thread.
       const drafts = new Map(plan.scheduled.filter((entry) => entry.numDraftTokens).map((entry) => [entry.requestId, entry.tokenIds.slice(entry.tokenIds.length - entry.numDraftTokens!)]));
-      constraints = StepConstraints.start(this.rows, contexts, (id) => this.scheduler.get(id)?.request.thinking, this.runner.info.shape.vocabSize, (id) => drafts.get(id));
+      constraints = StepConstraints.start(
+        this.rows,
+        contexts,
+        (id) => this.scheduler.get(id)?.request.thinking,
+        this.runner.info.shape.vocabSize,
+        (id) => drafts.get(id),
+      );
       let sampled: SampledTokens[];
       if (plan.scheduled.length > 0 && this.picksOnModel(plan, contexts, constraints)) {
         const tokens = await this.runner.executeGreedy!(plan, this.sampler.sampleableVocab);

@@ -9,8 +9,10 @@
 // reported at each accepted position. A seeded row given point-mass proposals (n-gram) yields
 // exactly its tokens without speculation.
 //
-// A row in a thinking block never proposes: the block's forced closing tokens are decided a token
-// at a time (thinking-block.ts).
+// A grammar-constrained row's proposals are checked under its grammar's mask at each position
+// (computed on the grammar worker during the forward pass, MaskJob.drafts): a proposal the grammar
+// refuses has probability 0 there, so it ends the accepted run. A row with a thinking block never
+// proposes: the block's forced closing tokens are decided a token at a time (thinking-block.ts).
 //
 // Adaptive: a sequence whose proposals all fail pauses proposing for a number of its tokens that
 // doubles with each such failure (reset by any accepted token); and no sequence proposes while
@@ -79,7 +81,7 @@ export class ProposalGate {
 
   /** False for a row whose tokens are decided a token at a time outside the sampler (see the file comment). */
   private proposesFor(state: Readonly<RequestState>): boolean {
-    return !state.request.thinking && !state.request.grammar;
+    return !state.request.thinking;
   }
 
   verified(state: Readonly<RequestState>, numDrafts: number, numAccepted: number): void {

@@ -40,6 +40,8 @@ export interface StepGrammarWork {
 
 export class StepConstraints {
   private readonly masks = new Map<string, Int32Array>();
+  /** Rows with proposals: the mask after each proposal their grammar took (MaskResult.draftMasks). */
+  private readonly draftMasks = new Map<string, readonly Int32Array[]>();
   /** Rows whose mask comes from their grammar: only these can end it. */
   private readonly grammarRows = new Set<string>();
   private readonly failures = new Map<string, string>();
@@ -55,8 +57,18 @@ export class StepConstraints {
     private readonly speculative: ReadonlyMap<string, MaskRequest>,
   ) {}
 
-  /** Decides each row's directive and posts the grammar jobs; call before the forward pass. */
-  static start(rows: ConstrainedRows, contexts: readonly SamplerRow[], thinkingOf: (requestId: string) => ThinkingSpec | null | undefined, vocabSize: number): StepConstraints {
+  /**
+   * Decides each row's directive and posts the grammar jobs; call before the forward pass. A row
+   * with proposals (`draftsOf`) gets its grammar's mask at each of their positions too, and is
+   * never sampled unmasked first.
+   */
+  static start(
+    rows: ConstrainedRows,
+    contexts: readonly SamplerRow[],
+    thinkingOf: (requestId: string) => ThinkingSpec | null | undefined,
+    vocabSize: number,
+    draftsOf: (requestId: string) => readonly number[] | undefined = () => undefined,
+  ): StepConstraints {
     const directives = new Map<string, ThinkingDirective>();
     const requests: MaskRequest[] = [];
     const speculative = new Map<string, MaskRequest>();
@@ -69,10 +81,11 @@ export class StepConstraints {
       directives.set(requestId, directive);
       if (directive.kind === 'force') forced.set(requestId, onlyToken(vocabSize, directive.tokenId));
       else if (directive.kind === 'answer' && constrained) {
-        const request = { requestId, output: outputTokenIds, answerStart: directive.answerStart };
+        const drafts = draftsOf(requestId);
+        const request: MaskRequest = { requestId, output: outputTokenIds, answerStart: directive.answerStart, ...(drafts ? { drafts } : {}) };
         // Logprobs describe the masked distribution, and an opening that competes with the grammar needs the mask: those rows are masked first.
         const greedy = params.temperature < SAMPLING_EPS && !params.logprobs && directive.alsoAllow === null;
-        if (greedy && rows.shouldTry(requestId, outputTokenIds.length - directive.answerStart)) speculative.set(requestId, request);
+        if (greedy && !drafts && rows.shouldTry(requestId, outputTokenIds.length - directive.answerStart)) speculative.set(requestId, request);
         else requests.push(request);
       }
     }
@@ -148,6 +161,22 @@ export class StepConstraints {
     return this.masks.get(requestId) ?? null;
   }
 
+  /**
+   * A row with proposals: its grammar's mask at each position the check may reach (index i: after
+   * i proposals; it ends after the first proposal the grammar refuses or one that ends it); null
+   * for an unconstrained row.
+   */
+  masksAlong(requestId: string): Int32Array[] | null {
+    const first = this.masks.get(requestId);
+    if (!first || !this.grammarRows.has(requestId)) return null;
+    return [first, ...(this.draftMasks.get(requestId) ?? [])];
+  }
+
+  /** True when `tokenId`, sampled under `mask` (one of masksAlong's), completes the row's grammar. */
+  endsGrammarUnder(requestId: string, tokenId: number, mask: Int32Array): boolean {
+    return this.rows.endsGrammar(requestId, tokenId, mask);
+  }
+
   /** True when `tokenId` completes the row's grammar (after verify(), for speculative rows). */
   endsGrammar(requestId: string, tokenId: number): boolean {
     if (this.grammarRows.has(requestId)) return this.rows.endsGrammar(requestId, tokenId, this.masks.get(requestId)!);
@@ -180,6 +209,7 @@ export class StepConstraints {
     // A constrained row that may still open its thinking block: the opening competes with the grammar's first token.
     if (directive?.kind === 'answer' && directive.alsoAllow !== null) allowToken(result.mask, directive.alsoAllow);
     this.masks.set(requestId, result.mask);
+    if (result.draftMasks) this.draftMasks.set(requestId, result.draftMasks);
     this.grammarRows.add(requestId);
   }
 }

@@ -41,6 +41,13 @@ export interface MaskJob {
   readonly requestId: string;
   readonly rollBack: number;
   readonly accept: readonly number[];
+  /**
+   * Speculative decoding's proposals for the row's next tokens: after the mask, each is accepted
+   * in turn and the mask after it computed, up to one the grammar refuses or a stop token that
+   * ends it; then they are rolled back, so the matcher holds the catch-up only (the engine
+   * catches it up over the proposals the check kept, next step).
+   */
+  readonly drafts?: readonly number[];
 }
 
 export interface MaskResult {
@@ -51,6 +58,11 @@ export interface MaskResult {
   readonly accepted: number;
   /** True when the grammar refused a token of `accept` (the matcher stopped before it). */
   readonly refused: boolean;
+  /**
+   * With `drafts`: the mask after each proposal the grammar took (draftMasks[i] follows drafts[0..i]),
+   * ending at the first it refused or after one that ended the grammar.
+   */
+  readonly draftMasks?: readonly Int32Array[];
 }
 
 /**

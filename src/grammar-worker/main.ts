@@ -36,7 +36,23 @@ async function mask(job: MaskJob): Promise<MaskResult> {
   const matcher = matchers.get(job.requestId);
   if (!matcher) return { requestId: job.requestId, mask: null, accepted: 0, refused: false };
   const refused = catchUp(matcher, job);
-  return { requestId: job.requestId, mask: await matcher.nextTokenMask(), accepted: matcher.numAccepted, refused };
+  const result = { requestId: job.requestId, mask: await matcher.nextTokenMask(), accepted: matcher.numAccepted, refused };
+  return job.drafts && !refused ? { ...result, draftMasks: await draftMasks(matcher, job.drafts) } : result;
+}
+
+/** The masks after each proposal the grammar takes (MaskJob.drafts), the matcher left where it was. */
+async function draftMasks(matcher: ConstraintMatcher, drafts: readonly number[]): Promise<Int32Array[]> {
+  const masks: Int32Array[] = [];
+  let taken = 0;
+  for (const token of drafts) {
+    if (matcher.isTerminated() || !matcher.accept(token)) break;
+    taken++;
+    // A stop token that ends the grammar leaves no next position to mask.
+    if (matcher.isTerminated()) break;
+    masks.push(await matcher.nextTokenMask());
+  }
+  matcher.rollBack(taken);
+  return masks;
 }
 
 async function tryCandidates(job: TryJob): Promise<TryResult> {
@@ -59,7 +75,8 @@ async function tryCandidates(job: TryJob): Promise<TryResult> {
   return result(null, await matcher.nextTokenMask(), false);
 }
 
-const buffersOf = (results: readonly { readonly mask: Int32Array | null }[]): ArrayBuffer[] => results.flatMap((r) => (r.mask ? [r.mask.buffer as ArrayBuffer] : []));
+const buffersOf = (results: readonly { readonly mask: Int32Array | null; readonly draftMasks?: readonly Int32Array[] }[]): ArrayBuffer[] =>
+  results.flatMap((r) => [...(r.mask ? [r.mask] : []), ...(r.draftMasks ?? [])].map((mask) => mask.buffer as ArrayBuffer));
 
 async function run(message: ToGrammarWorker): Promise<void> {
   if (message.type === 'release') {

@@ -42,7 +42,13 @@ export function stringSchema(t: Translation, node: SchemaObject, path: string): 
       );
     language = bounded;
   }
-  const body = regexEbnf(language);
+  let body: string | null;
+  try {
+    body = regexEbnf(language);
+  } catch (error) {
+    if (error instanceof PatternUnsupported) throw new SchemaUnsupported(format !== undefined ? 'format' : 'pattern', pointer(path, format !== undefined ? 'format' : 'pattern'), error.message);
+    throw error;
+  }
   return body === null ? null : t.rules.share('string_pattern', `"\\"" ${body} "\\""`);
 }
 

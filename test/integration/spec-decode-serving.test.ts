@@ -1,5 +1,6 @@
 // speculative_config through the real server: a model serving n-gram speculation answers greedy
-// completions with the same text as the same model without it, counts its proposals in vLLM's
+// completions, seeded sampled ones and JSON-schema-constrained chat completions with the same text
+// as the same model without it, counts its proposals in vLLM's
 // spec_decode series (conveyor: and vllm: from one reading), logs per-request acceptance in the
 // finished-generation line, and a bad speculative_config is refused at load naming the field.
 import OpenAI from 'openai';
@@ -37,6 +38,45 @@ describe('speculative_config', () => {
     expect(value('vllm:spec_decode_num_drafts_total')).toBe(value('conveyor:spec_decode_num_drafts_total'));
     // A model without speculation has the series at zero.
     expect(Number(/^conveyor:spec_decode_num_drafts_total\{model_name="plain"\} (\S+)$/m.exec(metrics)?.[1])).toBe(0);
+  });
+
+  it('gives seeded sampled requests and JSON-schema-constrained ones the same text (and logprobs) as without it, with proposals accepted', async () => {
+    const client = new OpenAI({ baseURL: `${server.http}/v1`, apiKey: 'unused', maxRetries: 0 });
+    const accepted = async () => {
+      const metrics = await (await fetch(`http://127.0.0.1:${server.metricsPort}/metrics`)).text();
+      return Number(/^conveyor:spec_decode_num_accepted_tokens_total\{model_name="spec"\} (\S+)$/m.exec(metrics)?.[1]);
+    };
+    const before = await accepted();
+    const sampled = async (model: string, prompt: string, seed: number) => {
+      const choice = (await client.completions.create({ model, prompt, max_tokens: 40, temperature: 0.3, top_p: 0.95, frequency_penalty: 0.05, seed, logprobs: 1 })).choices[0]!;
+      return { text: choice.text, tokens: choice.logprobs!.tokens, logprobs: choice.logprobs!.token_logprobs! };
+    };
+    for (const [i, prompt] of ['one two three one two three one two', 'the cat sat on the mat and the cat sat'].entries()) {
+      const withSpec = await sampled('spec', prompt, 100 + i);
+      const plain = await sampled('plain', prompt, 100 + i);
+      expect(withSpec.text, prompt).toBe(plain.text);
+      expect(withSpec.tokens).toEqual(plain.tokens);
+      withSpec.logprobs.forEach((l, j) => expect(l).toBeCloseTo(plain.logprobs[j]!, 3));
+    }
+    const schema = { type: 'object', properties: { a: { type: 'array', items: { enum: [1, 2, 3, 10, 20] }, minItems: 3, maxItems: 12 } }, required: ['a'], additionalProperties: false };
+    const structured = async (model: string) =>
+      (
+        await client.chat.completions.create({
+          model,
+          messages: [{ role: 'user', content: 'Some numbers, please.' }],
+          max_tokens: 400,
+          temperature: 0,
+          response_format: { type: 'json_schema', json_schema: { name: 'numbers', strict: true, schema } },
+        })
+      ).choices[0]!;
+    const choice = await structured('spec');
+    expect(choice.finish_reason).toBe('stop');
+    const json = choice.message.content!;
+    expect(json).toBe((await structured('plain')).message.content);
+    const { a } = JSON.parse(json) as { a: unknown[] };
+    expect(a.length).toBeGreaterThanOrEqual(3);
+    for (const item of a) expect([1, 2, 3, 10, 20]).toContain(item);
+    expect(await accepted()).toBeGreaterThan(before);
   });
 
   it('refuses a method it does not serve, naming it', async () => {

@@ -16,11 +16,12 @@ import { CHAT_FIELDS, CHAT_VOCABULARY, checkFields, checkNoOps, choiceCount, opt
 import { requireModel, requireObject, type Body } from '../src/server/kit/body.js';
 import { collectChoices, streamChoices } from './respond.js';
 import { ChatChunks, chatMessage, toolFinishReason } from './tool-calls.js';
-import { chatToolPlan, keepsSpecialTokens, type ChatToolPlan } from '../src/server/kit/tool-plan.js';
+import { keepsSpecialTokens, type ChatToolPlan } from '../src/server/kit/tool-plan.js';
+import { chatTools } from './chat-tools.js';
 import { responseHead, responseMeta, UsageTally } from './wire.js';
 import { PRIORITY_HEADER, priorityOverride, withPriority } from '../src/serving/request-priority.js';
 
-export function chatInput(body: Body, tools: ChatToolPlan = { tools: null, format: null, maxCalls: undefined }): GenerateInput {
+export function chatInput(body: Body, tools: ChatToolPlan = { tools: null, format: null, maxCalls: undefined }, grammarParam = 'tool_choice'): GenerateInput {
   if (body.logprobs !== undefined && body.logprobs !== null && typeof body.logprobs !== 'boolean')
     throw invalidArg('logprobs must be a boolean (use top_logprobs for the number of alternatives)', 'logprobs');
   const kwargs = body.chat_template_kwargs;
@@ -37,7 +38,7 @@ export function chatInput(body: Body, tools: ChatToolPlan = { tools: null, forma
     },
     ...wire,
     sampling: { ...wire.sampling, skip_special_tokens: keepsSpecialTokens(tools, wire.sampling.skip_special_tokens) },
-    ...(tools.grammar ? { grammar: { spec: tools.grammar, param: 'tool_choice' } } : {}),
+    ...(tools.grammar ? { grammar: { spec: tools.grammar, param: grammarParam } } : {}),
   };
 }
 
@@ -55,8 +56,8 @@ export async function chatCompletions(ctx: OpenAIContext, rawBody: unknown, repl
   const model = ctx.llm(requested);
   const { stream, includeUsage } = streamSettings(body);
   const n = choiceCount(body);
-  const tools = chatToolPlan(body, model);
-  const choices = await prepareChoices(model, chatInput(body, tools), n);
+  const { body: shown, plan: tools, custom, grammarParam } = chatTools(body, model, requested);
+  const choices = await prepareChoices(model, chatInput(shown, tools, grammarParam), n);
   // Every choice shares the prompt, so whether it opened a thinking block.
   const reasoning = model.reasoningOf(choices[0]!);
   const wantLogprobs = body.logprobs === true;
@@ -67,7 +68,7 @@ export async function chatCompletions(ctx: OpenAIContext, rawBody: unknown, repl
   const logprobsOf = (event: GenerationEvent) => (wantLogprobs && event.logprobs ? chatLogprobs(event.logprobs, tokenText) : []);
 
   if (stream) {
-    const chunks = new ChatChunks(tools, n, reasoning);
+    const chunks = new ChatChunks(tools, n, reasoning, custom);
     await streamChoices(reply, events, {
       meta,
       head: 'chat.completion.chunk',
@@ -92,7 +93,7 @@ export async function chatCompletions(ctx: OpenAIContext, rawBody: unknown, repl
   return {
     ...responseHead(meta, 'chat.completion'),
     choices: state.map((c, index) => {
-      const { message, calls } = chatMessage(tools, c.text, reasoning);
+      const { message, calls } = chatMessage(tools, c.text, reasoning, custom);
       return { index, message, logprobs: wantLogprobs ? { content: c.logprobs, refusal: null } : null, finish_reason: toolFinishReason(c.finishReason, calls) };
     }),
     usage: usage.toWire(),

@@ -15,7 +15,7 @@ import type { OpenAIContext } from './context.js';
 import { prepareChoices } from '../src/server/kit/choices.js';
 import { CHAT_FIELDS, checkFields, checkNoOps, choiceCount, COMPLETION_FIELDS, optionalFlag, streamSettings } from './request-fields.js';
 import { requireModel, requireObject, type Body } from '../src/server/kit/body.js';
-import { chatToolPlan } from '../src/server/kit/tool-plan.js';
+import { chatTools } from './chat-tools.js';
 
 /** vLLM's SamplingParams as its render routes serialize them, from the engine's own values. */
 function samplingParams(prepared: ProcessedRequest, n: number): Record<string, unknown> {
@@ -86,6 +86,7 @@ export async function renderCompletion(ctx: OpenAIContext, rawBody: unknown): Pr
 export async function renderChatCompletion(ctx: OpenAIContext, rawBody: unknown): Promise<unknown> {
   const body = requireObject(rawBody);
   const { requested, model, n } = checkedModel(ctx, body, CHAT_FIELDS);
-  const [prepared] = await prepareChoices(model, chatInput(body, chatToolPlan(body, model)), 1);
+  const tools = chatTools(body, model, requested);
+  const [prepared] = await prepareChoices(model, chatInput(tools.body, tools.plan, tools.grammarParam), 1);
   return generateRequest(`chatcmpl-${randomUUID().replaceAll('-', '')}`, requested, prepared!, body, n);
 }

@@ -1,6 +1,9 @@
 // Tools on the chat route in OpenAI's shapes: message.tool_calls, and streaming deltas whose
 // first entry for a call carries its index, id, type and name (arguments "") and later ones the
-// arguments in pieces, as the SDKs' stream helpers accumulate them. Which tools reach the
+// arguments in pieces, as the SDKs' stream helpers accumulate them. A call to a custom tool is
+// `{type: "custom", custom: {name, input}}`, its input streamed in pieces when the tool is forced
+// (the output is the input) and otherwise in one piece once the call closed (its input is then
+// read out of the call's `{"input": …}` arguments). Which tools reach the
 // template and how the output is read for calls is the shared tool plan
 // (src/server/kit/tool-plan.ts).
 
@@ -8,6 +11,9 @@ import type { FinishReason } from '../src/contracts/generate.js';
 import type { GenerationEvent } from '../src/contracts/text-generation.js';
 import { AssistantOutputStream, readAssistantOutput, type AssistantDelta, type AssistantOutputPlan } from '../src/assistant-output/index.js';
 import type { ChatToolPlan, ReasoningPlan } from '../src/server/kit/tool-plan.js';
+import type { ToolCall } from '../src/tool-calls/index.js';
+import { NO_CUSTOM_CALLS, type CustomCalls } from './chat-tools.js';
+import { customCallInput } from './custom-tools.js';
 
 /** OpenAI's finish reason once calls were made: tool_calls for a natural stop, length stays length. */
 export function toolFinishReason(reason: FinishReason | null, calls: number): string | null {
@@ -23,20 +29,33 @@ function outputPlan(plan: ChatToolPlan, reasoning: ReasoningPlan): AssistantOutp
  * A finished choice's assistant message. Reasoning goes to reasoning_content and, under the
  * newer name clients read, reasoning (both only for a model with a reasoning parser).
  */
-export function chatMessage(plan: ChatToolPlan, text: string, reasoning: ReasoningPlan = null): { message: Record<string, unknown>; calls: number } {
+export function chatMessage(plan: ChatToolPlan, text: string, reasoning: ReasoningPlan = null, custom: CustomCalls = NO_CUSTOM_CALLS): { message: Record<string, unknown>; calls: number } {
   const out = readAssistantOutput(outputPlan(plan, reasoning), text);
   // Plain text keeps its content as generated, even empty, as it always did.
   const content = plan.format === null && reasoning === null ? text : out.content;
   const thinking = reasoning === null ? {} : { reasoning_content: out.reasoning, reasoning: out.reasoning };
-  const toolCalls = out.toolCalls.length > 0 ? { tool_calls: out.toolCalls } : {};
+  const toolCalls = out.toolCalls.length > 0 ? { tool_calls: out.toolCalls.map((call) => wireCall(call, custom)) } : {};
   return { message: { role: 'assistant', content, refusal: null, ...thinking, ...toolCalls }, calls: out.toolCalls.length };
+}
+
+/** A call as message.tool_calls writes it: a custom tool's as a custom call with its input. */
+function wireCall(call: ToolCall, custom: CustomCalls): Record<string, unknown> {
+  const { name, arguments: args } = call.function;
+  if (!custom.names.has(name)) return { ...call };
+  return { id: call.id, type: 'custom', custom: { name, input: custom.rawInput ? args : customCallInput(args) } };
 }
 
 /** One streamed choice's deltas: text in, OpenAI delta objects out. */
 export class ChatDeltaStream {
   private readonly reader: AssistantOutputStream;
+  /** The open call to a custom tool whose input is read once it closes: its index and arguments so far. */
+  private wrapped: { index: number; args: string } | null = null;
 
-  constructor(plan: ChatToolPlan, reasoning: ReasoningPlan = null) {
+  constructor(
+    plan: ChatToolPlan,
+    reasoning: ReasoningPlan = null,
+    private readonly custom: CustomCalls = NO_CUSTOM_CALLS,
+  ) {
     this.reader = new AssistantOutputStream(outputPlan(plan, reasoning));
   }
 
@@ -48,15 +67,36 @@ export class ChatDeltaStream {
   push(text: string, last: boolean): Record<string, unknown>[] {
     const deltas = this.reader.push(text);
     if (last) deltas.push(...this.reader.finish());
-    return deltas.map(wireDelta);
+    const out = deltas.flatMap((delta) => this.wire(delta));
+    if (last) out.push(...this.closeWrapped());
+    return out;
   }
-}
 
-function wireDelta(delta: AssistantDelta): Record<string, unknown> {
-  if (delta.kind === 'reasoning') return { reasoning_content: delta.text, reasoning: delta.text };
-  if (delta.kind === 'content') return { content: delta.text };
-  if (delta.kind === 'call') return { tool_calls: [{ index: delta.index, id: delta.id, type: 'function', function: { name: delta.name, arguments: '' } }] };
-  return { tool_calls: [{ index: delta.index, function: { arguments: delta.text } }] };
+  private wire(delta: AssistantDelta): Record<string, unknown>[] {
+    if (delta.kind === 'reasoning') return [{ reasoning_content: delta.text, reasoning: delta.text }];
+    if (delta.kind === 'content') return [...this.closeWrapped(), { content: delta.text }];
+    if (delta.kind === 'call') {
+      const closed = this.closeWrapped();
+      if (!this.custom.names.has(delta.name)) return [...closed, { tool_calls: [{ index: delta.index, id: delta.id, type: 'function', function: { name: delta.name, arguments: '' } }] }];
+      if (!this.custom.rawInput) this.wrapped = { index: delta.index, args: '' };
+      return [...closed, { tool_calls: [{ index: delta.index, id: delta.id, type: 'custom', custom: { name: delta.name, input: '' } }] }];
+    }
+    if (this.wrapped?.index === delta.index) {
+      this.wrapped.args += delta.text;
+      return [];
+    }
+    if (this.custom.rawInput) return [{ tool_calls: [{ index: delta.index, custom: { input: delta.text } }] }];
+    return [{ tool_calls: [{ index: delta.index, function: { arguments: delta.text } }] }];
+  }
+
+  /** The input of the custom call that was open, in one piece, now that its arguments are complete. */
+  private closeWrapped(): Record<string, unknown>[] {
+    const open = this.wrapped;
+    if (open === null) return [];
+    this.wrapped = null;
+    const input = customCallInput(open.args);
+    return input === '' ? [] : [{ tool_calls: [{ index: open.index, custom: { input } }] }];
+  }
 }
 
 /**
@@ -71,8 +111,9 @@ export class ChatChunks {
     private readonly plan: ChatToolPlan,
     choices: number,
     private readonly reasoning: ReasoningPlan = null,
+    custom: CustomCalls = NO_CUSTOM_CALLS,
   ) {
-    this.streams = Array.from({ length: choices }, () => new ChatDeltaStream(plan, reasoning));
+    this.streams = Array.from({ length: choices }, () => new ChatDeltaStream(plan, reasoning, custom));
   }
 
   entries(index: number, event: GenerationEvent, logprobs: readonly unknown[]): Record<string, unknown>[] | null {

@@ -1,6 +1,9 @@
 // Draft-model speculative decoding (speculative_config method draft_model): a smaller decoder
 // sharing the target's tokenizer runs in this engine worker with its own runner and KV cache, and
-// proposes the next numSpeculativeTokens tokens of every decoding sequence allowed to propose.
+// proposes the next numSpeculativeTokens tokens of every decoding sequence allowed to propose:
+// a greedy row its draft's greedy continuation (point masses), a sampled row tokens drawn from the
+// draft's own distribution under the row's sampling parameters, passed with that distribution (q)
+// to the target's acceptance rule (src/sampler/acceptance.ts).
 //
 // Before each step is planned the engine calls prepare() with the running requests. The draft
 // first rolls each sequence's draft KV back to what still agrees with the target's tokens (what
@@ -20,6 +23,7 @@ import type { ScheduledRequest, StepPlan } from '../contracts/generate.js';
 import { KvCacheManager } from '../kv-cache/kv-cache-manager.js';
 import { openModelRunner } from '../runners/create-runner.js';
 import { lastLogitsRow, type ModelRunner, type RunnerInfo } from '../runners/model-runner.js';
+import { Sampler, type SamplerRow } from '../sampler/sampler.js';
 import type { RequestState } from './request-state.js';
 import type { Draft, DraftSource, ProposalGate } from './spec-decode.js';
 
@@ -68,13 +72,19 @@ interface Row {
   /** Proposals this sequence makes this step. */
   readonly numProposals: number;
   readonly proposals: number[];
+  /** The row's sampling inputs before its first proposal; null for a plain greedy row (its token is the draft's greedy head's). */
+  readonly context: SamplerRow | null;
+  /** q of each proposal, for a sampled row (a greedy row's proposals are point masses: none). */
+  readonly probs: Float32Array[];
 }
 
 export class DraftModelProposer implements DraftSource {
   private readonly kv: KvCacheManager;
   private readonly sequences = new Map<string, DraftSequence>();
   /** This step's proposals, by request id (prepare() fills them, propose() hands them out). */
-  private readonly proposals = new Map<string, readonly number[]>();
+  private readonly proposals = new Map<string, Draft>();
+  /** The draft's own sampler: a row's proposals are processed and drawn as the target's sampler would there. */
+  private readonly sampler: Sampler;
   /** Requests freed since the draft runner's last plan: it drops their per-request state. */
   private released: string[] = [];
   private nextStepId = 0;
@@ -86,6 +96,7 @@ export class DraftModelProposer implements DraftSource {
   ) {
     const { numBlocks, blockSize } = runner.info;
     this.kv = new KvCacheManager({ numBlocks, blockSize, enablePrefixCaching: false });
+    this.sampler = new Sampler({ vocabSize: runner.info.shape.vocabSize, sampleableVocabSize: settings.sampleableVocab });
   }
 
   /**
@@ -105,11 +116,10 @@ export class DraftModelProposer implements DraftSource {
     // Pass 1 catches each sequence up to the target's tokens; pass i > 1 feeds proposal i − 1.
     let feeding = rows;
     for (let pass = 0; feeding.length > 0; pass++) {
-      const next = await this.pass(feeding, pass);
-      for (const row of feeding) row.proposals.push(next.get(row.state.id)!);
+      await this.pass(feeding, pass);
       feeding = feeding.filter((row) => row.proposals.length < row.numProposals);
     }
-    for (const row of rows) this.proposals.set(row.state.id, row.proposals);
+    for (const row of rows) this.proposals.set(row.state.id, row.probs.length > 0 ? { tokens: row.proposals, probs: row.probs } : { tokens: row.proposals });
   }
 
   /** The sequence's row for this step, its draft KV rolled back and its blocks taken; null when it does not propose. */
@@ -136,11 +146,21 @@ export class DraftModelProposer implements DraftSource {
       return null;
     }
     this.sequences.set(state.id, sequence);
-    return { state, sequence, numProposals, proposals: [] };
+    return { state, sequence, numProposals, proposals: [], context: this.samplingContext(state), probs: [] };
   }
 
-  /** One batched forward pass of the draft: each row's next proposal, by request id. */
-  private async pass(rows: readonly Row[], pass: number): Promise<Map<string, number>> {
+  /** The row's sampling inputs as the engine gives them to the target's sampler; null where its token is the plain argmax. */
+  private samplingContext(state: Readonly<RequestState>): SamplerRow | null {
+    const { request } = state;
+    const { stop } = request;
+    const outputTokenIds = state.tokenIds.slice(state.numPromptTokens);
+    const banned = outputTokenIds.length < stop.minTokens ? [...stop.eosTokenIds, ...stop.stopTokenIds] : null;
+    const context: SamplerRow = { requestId: state.id, params: request.sampling, promptTokenIds: request.promptTokenIds, outputTokenIds, bannedTokenIds: banned };
+    return this.sampler.takesArgmax(context) ? null : context;
+  }
+
+  /** One batched forward pass of the draft: appends each row's next proposal (and its q, for a sampled row). */
+  private async pass(rows: readonly Row[], pass: number): Promise<void> {
     let numScheduledTokens = 0;
     const scheduled = rows.map(({ state, sequence, proposals }): ScheduledRequest => {
       const start = sequence.tokens.length;
@@ -153,26 +173,35 @@ export class DraftModelProposer implements DraftSource {
     });
     const plan: StepPlan = { stepId: this.nextStepId++, scheduled, numScheduledTokens, releasedRequestIds: this.released, blocksToCopy: [] };
     this.released = [];
-    return this.greedyTokens(plan);
-  }
-
-  /** Each row's greedy next token over the target's sampleable ids: from the draft's greedy head where it has one, else its logits. */
-  private async greedyTokens(plan: StepPlan): Promise<Map<string, number>> {
     const { sampleableVocab } = this.settings;
-    const tokens = new Map<string, number>();
-    if (this.runner.executeGreedy) {
-      for (const [id, row] of await this.runner.executeGreedy(plan, sampleableVocab)) tokens.set(id, row[row.length - 1]!);
-      return tokens;
+    // Plain greedy rows only: the draft's greedy head gives their tokens without the logits.
+    if (this.runner.executeGreedy && rows.every((row) => !row.context)) {
+      const tokens = await this.runner.executeGreedy(plan, sampleableVocab);
+      for (const row of rows) row.proposals.push(tokens.get(row.state.id)!.at(-1)!);
+      return;
     }
+    const logits = await this.runner.execute(plan);
     const { vocabSize } = this.runner.info.shape;
-    for (const [id, logits] of await this.runner.execute(plan)) tokens.set(id, argmax(lastLogitsRow(logits, vocabSize), Math.min(sampleableVocab, vocabSize)));
-    return tokens;
+    for (const row of rows) {
+      const last = lastLogitsRow(logits.get(row.state.id)!, vocabSize);
+      if (!row.context) {
+        row.proposals.push(argmax(last, Math.min(sampleableVocab, vocabSize)));
+        continue;
+      }
+      // The proposals so far count as output here, as they do where the target checks them (Sampler.verify).
+      const outputTokenIds = [...Array.from(row.context.outputTokenIds), ...row.proposals];
+      const banned = outputTokenIds.length < row.state.request.stop.minTokens ? row.context.bannedTokenIds : null;
+      const { tokenId, q } = this.sampler.propose({ ...row.context, logits: last, outputTokenIds, bannedTokenIds: banned });
+      row.proposals.push(tokenId);
+      if (q) row.probs.push(q);
+    }
   }
 
   propose(state: Readonly<RequestState>, _numRunning: number, maxTokens: number): Draft | null {
-    const tokens = this.proposals.get(state.id);
-    if (!tokens || tokens.length === 0) return null;
-    return { tokens: tokens.length > maxTokens ? tokens.slice(0, maxTokens) : tokens };
+    const draft = this.proposals.get(state.id);
+    if (!draft || draft.tokens.length === 0) return null;
+    if (draft.tokens.length <= maxTokens) return draft;
+    return draft.probs ? { tokens: draft.tokens.slice(0, maxTokens), probs: draft.probs.slice(0, maxTokens) } : { tokens: draft.tokens.slice(0, maxTokens) };
   }
 
   verified(state: Readonly<RequestState>, numDrafts: number, numAccepted: number): void {

@@ -66,6 +66,11 @@ export function redrawKey(key: StreamKey): StreamKey {
   return { k0: mix32(key.k0 ^ 0x3c6ef372), k1: mix32(key.k1 + 0xa54ff53a) };
 }
 
+/** A stream of its own for a draft model's proposals at a position (Sampler.propose), apart from the position's draw and the acceptance test's. */
+export function draftKey(key: StreamKey): StreamKey {
+  return { k0: mix32(key.k0 ^ 0x6a09e667), k1: mix32(key.k1 + 0xbb67ae85) };
+}
+
 /** Streams of their own for speculative decoding's acceptance test and residual draw at a position (acceptance.ts), apart from the position's draw. */
 export function proposalKeys(key: StreamKey): { readonly accept: StreamKey; readonly residual: StreamKey } {
   return { accept: { k0: mix32(key.k0 ^ 0x510e527f), k1: mix32(key.k1 + 0x9b05688c) }, residual: { k0: mix32(key.k0 ^ 0x1f83d9ab), k1: mix32(key.k1 + 0x5be0cd19) } };

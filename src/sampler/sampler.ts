@@ -24,7 +24,7 @@ import { Drawer } from './draw.js';
 import { LogprobTable, type LogprobBasis } from './logprobs.js';
 import { applyTokenMask, maskedArgmax } from './mask.js';
 import { hasLogitProcessors, LogitProcessors, type PenaltyInput } from './penalties.js';
-import { proposalKeys, seededKey, uniformAt, unseededKey, type StreamKey } from './rng.js';
+import { draftKey, proposalKeys, seededKey, uniformAt, unseededKey, type StreamKey } from './rng.js';
 import { checkAgainstDistribution, checkPointMass } from './acceptance.js';
 import { argmax, topN } from './select.js';
 
@@ -166,6 +166,31 @@ export class Sampler {
       numAccepted++;
     }
     return { tokenIds, logprobs, numAccepted };
+  }
+
+  /**
+   * A draft model's proposal for a row (engine-worker/draft-model.ts): the row processed as
+   * sample() processes it (mask, penalties, bias, banned ids), then for a greedy row its argmax
+   * (a point mass, q null) and for a sampled one a token drawn from exactly the distribution
+   * draw() would sample from there, returned as q (dense over the sampleable ids) for the
+   * acceptance rule. The draw uses a stream of its own (rng.draftKey), so a seeded request's
+   * proposals repeat and stay independent of the acceptance test's uniforms.
+   */
+  propose(input: SamplerInput): { readonly tokenId: number; readonly q: Float32Array | null } {
+    const { logits: row, params } = input;
+    const n = Math.min(row.length, this.sampleable);
+    if (input.allowedTokens) applyTokenMask(row, input.allowedTokens);
+    this.processors.apply(row, input);
+    if (params.temperature < SAMPLING_EPS) return { tokenId: argmax(row, n), q: null };
+    const { ids, probs } = this.drawer.distribution(row, n, params);
+    const q = new Float32Array(n);
+    for (let j = 0; j < ids.length; j++) q[ids[j]!] = probs[j]!;
+    let rest = uniformAt(draftKey(streamKey(input.requestId, params)), input.outputTokenIds.length);
+    for (let j = 0; j < ids.length; j++) {
+      rest -= probs[j]!;
+      if (rest < 0) return { tokenId: ids[j]!, q };
+    }
+    return { tokenId: ids[ids.length - 1]!, q };
   }
 
   /** sample(), or with `proposal` the acceptance rule's token at a proposed position. */

@@ -119,6 +119,42 @@ describe('draft-model speculation', () => {
     }
   }, 120_000);
 
+  it('proposes for sampled rows from the draft distribution (q), seeds repeating, and for greedy rows with penalties their processed argmax', async () => {
+    const target = join(ONNX, 'model_paged.segments');
+    const sampled = (id: string, seed: number | null, sampling: Partial<GenerateRequest['sampling']>): GenerateRequest => ({
+      ...request(id, promptTokens(seed ?? 9, 7), 24),
+      sampling: { ...GREEDY_SAMPLING, seed, ...sampling },
+    });
+    const requests = [sampled('t1', 11, { temperature: 1 }), sampled('t07', 12, { temperature: 0.7, topK: 40, topP: 0.9 }), sampled('penalised', null, { repetitionPenalty: 1.3, logprobs: true })];
+    const run = async (draft: string | null) => {
+      const engine = await openEngine({ target, draft });
+      try {
+        for (const r of requests) engine.add(r);
+        const tokens = new Map<string, number[]>();
+        let drafted = 0;
+        let accepted = 0;
+        while (engine.hasWork()) {
+          const output = await engine.step();
+          engine.checkIntegrity();
+          drafted += output.specDecode?.numDraftTokens ?? 0;
+          accepted += output.specDecode?.numAcceptedTokens ?? 0;
+          for (const u of output.updates) tokens.set(u.requestId, [...(tokens.get(u.requestId) ?? []), ...u.newTokenIds]);
+        }
+        expect(engine.draftKvStats()?.numSequences ?? 0).toBe(0);
+        return { tokens, drafted, accepted };
+      } finally {
+        await engine.release();
+      }
+    };
+    const first = await run(target);
+    const again = await run(target);
+    const plain = await run(null);
+    // With q the draft's own distribution (here the target's), nearly every proposal holds even at temperature 1.
+    expect(first.accepted / first.drafted).toBeGreaterThan(0.8);
+    expect(again.tokens).toEqual(first.tokens);
+    expect(first.tokens.get('penalised')).toEqual(plain.tokens.get('penalised'));
+  }, 120_000);
+
   it('is off with a past_key_values target, and opens no draft runner', async () => {
     const lines: string[] = [];
     const engine = await openEngine({ target: join(ONNX, 'model.onnx'), draft: join(ONNX, 'model_paged.segments') }, (line) => lines.push(line));
@@ -137,6 +173,8 @@ interface RequestCase {
   readonly maxTokens: number;
   readonly arrivalStep: number;
   readonly abort: { readonly afterTokens: number; readonly moment: Moment } | null;
+  /** Sampled at temperature 1 (seeded): its draft proposals carry q, and only its length and the pools are checked. */
+  readonly sampled: boolean;
 }
 
 interface Scenario {
@@ -163,13 +201,14 @@ const scenarioArb: fc.Arbitrary<Scenario> = fc.record({
       maxTokens: fc.integer({ min: 1, max: MAX_TOKENS }),
       arrivalStep: fc.integer({ min: 0, max: 15 }),
       abort: fc.option(fc.record({ afterTokens: fc.integer({ min: 0, max: 12 }), moment: momentArb }), { freq: 3 }),
+      sampled: fc.boolean(),
     }),
     { minLength: 1, maxLength: 10 },
   ),
   maxNumSeqs: fc.integer({ min: 2, max: 8 }),
   maxNumBatchedTokens: fc.integer({ min: 8, max: 40 }),
   // 16 blocks of 4 fit the longest request (40 + 16 positions) but few at once: preemption.
-  numBlocks: fc.constantFrom(16, 16, 20, 48, 256),
+  numBlocks: fc.constantFrom(16, 16, 16, 20, 48, 256),
   numSpeculativeTokens: fc.integer({ min: 1, max: 5 }),
   target: fc.constantFrom('model_paged.onnx' as const, 'model_paged.segments' as const),
   draftLayers: fc.constantFrom(1 as const, 3 as const, 3 as const, 4 as const),
@@ -200,7 +239,10 @@ async function run(scenario: Scenario): Promise<{ tokens: Map<string, number[]>;
       const midStep: { moment: Moment; deliver: () => void }[] = [];
       scenario.requests.forEach((c, i) => {
         const id = `r${i}`;
-        if (c.arrivalStep === step) engine.add(request(id, promptTokens(c.promptSeed, c.promptLength), c.maxTokens));
+        if (c.arrivalStep === step) {
+          const r = request(id, promptTokens(c.promptSeed, c.promptLength), c.maxTokens);
+          engine.add(c.sampled ? { ...r, sampling: { ...r.sampling, temperature: 1, seed: i } } : r);
+        }
         if (c.abort && c.arrivalStep < step && !aborted.has(id) && !finish.has(id) && (tokens.get(id)?.length ?? 0) >= c.abort.afterTokens) {
           aborted.add(id);
           if (c.abort.moment.kind === 'between') engine.abort(id);
@@ -241,7 +283,7 @@ async function run(scenario: Scenario): Promise<{ tokens: Map<string, number[]>;
 }
 
 describe('draft-model speculation (property-based)', () => {
-  it('gives the target greedy tokens under staggered arrivals, preemption, prefix hits and aborts mid-step, and frees every draft block', async () => {
+  it('gives the target greedy tokens under staggered arrivals, preemption, prefix hits and aborts mid-step, sampled rows beside them, and frees every draft block', async () => {
     await fc.assert(
       fc.asyncProperty(scenarioArb, async (scenario) => {
         const outcome = await run(scenario);
@@ -249,7 +291,8 @@ describe('draft-model speculation (property-based)', () => {
           const id = `r${i}`;
           const expected = (await reference(c.promptSeed, c.promptLength)).slice(0, c.maxTokens);
           const got = outcome.tokens.get(id) ?? [];
-          if (outcome.finish.get(id) === 'length') expect(got, `${id} output`).toEqual(expected);
+          if (c.sampled) expect(got.length, `${id} output length`).toBeLessThanOrEqual(c.maxTokens);
+          else if (outcome.finish.get(id) === 'length') expect(got, `${id} output`).toEqual(expected);
           else expect(expected.slice(0, got.length), `${id} output before its abort`).toEqual(got);
         }
       }),

@@ -4,8 +4,9 @@
 // the refusal is cached, and the next new schema compiles. The slow schema is a pattern of 160
 // wide character classes, one grammar state each that nearly every token of the tiny model's
 // Qwen3 vocabulary may enter: 10 of them took 3.7 s and 40 took 14 s to compile on the loaded
-// test machine (growing with the classes), against a bound of 1 s that a small object schema (50 ms) meets with room under load.
-// The probe is stopped at the bound, so the test never waits for the compile.
+// test machine (growing with the classes), against a bound of 1 s that a small object schema
+// (50 ms) meets with room under load. The probe is stopped at the bound, so the test never waits
+// for the compile.
 import OpenAI from 'openai';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { configOf, makeRepository, startTestServer, type TestServer } from '../support/server.js';

@@ -36,6 +36,19 @@ const custom = (name: string, input: string, key = 'parameters'): string => `{"n
 const block = (call: string): string => `<tool_call>\n${call}\n</tool_call>`;
 
 describe('tool calls grammar', () => {
+  it('a Lark input with any-character terminals and non-ASCII literals, escaped as JSON writes them', async () => {
+    const calls: ToolCallsGrammar = {
+      framing: { kind: 'array', maxCalls: 1 },
+      argumentsKey: 'parameters',
+      tools: [{ kind: 'custom', name: 'say', input: { kind: 'ebnf', grammar: larkToEbnf('start: "é→" /./ /./') } }],
+    };
+    for (const input of ['é→ab', 'é→"\\', 'é→\té', 'é→🙂x']) expect(await accepts(calls, `[${custom('say', input)}]`), input).toBe(true);
+    // `.` is no newline; a raw control character is no JSON.
+    for (const text of [`[${custom('say', 'é→\na')}]`, '[{"name": "say", "parameters": {"input": "é→\ta"}}]', `[${custom('say', 'e→ab')}]`]) {
+      expect(await accepts(calls, text), text).toBe(false);
+    }
+  });
+
   it('array framing: one or more calls, each valid for its tool', async () => {
     for (const text of [
       `[${custom('ticket', 'AB-12')}]`,
@@ -83,6 +96,10 @@ describe('tool calls grammar', () => {
     ]) {
       expect(await accepts(blocks, text), text).toBe(false);
     }
+    // A one-character marker never appears in the text at all.
+    const bar: ToolCallsGrammar = { ...blocks, framing: { ...HERMES, open: '|', close: '|', padding: '' } };
+    expect(await accepts(bar, `no bars${'|'}${custom('ticket', 'AB-1', 'arguments')}|`)).toBe(true);
+    expect(await accepts(bar, 'a | b')).toBe(false);
     const one: ToolCallsGrammar = { ...blocks, framing: { ...HERMES, maxCalls: 1 } };
     expect(await accepts(one, `${block(custom('ticket', 'AB-1', 'arguments'))}\n${block(custom('ticket', 'AB-2', 'arguments'))}`)).toBe(false);
   });

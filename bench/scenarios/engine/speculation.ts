@@ -37,8 +37,10 @@ const ANCHOR_TOKENS = 8;
 const PROMPTS_PER_WORKLOAD = 4;
 /** Acceptance (accepted tokens per verify step) below which it counts as near zero. */
 const MEASURABLE_ACCEPTANCE = 0.1;
-/** Steps of each kind timed for the step-cost ratio (interleaved, after as many unmeasured). */
+/** Steps of each kind timed for the step-cost ratio (interleaved, after as many unmeasured)… */
 const STEP_COST_SAMPLES = 200;
+/** …or fewer, at least 10, where a past length's pairs take longer than this (a weights-bound decoder on a loaded machine), ms. */
+const STEP_COST_BUDGET_MS = 20_000;
 /** Past lengths the step-cost ratio is measured at: a short prompt and the edit workload's ~1,000 tokens. */
 const STEP_COST_PASTS = [128, 1000] as const;
 
@@ -280,7 +282,7 @@ interface StepCost {
  * What a verify step costs against a plain decode step, on the engine's runner without the
  * engine: one sequence, 1 position against num_speculative_tokens + 1 (the greedy head, as a
  * plain greedy step runs), the two interleaved so load from other processes falls on both alike;
- * medians of STEP_COST_SAMPLES each. The pool holds whatever its blocks held (the cost does not
+ * medians of STEP_COST_SAMPLES each (fewer past STEP_COST_BUDGET_MS). The pool holds whatever its blocks held (the cost does not
  * depend on the values).
  */
 async function measureStepCosts(config: EngineBenchConfig, modelPath: string, quick: boolean): Promise<StepCost[]> {
@@ -304,14 +306,22 @@ async function measureStepCosts(config: EngineBenchConfig, modelPath: string, qu
       });
       const [decode, verify] = [plan(1), plan(positions)];
       const times: [number[], number[]] = [[], []];
-      for (let i = 0; i < 2 * samples; i++) {
+      const began = performance.now();
+      // Unmeasured pairs first (as many as measured, or 2 once past the budget), then measured ones until the count or the budget.
+      let warm = 0;
+      while (warm < samples && !(warm >= 2 && performance.now() - began > STEP_COST_BUDGET_MS / 2)) {
+        for (const p of [decode, verify]) await execute(p, runner.info.shape.vocabSize);
+        warm++;
+      }
+      const measuring = performance.now();
+      while (times[0].length < samples && !(times[0].length >= 10 && performance.now() - measuring > STEP_COST_BUDGET_MS / 2)) {
         for (const [k, p] of [decode, verify].entries()) {
           const started = performance.now();
           await execute(p, runner.info.shape.vocabSize);
-          if (i >= samples) times[k]!.push(performance.now() - started);
+          times[k]!.push(performance.now() - started);
         }
       }
-      costs.push({ past, samples, decodeMs: median(times[0]), verifyMs: median(times[1]) });
+      costs.push({ past, samples: times[0].length, decodeMs: median(times[0]), verifyMs: median(times[1]) });
     }
     return costs;
   } finally {
@@ -363,11 +373,11 @@ function concludeSpeculation(results: readonly CaseResult[], observed: SpecObser
   }
   const positions = 1 + config.speculativeTokens;
   const costRows = [
-    `| past positions | decode step (1 position) ms | verify step (${positions} positions) ms | verify ÷ decode |`,
-    '|---:|---:|---:|---:|',
-    ...stepCosts.map((c) => `| ${c.past} | ${c.decodeMs.toFixed(3)} | ${c.verifyMs.toFixed(3)} | ${(c.verifyMs / c.decodeMs).toFixed(2)}× |`),
+    `| past positions | decode step (1 position) ms | verify step (${positions} positions) ms | verify ÷ decode | pairs timed |`,
+    '|---:|---:|---:|---:|---:|',
+    ...stepCosts.map((c) => `| ${c.past} | ${c.decodeMs.toFixed(3)} | ${c.verifyMs.toFixed(3)} | ${(c.verifyMs / c.decodeMs).toFixed(2)}× | ${c.samples} |`),
   ];
-  const costNote = `verify step ÷ decode step on the runner alone (one sequence, ${positions} positions against 1, interleaved, medians of ${stepCosts[0]?.samples ?? 0}): ${stepCosts.map((c) => `${(c.verifyMs / c.decodeMs).toFixed(2)}× at ${c.past} past positions`).join(', ')}`;
+  const costNote = `verify step ÷ decode step on the runner alone (one sequence, ${positions} positions against 1, interleaved, medians): ${stepCosts.map((c) => `${(c.verifyMs / c.decodeMs).toFixed(2)}× at ${c.past} past positions (${c.samples} pairs)`).join(', ')}`;
   const markdown = `## Speculation off vs on\n\n${rows.join('\n')}\n\n## Verify step against decode step\n\n${costRows.join('\n')}\n`;
   return { metrics, notes: [`targets: ${verdicts.join('; ')}`, costNote], results: markdown };
 }

@@ -173,7 +173,7 @@ export class Scheduler {
       const out = sampled[i];
       const numDrafts = entry.numDraftTokens ?? 0;
       if (numDrafts > 0 && out) {
-        updates.push(this.applyVerified(state, numDrafts, out, timeMs, spec));
+        updates.push(this.applyVerified(state, entry.tokenIds.slice(entry.tokenIds.length - numDrafts), out, timeMs, spec));
         return;
       }
       state.numComputedTokens += entry.tokenIds.length;
@@ -185,14 +185,20 @@ export class Scheduler {
   }
 
   /**
-   * A checked proposal: `out` holds the proposals that held, then the target's own token. The fed
+   * A checked proposal: `out` holds the proposals that held, then the target's own token (none
+   * when the request's grammar ended on the last proposal that held). The fed
    * token and the accepted proposals are now computed KV; the rejected proposals' positions are
    * rolled back (KvCacheManager.truncate) before anything is published, so no cached block ever
    * holds one.
    */
-  private applyVerified(state: RequestState, numDrafts: number, out: SampledTokens, timeMs: number, spec: StepSpecTally): SequenceUpdate {
-    const numAccepted = out.tokenIds.length - 1;
-    if (numAccepted > numDrafts) throw new Error(`StepResult has ${out.tokenIds.length} tokens for request ${state.id}, which proposed ${numDrafts}`);
+  private applyVerified(state: RequestState, drafts: readonly number[], out: SampledTokens, timeMs: number, spec: StepSpecTally): SequenceUpdate {
+    const numDrafts = drafts.length;
+    if (out.tokenIds.length > numDrafts + 1) throw new Error(`StepResult has ${out.tokenIds.length} tokens for request ${state.id}, which proposed ${numDrafts}`);
+    // The proposals the tokens begin with: a rejected position's token never equals its proposal
+    // (the acceptance rule's residual excludes it), and a grammar that ended on an accepted
+    // proposal leaves no token after it.
+    let numAccepted = 0;
+    while (numAccepted < Math.min(numDrafts, out.tokenIds.length) && out.tokenIds[numAccepted] === drafts[numAccepted]) numAccepted++;
     spec.add(numDrafts, numAccepted);
     state.recordDraft(numDrafts, numAccepted);
     this.drafts?.verified(state, numDrafts, numAccepted);

@@ -10,7 +10,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { NgramSpeculativeConfig } from '../../../src/contracts/engine-messages.js';
 import { GREEDY_SAMPLING, type GenerateRequest, type SampledTokens, type SamplingParams, type StepPlan, type StepResult } from '../../../src/contracts/generate.js';
 import { proposeNgram } from '../../../src/engine-worker/ngram-proposer.js';
-import { acceptGreedy, MAX_DRAFT_BACKOFF_TOKENS, NgramDrafts } from '../../../src/engine-worker/spec-decode.js';
+import { acceptGreedy, type DraftSource, MAX_DRAFT_BACKOFF_TOKENS, NgramDrafts } from '../../../src/engine-worker/spec-decode.js';
 import { RequestState } from '../../../src/engine-worker/request-state.js';
 import { KvCacheManager } from '../../../src/kv-cache/kv-cache-manager.js';
 import { Sampler } from '../../../src/sampler/sampler.js';
@@ -276,6 +276,31 @@ describe('speculative decoding in the scheduler loop (property)', () => {
     );
     // Sampled rows copy less than greedy ones, yet proposals held (measured: 143 tokens).
     expect(accepted).toBeGreaterThan(50);
+  });
+
+  it('carries a draft’s q into the plan, refuses a q of another length, and counts a check that ends on a proposal', () => {
+    const uniform = () => new Float32Array(VOCAB).fill(1 / VOCAB);
+    let probs = [uniform(), uniform()];
+    const source: DraftSource = { propose: () => ({ tokens: [5, 6], probs }), verified: () => {} };
+    const h = harness({ numBlocks: 64, maxModelLen: MAX_MODEL_LEN, drafts: source });
+    const step = (tokens: Record<string, number[]>) => {
+      const plan = h.scheduler.schedule();
+      return { plan, output: h.scheduler.apply({ stepId: plan.stepId, sampled: Object.entries(tokens).map(([requestId, tokenIds]) => ({ requestId, tokenIds, logprobs: null })) }) };
+    };
+    h.scheduler.add(makeRequest('r', [1, 2, 3], { maxTokens: 10, stopTokenIds: [6] }));
+    step({ r: [4] });
+    const plan = h.scheduler.schedule();
+    expect(plan.scheduled[0]).toMatchObject({ tokenIds: [4, 5, 6], numDraftTokens: 2 });
+    expect(plan.scheduled[0]!.draftProbs).toBe(probs);
+    // Both proposals held and the second is a stop token (a grammar's end, say): no token follows it.
+    const output = h.scheduler.apply({ stepId: plan.stepId, sampled: [{ requestId: 'r', tokenIds: [5, 6], logprobs: null }] });
+    expect(output.specDecode).toMatchObject({ numDraftTokens: 2, numAcceptedTokens: 2, acceptedPerPosition: [1, 1] });
+    expect(output.updates[0]).toMatchObject({ newTokenIds: [5, 6], finishReason: 'stop' });
+
+    probs = [uniform()];
+    h.scheduler.add(makeRequest('s', [1, 2, 3]));
+    step({ s: [4] });
+    expect(() => h.scheduler.schedule()).toThrow("1 proposal distributions for request s's 2 proposals");
   });
 
   it('reports per-request acceptance in its updates and counts proposals in the token budget', () => {

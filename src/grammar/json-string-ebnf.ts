@@ -47,6 +47,8 @@ class Rewriter {
       else if (counted) this.copy(counted[0].length);
       else if (/[\s|()*+?]/.test(c)) this.copy(1);
       else if (c === '"' || c === '[') this.terminal(c);
+      // Only renaming, the rest of the dialect (a lookahead's `(= …)`, say) can stand as written.
+      else if (!this.inJsonString) this.copy(1);
       else throw new PatternUnsupported(`EBNF syntax at ${JSON.stringify(rest.slice(0, 12))}`);
     }
     return this.out;

@@ -11,8 +11,9 @@
 // own key order (layoutJson). A valid instance the strict grammar cannot express — one holding a
 // property its schema does not name where the schema is silent on additionalProperties, which
 // strict mode does not generate — is counted apart, not as a failure: it is the valid instance
-// that fails ajv once every object schema (named properties or type object) without
-// additionalProperties or patternProperties gets additionalProperties: false. A bare
+// that fails ajv once every object schema (any object keyword, or type object) without
+// additionalProperties gets additionalProperties: false (beside patternProperties too: the keys
+// no pattern matches are not generated either). A bare
 // {"type": "object"} is thus the empty object only, as the grammar generates it.
 
 import { Ajv } from 'ajv';
@@ -22,6 +23,7 @@ import { maskAllows } from '../../../src/contracts/token-mask.js';
 import type { TextTokenizer } from '../../../src/contracts/tokenizer.js';
 import type { GrammarEngine } from '../../../src/grammar/grammar-engine.js';
 import { layoutJson } from '../../../src/grammar/schema-grammar.js';
+import { OBJECT_KEYWORDS } from '../../../src/grammar/json-schema/schema-model.js';
 import type { MaskBenchSchema } from './data.js';
 
 type Json = Parameters<typeof layoutJson>[0];
@@ -57,8 +59,9 @@ export function strictSchema(schema: unknown): unknown {
   if (typeof schema !== 'object' || schema === null) return schema;
   const out: Record<string, unknown> = {};
   for (const [key, value] of Object.entries(schema)) out[key] = key === 'enum' || key === 'const' || key === 'examples' || key === 'default' ? value : strictSchema(value);
-  const objectSchema = 'properties' in out || out['type'] === 'object' || (Array.isArray(out['type']) && out['type'].includes('object'));
-  if (objectSchema && !('additionalProperties' in out) && !('patternProperties' in out) && !('unevaluatedProperties' in out)) out['additionalProperties'] = false;
+  // The grammar reads any object keyword as an object schema (propertyNames alone included).
+  const objectSchema = OBJECT_KEYWORDS.some((k) => k in out) || out['type'] === 'object' || (Array.isArray(out['type']) && out['type'].includes('object'));
+  if (objectSchema && !('additionalProperties' in out) && !('unevaluatedProperties' in out)) out['additionalProperties'] = false;
   return out;
 }
 

@@ -1,9 +1,11 @@
 // `object` schemas: the named properties in the schema's order (each optional one skippable),
 // then the further properties additionalProperties (or unevaluatedProperties: false) allows, with
-// keys other than the named ones; min/maxProperties where the properties already decide them. Pure.
+// keys other than the named ones; patternProperties and propertyNames as property-keys.ts writes
+// them; min/maxProperties where the properties already decide them. Pure.
 
 import { ebnfLiteral } from '../grammar-spec.js';
 import type { GrammarRules } from './grammar-rules.js';
+import { PropertyKeys } from './property-keys.js';
 import { isObject, type Json, pointer, type SchemaObject, SchemaUnsupported } from './schema-model.js';
 import type { Translation } from './translation.js';
 
@@ -15,11 +17,13 @@ export function objectSchema(t: Translation, node: SchemaObject, path: string): 
   else if (node['unevaluatedProperties'] !== undefined && node['unevaluatedProperties'] !== true && additional === undefined)
     throw new SchemaUnsupported('unevaluatedProperties', pointer(path, 'unevaluatedProperties'), 'is translated only as false');
   const extraSchema: Json = additional === undefined ? t.options.absentAdditionalProperties === 'allow' : additional;
+  const keys = PropertyKeys.of(node, path, extraSchema === false);
   const extraBody = t.schema(extraSchema, pointer(path, 'additionalProperties'));
-  // Named properties, then required names only additionalProperties covers (they must appear).
+  // Named properties, then required names only additionalProperties or patternProperties cover (they must appear).
   const named: { name: string; body: string; required: boolean }[] = [];
   for (const [name, schema] of Object.entries(properties)) {
-    const body = t.schema(schema, pointer(path, 'properties', name));
+    const patterns = keys.patternSchemas(name);
+    const body = keys.allows(name) ? t.schema(patterns.length === 0 ? schema : { allOf: [schema, ...patterns] }, pointer(path, 'properties', name)) : null;
     if (body === null) {
       if (required.has(name)) return null;
       continue;
@@ -28,27 +32,31 @@ export function objectSchema(t: Translation, node: SchemaObject, path: string): 
   }
   for (const name of required) {
     if (Object.hasOwn(properties, name)) continue;
-    if (extraBody === null) return null;
-    named.push({ name, body: extraBody, required: true });
+    const patterns = keys.patternSchemas(name);
+    const body = !keys.allows(name) ? null : patterns.length === 0 ? extraBody : t.schema({ allOf: patterns }, pointer(path, 'patternProperties'));
+    if (body === null) return null;
+    named.push({ name, body, required: true });
   }
+  const names = named.map((p) => p.name);
+  const otherKeys = keys.otherKeys(t.rules, names, extraBody !== null);
+  const otherSchema = keys.otherValueSchema();
+  const otherBody = otherSchema === undefined ? extraBody : t.schema(otherSchema, pointer(path, 'patternProperties'));
+  const extra =
+    otherKeys === undefined
+      ? extraBody === null
+        ? null
+        : t.rules.share('extra_member', `${extraKey(t.rules, names)} ": " ${extraBody}`)
+      : otherKeys === null || otherBody === null
+        ? null
+        : t.rules.share('extra_member', `${otherKeys} ": " ${otherBody}`);
   const requiredCount = named.filter((p) => p.required).length;
   const minProperties = typeof node['minProperties'] === 'number' ? node['minProperties'] : 0;
   const maxProperties = typeof node['maxProperties'] === 'number' ? node['maxProperties'] : null;
   if (minProperties > requiredCount) throw new SchemaUnsupported('minProperties', pointer(path, 'minProperties'), 'is translated only when the required properties already meet it');
-  if (maxProperties !== null && (extraBody !== null || named.length > maxProperties)) {
+  if (maxProperties !== null && (extra !== null || named.length > maxProperties)) {
     if (maxProperties < requiredCount) return null;
     throw new SchemaUnsupported('maxProperties', pointer(path, 'maxProperties'), 'is translated only when the schema cannot have more properties anyway');
   }
-  const extra =
-    extraBody === null
-      ? null
-      : t.rules.share(
-          'extra_member',
-          `${extraKey(
-            t.rules,
-            named.map((p) => p.name),
-          )} ": " ${extraBody}`,
-        );
   // members(i, first): the members from the i-th named property on; first: no comma before the next one.
   const memo = new Map<string, string>();
   const members = (i: number, first: boolean): string => {

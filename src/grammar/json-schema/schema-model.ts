@@ -66,15 +66,13 @@ export const REFUSED: Readonly<Record<string, string>> = {
   dependentSchemas: 'schemas that depend on a property being present are not translated',
   dependencies: 'schemas that depend on a property being present are not translated',
   dependentRequired: 'properties required by the presence of others are not translated',
-  patternProperties: 'property names matched by pattern are not translated',
-  propertyNames: 'constraints on property names are not translated',
   contains: 'arrays that must contain a matching item are not translated',
   unevaluatedItems: 'unevaluated items are not translated',
   $dynamicRef: 'dynamic references are not translated',
   $recursiveRef: 'recursive references are not translated',
 };
 
-export const OBJECT_KEYWORDS = ['properties', 'required', 'additionalProperties', 'minProperties', 'maxProperties', 'unevaluatedProperties'];
+export const OBJECT_KEYWORDS = ['properties', 'required', 'additionalProperties', 'patternProperties', 'propertyNames', 'minProperties', 'maxProperties', 'unevaluatedProperties'];
 export const ARRAY_KEYWORDS = ['items', 'prefixItems', 'additionalItems', 'minItems', 'maxItems', 'uniqueItems'];
 export const STRING_KEYWORDS = ['minLength', 'maxLength', 'pattern', 'format'];
 export const NUMBER_KEYWORDS = ['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum', 'multipleOf'];

@@ -123,7 +123,7 @@ describe('schema grammar', () => {
     [{ type: 'array', uniqueItems: true }, 'uniqueItems', '#/uniqueItems'],
     [{ type: 'number', multipleOf: 0.5 }, 'multipleOf', '#/multipleOf'],
     [{ oneOf: [{ type: 'string' }, { type: 'string', minLength: 1 }] }, 'oneOf', '#/oneOf'],
-    [{ type: 'object', patternProperties: { '^x': {} } }, 'patternProperties', '#/patternProperties'],
+    [{ type: 'object', patternProperties: { '^x': {} }, additionalProperties: true }, 'patternProperties', '#/patternProperties'],
   ])('%j is refused naming %s at %s', (schema, keyword, path) => {
     try {
       schemaGrammar(schema, { absentAdditionalProperties: 'forbid' });

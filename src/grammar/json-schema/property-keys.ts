@@ -1,0 +1,135 @@
+// What `patternProperties` and `propertyNames` say about an object's keys, for object-schema.ts:
+// which named properties may appear (propertyNames), what else a named property's value must meet
+// (the patternProperties whose pattern its name matches — both hold, as allOf), and the grammar
+// for the keys besides the named ones — a pattern's keys except the named ones, written exactly
+// with regex derivatives (regex-derivative.ts). What a grammar cannot state exactly is refused:
+// additionalProperties other than false beside patternProperties (the keys no pattern matches
+// would need the patterns' complement), patterns whose schemas differ (a key both match would
+// need both), and propertyNames other than a pattern. Pure.
+
+import { derivative, matchesNothing, nullable, startingOutside } from '../regex-derivative.js';
+import { jsonCharSet, PatternUnsupported, patternLanguage, type RegexNode, regexEbnf } from '../regex-grammar.js';
+import type { GrammarRules } from './grammar-rules.js';
+import { ANNOTATIONS, isObject, type Json, pointer, SchemaUnsupported, type SchemaObject } from './schema-model.js';
+
+interface KeyPattern {
+  readonly source: string;
+  /** As ajv tests a name (ECMAScript, the u flag). */
+  readonly test: RegExp;
+  readonly language: RegexNode;
+}
+
+function keyPattern(source: string, keyword: string, path: string): KeyPattern {
+  try {
+    return { source, test: new RegExp(source, 'u'), language: patternLanguage(source) };
+  } catch (error) {
+    if (error instanceof PatternUnsupported || error instanceof SyntaxError) throw new SchemaUnsupported(keyword, path, error.message);
+    throw error;
+  }
+}
+
+export class PropertyKeys {
+  private constructor(
+    private readonly patterns: readonly (KeyPattern & { readonly schema: Json })[],
+    private readonly names: KeyPattern | null,
+    private readonly path: string,
+  ) {}
+
+  /** The keywords of an object schema; `additionalIsFalse`: no key beyond the named and pattern ones. */
+  static of(node: SchemaObject, path: string, additionalIsFalse: boolean): PropertyKeys {
+    const patterns: (KeyPattern & { schema: Json })[] = [];
+    const given = node['patternProperties'];
+    if (given !== undefined) {
+      if (!isObject(given)) throw new SchemaUnsupported('patternProperties', pointer(path, 'patternProperties'), 'is not an object');
+      for (const [source, schema] of Object.entries(given)) patterns.push({ ...keyPattern(source, 'patternProperties', pointer(path, 'patternProperties', source)), schema });
+      if (patterns.length > 0 && !additionalIsFalse)
+        throw new SchemaUnsupported('patternProperties', pointer(path, 'patternProperties'), 'is translated only beside additionalProperties: false (the keys no pattern matches cannot be written)');
+      const first = JSON.stringify(patterns[0]?.schema);
+      if (patterns.some((p) => JSON.stringify(p.schema) !== first))
+        throw new SchemaUnsupported('patternProperties', pointer(path, 'patternProperties'), 'patterns with different schemas are not translated (a key both match must meet both)');
+    }
+    return new PropertyKeys(patterns, PropertyKeys.namesPattern(node, path, patterns.length > 0), path);
+  }
+
+  private static namesPattern(node: SchemaObject, path: string, withPatterns: boolean): KeyPattern | null {
+    const names = node['propertyNames'];
+    if (names === undefined || names === true) return null;
+    const where = pointer(path, 'propertyNames');
+    const constraining = isObject(names) ? Object.keys(names).filter((k) => !ANNOTATIONS.has(k) && !(k === 'type' && names[k] === 'string')) : [];
+    if (!isObject(names) || constraining.length !== 1 || typeof names['pattern'] !== 'string') throw new SchemaUnsupported('propertyNames', where, 'is translated only as a pattern');
+    if (withPatterns) throw new SchemaUnsupported('propertyNames', where, 'is not translated beside patternProperties');
+    return keyPattern(names['pattern'], 'propertyNames', pointer(where, 'pattern'));
+  }
+
+  /** Whether propertyNames lets a property of this name appear. */
+  allows(name: string): boolean {
+    return this.names === null || this.names.test.test(name);
+  }
+
+  /** The schemas of the patterns a name matches: its value must meet each of them too. */
+  patternSchemas(name: string): Json[] {
+    return this.patterns.filter((p) => p.test.test(name)).map((p) => p.schema);
+  }
+
+  /**
+   * The keys besides `named` that may appear, with quotes, or null for none; undefined when these
+   * keywords say nothing about them (the caller's additionalProperties rule stands).
+   */
+  otherKeys(rules: GrammarRules, named: readonly string[], anyOtherKey: boolean): string | null | undefined {
+    if (this.patterns.length > 0) {
+      const language: RegexNode = this.patterns.length === 1 ? this.patterns[0]!.language : { t: 'alt', options: this.patterns.map((p) => p.language) };
+      return this.keysExcept(rules, language, named, 'patternProperties');
+    }
+    if (this.names !== null && anyOtherKey) return this.keysExcept(rules, this.names.language, named, 'propertyNames');
+    return undefined;
+  }
+
+  /** The value schema of the keys otherKeys() writes (the patterns share one schema). */
+  otherValueSchema(): Json | undefined {
+    return this.patterns[0]?.schema;
+  }
+
+  private keysExcept(rules: GrammarRules, language: RegexNode, named: readonly string[], keyword: string): string | null {
+    try {
+      return keysExcept(rules, language, named);
+    } catch (error) {
+      if (error instanceof PatternUnsupported) throw new SchemaUnsupported(keyword, pointer(this.path, keyword), error.message);
+      throw error;
+    }
+  }
+}
+
+/** A key (with its quotes) in the language but none of the names: a trie of the names, the language's derivative at each step. */
+function keysExcept(rules: GrammarRules, language: RegexNode, names: readonly string[]): string | null {
+  type TrieNode = { end: boolean; children: Map<number, TrieNode> };
+  const trie: TrieNode = { end: false, children: new Map() };
+  for (const name of names) {
+    let at = trie;
+    for (const ch of name) {
+      const code = ch.codePointAt(0)!;
+      let next = at.children.get(code);
+      if (!next) at.children.set(code, (next = { end: false, children: new Map() }));
+      at = next;
+    }
+    at.end = true;
+  }
+  const walk = (node: TrieNode, rest: RegexNode): string | null => {
+    const parts: string[] = [];
+    if (!node.end && nullable(rest)) parts.push('"\\""');
+    for (const [code, child] of node.children) {
+      const after = derivative(rest, code);
+      if (matchesNothing(after)) continue;
+      const tail = walk(child, after);
+      if (tail !== null) parts.push(`${jsonCharSet([[code, code]])} ${tail}`);
+    }
+    const others = startingOutside(
+      rest,
+      [...node.children.keys()].map((code) => [code, code] as const),
+    );
+    const othersText = matchesNothing(others) ? null : regexEbnf(others);
+    if (othersText !== null) parts.push(`${othersText} "\\""`);
+    return parts.length === 0 ? null : rules.share('pattern_key', parts.join(' | '));
+  };
+  const body = walk(trie, language);
+  return body === null ? null : `"\\"" ${body}`;
+}

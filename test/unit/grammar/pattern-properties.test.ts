@@ -1,0 +1,106 @@
+// patternProperties and propertyNames through the schema grammar, labelled by ajv: a key a pattern
+// matches takes that pattern's schema, a named property whose name a pattern matches meets both
+// schemas, no named key is written twice, and propertyNames keeps out the names its pattern does
+// not match. What the grammar cannot state exactly is refused naming the keyword.
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import { describe, expect, it } from 'vitest';
+import { layoutJson, SchemaUnsupported, schemaGrammar } from '../../../src/grammar/schema-grammar.js';
+import { loadXGrammar } from '../../../src/grammar/xgrammar-module.js';
+
+type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+
+const xgrammar = loadXGrammar();
+const ajv = new Ajv2020({ strict: false });
+
+async function acceptsText(schema: object, text: string): Promise<boolean> {
+  const grammar = await xgrammar.api.Grammar.fromEBNF(schemaGrammar(schema, { absentAdditionalProperties: 'forbid' }));
+  try {
+    return await xgrammar.api.Testings.isGrammarAcceptString(grammar, text);
+  } finally {
+    grammar.dispose();
+  }
+}
+
+const CASES: [string, object, Json[], Json[]][] = [
+  [
+    'keys by pattern only',
+    { type: 'object', patternProperties: { '^x-': { type: 'integer' } }, additionalProperties: false },
+    [{}, { 'x-a': 1 }, { 'x-a': 1, 'x-bc': 2 }, { 'x-': 0 }],
+    [{ y: 1 }, { 'x-a': 'one' }, { 'X-a': 1 }],
+  ],
+  [
+    'a named property a pattern matches meets both schemas',
+    { type: 'object', properties: { 'x-id': { type: 'integer', minimum: 0 }, name: { type: 'string' } }, patternProperties: { '^x-': { type: 'integer', maximum: 10 } }, additionalProperties: false },
+    [{ 'x-id': 5 }, { 'x-id': 0, name: 'a' }, { name: 'a', 'x-q': 10 }, { 'x-id': 10, name: 'b', 'x-i': 3, 'x-idd': 4 }],
+    [{ 'x-id': 11 }, { 'x-id': -1 }, { 'x-q': 11 }, { name: 1 }, { other: 1 }],
+  ],
+  [
+    'an unanchored pattern around a named property',
+    { type: 'object', properties: { id: { type: 'string' } }, patternProperties: { id: { type: 'string' } }, additionalProperties: false },
+    [{ id: 'a' }, { id: 'a', xid: 'b', identity: 'c' }, { idx: 'd' }],
+    [{ id: 1 }, { id: 'a', x: 'b' }, { i: 'b' }],
+  ],
+  [
+    'required names only patterns cover',
+    { type: 'object', patternProperties: { '^[a-z]+$': { type: 'boolean' } }, required: ['ok'], additionalProperties: false },
+    [{ ok: true }, { ok: false, more: true }],
+    [{}, { ok: 1 }, { more: true }],
+  ],
+  [
+    'keys with escapes and non-ASCII characters',
+    { type: 'object', patternProperties: { '^(a"|é)': { type: 'null' } }, additionalProperties: false },
+    [{ 'a"': null }, { 'a"b\n': null }, { é: null, éé: null }],
+    [{ a: null }, { 'b"': null }, { é: 1 }],
+  ],
+  [
+    'propertyNames as a pattern, other keys by additionalProperties',
+    { type: 'object', propertyNames: { pattern: '^[a-z]+$' }, additionalProperties: { type: 'integer' } },
+    [{}, { a: 1, bc: 2 }],
+    [{ A: 1 }, { a1: 1 }, { a: 'x' }],
+  ],
+  [
+    'propertyNames keeps out a named property',
+    { type: 'object', properties: { Name: { type: 'string' }, ok: { type: 'integer' } }, propertyNames: { type: 'string', pattern: '^[a-z]+$' }, additionalProperties: { type: 'boolean' } },
+    [{ ok: 1 }, { ok: 1, z: true }, { zz: false }],
+    [{ Name: 'x' }, { ok: 1, Z: true }, { ok: 1, z: 1 }],
+  ],
+];
+
+describe('patternProperties and propertyNames', () => {
+  it.each(CASES)('%s: valid instances accepted, invalid refused (ajv agrees)', async (_, schema, valid, invalid) => {
+    const validate = ajv.compile(schema);
+    for (const value of valid) {
+      expect(validate(value), `ajv: ${JSON.stringify(value)} valid`).toBe(true);
+      expect(await acceptsText(schema, layoutJson(value)), `grammar accepts ${JSON.stringify(value)}`).toBe(true);
+    }
+    for (const value of invalid) {
+      expect(validate(value), `ajv: ${JSON.stringify(value)} invalid`).toBe(false);
+      expect(await acceptsText(schema, layoutJson(value)), `grammar refuses ${JSON.stringify(value)}`).toBe(false);
+    }
+  });
+
+  it('never writes a named key a second time as a pattern key', async () => {
+    const schema = { type: 'object', properties: { 'x-id': { type: 'integer' } }, patternProperties: { '^x-': { type: 'integer' } }, additionalProperties: false };
+    expect(await acceptsText(schema, '{"x-id": 1, "x-idx": 2}')).toBe(true);
+    expect(await acceptsText(schema, '{"x-id": 1, "x-id": 2}')).toBe(false);
+    expect(await acceptsText(schema, '{"x-a": 1, "x-a": 2}')).toBe(true);
+  });
+
+  it.each([
+    [{ type: 'object', patternProperties: { '^x': {} } }, 'patternProperties', '#/patternProperties'],
+    [{ type: 'object', patternProperties: { '^x': {} }, additionalProperties: true }, 'patternProperties', '#/patternProperties'],
+    [{ type: 'object', patternProperties: { '^x': { type: 'integer' }, '^y': { type: 'string' } }, additionalProperties: false }, 'patternProperties', '#/patternProperties'],
+    [{ type: 'object', patternProperties: { '(a)\\1': {} }, additionalProperties: false }, 'patternProperties', '#/patternProperties/(a)\\1'],
+    [{ type: 'object', propertyNames: { maxLength: 3 } }, 'propertyNames', '#/propertyNames'],
+    [{ type: 'object', propertyNames: { pattern: '^a' }, patternProperties: { '^a': {} }, additionalProperties: false }, 'propertyNames', '#/propertyNames'],
+  ])('%j is refused naming %s at %s', (schema, keyword, path) => {
+    try {
+      schemaGrammar(schema, { absentAdditionalProperties: 'allow' });
+      expect.fail('translated');
+    } catch (error) {
+      expect(error).toBeInstanceOf(SchemaUnsupported);
+      expect((error as SchemaUnsupported).keyword).toBe(keyword);
+      expect((error as SchemaUnsupported).path).toBe(path);
+    }
+  });
+});

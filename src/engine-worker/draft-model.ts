@@ -54,6 +54,12 @@ export interface DraftModelSettings {
   readonly numSpeculativeTokens: number;
   /** The target's context length: no proposal reaches past it. */
   readonly maxModelLen: number;
+  /**
+   * Tokens the first pass of a step may feed across sequences to catch the draft up (the target's
+   * max_num_batched_tokens): a long prompt new to the draft is fed in chunks over several steps,
+   * proposing once caught up, so it never makes one step's draft pass a whole prefill.
+   */
+  readonly maxCatchUpTokens: number;
   /** Ids the target may sample (the tokenizer's): the draft proposes none above them. */
   readonly sampleableVocab: number;
 }
@@ -69,8 +75,10 @@ interface DraftSequence {
 interface Row {
   readonly state: Readonly<RequestState>;
   readonly sequence: DraftSequence;
-  /** Proposals this sequence makes this step. */
+  /** Proposals this sequence makes this step: 0 while it only catches up (a chunk of a long prompt). */
   readonly numProposals: number;
+  /** Tokens the first pass feeds: those the draft has not seen, or a chunk of them. */
+  readonly feed: number;
   readonly proposals: number[];
   /** The row's sampling inputs before its first proposal; null for a plain greedy row (its token is the draft's greedy head's). */
   readonly context: SamplerRow | null;
@@ -107,10 +115,17 @@ export class DraftModelProposer implements DraftSource {
    */
   async prepare(running: readonly Readonly<RequestState>[]): Promise<void> {
     this.proposals.clear();
+    const candidates = running.filter((state) => state.status === 'running' && state.numTokens - state.numComputedTokens === 1 && this.policy.allows(state, running.length));
+    const unseen = new Map(candidates.map((state) => [state, state.numTokens - this.keptPrefix(state)]));
+    // Short catch-ups (a sequence's tokens accepted last step) first: a long prompt's catch-up never costs the others their proposals.
+    candidates.sort((a, b) => unseen.get(a)! - unseen.get(b)!);
     const rows: Row[] = [];
-    for (const state of running) {
-      const row = this.rowFor(state, running.length);
-      if (row) rows.push(row);
+    let budget = this.settings.maxCatchUpTokens;
+    for (const state of candidates) {
+      const row = budget > 0 ? this.rowFor(state, budget) : null;
+      if (!row) continue;
+      rows.push(row);
+      budget -= row.feed;
     }
     if (rows.length === 0) return;
     // Pass 1 catches each sequence up to the target's tokens; pass i > 1 feeds proposal i − 1.
@@ -119,26 +134,43 @@ export class DraftModelProposer implements DraftSource {
       await this.pass(feeding, pass);
       feeding = feeding.filter((row) => row.proposals.length < row.numProposals);
     }
-    for (const row of rows) this.proposals.set(row.state.id, row.probs.length > 0 ? { tokens: row.proposals, probs: row.probs } : { tokens: row.proposals });
+    for (const row of rows) {
+      if (row.proposals.length > 0) this.proposals.set(row.state.id, row.probs.length > 0 ? { tokens: row.proposals, probs: row.probs } : { tokens: row.proposals });
+    }
   }
 
-  /** The sequence's row for this step, its draft KV rolled back and its blocks taken; null when it does not propose. */
-  private rowFor(state: Readonly<RequestState>, numRunning: number): Row | null {
-    if (state.status !== 'running' || state.numTokens - state.numComputedTokens !== 1 || !this.policy.allows(state, numRunning)) return null;
+  /**
+   * How many of the sequence's tokens the draft's KV holds that the target kept: what it computed
+   * up to the first token the target does not have (last step's rejected proposals). The target's
+   * last token is never among them (nothing has computed it), so a sequence always feeds one.
+   */
+  private keptPrefix(state: Readonly<RequestState>): number {
+    const seen = this.sequences.get(state.id)?.tokens ?? [];
+    const target = state.tokenIds;
+    const limit = Math.min(seen.length, target.length - 1);
+    let kept = 0;
+    while (kept < limit && seen[kept] === target[kept]) kept++;
+    return kept;
+  }
+
+  /**
+   * The sequence's row for this step, its draft KV rolled back to what the target kept and its
+   * blocks taken, feeding at most `budget` tokens first (fewer than it has not seen: it only
+   * catches up this step); null when it does not propose or the draft's pool cannot hold it.
+   */
+  private rowFor(state: Readonly<RequestState>, budget: number): Row | null {
     // The target's own token follows the proposals, within max_tokens and the context.
     const remaining = Math.min(state.request.stop.maxTokens - state.numOutputTokens, this.settings.maxModelLen - state.numTokens);
-    const numProposals = Math.min(this.settings.numSpeculativeTokens, remaining - 1);
-    if (numProposals < 1) return null;
+    const numWanted = Math.min(this.settings.numSpeculativeTokens, remaining - 1);
+    if (numWanted < 1) return null;
     const sequence = this.sequences.get(state.id) ?? { tokens: [], isNew: true };
     const target = state.tokenIds;
-    // What the draft computed and the target kept: the rest (rejected proposals) is rolled back.
-    // The target's last token is never in the draft's KV (nothing has computed it), so it is always fed.
-    let valid = 0;
-    const limit = Math.min(sequence.tokens.length, target.length - 1);
-    while (valid < limit && sequence.tokens[valid] === target[valid]) valid++;
+    const valid = this.keptPrefix(state);
     sequence.tokens.length = valid;
-    // The KV the passes write: the target's tokens, then every proposal but the last.
-    const numPositions = target.length + numProposals - 1;
+    const feed = Math.min(target.length - valid, budget);
+    const numProposals = valid + feed === target.length ? numWanted : 0;
+    // The KV the passes write: the target's tokens (or a chunk of them), then every proposal but the last.
+    const numPositions = numProposals > 0 ? target.length + numProposals - 1 : valid + feed;
     if (this.kv.has(state.id)) {
       this.kv.truncate(state.id, valid);
       if (!this.kv.allocate(state.id, numPositions)) return null;
@@ -146,7 +178,7 @@ export class DraftModelProposer implements DraftSource {
       return null;
     }
     this.sequences.set(state.id, sequence);
-    return { state, sequence, numProposals, proposals: [], context: this.samplingContext(state), probs: [] };
+    return { state, sequence, numProposals, feed, proposals: [], context: this.samplingContext(state), probs: [] };
   }
 
   /** The row's sampling inputs as the engine gives them to the target's sampler; null where its token is the plain argmax. */
@@ -162,10 +194,10 @@ export class DraftModelProposer implements DraftSource {
   /** One batched forward pass of the draft: appends each row's next proposal (and its q, for a sampled row). */
   private async pass(rows: readonly Row[], pass: number): Promise<void> {
     let numScheduledTokens = 0;
-    const scheduled = rows.map(({ state, sequence, proposals }): ScheduledRequest => {
+    const scheduled = rows.map(({ state, sequence, proposals, feed, numProposals }): ScheduledRequest => {
       const start = sequence.tokens.length;
-      const tokenIds = pass === 0 ? state.tokenIds.slice(start) : [proposals[proposals.length - 1]!];
-      const entry: ScheduledRequest = { requestId: state.id, tokenIds, numComputedTokens: start, blockTable: [...this.kv.blockTable(state.id)], sample: true, isNew: sequence.isNew };
+      const tokenIds = pass === 0 ? state.tokenIds.slice(start, start + feed) : [proposals[proposals.length - 1]!];
+      const entry: ScheduledRequest = { requestId: state.id, tokenIds, numComputedTokens: start, blockTable: [...this.kv.blockTable(state.id)], sample: numProposals > 0, isNew: sequence.isNew };
       sequence.isNew = false;
       sequence.tokens.push(...tokenIds);
       numScheduledTokens += tokenIds.length;
@@ -174,15 +206,16 @@ export class DraftModelProposer implements DraftSource {
     const plan: StepPlan = { stepId: this.nextStepId++, scheduled, numScheduledTokens, releasedRequestIds: this.released, blocksToCopy: [] };
     this.released = [];
     const { sampleableVocab } = this.settings;
+    const proposing = rows.filter((row) => row.numProposals > 0);
     // Plain greedy rows only: the draft's greedy head gives their tokens without the logits.
-    if (this.runner.executeGreedy && rows.every((row) => !row.context)) {
+    if (this.runner.executeGreedy && proposing.every((row) => !row.context)) {
       const tokens = await this.runner.executeGreedy(plan, sampleableVocab);
-      for (const row of rows) row.proposals.push(tokens.get(row.state.id)!.at(-1)!);
+      for (const row of proposing) row.proposals.push(tokens.get(row.state.id)!.at(-1)!);
       return;
     }
     const logits = await this.runner.execute(plan);
     const { vocabSize } = this.runner.info.shape;
-    for (const row of rows) {
+    for (const row of proposing) {
       const last = lastLogitsRow(logits.get(row.state.id)!, vocabSize);
       if (!row.context) {
         row.proposals.push(argmax(last, Math.min(sampleableVocab, vocabSize)));

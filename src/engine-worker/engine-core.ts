@@ -149,7 +149,7 @@ export class EngineCore {
     );
     return new DraftModelProposer(
       draftRunner,
-      { numSpeculativeTokens: spec.numSpeculativeTokens, maxModelLen: config.maxModelLen, sampleableVocab: sampler.sampleableVocab },
+      { numSpeculativeTokens: spec.numSpeculativeTokens, maxModelLen: config.maxModelLen, maxCatchUpTokens: config.maxNumBatchedTokens, sampleableVocab: sampler.sampleableVocab },
       new ProposalGate(spec.disableByBatchSize),
     );
   }

@@ -155,6 +155,30 @@ describe('draft-model speculation', () => {
     expect(first.tokens.get('penalised')).toEqual(plain.tokens.get('penalised'));
   }, 120_000);
 
+  it('catches the draft up on a long prompt in chunks of max_num_batched_tokens, proposing once caught up', async () => {
+    const target = join(ONNX, 'model_paged.segments');
+    const engine = await openEngine({ target, draft: target, maxNumBatchedTokens: 8 });
+    try {
+      engine.add(request('long', promptTokens(5, 40), MAX_TOKENS));
+      const tokens: number[] = [];
+      const perStep: number[] = [];
+      while (engine.hasWork()) {
+        const output = await engine.step();
+        engine.checkIntegrity();
+        for (const u of output.updates) {
+          tokens.push(...u.newTokenIds);
+          perStep.push(u.newTokenIds.length);
+        }
+      }
+      expect(tokens).toEqual(await reference(5, 40));
+      // The first token, then five decode steps of one token each while the draft takes in 41 tokens at 8 a step, then proposals.
+      expect(perStep.slice(0, 6)).toEqual([1, 1, 1, 1, 1, 1]);
+      expect(Math.max(...perStep)).toBeGreaterThan(1);
+    } finally {
+      await engine.release();
+    }
+  });
+
   it('is off with a past_key_values target, and opens no draft runner', async () => {
     const lines: string[] = [];
     const engine = await openEngine({ target: join(ONNX, 'model.onnx'), draft: join(ONNX, 'model_paged.segments') }, (line) => lines.push(line));

@@ -2,7 +2,8 @@
 // Responses API, against the real server: generateText and streamText on plain text, an object
 // under a zod schema (text.format json_schema), tools under toolChoice required / named with
 // schema-valid input, and a tool loop whose second step sends the call and its result back
-// (function_call / function_call_output, or item_reference to the stored call). Every request
+// (function_call / function_call_output, or item_reference to the stored call); a custom tool
+// (openai.tools.customTool) whose regex every sampled input holds to. Every request
 // is recorded on the wire with its status, so a refusal would show its body.
 import { createOpenAI } from '@ai-sdk/openai';
 import { generateText, Output, stepCountIs, streamText, tool } from 'ai';
@@ -139,5 +140,33 @@ describe('tools', () => {
     expect(input.at(-1)).toEqual({ type: 'function_call_output', call_id: call!.toolCallId, output: '{"ok":true}' });
     // The history reached the prompt: the second step's prompt is the longer by the call and its result.
     expect(result.steps[1]!.usage.inputTokens).toBeGreaterThan(result.steps[0]!.usage.inputTokens! + 10);
+  });
+});
+
+describe('custom tools (openai.tools.customTool)', () => {
+  it('toolChoice required and the tool named: every call input holds to its regex (temperature 1)', async () => {
+    const ticket = conveyor.tools.customTool({ name: 'ticket', description: 'Files a ticket id.', format: { type: 'grammar', syntax: 'regex', definition: '[A-Z]{2,3}-[0-9]{1,4}' } });
+    for (const toolChoice of ['required', { type: 'tool', toolName: 'ticket' }] as const) {
+      for (let sample = 0; sample < 4; sample++) {
+        // One call (the Responses API takes no seed, so each run samples afresh): it always ends well within the tokens.
+        const result = await generateText({
+          model: conveyor('qwen3'),
+          tools: { ticket },
+          toolChoice,
+          prompt: 'File it.',
+          maxOutputTokens: 60,
+          temperature: 1,
+          providerOptions: { openai: { parallelToolCalls: false } },
+          maxRetries: 0,
+        });
+        expect(lastAccepted()).toMatchObject({ tools: [{ type: 'custom', name: 'ticket' }], tool_choice: toolChoice === 'required' ? 'required' : { type: 'custom', name: 'ticket' } });
+        expect(result.finishReason).toBe('tool-calls');
+        expect(result.toolCalls.length).toBeGreaterThan(0);
+        for (const call of result.toolCalls) {
+          expect(call.toolName).toBe('ticket');
+          expect(call.input).toMatch(/^[A-Z]{2,3}-[0-9]{1,4}$/);
+        }
+      }
+    }
   });
 });

@@ -164,9 +164,12 @@ async function speculativeConfigOf(config: ModelConfig, versionDir: string, toke
   const parsed = parseSpeculativeConfig(parameter(config, 'speculative_config'));
   if (parsed?.method !== 'draft_model') return parsed;
   if (!tokenizer.exists) throw invalidArg("parameter speculative_config: method draft_model needs the model's tokenizer.json, to check that the draft shares it");
-  const withPrecision = (precision: string | undefined): ModelConfig =>
-    precision === undefined ? config : { ...config, parameters: { ...config.parameters, precision: { string_value: precision } } };
-  return resolveDraftModel(parsed, { versionDir, tokenizerPath: tokenizer.path }, (root, precision) => llmModelFile(withPrecision(precision), root));
+  return resolveDraftModel(parsed, { versionDir, tokenizerPath: tokenizer.path }, (root, precision) => llmModelFile(withPrecision(config, precision), root));
+}
+
+/** `config` with its precision parameter set to `precision` (a draft model's file is chosen as the target's is, with the draft's precision); absent: as it is. */
+export function withPrecision(config: ModelConfig, precision: string | undefined): ModelConfig {
+  return precision === undefined ? config : { ...config, parameters: { ...config.parameters, precision: { string_value: precision } } };
 }
 
 /**

@@ -30,6 +30,20 @@ describe('estimateModelBytes', () => {
     expect(await estimateModelBytes(dir, fp32, 'llm')).toBe(4000 + DEFAULT_KV_CACHE_BYTES);
   });
 
+  it("an LLM with a draft model: the draft's weights too, and its KV pool (as many positions as the target's, at its own KV width)", async () => {
+    const dir = await modelDir({ '1/onnx/model_paged.onnx': 4000, 'draft/onnx/model_paged.onnx': 600, 'draft/onnx/model_paged_fp16.onnx': 300 });
+    const shape = (layers: number) => JSON.stringify({ num_hidden_layers: layers, num_attention_heads: 4, num_key_value_heads: 2, hidden_size: 64 });
+    await writeFile(join(dir, '1', 'config.json'), shape(4));
+    await writeFile(join(dir, 'draft', 'config.json'), shape(1));
+    const withDraft = (spec: object) =>
+      modelConfigFromJson(JSON.stringify({ name: 'llm', backend: 'llm', parameters: parameters({ kv_cache_bytes: '800', speculative_config: JSON.stringify(spec) }) }), 'llm');
+    expect(await estimateModelBytes(dir, withDraft({ method: 'draft_model', model: '../draft', num_speculative_tokens: 3 }), 'llm')).toBe(4000 + 800 + 600 + 200);
+    expect(await estimateModelBytes(dir, withDraft({ method: 'draft_model', model: join(dir, 'draft'), num_speculative_tokens: 3, quantization: 'fp16' }), 'llm')).toBe(4000 + 800 + 300 + 200);
+    // n-gram lookup, or a draft that is not there (its load then fails, naming it), adds nothing.
+    expect(await estimateModelBytes(dir, withDraft({ method: 'ngram', num_speculative_tokens: 3 }), 'llm')).toBe(4800);
+    expect(await estimateModelBytes(dir, withDraft({ method: 'draft_model', model: '../missing', num_speculative_tokens: 3 }), 'llm')).toBe(4800);
+  });
+
   it('a classic model: model.onnx in each version the policy serves, once per instance worker', async () => {
     const dir = await modelDir({ '1/model.onnx': 700, '2/model.onnx': 900, '2/model_fp16.onnx': 450 });
     const latest = modelConfigFromJson(JSON.stringify({ name: 'cnn', backend: 'onnxruntime', instance_group: [{ count: 1, kind: 'KIND_CPU' }] }), 'cnn');

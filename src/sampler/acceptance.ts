@@ -15,7 +15,11 @@
 //
 // A spread q (a sampling draft model, Draft.probs) needs p explicitly (Drawer.distribution) and
 // two uniforms of the position, from streams of their own (rng.ts, proposalKeys), so its
-// verdicts are a function of the request's seed, the position and the proposal.
+// verdicts are a function of the request's seed, the position and the proposal. Its output
+// follows p but is not the draw decoding without speculation makes, so a seeded request repeats
+// only where the same positions are checked (whether a step speculates depends on the batch:
+// disable_by_batch_size). Making it repeat too would take drafts drawn with the target's own
+// uniforms (a shared-noise coupling), which the draw's inverse-CDF walk does not give.
 //
 // Pure: distributions and uniforms in, a verdict out.
 

@@ -1,10 +1,11 @@
-// A Responses custom tool's `format: {type: "grammar", syntax: "lark"}` as the grammar engine's
+// A custom tool's `lark` grammar as the grammar engine's
 // EBNF, for the part of Lark that describes a language the engine can enforce exactly: rules
-// and terminals (`name: …`, `NAME: …`, `?name` / `!name` and priorities, which change the parse
-// tree, not the language), alternatives (also on `|` continuation lines), sequences, groups,
+// and terminals (`name: …`, `NAME: …`, `?name` / `!name`, priorities and `-> alias`, which change
+// the parse tree, not the language), alternatives (also on `|` continuation lines), sequences, groups,
 // `[optional]`, `* + ?`, `~ n` / `~ n..m`, "literals", "a".."z" ranges and /regex/ terminals
-// (classes, escapes, groups, alternation, quantifiers). What would change the language or needs
-// a parser the engine is not — %ignore, %import, %declare, templates, case-insensitive
+// (classes, escapes, groups, alternation, quantifiers), `%import common.NAME` for the common
+// terminals below, `//` and whole-line `#` comments. What would change the language or needs
+// a parser the engine is not — %ignore, other imports, %declare, templates, case-insensitive
 // literals, regex flags, lookaround, backreferences, anchors inside — is refused by name
 // (UnsupportedLark), never dropped. Pure.
 
@@ -20,13 +21,55 @@ const NAME = /^[?!]?([A-Za-z_][A-Za-z0-9_]*)(\.-?\d+)?\s*:/;
 /** Every Lark name gets a prefix, so none collides with the engine's `root`. */
 const ebnfName = (name: string): string => `l_${name}`;
 
+/**
+ * Lark's `common` terminals that a grammar may import, as Lark defines their languages (the
+ * names a grammar uses for newlines, spaces, digits, words and integers).
+ */
+const COMMON: Readonly<Record<string, string>> = {
+  LF: '/\\n/',
+  CR: '/\\r/',
+  NEWLINE: '(CR? LF)+',
+  WS_INLINE: '(" " | /\\t/)+',
+  WS: '/[ \\t\\f\\r\\n]/+',
+  DIGIT: '"0".."9"',
+  HEXDIGIT: '"a".."f" | "A".."F" | DIGIT',
+  INT: 'DIGIT+',
+  SIGNED_INT: '["+" | "-"] INT',
+  DECIMAL: 'INT "." INT? | "." INT',
+  LCASE_LETTER: '"a".."z"',
+  UCASE_LETTER: '"A".."Z"',
+  LETTER: 'UCASE_LETTER | LCASE_LETTER',
+  WORD: 'LETTER+',
+  CNAME: '("_" | LETTER) ("_" | LETTER | DIGIT)*',
+};
+
+/** `%import common.NAME` or `%import common (A, B)`: the common terminals named, with those they use. */
+function importCommon(line: string, rules: Map<string, string>): void {
+  const match = /^%import\s+common(?:\.([A-Z_]+)|\s*\(([A-Z_,\s]+)\))\s*$/.exec(line);
+  const names = match ? (match[1] ?? match[2]!).split(',').map((n) => n.trim()) : [];
+  if (names.length === 0 || names.some((n) => COMMON[n] === undefined)) {
+    throw new UnsupportedLark(`directive ${JSON.stringify(line)} (%import takes common.${Object.keys(COMMON).join(', common.')})`);
+  }
+  const add = (name: string): void => {
+    if (rules.has(name)) return;
+    rules.set(name, COMMON[name]!);
+    for (const used of COMMON[name]!.match(/\b[A-Z_]+\b/g) ?? []) if (COMMON[used] !== undefined) add(used);
+  };
+  for (const name of names) add(name);
+}
+
 /** The definition's rules, each `name → its expansion text` (continuation lines joined). */
 function splitRules(definition: string): Map<string, string> {
   const rules = new Map<string, string>();
+  const imports: string[] = [];
   let current: string | null = null;
   for (const raw of definition.split('\n')) {
     const line = stripComment(raw).trim();
-    if (line === '') continue;
+    if (line === '' || line.startsWith('#')) continue;
+    if (line.startsWith('%import')) {
+      imports.push(line);
+      continue;
+    }
     if (line.startsWith('%')) throw new UnsupportedLark(`directive ${line.split(/\s/)[0]}`);
     const head = NAME.exec(line);
     if (head) {
@@ -41,6 +84,8 @@ function splitRules(definition: string): Map<string, string> {
       throw new UnsupportedLark(`line ${JSON.stringify(line)}`);
     }
   }
+  // After the grammar's own rules, so a name it defines itself is its own.
+  for (const line of imports) importCommon(line, rules);
   return rules;
 }
 
@@ -100,7 +145,15 @@ class Expansion {
 
   private sequence(): string {
     const items: string[] = [];
-    for (this.space(); this.at < this.text.length && !'|)]'.includes(this.text[this.at]!); this.space()) items.push(this.item());
+    for (this.space(); this.at < this.text.length && !'|)]'.includes(this.text[this.at]!); this.space()) {
+      // `-> alias` names the alternative's tree node: nothing of the language.
+      const alias = /^->\s*[A-Za-z_][A-Za-z0-9_]*/.exec(this.text.slice(this.at));
+      if (alias) {
+        this.at += alias[0].length;
+        continue;
+      }
+      items.push(this.item());
+    }
     // An empty alternative matches the empty string.
     return items.length === 0 ? '""' : items.join(' ');
   }

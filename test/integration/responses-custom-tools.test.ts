@@ -274,7 +274,7 @@ describe('history and refusals', () => {
 
   it('refuses Lark the engine cannot enforce, naming the definition and the construct', async () => {
     for (const [definition, construct] of [
-      ['start: WORD\n%import common.WORD', '%import'],
+      ['start: ESCAPED_STRING\n%import common.ESCAPED_STRING', '%import'],
       ['start: "ls"i', 'case-insensitive'],
       ['start: /a(?=b)b/', 'lookaround'],
       ['start: x', 'undefined rule x'],

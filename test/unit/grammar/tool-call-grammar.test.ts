@@ -36,6 +36,19 @@ const custom = (name: string, input: string, key = 'parameters'): string => `{"n
 const block = (call: string): string => `<tool_call>\n${call}\n</tool_call>`;
 
 describe('tool calls grammar', () => {
+  it("a patch-like Lark input (common LF imported): its lines' newlines escaped inside the JSON string", async () => {
+    const patch = ['start: "*** Begin" LF edit+ "*** End" LF?', 'edit: "+ " /(\\S+)/ LF line* -> added', 'line: ">" /(.*)/ LF', '%import common.LF'].join('\n');
+    const calls: ToolCallsGrammar = {
+      framing: { kind: 'array', maxCalls: 1 },
+      argumentsKey: 'parameters',
+      tools: [{ kind: 'custom', name: 'patch', input: { kind: 'ebnf', grammar: larkToEbnf(patch) } }],
+    };
+    expect(await accepts(calls, `[${custom('patch', '*** Begin\n+ a.txt\n>say "hi"\n>\n*** End\n')}]`)).toBe(true);
+    expect(await accepts(calls, `[${custom('patch', '*** Begin\n+ a.txt\n*** End')}]`)).toBe(true);
+    expect(await accepts(calls, `[${custom('patch', '*** Begin\n*** End\n')}]`)).toBe(false);
+    expect(await accepts(calls, '[{"name": "patch", "parameters": {"input": "*** Begin\n+ a\n*** End"}}]')).toBe(false);
+  });
+
   it('a Lark input with any-character terminals and non-ASCII literals, escaped as JSON writes them', async () => {
     const calls: ToolCallsGrammar = {
       framing: { kind: 'array', maxCalls: 1 },

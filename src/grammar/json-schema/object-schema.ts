@@ -23,7 +23,7 @@ export function objectSchema(t: Translation, node: SchemaObject, path: string): 
   const named: { name: string; body: string; required: boolean }[] = [];
   for (const [name, schema] of Object.entries(properties)) {
     const patterns = keys.patternSchemas(name);
-    const body = keys.allows(name) ? t.schema(patterns.length === 0 ? schema : { allOf: [schema, ...patterns] }, pointer(path, 'properties', name)) : null;
+    const body = keys.allows(name) && !patterns.includes(false) ? t.schema(patterns.length === 0 ? schema : { allOf: [schema, ...patterns] }, pointer(path, 'properties', name)) : null;
     if (body === null) {
       if (required.has(name)) return null;
       continue;
@@ -33,7 +33,7 @@ export function objectSchema(t: Translation, node: SchemaObject, path: string): 
   for (const name of required) {
     if (Object.hasOwn(properties, name)) continue;
     const patterns = keys.patternSchemas(name);
-    const body = !keys.allows(name) ? null : patterns.length === 0 ? extraBody : t.schema({ allOf: patterns }, pointer(path, 'patternProperties'));
+    const body = !keys.allows(name) || patterns.includes(false) ? null : patterns.length === 0 ? extraBody : t.schema({ allOf: patterns }, pointer(path, 'patternProperties'));
     if (body === null) return null;
     named.push({ name, body, required: true });
   }

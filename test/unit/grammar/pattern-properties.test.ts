@@ -53,6 +53,12 @@ const CASES: [string, object, Json[], Json[]][] = [
     [{ a: null }, { 'b"': null }, { é: 1 }],
   ],
   [
+    'a pattern whose schema is false keeps out the named properties it matches',
+    { type: 'object', properties: { 'x-a': { type: 'integer' }, b: { type: 'integer' } }, patternProperties: { '^x-': false }, additionalProperties: false },
+    [{}, { b: 1 }],
+    [{ 'x-a': 1 }, { b: 1, 'x-c': 2 }],
+  ],
+  [
     'propertyNames as a pattern, other keys by additionalProperties',
     { type: 'object', propertyNames: { pattern: '^[a-z]+$' }, additionalProperties: { type: 'integer' } },
     [{}, { a: 1, bc: 2 }],

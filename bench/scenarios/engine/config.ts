@@ -51,6 +51,8 @@ export interface EngineBenchConfig {
   readonly disableByBatchSize: number | null;
   /** A `conveyor convert` output directory the speculation run serves instead of the bench decoder (its onnx/ paged files); null: the bench decoder. */
   readonly modelDir: string | null;
+  /** A draft model's `conveyor convert` output: the speculating engines propose with it (speculative_config method draft_model) instead of n-gram lookup; null: n-gram. */
+  readonly draftDir: string | null;
 }
 
 export const ENGINE_FLAGS: Readonly<Record<string, FlagSpec>> = {
@@ -80,11 +82,12 @@ export const ENGINE_FLAGS: Readonly<Record<string, FlagSpec>> = {
   speculation: {
     type: 'boolean',
     usage: '--speculation',
-    description: 'run only n-gram speculative decoding off vs on (copy-heavy and random workloads, acceptance beside tok/s) on the paged runner',
+    description: 'run only speculative decoding (n-gram, or --draft) off vs on (copy-heavy and random workloads, acceptance beside tok/s) on the paged runner',
   },
   'spec-tokens': { type: 'string', usage: '--spec-tokens N', description: 'num_speculative_tokens with --speculation (default 4)' },
   'disable-by-batch-size': { type: 'string', usage: '--disable-by-batch-size N', description: "disable_by_batch_size of --speculation's 'spec on' engine (default: the engine's)" },
   'model-dir': { type: 'string', usage: '--model-dir DIR', description: 'with --speculation: serve this `conveyor convert` output (a trained model) instead of the bench decoder' },
+  draft: { type: 'string', usage: '--draft DIR', description: 'with --speculation: propose with this draft model (a `conveyor convert` output sharing the tokenizer) instead of n-gram lookup' },
   'no-profile': { type: 'boolean', usage: '--no-profile', description: 'skip the decode step profile' },
 };
 
@@ -136,6 +139,7 @@ export function engineBenchConfig(flags: FlagValues, quick: boolean): EngineBenc
     speculativeTokens: positiveInt(flags['spec-tokens'], 4, '--spec-tokens', 1),
     disableByBatchSize: flags['disable-by-batch-size'] === undefined ? null : positiveInt(flags['disable-by-batch-size'], 1, '--disable-by-batch-size', 1),
     modelDir: typeof flags['model-dir'] === 'string' ? flags['model-dir'] : null,
+    draftDir: typeof flags['draft'] === 'string' ? flags['draft'] : null,
   };
 }
 

@@ -1,6 +1,7 @@
-// `npm run bench -- engine --speculation`: n-gram speculative decoding off vs on, side by side in
-// one interleaved run, at each --concurrency, on copy-heavy workloads and random prompts, with
-// acceptance (mean accepted tokens per verify step) beside tokens/s.
+// `npm run bench -- engine --speculation`: n-gram (or with --draft, draft-model) speculative
+// decoding off vs on, side by side in one interleaved run, at each --concurrency, on copy-heavy
+// workloads and random prompts, with acceptance (mean accepted tokens per verify step) beside
+// tokens/s.
 //
 // A copy-heavy prompt holds the model's own greedy continuation of its first part: TEXT (the
 // model's greedy text) + COPY (its greedy continuation of TEXT, with small edits for 'edit') +
@@ -111,15 +112,15 @@ interface BuiltPrompts {
 
 export async function prepareSpeculation(config: EngineBenchConfig, modelPath: string, label: string, context: ScenarioContext): Promise<PreparedScenario> {
   const maxConcurrency = Math.max(...config.concurrency);
-  const spec = (disableByBatchSize?: number): Partial<EngineWorkerData> => ({
-    speculative: {
-      method: 'ngram',
+  // With --draft, a draft model proposes (its fp32 paged files) instead of n-gram lookup.
+  const draftModelPath = config.draftDir ? pagedModelOf(join(config.draftDir, 'onnx', 'model.onnx')) : null;
+  const spec = (disableByBatchSize?: number): Partial<EngineWorkerData> => {
+    const limits = {
       numSpeculativeTokens: config.speculativeTokens,
-      promptLookupMin: 2,
-      promptLookupMax: 5,
       disableByBatchSize: disableByBatchSize ?? config.disableByBatchSize ?? Math.max(1, Math.floor(32 / (config.speculativeTokens + 1))),
-    },
-  });
+    };
+    return { speculative: draftModelPath ? { method: 'draft_model', draftModelPath, ...limits } : { method: 'ngram', promptLookupMin: 2, promptLookupMax: 5, ...limits } };
+  };
   const data: Record<SpecKey, EngineWorkerData> = {
     off: engineData(config, modelPath, {}),
     on: engineData(config, modelPath, spec()),
@@ -157,10 +158,10 @@ export async function prepareSpeculation(config: EngineBenchConfig, modelPath: s
     return {
       cases,
       skipped: [],
-      charts: [speedupChart(label)],
+      charts: [speedupChart(label, draftModelPath ? 'draft-model' : 'n-gram')],
       notes: [
         `model: ${label}; engines: the paged runner (${modelPath.endsWith('.segments') ? 'native kernel' : 'paged graph'}), max_num_seqs ${maxConcurrency}, max_num_batched_tokens ${config.maxNumBatchedTokens}, ${config.threads} intra-op threads, prefix caching on, each in its own worker`,
-        `speculation: ngram, num_speculative_tokens ${config.speculativeTokens}, prompt_lookup 2–5; '${SPEC_VARIANT.on}' with disable_by_batch_size ${data.on.speculative!.disableByBatchSize}, '${SPEC_VARIANT.unlimited}' with ${maxConcurrency} (proposes at every concurrency)`,
+        `speculation: ${draftModelPath ? `draft model ${draftModelPath}` : 'ngram'}, num_speculative_tokens ${config.speculativeTokens}${draftModelPath ? '' : ', prompt_lookup 2–5'}; '${SPEC_VARIANT.on}' with disable_by_batch_size ${data.on.speculative!.disableByBatchSize}, '${SPEC_VARIANT.unlimited}' with ${maxConcurrency} (proposes at every concurrency)`,
         `workloads (greedy, ignore_eos; stream i sends prompt i mod ${Math.min(PROMPTS_PER_WORKLOAD, maxConcurrency)}; tok/s = output tokens / wall time of the point, prompts already in the prefix cache after warm-up): ${list.map((w) => `${w.name}: ${w.description}, ${w.outputTokens} output tokens`).join('; ')}`,
         `copy share (positions of the prompt's greedy continuation equal to the copy it holds, unedited): ${list
           .filter((w) => w.copies)
@@ -382,11 +383,11 @@ function concludeSpeculation(results: readonly CaseResult[], observed: SpecObser
   return { metrics, notes: [`targets: ${verdicts.join('; ')}`, costNote], results: markdown };
 }
 
-function speedupChart(label: string): ChartRequest {
+function speedupChart(label: string, method: string): ChartRequest {
   return {
     kind: 'bar',
     file: 'speculation-throughput.svg',
-    title: `n-gram speculation off vs on: output tok/s (${label})`,
+    title: `${method} speculation off vs on: output tok/s (${label})`,
     yLabel: 'output tok/s',
     select: () => true,
     seriesOf: (r) => r.variant,

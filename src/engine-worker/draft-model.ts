@@ -9,8 +9,9 @@
 // first rolls each sequence's draft KV back to what still agrees with the target's tokens (what
 // the target rejected last step goes), then runs k forward passes batched across the proposing
 // sequences: the first feeds the tokens the draft has not seen (the target's accepted tokens and
-// its own token — a whole prompt for a sequence new to the draft), each later one the token the
-// pass before proposed. The scheduler then takes the proposals through propose() (DraftSource) as
+// its own token; a sequence new to the draft takes its prompt in over several steps, at most
+// max_num_batched_tokens a step across sequences, proposing once caught up), each later one the
+// token the pass before proposed. The scheduler then takes the proposals through propose() (DraftSource) as
 // it hands out the budget, and the target checks them in its normal step (the verify path).
 //
 // The draft's blocks are its own pool (KvCacheManager, no prefix caching: its KV is never shared),

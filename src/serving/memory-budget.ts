@@ -7,13 +7,13 @@
 
 import { readFile, readdir, stat } from 'node:fs/promises';
 import { pagedFileOfSegments } from '../contracts/paged-segments.js';
-import { join, resolve } from 'node:path';
+import { join } from 'node:path';
 import type { ModelConfig } from '../contracts/model-config.js';
 import { type ConfinementRoot, existingConfinedFile } from '../repository/confine.js';
 import { versionDirectories } from '../repository/scan.js';
 import { selectVersions } from '../repository/version-policy.js';
 import { kvCacheBytesOf, llmModelFile, withPrecision } from './llm-backend.js';
-import { parseSpeculativeConfig } from './speculative-config.js';
+import { draftDirectory, parseSpeculativeConfig } from './speculative-config.js';
 import { instanceCount, modelFileFor } from './onnx-backend.js';
 
 /** One version's share of the budget. */
@@ -53,7 +53,8 @@ async function draftModelBytes(config: ModelConfig, versionDir: string, targetKv
     return { weights: 0, kvCache: 0 };
   }
   if (parsed?.method !== 'draft_model') return { weights: 0, kvCache: 0 };
-  const draftDir = resolve(versionDir, parsed.model);
+  const draftDir = await draftDirectory(versionDir, parsed.model);
+  if (draftDir === null) return { weights: 0, kvCache: 0 };
   const root = { dir: draftDir, display: `speculative_config model '${parsed.model}'` };
   const file = await llmModelFile(withPrecision(config, parsed.quantization), root).catch(() => null);
   if (!file) return { weights: 0, kvCache: 0 };

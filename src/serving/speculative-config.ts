@@ -2,7 +2,7 @@
 // (prompt lookup) and draft_model methods are served. Read at load; anything else is refused
 // naming the field.
 
-import { readFile, stat } from 'node:fs/promises';
+import { readFile, realpath, stat } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import type { DraftModelSpeculativeConfig, NgramSpeculativeConfig } from '../contracts/engine-messages.js';
 import { type ConfinementRoot, confinedPath, existingConfinedFile } from '../repository/confine.js';
@@ -102,9 +102,9 @@ export async function resolveDraftModel(
   target: { readonly versionDir: string; readonly tokenizerPath: string },
   chooseFile: (draftRoot: ConfinementRoot, precision: string | undefined) => Promise<{ file: string; backend: string }>,
 ): Promise<DraftModelSpeculativeConfig> {
-  const dir = resolve(target.versionDir, parameter.model);
   const named = `parameter speculative_config: model '${parameter.model}'`;
-  if (!(await stat(dir).catch(() => null))?.isDirectory()) throw invalidArg(`${named} is not a directory (a path relative to the version directory, or absolute)`);
+  const dir = await draftDirectory(target.versionDir, parameter.model);
+  if (dir === null) throw invalidArg(`${named} is not a directory (a path relative to the version directory, or absolute)`);
   const root = { dir, display: `speculative_config model '${parameter.model}'` };
   const tokenizer = await confinedPath(root, 'tokenizer.json', 'draft model file');
   if (!tokenizer.exists) throw invalidArg(`${named} has no tokenizer.json: a draft must share the target's tokenizer, and this one cannot be checked`);
@@ -119,6 +119,20 @@ export async function resolveDraftModel(
   if (backend === 'past_key_values') throw invalidArg(`${named}${variant} has no paged decoder (${file} has no model_paged*.onnx or segments beside it): a draft runs on the paged runners`);
   const { numSpeculativeTokens, disableByBatchSize } = parameter;
   return { method: 'draft_model', draftModelPath: path, numSpeculativeTokens, disableByBatchSize };
+}
+
+/**
+ * The draft's directory: `model` resolved against the version directory as the repository shows
+ * it, or, where that names no directory and the version directory is a link, against the
+ * directory it links to (serve --model's generated repository links version 1 to the model
+ * directory, beside which a user's draft lies); null where neither is a directory.
+ */
+export async function draftDirectory(versionDir: string, model: string): Promise<string | null> {
+  const isDir = async (path: string): Promise<boolean> => (await stat(path).catch(() => null))?.isDirectory() ?? false;
+  const lexical = resolve(versionDir, model);
+  if (await isDir(lexical)) return lexical;
+  const linked = resolve(await realpath(versionDir).catch(() => versionDir), model);
+  return linked !== lexical && (await isDir(linked)) ? linked : null;
 }
 
 /** Where two tokenizer.json files' vocabularies differ (the model's vocab and the added tokens), or null where they are the same. */

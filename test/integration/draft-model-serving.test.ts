@@ -23,6 +23,8 @@ beforeAll(async () => {
     { name: 'plain', from: 'qwen3-tiny', config: configOf('qwen3-tiny', 'plain') },
     // Relative to the version directory: <repository>/draft/1/../draft-model.
     { name: 'draft', from: 'qwen3-tiny', config: withSpec('draft', { method: 'draft_model', model: '../draft-model', num_speculative_tokens: 3 }) },
+    // Not beside the repository's version link but beside the directory it links to (serve --model's layout).
+    { name: 'linked', from: 'qwen3-tiny', config: withSpec('linked', { method: 'draft_model', model: '../../qwen3-tiny/1', num_speculative_tokens: 3 }) },
     { name: 'missing', from: 'qwen3-tiny', config: withSpec('missing', { method: 'draft_model', model: 'no-such-draft', num_speculative_tokens: 3 }) },
     // bert-tiny's WordPiece vocabulary is not Qwen3's.
     { name: 'other-vocab', from: 'qwen3-tiny', config: withSpec('other-vocab', { method: 'draft_model', model: join(DEFAULT_REPOSITORY, 'bert-tiny', '1'), num_speculative_tokens: 3 }) },
@@ -49,6 +51,11 @@ describe('speculative_config method draft_model', () => {
     expect(value('spec_decode_num_drafts_total')).toBeGreaterThan(0);
     expect(value('spec_decode_num_draft_tokens_total')).toBeGreaterThanOrEqual(value('spec_decode_num_drafts_total'));
     expect(value('spec_decode_num_accepted_tokens_total')).toBeGreaterThan(0);
+  });
+
+  it('finds a relative draft beside the directory a version links to', async () => {
+    expect(await loadModel(server, 'linked')).toEqual({ status: 200, error: '' });
+    expect(server.logs.some((line) => /linked:1: speculative decoding: draft model .*qwen3-tiny\/1\/onnx\/model_paged\.segments/.test(line))).toBe(true);
   });
 
   it.each([

@@ -17,7 +17,7 @@ export function objectSchema(t: Translation, node: SchemaObject, path: string): 
   else if (node['unevaluatedProperties'] !== undefined && node['unevaluatedProperties'] !== true && additional === undefined)
     throw new SchemaUnsupported('unevaluatedProperties', pointer(path, 'unevaluatedProperties'), 'is translated only as false');
   const extraSchema: Json = additional === undefined ? t.options.absentAdditionalProperties === 'allow' : additional;
-  const keys = PropertyKeys.of(node, path, extraSchema === false);
+  const keys = PropertyKeys.of(t, node, path, extraSchema === false);
   const extraBody = t.schema(extraSchema, pointer(path, 'additionalProperties'));
   // Named properties, then required names only additionalProperties or patternProperties cover (they must appear).
   const named: { name: string; body: string; required: boolean }[] = [];
@@ -38,17 +38,8 @@ export function objectSchema(t: Translation, node: SchemaObject, path: string): 
     named.push({ name, body, required: true });
   }
   const names = named.map((p) => p.name);
-  const otherKeys = keys.otherKeys(t.rules, names, extraBody !== null);
-  const otherSchema = keys.otherValueSchema();
-  const otherBody = otherSchema === undefined ? extraBody : t.schema(otherSchema, pointer(path, 'patternProperties'));
-  const extra =
-    otherKeys === undefined
-      ? extraBody === null
-        ? null
-        : t.rules.share('extra_member', `${extraKey(t.rules, names)} ": " ${extraBody}`)
-      : otherKeys === null || otherBody === null
-        ? null
-        : t.rules.share('extra_member', `${otherKeys} ": " ${otherBody}`);
+  const other = keys.otherMember(t, names, extraBody);
+  const extra = other !== undefined ? other : extraBody === null ? null : t.rules.share('extra_member', `${extraKey(t.rules, names)} ": " ${extraBody}`);
   const requiredCount = named.filter((p) => p.required).length;
   const minProperties = typeof node['minProperties'] === 'number' ? node['minProperties'] : 0;
   const maxProperties = typeof node['maxProperties'] === 'number' ? node['maxProperties'] : null;
@@ -102,9 +93,9 @@ function keyCharOtherThan(excluded: readonly number[]): string {
 }
 
 /**
- * A key other than the named ones: a trie of the names, leaving it at any step (keys without
- * escapes), each step's rule ending with the closing quote; the rest of the key is right-recursive
- * like every string here.
+ * A key other than the named ones: a trie of the names, leaving it at any step by a character
+ * none of them has there (written as itself, no escape, so an escape can never spell a name), each
+ * step's rule ending with the closing quote; after leaving, the rest is any string's rest.
  */
 function extraKey(rules: GrammarRules, names: readonly string[]): string {
   type Node = { end: boolean; children: Map<number, Node> };
@@ -120,7 +111,7 @@ function extraKey(rules: GrammarRules, names: readonly string[]): string {
     }
     at.end = true;
   }
-  const rest = rules.plainKeyRest();
+  const rest = rules.stringRest();
   const walk = (node: Node): string => {
     const parts: string[] = [];
     if (!node.end) parts.push('"\\""');

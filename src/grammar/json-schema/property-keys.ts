@@ -5,12 +5,14 @@
 // with regex derivatives (regex-derivative.ts). What a grammar cannot state exactly is refused:
 // additionalProperties other than false beside patternProperties (the keys no pattern matches
 // would need the patterns' complement), patterns whose schemas differ (a key both match would
-// need both), and propertyNames other than a pattern. Pure.
+// need both), and propertyNames other than a pattern or a list of names (enum / const). Pure.
 
 import { derivative, matchesNothing, nullable, startingOutside } from '../regex-derivative.js';
 import { jsonCharSet, PatternUnsupported, patternLanguage, type RegexNode, regexEbnf } from '../regex-grammar.js';
+import { ebnfLiteral } from '../grammar-spec.js';
 import type { GrammarRules } from './grammar-rules.js';
 import { ANNOTATIONS, isObject, type Json, pointer, SchemaUnsupported, type SchemaObject } from './schema-model.js';
+import type { Translation } from './translation.js';
 
 interface KeyPattern {
   readonly source: string;
@@ -28,15 +30,18 @@ function keyPattern(source: string, keyword: string, path: string): KeyPattern {
   }
 }
 
+/** What propertyNames allows: names matching a pattern, or a list of names. */
+type NameRule = { readonly pattern: KeyPattern } | { readonly list: readonly string[] };
+
 export class PropertyKeys {
   private constructor(
     private readonly patterns: readonly (KeyPattern & { readonly schema: Json })[],
-    private readonly names: KeyPattern | null,
+    private readonly names: NameRule | null,
     private readonly path: string,
   ) {}
 
   /** The keywords of an object schema; `additionalIsFalse`: no key beyond the named and pattern ones. */
-  static of(node: SchemaObject, path: string, additionalIsFalse: boolean): PropertyKeys {
+  static of(t: Translation, node: SchemaObject, path: string, additionalIsFalse: boolean): PropertyKeys {
     const patterns: (KeyPattern & { schema: Json })[] = [];
     const given = node['patternProperties'];
     if (given !== undefined) {
@@ -48,22 +53,30 @@ export class PropertyKeys {
       if (patterns.some((p) => JSON.stringify(p.schema) !== first))
         throw new SchemaUnsupported('patternProperties', pointer(path, 'patternProperties'), 'patterns with different schemas are not translated (a key both match must meet both)');
     }
-    return new PropertyKeys(patterns, PropertyKeys.namesPattern(node, path, patterns.length > 0), path);
+    return new PropertyKeys(patterns, PropertyKeys.nameRule(t, node, path, patterns.length > 0), path);
   }
 
-  private static namesPattern(node: SchemaObject, path: string, withPatterns: boolean): KeyPattern | null {
-    const names = node['propertyNames'];
-    if (names === undefined || names === true) return null;
+  private static nameRule(t: Translation, node: SchemaObject, path: string, withPatterns: boolean): NameRule | null {
     const where = pointer(path, 'propertyNames');
+    const names = node['propertyNames'] === undefined ? true : t.deref(node['propertyNames'], where);
+    if (names === true) return null;
+    // Keys are strings: `type: "string"` says nothing more.
     const constraining = isObject(names) ? Object.keys(names).filter((k) => !ANNOTATIONS.has(k) && !(k === 'type' && names[k] === 'string')) : [];
-    if (!isObject(names) || constraining.length !== 1 || typeof names['pattern'] !== 'string') throw new SchemaUnsupported('propertyNames', where, 'is translated only as a pattern');
-    if (withPatterns) throw new SchemaUnsupported('propertyNames', where, 'is not translated beside patternProperties');
-    return keyPattern(names['pattern'], 'propertyNames', pointer(where, 'pattern'));
+    if (isObject(names) && constraining.length === 0) return null;
+    if (isObject(names) && constraining.length === 1 && (Array.isArray(names['enum']) || names['const'] !== undefined)) {
+      const listed = names['const'] !== undefined ? [names['const']] : (names['enum'] as Json[]);
+      return { list: listed.filter((v): v is string => typeof v === 'string') };
+    }
+    if (!isObject(names) || constraining.length !== 1 || typeof names['pattern'] !== 'string')
+      throw new SchemaUnsupported('propertyNames', where, 'is translated only as a pattern or a list of names (enum / const)');
+    if (withPatterns) throw new SchemaUnsupported('propertyNames', where, 'a pattern is not translated beside patternProperties');
+    return { pattern: keyPattern(names['pattern'], 'propertyNames', pointer(where, 'pattern')) };
   }
 
   /** Whether propertyNames lets a property of this name appear. */
   allows(name: string): boolean {
-    return this.names === null || this.names.test.test(name);
+    if (this.names === null) return true;
+    return 'list' in this.names ? this.names.list.includes(name) : this.names.pattern.test.test(name);
   }
 
   /** The schemas of the patterns a name matches: its value must meet each of them too. */
@@ -72,21 +85,32 @@ export class PropertyKeys {
   }
 
   /**
-   * The keys besides `named` that may appear, with quotes, or null for none; undefined when these
-   * keywords say nothing about them (the caller's additionalProperties rule stands).
+   * The member rule (key, ": ", value) for the properties besides `named`, or null for none;
+   * undefined when these keywords say nothing about them (the caller's additionalProperties rule
+   * stands). `extraBody`: additionalProperties' value (null: false).
    */
-  otherKeys(rules: GrammarRules, named: readonly string[], anyOtherKey: boolean): string | null | undefined {
+  otherMember(t: Translation, named: readonly string[], extraBody: string | null): string | null | undefined {
+    if (this.names !== null && 'list' in this.names) {
+      // A finite list of names: each one left over is its own member, its value as the patterns or additionalProperties say.
+      const members: string[] = [];
+      for (const name of this.names.list.filter((n) => !named.includes(n))) {
+        const schemas = this.patternSchemas(name);
+        const body = schemas.includes(false) ? null : schemas.length === 0 ? extraBody : t.schema({ allOf: schemas }, pointer(this.path, 'patternProperties'));
+        if (body !== null) members.push(`${ebnfLiteral(JSON.stringify(name))} ": " ${body}`);
+      }
+      return members.length === 0 ? null : t.rules.share('listed_member', members.join(' | '));
+    }
+    let keys: string | null;
+    let body: string | null;
     if (this.patterns.length > 0) {
       const language: RegexNode = this.patterns.length === 1 ? this.patterns[0]!.language : { t: 'alt', options: this.patterns.map((p) => p.language) };
-      return this.keysExcept(rules, language, named, 'patternProperties');
-    }
-    if (this.names !== null && anyOtherKey) return this.keysExcept(rules, this.names.language, named, 'propertyNames');
-    return undefined;
-  }
-
-  /** The value schema of the keys otherKeys() writes (the patterns share one schema). */
-  otherValueSchema(): Json | undefined {
-    return this.patterns[0]?.schema;
+      keys = this.keysExcept(t.rules, language, named, 'patternProperties');
+      body = t.schema(this.patterns[0]!.schema, pointer(this.path, 'patternProperties'));
+    } else if (this.names !== null && extraBody !== null) {
+      keys = this.keysExcept(t.rules, this.names.pattern.language, named, 'propertyNames');
+      body = extraBody;
+    } else return this.names === null ? undefined : null;
+    return keys === null || body === null ? null : t.rules.share('pattern_member', `${keys} ": " ${body}`);
   }
 
   private keysExcept(rules: GrammarRules, language: RegexNode, named: readonly string[], keyword: string): string | null {

@@ -65,6 +65,31 @@ const CASES: [string, object, Json[], Json[]][] = [
     [{ A: 1 }, { a1: 1 }, { a: 'x' }],
   ],
   [
+    'propertyNames as a list of names (through a $ref), values by patternProperties',
+    {
+      type: 'object',
+      $defs: { pipette: { enum: ['p10', 'p300', 'other"one'] } },
+      properties: { p10: { type: 'number', minimum: 1 } },
+      propertyNames: { $ref: '#/$defs/pipette' },
+      patternProperties: { '.*': { type: 'number' } },
+      additionalProperties: false,
+    },
+    [{}, { p10: 2 }, { p10: 2, p300: 0.5 }, { 'other"one': 1 }],
+    [{ p10: 0 }, { p20: 1 }, { p300: 'x' }],
+  ],
+  [
+    'propertyNames as a const, other keys by additionalProperties',
+    { type: 'object', propertyNames: { const: 'only' }, additionalProperties: { type: 'string' } },
+    [{}, { only: 'x' }],
+    [{ other: 'x' }, { only: 1 }],
+  ],
+  [
+    'propertyNames of type string says nothing more',
+    { type: 'object', properties: { a: { type: 'integer' } }, propertyNames: { type: 'string' }, additionalProperties: { type: 'boolean' } },
+    [{ a: 1 }, { a: 1, b: true }],
+    [{ a: 'x' }, { b: 1 }],
+  ],
+  [
     'propertyNames keeps out a named property',
     { type: 'object', properties: { Name: { type: 'string' }, ok: { type: 'integer' } }, propertyNames: { type: 'string', pattern: '^[a-z]+$' }, additionalProperties: { type: 'boolean' } },
     [{ ok: 1 }, { ok: 1, z: true }, { zz: false }],

@@ -10,7 +10,6 @@ export class GrammarRules {
   private count = 0;
   private stringRestName: string | null = null;
   private anyValueName: string | null = null;
-  private plainKeyRestName: string | null = null;
 
   /** A fresh rule name (defined later: recursion refers to it before its body exists). */
   reserve(hint: string): string {
@@ -48,14 +47,6 @@ export class GrammarRules {
     const name = this.reserve('string_rest');
     this.stringRestName = name;
     return this.define(name, `"\\"" | ${JSON_PLAIN_CHAR} ${name} | "\\\\" ${JSON_ESCAPE} ${name}`);
-  }
-
-  /** The rest of an object key with no escape in it, after its opening quote: characters, then the closing quote. */
-  plainKeyRest(): string {
-    if (this.plainKeyRestName !== null) return this.plainKeyRestName;
-    const name = this.reserve('key_rest');
-    this.plainKeyRestName = name;
-    return this.define(name, `"\\"" | [^"\\\\\\u0000-\\u001F] ${name}`);
   }
 
   anyString(): string {

@@ -12,6 +12,7 @@ import { objectSchema } from './object-schema.js';
 import {
   ANNOTATIONS,
   ARRAY_KEYWORDS,
+  CONSTRAINING,
   isObject,
   type Json,
   NUMBER_KEYWORDS,
@@ -53,6 +54,9 @@ export class SchemaTranslator implements Translation {
       const { $ref, ...rest } = node;
       return this.schema({ ...rest, allOf: [...(Array.isArray(rest['allOf']) ? rest['allOf'] : []), { $ref }] }, path);
     }
+    // Only annotations and unknown keywords: any value, as `true` (the strict reading of absent
+    // additionalProperties is for object schemas, and this one says nothing of objects).
+    if (!Object.keys(node).some((k) => CONSTRAINING.has(k) || k === 'type' || k === 'enum' || k === 'const')) return this.rules.anyValue();
     if (Array.isArray(node['allOf'])) return this.schema(mergeAllOf(this, node, path), path);
     if (Array.isArray(node['anyOf'])) return unionSchema(this, node, 'anyOf', path);
     if (Array.isArray(node['oneOf'])) return unionSchema(this, node, 'oneOf', path);

@@ -74,6 +74,10 @@ const CASES: [string, object, Json[], Json[]][] = [
   ],
   ['oneOf over types', { oneOf: [{ type: 'string' }, { type: 'integer', minimum: 0 }] }, ['x', 3], [-1, true]],
   ['allOf merged', { allOf: [{ type: 'object', properties: { a: { type: 'integer' } }, required: ['a'] }, { properties: { b: { type: 'string' } } }] }, [{ a: 1 }, { a: 1, b: 'x' }], [{ b: 'x' }]],
+  // A schema of annotations only is any value, as `true` (JSONSchemaBench: {"properties": {}, "additionalProperties": {}} held nested objects).
+  ['annotations only: any value', { type: 'object', properties: { a: { description: 'anything' } }, additionalProperties: {} }, [{ a: { k: [1] } }, { a: 'x' }, { b: { c: null } }], []],
+  // An unnamed key holds escapes once it differs from every name (JSONSchemaBench: composer's "Vendor\\Namespace\\").
+  ['escapes in an unnamed key', { type: 'object', properties: { a: { type: 'integer' } }, additionalProperties: { type: 'string' } }, [{ 'b\\c': 'x' }, { 'ab"': 'y' }, { a: 1 }], [{ a: 'x' }]],
   // A member's additionalProperties: false also refuses the properties only another member names.
   [
     'allOf member additionalProperties',

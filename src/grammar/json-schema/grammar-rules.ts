@@ -11,6 +11,11 @@ export class GrammarRules {
   private stringRestName: string | null = null;
   private anyValueName: string | null = null;
 
+  /** Rules named so far. */
+  get size(): number {
+    return this.count;
+  }
+
   /** A fresh rule name (defined later: recursion refers to it before its body exists). */
   reserve(hint: string): string {
     return `${hint

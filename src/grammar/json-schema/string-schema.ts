@@ -8,6 +8,17 @@ import type { GrammarRules } from './grammar-rules.js';
 import { pointer, type SchemaObject, SchemaUnsupported } from './schema-model.js';
 import type { Translation } from './translation.js';
 
+/**
+ * Bounds on what length-bounded strings may cost. Each character counted is a grammar rule, and the
+ * translation runs on the grammar worker before any compile bound applies: `maxLength: 262144`
+ * (a JSONSchemaBench schema) wrote 50 MB of grammar, `maxLength: 1e9` would exhaust its memory.
+ * Compiling costs more still (~0.1 s a rule on a 152 K vocabulary), so a length past a few hundred
+ * is refused by --structured-outputs-compile-timeout-secs anyway; these limits keep the refusal
+ * cheap and leave longer bounds to a server run without that bound.
+ */
+export const MAX_COUNTED_LENGTH = 1024;
+export const MAX_COUNTED_RULES = 8192;
+
 export function stringSchema(t: Translation, node: SchemaObject, path: string): string | null {
   const minLength = typeof node['minLength'] === 'number' ? node['minLength'] : 0;
   const maxLength = typeof node['maxLength'] === 'number' ? node['maxLength'] : null;
@@ -30,6 +41,12 @@ export function stringSchema(t: Translation, node: SchemaObject, path: string): 
   if (language === null) {
     if (minLength === 0 && maxLength === null) return t.rules.anyString();
     if (maxLength !== null && maxLength < minLength) return null;
+    const counted = maxLength ?? minLength;
+    const keyword = maxLength !== null ? 'maxLength' : 'minLength';
+    if (counted > MAX_COUNTED_LENGTH)
+      throw new SchemaUnsupported(keyword, pointer(path, keyword), `${counted} is above the ${MAX_COUNTED_LENGTH} characters a length is enforced to (one grammar rule per character counted)`);
+    if (t.rules.size + counted > MAX_COUNTED_RULES)
+      throw new SchemaUnsupported(keyword, pointer(path, keyword), `the schema's length-bounded strings together need more than ${MAX_COUNTED_RULES} grammar rules (one per character counted)`);
     return boundedString(t.rules, minLength, maxLength);
   }
   if (minLength > 0 || maxLength !== null) {

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_REPOSITORY } from '../../../models/default-repository.js';
 import { maskAllows } from '../../../src/contracts/token-mask.js';
 import { GrammarEngine } from '../../../src/grammar/grammar-engine.js';
+import { MAX_COUNTED_LENGTH, MAX_COUNTED_RULES } from '../../../src/grammar/json-schema/string-schema.js';
 import { layoutJson, SchemaUnsupported, schemaGrammar } from '../../../src/grammar/schema-grammar.js';
 import { loadXGrammar } from '../../../src/grammar/xgrammar-module.js';
 import { createTokenizer } from '../../../src/tokenizer/model-files.js';
@@ -128,6 +129,14 @@ describe('schema grammar', () => {
     [{ type: 'number', multipleOf: 0.5 }, 'multipleOf', '#/multipleOf'],
     [{ oneOf: [{ type: 'string' }, { type: 'string', minLength: 1 }] }, 'oneOf', '#/oneOf'],
     [{ type: 'object', patternProperties: { '^x': {} }, additionalProperties: true }, 'patternProperties', '#/patternProperties'],
+    // One grammar rule per character counted: a huge bound is refused before it is written (1e9 would exhaust the worker's memory).
+    [{ type: 'string', maxLength: 1e9 }, 'maxLength', '#/maxLength'],
+    [{ type: 'string', minLength: MAX_COUNTED_LENGTH + 1 }, 'minLength', '#/minLength'],
+    [
+      { type: 'object', properties: Object.fromEntries(Array.from({ length: 9 }, (_, i) => [`p${i}`, { type: 'string', maxLength: MAX_COUNTED_LENGTH }])) },
+      'maxLength',
+      `#/properties/p${Math.floor(MAX_COUNTED_RULES / MAX_COUNTED_LENGTH) - 1}/maxLength`,
+    ],
   ])('%j is refused naming %s at %s', (schema, keyword, path) => {
     try {
       schemaGrammar(schema, { absentAdditionalProperties: 'forbid' });

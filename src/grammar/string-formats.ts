@@ -3,6 +3,11 @@
 // accepts: dates check the days of each month and leap years, times and date-times carry a time
 // zone, hostnames have at most three labels (so they stay under 253 characters, the limit ajv
 // checks with a lookahead a grammar cannot state), URIs follow RFC 3986's ABNF. Pure data.
+//
+// A format no validator here knows is an annotation (draft 2019-09 and 2020-12: an unknown
+// format MUST NOT fail validation; drafts 4-7 ignore it), so it constrains nothing. The formats
+// the specification or ajv-formats define but the grammar does not enforce are listed by name
+// and refused, never served as any string.
 
 const YEAR = String.raw`\d{4}`;
 const LEAP_YEAR = String.raw`(?:\d\d(?:0[48]|[2468][048]|[13579][26])|(?:[02468][048]|[13579][26])00)`;
@@ -58,6 +63,11 @@ const QUERY_FRAGMENT = `(?:\\?${QUERY_OR_FRAGMENT})?(?:#${QUERY_OR_FRAGMENT})?`;
 const URI = `${SCHEME}:(?://${AUTHORITY}${PATH_ABEMPTY}|${PATH_ABSOLUTE}|${PATH_ROOTLESS})${QUERY_FRAGMENT}`;
 const RELATIVE_REF = `(?://${AUTHORITY}${PATH_ABEMPTY}|${PATH_ABSOLUTE}|${PATH_NOSCHEME}|)${QUERY_FRAGMENT}`;
 const URI_REFERENCE = `(?:${SCHEME}:(?://${AUTHORITY}${PATH_ABEMPTY}|${PATH_ABSOLUTE}|${PATH_ROOTLESS}|)${QUERY_FRAGMENT}|${RELATIVE_REF})`;
+// ajv-formats' "byte" (base64, RFC 4648 with padding): groups of four, the last one padded. ajv
+// tests it in multiline mode, so it also passes a string with a line break beside one base64 line;
+// the grammar writes one line only (a subset: nothing it writes fails ajv).
+const BASE64_CHAR = '[A-Za-z0-9+/]';
+const BYTE = `(?:${BASE64_CHAR}{4})*(?:${BASE64_CHAR}{2}==|${BASE64_CHAR}{3}=)?`;
 // RFC 4122's string form only: a `urn:uuid:` URN is a URI, not a uuid (the JSON Schema Test Suite holds it invalid).
 const UUID = '[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}';
 
@@ -74,4 +84,61 @@ export const STRING_FORMATS: Readonly<Record<string, string>> = {
   uuid: `^${UUID}$`,
   uri: `^${URI}$`,
   'uri-reference': `^${URI_REFERENCE}$`,
+  byte: `^${BYTE}$`,
 };
+
+/**
+ * Formats a validator defines but the grammar does not enforce (format name → who defines it),
+ * refused by name: a string of that format is checked by ajv-formats, Python jsonschema's format
+ * checker or the drafts themselves, so "any string" would be served loosely.
+ */
+export const UNENFORCED_FORMATS: Readonly<Record<string, string>> = {
+  regex: 'JSON Schema (an ECMA-262 regular expression)',
+  iri: 'JSON Schema (RFC 3987)',
+  'iri-reference': 'JSON Schema (RFC 3987)',
+  'idn-email': 'JSON Schema (RFC 6531)',
+  'idn-hostname': 'JSON Schema (RFC 5890)',
+  'uri-template': 'JSON Schema (RFC 6570)',
+  'json-pointer': 'JSON Schema (RFC 6901)',
+  'relative-json-pointer': 'JSON Schema',
+  'json-pointer-uri-fragment': 'ajv-formats',
+  url: 'ajv-formats (a web URL with a public host)',
+  'iso-time': 'ajv-formats',
+  'iso-date-time': 'ajv-formats',
+  'host-name': 'JSON Schema draft 3',
+  'ip-address': 'JSON Schema draft 3',
+  color: 'JSON Schema draft 3 (CSS 2.1 colors)',
+  'utc-millisec': 'JSON Schema draft 3',
+  style: 'JSON Schema draft 3',
+  phone: 'JSON Schema draft 3',
+};
+
+/**
+ * ajv-formats' number formats (ajv applies them to numbers only; on other values they say
+ * nothing): int32 is a whole number in the signed 32-bit range, int64 any whole number (every
+ * number ajv reads whole passes), float and double any number. Python jsonschema knows none of
+ * them, so each reads no looser than ajv. number-schema.ts enforces them.
+ */
+export const NUMBER_FORMATS: Readonly<Record<string, { readonly integer: boolean; readonly range?: readonly [number, number] }>> = {
+  int32: { integer: true, range: [-(2 ** 31), 2 ** 31 - 1] },
+  int64: { integer: true },
+  float: { integer: false },
+  double: { integer: false },
+};
+
+/**
+ * Whether a format says nothing of any value: no validator here knows it (or, as ajv-formats'
+ * password and binary, it passes every string), so a schema of it and annotations is any value.
+ */
+export function formatIsAnnotation(name: string): boolean {
+  return !Object.hasOwn(STRING_FORMATS, name) && !Object.hasOwn(UNENFORCED_FORMATS, name) && !Object.hasOwn(NUMBER_FORMATS, name);
+}
+
+/** How the grammar reads a string's format: the anchored pattern it enforces, any string, or a refusal naming who defines it. */
+export function stringFormat(name: string): { readonly pattern: string } | { readonly anyString: true } | { readonly refusedBy: string } {
+  if (Object.hasOwn(STRING_FORMATS, name)) return { pattern: STRING_FORMATS[name]! };
+  if (Object.hasOwn(UNENFORCED_FORMATS, name)) return { refusedBy: UNENFORCED_FORMATS[name]! };
+  // Formats no validator knows, and those that allow every string (ajv-formats' password and
+  // binary; its int32 / int64 / float / double, which ajv applies to numbers only): annotations.
+  return { anyString: true };
+}

@@ -2,11 +2,14 @@
 // digit through number-grammar.ts, and whole multipleOf as a remainder automaton. Pure.
 
 import { type Bound, boundedInteger, boundedNumber, boundOf } from '../number-grammar.js';
+import { NUMBER_FORMATS } from '../string-formats.js';
 import type { GrammarRules } from './grammar-rules.js';
 import { pointer, type SchemaObject, SchemaUnsupported } from './schema-model.js';
 import type { Translation } from './translation.js';
 
-export function numberSchema(t: Translation, node: SchemaObject, type: 'integer' | 'number', path: string): string | null {
+export function numberSchema(t: Translation, node: SchemaObject, declared: 'integer' | 'number', path: string): string | null {
+  const format = typeof node['format'] === 'string' && Object.hasOwn(NUMBER_FORMATS, node['format']) ? NUMBER_FORMATS[node['format']]! : null;
+  const type = format?.integer ? 'integer' : declared;
   const bound = (key: string, exclusive: boolean): Bound | null => {
     const value = node[key];
     if (value === undefined || typeof value === 'boolean') return null;
@@ -14,8 +17,9 @@ export function numberSchema(t: Translation, node: SchemaObject, type: 'integer'
     return boundOf(value, exclusive);
   };
   // Draft 4's boolean exclusiveMinimum / exclusiveMaximum make minimum / maximum exclusive.
-  const lowers = [bound('minimum', node['exclusiveMinimum'] === true), bound('exclusiveMinimum', true)].filter((b): b is Bound => b !== null);
-  const uppers = [bound('maximum', node['exclusiveMaximum'] === true), bound('exclusiveMaximum', true)].filter((b): b is Bound => b !== null);
+  const formatRange = format?.range ?? null;
+  const lowers = [bound('minimum', node['exclusiveMinimum'] === true), bound('exclusiveMinimum', true), formatRange && boundOf(formatRange[0], false)].filter((b): b is Bound => b !== null);
+  const uppers = [bound('maximum', node['exclusiveMaximum'] === true), bound('exclusiveMaximum', true), formatRange && boundOf(formatRange[1], false)].filter((b): b is Bound => b !== null);
   const lower = tightest(lowers, 'lower');
   const upper = tightest(uppers, 'upper');
   const multipleOf = node['multipleOf'];

@@ -26,6 +26,7 @@ import {
   TYPES,
   type TypeName,
 } from './schema-model.js';
+import { formatIsAnnotation } from '../string-formats.js';
 import { stringSchema } from './string-schema.js';
 import type { Translation } from './translation.js';
 
@@ -48,6 +49,11 @@ export class SchemaTranslator implements Translation {
     if (node === false) return null;
     if (!isObject(node)) throw new SchemaUnsupported('schema', path, 'is neither an object nor a boolean');
     for (const keyword of Object.keys(REFUSED)) if (node[keyword] !== undefined) throw new SchemaUnsupported(keyword, pointer(path, keyword), REFUSED[keyword]!);
+    // A format no validator knows is an annotation: it neither makes the schema a string schema nor constrains one.
+    if (typeof node['format'] === 'string' && formatIsAnnotation(node['format'])) {
+      const { format: _, ...rest } = node;
+      return this.schema(rest, path);
+    }
     if (typeof node['$ref'] === 'string') {
       const siblings = Object.keys(node).filter((k) => k !== '$ref' && !ANNOTATIONS.has(k));
       if (this.legacy || siblings.length === 0) return this.refRule(node['$ref'], pointer(path, '$ref'));

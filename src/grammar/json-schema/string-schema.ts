@@ -3,7 +3,7 @@
 // format where they can be written into it exactly. Pure.
 
 import { PatternUnsupported, patternLanguage, type RegexNode, regexEbnf, withLength, JSON_ESCAPE, JSON_PLAIN_CHAR } from '../regex-grammar.js';
-import { STRING_FORMATS } from '../string-formats.js';
+import { STRING_FORMATS, stringFormat } from '../string-formats.js';
 import type { GrammarRules } from './grammar-rules.js';
 import { pointer, type SchemaObject, SchemaUnsupported } from './schema-model.js';
 import type { Translation } from './translation.js';
@@ -23,12 +23,16 @@ export function stringSchema(t: Translation, node: SchemaObject, path: string): 
   const minLength = typeof node['minLength'] === 'number' ? node['minLength'] : 0;
   const maxLength = typeof node['maxLength'] === 'number' ? node['maxLength'] : null;
   let language: RegexNode | null = null;
-  const format = node['format'];
-  if (typeof format === 'string') {
-    const pattern = STRING_FORMATS[format];
-    if (pattern === undefined) throw new SchemaUnsupported('format', pointer(path, 'format'), `format ${JSON.stringify(format)} is not enforced (enforced: ${Object.keys(STRING_FORMATS).join(', ')})`);
+  const format = typeof node['format'] === 'string' ? stringFormat(node['format']) : { anyString: true as const };
+  if ('refusedBy' in format)
+    throw new SchemaUnsupported(
+      'format',
+      pointer(path, 'format'),
+      `format ${JSON.stringify(node['format'])} is not enforced (defined by ${format.refusedBy}; enforced: ${Object.keys(STRING_FORMATS).join(', ')})`,
+    );
+  if ('pattern' in format) {
     if (node['pattern'] !== undefined) throw new SchemaUnsupported('format', pointer(path, 'format'), 'is not translated together with pattern');
-    language = patternLanguage(pattern);
+    language = patternLanguage(format.pattern);
   }
   if (typeof node['pattern'] === 'string') {
     try {
@@ -55,7 +59,7 @@ export function stringSchema(t: Translation, node: SchemaObject, path: string): 
       throw new SchemaUnsupported(
         maxLength !== null ? 'maxLength' : 'minLength',
         path,
-        `is not translated together with ${format !== undefined ? 'this format' : 'this pattern'} (state the length in the pattern)`,
+        `is not translated together with ${'pattern' in format ? 'this format' : 'this pattern'} (state the length in the pattern)`,
       );
     language = bounded;
   }
@@ -63,7 +67,7 @@ export function stringSchema(t: Translation, node: SchemaObject, path: string): 
   try {
     body = regexEbnf(language);
   } catch (error) {
-    if (error instanceof PatternUnsupported) throw new SchemaUnsupported(format !== undefined ? 'format' : 'pattern', pointer(path, format !== undefined ? 'format' : 'pattern'), error.message);
+    if (error instanceof PatternUnsupported) throw new SchemaUnsupported('pattern' in format ? 'format' : 'pattern', pointer(path, 'pattern' in format ? 'format' : 'pattern'), error.message);
     throw error;
   }
   return body === null ? null : t.rules.share('string_pattern', `"\\"" ${body} "\\""`);

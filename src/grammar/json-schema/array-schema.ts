@@ -1,13 +1,14 @@
 // `array` schemas: prefixItems (or draft 4–7 tuple `items`), the items after them, minItems and
-// maxItems, each count written out; uniqueItems refused where more than one item may appear. Pure.
+// maxItems, each count written out; uniqueItems where more than one item may appear through
+// unique-items.ts (items from small finite sets) or refused there by name. Pure.
 
-import { type Json, pointer, type SchemaObject, SchemaUnsupported } from './schema-model.js';
+import { type Json, pointer, type SchemaObject } from './schema-model.js';
 import type { Translation } from './translation.js';
+import { uniqueArray } from './unique-items.js';
 
 export function arraySchema(t: Translation, node: SchemaObject, path: string): string | null {
   const minItems = typeof node['minItems'] === 'number' ? node['minItems'] : 0;
   const maxItems = typeof node['maxItems'] === 'number' ? node['maxItems'] : null;
-  if (node['uniqueItems'] === true && (maxItems === null || maxItems > 1)) throw new SchemaUnsupported('uniqueItems', pointer(path, 'uniqueItems'), 'a grammar cannot compare items with each other');
   let prefix: Json[] = [];
   let tail: Json = true;
   let tailPath = pointer(path, 'items');
@@ -19,9 +20,12 @@ export function arraySchema(t: Translation, node: SchemaObject, path: string): s
     tail = node['additionalItems'] ?? true;
     tailPath = pointer(path, 'additionalItems');
   } else tail = node['items'] ?? true;
+  const prefixPath = pointer(path, Array.isArray(node['prefixItems']) ? 'prefixItems' : 'items');
+  // At most one item is unique by itself; more must differ pairwise.
+  if (node['uniqueItems'] === true && (maxItems === null || maxItems > 1)) return uniqueArray(t, { prefix, prefixPath, tail, tailPath, minItems, maxItems }, path);
   const prefixBodies: string[] = [];
   for (const [i, item] of prefix.entries()) {
-    const body = t.schema(item, pointer(path, Array.isArray(node['prefixItems']) ? 'prefixItems' : 'items', i));
+    const body = t.schema(item, pointer(prefixPath, i));
     if (body === null) break;
     prefixBodies.push(body);
   }

@@ -36,6 +36,53 @@ const CASES: [string, object, Json[], Json[]][] = [
   ['int64 on a number', { type: 'number', format: 'int64' }, [0, -5, 9007199254740991], [1.5, -0.25]],
   ['float on a number', { type: 'number', format: 'float' }, [0, 1.5, -2e-7], ['x']],
   ['byte', { type: 'string', format: 'byte' }, ['', 'YQ==', 'YWI=', 'YWJj', 'Y2E+/w=='], ['Y', 'YQ', 'YQ=', 'YWJjZ', 'Y Q==', 'YQ==YQ==']],
+  // uniqueItems over small finite sets of values: the grammar offers only the values not yet used.
+  [
+    'uniqueItems over an enum',
+    { type: 'array', items: { enum: ['GET', 'POST', 'PUT'] }, uniqueItems: true },
+    [[], ['GET'], ['PUT', 'GET'], ['POST', 'GET', 'PUT']],
+    [['GET', 'GET'], ['PUT', 'GET', 'PUT'], ['HEAD']],
+  ],
+  [
+    'uniqueItems with counts',
+    { type: 'array', items: { enum: [1, 2, 3, 4] }, uniqueItems: true, minItems: 2, maxItems: 3 },
+    [
+      [1, 2],
+      [4, 3, 1],
+    ],
+    [[1], [1, 1], [1, 2, 3, 4], []],
+  ],
+  [
+    'uniqueItems too few values for minItems',
+    { type: 'array', items: { type: 'boolean' }, uniqueItems: true, minItems: 2 },
+    [
+      [true, false],
+      [false, true],
+    ],
+    [[true], [true, true], [true, false, true]],
+  ],
+  // JSON Schema compares objects whatever their key order: an enum holding both orders offers them as one value.
+  [
+    'uniqueItems over objects equal in any key order',
+    { type: 'array', items: { enum: [{ a: 1, b: 2 }, { b: 2, a: 1 }, 1, true] }, uniqueItems: true },
+    [
+      [{ a: 1, b: 2 }, 1, true],
+      [{ b: 2, a: 1 }, true],
+    ],
+    [
+      [
+        { a: 1, b: 2 },
+        { b: 2, a: 1 },
+      ],
+      [1, true, 1],
+    ],
+  ],
+  [
+    'uniqueItems over prefixItems and items',
+    { type: 'array', prefixItems: [{ type: 'boolean' }, { const: 'x' }], items: { enum: ['x', 'y', false] }, uniqueItems: true },
+    [[true], [false, 'x'], [true, 'x', 'y', false]],
+    [[true, 'x', 'x'], [false, 'x', false], ['x']],
+  ],
 ];
 
 describe('schema grammar, exact readings', () => {
@@ -58,6 +105,9 @@ describe('schema grammar, exact readings', () => {
     [{ type: 'string', format: 'url' }, 'format', '#/format'],
     [{ type: 'string', format: 'json-pointer' }, 'format', '#/format'],
     [{ type: 'string', format: 'idn-hostname' }, 'format', '#/format'],
+    [{ type: 'array', items: { type: 'string' }, uniqueItems: true }, 'uniqueItems', '#/uniqueItems'],
+    [{ type: 'array', prefixItems: [{ enum: [1, 2] }], uniqueItems: true }, 'uniqueItems', '#/uniqueItems'],
+    [{ type: 'array', items: { enum: Array.from({ length: 11 }, (_, i) => i) }, uniqueItems: true }, 'uniqueItems', '#/uniqueItems'],
   ])('%j is refused naming %s at %s', (schema, keyword, path) => {
     try {
       schemaGrammar(schema, { absentAdditionalProperties: 'forbid' });

@@ -48,7 +48,8 @@
 
 
 #define MAX_THREADS 64
-/* Positions × query rows of a call below which one thread does it all. */
+/* A call's work (positions read × (query rows + 1), scaled to a head of 64: a position's work is
+ * proportional to the head size) below which one thread does it all. */
 #define PARALLEL_MIN_COST 32768.0
 
 enum { F32 = 0, F16 = 1, I8 = 2 };
@@ -342,7 +343,7 @@ static void *run_units(void *arg) {
       malloc(sizeof(float) * (size_t)rows * (size_t)(job->longest > 16 ? job->longest : 16)),
       malloc(sizeof(float) * (size_t)rows * sh->dim),
       malloc(sizeof(float) * (size_t)sh->block_size * sh->dim),
-      malloc(sizeof(float) * (size_t)rows * sh->dim),
+      malloc(sizeof(float) * (size_t)rows * (sh->dim < 16 ? 16 : sh->dim)),
       malloc((size_t)rows * sh->dim),
       malloc(sizeof(float) * (size_t)rows),
       malloc(sizeof(int32_t) * (size_t)rows),
@@ -535,7 +536,7 @@ static napi_value attend_call(napi_env env, napi_callback_info info) {
       longest = seen > longest ? seen : longest;
       /* Scores are kept by position, but only the window's positions are read. */
       const int read = sh->window > 0 && sh->window + count < seen ? sh->window + count : seen;
-      for (int h = 0; h < sh->kv_heads; h++) units[u++] = (Unit){s, h, first, count, (double)read * (count + 1)};
+      for (int h = 0; h < sh->kv_heads; h++) units[u++] = (Unit){s, h, first, count, (double)read * (count + 1) * sh->dim / 64.0};
     }
   }
   /* Largest first, so the threads' last units are small and they finish together. */

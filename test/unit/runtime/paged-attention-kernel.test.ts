@@ -260,7 +260,7 @@ const headShapes = fc.constantFrom<readonly [number, number, number]>([4, 2, 8],
 const caseArbitrary = fc
   .record({
     heads: headShapes,
-    blockSize: fc.constantFrom(1, 2, 3, 4, 16),
+    blockSize: fc.constantFrom(1, 2, 3, 4, 16, 32),
     sequences: fc.array(fc.record({ past: fc.integer({ min: 0, max: 60 }), query: fc.oneof(fc.constant(1), fc.integer({ min: 1, max: 20 })) }), { minLength: 1, maxLength: 5 }),
     share: fc.boolean(),
     activationType: fc.constantFrom<ActivationType>('float32', 'float16'),

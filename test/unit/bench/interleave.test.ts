@@ -4,9 +4,38 @@ import { runInterleaved } from '../../../bench/harness/runner.js';
 import type { BenchCase } from '../../../bench/harness/types.js';
 
 describe('interleavedSchedule', () => {
-  it('takes turns: warm-up rounds first, then measured rounds, A B C A B C', () => {
+  it('takes turns: warm-up rounds first, then measured rounds of every case once, the first in order', () => {
     const slots = interleavedSchedule(3, 2, 1);
-    expect(slots.map((s) => `${'ABC'[s.caseIndex]}${s.warmup ? 'w' : s.rep}`).join(' ')).toBe('Aw Bw Cw A0 B0 C0 A1 B1 C1');
+    expect(
+      slots
+        .slice(0, 6)
+        .map((s) => `${'ABC'[s.caseIndex]}${s.warmup ? 'w' : s.rep}`)
+        .join(' '),
+    ).toBe('Aw Bw Cw A0 B0 C0');
+    expect(
+      slots
+        .slice(6)
+        .map((s) => 'ABC'[s.caseIndex])
+        .sort()
+        .join(''),
+    ).toBe('ABC');
+    expect(interleavedSchedule(3, 2, 1)).toEqual(slots); // seeded: the same every run
+  });
+
+  it('varies which case runs before which from round to round', () => {
+    const cases = 6;
+    const slots = interleavedSchedule(cases, 12, 0);
+    const before = Array.from({ length: cases }, () => new Set<number>());
+    for (let i = 1; i < slots.length; i++) before[slots[i]!.caseIndex]!.add(slots[i - 1]!.caseIndex);
+    for (let rep = 0; rep < 12; rep++) {
+      expect(
+        slots
+          .filter((s) => s.rep === rep)
+          .map((s) => s.caseIndex)
+          .sort(),
+      ).toEqual([0, 1, 2, 3, 4, 5]);
+    }
+    for (const seen of before) expect(seen.size).toBeGreaterThanOrEqual(3);
   });
 
   it('is empty without cases and has no warm-up when asked for none', () => {
@@ -50,7 +79,9 @@ describe('runInterleaved', () => {
     let clock = 0;
     const now = (): number => (clock += 5);
     const outcome = await runInterleaved([fakeCase('A', calls), fakeCase('B', calls)], { reps: 3, warmup: 2, now });
-    expect(calls.join('')).toBe('ABABABABAB');
+    // Warm-up and the first measured round in order; later rounds each case once, in their own order.
+    expect(calls.slice(0, 6).join('')).toBe('ABABAB');
+    for (const round of [calls.slice(6, 8), calls.slice(8, 10)]) expect([...round].sort().join('')).toBe('AB');
     expect(outcome.samplesMs.get(0)).toEqual([5, 5, 5]);
     expect(outcome.samplesMs.get(1)).toHaveLength(3);
     expect(outcome.failed).toEqual([]);

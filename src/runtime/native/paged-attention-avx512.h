@@ -132,35 +132,9 @@ static inline __m512 exp16(__m512 x) {
   return _mm512_scalef_ps(p, whole);
 }
 
-/* A score row's softmax over its positions from .. visible − 1, in place; positions base .. from − 1
- * (before its sliding window) and visible .. n − 1 (a prefill row's causal edge) weigh 0 in the
- * tile's shared pass over V. */
-static inline void softmax_row(float *restrict row, int base, int from, int visible, int n) {
-  for (int p = base; p < from; p++) row[p] = 0.0f;
-  __m512 largest = _mm512_set1_ps(row[from]);
-  int p = from;
-  for (; p + 16 <= visible; p += 16) largest = _mm512_max_ps(largest, _mm512_loadu_ps(row + p));
-  const __mmask16 tail = (__mmask16)((1u << (visible - p)) - 1);
-  largest = _mm512_mask_max_ps(largest, tail, largest, _mm512_maskz_loadu_ps(tail, row + p));
-  const __m512 max = _mm512_set1_ps(_mm512_reduce_max_ps(largest));
-  __m512 sum = _mm512_setzero_ps();
-  for (p = from; p + 16 <= visible; p += 16) {
-    const __m512 e = exp16(_mm512_sub_ps(_mm512_loadu_ps(row + p), max));
-    _mm512_storeu_ps(row + p, e);
-    sum = _mm512_add_ps(sum, e);
-  }
-  const __m512 e = _mm512_maskz_mov_ps(tail, exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(tail, row + p), max)));
-  _mm512_mask_storeu_ps(row + p, tail, e);
-  const __m512 inverse = _mm512_set1_ps(1.0f / _mm512_reduce_add_ps(_mm512_add_ps(sum, e)));
-  for (p = from; p < visible; p += 16) {
-    const __mmask16 lanes = visible - p >= 16 ? (__mmask16)0xFFFF : tail;
-    _mm512_mask_storeu_ps(row + p, lanes, _mm512_mul_ps(inverse, _mm512_maskz_loadu_ps(lanes, row + p)));
-  }
-  for (p = visible; p < n; p++) row[p] = 0.0f;
-}
-
-/* softmax_row without its last pass: the row's e^(score - max) in place (0 outside from .. visible - 1
- * as there), returning 1 / their sum for the caller to scale its weighted sum by once. */
+/* A score row's e^(score − max) over its positions from .. visible − 1, in place, returning 1 / their
+ * sum; positions base .. from − 1 (before its sliding window) and visible .. n − 1 (a prefill
+ * row's causal edge) weigh 0 in the tile's shared pass over V. */
 static inline float exp_row(float *restrict row, int base, int from, int visible, int n) {
   for (int p = base; p < from; p++) row[p] = 0.0f;
   __m512 largest = _mm512_set1_ps(row[from]);
@@ -179,6 +153,15 @@ static inline float exp_row(float *restrict row, int base, int from, int visible
   _mm512_mask_storeu_ps(row + p, tail, e);
   for (p = visible; p < n; p++) row[p] = 0.0f;
   return 1.0f / _mm512_reduce_add_ps(_mm512_add_ps(sum, e));
+}
+
+/* The row's softmax: exp_row, then each weight scaled by 1 / the sum. */
+static inline void softmax_row(float *restrict row, int base, int from, int visible, int n) {
+  const __m512 inverse = _mm512_set1_ps(exp_row(row, base, from, visible, n));
+  for (int p = from; p < visible; p += 16) {
+    const __mmask16 lanes = visible - p >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << (visible - p)) - 1);
+    _mm512_mask_storeu_ps(row + p, lanes, _mm512_mul_ps(inverse, _mm512_maskz_loadu_ps(lanes, row + p)));
+  }
 }
 
 /* 16 elements of a block from element `at` as float32 (int8 unscaled). */

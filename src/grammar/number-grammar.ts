@@ -124,41 +124,55 @@ interface FractionSet {
   readonly empty: boolean;
 }
 
-const ANY_FRACTION: FractionSet = { nonEmpty: `${DIGIT}+`, empty: true };
+/** Any fraction of at most `budget` digits (null: any length), the empty one included. */
+const anyFraction = (budget: number | null): FractionSet => ({ nonEmpty: budget === null ? `${DIGIT}+` : budget === 0 ? null : `${DIGIT}{1,${budget}}`, empty: true });
 /** Lower and upper fraction bounds: the digits (compared as if zero-padded) and whether they are exclusive; null: none. */
 type FractionBound = { readonly digits: string; readonly exclusive: boolean } | null;
 
-/** Fractions f with lower < f (or <=) and f < upper (or <=), digit strings read as 0.f. */
-function fractionSet(lower: FractionBound, upper: FractionBound): FractionSet {
+/** `tail` more digits after one already written: any (null), none (0), or up to budget - 1. */
+const anyDigits = (budget: number | null): string => (budget === null ? `${DIGIT}*` : budget <= 1 ? '' : `${DIGIT}{0,${budget - 1}}`);
+
+/**
+ * Fractions f with lower < f (or <=) and f < upper (or <=), digit strings read as 0.f, of at most
+ * `budget` digits (null: any number; multipleOf 0.01 leaves two).
+ */
+function fractionSet(lower: FractionBound, upper: FractionBound, budget: number | null = null): FractionSet {
   const lowerZero = lower !== null && /^0*$/.test(lower.digits);
   const upperZero = upper !== null && /^0*$/.test(upper.digits);
   // A lower bound of zero, inclusive, is no bound.
-  if (lower !== null && lowerZero && !lower.exclusive) return fractionSet(null, upper);
-  if (lower === null && upper === null) return ANY_FRACTION;
+  if (lower !== null && lowerZero && !lower.exclusive) return fractionSet(null, upper, budget);
+  // No digit left: only the empty fraction (zero), where the bounds let zero in.
+  if (budget === 0) return { nonEmpty: null, empty: lower === null && !(upper !== null && upperZero && upper.exclusive) };
+  if (lower === null && upper === null) return anyFraction(budget);
   if (upper !== null && upperZero) {
     // Only zero (or nothing) lies at or below zero.
     if (upper.exclusive || lower !== null) return { nonEmpty: null, empty: false };
-    return { nonEmpty: '"0"+', empty: true };
+    return { nonEmpty: budget === null ? '"0"+' : `"0"{1,${budget}}`, empty: true };
   }
-  if (lower !== null && lowerZero && upper === null) return { nonEmpty: `"0"* [1-9] ${DIGIT}*`, empty: false };
+  if (lower !== null && lowerZero && upper === null) {
+    if (budget === null) return { nonEmpty: `"0"* [1-9] ${DIGIT}*`, empty: false };
+    // The first non-zero digit at each place the budget leaves.
+    return { nonEmpty: alt(Array.from({ length: budget }, (_, i) => `${i > 0 ? `"0"{${i}} ` : ''}[1-9]${i < budget - 1 ? ` ${DIGIT}{0,${budget - 1 - i}}` : ''}`)), empty: false };
+  }
   const empty = lower === null;
   const lowDigit = lower === null ? -1 : lowerZero ? 0 : Number(lower.digits[0] ?? '0');
   const highDigit = upper === null ? 10 : Number(upper.digits[0] ?? '0');
+  const rest = budget === null ? null : budget - 1;
   const parts: string[] = [];
-  const follow = (digit: number, rest: FractionSet): void => {
-    if (rest.nonEmpty === null && !rest.empty) return;
+  const follow = (digit: number, more: FractionSet): void => {
+    if (more.nonEmpty === null && !more.empty) return;
     const head = lit(String(digit));
-    if (rest.nonEmpty === null) parts.push(head);
-    else parts.push(rest.empty ? `${head} (${rest.nonEmpty})?` : `${head} ${rest.nonEmpty}`);
+    if (more.nonEmpty === null) parts.push(head);
+    else parts.push(more.empty ? `${head} (${more.nonEmpty})?` : `${head} ${more.nonEmpty}`);
   };
   const tail = (bound: FractionBound): FractionBound => (bound === null ? null : { digits: bound.digits.slice(1), exclusive: bound.exclusive });
   const middleLo = Math.max(0, lowDigit + 1);
   const middleHi = Math.min(9, highDigit - 1);
   for (let digit = Math.max(0, lowDigit); digit <= Math.min(9, highDigit); digit++) {
-    if (digit === lowDigit && digit === highDigit) follow(digit, fractionSet(tail(lower), tail(upper)));
-    else if (digit === lowDigit) follow(digit, fractionSet(tail(lower), null));
-    else if (digit === highDigit) follow(digit, fractionSet(null, tail(upper)));
-    else if (digit === middleLo) parts.push(`${digitRange(middleLo, middleHi)} ${DIGIT}*`);
+    if (digit === lowDigit && digit === highDigit) follow(digit, fractionSet(tail(lower), tail(upper), rest));
+    else if (digit === lowDigit) follow(digit, fractionSet(tail(lower), null, rest));
+    else if (digit === highDigit) follow(digit, fractionSet(null, tail(upper), rest));
+    else if (digit === middleLo) parts.push(`${digitRange(middleLo, middleHi)}${anyDigits(budget) === '' ? '' : ` ${anyDigits(budget)}`}`);
   }
   return { nonEmpty: alt(parts), empty };
 }
@@ -168,18 +182,18 @@ const withFraction = (int: string, fraction: FractionSet): string | null => {
   return fraction.empty ? `${int} ("." ${fraction.nonEmpty})?` : `${int} "." ${fraction.nonEmpty}`;
 };
 
-/** Non-negative decimals between the bounds (exclusive where they say so), no sign, no exponent; null when empty. */
-function decimalMagnitudes(lower: { m: Magnitude; exclusive: boolean }, upper: { m: Magnitude; exclusive: boolean } | null): string | null {
+/** Non-negative decimals between the bounds (exclusive where they say so), no sign, no exponent, at most `budget` fraction digits; null when empty. */
+function decimalMagnitudes(lower: { m: Magnitude; exclusive: boolean }, upper: { m: Magnitude; exclusive: boolean } | null, budget: number | null): string | null {
   const parts: (string | null)[] = [];
   const lowBound = { digits: lower.m.frac, exclusive: lower.exclusive };
   if (upper !== null && upper.m.int === lower.m.int) {
-    parts.push(withFraction(lit(lower.m.int), fractionSet(lowBound, { digits: upper.m.frac, exclusive: upper.exclusive })));
+    parts.push(withFraction(lit(lower.m.int), fractionSet(lowBound, { digits: upper.m.frac, exclusive: upper.exclusive }, budget)));
     return alt(parts.filter((p): p is string => p !== null));
   }
-  parts.push(withFraction(lit(lower.m.int), fractionSet(lowBound, null)));
+  parts.push(withFraction(lit(lower.m.int), fractionSet(lowBound, null, budget)));
   const middle = integerRange(addOne(lower.m.int), upper === null ? null : subOne(upper.m.int));
-  if (middle !== null) parts.push(withFraction(middle, ANY_FRACTION));
-  if (upper !== null) parts.push(withFraction(lit(upper.m.int), fractionSet(null, { digits: upper.m.frac, exclusive: upper.exclusive })));
+  if (middle !== null) parts.push(withFraction(middle, anyFraction(budget)));
+  if (upper !== null) parts.push(withFraction(lit(upper.m.int), fractionSet(null, { digits: upper.m.frac, exclusive: upper.exclusive }, budget)));
   return alt(parts.filter((p): p is string => p !== null));
 }
 
@@ -202,29 +216,32 @@ function halves(lower: Bound | null, upper: Bound | null) {
   return { positive, negative };
 }
 
-/** JSON numbers (decimal, no exponent) within the bounds; null when no number is. */
-export function boundedNumber(lower: Bound | null, upper: Bound | null): string | null {
+/**
+ * JSON numbers (decimal, no exponent) within the bounds, with at most `fractionDigits` digits after
+ * the point (null: any; multipleOf 0.01 is two); null when no number is.
+ */
+export function boundedNumber(lower: Bound | null, upper: Bound | null, fractionDigits: number | null = null): string | null {
   const { positive, negative } = halves(lower, upper);
   const parts: string[] = [];
   if (
     positive !== null &&
     (positive.hi === null || compareMagnitudes(positive.lo.m, positive.hi.m) < 0 || (compareMagnitudes(positive.lo.m, positive.hi.m) === 0 && !positive.lo.exclusive && !positive.hi.exclusive))
   ) {
-    const body = decimalMagnitudes(positive.lo, positive.hi);
+    const body = decimalMagnitudes(positive.lo, positive.hi, fractionDigits);
     if (body !== null) parts.push(body);
   }
   if (
     negative !== null &&
     (negative.hi === null || compareMagnitudes(negative.lo.m, negative.hi.m) < 0 || (compareMagnitudes(negative.lo.m, negative.hi.m) === 0 && !negative.lo.exclusive && !negative.hi.exclusive))
   ) {
-    const body = decimalMagnitudes(negative.lo, negative.hi);
+    const body = decimalMagnitudes(negative.lo, negative.hi, fractionDigits);
     if (body !== null) parts.push(`"-" ${body}`);
   }
   return alt(parts);
 }
 
 /** The integer range a bound leaves: inclusive integer limits (as signed bigint), null where unbounded. */
-function integerLimits(lower: Bound | null, upper: Bound | null): { lo: bigint | null; hi: bigint | null } {
+export function integerLimits(lower: Bound | null, upper: Bound | null): { lo: bigint | null; hi: bigint | null } {
   const floorOf = (b: Bound): bigint => {
     const int = BigInt(b.magnitude.int);
     const fractional = b.magnitude.frac !== '';
@@ -258,6 +275,13 @@ export function boundedInteger(lower: Bound | null, upper: Bound | null): string
     if (range !== null) parts.push(`"-" ${range}`);
   }
   return alt(parts);
+}
+
+/** A bound times 10^digits, exactly (the point moved right). */
+export function scaledBound(bound: Bound, digits: number): Bound {
+  const { int, frac } = bound.magnitude;
+  const moved = frac.padEnd(digits, '0');
+  return { ...bound, magnitude: { int: (int + moved.slice(0, digits)).replace(/^0+(?=\d)/, ''), frac: moved.slice(digits).replace(/0+$/, '') } };
 }
 
 /** The bound a schema keyword's value sets. */

@@ -1,9 +1,9 @@
 // `integer` and `number` schemas: bounds (inclusive, exclusive, draft 4's boolean form) digit by
-// digit through number-grammar.ts, and whole multipleOf as a remainder automaton. Pure.
+// digit through number-grammar.ts, multipleOf through multiple-of.ts, ajv-formats' number formats. Pure.
 
 import { type Bound, boundedInteger, boundedNumber, boundOf } from '../number-grammar.js';
 import { NUMBER_FORMATS } from '../string-formats.js';
-import type { GrammarRules } from './grammar-rules.js';
+import { multipleOfSchema } from './multiple-of.js';
 import { pointer, type SchemaObject, SchemaUnsupported } from './schema-model.js';
 import type { Translation } from './translation.js';
 
@@ -24,36 +24,13 @@ export function numberSchema(t: Translation, node: SchemaObject, declared: 'inte
   const upper = tightest(uppers, 'upper');
   const multipleOf = node['multipleOf'];
   if (multipleOf !== undefined) {
-    if (typeof multipleOf !== 'number' || !Number.isInteger(multipleOf) || multipleOf <= 0)
-      throw new SchemaUnsupported('multipleOf', pointer(path, 'multipleOf'), 'only positive whole multiples are translated');
-    if (multipleOf === 1) return boundedInteger(lower, upper) ?? null;
-    if (lower !== null || upper !== null) throw new SchemaUnsupported('multipleOf', pointer(path, 'multipleOf'), 'is not translated together with minimum / maximum');
-    if (multipleOf > 1000) throw new SchemaUnsupported('multipleOf', pointer(path, 'multipleOf'), 'is over 1000');
-    const multiple = multiples(t.rules, multipleOf);
-    return type === 'number' ? `(${multiple} ("." "0"+)?)` : multiple;
+    if (typeof multipleOf !== 'number') throw new SchemaUnsupported('multipleOf', pointer(path, 'multipleOf'), 'is not a number');
+    const body = multipleOfSchema(t.rules, type, lower, upper, multipleOf, path);
+    return body === null ? null : t.rules.share(`${type}_multiple`, body);
   }
   if (lower === null && upper === null) return type === 'integer' ? t.rules.anyInteger() : t.rules.anyNumber();
   const body = type === 'integer' ? boundedInteger(lower, upper) : boundedNumber(lower, upper);
   return body === null ? null : t.rules.share(`${type}_range`, body);
-}
-
-/** Integers that are multiples of k: a remainder automaton over the digits, one rule per remainder. */
-function multiples(rules: GrammarRules, k: number): string {
-  const names = Array.from({ length: k }, (_, r) => rules.reserve(`mod${k}_${r}`));
-  for (let r = 0; r < k; r++) {
-    const byNext = new Map<number, number[]>();
-    for (let d = 0; d <= 9; d++) {
-      const next = (r * 10 + d) % k;
-      byNext.set(next, [...(byNext.get(next) ?? []), d]);
-    }
-    const parts = [...byNext].map(([next, digits]) => `[${digits.join('')}] ${names[next]}`);
-    if (r === 0) parts.unshift('""');
-    rules.define(names[r]!, parts.join(' | '));
-  }
-  const first = new Map<number, number[]>();
-  for (let d = 1; d <= 9; d++) first.set(d % k, [...(first.get(d % k) ?? []), d]);
-  const positive = [...first].map(([next, digits]) => `[${digits.join('')}] ${names[next]}`).join(' | ');
-  return rules.share(`multiple_of_${k}`, `"0" | "-"? (${positive})`);
 }
 
 /** The bound that decides on one side: the largest lower or smallest upper, exclusive where two are equal. */

@@ -75,7 +75,9 @@ export function uniqueArray(t: Translation, array: UniqueArray, path: string): s
   for (const used of live) {
     const { count, next } = states.get(used)!;
     const parts = count >= array.minItems ? ['"]"'] : [];
-    for (const { text, to } of next) if (live.has(to)) parts.push(`${count === 0 ? '' : '", " '}${ebnfLiteral(text)} ${names.get(to)}`);
+    const items = next.filter(({ to }) => live.has(to)).map(({ text, to }) => `${ebnfLiteral(text)} ${names.get(to)}`);
+    // The separator once before the choice of items (xgrammar 0.1 mismatched long choices of sequences sharing their first literal).
+    if (items.length > 0) parts.push(`${count === 0 ? '' : '", " '}(${items.join(' | ')})`);
     t.rules.define(names.get(used)!, parts.join(' | '));
   }
   return `("[" ${names.get(0n)})`;

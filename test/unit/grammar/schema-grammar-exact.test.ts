@@ -83,6 +83,18 @@ const CASES: [string, object, Json[], Json[]][] = [
     [[true], [false, 'x'], [true, 'x', 'y', false]],
     [[true, 'x', 'x'], [false, 'x', false], ['x']],
   ],
+  // multipleOf, any positive decimal: the number divided by it is an integer.
+  ['multipleOf 0.01', { type: 'number', multipleOf: 0.01 }, [0, 599.99, -3.5, 12, 0.05], [0.001, 599.995, 1.234]],
+  ['multipleOf 0.01 with bounds', { type: 'number', multipleOf: 0.01, minimum: 0, maximum: 99999999999.99 }, [0, 0.5, 99999999999.99, 12.34], [-0.01, 100000000000, 0.123]],
+  ['multipleOf 0.1 within an exclusive range', { type: 'number', multipleOf: 0.1, exclusiveMinimum: -1, exclusiveMaximum: 2.5 }, [-0.9, 0, 2.2, 1], [-1, 2.5, 0.15]],
+  ['multipleOf 0.25 from 0.25 up', { type: 'number', multipleOf: 0.25, minimum: 0.25 }, [0.25, 0.5, 1, 10.75, 1000000.5], [0, 0.1, 0.3, 1.2, -0.25]],
+  ['multipleOf 1.5', { type: 'number', multipleOf: 1.5 }, [0, 4.5, -4.5, 1.5, 3], [35, 1, 0.5, 2.25]],
+  ['multipleOf 1.5 on integers: every third', { type: 'integer', multipleOf: 1.5 }, [0, 3, -9, 300], [1.5, 4, 2]],
+  ['multipleOf 4 between bounds', { type: 'integer', multipleOf: 4, minimum: 16, maximum: 100 }, [16, 20, 100], [12, 104, 18, 0]],
+  ['multipleOf 16 across zero', { type: 'integer', multipleOf: 16, minimum: -2032, maximum: 2031 }, [-2032, -16, 0, 2016], [-2048, 2032, 8]],
+  ['multipleOf 10 below an exclusive maximum', { type: 'number', multipleOf: 10, exclusiveMaximum: 100 }, [90, 0, -10, -1230], [100, 95, 110]],
+  ['multipleOf 12 from 0', { type: 'integer', multipleOf: 12, minimum: 0 }, [0, 12, 1200], [-12, 6]],
+  ['multipleOf 0.0001', { type: 'number', multipleOf: 0.0001 }, [0.0075, 1, 0.0001], [0.00751, 0.00001]],
 ];
 
 describe('schema grammar, exact readings', () => {
@@ -102,6 +114,9 @@ describe('schema grammar, exact readings', () => {
 
   it.each([
     [{ type: 'string', format: 'regex' }, 'format', '#/format'],
+    // Bounds that cut an endless run of multiples are not written (only lists of multiples, or all of them above zero).
+    [{ type: 'integer', multipleOf: 7, minimum: 100 }, 'multipleOf', '#/multipleOf'],
+    [{ type: 'number', multipleOf: 0.123456789 }, 'multipleOf', '#/multipleOf'],
     [{ type: 'string', format: 'url' }, 'format', '#/format'],
     [{ type: 'string', format: 'json-pointer' }, 'format', '#/format'],
     [{ type: 'string', format: 'idn-hostname' }, 'format', '#/format'],
@@ -117,6 +132,62 @@ describe('schema grammar, exact readings', () => {
       expect((error as SchemaUnsupported).keyword).toBe(keyword);
       expect((error as SchemaUnsupported).path).toBe(path);
     }
+  });
+});
+
+// JSON Schema's multipleOf is exact arithmetic (the JSON Schema Test Suite holds 0.0075 a multiple
+// of 0.0001); ajv and Python jsonschema divide in floating point by default and call 0.07 no
+// multiple of 0.01 (7.000000000000001). The grammar follows the definition: checked here by exact
+// decimal arithmetic over many values, with ajv's tolerant mode agreeing.
+it('multipleOf is exact decimal arithmetic', async () => {
+  const tolerant = new Ajv2020({ strict: false, logger: false, multipleOfPrecision: 9 });
+  for (const [multipleOf, scale] of [
+    [0.01, 100],
+    [0.25, 100],
+    [0.3, 10],
+  ] as const) {
+    const schema = { type: 'number', multipleOf };
+    const validate = tolerant.compile(schema);
+    const step = Math.round(multipleOf * scale);
+    await withGrammar(schema, async (accepts) => {
+      for (let n = -130; n <= 130; n += 1) {
+        // n / scale, and n / (10 * scale): exact decimals written as JSON writes them.
+        for (const value of [n / scale, n / (10 * scale)]) {
+          const scaled = Math.round(value * scale * 10);
+          const exact = scaled % (step * 10) === 0;
+          expect(await accepts(layoutJson(value)), `${value} against multipleOf ${multipleOf}`).toBe(exact);
+          expect(validate(value), `ajv (tolerant) on ${value}`).toBe(exact);
+        }
+      }
+    });
+  }
+});
+
+/** Every array of up to `length` items drawn (with repeats) from the values. */
+function arraysOver(values: readonly Json[], length: number): Json[][] {
+  const out: Json[][] = [[]];
+  for (let size = 1, layer: Json[][] = [[]]; size <= length; size++) {
+    layer = layer.flatMap((prefix) => values.map((value) => [...prefix, value]));
+    out.push(...layer);
+  }
+  return out;
+}
+
+it('uniqueItems over 7 values with maxItems 3: exactly the arrays ajv accepts', async () => {
+  const values: Json[] = [16, -16, 'a', 'ab', true, { k: 1 }, [1]];
+  const schema = { type: 'array', items: { enum: values }, uniqueItems: true, maxItems: 3 };
+  const validate = ajv.compile(schema);
+  await withGrammar(schema, async (accepts) => {
+    for (const array of arraysOver([...values, 48], 3)) expect(await accepts(layoutJson(array)), JSON.stringify(array)).toBe(validate(array) === true);
+  });
+});
+
+// Listed multiples on both sides of zero (xgrammar 0.1 accepted "-4000" where each negative one was its own "-" "16" alternative).
+it('multipleOf between bounds: exactly the listed multiples, every integer in and around the range checked', async () => {
+  const schema = { type: 'integer', multipleOf: 16, minimum: -2032, maximum: 2031 };
+  const validate = ajv.compile(schema);
+  await withGrammar(schema, async (accepts) => {
+    for (let n = -4100; n <= 4100; n += 4) expect(await accepts(String(n)), String(n)).toBe(validate(n) === true);
   });
 });
 

@@ -126,7 +126,7 @@ describe('schema grammar', () => {
     // xgrammar ignores a non-ASCII exclusion in a negated class ([^é] matched "é").
     [{ type: 'string', pattern: '^[^é]$' }, 'pattern', '#/pattern'],
     [{ type: 'array', uniqueItems: true }, 'uniqueItems', '#/uniqueItems'],
-    [{ type: 'number', multipleOf: 0.5 }, 'multipleOf', '#/multipleOf'],
+    [{ type: 'integer', multipleOf: 7, minimum: 100 }, 'multipleOf', '#/multipleOf'],
     [{ oneOf: [{ type: 'string' }, { type: 'string', minLength: 1 }] }, 'oneOf', '#/oneOf'],
     [{ type: 'object', patternProperties: { '^x': {} }, additionalProperties: true }, 'patternProperties', '#/patternProperties'],
     // One grammar rule per character counted: a huge bound is refused before it is written (1e9 would exhaust the worker's memory).

@@ -23,7 +23,8 @@ import { maskAllows } from '../../../src/contracts/token-mask.js';
 import type { TextTokenizer } from '../../../src/contracts/tokenizer.js';
 import type { GrammarEngine } from '../../../src/grammar/grammar-engine.js';
 import { layoutJson } from '../../../src/grammar/schema-grammar.js';
-import { OBJECT_KEYWORDS } from '../../../src/grammar/json-schema/schema-model.js';
+import { PRESENCE_COMBINATORS, presenceOf } from '../../../src/grammar/json-schema/presence-constraints.js';
+import { OBJECT_KEYWORDS, PRESENCE_KEYWORDS } from '../../../src/grammar/json-schema/schema-model.js';
 import type { MaskBenchSchema } from './data.js';
 
 type Json = Parameters<typeof layoutJson>[0];
@@ -58,11 +59,30 @@ export function strictSchema(schema: unknown): unknown {
   if (Array.isArray(schema)) return schema.map(strictSchema);
   if (typeof schema !== 'object' || schema === null) return schema;
   const out: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(schema)) out[key] = key === 'enum' || key === 'const' || key === 'examples' || key === 'default' ? value : strictSchema(value);
-  // The grammar reads any object keyword as an object schema (propertyNames alone included).
-  const objectSchema = OBJECT_KEYWORDS.some((k) => k in out) || out['type'] === 'object' || (Array.isArray(out['type']) && out['type'].includes('object'));
+  for (const [key, value] of Object.entries(schema)) {
+    if (key === 'enum' || key === 'const' || key === 'examples' || key === 'default') out[key] = value;
+    // Subschemas that only say which keys are present (oneOf: [{required: [...]}, ...]) are statements about the enclosing object, not object schemas of their own.
+    else if (PRESENCE_COMBINATORS.includes(key) && speaksOfKeysOnly(value)) out[key] = value;
+    else out[key] = strictSchema(value);
+  }
+  // The grammar reads any object keyword as an object schema (propertyNames alone included), and so any presence constraint.
+  const objectSchema =
+    OBJECT_KEYWORDS.some((k) => k in out) ||
+    PRESENCE_KEYWORDS.some((k) => k in out) ||
+    PRESENCE_COMBINATORS.some((k) => k in out && speaksOfKeysOnly(out[k])) ||
+    out['type'] === 'object' ||
+    (Array.isArray(out['type']) && out['type'].includes('object'));
   if (objectSchema && !('additionalProperties' in out) && !('unevaluatedProperties' in out)) out['additionalProperties'] = false;
   return out;
+}
+
+/** Subschemas read literally ($refs not followed: a referenced subschema counts as saying more). */
+const LITERAL = { deref: (node: Json): Json => node };
+
+/** Whether a subschema (or each of a list) only says which keys an object has, as the grammar reads presence constraints. */
+function speaksOfKeysOnly(value: unknown): boolean {
+  const list = Array.isArray(value) ? value : [value];
+  return list.length > 0 && list.every((v) => presenceOf(LITERAL, v as Json, '#') !== null);
 }
 
 function validator(schema: unknown): ((data: unknown) => boolean) | null {

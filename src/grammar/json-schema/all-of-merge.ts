@@ -1,7 +1,7 @@
 // `allOf` folded into one schema, keyword by keyword, where the result means exactly what all
 // the members mean together; refused by name where a merge would loosen or change it. Pure.
 
-import { ANNOTATIONS, isObject, type Json, LOWER_BOUND_KEYWORDS, pointer, type SchemaObject, SchemaUnsupported, UPPER_BOUND_KEYWORDS } from './schema-model.js';
+import { ANNOTATIONS, isObject, type Json, LOWER_BOUND_KEYWORDS, layoutJson, pointer, type SchemaObject, SchemaUnsupported, UPPER_BOUND_KEYWORDS } from './schema-model.js';
 import type { Translation } from './translation.js';
 
 /** allOf folded into one schema where its members speak of different things; refused where they overlap in a way a merge could loosen. */
@@ -101,6 +101,8 @@ function mergeTwo(a: SchemaObject, b: SchemaObject, path: string): { [key: strin
     } else if (typeof mine === 'number' && typeof value === 'number' && (LOWER_BOUND_KEYWORDS.has(key) || UPPER_BOUND_KEYWORDS.has(key)))
       out[key] = LOWER_BOUND_KEYWORDS.has(key) ? Math.max(mine, value) : Math.min(mine, value);
     else if (key === 'allOf' && Array.isArray(mine) && Array.isArray(value)) out[key] = [...mine, ...value];
+    // Both lists hold: the values in both (an empty list allows nothing).
+    else if (key === 'enum' && Array.isArray(mine) && Array.isArray(value)) out[key] = mine.filter((v) => value.some((w) => layoutJson(w) === layoutJson(v)));
     // The names no member lists are additional (and unevaluated) to every member: there each one's schema holds.
     else if (key === 'additionalProperties' || key === 'unevaluatedProperties') out[key] = both(mine, value);
     else throw new SchemaUnsupported('allOf', path, `its subschemas both set ${key} differently`);

@@ -22,10 +22,13 @@ export function unionSchema(t: Translation, node: SchemaObject, keyword: 'anyOf'
   return parts.length === 1 ? parts[0]! : `(${parts.join(' | ')})`;
 }
 
-/** Whether no value can match both subschemas: different types, different constants, or objects with a required property of different constants. */
+/**
+ * Whether no value can match both subschemas: different types, different constants, objects with
+ * a required property of different constants, or objects where one requires a key the other cannot have.
+ */
 function disjoint(t: Translation, a: Json, b: Json, path: string): boolean {
-  const x = t.deref(a, path);
-  const y = t.deref(b, path);
+  const x = flat(t, a, path);
+  const y = flat(t, b, path);
   if (!isObject(x) || !isObject(y)) return false;
   const tx = kinds(t, x, path);
   const ty = kinds(t, y, path);
@@ -43,7 +46,43 @@ function disjoint(t: Translation, a: Json, b: Json, path: string): boolean {
     const cy = constants(t.deref(py[key]!, path));
     if (cx && cy && ![...cx].some((v) => cy.has(v))) return true;
   }
+  if (onlyObjects(t, x, path) && onlyObjects(t, y, path)) {
+    if (rx.some((key) => typeof key === 'string' && cannotHave(t, y, key, path))) return true;
+    if (ry.some((key) => typeof key === 'string' && cannotHave(t, x, key, path))) return true;
+  }
   return false;
+}
+
+/**
+ * Whether the grammar writes only objects for the subschema: `type: "object"`, or no type and
+ * only object keywords (no combinator, reference or constant that could bring other values).
+ */
+function onlyObjects(t: Translation, node: SchemaObject, path: string): boolean {
+  if (node['type'] === 'object' || (Array.isArray(node['type']) && node['type'].length === 1 && node['type'][0] === 'object')) return true;
+  if (node['type'] !== undefined || ['enum', 'const', 'anyOf', 'oneOf', 'allOf', '$ref'].some((k) => node[k] !== undefined)) return false;
+  const types = t.typesOf(node, path);
+  return types.length === 1 && types[0] === 'object';
+}
+
+/** Whether no object the subschema allows (as JSON Schema reads it, not the strict reading) has the key: its property false, or not named where no other key is allowed. */
+function cannotHave(t: Translation, node: SchemaObject, key: string, path: string): boolean {
+  const properties = isObject(node['properties']) ? node['properties'] : {};
+  if (Object.hasOwn(properties, key)) return t.deref(properties[key]!, path) === false;
+  if (node['additionalProperties'] !== false) return false;
+  const patterns = isObject(node['patternProperties']) ? Object.keys(node['patternProperties']) : [];
+  return patterns.every((source) => {
+    try {
+      return !new RegExp(source, 'u').test(key);
+    } catch {
+      return false;
+    }
+  });
+}
+
+/** The subschema behind its $refs with its allOf merged, as the translation reads it. */
+function flat(t: Translation, node: Json, path: string): Json {
+  const target = t.deref(node, path);
+  return isObject(target) && Array.isArray(target['allOf']) ? mergeAllOf(t, target, path) : target;
 }
 
 /** The JSON kinds a schema's values can have, where its const / enum or type says; null where it does not. */

@@ -1,13 +1,21 @@
 // `object` schemas: the named properties in the schema's order (each optional one skippable),
 // then the further properties additionalProperties (or unevaluatedProperties: false) allows, with
 // keys other than the named ones; patternProperties and propertyNames as property-keys.ts writes
-// them; min/maxProperties where the properties already decide them. Pure.
+// them; what presence-constraints.ts says about which keys appear (dependencies, oneOf over
+// `required`, min/maxProperties) as a walk whose state each member rule carries. Pure.
 
 import { ebnfLiteral } from '../grammar-spec.js';
 import type { GrammarRules } from './grammar-rules.js';
+import { MAX_MEMBER_RULES, objectPresence, PresenceWalk, type PresenceState, keysOf } from './presence-constraints.js';
 import { PropertyKeys } from './property-keys.js';
 import { isObject, type Json, pointer, type SchemaObject, SchemaUnsupported } from './schema-model.js';
 import type { Translation } from './translation.js';
+
+interface NamedMember {
+  readonly name: string;
+  readonly body: string;
+  readonly required: boolean;
+}
 
 export function objectSchema(t: Translation, node: SchemaObject, path: string): string | null {
   const properties = isObject(node['properties']) ? node['properties'] : {};
@@ -19,55 +27,112 @@ export function objectSchema(t: Translation, node: SchemaObject, path: string): 
   const extraSchema: Json = additional === undefined ? t.options.absentAdditionalProperties === 'allow' : additional;
   const keys = PropertyKeys.of(t, node, path, extraSchema === false);
   const extraBody = t.schema(extraSchema, pointer(path, 'additionalProperties'));
-  // Named properties, then required names only additionalProperties or patternProperties cover (they must appear).
-  const named: { name: string; body: string; required: boolean }[] = [];
-  for (const [name, schema] of Object.entries(properties)) {
+  const presence = objectPresence(t, node, path);
+  const mentioned = presence === null ? [] : keysOf(presence.objects);
+  const named = namedMembers(t, keys, properties, required, mentioned, extraBody, path);
+  if (named === null) return null;
+  // Unnamed keys are none of these: not a property the schema names (even one whose schema is
+  // false, which has no slot), nor a key a constraint names.
+  const excluded = [...new Set([...Object.keys(properties), ...named.map((p) => p.name), ...mentioned])];
+  const other = keys.otherMember(t, excluded, extraBody);
+  const extra = other !== undefined ? other : extraBody === null ? null : t.rules.share('extra_member', `${extraKey(t.rules, excluded)} ": " ${extraBody}`);
+  const minProperties = typeof node['minProperties'] === 'number' ? Math.max(0, Math.ceil(node['minProperties'])) : 0;
+  const maxProperties = typeof node['maxProperties'] === 'number' ? Math.floor(node['maxProperties']) : null;
+  const walk = new PresenceWalk(
+    presence?.objects ?? true,
+    named.map((p) => p.name),
+    minProperties,
+    maxProperties,
+    extra !== null,
+  );
+  const constrained = presence !== null || minProperties > 0 || maxProperties !== null;
+  const refusal = presence?.keyword ?? (minProperties > 0 ? 'minProperties' : 'maxProperties');
+  const inner = memberRules(t, named, extra, walk, constrained ? pointer(path, refusal) : null);
+  if (inner === null) return null;
+  return t.rules.share('object', inner === '""' ? '"{" "}"' : `"{" ${inner} "}"`);
+}
+
+/**
+ * The named properties in the schema's order, then the names only additionalProperties or
+ * patternProperties cover that are required (they must appear) or that a presence constraint
+ * names (a slot of their own, so the walk sees them and unnamed keys never spell them); a name
+ * that cannot appear has no slot. null where a required one cannot appear.
+ */
+function namedMembers(
+  t: Translation,
+  keys: PropertyKeys,
+  properties: SchemaObject,
+  required: ReadonlySet<string>,
+  mentioned: readonly string[],
+  extraBody: string | null,
+  path: string,
+): NamedMember[] | null {
+  const named: NamedMember[] = [];
+  for (const name of new Set([...Object.keys(properties), ...required, ...mentioned])) {
     const patterns = keys.patternSchemas(name);
-    const body = keys.allows(name) && !patterns.includes(false) ? t.schema(patterns.length === 0 ? schema : { allOf: [schema, ...patterns] }, pointer(path, 'properties', name)) : null;
-    if (body === null) {
-      if (required.has(name)) return null;
-      continue;
+    let body: string | null = null;
+    if (keys.allows(name) && !patterns.includes(false)) {
+      if (Object.hasOwn(properties, name)) body = t.schema(patterns.length === 0 ? properties[name]! : { allOf: [properties[name]!, ...patterns] }, pointer(path, 'properties', name));
+      else body = patterns.length === 0 ? extraBody : t.schema({ allOf: patterns }, pointer(path, 'patternProperties'));
     }
-    named.push({ name, body, required: required.has(name) });
+    if (body !== null) named.push({ name, body, required: required.has(name) });
+    else if (required.has(name)) return null;
   }
-  for (const name of required) {
-    if (Object.hasOwn(properties, name)) continue;
-    const patterns = keys.patternSchemas(name);
-    const body = !keys.allows(name) || patterns.includes(false) ? null : patterns.length === 0 ? extraBody : t.schema({ allOf: patterns }, pointer(path, 'patternProperties'));
-    if (body === null) return null;
-    named.push({ name, body, required: true });
-  }
-  const names = named.map((p) => p.name);
-  const other = keys.otherMember(t, names, extraBody);
-  const extra = other !== undefined ? other : extraBody === null ? null : t.rules.share('extra_member', `${extraKey(t.rules, names)} ": " ${extraBody}`);
-  const requiredCount = named.filter((p) => p.required).length;
-  const minProperties = typeof node['minProperties'] === 'number' ? node['minProperties'] : 0;
-  const maxProperties = typeof node['maxProperties'] === 'number' ? node['maxProperties'] : null;
-  if (minProperties > requiredCount) throw new SchemaUnsupported('minProperties', pointer(path, 'minProperties'), 'is translated only when the required properties already meet it');
-  if (maxProperties !== null && (extra !== null || named.length > maxProperties)) {
-    if (maxProperties < requiredCount) return null;
-    throw new SchemaUnsupported('maxProperties', pointer(path, 'maxProperties'), 'is translated only when the schema cannot have more properties anyway');
-  }
-  // members(i, first): the members from the i-th named property on; first: no comma before the next one.
-  const memo = new Map<string, string>();
-  const members = (i: number, first: boolean): string => {
-    const key = `${i}:${first}`;
-    const known = memo.get(key);
-    if (known !== undefined) return known;
-    let body: string;
+  return named;
+}
+
+/**
+ * The object's members: the named ones in order (each optional one skippable), then the unnamed
+ * ones, as the walk allows. members(i, first, state) is the rest from the i-th named property on;
+ * first: no comma before the next one; state: what the presence constraints still ask. Equal
+ * states share one rule; null where no choice of the rest meets them (no rule written).
+ * `bounded`: where to refuse past MAX_MEMBER_RULES (null: no constraint, one rule per property).
+ */
+function memberRules(t: Translation, named: readonly NamedMember[], extra: string | null, walk: PresenceWalk, bounded: string | null): string | null {
+  let written = 0;
+  const count = (): void => {
+    if (bounded !== null && ++written > MAX_MEMBER_RULES)
+      throw new SchemaUnsupported(bounded.slice(bounded.lastIndexOf('/') + 1), bounded, `needs more than ${MAX_MEMBER_RULES} grammar rules for the combinations of properties it allows`);
+  };
+  // unnamed(min, max, first): between min and max unnamed members (max may be Infinity).
+  const unnamedMemo = new Map<string, string | null>();
+  const unnamed = (min: number, max: number, first: boolean): string | null => {
+    if (max === 0) return '""';
+    if (extra === null) return min === 0 ? '""' : null;
+    if (min === 0 && max === Number.POSITIVE_INFINITY) return first ? `(${extra} (", " ${extra})*)?` : `(", " ${extra})*`;
+    const key = `${min}:${max}:${first}`;
+    if (unnamedMemo.has(key)) return unnamedMemo.get(key)!;
+    count();
+    const rest = unnamed(Math.max(0, min - 1), max - 1, false);
+    const one = rest === null ? null : `${first ? '' : '", " '}${extra} ${rest}`;
+    const name = one === null ? null : t.rules.share('unnamed_members', min > 0 ? one : `(${one})?`);
+    unnamedMemo.set(key, name);
+    return name;
+  };
+  const memo = new Map<string, string | null>();
+  const members = (i: number, first: boolean, state: PresenceState): string | null => {
+    const key = `${i}:${first}:${walk.id(state)}`;
+    if (memo.has(key)) return memo.get(key)!;
+    count();
+    let body: string | null;
     if (i === named.length) {
-      body = extra === null ? '""' : first ? `(${extra} (", " ${extra})*)?` : `(", " ${extra})*`;
+      const range = walk.unnamedRange(state);
+      body = range === null ? null : unnamed(range.min, range.max, first);
     } else {
       const p = named[i]!;
-      const present = `${first ? '' : '", " '}${ebnfLiteral(JSON.stringify(p.name))} ": " ${p.body} ${members(i + 1, false)}`;
-      body = p.required ? present : `${present} | ${members(i + 1, first)}`;
+      const after = walk.next(state, i, true);
+      const rest = after === null ? null : members(i + 1, false, after);
+      const present = rest === null ? null : `${first ? '' : '", " '}${ebnfLiteral(JSON.stringify(p.name))} ": " ${p.body} ${rest}`;
+      const skipped = p.required ? null : walk.next(state, i, false);
+      const absent = skipped === null ? null : members(i + 1, first, skipped);
+      body = present === null ? absent : absent === null ? present : `${present} | ${absent}`;
     }
-    const name = body === '""' ? '""' : t.rules.share('members', body);
+    const name = body === null || body === '""' ? body : t.rules.share('members', body);
     memo.set(key, name);
     return name;
   };
-  const inner = members(0, true);
-  return t.rules.share('object', inner === '""' ? '"{" "}"' : `"{" ${inner} "}"`);
+  const start = walk.start();
+  return start === null ? null : members(0, true, start);
 }
 
 const classChar = (code: number): string => (code <= 0xffff ? `\\u${code.toString(16).padStart(4, '0')}` : `\\U${code.toString(16).padStart(8, '0')}`);

@@ -61,11 +61,7 @@ export const ANNOTATIONS = new Set([
 ]);
 /** Keywords refused wherever they appear (no exact grammar for them). */
 export const REFUSED: Readonly<Record<string, string>> = {
-  not: 'a grammar cannot exclude what a subschema matches',
   if: 'conditional subschemas (if / then / else) are not translated',
-  dependentSchemas: 'schemas that depend on a property being present are not translated',
-  dependencies: 'schemas that depend on a property being present are not translated',
-  dependentRequired: 'properties required by the presence of others are not translated',
   contains: 'arrays that must contain a matching item are not translated',
   unevaluatedItems: 'unevaluated items are not translated',
   $dynamicRef: 'dynamic references are not translated',
@@ -76,8 +72,14 @@ export const OBJECT_KEYWORDS = ['properties', 'required', 'additionalProperties'
 export const ARRAY_KEYWORDS = ['items', 'prefixItems', 'additionalItems', 'minItems', 'maxItems', 'uniqueItems'];
 export const STRING_KEYWORDS = ['minLength', 'maxLength', 'pattern', 'format'];
 export const NUMBER_KEYWORDS = ['minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum', 'multipleOf'];
+/**
+ * Keywords presence-constraints.ts translates where they speak only of which keys an object has
+ * (not over `required`, dependencies as lists or `required`-only subschemas; dependentSchemas
+ * that say more are split into cases); refused by name elsewhere.
+ */
+export const PRESENCE_KEYWORDS = ['not', 'dependencies', 'dependentRequired', 'dependentSchemas'];
 /** Keywords that constrain a value besides enum / const / type (the rest are annotations or unknown). */
-export const CONSTRAINING = new Set([...OBJECT_KEYWORDS, ...ARRAY_KEYWORDS, ...STRING_KEYWORDS, ...NUMBER_KEYWORDS, 'anyOf', 'oneOf', 'allOf', '$ref', ...Object.keys(REFUSED)]);
+export const CONSTRAINING = new Set([...OBJECT_KEYWORDS, ...ARRAY_KEYWORDS, ...STRING_KEYWORDS, ...NUMBER_KEYWORDS, ...PRESENCE_KEYWORDS, 'anyOf', 'oneOf', 'allOf', '$ref', ...Object.keys(REFUSED)]);
 /** Keywords whose values two allOf members combine by taking the larger (lower bounds) or the smaller (upper bounds). */
 export const LOWER_BOUND_KEYWORDS = new Set(['minimum', 'exclusiveMinimum', 'minLength', 'minItems', 'minProperties']);
 export const UPPER_BOUND_KEYWORDS = new Set(['maximum', 'exclusiveMaximum', 'maxLength', 'maxItems', 'maxProperties']);

@@ -9,6 +9,7 @@ import { enumSchema } from './enum-schema.js';
 import { GrammarRules } from './grammar-rules.js';
 import { numberSchema } from './number-schema.js';
 import { objectSchema } from './object-schema.js';
+import { dependentSchemaCases, isPresenceCombinator, objectPresence } from './presence-constraints.js';
 import {
   ANNOTATIONS,
   ARRAY_KEYWORDS,
@@ -64,14 +65,19 @@ export class SchemaTranslator implements Translation {
     // additionalProperties is for object schemas, and this one says nothing of objects).
     if (!Object.keys(node).some((k) => CONSTRAINING.has(k) || k === 'type' || k === 'enum' || k === 'const')) return this.rules.anyValue();
     if (Array.isArray(node['allOf'])) return this.schema(mergeAllOf(this, node, path), path);
-    if (Array.isArray(node['anyOf'])) return unionSchema(this, node, 'anyOf', path);
-    if (Array.isArray(node['oneOf'])) return unionSchema(this, node, 'oneOf', path);
+    // anyOf / oneOf over subschemas that only require keys are what object-schema.ts writes, not a union.
+    if (Array.isArray(node['anyOf']) && !isPresenceCombinator(this, node, 'anyOf', path)) return unionSchema(this, node, 'anyOf', path);
+    if (Array.isArray(node['oneOf']) && !isPresenceCombinator(this, node, 'oneOf', path)) return unionSchema(this, node, 'oneOf', path);
+    const cases = dependentSchemaCases(this, node, path);
+    if (cases !== null) return this.alternatives(cases.map((c) => this.schema(c, path)));
     if (node['enum'] !== undefined || node['const'] !== undefined) return enumSchema(this, node, path);
-    const alternatives: string[] = [];
-    for (const type of this.typesOf(node, path)) {
-      const body = this.typed(node, type, path);
-      if (body !== null) alternatives.push(body);
-    }
+    // What the presence constraints say of values that are not objects (`not: {required: [...]}` excludes them all).
+    const presence = objectPresence(this, node, path);
+    return this.alternatives(this.typesOf(node, path).map((type) => (type === 'object' || presence === null || presence.others ? this.typed(node, type, path) : null)));
+  }
+
+  private alternatives(bodies: (string | null)[]): string | null {
+    const alternatives = bodies.filter((b): b is string => b !== null);
     if (alternatives.length === 0) return null;
     return alternatives.length === 1 ? alternatives[0]! : `(${alternatives.join(' | ')})`;
   }

@@ -182,18 +182,26 @@ const withFraction = (int: string, fraction: FractionSet): string | null => {
   return fraction.empty ? `${int} ("." ${fraction.nonEmpty})?` : `${int} "." ${fraction.nonEmpty}`;
 };
 
-/** Non-negative decimals between the bounds (exclusive where they say so), no sign, no exponent, at most `budget` fraction digits; null when empty. */
-function decimalMagnitudes(lower: { m: Magnitude; exclusive: boolean }, upper: { m: Magnitude; exclusive: boolean } | null, budget: number | null): string | null {
+/** A fraction strictly above zero: what makes a number not whole. */
+const ABOVE_ZERO: FractionBound = { digits: '', exclusive: true };
+
+/**
+ * Non-negative decimals between the bounds (exclusive where they say so), no sign, no exponent, at
+ * most `budget` fraction digits, only those with a non-zero fraction where `nonInteger`; null when empty.
+ */
+function decimalMagnitudes(lower: { m: Magnitude; exclusive: boolean }, upper: { m: Magnitude; exclusive: boolean } | null, budget: number | null, nonInteger = false): string | null {
   const parts: (string | null)[] = [];
-  const lowBound = { digits: lower.m.frac, exclusive: lower.exclusive };
+  // A whole lower bound excludes its own value among non-integers (the fraction must be above zero).
+  const lowBound = { digits: lower.m.frac, exclusive: lower.exclusive || (nonInteger && lower.m.frac === '') };
+  const fromZero = nonInteger ? ABOVE_ZERO : null;
   if (upper !== null && upper.m.int === lower.m.int) {
     parts.push(withFraction(lit(lower.m.int), fractionSet(lowBound, { digits: upper.m.frac, exclusive: upper.exclusive }, budget)));
     return alt(parts.filter((p): p is string => p !== null));
   }
   parts.push(withFraction(lit(lower.m.int), fractionSet(lowBound, null, budget)));
   const middle = integerRange(addOne(lower.m.int), upper === null ? null : subOne(upper.m.int));
-  if (middle !== null) parts.push(withFraction(middle, anyFraction(budget)));
-  if (upper !== null) parts.push(withFraction(lit(upper.m.int), fractionSet(null, { digits: upper.m.frac, exclusive: upper.exclusive }, budget)));
+  if (middle !== null) parts.push(withFraction(middle, nonInteger ? fractionSet(fromZero, null, budget) : anyFraction(budget)));
+  if (upper !== null) parts.push(withFraction(lit(upper.m.int), fractionSet(fromZero, { digits: upper.m.frac, exclusive: upper.exclusive }, budget)));
   return alt(parts.filter((p): p is string => p !== null));
 }
 
@@ -221,21 +229,26 @@ function halves(lower: Bound | null, upper: Bound | null) {
  * the point (null: any; multipleOf 0.01 is two); null when no number is.
  */
 export function boundedNumber(lower: Bound | null, upper: Bound | null, fractionDigits: number | null = null): string | null {
+  return signedDecimals(lower, upper, fractionDigits, false);
+}
+
+/** JSON numbers within the bounds that are not whole (a fraction with a non-zero digit), no exponent; null when none is. */
+export function boundedNonInteger(lower: Bound | null, upper: Bound | null): string | null {
+  return signedDecimals(lower, upper, null, true);
+}
+
+function signedDecimals(lower: Bound | null, upper: Bound | null, fractionDigits: number | null, nonInteger: boolean): string | null {
   const { positive, negative } = halves(lower, upper);
   const parts: string[] = [];
-  if (
-    positive !== null &&
-    (positive.hi === null || compareMagnitudes(positive.lo.m, positive.hi.m) < 0 || (compareMagnitudes(positive.lo.m, positive.hi.m) === 0 && !positive.lo.exclusive && !positive.hi.exclusive))
-  ) {
-    const body = decimalMagnitudes(positive.lo, positive.hi, fractionDigits);
-    if (body !== null) parts.push(body);
-  }
-  if (
-    negative !== null &&
-    (negative.hi === null || compareMagnitudes(negative.lo.m, negative.hi.m) < 0 || (compareMagnitudes(negative.lo.m, negative.hi.m) === 0 && !negative.lo.exclusive && !negative.hi.exclusive))
-  ) {
-    const body = decimalMagnitudes(negative.lo, negative.hi, fractionDigits);
-    if (body !== null) parts.push(`"-" ${body}`);
+  for (const [half, sign] of [
+    [positive, ''],
+    [negative, '"-" '],
+  ] as const) {
+    if (half === null) continue;
+    const order = half.hi === null ? -1 : compareMagnitudes(half.lo.m, half.hi.m);
+    if (order > 0 || (order === 0 && (half.lo.exclusive || half.hi!.exclusive))) continue;
+    const body = decimalMagnitudes(half.lo, half.hi, fractionDigits, nonInteger);
+    if (body !== null) parts.push(`${sign}${body}`);
   }
   return alt(parts);
 }

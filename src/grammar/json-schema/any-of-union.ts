@@ -1,9 +1,11 @@
 // `anyOf` and `oneOf` as a choice between their branches (siblings merged into each branch);
 // `oneOf` only where no value can match two branches, since a grammar cannot exclude the
-// values two branches share. Pure.
+// values two branches share, or where the branches that overlap are number ranges
+// (numeric-one-of.ts writes the numbers exactly one holds). Pure.
 
 import { mergeAllOf } from './all-of-merge.js';
-import { ANNOTATIONS, constants, isObject, type Json, kindOf, pointer, type SchemaObject, SchemaUnsupported } from './schema-model.js';
+import { exactlyOneNumberRange } from './numeric-one-of.js';
+import { ANNOTATIONS, constants, isObject, type Json, kindOf, pointer, type SchemaObject } from './schema-model.js';
 import type { Translation } from './translation.js';
 
 export function unionSchema(t: Translation, node: SchemaObject, keyword: 'anyOf' | 'oneOf', path: string): string | null {
@@ -11,13 +13,12 @@ export function unionSchema(t: Translation, node: SchemaObject, keyword: 'anyOf'
   const list = branches as Json[];
   const constraining = Object.keys(siblings).filter((k) => !ANNOTATIONS.has(k));
   const resolved = list.map((branch, i) => (constraining.length > 0 ? mergeAllOf(t, { allOf: [siblings, branch] }, pointer(path, keyword, i)) : branch));
-  if (keyword === 'oneOf') {
-    for (let i = 0; i < resolved.length; i++)
-      for (let j = i + 1; j < resolved.length; j++)
-        if (!disjoint(t, resolved[i]!, resolved[j]!, path))
-          throw new SchemaUnsupported('oneOf', pointer(path, 'oneOf'), `subschemas ${i} and ${j} may both match one value (only oneOf over subschemas of different types or constants is translated)`);
-  }
-  const parts = resolved.map((branch, i) => t.schema(branch, pointer(path, keyword, i))).filter((p): p is string => p !== null);
+  const overlapping: [number, number][] = [];
+  if (keyword === 'oneOf') for (let i = 0; i < resolved.length; i++) for (let j = i + 1; j < resolved.length; j++) if (!disjoint(t, resolved[i]!, resolved[j]!, path)) overlapping.push([i, j]);
+  // Overlapping number ranges are written as the numbers exactly one of them holds; any other overlap is refused there.
+  const numeric = overlapping.length > 0 ? exactlyOneNumberRange(t, resolved, overlapping, path) : null;
+  const parts = resolved.map((branch, i) => (numeric?.branches.has(i) ? null : t.schema(branch, pointer(path, keyword, i)))).filter((p): p is string => p !== null);
+  if (numeric?.body) parts.push(numeric.body);
   if (parts.length === 0) return null;
   return parts.length === 1 ? parts[0]! : `(${parts.join(' | ')})`;
 }

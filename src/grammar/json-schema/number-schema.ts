@@ -10,18 +10,7 @@ import type { Translation } from './translation.js';
 export function numberSchema(t: Translation, node: SchemaObject, declared: 'integer' | 'number', path: string): string | null {
   const format = typeof node['format'] === 'string' && Object.hasOwn(NUMBER_FORMATS, node['format']) ? NUMBER_FORMATS[node['format']]! : null;
   const type = format?.integer ? 'integer' : declared;
-  const bound = (key: string, exclusive: boolean): Bound | null => {
-    const value = node[key];
-    if (value === undefined || typeof value === 'boolean') return null;
-    if (typeof value !== 'number') throw new SchemaUnsupported(key, pointer(path, key), 'is not a number');
-    return boundOf(value, exclusive);
-  };
-  // Draft 4's boolean exclusiveMinimum / exclusiveMaximum make minimum / maximum exclusive.
-  const formatRange = format?.range ?? null;
-  const lowers = [bound('minimum', node['exclusiveMinimum'] === true), bound('exclusiveMinimum', true), formatRange && boundOf(formatRange[0], false)].filter((b): b is Bound => b !== null);
-  const uppers = [bound('maximum', node['exclusiveMaximum'] === true), bound('exclusiveMaximum', true), formatRange && boundOf(formatRange[1], false)].filter((b): b is Bound => b !== null);
-  const lower = tightest(lowers, 'lower');
-  const upper = tightest(uppers, 'upper');
+  const { lower, upper } = numberBounds(node, path, format?.range ?? null);
   const multipleOf = node['multipleOf'];
   if (multipleOf !== undefined) {
     if (typeof multipleOf !== 'number') throw new SchemaUnsupported('multipleOf', pointer(path, 'multipleOf'), 'is not a number');
@@ -31,6 +20,20 @@ export function numberSchema(t: Translation, node: SchemaObject, declared: 'inte
   if (lower === null && upper === null) return type === 'integer' ? t.rules.anyInteger() : t.rules.anyNumber();
   const body = type === 'integer' ? boundedInteger(lower, upper) : boundedNumber(lower, upper);
   return body === null ? null : t.rules.share(`${type}_range`, body);
+}
+
+/** The tightest lower and upper bound a number schema's keywords (and a format's range) set. */
+export function numberBounds(node: SchemaObject, path: string, formatRange: readonly [number, number] | null = null): { lower: Bound | null; upper: Bound | null } {
+  const bound = (key: string, exclusive: boolean): Bound | null => {
+    const value = node[key];
+    if (value === undefined || typeof value === 'boolean') return null;
+    if (typeof value !== 'number') throw new SchemaUnsupported(key, pointer(path, key), 'is not a number');
+    return boundOf(value, exclusive);
+  };
+  // Draft 4's boolean exclusiveMinimum / exclusiveMaximum make minimum / maximum exclusive.
+  const lowers = [bound('minimum', node['exclusiveMinimum'] === true), bound('exclusiveMinimum', true), formatRange && boundOf(formatRange[0], false)].filter((b): b is Bound => b !== null);
+  const uppers = [bound('maximum', node['exclusiveMaximum'] === true), bound('exclusiveMaximum', true), formatRange && boundOf(formatRange[1], false)].filter((b): b is Bound => b !== null);
+  return { lower: tightest(lowers, 'lower'), upper: tightest(uppers, 'upper') };
 }
 
 /** The bound that decides on one side: the largest lower or smallest upper, exclusive where two are equal. */

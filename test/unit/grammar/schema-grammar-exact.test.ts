@@ -95,6 +95,16 @@ const CASES: [string, object, Json[], Json[]][] = [
   ['multipleOf 10 below an exclusive maximum', { type: 'number', multipleOf: 10, exclusiveMaximum: 100 }, [90, 0, -10, -1230], [100, 95, 110]],
   ['multipleOf 12 from 0', { type: 'integer', multipleOf: 12, minimum: 0 }, [0, 12, 1200], [-12, 6]],
   ['multipleOf 0.0001', { type: 'number', multipleOf: 0.0001 }, [0.0075, 1, 0.0001], [0.00751, 0.00001]],
+  // oneOf over number ranges: the numbers exactly one subschema holds.
+  ['oneOf over two maxima', { type: 'number', oneOf: [{ maximum: 2 }, { maximum: 5 }] }, [2.5, 3, 5, 4.999], [2, 1, -7, 5.5, 0]],
+  ['oneOf integer or from 2', { oneOf: [{ type: 'integer' }, { minimum: 2 }] }, [1, -3, 2.5, 100.25], [2, 3, 1.5, -0.5]],
+  ['oneOf of every type but integer twice', { oneOf: [{ type: 'integer' }, { type: 'string' }, { type: 'number' }, { type: 'boolean' }, { type: 'null' }] }, [1.5, -0.25, 'x', true, null], [1, 0, -4]],
+  [
+    'oneOf over exclusive and inclusive ranges',
+    { oneOf: [{ type: 'number', minimum: 0, exclusiveMaximum: 10 }, { type: 'integer', minimum: 5, maximum: 15 }, { type: 'string' }] },
+    [0, 4.5, 5.5, 9.99, 10, 15, 'a'],
+    [5, 9, -1, 15.5, 16, 10.5],
+  ],
 ];
 
 describe('schema grammar, exact readings', () => {
@@ -114,6 +124,9 @@ describe('schema grammar, exact readings', () => {
 
   it.each([
     [{ type: 'string', format: 'regex' }, 'format', '#/format'],
+    // A range without type also matches every string: the string subschema's values would be written where two subschemas hold them.
+    [{ oneOf: [{ minimum: 2 }, { type: 'string' }, { maximum: 5 }] }, 'oneOf', '#/oneOf'],
+    [{ oneOf: [{ type: 'number', multipleOf: 2 }, { type: 'integer' }] }, 'oneOf', '#/oneOf'],
     // Bounds that cut an endless run of multiples are not written (only lists of multiples, or all of them above zero).
     [{ type: 'integer', multipleOf: 7, minimum: 100 }, 'multipleOf', '#/multipleOf'],
     [{ type: 'number', multipleOf: 0.123456789 }, 'multipleOf', '#/multipleOf'],
@@ -161,6 +174,21 @@ it('multipleOf is exact decimal arithmetic', async () => {
       }
     });
   }
+});
+
+it('oneOf over number ranges: exactly the numbers ajv accepts, every quarter from -15 to 15', async () => {
+  const schema = {
+    oneOf: [
+      { type: 'integer', maximum: 3 },
+      { type: 'number', exclusiveMinimum: -2.5, maximum: 7.25 },
+      { type: 'number', minimum: 5, exclusiveMaximum: 12 },
+      { type: 'integer', exclusiveMinimum: 0 },
+    ],
+  };
+  const validate = ajv.compile(schema);
+  await withGrammar(schema, async (accepts) => {
+    for (let n = -60; n <= 60; n++) expect(await accepts(layoutJson(n / 4)), String(n / 4)).toBe(validate(n / 4) === true);
+  });
 });
 
 /** Every array of up to `length` items drawn (with repeats) from the values. */

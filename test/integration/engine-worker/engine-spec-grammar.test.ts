@@ -5,7 +5,12 @@
 // constrained row gives exactly its tokens without speculation, so does a seeded sampled one and
 // one asking for logprobs (with the same logprobs), and every output is valid under its grammar.
 // The random-weight model under an integer-array schema repeats itself, so proposals hold.
+// A grammar worker that dies while it computes a speculating row's masks (the masks job that
+// carries the row's proposals, or a candidate-try job of a row that has proposed) ends only that
+// row, in the same step, with its proposals' KV rolled back; a free speculating row beside it
+// keeps its tokens, and the next constrained request gets a fresh worker.
 import { join } from 'node:path';
+import type { Worker } from 'node:worker_threads';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { GenerateRequest, GrammarSpec, SamplingParams, StepOutput, TokenLogprob } from '../../../src/contracts/generate.js';
 import type { TextTokenizer } from '../../../src/contracts/tokenizer.js';
@@ -13,6 +18,7 @@ import { EngineCore, type EngineConfig } from '../../../src/engine-worker/engine
 import { openModelRunner } from '../../../src/runners/create-runner.js';
 import { createTokenizer, readModelFiles } from '../../../src/tokenizer/model-files.js';
 import { DEFAULT_REPOSITORY } from '../../../models/default-repository.js';
+import type { MaskJob, ToGrammarWorker } from '../../../src/grammar-worker/entry.js';
 import { GREEDY_SAMPLING } from '../../support/sampling.js';
 
 const VERSION_DIR = join(DEFAULT_REPOSITORY, 'qwen3-tiny', '1');
@@ -24,14 +30,14 @@ const INTEGERS: GrammarSpec = {
 const CHOICES: GrammarSpec = { kind: 'choice', choices: ['yes yes yes yes', 'no no no no no', 'maybe'] };
 const prompt = (seed: number, length: number) => Array.from({ length }, (_, i) => (seed * 7919 + i * 104_729) % 150_000);
 
-const request = (id: string, promptIds: number[], grammar: GrammarSpec, sampling: Partial<SamplingParams> = {}): GenerateRequest => ({
+const request = (id: string, promptIds: number[], grammar: GrammarSpec | null, sampling: Partial<SamplingParams> = {}, maxTokens = 160): GenerateRequest => ({
   id,
   promptTokenIds: promptIds,
   sampling: { ...GREEDY_SAMPLING, ...sampling },
   priority: 0,
   cacheSalt: null,
-  stop: { maxTokens: 160, minTokens: 0, eosTokenIds: [IM_END], ignoreEos: false, stopTokenIds: [] },
-  grammar,
+  stop: { maxTokens, minTokens: 0, eosTokenIds: [IM_END], ignoreEos: !grammar, stopTokenIds: [] },
+  ...(grammar ? { grammar } : {}),
 });
 
 const config = (speculative: boolean): EngineConfig => ({
@@ -56,9 +62,13 @@ interface Run {
   readonly outputs: StepOutput[];
 }
 
-async function run(speculative: boolean, requests: readonly GenerateRequest[]): Promise<Run> {
+async function open(speculative: boolean, log: (line: string) => void = () => {}): Promise<EngineCore> {
   const c = config(speculative);
-  const engine = EngineCore.create(c, await openModelRunner(c), () => {});
+  return EngineCore.create(c, await openModelRunner(c), log);
+}
+
+async function run(speculative: boolean, requests: readonly GenerateRequest[]): Promise<Run> {
+  const engine = await open(speculative);
   const result: Run = { tokens: new Map(), logprobs: new Map(), reasons: new Map(), outputs: [] };
   try {
     for (const r of requests) engine.add(r);
@@ -124,4 +134,113 @@ describe('speculative decoding of grammar-constrained rows', () => {
     // No more steps for the same tokens (the longest row may be one whose proposals fail).
     expect(withSpec.outputs.length).toBeLessThanOrEqual(without.outputs.length);
   }, 180_000);
+});
+
+type GrammarJob = Extract<ToGrammarWorker, { type: 'masks' | 'try' }>;
+
+/**
+ * Wraps the worker's postMessage so that the worker dies with the first of `victim`'s mask or try
+ * jobs that `matches` picks in flight; counts the victim's jobs that carried proposals.
+ */
+function killOn(
+  worker: Worker,
+  victim: string,
+  matches: (job: GrammarJob, proposedBefore: number) => boolean,
+): { readonly thread: Worker; readonly killed: () => boolean; readonly proposedJobs: () => number } {
+  const post = worker.postMessage.bind(worker);
+  let killed = false;
+  let proposed = 0;
+  worker.postMessage = (message: ToGrammarWorker) => {
+    const row = message.type === 'masks' || message.type === 'try' ? (message.rows as readonly MaskJob[]).find((r) => r.requestId === victim) : undefined;
+    if (!killed && row && matches(message as GrammarJob, proposed)) {
+      // Terminated before the job reaches it: the job is in flight when the worker dies, never
+      // answered (terminating after posting races the worker's reply, which small jobs win).
+      killed = true;
+      void worker.terminate();
+    }
+    if (row?.drafts?.length) proposed++;
+    post(message);
+  };
+  return { thread: worker, killed: () => killed, proposedJobs: () => proposed };
+}
+
+const kills: [string, (job: GrammarJob, proposedBefore: number) => boolean][] = [
+  // The row proposed this step: its job is a masks job with the mask at each proposal.
+  ['while it computes the masks at its proposals', (job) => job.type === 'masks' && job.rows.some((r) => r.requestId === 'victim' && (r.drafts?.length ?? 0) > 0)],
+  // A step where the speculating row found nothing to propose: its greedy candidates are tried first.
+  ['while it tries the candidates of a row that has proposed before', (job, proposedBefore) => job.type === 'try' && proposedBefore > 0],
+];
+
+describe('a grammar worker that dies under a speculating constrained row', () => {
+  it.each(kills)(
+    'ends only that row, in that step, with its KV rolled back; a free speculating row keeps its tokens; the next constrained request gets a fresh worker (%s)',
+    async (_, matches) => {
+      // A free row that copies: the model's own greedy continuation of a prompt, fed back as part of the prompt.
+      const seed = prompt(11, 6);
+      const first = await run(false, [request('seed', seed, null, {}, 24)]);
+      const copying = [...seed, ...first.tokens.get('seed')!, ...seed, ...first.tokens.get('seed')!.slice(0, 3)];
+      const free = request('free', copying, null, {}, 60);
+      const alone = await run(false, [free]);
+
+      const logs: string[] = [];
+      const engine = await open(true, (line) => logs.push(line));
+      const tokens = new Map<string, number[]>();
+      const reasons = new Map<string, string | null>();
+      const finishStep = new Map<string, number>();
+      const drafted = new Map<string, number>();
+      let killStep = -1;
+      try {
+        engine.add(free);
+        engine.add(request('victim', prompt(1, 9), INTEGERS));
+        // The worker starts with the victim's compile, before any masks job.
+        const kill = killOn(engine.grammarWorkerThread!, 'victim', matches);
+        for (let step = 0; engine.hasWork(); step++) {
+          expect(step).toBeLessThan(2_000);
+          const killedBefore = kill.killed();
+          const output = await engine.step();
+          if (kill.killed() && !killedBefore) killStep = step;
+          expect(output.rejections).toEqual([]);
+          for (const u of output.updates) {
+            tokens.set(u.requestId, [...(tokens.get(u.requestId) ?? []), ...u.newTokenIds]);
+            reasons.set(u.requestId, u.finishReason);
+            if (u.finishReason === null) continue;
+            finishStep.set(u.requestId, step);
+            drafted.set(u.requestId, u.specDecode?.numDrafts ?? 0);
+          }
+          engine.checkIntegrity();
+        }
+        expect(kill.killed()).toBe(true);
+        // The row proposed before the try job that killed the worker, or in the job itself.
+        expect(kill.proposedJobs()).toBeGreaterThan(0);
+        // The job failed (the row ended in the step that posted it), not a later step noticing the exit.
+        expect(finishStep.get('victim')).toBe(killStep);
+        expect(reasons.get('victim')).toBe('abort');
+        expect(logs.some((l) => /request victim: the grammar worker stopped/.test(l))).toBe(true);
+        expect(tokens.get('free')).toEqual(alone.tokens.get('free'));
+        expect(drafted.get('free')).toBeGreaterThan(0);
+        // Every block back, the proposals' included.
+        expect(engine.stats().kvCacheUsage).toBe(0);
+
+        engine.add(request('after', prompt(2, 5), INTEGERS));
+        for (let step = 0; engine.hasWork(); step++) {
+          expect(step).toBeLessThan(2_000);
+          const output = await engine.step();
+          expect(output.rejections).toEqual([]);
+          for (const u of output.updates) {
+            tokens.set(u.requestId, [...(tokens.get(u.requestId) ?? []), ...u.newTokenIds]);
+            reasons.set(u.requestId, u.finishReason);
+          }
+          engine.checkIntegrity();
+        }
+        expect(engine.grammarWorkerThread).not.toBe(kill.thread);
+        expect(reasons.get('after')).toBe('stop');
+        const value = JSON.parse(text(tokens.get('after')!)) as { a: unknown[] };
+        for (const item of value.a) expect(Number.isInteger(item)).toBe(true);
+        expect(engine.stats().kvCacheUsage).toBe(0);
+      } finally {
+        await engine.release();
+      }
+    },
+    180_000,
+  );
 });

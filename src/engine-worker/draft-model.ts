@@ -39,12 +39,14 @@ export async function openDraftRunner(config: EngineWorkerData, target: RunnerIn
   const spec = config.speculative;
   if (spec?.method !== 'draft_model' || target.kind === 'past-key-values') return undefined;
   const blocksPerSequence = Math.ceil(spec.numSpeculativeTokens / target.blockSize) + 1;
-  const { device, intraOpNumThreads, intraOpSpinning, kvCacheBytes, blockSize } = config;
+  const { device, intraOpNumThreads, intraOpSpinning, kvCacheBytes, kvCacheDtype, blockSize } = config;
   return openModelRunner({
     modelPath: spec.draftModelPath,
     device,
     intraOpNumThreads,
     ...(intraOpSpinning !== undefined ? { intraOpSpinning } : {}),
+    // The draft's pool in kv_cache_dtype too: the memory budget sizes it as the target's pool scaled by the two models' KV per position.
+    ...(kvCacheDtype !== undefined ? { kvCacheDtype } : {}),
     kvCacheBytes,
     blockSize,
     kvCacheBlocks: target.numBlocks + config.maxNumSeqs * blocksPerSequence,

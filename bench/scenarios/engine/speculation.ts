@@ -102,7 +102,13 @@ export function pagedModelOf(optimumModel: string): string {
 }
 
 /** What the measured runs of a case saw: each run's spec_decode totals. */
-type SpecObservations = Map<string, StepSpecDecode[]>;
+/** One measured run: its spec_decode totals, and its output tokens over the steps that gave its sequences a token (a sequence-step each). */
+interface RunObservation {
+  readonly spec: StepSpecDecode;
+  readonly tokens: number;
+  readonly sequenceSteps: number;
+}
+type SpecObservations = Map<string, RunObservation[]>;
 
 interface BuiltPrompts {
   readonly prompts: number[][];
@@ -168,6 +174,7 @@ export async function prepareSpeculation(config: EngineBenchConfig, modelPath: s
           .map((w) => `${w.name} ${(built.get(w.name)!.copyShare * 100).toFixed(0)}%`)
           .join(', ')}`,
         `acceptance = accepted tokens / verify steps (vLLM's mean acceptance length − 1) over the measured runs; target at 1 stream: speedup ≥ 0.8 × (1 + acceptance) where acceptance ≥ ${MEASURABLE_ACCEPTANCE}, and ≥ 0.97 everywhere (no regression)`,
+        "tokens a step = a sequence's output tokens per step it was in ('spec on'); ÷ tokens a step = speedup ÷ (that, on against off): 1.00 where a verify step costs what a decode step does. It differs from 1 + acceptance where steps found nothing to propose (no n-gram match, or paused)",
       ],
       settings: { ...config, modelPath, label, workloads: list, disableByBatchSize: data.on.speculative!.disableByBatchSize },
       conclude: (results) => concludeSpeculation(results, observed, config, stepCosts),
@@ -196,17 +203,24 @@ function specCase(w: Workload, concurrency: number, key: SpecKey, engine: Engine
       const totals = await generate(engine, requests);
       if (slot?.warmup) return;
       const id = caseId(info);
-      observed.set(id, [...(observed.get(id) ?? []), totals.spec]);
+      observed.set(id, [...(observed.get(id) ?? []), { spec: totals.spec, tokens: totals.numTokens, sequenceSteps: totals.sequenceSteps }]);
     },
   };
 }
 
-/** Submits every request at once; their output tokens and the spec_decode totals of the steps that served them. */
-async function generate(engine: EngineClient, requests: readonly GenerateRequest[]): Promise<{ tokens: Map<string, number[]>; spec: StepSpecDecode }> {
+/** Submits every request at once; their output tokens, the spec_decode totals of the steps that served them, and how many tokens each step gave each sequence. */
+async function generate(engine: EngineClient, requests: readonly GenerateRequest[]): Promise<{ tokens: Map<string, number[]>; spec: StepSpecDecode; numTokens: number; sequenceSteps: number }> {
   const ids = new Set(requests.map((r) => r.id));
   let spec: StepSpecDecode = { numDrafts: 0, numDraftTokens: 0, numAcceptedTokens: 0, acceptedPerPosition: [] };
+  let numTokens = 0;
+  let sequenceSteps = 0;
   const stop = engine.onStep((output) => {
     if (output.specDecode && output.updates.some((u) => ids.has(u.requestId))) spec = addSpec(spec, output.specDecode);
+    for (const u of output.updates)
+      if (ids.has(u.requestId) && u.newTokenIds.length > 0) {
+        numTokens += u.newTokenIds.length;
+        sequenceSteps++;
+      }
   });
   const tokens = new Map<string, number[]>();
   try {
@@ -220,7 +234,7 @@ async function generate(engine: EngineClient, requests: readonly GenerateRequest
   } finally {
     stop();
   }
-  return { tokens, spec };
+  return { tokens, spec, numTokens, sequenceSteps };
 }
 
 function addSpec(a: StepSpecDecode, b: StepSpecDecode): StepSpecDecode {
@@ -339,9 +353,11 @@ function concludeSpeculation(results: readonly CaseResult[], observed: SpecObser
   const metrics = new Map<string, Record<string, unknown>>();
   const acceptanceOf = (id: string) => {
     const runs = observed.get(id) ?? [];
-    const total = runs.reduce(addSpec, { numDrafts: 0, numDraftTokens: 0, numAcceptedTokens: 0, acceptedPerPosition: [] });
+    const total = runs.map((run) => run.spec).reduce(addSpec, { numDrafts: 0, numDraftTokens: 0, numAcceptedTokens: 0, acceptedPerPosition: [] });
+    const sequenceSteps = runs.reduce((sum, run) => sum + run.sequenceSteps, 0);
     return {
       ...total,
+      tokensPerStep: sequenceSteps === 0 ? NaN : runs.reduce((sum, run) => sum + run.tokens, 0) / sequenceSteps,
       acceptance: total.numDrafts === 0 ? 0 : total.numAcceptedTokens / total.numDrafts,
       draftAcceptanceRate: total.numDraftTokens === 0 ? 0 : total.numAcceptedTokens / total.numDraftTokens,
     };
@@ -349,8 +365,8 @@ function concludeSpeculation(results: readonly CaseResult[], observed: SpecObser
   for (const r of results) metrics.set(r.id, acceptanceOf(r.id));
   const find = (group: string, variant: string, point: string) => results.find((r) => r.group === group && r.variant === variant && r.point === point);
   const rows: string[] = [
-    '| workload | streams | off tok/s | on tok/s | on ÷ off | acceptance | target | met | no batch limit tok/s | ÷ off | acceptance |',
-    '|---|---:|---:|---:|---:|---:|---:|:-:|---:|---:|---:|',
+    '| workload | streams | off tok/s | on tok/s | on ÷ off | acceptance | target | met | tokens a step | ÷ tokens a step | no batch limit tok/s | ÷ off | acceptance |',
+    '|---|---:|---:|---:|---:|---:|---:|:-:|---:|---:|---:|---:|---:|',
   ];
   const verdicts: string[] = [];
   const groups = [...new Set(results.map((r) => r.group))];
@@ -363,12 +379,15 @@ function concludeSpeculation(results: readonly CaseResult[], observed: SpecObser
       if (!off || !on) continue;
       const speed = (r: CaseResult | undefined) => (r ? off.stats.median / r.stats.median : NaN);
       const a = (r: CaseResult | undefined) => (r ? (metrics.get(r.id)!['acceptance'] as number) : NaN);
+      // Tokens a sequence got per step it was in, on against off: the most speculation could give if a verify step cost what a decode step does.
+      const perStep = (r: CaseResult | undefined) => (r ? (metrics.get(r.id)!['tokensPerStep'] as number) : NaN);
+      const gain = perStep(on) / perStep(off);
       const target = c === 1 && a(on) >= MEASURABLE_ACCEPTANCE ? 0.8 * (1 + a(on)) : 0.97;
       const met = speed(on) >= target;
       verdicts.push(`${group} c${c}: ${speed(on).toFixed(2)}× (target ${target.toFixed(2)}) ${met ? 'met' : 'NOT met'}`);
       const tps = (r: CaseResult | undefined) => (r?.throughput ? r.throughput.perSecond.toFixed(1) : '—');
       rows.push(
-        `| ${group} | ${c} | ${tps(off)} | ${tps(on)} | ${speed(on).toFixed(2)}× | ${a(on).toFixed(2)} | ≥ ${target.toFixed(2)} | ${met ? 'yes' : '**no**'} | ${tps(free)} | ${speed(free).toFixed(2)}× | ${a(free).toFixed(2)} |`,
+        `| ${group} | ${c} | ${tps(off)} | ${tps(on)} | ${speed(on).toFixed(2)}× | ${a(on).toFixed(2)} | ≥ ${target.toFixed(2)} | ${met ? 'yes' : '**no**'} | ${perStep(on).toFixed(2)} | ${(speed(on) / gain).toFixed(2)} | ${tps(free)} | ${speed(free).toFixed(2)}× | ${a(free).toFixed(2)} |`,
       );
     }
   }

@@ -25,12 +25,42 @@ function seq(items: readonly RegexNode[]): RegexNode {
   return flat.length === 1 ? flat[0]! : { t: 'seq', items: flat };
 }
 
+// Structural identity: equal nodes get one number, computed from their children's numbers (cached
+// per object), so comparing derivatives costs no walk of the trees they share. The table is
+// emptied when large (a long-lived worker); numbers are never reused, so a node numbered before
+// only stops being recognized as equal to one numbered after (a duplicate kept, never one lost).
+const structureIds = new WeakMap<RegexNode, number>();
+const idsByStructure = new Map<string, number>();
+const MAX_REMEMBERED_STRUCTURES = 262_144;
+let nextStructureId = 0;
+
+function structureId(node: RegexNode): number {
+  const known = structureIds.get(node);
+  if (known !== undefined) return known;
+  const key =
+    node.t === 'chars'
+      ? `c${node.set.map(([lo, hi]) => `${lo}-${hi}`).join(',')}`
+      : node.t === 'seq'
+        ? `s${node.items.map(structureId).join(',')}`
+        : node.t === 'alt'
+          ? `a${node.options.map(structureId).join(',')}`
+          : `r${structureId(node.node)},${node.min},${node.max}`;
+  let id = idsByStructure.get(key);
+  if (id === undefined) {
+    if (idsByStructure.size >= MAX_REMEMBERED_STRUCTURES) idsByStructure.clear();
+    id = nextStructureId++;
+    idsByStructure.set(key, id);
+  }
+  structureIds.set(node, id);
+  return id;
+}
+
 /** A union with nested unions flattened and repeated options dropped (derivatives of `.*x.*` would otherwise grow at every step). */
 function alt(options: readonly RegexNode[]): RegexNode {
-  const seen = new Map<string, RegexNode>();
+  const seen = new Map<number, RegexNode>();
   const add = (node: RegexNode): void => {
     if (node.t === 'alt') node.options.forEach(add);
-    else seen.set(JSON.stringify(node), node);
+    else seen.set(structureId(node), node);
   };
   options.forEach(add);
   const kept = [...seen.values()];
@@ -128,4 +158,108 @@ export function matchesNothing(node: RegexNode): boolean {
     case 'repeat':
       return node.min > 0 && matchesNothing(node.node);
   }
+}
+
+/** The character sets a node's strings can start with (their union is every first character). */
+function firstSets(node: RegexNode): Ranges[] {
+  switch (node.t) {
+    case 'chars':
+      return [node.set];
+    case 'seq': {
+      const sets: Ranges[] = [];
+      for (const item of node.items) {
+        sets.push(...firstSets(item));
+        if (!nullable(item)) break;
+      }
+      return sets;
+    }
+    case 'alt':
+      return node.options.flatMap(firstSets);
+    case 'repeat':
+      return node.max === 0 ? [] : firstSets(node.node);
+  }
+}
+
+/** One state of an automaton: whether a string may end there, and where each set of next characters leads. */
+export interface AutomatonState {
+  readonly accepting: boolean;
+  readonly edges: readonly { readonly set: Ranges; readonly to: number }[];
+}
+
+/**
+ * The strings every node matches, as an automaton whose states are the tuples of the nodes'
+ * derivatives (Brzozowski), explored from the nodes themselves (state 0); states from which no
+ * string ends are left out. Null when it would take more than `maxStates` states (or when no string
+ * is in all of them: then state 0 is not there either, and the result has no states).
+ */
+export function intersection(nodes: readonly RegexNode[], maxStates: number): AutomatonState[] | null {
+  const keys = new Map<string, number>();
+  const tuples: RegexNode[][] = [];
+  const edges: { set: [number, number][]; to: number }[][] = [];
+  const stateOf = (tuple: RegexNode[]): number => {
+    const key = tuple.map(structureId).join(' ');
+    let id = keys.get(key);
+    if (id === undefined) {
+      id = tuples.length;
+      keys.set(key, id);
+      tuples.push(tuple);
+    }
+    return id;
+  };
+  // Each node's moves, once per distinct node: the alphabet cut where its first sets start or end,
+  // each piece with the derivative it leads to (null: none). The product's pieces cut at every node's cuts.
+  const movesByNode = new Map<number, { lo: number; hi: number; next: RegexNode | null }[]>();
+  const movesOf = (node: RegexNode): { lo: number; hi: number; next: RegexNode | null }[] => {
+    const id = structureId(node);
+    const known = movesByNode.get(id);
+    if (known) return known;
+    const cuts = new Set<number>([0, 0x110000]);
+    for (const set of firstSets(node)) for (const [lo, hi] of set) cuts.add(lo).add(hi + 1);
+    const sorted = [...cuts].sort((a, b) => a - b);
+    const moves = sorted.slice(0, -1).map((lo, k) => {
+      const next = derivative(node, lo);
+      return { lo, hi: sorted[k + 1]! - 1, next: matchesNothing(next) ? null : next };
+    });
+    movesByNode.set(id, moves);
+    return moves;
+  };
+  stateOf([...nodes]);
+  for (let id = 0; id < tuples.length; id++) {
+    if (tuples.length > maxStates) return null;
+    const all = tuples[id]!.map(movesOf);
+    const cuts = new Set<number>();
+    for (const moves of all) for (const { lo } of moves) cuts.add(lo);
+    const sorted = [...cuts].sort((a, b) => a - b);
+    const at = all.map(() => 0);
+    const byTarget = new Map<number, [number, number][]>();
+    for (let k = 0; k < sorted.length; k++) {
+      const code = sorted[k]!;
+      const next: RegexNode[] = [];
+      for (const [n, moves] of all.entries()) {
+        while (moves[at[n]!]!.hi < code) at[n]!++;
+        const move = moves[at[n]!]!.next;
+        if (move === null) break;
+        next.push(move);
+      }
+      if (next.length < all.length) continue;
+      const to = stateOf(next);
+      byTarget.set(to, [...(byTarget.get(to) ?? []), [code, (sorted[k + 1] ?? 0x110000) - 1]]);
+    }
+    edges.push([...byTarget].map(([to, set]) => ({ set, to })));
+  }
+  // Live states: those from which some string ends.
+  const live = new Set<number>(tuples.flatMap((tuple, id) => (tuple.every(nullable) ? [id] : [])));
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const [id, out] of edges.entries())
+      if (!live.has(id) && out.some((e) => live.has(e.to))) {
+        live.add(id);
+        grew = true;
+      }
+  }
+  if (!live.has(0)) return [];
+  // Renumber the live states, state 0 first.
+  const order = [...live].sort((a, b) => a - b);
+  const index = new Map(order.map((id, i) => [id, i]));
+  return order.map((id) => ({ accepting: tuples[id]!.every(nullable), edges: edges[id]!.filter((e) => live.has(e.to)).map((e) => ({ set: e.set, to: index.get(e.to)! })) }));
 }

@@ -2,7 +2,8 @@
 // regex-grammar.ts, and the enforced `format`s (string-formats.ts), lengths beside a pattern or
 // format where they can be written into it exactly. Pure.
 
-import { PatternUnsupported, patternLanguage, type RegexNode, regexEbnf, withLength, JSON_ESCAPE, JSON_PLAIN_CHAR } from '../regex-grammar.js';
+import { intersection } from '../regex-derivative.js';
+import { JSON_ESCAPE, JSON_PLAIN_CHAR, jsonCharSet, PatternUnsupported, patternLanguage, type RegexNode, regexEbnf, withLength } from '../regex-grammar.js';
 import { STRING_FORMATS, stringFormat } from '../string-formats.js';
 import type { GrammarRules } from './grammar-rules.js';
 import { pointer, type SchemaObject, SchemaUnsupported } from './schema-model.js';
@@ -18,6 +19,8 @@ import type { Translation } from './translation.js';
  */
 export const MAX_COUNTED_LENGTH = 1024;
 export const MAX_COUNTED_RULES = 8192;
+/** The most states a format beside a pattern may take (one grammar rule each). */
+export const MAX_INTERSECTION_STATES = 1024;
 
 export function stringSchema(t: Translation, node: SchemaObject, path: string): string | null {
   const minLength = typeof node['minLength'] === 'number' ? node['minLength'] : 0;
@@ -30,18 +33,18 @@ export function stringSchema(t: Translation, node: SchemaObject, path: string): 
       pointer(path, 'format'),
       `format ${JSON.stringify(node['format'])} is not enforced (defined by ${format.refusedBy}; enforced: ${Object.keys(STRING_FORMATS).join(', ')})`,
     );
-  if ('pattern' in format) {
-    if (node['pattern'] !== undefined) throw new SchemaUnsupported('format', pointer(path, 'format'), 'is not translated together with pattern');
-    language = patternLanguage(format.pattern);
-  }
+  const languages: RegexNode[] = [];
+  if ('pattern' in format) languages.push(patternLanguage(format.pattern));
   if (typeof node['pattern'] === 'string') {
     try {
-      language = patternLanguage(node['pattern']);
+      languages.push(patternLanguage(node['pattern']));
     } catch (error) {
       if (error instanceof PatternUnsupported) throw new SchemaUnsupported('pattern', pointer(path, 'pattern'), error.message);
       throw error;
     }
   }
+  if (languages.length === 2) return formatAndPattern(t, languages, minLength, maxLength, path);
+  language = languages[0] ?? null;
   if (language === null) {
     if (minLength === 0 && maxLength === null) return t.rules.anyString();
     if (maxLength !== null && maxLength < minLength) return null;
@@ -71,6 +74,35 @@ export function stringSchema(t: Translation, node: SchemaObject, path: string): 
     throw error;
   }
   return body === null ? null : t.rules.share('string_pattern', `"\\"" ${body} "\\""`);
+}
+
+/**
+ * A string in a format that also matches a pattern (and its lengths): the intersection of their
+ * languages as an automaton (regex-derivative.ts), one rule per state, each naming the characters
+ * that lead on; refused by name past MAX_INTERSECTION_STATES.
+ */
+function formatAndPattern(t: Translation, languages: RegexNode[], minLength: number, maxLength: number | null, path: string): string | null {
+  if (minLength > 0 || maxLength !== null) languages.push({ t: 'repeat', node: { t: 'chars', set: [[0, 0x10ffff]] }, min: minLength, max: maxLength });
+  const states = intersection(languages, MAX_INTERSECTION_STATES);
+  if (states === null)
+    throw new SchemaUnsupported('format', pointer(path, 'format'), `together with pattern${languages.length > 2 ? ' and lengths' : ''} it needs more than ${MAX_INTERSECTION_STATES} grammar rules`);
+  if (states.length === 0) return null;
+  const names = states.map(() => t.rules.reserve('format_and_pattern'));
+  for (const [i, state] of states.entries()) {
+    const parts = state.accepting ? ['"\\""'] : [];
+    for (const edge of state.edges) {
+      let chars: string | null;
+      try {
+        chars = jsonCharSet(edge.set);
+      } catch (error) {
+        if (error instanceof PatternUnsupported) throw new SchemaUnsupported('pattern', pointer(path, 'pattern'), error.message);
+        throw error;
+      }
+      if (chars !== null) parts.push(`${chars} ${names[edge.to]}`);
+    }
+    t.rules.define(names[i]!, parts.length > 0 ? parts.join(' | ') : '"\\""');
+  }
+  return `("\\"" ${names[0]})`;
 }
 
 /** A string of minLength..maxLength characters (maxLength null: no bound), one rule per count read so far. */

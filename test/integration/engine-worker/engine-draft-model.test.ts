@@ -12,29 +12,28 @@ import fc from 'fast-check';
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { GenerateRequest, StepOutput } from '../../../src/contracts/generate.js';
+import type { GenerateRequest, StepOutput, StepPlan } from '../../../src/contracts/generate.js';
 import { openDraftRunner } from '../../../src/engine-worker/draft-model.js';
 import { EngineCore, type EngineConfig } from '../../../src/engine-worker/engine-core.js';
 import { openModelRunner } from '../../../src/runners/create-runner.js';
+import type { ModelRunner } from '../../../src/runners/model-runner.js';
 import { DEFAULT_REPOSITORY } from '../../../models/default-repository.js';
-import { greedy } from '../../support/decoder.js';
 import { buildTruncatedDraft } from '../../support/draft-model.js';
+import { type Delivery, GreedyReferences, type Moment, momentArb, promptTokens, stepDelivering, tinyEngineConfig } from '../../support/engine-steps.js';
 import { GREEDY_SAMPLING } from '../../support/sampling.js';
 
 const ONNX = join(DEFAULT_REPOSITORY, 'qwen3-tiny', '1', 'onnx');
-/** One KV block of the tiny decoder: 4 layers × (K, V) × 2 KV heads × block 4 × head_dim 16 × fp32. */
-const BYTES_PER_BLOCK = 4 * 2 * 2 * 4 * 16 * 4;
 const MAX_TOKENS = 16;
-const promptTokens = (seed: number, length: number): number[] => Array.from({ length }, (_, i) => (seed * 7919 + i * 104_729) % 150_000);
 
 /** The truncated drafts' directories, by layer count. */
 const draftDirs = new Map<number, string>();
 let session: ort.InferenceSession;
-const references = new Map<string, number[]>();
+let references: GreedyReferences;
 
 beforeAll(async () => {
   for (const layers of [1, 3]) draftDirs.set(layers, await buildTruncatedDraft(layers));
   session = await ort.InferenceSession.create(join(ONNX, 'model.onnx'), { intraOpNumThreads: 1 });
+  references = new GreedyReferences(session, ort, MAX_TOKENS);
 }, 120_000);
 afterAll(async () => {
   await session?.release();
@@ -42,12 +41,7 @@ afterAll(async () => {
 });
 
 /** The target's greedy tokens decoding the prompt alone (the Optimum graph, no engine). */
-async function reference(seed: number, length: number): Promise<number[]> {
-  const key = `${seed}:${length}`;
-  let tokens = references.get(key);
-  if (!tokens) references.set(key, (tokens = await greedy(session, ort, promptTokens(seed, length), MAX_TOKENS)));
-  return tokens;
-}
+const reference = (seed: number, length: number): Promise<number[]> => references.of(seed, length);
 
 interface EngineOptions {
   readonly target: string;
@@ -58,22 +52,62 @@ interface EngineOptions {
   readonly numSpeculativeTokens?: number;
 }
 
-async function openEngine(options: EngineOptions, log: (line: string) => void = () => {}): Promise<EngineCore> {
+async function openEngine(options: EngineOptions, log: (line: string) => void = () => {}, wrapDraft: (runner: ModelRunner) => ModelRunner = (runner) => runner): Promise<EngineCore> {
   const config: EngineConfig = {
-    modelPath: options.target,
-    device: 'cpu',
-    intraOpNumThreads: 1,
-    maxNumSeqs: options.maxNumSeqs ?? 8,
-    maxNumBatchedTokens: options.maxNumBatchedTokens ?? 32,
-    maxModelLen: 512,
-    blockSize: 4,
-    kvCacheBytes: (options.numBlocks ?? 256) * BYTES_PER_BLOCK,
-    enablePrefixCaching: true,
-    sampleableVocabSize: 151_669,
+    ...tinyEngineConfig({ modelPath: options.target, maxNumSeqs: options.maxNumSeqs ?? 8, maxNumBatchedTokens: options.maxNumBatchedTokens ?? 32, numBlocks: options.numBlocks ?? 256 }),
     ...(options.draft ? { speculative: { method: 'draft_model' as const, draftModelPath: options.draft, numSpeculativeTokens: options.numSpeculativeTokens ?? 4, disableByBatchSize: 8 } } : {}),
   };
   const runner = await openModelRunner(config);
-  return EngineCore.create(config, runner, log, await openDraftRunner(config, runner.info));
+  const draft = await openDraftRunner(config, runner.info);
+  return EngineCore.create(config, runner, log, draft && wrapDraft(draft));
+}
+
+/** Counts the draft runner's forward passes (execute or executeGreedy), per step of the engine; the one `fails` picks throws `error`. */
+class FailingDraft {
+  /** Passes in each engine step so far (stepStarted() opens the next). */
+  readonly passesPerStep: number[] = [];
+  failed = false;
+
+  constructor(
+    private readonly fails: (passesPerStep: readonly number[]) => boolean,
+    readonly error: Error,
+  ) {}
+
+  stepStarted(): void {
+    this.passesPerStep.push(0);
+  }
+
+  wrap(runner: ModelRunner): ModelRunner {
+    const pass = (): void => {
+      if (!this.failed && this.fails(this.passesPerStep)) {
+        this.failed = true;
+        throw this.error;
+      }
+      this.passesPerStep[this.passesPerStep.length - 1]!++;
+    };
+    const { executeGreedy } = runner;
+    return {
+      get info() {
+        return runner.info;
+      },
+      get stats() {
+        return runner.stats;
+      },
+      execute: async (plan) => {
+        pass();
+        return runner.execute(plan);
+      },
+      ...(executeGreedy
+        ? {
+            executeGreedy: async (plan: StepPlan, sampleableVocab: number) => {
+              pass();
+              return executeGreedy.call(runner, plan, sampleableVocab);
+            },
+          }
+        : {}),
+      release: () => runner.release(),
+    };
+  }
 }
 
 const request = (id: string, prompt: readonly number[], maxTokens: number): GenerateRequest => ({
@@ -179,6 +213,63 @@ describe('draft-model speculation', () => {
     }
   });
 
+  /** Which draft pass fails, by the passes of each engine step so far (the last entry: this step's). */
+  const failures: [string, (passesPerStep: readonly number[]) => boolean][] = [
+    // Proposals made and checked before: the draft's KV holds their positions, the target's too.
+    ['the first pass of a step', (steps) => steps.filter((n) => n > 0).length >= 2 && steps.at(-1) === 0],
+    // The passes before it in the step wrote the draft's KV and made proposals.
+    ['a later pass of a step', (steps) => steps.filter((n) => n > 0).length >= 1 && steps.at(-1) === 2],
+  ];
+
+  it.each(failures)(
+    'a draft runner that fails at %s rejects the step with its error, nothing of the step applied (the engine worker then posts it as fatal and ends: main.ts)',
+    async (_, fails) => {
+      const target = join(ONNX, 'model_paged.segments');
+      const draft = new FailingDraft(fails, new Error('draft model call failed'));
+      const engine = await openEngine(
+        { target, draft: target },
+        () => {},
+        (runner) => draft.wrap(runner),
+      );
+      try {
+        const prompts = [promptTokens(1, 9), promptTokens(2, 30), promptTokens(3, 3)];
+        prompts.forEach((p, i) => engine.add(request(`r${i}`, p, MAX_TOKENS)));
+        const tokens = new Map<string, number[]>();
+        for (let step = 0; ; step++) {
+          expect(step, 'the draft never reached the failing pass').toBeLessThan(100);
+          expect(engine.hasWork()).toBe(true);
+          const before = engine.stats();
+          draft.stepStarted();
+          const stepped = engine.step();
+          const output = await stepped.catch((error: unknown) => error);
+          if (!draft.failed) {
+            for (const u of (output as StepOutput).updates) tokens.set(u.requestId, [...(tokens.get(u.requestId) ?? []), ...u.newTokenIds]);
+            engine.checkIntegrity();
+            continue;
+          }
+          // The runner's own error, unwrapped: main.ts reports its message as the engine's failure.
+          expect(output).toBe(draft.error);
+          // The draft runs before the step is planned: no request moved, no target block taken or freed, no token taken.
+          expect(engine.stats()).toEqual(before);
+          expect(engine.hasWork()).toBe(true);
+          expect(engine.hasNews()).toBe(false);
+          // Both pools' accounting still exact: what the draft allocated for the step is owned by its sequences.
+          engine.checkIntegrity();
+          break;
+        }
+        // Every token delivered before the failure is the target's greedy one.
+        for (const [i, p] of prompts.entries()) {
+          const got = tokens.get(`r${i}`) ?? [];
+          expect((await reference(i + 1, p.length)).slice(0, got.length), `r${i}`).toEqual(got);
+        }
+        expect(draft.passesPerStep.filter((n) => n > 0).length).toBeGreaterThan(0);
+      } finally {
+        await engine.release();
+      }
+    },
+    120_000,
+  );
+
   it('is off with a past_key_values target, and opens no draft runner', async () => {
     const lines: string[] = [];
     const engine = await openEngine({ target: join(ONNX, 'model.onnx'), draft: join(ONNX, 'model_paged.segments') }, (line) => lines.push(line));
@@ -187,9 +278,6 @@ describe('draft-model speculation', () => {
     expect(engine.draftKvStats()).toBeNull();
   });
 });
-
-/** When, relative to a step, the test delivers a message to the engine. */
-type Moment = { readonly kind: 'between' } | { readonly kind: 'at-step-start' } | { readonly kind: 'turns-into-step'; readonly turns: number };
 
 interface RequestCase {
   readonly promptSeed: number;
@@ -212,11 +300,6 @@ interface Scenario {
   readonly draftLayers: 1 | 3 | 4;
 }
 
-const momentArb: fc.Arbitrary<Moment> = fc.oneof(
-  fc.constant({ kind: 'between' as const }),
-  fc.constant({ kind: 'at-step-start' as const }),
-  fc.integer({ min: 1, max: 6 }).map((turns) => ({ kind: 'turns-into-step' as const, turns })),
-);
 const scenarioArb: fc.Arbitrary<Scenario> = fc.record({
   requests: fc.array(
     fc.record({
@@ -224,7 +307,7 @@ const scenarioArb: fc.Arbitrary<Scenario> = fc.record({
       promptLength: fc.integer({ min: 1, max: 40 }),
       maxTokens: fc.integer({ min: 1, max: MAX_TOKENS }),
       arrivalStep: fc.integer({ min: 0, max: 15 }),
-      abort: fc.option(fc.record({ afterTokens: fc.integer({ min: 0, max: 12 }), moment: momentArb }), { freq: 3 }),
+      abort: fc.option(fc.record({ afterTokens: fc.integer({ min: 0, max: 12 }), moment: momentArb(6) }), { freq: 3 }),
       sampled: fc.boolean(),
     }),
     { minLength: 1, maxLength: 10 },
@@ -238,7 +321,7 @@ const scenarioArb: fc.Arbitrary<Scenario> = fc.record({
   draftLayers: fc.constantFrom(1 as const, 3 as const, 3 as const, 4 as const),
 });
 
-const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+const BETWEEN: Moment = { kind: 'between' };
 const totals = { steps: 0, drafted: 0, accepted: 0, preemptions: 0, prefixHits: 0, midStepAborts: 0 };
 
 /** Drives one scenario through a fresh engine and its draft, as the engine worker's loop does. */
@@ -260,36 +343,26 @@ async function run(scenario: Scenario): Promise<{ tokens: Map<string, number[]>;
   try {
     const lastArrival = Math.max(...scenario.requests.map((r) => r.arrivalStep));
     for (let step = 0; step < 2000; step++) {
-      const midStep: { moment: Moment; deliver: () => void }[] = [];
+      const due: Delivery[] = [];
       scenario.requests.forEach((c, i) => {
         const id = `r${i}`;
         if (c.arrivalStep === step) {
           const r = request(id, promptTokens(c.promptSeed, c.promptLength), c.maxTokens);
-          engine.add(c.sampled ? { ...r, sampling: { ...r.sampling, temperature: 1, seed: i } } : r);
+          due.push({ moment: BETWEEN, deliver: () => engine.add(c.sampled ? { ...r, sampling: { ...r.sampling, temperature: 1, seed: i } } : r) });
         }
         if (c.abort && c.arrivalStep < step && !aborted.has(id) && !finish.has(id) && (tokens.get(id)?.length ?? 0) >= c.abort.afterTokens) {
           aborted.add(id);
-          if (c.abort.moment.kind === 'between') engine.abort(id);
-          else midStep.push({ moment: c.abort.moment, deliver: () => engine.abort(id) });
+          due.push({ moment: c.abort.moment, deliver: () => engine.abort(id) });
         }
       });
-      if (!engine.hasWork()) {
-        for (const d of midStep) d.deliver();
-        if (engine.hasNews()) collect(engine.flush());
+      const { output, stepped, midStep } = await stepDelivering(engine, due);
+      if (output) collect(output);
+      if (!stepped) {
         if (step > lastArrival && !engine.hasWork() && !engine.hasNews()) break;
         continue;
       }
-      const stepDone = engine.step();
       totals.steps++;
-      totals.midStepAborts += midStep.length;
-      for (const d of midStep) if (d.moment.kind === 'at-step-start') d.deliver();
-      const later = midStep.map(async (d) => {
-        if (d.moment.kind !== 'turns-into-step') return;
-        for (let t = 0; t < d.moment.turns; t++) await turn();
-        d.deliver();
-      });
-      const [output] = await Promise.all([stepDone, ...later]);
-      collect(output);
+      totals.midStepAborts += midStep;
       engine.checkIntegrity();
     }
     expect(engine.hasWork()).toBe(false);

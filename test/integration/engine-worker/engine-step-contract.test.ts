@@ -12,25 +12,17 @@ import fc from 'fast-check';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { GenerateRequest, StepOutput } from '../../../src/contracts/generate.js';
-import { EngineCore, type EngineConfig } from '../../../src/engine-worker/engine-core.js';
+import { EngineCore } from '../../../src/engine-worker/engine-core.js';
 import { openModelRunner } from '../../../src/runners/create-runner.js';
 import { DEFAULT_REPOSITORY } from '../../../models/default-repository.js';
-import { greedy } from '../../support/decoder.js';
+import { type Delivery, GreedyReferences, type Moment, momentArb, promptTokens, stepDelivering, tinyEngineConfig } from '../../support/engine-steps.js';
 import { GREEDY_SAMPLING } from '../../support/sampling.js';
 
 const ONNX = join(DEFAULT_REPOSITORY, 'qwen3-tiny', '1', 'onnx');
 /** The reference decodes alone on the Optimum graph; scenarios run on either runner. */
 const MODEL = join(ONNX, 'model.onnx');
-/** One KV block of the tiny decoder: 4 layers × (K, V) × 2 KV heads × block 4 × head_dim 16 × fp32. */
-const BYTES_PER_BLOCK = 4 * 2 * 2 * 4 * 16 * 4;
 const MAX_TOKENS = 16;
 const GREEDY = GREEDY_SAMPLING;
-
-/** Prompts with the same seed share their leading tokens, so prefix-cache hits happen. */
-const promptTokens = (seed: number, length: number): number[] => Array.from({ length }, (_, i) => (seed * 7919 + i * 104_729) % 150_000);
-
-/** When, relative to a step, the test delivers a message to the engine. */
-type Moment = { readonly kind: 'between' } | { readonly kind: 'at-step-start' } | { readonly kind: 'turns-into-step'; readonly turns: number };
 
 interface RequestCase {
   readonly promptSeed: number;
@@ -51,18 +43,14 @@ interface Scenario {
   readonly graph: 'model.onnx' | 'model_paged.onnx';
 }
 
-const momentArb: fc.Arbitrary<Moment> = fc.oneof(
-  fc.constant({ kind: 'between' as const }),
-  fc.constant({ kind: 'at-step-start' as const }),
-  fc.integer({ min: 1, max: 4 }).map((turns) => ({ kind: 'turns-into-step' as const, turns })),
-);
+const moment = momentArb(4);
 const requestArb: fc.Arbitrary<RequestCase> = fc.record({
   promptSeed: fc.integer({ min: 0, max: 3 }),
   promptLength: fc.integer({ min: 1, max: 40 }),
   maxTokens: fc.integer({ min: 1, max: MAX_TOKENS }),
   arrivalStep: fc.integer({ min: 0, max: 25 }),
-  arrivalMoment: momentArb,
-  end: fc.option(fc.record({ kind: fc.constantFrom('abort' as const, 'stop' as const), afterTokens: fc.integer({ min: 0, max: 12 }), moment: momentArb }), { freq: 2 }),
+  arrivalMoment: moment,
+  end: fc.option(fc.record({ kind: fc.constantFrom('abort' as const, 'stop' as const), afterTokens: fc.integer({ min: 0, max: 12 }), moment }), { freq: 2 }),
 });
 const scenarioArb: fc.Arbitrary<Scenario> = fc.record({
   requests: fc.array(requestArb, { minLength: 1, maxLength: 12 }),
@@ -74,18 +62,11 @@ const scenarioArb: fc.Arbitrary<Scenario> = fc.record({
 });
 
 let session: ort.InferenceSession;
-const references = new Map<string, number[]>();
+let references: GreedyReferences;
 let totalSteps = 0;
 let totalMidStepMessages = 0;
 let totalPreemptions = 0;
 let totalPrefixHits = 0;
-
-async function reference(seed: number, length: number): Promise<number[]> {
-  const key = `${seed}:${length}`;
-  let tokens = references.get(key);
-  if (!tokens) references.set(key, (tokens = await greedy(session, ort, promptTokens(seed, length), MAX_TOKENS)));
-  return tokens;
-}
 
 const toRequest = (id: string, c: RequestCase): GenerateRequest => ({
   id,
@@ -102,22 +83,9 @@ interface Outcome {
   readonly ended: Set<string>;
 }
 
-const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
-
 /** Drives one scenario through a fresh engine, the way the engine worker's loop and message handler do. */
 async function run(scenario: Scenario): Promise<Outcome> {
-  const config: EngineConfig = {
-    modelPath: join(ONNX, scenario.graph),
-    device: 'cpu',
-    intraOpNumThreads: 1,
-    maxNumSeqs: scenario.maxNumSeqs,
-    maxNumBatchedTokens: scenario.maxNumBatchedTokens,
-    maxModelLen: 512,
-    blockSize: 4,
-    kvCacheBytes: scenario.numBlocks * BYTES_PER_BLOCK,
-    enablePrefixCaching: true,
-    sampleableVocabSize: 151_669,
-  };
+  const config = tinyEngineConfig({ ...scenario, modelPath: join(ONNX, scenario.graph) });
   const engine = EngineCore.create(config, await openModelRunner(config), () => {});
   const outcome: Outcome = { tokens: new Map(), finish: new Map(), ended: new Set() };
   const collect = (output: StepOutput): void => {
@@ -131,7 +99,7 @@ async function run(scenario: Scenario): Promise<Outcome> {
   try {
     const lastArrival = Math.max(...scenario.requests.map((r) => r.arrivalStep));
     for (let step = 0; step < 5000; step++) {
-      const due: { moment: Moment; deliver: () => void }[] = [];
+      const due: Delivery[] = [];
       scenario.requests.forEach((c, i) => {
         const id = `r${i}`;
         if (c.arrivalStep === step) due.push({ moment: c.arrivalMoment, deliver: () => engine.add(toRequest(id, c)) });
@@ -142,25 +110,14 @@ async function run(scenario: Scenario): Promise<Outcome> {
           due.push({ moment: c.end.moment, deliver: () => engine.abort(id, kind) });
         }
       });
-      for (const d of due) if (d.moment.kind === 'between') d.deliver();
-      const midStep = due.filter((d) => d.moment.kind !== 'between');
-      if (!engine.hasWork()) {
-        for (const d of midStep) d.deliver();
-        if (engine.hasNews()) collect(engine.flush());
+      const { output, stepped, midStep } = await stepDelivering(engine, due);
+      if (output) collect(output);
+      if (!stepped) {
         if (step > lastArrival && !engine.hasWork() && !engine.hasNews()) break;
         continue;
       }
-      const stepDone = engine.step();
       totalSteps++;
-      totalMidStepMessages += midStep.length;
-      for (const d of midStep) if (d.moment.kind === 'at-step-start') d.deliver();
-      const later = midStep.map(async (d) => {
-        if (d.moment.kind !== 'turns-into-step') return;
-        for (let t = 0; t < d.moment.turns; t++) await turn();
-        d.deliver();
-      });
-      const [output] = await Promise.all([stepDone, ...later]);
-      collect(output);
+      totalMidStepMessages += midStep;
       engine.checkIntegrity();
     }
     expect(engine.hasWork()).toBe(false);
@@ -176,6 +133,7 @@ async function run(scenario: Scenario): Promise<Outcome> {
 
 beforeAll(async () => {
   session = await ort.InferenceSession.create(MODEL, { intraOpNumThreads: 1 });
+  references = new GreedyReferences(session, ort, MAX_TOKENS);
 });
 
 afterAll(async () => {
@@ -189,7 +147,7 @@ describe('engine step contract (property-based, real tiny decoder)', () => {
         const outcome = await run(scenario);
         for (const [i, c] of scenario.requests.entries()) {
           const id = `r${i}`;
-          const expected = (await reference(c.promptSeed, c.promptLength)).slice(0, c.maxTokens);
+          const expected = (await references.of(c.promptSeed, c.promptLength)).slice(0, c.maxTokens);
           const got = outcome.tokens.get(id) ?? [];
           const reason = outcome.finish.get(id);
           expect(reason, `${id} never finished`).toBeDefined();

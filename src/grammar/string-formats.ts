@@ -68,6 +68,12 @@ const URI_REFERENCE = `(?:${SCHEME}:(?://${AUTHORITY}${PATH_ABEMPTY}|${PATH_ABSO
 // the grammar writes one line only (a subset: nothing it writes fails ajv).
 const BASE64_CHAR = '[A-Za-z0-9+/]';
 const BYTE = `(?:${BASE64_CHAR}{4})*(?:${BASE64_CHAR}{2}==|${BASE64_CHAR}{3}=)?`;
+// ajv-formats' "url" (a web URL: http, https or ftp, then a public host), written narrower than ajv
+// checks it and never wider: a host name with a letters-only top-level label (ajv's IP-address
+// alternative, with its lookaheads for private ranges, and non-ASCII names are not written), no
+// user info, a port of 2 to 5 digits, and a path of printable ASCII (ajv takes any non-space).
+const URL_LABEL = '(?:[a-zA-Z0-9]+-)*[a-zA-Z0-9]+';
+const URL = `(?:[hH][tT][tT][pP][sS]?|[fF][tT][pP])://${URL_LABEL}(?:\\.${URL_LABEL})*\\.[a-zA-Z]{2,}(?::\\d{2,5})?(?:/[!-~]*)?`;
 // RFC 4122's string form only: a `urn:uuid:` URN is a URI, not a uuid (the JSON Schema Test Suite holds it invalid).
 const UUID = '[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}';
 
@@ -85,6 +91,7 @@ export const STRING_FORMATS: Readonly<Record<string, string>> = {
   uri: `^${URI}$`,
   'uri-reference': `^${URI_REFERENCE}$`,
   byte: `^${BYTE}$`,
+  url: `^${URL}$`,
 };
 
 /**
@@ -102,7 +109,6 @@ export const UNENFORCED_FORMATS: Readonly<Record<string, string>> = {
   'json-pointer': 'JSON Schema (RFC 6901)',
   'relative-json-pointer': 'JSON Schema',
   'json-pointer-uri-fragment': 'ajv-formats',
-  url: 'ajv-formats (a web URL with a public host)',
   'iso-time': 'ajv-formats',
   'iso-date-time': 'ajv-formats',
   'host-name': 'JSON Schema draft 3',

@@ -35,6 +35,12 @@ const CASES: [string, object, Json[], Json[]][] = [
   ['int32 on an integer', { type: 'integer', format: 'int32' }, [0, -2147483648, 2147483647], [2147483648, -2147483649, 1.5]],
   ['int64 on a number', { type: 'number', format: 'int64' }, [0, -5, 9007199254740991], [1.5, -0.25]],
   ['float on a number', { type: 'number', format: 'float' }, [0, 1.5, -2e-7], ['x']],
+  [
+    'url (ajv-formats: a web URL with a public host)',
+    { type: 'string', format: 'url' },
+    ['https://example.com/a?b=1#c', 'HTTP://A.BC:8080', 'ftp://x-y.z.org/', 'http://a.io/"q"\\'],
+    ['http://localhost', 'mailto:x@y.com', 'http://a..com', 'http://a-.com', 'https://a.b c', 'http://10.0.0.1/', 'http://a.com:1'],
+  ],
   ['byte', { type: 'string', format: 'byte' }, ['', 'YQ==', 'YWI=', 'YWJj', 'Y2E+/w=='], ['Y', 'YQ', 'YQ=', 'YWJjZ', 'Y Q==', 'YQ==YQ==']],
   // uniqueItems over small finite sets of values: the grammar offers only the values not yet used.
   [
@@ -143,7 +149,7 @@ describe('schema grammar, exact readings', () => {
     // Bounds that cut an endless run of multiples are not written (only lists of multiples, or all of them above zero).
     [{ type: 'integer', multipleOf: 7, minimum: 100 }, 'multipleOf', '#/multipleOf'],
     [{ type: 'number', multipleOf: 0.123456789 }, 'multipleOf', '#/multipleOf'],
-    [{ type: 'string', format: 'url' }, 'format', '#/format'],
+    [{ type: 'string', format: 'uri-template' }, 'format', '#/format'],
     [{ type: 'string', format: 'json-pointer' }, 'format', '#/format'],
     [{ type: 'string', format: 'idn-hostname' }, 'format', '#/format'],
     [{ type: 'array', items: { type: 'string' }, uniqueItems: true }, 'uniqueItems', '#/uniqueItems'],
@@ -219,6 +225,29 @@ it('uri beside a pattern: no random string the grammar accepts fails ajv, and it
       let value = ['http://', 'https://', 'sftp://', 'ftp:', 'a://', ''][next(6)]!;
       for (let k = next(6); k > 0; k--) value += pieces[next(pieces.length)]!;
       // The uri grammar is RFC 3986's, a little narrower than ajv's pattern ("https://%2F:Z" passes ajv): one way only.
+      if (!(await accepts(layoutJson(value)))) continue;
+      accepted++;
+      expect(validate(value), `ajv accepts ${JSON.stringify(value)}, which the grammar accepts`).toBe(true);
+    }
+  });
+  expect(accepted).toBeGreaterThan(20);
+});
+
+it('format url: no random string the grammar accepts fails ajv-formats, and it accepts many', async () => {
+  const schema = { type: 'string', format: 'url' };
+  const validate = ajv.compile(schema);
+  const pieces = ['a', 'Z9', '-', '.', '..', 'com', 'io', ':', ':80', ':123456', '/', '?x=1', '#', '@', ' ', '%20', 'é', '1.2.3.4', '"', '\\'];
+  let seed = 11;
+  const next = (n: number): number => {
+    seed = (seed * 1103515245 + 12345) % 2147483648;
+    return Math.floor((seed / 2147483648) * n);
+  };
+  let accepted = 0;
+  await withGrammar(schema, async (accepts) => {
+    for (let i = 0; i < 400; i++) {
+      let value = ['http://', 'https://', 'ftp://', 'HTTPS://', 'file://', 'http:/', ''][next(7)]!;
+      value += ['a', 'b-c', 'x9', '-a', 'é', ''][next(6)]! + ['.com', '.io', '.c', '.1', ''][next(5)]!;
+      for (let k = next(4); k > 0; k--) value += pieces[next(pieces.length)]!;
       if (!(await accepts(layoutJson(value)))) continue;
       accepted++;
       expect(validate(value), `ajv accepts ${JSON.stringify(value)}, which the grammar accepts`).toBe(true);

@@ -5,7 +5,7 @@
 
 import { mergeAllOf } from './all-of-merge.js';
 import { exactlyOneNumberRange } from './numeric-one-of.js';
-import { ANNOTATIONS, constants, isObject, type Json, kindOf, pointer, type SchemaObject } from './schema-model.js';
+import { ANNOTATIONS, constants, isObject, type Json, kindOf, pointer, type SchemaObject, SchemaUnsupported } from './schema-model.js';
 import type { Translation } from './translation.js';
 
 export function unionSchema(t: Translation, node: SchemaObject, keyword: 'anyOf' | 'oneOf', path: string): string | null {
@@ -43,15 +43,21 @@ function disjoint(t: Translation, a: Json, b: Json, path: string): boolean {
   const ry = Array.isArray(y['required']) ? y['required'] : [];
   for (const key of Object.keys(px)) {
     if (!rx.includes(key) || !ry.includes(key) || py[key] === undefined) continue;
-    const cx = constants(t.deref(px[key]!, path));
-    const cy = constants(t.deref(py[key]!, path));
+    const cx = constants(flat(t, px[key]!, path));
+    const cy = constants(flat(t, py[key]!, path));
     if (cx && cy && ![...cx].some((v) => cy.has(v))) return true;
   }
-  if (onlyObjects(t, x, path) && onlyObjects(t, y, path)) {
-    if (rx.some((key) => typeof key === 'string' && cannotHave(t, y, key, path))) return true;
-    if (ry.some((key) => typeof key === 'string' && cannotHave(t, x, key, path))) return true;
-  }
-  return false;
+  return onlyObjects(t, x, path) && onlyObjects(t, y, path) && apart(t, x, y, path) && apart(t, y, x, path);
+}
+
+/**
+ * Whether no object the grammar writes for `p` is valid under `q`: p requires a key q cannot have,
+ * or q requires a key p's grammar never writes (under the strict reading, one p does not name).
+ * The grammar's objects are valid under p, so one such key either way keeps the two apart.
+ */
+function apart(t: Translation, p: SchemaObject, q: SchemaObject, path: string): boolean {
+  const required = (node: SchemaObject): string[] => (Array.isArray(node['required']) ? node['required'].filter((k): k is string => typeof k === 'string') : []);
+  return required(p).some((key) => cannotHave(t, q, key, path, 'schema')) || required(q).some((key) => cannotHave(t, p, key, path, 'grammar'));
 }
 
 /**
@@ -65,11 +71,16 @@ function onlyObjects(t: Translation, node: SchemaObject, path: string): boolean 
   return types.length === 1 && types[0] === 'object';
 }
 
-/** Whether no object the subschema allows (as JSON Schema reads it, not the strict reading) has the key: its property false, or not named where no other key is allowed. */
-function cannotHave(t: Translation, node: SchemaObject, key: string, path: string): boolean {
+/**
+ * Whether no object the subschema allows has the key: its property false, or not named where no
+ * other key is allowed — as JSON Schema reads it ('schema'), or as the grammar writes it
+ * ('grammar': absent additionalProperties is false under the strict reading).
+ */
+function cannotHave(t: Translation, node: SchemaObject, key: string, path: string, reading: 'schema' | 'grammar'): boolean {
   const properties = isObject(node['properties']) ? node['properties'] : {};
   if (Object.hasOwn(properties, key)) return t.deref(properties[key]!, path) === false;
-  if (node['additionalProperties'] !== false) return false;
+  const strict = reading === 'grammar' && t.options.absentAdditionalProperties === 'forbid' && node['additionalProperties'] === undefined && node['unevaluatedProperties'] === undefined;
+  if (node['additionalProperties'] !== false && !strict) return false;
   const patterns = isObject(node['patternProperties']) ? Object.keys(node['patternProperties']) : [];
   return patterns.every((source) => {
     try {
@@ -80,10 +91,16 @@ function cannotHave(t: Translation, node: SchemaObject, key: string, path: strin
   });
 }
 
-/** The subschema behind its $refs with its allOf merged, as the translation reads it. */
+/** The subschema behind its $refs with its allOf merged, as the translation reads it (unmerged where the merge is refused: the translation names that). */
 function flat(t: Translation, node: Json, path: string): Json {
   const target = t.deref(node, path);
-  return isObject(target) && Array.isArray(target['allOf']) ? mergeAllOf(t, target, path) : target;
+  if (!isObject(target) || !Array.isArray(target['allOf'])) return target;
+  try {
+    return mergeAllOf(t, target, path);
+  } catch (error) {
+    if (error instanceof SchemaUnsupported) return target;
+    throw error;
+  }
 }
 
 /** The JSON kinds a schema's values can have, where its const / enum or type says; null where it does not. */

@@ -26,13 +26,17 @@ export type Device = 'cpu' | 'cuda';
 
 /**
  * TEST-ONLY (src/threads/fault-injection.ts): the worker throws, or exits, at its `count`-th
- * engine step or model execution (1-based, counted from the worker's start), or in the parse
- * pool's `count`-th job.
+ * engine step, draft-model forward pass or model execution (1-based, counted from the worker's
+ * start), or in the parse pool's `count`-th job.
  */
 export interface FaultInjection {
   readonly action: 'throw' | 'exit';
-  /** What is counted: LLM engine steps, classic model executions, or parse-worker jobs (the pool's, across its workers). */
-  readonly at: 'step' | 'execution' | 'job';
+  /**
+   * What is counted: LLM engine steps, the forward passes of an LLM engine's draft model
+   * (speculative_config method draft_model), classic model executions, or parse-worker jobs (the
+   * pool's, across its workers).
+   */
+  readonly at: 'step' | 'draft_pass' | 'execution' | 'job';
   readonly count: number;
 }
 

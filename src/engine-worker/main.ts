@@ -7,7 +7,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import type { EngineWorkerData, FromEngine, ToEngine } from '../contracts/engine-messages.js';
 import { KvEventPublisher } from '../kv-events/publisher.js';
-import { openModelRunner } from '../runners/create-runner.js';
+import { openModelRunner, withFaultInjection } from '../runners/create-runner.js';
 import { lowerThisThreadPriority } from '../threads/thread-priority.js';
 import { openDraftRunner } from './draft-model.js';
 import { EngineCore } from './engine-core.js';
@@ -27,7 +27,10 @@ async function main(): Promise<void> {
     const priority = lowerThisThreadPriority(config.threadNice ?? 0);
     if (priority) log(priority);
     const runner = await openModelRunner(config);
-    core = EngineCore.create(config, runner, log, await openDraftRunner(config, runner.info));
+    const draft = await openDraftRunner(config, runner.info);
+    // TEST-ONLY: a draft_pass fault fails the draft model's Nth pass (src/threads/fault-injection.ts).
+    const fault = config.faultInjection;
+    core = EngineCore.create(config, runner, log, draft && fault?.at === 'draft_pass' ? withFaultInjection(draft, fault) : draft);
     if (config.kvEvents) events = await KvEventPublisher.open(config.kvEvents, log);
   } catch (error) {
     post({ type: 'fatal', message: describe(error) });

@@ -4,7 +4,7 @@
 // RUNNER_CONTRACTS and one case in adapterFor, nothing in the engine.
 
 import type { StepPlan } from '../contracts/generate.js';
-import type { SessionMetadata } from '../contracts/worker-messages.js';
+import type { FaultInjection, SessionMetadata } from '../contracts/worker-messages.js';
 import { ConveyorError, invalidArg } from '../errors.js';
 import { FaultPoint } from '../threads/fault-injection.js';
 import { ModelSession } from '../runtime/model-session.js';
@@ -81,7 +81,13 @@ export function ioNamesOf(metadata: SessionMetadata): ModelIoNames {
  */
 export async function openModelRunner(options: RunnerOptions): Promise<ModelRunner> {
   const runner = await openRunner(options);
-  return options.faultInjection ? new FaultInjectingRunner(runner, new FaultPoint(options.faultInjection)) : runner;
+  // A draft_pass fault is the draft model's runner's (src/engine-worker/main.ts), never the target's.
+  return options.faultInjection?.at === 'step' ? withFaultInjection(runner, options.faultInjection) : runner;
+}
+
+/** TEST-ONLY: the runner, throwing or exiting at its `fault.count`-th model call (FaultInjectingRunner). */
+export function withFaultInjection(runner: ModelRunner, fault: FaultInjection): ModelRunner {
+  return new FaultInjectingRunner(runner, new FaultPoint(fault));
 }
 
 async function openRunner(options: RunnerOptions): Promise<ModelRunner> {
@@ -186,8 +192,9 @@ function adapterFor(kind: SingleSessionKind, session: ModelSession, options: Run
 /**
  * TEST-ONLY (src/threads/fault-injection.ts): throws or exits at the configured execution, as
  * an instance worker does at its model execution, so supervision tests can kill an engine
- * mid-stream. The engine calls execute once per step that has rows to run, so the N of
- * `throw_at_step:N` still counts engine steps.
+ * mid-stream. The engine calls the target's runner once per step that has rows to run, so the N
+ * of `throw_at_step:N` still counts engine steps; a draft model's runner is called once per pass
+ * (`throw_at_draft_pass:N`), several a step.
  */
 class FaultInjectingRunner implements ModelRunner {
   readonly executeGreedy?: (plan: StepPlan, sampleableVocab: number) => Promise<StepGreedyTokens>;

@@ -202,9 +202,12 @@ export async function loadLlmModel(request: BackendLoadRequest): Promise<LlmMode
   log(
     `precision ${precision}: loading ${file}${attentionBackend === 'past_key_values' && chosenBy === 'parameter' ? '' : ` (attention_backend ${attentionBackend}${chosenBy === 'default' ? ', default' : ''})`}`,
   );
-  const faultInjection = faultInjectionOf(config, 'step', log);
+  const faultInjection = faultInjectionOf(config, ['step', 'draft_pass'], log);
   const kvEvents = kvEventsOf(config, request);
   const speculative = await speculativeConfigOf(config, versionDir, tokenizerFile);
+  // A count that could never be reached would make a supervision test wait forever instead of fail.
+  if (faultInjection?.at === 'draft_pass' && speculative?.method !== 'draft_model')
+    throw invalidArg('parameter fault_injection: draft_pass counts the passes of a draft model; this model has no speculative_config method draft_model');
   const chatSpecialTokens = parameter(config, 'chat_special_tokens') ?? 'text';
   if (chatSpecialTokens !== 'text' && chatSpecialTokens !== 'special') throw invalidArg(`parameter chat_special_tokens must be text or special, got '${chatSpecialTokens}'`);
   const limits = request.limits ?? DEFAULT_LIMITS;

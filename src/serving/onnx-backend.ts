@@ -66,7 +66,7 @@ export async function loadOnnxModel(request: BackendLoadRequest): Promise<Served
   const model = await existingConfinedFile(versionRoot, modelFile, 'model file');
   const ranges = inputRangesFromHfConfig(await readHfConfig(versionRoot), request.config);
   const plan = instancePlan(request.config);
-  const faultInjection = faultInjectionOf(request.config, 'execution', request.log);
+  const faultInjection = faultInjectionOf(request.config, ['execution'], request.log);
   const pool = await InstancePool.start({
     modelPath: model.path,
     count: plan.count,

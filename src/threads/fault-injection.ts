@@ -3,8 +3,9 @@
 //
 //   parameters { key: "fault_injection" value { string_value: "throw_at_step:5" } }
 //
-// Forms: throw_at_step:N, exit_at_step:N (backend "llm"), throw_at_execution:N,
-// exit_at_execution:N (backend "onnxruntime"). The parameter is ignored, with a warning, unless
+// Forms: throw_at_step:N, exit_at_step:N (backend "llm"), throw_at_draft_pass:N,
+// exit_at_draft_pass:N (backend "llm" with a draft model: its Nth forward pass, where a step
+// makes several), throw_at_execution:N, exit_at_execution:N (backend "onnxruntime"). The parameter is ignored, with a warning, unless
 // the server's environment has CONVEYOR_FAULT_INJECTION=1, so a stray config line cannot take
 // a production model down; when honoured it is logged loudly at every load.
 //
@@ -24,24 +25,28 @@ export const PARSE_WORKER_FAULT_ENV = 'CONVEYOR_PARSE_WORKER_FAULT';
 /** The exit code of an injected exit (EX_SOFTWARE), distinct from a crash's 1. */
 export const FAULT_EXIT_CODE = 70;
 
-const FORM = /^(throw|exit)_at_(step|execution|job):([1-9][0-9]*)$/;
+/** What each counter counts, for messages. */
+const COUNTED: Readonly<Record<FaultInjection['at'], string>> = { step: 'steps', draft_pass: 'draft passes', execution: 'executions', job: 'jobs' };
+
+const FORM = /^(throw|exit)_at_(step|draft_pass|execution|job):([1-9][0-9]*)$/;
 
 export function parseFaultInjection(spec: string): FaultInjection {
   const match = FORM.exec(spec.trim());
-  if (!match) throw invalidArg(`parameter ${FAULT_INJECTION_PARAMETER} must be <throw|exit>_at_<step|execution|job>:<N>, got '${spec}'`);
+  if (!match) throw invalidArg(`parameter ${FAULT_INJECTION_PARAMETER} must be <throw|exit>_at_<step|draft_pass|execution|job>:<N>, got '${spec}'`);
   return { action: match[1] as FaultInjection['action'], at: match[2] as FaultInjection['at'], count: Number(match[3]) };
 }
 
 /**
- * The fault a model's config asks for, when the environment allows it. `at` is what this
- * backend counts ('step' for the LLM engine, 'execution' for instances); asking for the other
- * is a config error.
+ * The fault a model's config asks for, when the environment allows it. `counts` is what this
+ * backend counts ('step' and 'draft_pass' for the LLM engine, 'execution' for instances); asking
+ * for another is a config error.
  */
-export function faultInjectionOf(config: ModelConfig, at: FaultInjection['at'], log: (line: string) => void, env: NodeJS.ProcessEnv = process.env): FaultInjection | undefined {
+export function faultInjectionOf(config: ModelConfig, counts: readonly FaultInjection['at'][], log: (line: string) => void, env: NodeJS.ProcessEnv = process.env): FaultInjection | undefined {
   const spec = config.parameters[FAULT_INJECTION_PARAMETER]?.string_value;
   if (spec === undefined) return undefined;
   const fault = parseFaultInjection(spec);
-  if (fault.at !== at) throw invalidArg(`parameter ${FAULT_INJECTION_PARAMETER}: backend '${config.backend}' counts ${at}s, not ${fault.at}s`);
+  if (!counts.includes(fault.at))
+    throw invalidArg(`parameter ${FAULT_INJECTION_PARAMETER}: backend '${config.backend}' counts ${counts.map((at) => COUNTED[at]).join(' or ')}, not ${COUNTED[fault.at]}`);
   if (env[FAULT_INJECTION_ENV] !== '1') {
     log(`WARNING ${config.name}: parameter ${FAULT_INJECTION_PARAMETER} ignored (test-only; set ${FAULT_INJECTION_ENV}=1 to honour it)`);
     return undefined;
@@ -58,7 +63,7 @@ export function parseWorkerFaultOf(warn: (line: string) => void, env: NodeJS.Pro
   const spec = env[PARSE_WORKER_FAULT_ENV];
   if (spec === undefined) return undefined;
   const fault = parseFaultInjection(spec);
-  if (fault.at !== 'job') throw invalidArg(`${PARSE_WORKER_FAULT_ENV}: the parse workers count jobs, not ${fault.at}s`);
+  if (fault.at !== 'job') throw invalidArg(`${PARSE_WORKER_FAULT_ENV}: the parse workers count jobs, not ${COUNTED[fault.at]}`);
   if (env[FAULT_INJECTION_ENV] !== '1') {
     warn(`WARNING ${PARSE_WORKER_FAULT_ENV} ignored (test-only; set ${FAULT_INJECTION_ENV}=1 to honour it)`);
     return undefined;
@@ -71,7 +76,8 @@ export function parseWorkerFaultOf(warn: (line: string) => void, env: NodeJS.Pro
  * Counts steps, executions or jobs; `due()` says which action the current one must take. The
  * worker side calls `reached()` before each step or execution (the instance worker before each
  * model execution; the engine's runner, wrapped by src/runners/create-runner.ts, before each
- * step's model call); the parse pool calls `due()` per job and the worker acts with `injectFault`.
+ * step's model call, or its draft model's runner before each pass); the parse pool calls `due()`
+ * per job and the worker acts with `injectFault`.
  */
 export class FaultPoint {
   private count = 0;

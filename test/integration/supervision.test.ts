@@ -1,5 +1,6 @@
 // Worker supervision against the real server, with the test-only fault injection making workers
-// die on purpose: an LLM engine that throws (or exits) with several streams in flight fails
+// die on purpose: an LLM engine that throws (or exits) with several streams in flight — or whose
+// draft model (speculative_config method draft_model) throws in one of its passes — fails
 // exactly those, in each protocol's error shape; readiness turns false at once everywhere and
 // back once the fresh engine is up, which then answers with the correct greedy output. A BERT
 // instance dying mid-batch fails only that batch and restarts; a crash loop ends UNAVAILABLE
@@ -17,11 +18,19 @@ type Reply = Record<string, unknown>;
 
 /** The crash happens at this engine step, long after every request below has arrived. */
 const CRASH_STEP = 200;
-const faulty = (name: string, from: string, spec: string): TestModel => ({
+const faulty = (name: string, from: string, spec: string, moreParameters = ''): TestModel => ({
   name,
   from,
-  config: configOf(from, name, (t) => `${t}\nparameters: { key: "fault_injection" value: { string_value: "${spec}" } }\n`),
+  config: configOf(from, name, (t) => `${t}\nparameters: { key: "fault_injection" value: { string_value: "${spec}" } }\n${moreParameters}`),
 });
+/**
+ * The draft's passes come up to five a step while it proposes; the engine proposes only as much
+ * as pays for its positions, which on this model holds at two streams (at four or six, it soon
+ * stops), so the draft's test runs two streams at a time and this pass falls well into them.
+ */
+const DRAFT_CRASH_PASS = 100;
+/** The target as its own draft: every proposal holds. */
+const DRAFT_ITSELF = `parameters: { key: "speculative_config" value: { string_value: ${JSON.stringify(JSON.stringify({ method: 'draft_model', model: '.', num_speculative_tokens: 4 }))} } }\n`;
 
 let server: TestServer;
 let openai: OpenAI;
@@ -33,6 +42,7 @@ beforeAll(async () => {
     { name: 'llm', from: 'qwen3-tiny', config: configOf('qwen3-tiny', 'llm') },
     faulty('llm-throw', 'qwen3-tiny', `throw_at_step:${CRASH_STEP}`),
     faulty('llm-exit', 'qwen3-tiny', `exit_at_step:${CRASH_STEP}`),
+    faulty('llm-draft-throw', 'qwen3-tiny', `throw_at_draft_pass:${DRAFT_CRASH_PASS}`, DRAFT_ITSELF),
     faulty('bert', 'bert-tiny', 'exit_at_execution:2'),
   ]);
   server = await startTestServer(repository);
@@ -162,6 +172,36 @@ describe.each([
     expect(metrics.value(PROCESS_METRICS.workerRestarts.name, { model, version: '1' })).toBe(1);
     expect(metrics.value(PROCESS_METRICS.workerAlive.name, { model, version: '1', worker: '0' })).toBe(1);
     expect(server.logs.some((l) => l.includes('TEST-ONLY FAULT INJECTION ACTIVE'))).toBe(true);
+  }, 120_000);
+});
+
+describe('an LLM engine whose draft model throws in one of its passes', () => {
+  it('fails the requests in flight in each protocol shape, restarts fresh and answers correctly', async () => {
+    const model = 'llm-draft-throw';
+    const reference = await greedyText('llm');
+    const expected = { openai: 503, sse: 'error event', kserve: 503, grpc: 'UNAVAILABLE' };
+    // Two rounds of two streams (see DRAFT_CRASH_PASS): each fresh engine's draft fails again at the same pass.
+    for (const [round, requests] of [
+      [1, [openaiStreaming, grpcGenerate]],
+      [2, [openaiNonStreaming, kserveGenerate]],
+    ] as const) {
+      await waitFor(async () => (await httpStatus(`/v2/models/${model}/ready`)) === 200);
+      const outcomes = await Promise.all(requests.map((send) => send(model)));
+      for (const outcome of outcomes) {
+        expect(outcome.status, `round ${round}: ${outcome.protocol}`).toBe(expected[outcome.protocol as keyof typeof expected]);
+        expect(outcome.message, outcome.protocol).toMatch(
+          new RegExp(`the engine of model '${model}' version 1 crashed \\(engine failed: fault injection: throw at draft_pass ${DRAFT_CRASH_PASS}\\); the request was not completed`),
+        );
+      }
+      // The stream had its first tokens before the draft failed: the crash came mid-stream.
+      for (const outcome of outcomes) if ('chunks' in outcome) expect(outcome.chunks).toBeGreaterThan(0);
+    }
+    await waitFor(async () => (await httpStatus(`/v2/models/${model}/ready`)) === 200);
+    // Eight tokens take the fresh engine's draft far fewer passes than the fault's.
+    expect(await greedyText(model)).toBe(reference);
+    const metrics = await scrape();
+    expect(metrics.value(PROCESS_METRICS.workerRestarts.name, { model, version: '1' })).toBe(2);
+    expect(metrics.value(PROCESS_METRICS.workerAlive.name, { model, version: '1', worker: '0' })).toBe(1);
   }, 120_000);
 });
 

@@ -153,21 +153,22 @@ describe('fault injection (test-only)', () => {
     expect(parseFaultInjection('throw_at_step:5')).toEqual({ action: 'throw', at: 'step', count: 5 });
     expect(parseFaultInjection('exit_at_execution:1')).toEqual({ action: 'exit', at: 'execution', count: 1 });
     for (const bad of ['throw_at_step:0', 'throw_at_step', 'crash_at_step:1', 'throw_at_step:-1', 'exit_at_step:1.5']) {
-      expect(() => parseFaultInjection(bad), bad).toThrow(/must be <throw\|exit>_at_<step\|execution\|job>:<N>/);
+      expect(() => parseFaultInjection(bad), bad).toThrow(/must be <throw\|exit>_at_<step\|draft_pass\|execution\|job>:<N>/);
     }
   });
 
   it('is ignored with a warning unless CONVEYOR_FAULT_INJECTION=1, and logged loudly when honoured', () => {
     const logs: string[] = [];
-    expect(faultInjectionOf(config('throw_at_step:2'), 'step', (l) => logs.push(l), {})).toBeUndefined();
-    expect(faultInjectionOf(config('throw_at_step:2'), 'step', (l) => logs.push(l), { CONVEYOR_FAULT_INJECTION: 'true' })).toBeUndefined();
-    expect(faultInjectionOf(config('throw_at_step:2'), 'step', (l) => logs.push(l), { CONVEYOR_FAULT_INJECTION: '1' })).toEqual({ action: 'throw', at: 'step', count: 2 });
+    expect(faultInjectionOf(config('throw_at_step:2'), ['step', 'draft_pass'], (l) => logs.push(l), {})).toBeUndefined();
+    expect(faultInjectionOf(config('throw_at_step:2'), ['step', 'draft_pass'], (l) => logs.push(l), { CONVEYOR_FAULT_INJECTION: 'true' })).toBeUndefined();
+    expect(faultInjectionOf(config('throw_at_step:2'), ['step', 'draft_pass'], (l) => logs.push(l), { CONVEYOR_FAULT_INJECTION: '1' })).toEqual({ action: 'throw', at: 'step', count: 2 });
     expect(logs[0]).toMatch(/ignored \(test-only/);
     expect(logs.at(-1)).toMatch(/TEST-ONLY FAULT INJECTION ACTIVE/);
   });
 
   it("refuses the other backend's counter", () => {
-    expect(() => faultInjectionOf(config('throw_at_execution:2'), 'step', () => {}, { CONVEYOR_FAULT_INJECTION: '1' })).toThrow(/counts steps/);
+    expect(() => faultInjectionOf(config('throw_at_execution:2'), ['step', 'draft_pass'], () => {}, { CONVEYOR_FAULT_INJECTION: '1' })).toThrow(/counts steps or draft passes, not executions/);
+    expect(faultInjectionOf(config('exit_at_draft_pass:7'), ['step', 'draft_pass'], () => {}, { CONVEYOR_FAULT_INJECTION: '1' })).toEqual({ action: 'exit', at: 'draft_pass', count: 7 });
   });
 
   it('throws exactly at the chosen point', () => {

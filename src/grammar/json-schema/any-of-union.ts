@@ -15,9 +15,13 @@ export function unionSchema(t: Translation, node: SchemaObject, keyword: 'anyOf'
   const resolved = list.map((branch, i) => (constraining.length > 0 ? mergeAllOf(t, { allOf: [siblings, branch] }, pointer(path, keyword, i)) : branch));
   const overlapping: [number, number][] = [];
   if (keyword === 'oneOf') for (let i = 0; i < resolved.length; i++) for (let j = i + 1; j < resolved.length; j++) if (!disjoint(t, resolved[i]!, resolved[j]!, path)) overlapping.push([i, j]);
+  // Closed objects whose only shared value is {}: {} matches two branches, so no branch may write it.
+  const emptyOnly = overlapping.filter(([i, j]) => shareOnlyEmptyObject(t, resolved[i]!, resolved[j]!, path));
+  const rest = overlapping.filter((pair) => !emptyOnly.includes(pair));
+  const choices = emptyOnly.length > 0 ? withoutEmptyObject(t, resolved, path) : resolved;
   // Overlapping number ranges are written as the numbers exactly one of them holds; any other overlap is refused there.
-  const numeric = overlapping.length > 0 ? exactlyOneNumberRange(t, resolved, overlapping, path) : null;
-  const parts = resolved.map((branch, i) => (numeric?.branches.has(i) ? null : t.schema(branch, pointer(path, keyword, i)))).filter((p): p is string => p !== null);
+  const numeric = rest.length > 0 ? exactlyOneNumberRange(t, choices, rest, path) : null;
+  const parts = choices.map((branch, i) => (numeric?.branches.has(i) ? null : t.schema(branch, pointer(path, keyword, i)))).filter((p): p is string => p !== null);
   if (numeric?.body) parts.push(numeric.body);
   if (parts.length === 0) return null;
   return parts.length === 1 ? parts[0]! : `(${parts.join(' | ')})`;
@@ -58,6 +62,34 @@ function disjoint(t: Translation, a: Json, b: Json, path: string): boolean {
 function apart(t: Translation, p: SchemaObject, q: SchemaObject, path: string): boolean {
   const required = (node: SchemaObject): string[] => (Array.isArray(node['required']) ? node['required'].filter((k): k is string => typeof k === 'string') : []);
   return required(p).some((key) => cannotHave(t, q, key, path, 'schema')) || required(q).some((key) => cannotHave(t, p, key, path, 'grammar'));
+}
+
+/**
+ * Whether the only value both subschemas may hold is the empty object: both are objects whose keys
+ * additionalProperties: false limits to their properties, and every property both name is apart
+ * (or false on one side), so a shared object has no key.
+ */
+function shareOnlyEmptyObject(t: Translation, a: Json, b: Json, path: string): boolean {
+  const x = flat(t, a, path);
+  const y = flat(t, b, path);
+  const closed = (node: SchemaObject): boolean => node['additionalProperties'] === false && node['patternProperties'] === undefined && node['unevaluatedProperties'] === undefined;
+  if (!isObject(x) || !isObject(y) || !onlyObjects(t, x, path) || !onlyObjects(t, y, path) || !closed(x) || !closed(y)) return false;
+  const px = isObject(x['properties']) ? x['properties'] : {};
+  const py = isObject(y['properties']) ? y['properties'] : {};
+  return Object.keys(px)
+    .filter((key) => Object.hasOwn(py, key))
+    .every((key) => t.deref(px[key]!, path) === false || t.deref(py[key]!, path) === false || disjoint(t, px[key]!, py[key]!, path));
+}
+
+/**
+ * The branches without the empty object: each one that writes only objects has at least one key.
+ * The others need nothing: each is apart from a branch that holds {}, so it never writes {}.
+ */
+function withoutEmptyObject(t: Translation, branches: readonly Json[], path: string): Json[] {
+  return branches.map((branch) => {
+    const x = flat(t, branch, path);
+    return isObject(x) && onlyObjects(t, x, path) ? { allOf: [branch, { minProperties: 1 }] } : branch;
+  });
 }
 
 /**

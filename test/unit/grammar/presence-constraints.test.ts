@@ -177,6 +177,19 @@ const CASES: [string, object, Mode, Json[], Json[]][] = [
     [{ grantType: 'implicit' }, { grantType: 'client_credentials', scope: 's' }],
     [{ grantType: 'password' }, { scope: 's' }],
   ],
+  [
+    'oneOf over closed objects that share only the empty object: {} matches both, so neither writes it',
+    {
+      $defs: {
+        first: { type: 'object', properties: { discriminator: { const: 'first' }, first: { type: 'boolean' } }, additionalProperties: false },
+        second: { type: 'object', properties: { discriminator: { const: 'second' }, second: { type: 'boolean' } }, additionalProperties: false },
+      },
+      oneOf: [{ $ref: '#/$defs/first' }, { $ref: '#/$defs/second' }, { type: 'string' }],
+    },
+    'forbid',
+    [{ discriminator: 'first' }, { first: true }, { discriminator: 'second', second: false }, 'x'],
+    [{}, { first: true, second: true }, { discriminator: 'first', second: true }],
+  ],
   ['allOf with two enums: the values in both', { allOf: [{ enum: ['a', 'b', 'c'] }, { enum: ['b', 'c', 'd'] }] }, 'forbid', ['b', 'c'], ['a', 'd']],
 ];
 

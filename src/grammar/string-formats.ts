@@ -64,10 +64,14 @@ const URI = `${SCHEME}:(?://${AUTHORITY}${PATH_ABEMPTY}|${PATH_ABSOLUTE}|${PATH_
 const RELATIVE_REF = `(?://${AUTHORITY}${PATH_ABEMPTY}|${PATH_ABSOLUTE}|${PATH_NOSCHEME}|)${QUERY_FRAGMENT}`;
 const URI_REFERENCE = `(?:${SCHEME}:(?://${AUTHORITY}${PATH_ABEMPTY}|${PATH_ABSOLUTE}|${PATH_ROOTLESS}|)${QUERY_FRAGMENT}|${RELATIVE_REF})`;
 // ajv-formats' "byte" (base64, RFC 4648 with padding): groups of four, the last one padded. ajv
-// tests it in multiline mode, so it also passes a string with a line break beside one base64 line;
-// the grammar writes one line only (a subset: nothing it writes fails ajv).
+// tests it in multiline mode (its ^ and $ also match at line breaks), so a string passes when any
+// one of its lines is base64 or empty: a PEM certificate ("-----BEGIN ...\n<base64>\n...") does,
+// as Kubernetes' caBundle values are. Written the same way: any lines, one base64 line, any lines.
 const BASE64_CHAR = '[A-Za-z0-9+/]';
-const BYTE = `(?:${BASE64_CHAR}{4})*(?:${BASE64_CHAR}{2}==|${BASE64_CHAR}{3}=)?`;
+const BASE64_LINE = `(?:${BASE64_CHAR}{4})*(?:${BASE64_CHAR}{2}==|${BASE64_CHAR}{3}=)?`;
+const LINE_BREAK = String.raw`[\n\r\u2028\u2029]`;
+const IN_LINE = String.raw`[^\n\r\u2028\u2029]`;
+const BYTE = `(?:${IN_LINE}*${LINE_BREAK})*${BASE64_LINE}(?:${LINE_BREAK}${IN_LINE}*)*`;
 // ajv-formats' "url" (a web URL: http, https or ftp, then a public host), written narrower than ajv
 // checks it and never wider: a host name with a letters-only top-level label (ajv's IP-address
 // alternative, with its lookaheads for private ranges, and non-ASCII names are not written), no

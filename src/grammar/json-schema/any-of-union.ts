@@ -1,7 +1,9 @@
 // `anyOf` and `oneOf` as a choice between their branches (siblings merged into each branch);
 // `oneOf` only where no value can match two branches, since a grammar cannot exclude the
 // values two branches share, or where the branches that overlap are number ranges
-// (numeric-one-of.ts writes the numbers exactly one holds). Pure.
+// (numeric-one-of.ts writes the numbers exactly one holds) or closed objects whose only shared
+// value is {} (written with at least one key). oneOf / anyOf over subschemas that only say
+// `required` never come here: presence-constraints.ts reads them. Pure.
 
 import { mergeAllOf } from './all-of-merge.js';
 import { exactlyOneNumberRange } from './numeric-one-of.js';

@@ -7,18 +7,10 @@
 // history; what cannot be enforced is a 400 naming the field.
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import OpenAI from 'openai';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { configOf, makeRepository, startTestServer, type TestServer } from '../support/server.js';
+import { describe, expect, it } from 'vitest';
+import { useLlmServerWithClient } from '../support/generation.js';
 
-let server: TestServer;
-let client: OpenAI;
-
-beforeAll(async () => {
-  const repository = await makeRepository([{ name: 'qwen3', from: 'qwen3-tiny', config: configOf('qwen3-tiny', 'qwen3') }]);
-  server = await startTestServer(repository);
-  client = new OpenAI({ baseURL: `${server.http}/v1`, apiKey: 'unused', maxRetries: 0 });
-}, 120_000);
-afterAll(async () => server?.stop());
+const llm = useLlmServerWithClient();
 
 type Tool = OpenAI.Chat.ChatCompletionTool;
 const TICKET: Tool = { type: 'custom', custom: { name: 'ticket', description: 'Files a ticket id.', format: { type: 'grammar', grammar: { syntax: 'regex', definition: '[A-Z]{2,3}-[0-9]{1,4}' } } } };
@@ -54,7 +46,7 @@ function expectCallsValid(calls: readonly OpenAI.Chat.ChatCompletionMessageToolC
 describe('custom tools on chat completions', () => {
   it('forced: one custom call whose input holds to the regex (temperature 1)', async () => {
     for (let seed = 0; seed < 6; seed++) {
-      const completion = await client.chat.completions.create({
+      const completion = await llm.client.chat.completions.create({
         model: 'qwen3',
         messages,
         tools: [TICKET, LOOKUP],
@@ -74,7 +66,7 @@ describe('custom tools on chat completions', () => {
   });
 
   it('forced and streamed: the input arrives in pieces that add up to a sentence of the Lark grammar', async () => {
-    const stream = await client.chat.completions.create({
+    const stream = await llm.client.chat.completions.create({
       model: 'qwen3',
       messages,
       tools: [SHELL],
@@ -104,7 +96,7 @@ describe('custom tools on chat completions', () => {
     const names = new Set<string>();
     let completed = 0;
     for (let seed = 0; seed < 8; seed++) {
-      const completion = await client.chat.completions.create({ model: 'qwen3', messages, tools: [LOOKUP, TICKET, SHELL], tool_choice: 'required', temperature: 1, seed, max_tokens: 120 });
+      const completion = await llm.client.chat.completions.create({ model: 'qwen3', messages, tools: [LOOKUP, TICKET, SHELL], tool_choice: 'required', temperature: 1, seed, max_tokens: 120 });
       const [choice] = completion.choices;
       // A call cut by max_tokens is incomplete, not invalid.
       if (choice!.finish_reason !== 'tool_calls') continue;
@@ -118,7 +110,7 @@ describe('custom tools on chat completions', () => {
 
   it('auto: text when the model answers, and a call it opens holds to its tool, whole and streamed', async () => {
     const create = (seed: number, bias: Record<string, number>, max: number) =>
-      client.chat.completions.create({
+      llm.client.chat.completions.create({
         model: 'qwen3',
         messages,
         tools: [TICKET, SHELL, LOOKUP],
@@ -139,7 +131,7 @@ describe('custom tools on chat completions', () => {
     }
     // Streamed, a custom call's input comes in one piece once its arguments closed.
     for (let seed = 0; seed < 5; seed++) {
-      const stream = await client.chat.completions.create({
+      const stream = await llm.client.chat.completions.create({
         model: 'qwen3',
         messages,
         tools: [TICKET, SHELL],
@@ -161,7 +153,7 @@ describe('custom tools on chat completions', () => {
   });
 
   it('takes custom calls back as history', async () => {
-    const completion = await client.chat.completions.create({
+    const completion = await llm.client.chat.completions.create({
       model: 'qwen3',
       tools: [TICKET],
       messages: [
@@ -178,13 +170,13 @@ describe('custom tools on chat completions', () => {
   it('refuses what it cannot enforce and a choice of no such tool, by field', async () => {
     const lark = { type: 'custom' as const, custom: { name: 'g', format: { type: 'grammar' as const, grammar: { syntax: 'lark' as const, definition: 'start: "ls"i' } } } };
     for (const tool_choice of ['required', 'auto', { type: 'custom', custom: { name: 'g' } }] as const) {
-      const refusal = await client.chat.completions
+      const refusal = await llm.client.chat.completions
         .create({ model: 'qwen3', messages, tools: [lark], tool_choice: tool_choice as OpenAI.Chat.ChatCompletionToolChoiceOption })
         .catch((e: unknown) => e);
       expect(refusal).toBeInstanceOf(OpenAI.BadRequestError);
       expect(refusal).toMatchObject({ param: 'tools[0].custom.format.grammar.definition', code: 'unsupported_parameter' });
     }
-    const unknown = await client.chat.completions.create({ model: 'qwen3', messages, tools: [TICKET], tool_choice: { type: 'custom', custom: { name: 'other' } } }).catch((e: unknown) => e);
+    const unknown = await llm.client.chat.completions.create({ model: 'qwen3', messages, tools: [TICKET], tool_choice: { type: 'custom', custom: { name: 'other' } } }).catch((e: unknown) => e);
     expect(unknown).toMatchObject({ status: 400, param: 'tool_choice.custom.name' });
   });
 });

@@ -5,23 +5,15 @@
 // its logprob; logprobs spelled token_id:<id>; prompt_logprobs; n; a render route's answer posted
 // as is; bad input a 400 in OpenAI's shape naming the field.
 
-import OpenAI from 'openai';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { configOf, makeRepository, startTestServer, type TestServer } from '../support/server.js';
+import type OpenAI from 'openai';
+import { describe, expect, it } from 'vitest';
+import { useLlmServerWithClient } from '../support/generation.js';
 import { postSse } from '../support/streams.js';
 
-let server: TestServer;
-let client: OpenAI;
-
-beforeAll(async () => {
-  const repository = await makeRepository([{ name: 'qwen3', from: 'qwen3-tiny', config: configOf('qwen3-tiny', 'qwen3') }]);
-  server = await startTestServer(repository);
-  client = new OpenAI({ baseURL: `${server.http}/v1`, apiKey: 'unused', maxRetries: 0 });
-}, 120_000);
-afterAll(async () => server?.stop());
+const llm = useLlmServerWithClient();
 
 const post = async (path: string, body: unknown) => {
-  const response = await fetch(`${server.http}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const response = await fetch(`${llm.server.http}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
   // Read loosely (test/support/fetch-json.d.ts), asserted field by field.
   return { status: response.status, body: await response.json() };
 };
@@ -85,7 +77,7 @@ const idOf = (token: string): number => Number(TOKEN_ID.exec(token)![1]);
 
 /** The ids /v1/completions generates for a token prompt, greedy, read from its token_id-spelled logprobs. */
 async function completionIds(prompt: number[], maxTokens: number): Promise<number[]> {
-  const completion = await client.completions.create({
+  const completion = await llm.client.completions.create({
     model: 'qwen3',
     prompt,
     max_tokens: maxTokens,
@@ -129,7 +121,7 @@ describe('POST /inference/v1/generate', () => {
     const prompt = await promptIds();
     const request = generateRequest(prompt, { max_tokens: 8, ignore_eos: true, logprobs: 0 });
     const whole = (await post('/inference/v1/generate', request)).body.choices[0];
-    const sse = await postSse(`${server.http}/inference/v1/generate`, { ...request, stream: true, stream_options: { include_usage: true } });
+    const sse = await postSse(`${llm.server.http}/inference/v1/generate`, { ...request, stream: true, stream_options: { include_usage: true } });
     expect(sse.status).toBe(200);
     const frames = await sse.ended;
     expect(frames.at(-1)).toBe('[DONE]');
@@ -182,7 +174,7 @@ describe('POST /inference/v1/generate', () => {
 
   it('refuses bad input with a 400 in OpenAI shape naming the field', async () => {
     const prompt = await promptIds();
-    const { max_model_len: context } = (await client.models.retrieve('qwen3')) as unknown as { max_model_len: number };
+    const { max_model_len: context } = (await llm.client.models.retrieve('qwen3')) as unknown as { max_model_len: number };
     const cases: [Record<string, unknown>, string, string][] = [
       [generateRequest([...prompt, 10_000_000], {}), 'token_ids', 'invalid_request_error'],
       [generateRequest([...prompt, -1], {}), 'token_ids', 'invalid_request_error'],

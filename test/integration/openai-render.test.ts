@@ -3,36 +3,28 @@
 // the same body: equal to the tokenizer module's encoding, to the prompt the engine reports back
 // (usage.prompt_tokens and the prompt_logprobs ids of a real completion), through the chat
 // template with tools, and through fill-in-the-middle framing. Rendering generates nothing.
-import OpenAI from 'openai';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { configOf, makeRepository, startTestServer, type TestServer } from '../support/server.js';
+import type OpenAI from 'openai';
+import { describe, expect, it } from 'vitest';
+import { useLlmServerWithClient } from '../support/generation.js';
 
-let server: TestServer;
-let client: OpenAI;
+const llm = useLlmServerWithClient();
 
 const post = async (path: string, body: unknown) => {
-  const response = await fetch(`${server.http}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  const response = await fetch(`${llm.server.http}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
   // Read loosely (test/support/fetch-json.d.ts), asserted field by field.
   return { status: response.status, body: await response.json() };
 };
-const tokenizer = () => server.service.llmModel('qwen3').processor.tokenizer;
-const stats = async () => (await (await fetch(`${server.http}/v2/models/qwen3/stats`)).json()).model_stats[0];
+const tokenizer = () => llm.server.service.llmModel('qwen3').processor.tokenizer;
+const stats = async () => (await (await fetch(`${llm.server.http}/v2/models/qwen3/stats`)).json()).model_stats[0];
 
 type VllmChoice = OpenAI.CompletionChoice & { prompt_logprobs?: (Record<string, unknown> | null)[] };
 /** The prompt ids the engine reports for a real completion of `body`: ids of prompt_logprobs after the first (null) entry. */
 async function enginePrompt(body: Record<string, unknown>): Promise<{ promptTokens: number; idsAfterFirst: number[] }> {
-  const completion = await client.completions.create({ ...body, max_tokens: 1, temperature: 0, prompt_logprobs: 0 } as unknown as OpenAI.CompletionCreateParamsNonStreaming);
+  const completion = await llm.client.completions.create({ ...body, max_tokens: 1, temperature: 0, prompt_logprobs: 0 } as unknown as OpenAI.CompletionCreateParamsNonStreaming);
   const entries = (completion.choices[0] as VllmChoice).prompt_logprobs!;
   expect(entries[0]).toBeNull();
   return { promptTokens: completion.usage!.prompt_tokens, idsAfterFirst: entries.slice(1).map((e) => Number(Object.keys(e!)[0])) };
 }
-
-beforeAll(async () => {
-  const repository = await makeRepository([{ name: 'qwen3', from: 'qwen3-tiny', config: configOf('qwen3-tiny', 'qwen3') }]);
-  server = await startTestServer(repository);
-  client = new OpenAI({ baseURL: `${server.http}/v1`, apiKey: 'unused', maxRetries: 0 });
-}, 120_000);
-afterAll(async () => server?.stop());
 
 describe('POST /v1/completions/render', () => {
   it("answers vLLM's GenerateRequest list with the ids the engine sees, generating nothing", async () => {
@@ -103,7 +95,7 @@ describe('POST /v1/chat/completions/render', () => {
     expect(body.sampling_params).toMatchObject({ n: 1, max_tokens: 5 });
     const tokenized = await post('/tokenize', { model: 'qwen3', messages });
     expect(body.token_ids).toEqual(tokenized.body.tokens);
-    const chat = await client.chat.completions.create({ model: 'qwen3', messages: messages as OpenAI.ChatCompletionMessageParam[], max_tokens: 1 });
+    const chat = await llm.client.chat.completions.create({ model: 'qwen3', messages: messages as OpenAI.ChatCompletionMessageParam[], max_tokens: 1 });
     expect(body.token_ids).toHaveLength(chat.usage!.prompt_tokens);
   });
 
@@ -113,7 +105,7 @@ describe('POST /v1/chat/completions/render', () => {
     const withTools = (await post('/v1/chat/completions/render', { model: 'qwen3', messages, tools, tool_choice: 'none' })).body;
     expect(withTools.token_ids.length).toBeGreaterThan(plain.token_ids.length);
     expect(tokenizer().decode(withTools.token_ids, { skip_special_tokens: false })).toContain('get_weather');
-    const chat = await client.chat.completions.create({
+    const chat = await llm.client.chat.completions.create({
       model: 'qwen3',
       messages: messages as OpenAI.ChatCompletionMessageParam[],
       tools: tools as OpenAI.ChatCompletionTool[],

@@ -8,19 +8,11 @@
 // call's JSON, beside function calls whose arguments hold to their schemas.
 
 import { Ajv2020 } from 'ajv/dist/2020.js';
-import OpenAI from 'openai';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { configOf, makeRepository, startTestServer, type TestServer } from '../support/server.js';
+import type OpenAI from 'openai';
+import { describe, expect, it } from 'vitest';
+import { useLlmServerWithClient } from '../support/generation.js';
 
-let server: TestServer;
-let client: OpenAI;
-
-beforeAll(async () => {
-  const repository = await makeRepository([{ name: 'qwen3', from: 'qwen3-tiny', config: configOf('qwen3-tiny', 'qwen3') }]);
-  server = await startTestServer(repository);
-  client = new OpenAI({ baseURL: `${server.http}/v1`, apiKey: 'unused', maxRetries: 0 });
-}, 120_000);
-afterAll(async () => server?.stop());
+const llm = useLlmServerWithClient();
 
 const TICKET = { type: 'custom' as const, name: 'ticket', description: 'Files a ticket id.', format: { type: 'grammar' as const, syntax: 'regex' as const, definition: '[A-Z]{2,3}-[0-9]{1,4}' } };
 const SHELL = {
@@ -34,6 +26,21 @@ const SHELL = {
 };
 const input = 'File it.';
 
+/** A whole response to `input` with `tools` under `tool_choice`, sampled at temperature 1 from `seed`. */
+const sampled = (tools: object[], toolChoice: unknown, seed: number, maxOutputTokens: number, more: Record<string, unknown> = {}) =>
+  llm.client.responses.create({
+    model: 'qwen3',
+    input,
+    tools,
+    tool_choice: toolChoice,
+    temperature: 1,
+    seed,
+    max_output_tokens: maxOutputTokens,
+    ...more,
+  } as OpenAI.Responses.ResponseCreateParamsNonStreaming);
+/** The same with the custom tool `tool` forced. */
+const forced = (tool: { readonly name: string }, seed: number, maxOutputTokens: number) => sampled([tool], { type: 'custom', name: tool.name }, seed, maxOutputTokens);
+
 type CustomCall = OpenAI.Responses.ResponseCustomToolCall;
 const onlyCustomCall = (response: OpenAI.Responses.Response): CustomCall => {
   expect(response.output.map((item) => item.type)).toEqual(['custom_tool_call']);
@@ -43,15 +50,7 @@ const onlyCustomCall = (response: OpenAI.Responses.Response): CustomCall => {
 describe('a forced custom tool', () => {
   it('holds every sampled input to its regex (temperature 1)', async () => {
     for (let seed = 0; seed < 8; seed++) {
-      const response = await client.responses.create({
-        model: 'qwen3',
-        input,
-        tools: [TICKET],
-        tool_choice: { type: 'custom', name: 'ticket' },
-        temperature: 1,
-        seed,
-        max_output_tokens: 40,
-      } as OpenAI.Responses.ResponseCreateParamsNonStreaming);
+      const response = await forced(TICKET, seed, 40);
       expect(response.status).toBe('completed');
       const call = onlyCustomCall(response);
       expect(call).toMatchObject({ type: 'custom_tool_call', name: 'ticket', status: 'completed' });
@@ -63,36 +62,20 @@ describe('a forced custom tool', () => {
 
   it('holds every sampled input to its Lark grammar (temperature 1)', async () => {
     for (let seed = 0; seed < 8; seed++) {
-      const response = await client.responses.create({
-        model: 'qwen3',
-        input,
-        tools: [SHELL],
-        tool_choice: { type: 'custom', name: 'shell' },
-        temperature: 1,
-        seed,
-        max_output_tokens: 60,
-      } as OpenAI.Responses.ResponseCreateParamsNonStreaming);
+      const response = await forced(SHELL, seed, 60);
       expect(response.status).toBe('completed');
       expect(onlyCustomCall(response).input).toMatch(/^(ls|cat)( [a-z_]{1,6}(\/[a-z_]{1,6})?){1,2}$/);
     }
     // Regex terminals' class escapes, spelled out for the engine.
     const pair = { type: 'custom', name: 'pair', format: { type: 'grammar', syntax: 'lark', definition: 'start: /\\S{2}\\s\\d\\w/' } };
     for (let seed = 0; seed < 4; seed++) {
-      const response = await client.responses.create({
-        model: 'qwen3',
-        input,
-        tools: [pair],
-        tool_choice: { type: 'custom', name: 'pair' },
-        temperature: 1,
-        seed,
-        max_output_tokens: 40,
-      } as OpenAI.Responses.ResponseCreateParamsNonStreaming);
+      const response = await forced(pair, seed, 40);
       expect(onlyCustomCall(response).input).toMatch(/^\S{2}\s\d\w$/u);
     }
   });
 
   it('streams the input as custom_tool_call_input deltas adding up to the done input and the item', async () => {
-    const stream = await client.responses.create({
+    const stream = await llm.client.responses.create({
       model: 'qwen3',
       input,
       tools: [TICKET, SHELL],
@@ -124,7 +107,7 @@ describe('a forced custom tool', () => {
   });
 
   it('with a text format, answers one custom_tool_call with the output as its input', async () => {
-    const response = await client.responses.create({
+    const response = await llm.client.responses.create({
       model: 'qwen3',
       input,
       tools: [{ type: 'custom', name: 'note' }],
@@ -173,15 +156,7 @@ describe('custom tools under tool_choice required and auto', () => {
     const names = new Set<string>();
     let completed = 0;
     for (let seed = 0; seed < 8; seed++) {
-      const response = await client.responses.create({
-        model: 'qwen3',
-        input,
-        tools: [LOOKUP, TICKET, SHELL],
-        tool_choice: 'required',
-        temperature: 1,
-        seed,
-        max_output_tokens: 120,
-      } as OpenAI.Responses.ResponseCreateParamsNonStreaming);
+      const response = await sampled([LOOKUP, TICKET, SHELL], 'required', seed, 120);
       // A call cut by max_output_tokens is incomplete, not invalid.
       if (response.status !== 'completed') continue;
       completed += 1;
@@ -196,7 +171,7 @@ describe('custom tools under tool_choice required and auto', () => {
 
   it('required, streamed: the custom input events carry the valid input', async () => {
     for (let seed = 0; seed < 3; seed++) {
-      const stream = await client.responses.create({
+      const stream = await llm.client.responses.create({
         model: 'qwen3',
         input,
         tools: [TICKET, SHELL],
@@ -221,18 +196,7 @@ describe('custom tools under tool_choice required and auto', () => {
   });
 
   it('auto: the model may answer text, and a call it opens holds to its tool (temperature 1)', async () => {
-    const create = (seed: number, bias: Record<number, number>, max: number) =>
-      client.responses.create({
-        model: 'qwen3',
-        input,
-        tools: [TICKET, SHELL, LOOKUP],
-        tool_choice: 'auto',
-        parallel_tool_calls: false,
-        temperature: 1,
-        seed,
-        max_output_tokens: max,
-        logit_bias: bias,
-      } as OpenAI.Responses.ResponseCreateParamsNonStreaming);
+    const create = (seed: number, bias: Record<number, number>, max: number) => sampled([TICKET, SHELL, LOOKUP], 'auto', seed, max, { parallel_tool_calls: false, logit_bias: bias });
     // Left alone, the random model writes text: still an answer.
     for (let seed = 0; seed < 2; seed++) {
       const response = await create(seed, {}, 16);
@@ -252,7 +216,7 @@ describe('custom tools under tool_choice required and auto', () => {
 
 describe('history and refusals', () => {
   it('takes custom_tool_call and custom_tool_call_output items as history', async () => {
-    const response = await client.responses.create({
+    const response = await llm.client.responses.create({
       model: 'qwen3',
       tools: [TICKET],
       input: [
@@ -267,7 +231,7 @@ describe('history and refusals', () => {
   });
 
   const refused = async (body: Record<string, unknown>): Promise<{ status: number; error: Record<string, unknown> }> => {
-    const response = await fetch(`${server.http}/v1/responses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'qwen3', input, ...body }) });
+    const response = await fetch(`${llm.server.http}/v1/responses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'qwen3', input, ...body }) });
     return { status: response.status, error: ((await response.json()) as { error: Record<string, unknown> }).error };
   };
   const lark = (definition: string) => ({ tools: [{ type: 'custom', name: 'g', format: { type: 'grammar', syntax: 'lark', definition } }], tool_choice: { type: 'custom', name: 'g' } });

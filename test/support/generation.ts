@@ -1,7 +1,9 @@
-// Shared by the streaming-transport tests: a server with the tiny LLM, the engine's own output
-// for a request (the reference every transport must reproduce), and the check that an aborted
-// request left the engine idle with its blocks returned.
-import { expect, vi } from 'vitest';
+// Shared by the streaming-transport and OpenAI-compatibility tests: a server with the tiny LLM
+// (with the official OpenAI SDK on its /v1), the engine's own output for a request (the reference
+// every transport must reproduce), and the check that an aborted request left the engine idle
+// with its blocks returned.
+import OpenAI from 'openai';
+import { afterAll, beforeAll, expect, vi } from 'vitest';
 import type { GenerateInput, LlmModel } from '../../src/serving/llm-backend.js';
 import { configOf, makeRepository, startTestServer, type TestServer } from './server.js';
 
@@ -11,6 +13,37 @@ export async function startLlmServer(): Promise<{ server: TestServer; model: Llm
   const repository = await makeRepository([{ name: LLM, from: 'qwen3-tiny', config: configOf('qwen3-tiny', LLM) }]);
   const server = await startTestServer(repository);
   return { server, model: server.manager.resolve(LLM) as LlmModel };
+}
+
+export interface LlmServerWithClient {
+  readonly server: TestServer;
+  /** The official OpenAI SDK on the server's /v1, retries off (a failure shows as it happened). */
+  readonly client: OpenAI;
+}
+
+/**
+ * For a test file: the tiny-LLM server and its OpenAI client, started before the file's tests
+ * and stopped after them. Read the fields inside the tests (they throw before the start).
+ */
+export function useLlmServerWithClient(): LlmServerWithClient {
+  let started: LlmServerWithClient | undefined;
+  beforeAll(async () => {
+    const { server } = await startLlmServer();
+    started = { server, client: new OpenAI({ baseURL: `${server.http}/v1`, apiKey: 'unused', maxRetries: 0 }) };
+  }, 120_000);
+  afterAll(async () => started?.server.stop());
+  const live = (): LlmServerWithClient => {
+    if (!started) throw new Error('the LLM server starts in beforeAll: read it inside a test');
+    return started;
+  };
+  return {
+    get server() {
+      return live().server;
+    },
+    get client() {
+      return live().client;
+    },
+  };
 }
 
 export interface EngineOutput {

@@ -29,11 +29,13 @@ export function objectSchema(t: Translation, node: SchemaObject, path: string): 
   const extraBody = t.schema(extraSchema, pointer(path, 'additionalProperties'));
   const presence = objectPresence(t, node, path);
   const mentioned = presence === null ? [] : keysOf(presence.objects);
-  const named = namedMembers(t, keys, properties, required, mentioned, extraBody, path);
+  // Names propertyNames lists are slots too: as unnamed members, one could be written twice.
+  const slotted = [...mentioned, ...(keys.listedNames() ?? [])];
+  const named = namedMembers(t, keys, properties, required, slotted, extraBody, path);
   if (named === null) return null;
   // Unnamed keys are none of these: not a property the schema names (even one whose schema is
-  // false, which has no slot), nor a key a constraint names.
-  const excluded = [...new Set([...Object.keys(properties), ...named.map((p) => p.name), ...mentioned])];
+  // false, which has no slot), nor a key a constraint names or propertyNames lists.
+  const excluded = [...new Set([...Object.keys(properties), ...named.map((p) => p.name), ...slotted])];
   const other = keys.otherMember(t, excluded, extraBody);
   const extra = other !== undefined ? other : extraBody === null ? null : t.rules.share('extra_member', `${extraKey(t.rules, excluded)} ": " ${extraBody}`);
   const minProperties = typeof node['minProperties'] === 'number' ? Math.max(0, Math.ceil(node['minProperties'])) : 0;

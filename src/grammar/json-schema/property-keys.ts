@@ -73,6 +73,11 @@ export class PropertyKeys {
     return { pattern: keyPattern(names['pattern'], 'propertyNames', pointer(where, 'pattern')) };
   }
 
+  /** The names propertyNames lists (enum / const), or null where it is not a list: object-schema.ts gives each one a slot, so none is written twice. */
+  listedNames(): readonly string[] | null {
+    return this.names !== null && 'list' in this.names ? this.names.list : null;
+  }
+
   /** Whether propertyNames lets a property of this name appear. */
   allows(name: string): boolean {
     if (this.names === null) return true;

@@ -290,6 +290,14 @@ describe('presence constraints', () => {
     }
   });
 
+  it('names propertyNames lists are slots: none written twice, each counted once', async () => {
+    const schema = { type: 'object', propertyNames: { enum: ['x', 'y'] }, additionalProperties: { type: 'integer' }, minProperties: 2 };
+    const grammar = await xgrammar.api.Grammar.fromEBNF(schemaGrammar(schema, { absentAdditionalProperties: 'forbid' }));
+    expect(await xgrammar.api.Testings.isGrammarAcceptString(grammar, '{"x": 1, "y": 2}')).toBe(true);
+    expect(await xgrammar.api.Testings.isGrammarAcceptString(grammar, '{"x": 1, "x": 2}')).toBe(false);
+    expect(await xgrammar.api.Testings.isGrammarAcceptString(grammar, '{"x": 1}')).toBe(false);
+  });
+
   // Where unnamed keys are allowed, {"delete": 1, "insert": "x"} matches both branches: the
   // grammar would write it from either, so the oneOf is refused.
   it('oneOf over objects that may share a value is refused where unnamed keys are allowed', () => {

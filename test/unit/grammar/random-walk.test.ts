@@ -155,6 +155,22 @@ describe('constrained random walks on the Qwen3 vocabulary', () => {
     { type: 'object', properties: { ab: { type: 'null' } }, propertyNames: { pattern: 'b' }, additionalProperties: { type: 'null' } },
     { type: 'array', items: { type: 'string', format: 'uri' }, minItems: 1, maxItems: 1 },
     { type: 'string', format: 'uri-reference' },
+    // Presence constraints: the member rules carry which keys are open (presence-constraints.ts).
+    {
+      type: 'object',
+      properties: { ssn: { type: 'integer' }, ein: { type: 'integer' }, itin: { type: 'integer' } },
+      oneOf: [{ required: ['ssn'] }, { required: ['ein'] }, { required: ['itin'] }],
+      additionalProperties: false,
+    },
+    {
+      type: 'object',
+      properties: { a: { type: 'integer' }, b: { type: 'null' } },
+      dependentRequired: { a: ['b', 'c'] },
+      minProperties: 2,
+      maxProperties: 3,
+      additionalProperties: { type: 'boolean' },
+    },
+    { type: 'object', properties: { a: { type: 'boolean' }, b: { type: 'integer' } }, dependentSchemas: { a: { properties: { b: { minimum: 5 } }, required: ['b'] } }, not: { required: ['b', 'c'] } },
   ])(
     '%j × 20 walks: every completed output validates (ajv)',
     async (schema) => {

@@ -31,9 +31,19 @@ import { formatIsAnnotation } from '../string-formats.js';
 import { stringSchema } from './string-schema.js';
 import type { Translation } from './translation.js';
 
+/**
+ * Subschemas nested inside one another during a translation, at the most. Only a $ref reaches its
+ * own schema again, and a reference alone becomes a rule (refRule), so recursion ends there; but
+ * siblings merged into a referenced schema (allOf, anyOf / oneOf siblings, dependencies' cases)
+ * make a new schema at each turn, which would expand without end (JSONSchemaBench's o17683 and
+ * JSON Schema Store's resjson overflowed the stack). Far deeper than any schema written out.
+ */
+export const MAX_SCHEMA_DEPTH = 256;
+
 export class SchemaTranslator implements Translation {
   readonly rules = new GrammarRules();
   private readonly refRules = new Map<string, string>();
+  private depth = 0;
   /** Draft 4 to 7: `items` as an array is a tuple, and a $ref's siblings are ignored. */
   private readonly legacy: boolean;
 
@@ -46,6 +56,21 @@ export class SchemaTranslator implements Translation {
   }
 
   schema(node: Json, path: string): string | null {
+    if (this.depth >= MAX_SCHEMA_DEPTH)
+      throw new SchemaUnsupported(
+        '$ref',
+        path.length > 200 ? `${path.slice(0, 100)}…${path.slice(-100)}` : path,
+        `nests subschemas more than ${MAX_SCHEMA_DEPTH} deep: a reference that leads back to itself with other keywords merged in at each turn expands without end`,
+      );
+    this.depth++;
+    try {
+      return this.translate(node, path);
+    } finally {
+      this.depth--;
+    }
+  }
+
+  private translate(node: Json, path: string): string | null {
     if (node === true) return this.rules.anyValue();
     if (node === false) return null;
     if (!isObject(node)) throw new SchemaUnsupported('schema', path, 'is neither an object nor a boolean');

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_REPOSITORY } from '../../../models/default-repository.js';
 import { maskAllows } from '../../../src/contracts/token-mask.js';
 import { GrammarEngine } from '../../../src/grammar/grammar-engine.js';
+import { MAX_SCHEMA_DEPTH } from '../../../src/grammar/json-schema/schema-translator.js';
 import { MAX_COUNTED_LENGTH, MAX_COUNTED_RULES } from '../../../src/grammar/json-schema/string-schema.js';
 import { layoutJson, SchemaUnsupported, schemaGrammar } from '../../../src/grammar/schema-grammar.js';
 import { loadXGrammar } from '../../../src/grammar/xgrammar-module.js';
@@ -146,6 +147,41 @@ describe('schema grammar', () => {
       expect((error as SchemaUnsupported).keyword).toBe(keyword);
       expect((error as SchemaUnsupported).path).toBe(path);
     }
+  });
+});
+
+describe('schemas that expand without end', () => {
+  // A reference reached again with other keywords merged in: JSONSchemaBench's Github_easy o17683
+  // (allOf of itself and another definition) and JSON Schema Store's resjson (a sibling merged
+  // into each anyOf branch, one of them the schema itself). Both overflowed the stack.
+  it.each([
+    {
+      definitions: {
+        ChildFoo: { type: 'object' },
+        Foo: { type: 'object', required: ['childFoos'], properties: { childFoos: { allOf: [{ $ref: '#/definitions/Foo' }, { $ref: '#/definitions/ChildFoo' }] } } },
+      },
+      properties: { Foo: { $ref: '#/definitions/Foo' } },
+      required: ['Foo'],
+    },
+    {
+      type: 'object',
+      additionalProperties: { minProperties: 1, anyOf: [{ type: 'string' }, { $ref: '#/definitions/resource' }] },
+      definitions: { resource: { type: 'object', additionalProperties: { minProperties: 1, anyOf: [{ type: 'string' }, { $ref: '#/definitions/resource' }] } } },
+    },
+  ])('are refused by name, quickly, with a short path: %#', (schema) => {
+    const started = performance.now();
+    for (const absentAdditionalProperties of ['forbid', 'allow'] as const) {
+      try {
+        schemaGrammar(schema, { absentAdditionalProperties });
+        expect.fail('translated');
+      } catch (error) {
+        expect(error).toBeInstanceOf(SchemaUnsupported);
+        expect((error as SchemaUnsupported).keyword).toBe('$ref');
+        expect((error as SchemaUnsupported).reason).toMatch(new RegExp(`more than ${MAX_SCHEMA_DEPTH} deep`));
+        expect((error as SchemaUnsupported).path.length).toBeLessThanOrEqual(201);
+      }
+    }
+    expect(performance.now() - started).toBeLessThan(5_000);
   });
 });
 

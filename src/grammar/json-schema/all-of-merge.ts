@@ -1,8 +1,11 @@
 // `allOf` folded into one schema, keyword by keyword, where the result means exactly what all
 // the members mean together; refused by name where a merge would loosen or change it. Pure.
 
-import { ANNOTATIONS, isObject, type Json, LOWER_BOUND_KEYWORDS, layoutJson, pointer, type SchemaObject, SchemaUnsupported, UPPER_BOUND_KEYWORDS } from './schema-model.js';
+import { ANNOTATIONS, CONSTRAINING, isObject, type Json, LOWER_BOUND_KEYWORDS, layoutJson, pointer, type SchemaObject, SchemaUnsupported, UPPER_BOUND_KEYWORDS } from './schema-model.js';
 import type { Translation } from './translation.js';
+
+/** Pairs of branches two members' anyOf (or oneOf) may fold into; past this many, refused (the grammar grows with the product). */
+const MAX_CHOICE_PAIRS = 16;
 
 /** allOf folded into one schema where its members speak of different things; refused where they overlap in a way a merge could loosen. */
 export function mergeAllOf(t: Translation, node: SchemaObject, path: string): SchemaObject {
@@ -83,7 +86,8 @@ function mergeTwo(a: SchemaObject, b: SchemaObject, path: string): { [key: strin
   for (const [key, value] of Object.entries(b)) {
     if (bothItems && ITEM_KEYWORDS.includes(key)) continue;
     const mine = out[key];
-    if (mine === undefined || ANNOTATIONS.has(key)) {
+    // Annotations and keywords no validator knows say nothing: the first member's stands.
+    if (mine === undefined || ANNOTATIONS.has(key) || (!CONSTRAINING.has(key) && key !== 'type' && key !== 'enum' && key !== 'const')) {
       if (mine === undefined) out[key] = value;
       continue;
     }
@@ -101,6 +105,9 @@ function mergeTwo(a: SchemaObject, b: SchemaObject, path: string): { [key: strin
     } else if (typeof mine === 'number' && typeof value === 'number' && (LOWER_BOUND_KEYWORDS.has(key) || UPPER_BOUND_KEYWORDS.has(key)))
       out[key] = LOWER_BOUND_KEYWORDS.has(key) ? Math.max(mine, value) : Math.min(mine, value);
     else if (key === 'allOf' && Array.isArray(mine) && Array.isArray(value)) out[key] = [...mine, ...value];
+    // (A1 | A2) & (B1 | B2) is the choice of the pairs; for oneOf, exactly one of each is exactly one pair.
+    else if ((key === 'anyOf' || key === 'oneOf') && Array.isArray(mine) && Array.isArray(value) && mine.length * value.length <= MAX_CHOICE_PAIRS)
+      out[key] = mine.flatMap((x) => value.map((y) => ({ allOf: [x, y] })));
     // Both lists hold: the values in both (an empty list allows nothing).
     else if (key === 'enum' && Array.isArray(mine) && Array.isArray(value)) out[key] = mine.filter((v) => value.some((w) => layoutJson(w) === layoutJson(v)));
     // The names no member lists are additional (and unevaluated) to every member: there each one's schema holds.

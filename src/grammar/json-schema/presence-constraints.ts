@@ -9,7 +9,7 @@
 // split in two cases here too: the key absent, or the key present and the subschema merged in. Pure.
 
 import { mergeAllOf } from './all-of-merge.js';
-import { ANNOTATIONS, CONSTRAINING, isObject, type Json, pointer, REFUSED, type SchemaObject, SchemaUnsupported } from './schema-model.js';
+import { ANNOTATIONS, CONSTRAINING, isObject, type Json, pointer, type SchemaObject, SchemaUnsupported } from './schema-model.js';
 import type { Translation } from './translation.js';
 
 /** A Boolean statement about an object's keys: true / false, every key present, and the combinators of such statements. */
@@ -113,7 +113,7 @@ export function objectPresence(t: Translation, node: SchemaObject, path: string)
     if (keyword === 'anyOf' || keyword === 'oneOf' || keyword === 'not') reading = combinator(t, keyword, value, at);
     else reading = isObject(value) ? presenceOf(t, { [keyword]: value }, path) : null;
     if (reading === null) {
-      if (keyword === 'not') throw new SchemaUnsupported('not', at, `${REFUSED['not']} (only subschemas that speak of which keys are present are translated)`);
+      if (keyword === 'not') throw new SchemaUnsupported('not', at, 'a grammar cannot exclude what a subschema matches (only subschemas that speak of which keys are present are translated)');
       throw new SchemaUnsupported(keyword, at, 'is translated only where its subschemas speak of which keys are present');
     }
     objects.push(reading.objects);

@@ -190,6 +190,33 @@ const CASES: [string, object, Mode, Json[], Json[]][] = [
     [{ discriminator: 'first' }, { first: true }, { discriminator: 'second', second: false }, 'x'],
     [{}, { first: true, second: true }, { discriminator: 'first', second: true }],
   ],
+  [
+    'allOf with oneOf in two members: exactly one of each, as the pairs',
+    {
+      type: 'object',
+      properties: { a: {}, b: {}, c: {}, d: {} },
+      allOf: [{ oneOf: [{ required: ['a'] }, { required: ['b'] }] }, { oneOf: [{ required: ['c'] }, { required: ['d'] }] }],
+    },
+    'forbid',
+    [
+      { a: 1, c: 1 },
+      { b: 1, d: 1 },
+      { a: 1, d: 1 },
+    ],
+    [{ a: 1 }, { a: 1, b: 1, c: 1 }, { a: 1, c: 1, d: 1 }, {}],
+  ],
+  [
+    'allOf with anyOf in two members and keywords no validator knows set differently',
+    {
+      allOf: [
+        { 'x-doc': 'one', anyOf: [{ type: 'integer', minimum: 5 }, { type: 'string' }] },
+        { 'x-doc': 'two', anyOf: [{ type: 'integer', maximum: 7 }, { type: 'null' }] },
+      ],
+    },
+    'forbid',
+    [5, 6, 7],
+    [4, 8, 'x', null],
+  ],
   ['allOf with two enums: the values in both', { allOf: [{ enum: ['a', 'b', 'c'] }, { enum: ['b', 'c', 'd'] }] }, 'forbid', ['b', 'c'], ['a', 'd']],
 ];
 

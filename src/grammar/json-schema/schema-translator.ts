@@ -7,6 +7,7 @@ import { unionSchema } from './any-of-union.js';
 import { arraySchema } from './array-schema.js';
 import { enumSchema } from './enum-schema.js';
 import { GrammarRules } from './grammar-rules.js';
+import { withoutNegatedTypes } from './negated-types.js';
 import { numberSchema } from './number-schema.js';
 import { objectSchema } from './object-schema.js';
 import { dependentSchemaCases, isPresenceCombinator, objectPresence } from './presence-constraints.js';
@@ -93,6 +94,8 @@ export class SchemaTranslator implements Translation {
     // anyOf / oneOf over subschemas that only require keys are what object-schema.ts writes, not a union.
     if (Array.isArray(node['anyOf']) && !isPresenceCombinator(this, node, 'anyOf', path)) return unionSchema(this, node, 'anyOf', path);
     if (Array.isArray(node['oneOf']) && !isPresenceCombinator(this, node, 'oneOf', path)) return unionSchema(this, node, 'oneOf', path);
+    const typed = withoutNegatedTypes(this, node, path);
+    if (typed !== null) return this.schema(typed, path);
     const cases = dependentSchemaCases(this, node, path);
     if (cases !== null) return this.alternatives(cases.map((c) => this.schema(c, path)));
     if (node['enum'] !== undefined || node['const'] !== undefined) return enumSchema(this, node, path);

@@ -217,6 +217,8 @@ const CASES: [string, object, Mode, Json[], Json[]][] = [
     [5, 6, 7],
     [4, 8, 'x', null],
   ],
+  ['not over types: the other types', { not: { type: ['array', 'object', 'null'] } }, 'forbid', ['x', 3, 1.5, true], [[], {}, null]],
+  ['not integer beside integer and string', { type: ['integer', 'string'], not: { type: 'integer' } }, 'forbid', ['x'], [3, 1.5]],
   ['allOf with two enums: the values in both', { allOf: [{ enum: ['a', 'b', 'c'] }, { enum: ['b', 'c', 'd'] }] }, 'forbid', ['b', 'c'], ['a', 'd']],
 ];
 
@@ -304,6 +306,7 @@ describe('presence constraints', () => {
       `#/dependentSchemas/k${MAX_SCHEMA_DEPENDENCIES}`,
     ],
     ['not over more than keys', { type: 'object', not: { properties: { a: { type: 'string' } } } }, 'not', '#/not'],
+    ['not integer beside number (the numbers that are not whole)', { type: 'number', not: { type: 'integer' } }, 'not', '#/not'],
     ['dependentRequired that is not a list of names', { type: 'object', dependentRequired: { a: 'b' } }, 'dependentRequired', '#/dependentRequired'],
   ])('%s is refused naming %s', (_, schema, keyword, path) => {
     expect(MAX_MEMBER_RULES).toBeLessThan(2 ** 13);

@@ -100,7 +100,46 @@ export function ebnfLiteral(text: string): string {
   return parts.length === 1 ? parts[0]! : `(${parts.join(' ')})`;
 }
 
-/** Exactly one of the strings (vLLM's choice), as an EBNF alternation. */
+/**
+ * A choice between literal texts, each followed by its own continuation (an EBNF expression, or
+ * nothing), written as a trie: the alternatives of every choice start with different characters.
+ * Not cosmetic: xgrammar 0.1.27 reads a choice whose literals share a prefix of two or more
+ * characters and a suffix as a loop -- ("1.25" | "1.5") accepted "1.2225", ("abc5" | "ab5")
+ * "abcc5" -- through its token masks too. Null when there is no text.
+ */
+export function ebnfLiteralChoice(entries: readonly { readonly text: string; readonly after?: string }[]): string | null {
+  if (entries.length === 0) return null;
+  const parts: string[] = [];
+  const byFirst = new Map<string, { text: string; after?: string }[]>();
+  for (const entry of entries) {
+    if (entry.text === '') {
+      parts.push(entry.after ?? '""');
+      continue;
+    }
+    const first = String.fromCodePoint(entry.text.codePointAt(0)!);
+    byFirst.set(first, [...(byFirst.get(first) ?? []), entry]);
+  }
+  for (const group of byFirst.values()) {
+    // The group's longest common prefix, whole characters, then the rest of each as a choice.
+    let prefix = [...group[0]!.text];
+    for (const { text } of group.slice(1)) {
+      const chars = [...text];
+      let n = 0;
+      while (n < prefix.length && n < chars.length && prefix[n] === chars[n]) n++;
+      prefix = prefix.slice(0, n);
+    }
+    const head = prefix.join('');
+    if (group.length === 1) {
+      parts.push(group[0]!.after === undefined ? ebnfLiteral(head) : `${ebnfLiteral(head)} ${group[0]!.after}`);
+      continue;
+    }
+    const rest = ebnfLiteralChoice(group.map(({ text, after }) => ({ text: text.slice(head.length), after })));
+    parts.push(`${ebnfLiteral(head)} ${rest}`);
+  }
+  return parts.length === 1 ? parts[0]! : `(${parts.join(' | ')})`;
+}
+
+/** Exactly one of the strings (vLLM's choice), as an EBNF alternation (a trie: see ebnfLiteralChoice). */
 export function choiceGrammar(choices: readonly string[]): string {
-  return `root ::= ${choices.map(ebnfLiteral).join(' | ')}`;
+  return `root ::= ${ebnfLiteralChoice(choices.map((text) => ({ text })))}`;
 }

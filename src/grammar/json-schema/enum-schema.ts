@@ -1,7 +1,7 @@
 // `enum` and `const`: the listed values (of the declared types) as literal text in the grammar's
 // layout, any JSON value, non-ASCII strings included. Pure.
 
-import { ebnfLiteral } from '../grammar-spec.js';
+import { ebnfLiteralChoice } from '../grammar-spec.js';
 import { CONSTRAINING, hasType, type Json, layoutJson, pointer, type SchemaObject, SchemaUnsupported } from './schema-model.js';
 import type { Translation } from './translation.js';
 
@@ -18,5 +18,6 @@ export function enumSchema(t: Translation, node: SchemaObject, path: string): st
   const kept = listed.filter((value) => types === null || types.some((type) => hasType(value, type)));
   if (kept.length === 0) return null;
   const texts = [...new Set(kept.map(layoutJson))];
-  return texts.length === 1 ? ebnfLiteral(texts[0]!) : `(${texts.map(ebnfLiteral).join(' | ')})`;
+  // A trie, not a plain choice of literals: xgrammar 0.1.27 misreads literals sharing a prefix and a suffix (ebnfLiteralChoice).
+  return ebnfLiteralChoice(texts.map((text) => ({ text })));
 }

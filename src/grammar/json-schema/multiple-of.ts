@@ -9,6 +9,7 @@
 //  - otherwise a remainder automaton over the digits of x * 10^d (one rule per remainder and
 //    fraction place), or where bounds cut it, the multiples inside them listed one by one.
 
+import { ebnfLiteralChoice } from '../grammar-spec.js';
 import { type Bound, boundedInteger, boundedNumber, integerLimits, magnitudeOf, scaledBound } from '../number-grammar.js';
 import type { GrammarRules } from './grammar-rules.js';
 import { pointer, SchemaUnsupported } from './schema-model.js';
@@ -44,10 +45,11 @@ export function multipleOfSchema(rules: GrammarRules, type: 'integer' | 'number'
     const first = ceilDiv(from, step) * step;
     if (to !== null && first > to) continue;
     if (to !== null && to / step - first / step < BigInt(MAX_LISTED_MULTIPLES)) {
-      const listed: string[] = [];
-      for (let x = first; x <= to; x += step) listed.push(`"${decimalText(x, digits)}"`);
-      // The sign once before the list: xgrammar 0.1 accepted "-4000" from 128 alternatives of the form "-" "16" beside unsigned ones.
-      parts.push(listed.length === 1 ? `${sign}${listed[0]}` : `${sign}(${listed.join(' | ')})`);
+      const listed: { text: string }[] = [];
+      for (let x = first; x <= to; x += step) listed.push({ text: decimalText(x, digits) });
+      // The sign once before the list, the list a trie: xgrammar 0.1.27 accepted "-4000" from 128
+      // alternatives "-" "16" | ... beside unsigned ones, and "8.7277775" from "8.25" | ... | "8.75".
+      parts.push(`${sign}${ebnfLiteralChoice(listed)}`);
     } else if (from <= step && to === null) parts.push(`${sign}${positiveMultiples(rules, step, digits)}`);
     else refuse(`its bounds keep more than ${MAX_LISTED_MULTIPLES} multiples of ${multipleOf} and cut them off (only listed multiples, or all of them above zero, are translated)`);
   }

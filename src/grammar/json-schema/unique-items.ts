@@ -3,7 +3,7 @@
 // reachable set, and offers only values not yet used. Open items (any string, number, object) are
 // refused by name: no grammar compares two arbitrary values. Pure.
 
-import { ebnfLiteral } from '../grammar-spec.js';
+import { ebnfLiteralChoice } from '../grammar-spec.js';
 import { ANNOTATIONS, hasType, isObject, type Json, layoutJson, pointer, SchemaUnsupported } from './schema-model.js';
 import type { Translation } from './translation.js';
 
@@ -75,9 +75,9 @@ export function uniqueArray(t: Translation, array: UniqueArray, path: string): s
   for (const used of live) {
     const { count, next } = states.get(used)!;
     const parts = count >= array.minItems ? ['"]"'] : [];
-    const items = next.filter(({ to }) => live.has(to)).map(({ text, to }) => `${ebnfLiteral(text)} ${names.get(to)}`);
-    // The separator once before the choice of items (xgrammar 0.1 mismatched long choices of sequences sharing their first literal).
-    if (items.length > 0) parts.push(`${count === 0 ? '' : '", " '}(${items.join(' | ')})`);
+    // The separator once before the choice of items, the items a trie: xgrammar 0.1.27 misreads choices of literals sharing a prefix (ebnfLiteralChoice).
+    const items = ebnfLiteralChoice(next.filter(({ to }) => live.has(to)).map(({ text, to }) => ({ text, after: names.get(to)! })));
+    if (items !== null) parts.push(`${count === 0 ? '' : '", " '}${items}`);
     t.rules.define(names.get(used)!, parts.join(' | '));
   }
   return `("[" ${names.get(0n)})`;

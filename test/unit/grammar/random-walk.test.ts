@@ -171,6 +171,22 @@ describe('constrained random walks on the Qwen3 vocabulary', () => {
       additionalProperties: { type: 'boolean' },
     },
     { type: 'object', properties: { a: { type: 'boolean' }, b: { type: 'integer' } }, dependentSchemas: { a: { properties: { b: { minimum: 5 } }, required: ['b'] } }, not: { required: ['b', 'c'] } },
+    // Formats, unique items, multiples and numeric oneOf (string-formats.ts, unique-items.ts, multiple-of.ts, numeric-one-of.ts).
+    { type: 'array', items: { enum: ['GET', 'POST', 1, true, null] }, uniqueItems: true, minItems: 1 },
+    {
+      type: 'object',
+      properties: { x: { type: 'number', multipleOf: 0.25, minimum: -3, exclusiveMaximum: 40 }, y: { type: 'integer', multipleOf: 16, minimum: -2032, maximum: 2031 } },
+      required: ['x', 'y'],
+    },
+    {
+      oneOf: [
+        { type: 'integer', maximum: 3 },
+        { type: 'number', exclusiveMinimum: -2.5, maximum: 7.25 },
+        { type: 'string', format: 'byte' },
+      ],
+    },
+    { type: 'array', items: { type: 'string', format: 'uri', pattern: '^https?://' }, minItems: 1, maxItems: 1 },
+    { type: 'object', properties: { u: { type: 'string', format: 'url' }, p: { type: 'string', format: 'path', maxLength: 5 } }, required: ['u', 'p'] },
   ])(
     '%j × 20 walks: every completed output validates (ajv)',
     async (schema) => {

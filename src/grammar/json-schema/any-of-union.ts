@@ -23,10 +23,26 @@ export function unionSchema(t: Translation, node: SchemaObject, keyword: 'anyOf'
   const choices = emptyOnly.length > 0 ? withoutEmptyObject(t, resolved, path) : resolved;
   // Overlapping number ranges are written as the numbers exactly one of them holds; any other overlap is refused there.
   const numeric = rest.length > 0 ? exactlyOneNumberRange(t, choices, rest, path) : null;
-  const parts = choices.map((branch, i) => (numeric?.branches.has(i) ? null : t.schema(branch, pointer(path, keyword, i)))).filter((p): p is string => p !== null);
+  // Branches that only list constants are written as one enum: its texts a trie, where a plain choice
+  // of literals would let xgrammar 0.1.27 read ("1.25" | "1.5") as a loop (ebnfLiteralChoice). For
+  // oneOf they are apart already (different constants), so the enum means the same.
+  const listed = choices.map(onlyConstants);
+  const values = listed.flatMap((v) => v ?? []);
+  const parts = choices.map((branch, i) => (numeric?.branches.has(i) || listed[i] !== null ? null : t.schema(branch, pointer(path, keyword, i)))).filter((p): p is string => p !== null);
+  if (values.length > 0) {
+    const body = t.schema({ enum: values }, pointer(path, keyword));
+    if (body !== null) parts.push(body);
+  }
   if (numeric?.body) parts.push(numeric.body);
   if (parts.length === 0) return null;
   return parts.length === 1 ? parts[0]! : `(${parts.join(' | ')})`;
+}
+
+/** The values a branch lists where it says nothing but `const` or `enum` (and annotations); null otherwise. */
+function onlyConstants(branch: Json): Json[] | null {
+  if (!isObject(branch) || Object.keys(branch).some((k) => k !== 'const' && k !== 'enum' && !ANNOTATIONS.has(k))) return null;
+  if (branch['const'] !== undefined) return branch['enum'] === undefined ? [branch['const']] : null;
+  return Array.isArray(branch['enum']) ? branch['enum'] : null;
 }
 
 /**

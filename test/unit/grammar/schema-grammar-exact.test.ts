@@ -101,6 +101,14 @@ const CASES: [string, object, Json[], Json[]][] = [
   ['multipleOf 10 below an exclusive maximum', { type: 'number', multipleOf: 10, exclusiveMaximum: 100 }, [90, 0, -10, -1230], [100, 95, 110]],
   ['multipleOf 12 from 0', { type: 'integer', multipleOf: 12, minimum: 0 }, [0, 12, 1200], [-12, 6]],
   ['multipleOf 0.0001', { type: 'number', multipleOf: 0.0001 }, [0.0075, 1, 0.0001], [0.00751, 0.00001]],
+  // Constants are written as a trie (xgrammar 0.1.27 read the plain choice ("1.25" | "1.5") as a loop and took "1.225").
+  ['enum of texts sharing a prefix and a suffix', { enum: ['1.25', '1.5', '1.75', 'abcx', 'abx'] }, ['1.25', '1.5', '1.75', 'abcx', 'abx'], ['1.225', '1.725', '1.2225', 'abccx']],
+  [
+    'oneOf of constants sharing a prefix and a suffix',
+    { oneOf: [{ const: '1.25', title: 'a' }, { const: '1.5' }, { enum: ['abcx', 'abx'] }, { type: 'integer' }] },
+    ['1.25', '1.5', 'abx', 7],
+    ['1.225', 'abccx', 1.5],
+  ],
   // oneOf over number ranges: the numbers exactly one subschema holds.
   ['oneOf over two maxima', { type: 'number', oneOf: [{ maximum: 2 }, { maximum: 5 }] }, [2.5, 3, 5, 4.999], [2, 1, -7, 5.5, 0]],
   ['oneOf integer or from 2', { oneOf: [{ type: 'integer' }, { minimum: 2 }] }, [1, -3, 2.5, 100.25], [2, 3, 1.5, -0.5]],

@@ -153,6 +153,22 @@ describe('import boundaries (ARCHITECTURE.md)', () => {
     expect(flagged('src/contracts/tensors.ts', '../engine-worker/state.js')).toBe(true);
   });
 
+  // One seam per native dependency: the gRPC front ends name grpc-js's types (a call, a stream),
+  // but only the kit loads the library, so one module decides how the server, its status codes
+  // and its flow control are used.
+  it('only the gRPC kit (src/server/kit/grpc/) loads @grpc/grpc-js and @grpc/proto-loader; the gRPC front ends import their types only', () => {
+    const grpc = (s: string) => isPackage('@grpc/grpc-js')(s) || isPackage('@grpc/proto-loader')(s);
+    const violations = files
+      .filter(under('src/'))
+      .filter(notUnder('src/server/kit/grpc/'))
+      .flatMap((file) =>
+        loadedSpecifiers(readFileSync(join(ROOT, file), 'utf8'))
+          .filter(grpc)
+          .map((s) => `${file} loads ${s}`),
+      );
+    expect(violations).toEqual([]);
+  });
+
   // session.run blocks its thread: ONNX Runtime belongs to the instance and engine workers. The
   // main thread reaches them only through their entry URLs (test/integration/main-thread-modules
   // .test.ts checks the running server's module cache too).

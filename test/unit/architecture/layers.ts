@@ -171,7 +171,7 @@ export const LAYERS: Readonly<Record<string, Layer>> = {
   },
   [GRPC_KIT]: {
     holds:
-      'front-end kit, owned by no gRPC front end: the one gRPC server (both services on one port, drained on stop), the access interceptor and its RPC table, errors → gRPC status, grpc.health.v1, proto loading, flow control (the stalled-writes bound, from the kit)',
+      'front-end kit, owned by no gRPC front end, and the seam to @grpc/grpc-js and @grpc/proto-loader (the only module loading them; the front ends import their types): the one gRPC server (both services on one port, drained on stop), the access interceptor and its RPC table, errors → gRPC status, grpc.health.v1, proto loading, flow control (the stalled-writes bound, from the kit)',
     tier: 'front-end kit',
     imports: ['src/contracts', 'src/errors.ts', 'src/serving', 'src/security', KIT],
   },

@@ -10,7 +10,7 @@
 import { GRAMMAR_KINDS } from '../src/vocabulary/index.js';
 import type { ModelConfig } from '../src/contracts/model-config.js';
 import { repositoryModelName, SERVED_MODEL_NAME_PARAMETER } from '../src/contracts/model-names.js';
-import { reasoningParserOf, toolCallParserOf } from '../src/serving/llm-backend.js';
+import { reasoningParserOf, toolCallParserOf } from '../src/serving/llm-parameters.js';
 import type { ResidencyState } from '../src/serving/model-residency.js';
 import { isEmbeddingModel } from './embedding-models.js';
 import type { OpenAIContext } from './context.js';

@@ -12,7 +12,7 @@ import type { ModelConfig } from '../contracts/model-config.js';
 import { type ConfinementRoot, existingConfinedFile } from '../repository/confine.js';
 import { versionDirectories } from '../repository/scan.js';
 import { selectVersions } from '../repository/version-policy.js';
-import { kvCacheBytesOf, llmModelFile, withPrecision } from './llm-backend.js';
+import { kvCacheBytesOf, llmModelFile, withPrecision } from './llm-parameters.js';
 import { draftDirectory, parseSpeculativeConfig } from './speculative-config.js';
 import { instanceCount, modelFileFor } from './onnx-backend.js';
 

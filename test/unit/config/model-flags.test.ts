@@ -8,7 +8,7 @@ import { KV_CACHE_DTYPES } from '../../../src/contracts/engine-messages.js';
 import { parseModelConfig } from '../../../src/repository/config/index.js';
 import { singleModelConfig } from '../../../src/repository/single-model.js';
 import { ATTENTION_BACKENDS, PRECISION_VARIANTS } from '../../../src/repository/variants.js';
-import { attentionBackendOf, kvCacheDtypeOf } from '../../../src/serving/llm-backend.js';
+import { attentionBackendOf, kvCacheDtypeOf } from '../../../src/serving/llm-parameters.js';
 import { parseSpeculativeConfig } from '../../../src/serving/speculative-config.js';
 
 const withModel = (...argv: string[]) => parseServerOptions(['--model', '/tmp/m', ...argv]);

@@ -2,7 +2,7 @@
 // naming the parameter and the parsers there are.
 
 import { describe, expect, it } from 'vitest';
-import { attentionBackendOf, kvCacheDtypeOf, reasoningParserOf, toolCallParserOf } from '../../../src/serving/llm-backend.js';
+import { attentionBackendOf, kvCacheDtypeOf, reasoningParserOf, toolCallParserOf } from '../../../src/serving/llm-parameters.js';
 import { singleModelConfig } from '../../../src/repository/single-model.js';
 import { parseModelConfig } from '../../../src/repository/config/index.js';
 import { modelConfig } from '../../support/model-config.js';

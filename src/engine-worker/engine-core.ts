@@ -21,21 +21,22 @@
 // where the runner has one (executeGreedy): the logits never leave the model, which at batch 32
 // saves the 19.5 MB logits copy out of ONNX Runtime and the sampler's scan of it.
 
-import type { GenerateRequest, RequestRejection, SampledTokens, ScheduledRequest, SequenceUpdate, StepOutput, StepPlan } from '../contracts/generate.js';
+import type { GenerateRequest, RequestRejection, SampledTokens, SequenceUpdate, StepOutput } from '../contracts/generate.js';
 import type { EngineWorkerData } from '../contracts/engine-messages.js';
 import { asConveyorError, ConveyorError, invalidArg } from '../errors.js';
 import type { BlockHash } from '../kv-cache/block-hash.js';
 import type { KvCacheEvent } from '../kv-cache/cache-events.js';
 import { bytesPerBlock } from '../kv-cache/budget.js';
 import { KvCacheManager } from '../kv-cache/kv-cache-manager.js';
-import { kvBlockLayout, lastLogitsRow, type ModelRunner, type RunnerInfo, type RunnerOptions, type RunnerStats, type StepGreedyTokens } from '../runners/model-runner.js';
-import { type SampleResult, Sampler, type SamplerRow } from '../sampler/sampler.js';
+import { kvBlockLayout, type ModelRunner, type RunnerInfo, type RunnerOptions, type RunnerStats } from '../runners/model-runner.js';
+import { Sampler } from '../sampler/sampler.js';
 import { ConstrainedRows, type GrammarStats } from './constrained-rows.js';
 import { PromptLogprobs } from './prompt-logprobs.js';
 import { Scheduler, type PreemptionEvent } from './scheduler.js';
 import { DraftModelProposer } from './draft-model.js';
-import { acceptGreedy, type DraftSource, NgramDrafts, ProposalGate } from './spec-decode.js';
+import { type DraftSource, NgramDrafts, ProposalGate } from './spec-decode.js';
 import { StepConstraints } from './step-constraints.js';
+import { StepSampling } from './step-sampling.js';
 
 /** The engine's settings travel to its worker as plain data, so the contract type is the config. */
 export type EngineConfig = EngineWorkerData;
@@ -44,33 +45,11 @@ export type EngineConfig = EngineWorkerData;
 export type EngineSettings = Omit<EngineConfig, keyof RunnerOptions>;
 
 /**
- * Best tokens a speculative grammar row tries before its mask (step-constraints.ts). Where the
- * costly masks are (nearly every token allowed), the bench decoder's masked choice was among its
- * top 8 in 96% and its top 16 in every case measured; where few tokens are allowed the 16 tries
- * miss, but they and the mask after them are cheap there (~0.1 ms a row on the grammar worker).
- */
-const GREEDY_CANDIDATES = 16;
-
-/**
  * The engine's clock, ms: arrival, scheduling, first-token and step times all come from it, so
  * queue time and TTFT are differences of one clock. (A worker's timeOrigin is its own start, so
  * only the sum is comparable across threads.)
  */
 const engineClock = (): number => performance.timeOrigin + performance.now();
-
-/** A planned row's tokens from the model's greedy head: its next token, or what its checked proposal yields. */
-function greedyTokensOf(tokens: StepGreedyTokens, entry: ScheduledRequest): number[] {
-  const row = tokens.get(entry.requestId);
-  if (row === undefined || row.length === 0) throw new Error(`the runner returned no greedy token for planned request ${entry.requestId}`);
-  return verifiedTokens(entry, row);
-}
-
-/** The tokens a sampled row yields from its greedy tokens (one per logits row): the last, or for a checked proposal what acceptGreedy keeps. */
-function verifiedTokens(entry: ScheduledRequest, targets: ArrayLike<number>): number[] {
-  const numDrafts = entry.numDraftTokens ?? 0;
-  if (numDrafts === 0) return [targets[targets.length - 1]!];
-  return acceptGreedy(entry.tokenIds.slice(entry.tokenIds.length - numDrafts), targets);
-}
 
 type HeldMessage =
   | { readonly kind: 'add'; readonly request: GenerateRequest; readonly arrivalTimeMs: number }
@@ -98,7 +77,12 @@ export class EngineCore {
     private readonly prompts: PromptLogprobs,
     /** The draft model proposing before each step is planned (speculative_config method draft_model); absent otherwise. */
     private readonly draftModel: DraftModelProposer | undefined,
-  ) {}
+  ) {
+    this.sampling = new StepSampling(sampler, rows, runner, (id) => scheduler.get(id));
+  }
+
+  /** The step's tokens once its forward pass is posted (step-sampling.ts). */
+  private readonly sampling: StepSampling;
 
   /**
    * An engine over `runner` (create-runner.ts opens one), whose KV storage fixes the block pool
@@ -256,7 +240,7 @@ export class EngineCore {
       if (this.draftModel) await this.draftModel.prepare(this.scheduler.runningRequests);
       const plan = this.scheduler.schedule();
       for (const id of plan.releasedRequestIds) this.draftModel?.release(id);
-      const contexts = this.samplingContexts(plan);
+      const contexts = this.sampling.contexts(plan);
       // Posted before the forward pass: the grammar worker computes the masks while ORT blocks this thread.
       const drafts = new Map(plan.scheduled.filter((entry) => entry.numDraftTokens).map((entry) => [entry.requestId, entry.tokenIds.slice(entry.tokenIds.length - entry.numDraftTokens!)]));
       constraints = StepConstraints.start(
@@ -267,16 +251,15 @@ export class EngineCore {
         (id) => drafts.get(id),
       );
       let sampled: SampledTokens[];
-      if (plan.scheduled.length > 0 && this.picksOnModel(plan, contexts, constraints)) {
+      if (plan.scheduled.length > 0 && this.sampling.picksOnModel(plan, contexts, constraints)) {
         const tokens = await this.runner.executeGreedy!(plan, this.sampler.sampleableVocab);
         await constraints.ready();
-        const entries = new Map(plan.scheduled.map((entry) => [entry.requestId, entry]));
-        sampled = contexts.map(({ requestId }) => ({ requestId, tokenIds: greedyTokensOf(tokens, entries.get(requestId)!), logprobs: null }));
+        sampled = this.sampling.fromGreedyHead(plan, contexts, tokens);
       } else {
         const logits = plan.scheduled.length > 0 ? await this.runner.execute(plan) : new Map<string, Float32Array>();
         await constraints.ready();
         this.prompts.collect(plan, logits, (id) => this.scheduler.get(id)?.request);
-        sampled = await this.sampleRows(contexts, logits, constraints, plan);
+        sampled = await this.sampling.fromLogits(contexts, logits, constraints, plan);
       }
       output = this.scheduler.apply({ stepId: plan.stepId, sampled });
       const work = constraints.grammarWork;
@@ -306,105 +289,9 @@ export class EngineCore {
     return this.rows.workerThread;
   }
 
-  /**
-   * True when the model's greedy head can pick every sampled row's token (ModelRunner.executeGreedy):
-   * each row takes its plain argmax (Sampler.takesArgmax) with no grammar or thinking block, and
-   * no row wants its prompt positions' logits. All or nothing: a step that needs logits for one
-   * row fetches them for all, since the logits of every sampled row come out of one tensor anyway.
-   */
-  private picksOnModel(plan: StepPlan, contexts: readonly SamplerRow[], constraints: StepConstraints): boolean {
-    if (!this.runner.executeGreedy || plan.scheduled.some((entry) => entry.allLogits)) return false;
-    return contexts.every((context) => this.sampler.takesArgmax(context) && !constraints.constrains(context.requestId));
-  }
-
-  /** Samples every row; greedy grammar rows sampled unmasked take the best candidate their grammar allows or, where it allows none of them, are chosen again under their mask. */
-  private async sampleRows(contexts: readonly SamplerRow[], logits: ReadonlyMap<string, Float32Array>, constraints: StepConstraints, plan: StepPlan): Promise<SampledTokens[]> {
-    const vocabSize = this.runner.info.shape.vocabSize;
-    const rowOf = (requestId: string): Float32Array => {
-      const row = logits.get(requestId);
-      if (!row) throw new Error(`the runner returned no logits for planned request ${requestId}`);
-      return lastLogitsRow(row, vocabSize);
-    };
-    const sample = (context: SamplerRow): SampleResult => {
-      const speculative = constraints.isSpeculative(context.requestId);
-      const result = this.sampler.sample({
-        ...context,
-        logits: rowOf(context.requestId),
-        allowedTokens: constraints.maskFor(context.requestId),
-        greedyCandidates: speculative ? GREEDY_CANDIDATES : 0,
-      });
-      if (speculative && result.candidates) constraints.offer(context.requestId, result.candidates);
-      return result;
-    };
-    // Checked proposals (spec-decode.ts): the sampler's acceptance rule over each of their positions.
-    const verified = new Map<string, SampledTokens>();
-    const byId = new Map(contexts.map((context) => [context.requestId, context]));
-    for (const entry of plan.scheduled) {
-      if (!entry.numDraftTokens || !entry.sample) continue;
-      const row = logits.get(entry.requestId);
-      if (!row) throw new Error(`the runner returned no logits for planned request ${entry.requestId}`);
-      verified.set(entry.requestId, this.verifyDrafts(entry, byId.get(entry.requestId)!, row, constraints));
-    }
-    // Speculative grammar rows first: their candidates are tried on the grammar worker while the rest are sampled.
-    const results = new Map<string, SampleResult>();
-    for (const context of contexts) if (constraints.isSpeculative(context.requestId)) results.set(context.requestId, sample(context));
-    for (const context of contexts) if (!results.has(context.requestId) && !verified.has(context.requestId)) results.set(context.requestId, sample(context));
-    const choices = await constraints.verify();
-    return contexts.map((context): SampledTokens => {
-      const checked = verified.get(context.requestId);
-      if (checked) return checked;
-      const result = results.get(context.requestId)!;
-      const choice = choices.get(context.requestId);
-      // The row was processed in place by its first sample: only the mask and the argmax remain.
-      const tokenId = choice === undefined ? result.tokenId : 'token' in choice ? choice.token : this.sampler.resampleGreedy(rowOf(context.requestId), choice.mask);
-      const logprob = result.logprob;
-      const tokens = { requestId: context.requestId, tokenIds: [tokenId], logprobs: logprob ? [logprob] : null };
-      return constraints.endsGrammar(context.requestId, tokenId) ? { ...tokens, grammarEnded: true } : tokens;
-    });
-  }
-
-  /**
-   * A checked proposal's tokens (Sampler.verify): the sampling inputs at its first position are
-   * the row's `context`; at later ones the proposals before count as output, and min_tokens' ban
-   * of the stop ids lifts where the output reaches it.
-   */
-  private verifyDrafts(entry: ScheduledRequest, context: SamplerRow, logits: Float32Array, constraints: StepConstraints): SampledTokens {
-    const numDrafts = entry.numDraftTokens!;
-    const { requestId } = entry;
-    const { stop } = this.scheduler.get(requestId)!.request;
-    const banned = this.rows.has(requestId) ? null : [...stop.eosTokenIds, ...stop.stopTokenIds];
-    // A constrained row is checked under its grammar's mask at each position (StepConstraints.masksAlong).
-    const masks = constraints.masksAlong(requestId);
-    const result = this.sampler.verify({
-      ...context,
-      logits,
-      bannedTokenIds: banned,
-      banUntil: stop.minTokens,
-      drafts: entry.tokenIds.slice(entry.tokenIds.length - numDrafts),
-      draftProbs: entry.draftProbs,
-      masks: masks ?? undefined,
-    });
-    const tokens = { requestId, tokenIds: result.tokenIds, logprobs: result.logprobs };
-    const last = result.tokenIds.length - 1;
-    return masks && constraints.endsGrammarUnder(requestId, result.tokenIds[last]!, masks[last]!) ? { ...tokens, grammarEnded: true } : tokens;
-  }
-
   /** Grammar masks computed since start, the grammar worker's time on them and the engine's wait for them, ms. */
   grammarStats(): GrammarStats {
     return this.rows.stats();
-  }
-
-  /** Every row the plan samples, with the inputs its sampling reads, fixed before the forward pass. */
-  private samplingContexts(plan: StepPlan): SamplerRow[] {
-    return plan.scheduled
-      .filter((entry) => entry.sample)
-      .map((entry) => {
-        const { request, tokenIds, numPromptTokens } = this.scheduler.get(entry.requestId)!;
-        const outputTokenIds = tokenIds.slice(numPromptTokens);
-        // A constrained row's EOS is the grammar's to allow: banning it could mask the grammar's only way to end.
-        const banned = outputTokenIds.length < request.stop.minTokens && !this.rows.has(entry.requestId) ? [...request.stop.eosTokenIds, ...request.stop.stopTokenIds] : null;
-        return { requestId: entry.requestId, params: request.sampling, promptTokenIds: request.promptTokenIds, outputTokenIds, bannedTokenIds: banned };
-      });
   }
 
   /** Applies the messages held during the step, in order; returns the ids of requests they ended. */

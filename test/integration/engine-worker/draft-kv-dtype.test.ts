@@ -16,22 +16,26 @@ describe('the draft model’s KV pool', () => {
     ['auto', 'float32'],
     ['fp16', 'float16'],
     ['int8', 'int8'],
-  ] as const)('kv_cache_dtype %s: target and draft pools both hold %s', async (kvCacheDtype, stored) => {
-    const config = {
-      ...tinyEngineConfig({ modelPath: SEGMENTS, maxNumSeqs: 4, maxNumBatchedTokens: 32, numBlocks: 64 }),
-      kvCacheDtype,
-      speculative: { method: 'draft_model' as const, draftModelPath: SEGMENTS, numSpeculativeTokens: 3, disableByBatchSize: 4 },
-    };
-    const target = await openModelRunner(config);
-    const draft = await openDraftRunner(config, target.info);
-    try {
-      expect(target.info.shape.kvType).toBe(stored);
-      expect(draft?.info.shape.kvType).toBe(stored);
-      // As many positions as the target's pool, plus each sequence's proposals.
-      expect(draft!.info.numBlocks).toBe(target.info.numBlocks + 4 * (Math.ceil(3 / target.info.blockSize) + 1));
-    } finally {
-      await draft?.release();
-      await target.release();
-    }
-  }, 120_000);
+  ] as const)(
+    'kv_cache_dtype %s: target and draft pools both hold %s',
+    async (kvCacheDtype, stored) => {
+      const config = {
+        ...tinyEngineConfig({ modelPath: SEGMENTS, maxNumSeqs: 4, maxNumBatchedTokens: 32, numBlocks: 64 }),
+        kvCacheDtype,
+        speculative: { method: 'draft_model' as const, draftModelPath: SEGMENTS, numSpeculativeTokens: 3, disableByBatchSize: 4 },
+      };
+      const target = await openModelRunner(config);
+      const draft = await openDraftRunner(config, target.info);
+      try {
+        expect(target.info.shape.kvType).toBe(stored);
+        expect(draft?.info.shape.kvType).toBe(stored);
+        // As many positions as the target's pool, plus each sequence's proposals.
+        expect(draft!.info.numBlocks).toBe(target.info.numBlocks + 4 * (Math.ceil(3 / target.info.blockSize) + 1));
+      } finally {
+        await draft?.release();
+        await target.release();
+      }
+    },
+    120_000,
+  );
 });

@@ -33,16 +33,19 @@ async function ensureVenv(): Promise<HfPython> {
   if (existsSync(python)) {
     const ready = await check(python).catch(() => undefined);
     if (ready) return { python, transformersVersion: ready };
+    // A venv that cannot import the packages (an interrupted install): made again below.
+    await rm(join(CACHE, 'venv'), { recursive: true, force: true });
   }
-  // Built beside the final place and renamed into it, so test files starting together never see a half-made venv.
+  // Built beside the final place and renamed into it, so test files starting together never see a
+  // half-made venv. The rename fails where another test file's venv got there first: that one is
+  // kept (a test may be running its python this moment) and this one dropped.
   const building = join(CACHE, `venv-${process.pid}-${Date.now()}`);
   await mkdir(CACHE, { recursive: true });
   try {
     await run('python3', ['-m', 'venv', building], { timeout: 120_000 });
     const index = existsSync(LOCAL_INDEX) ? ['--index-url', `file://${LOCAL_INDEX}`] : [];
     await run(join(building, 'bin', 'python'), ['-m', 'pip', 'install', '--quiet', ...index, ...PACKAGES], { timeout: 600_000, maxBuffer: 64 << 20 });
-    await rm(join(CACHE, 'venv'), { recursive: true, force: true });
-    await rename(building, join(CACHE, 'venv'));
+    await rename(building, join(CACHE, 'venv')).catch(() => rm(building, { recursive: true, force: true }));
   } catch (error) {
     await rm(building, { recursive: true, force: true });
     if (!existsSync(python)) throw error;

@@ -14,7 +14,9 @@ import { ConveyorError, invalidArg } from '../errors.js';
 import { checkSpecLimits, choiceGrammar, specFeature, specKey } from './grammar-spec.js';
 import { ConstraintMatcher } from './matcher.js';
 import { PatternUnsupported, regexSpecGrammar } from './regex-grammar.js';
-import { jsonObjectGrammar, SchemaUnsupported, schemaGrammar } from './schema-grammar.js';
+import type { LengthPlan } from './json-schema/length-sites.js';
+import { LengthVocabulary } from './length-guard.js';
+import { jsonObjectGrammar, SchemaUnsupported, schemaGrammarPlan } from './schema-grammar.js';
 import { toolCallsGrammarText } from './tool-call-grammar.js';
 import { type TokenizerVocabulary, tokenBytes, tokenizerVocabulary } from './tokenizer-vocabulary.js';
 import { Utf8Guard } from './utf8-guard.js';
@@ -50,24 +52,37 @@ export interface GrammarEngineStats {
 export interface CompiledConstraint {
   readonly key: string;
   readonly compiled: CompiledGrammar;
+  /** The string lengths the length guard enforces beside the grammar (null: none). */
+  readonly lengths: LengthPlan | null;
+}
+
+/** A spec's grammar text and the length plan that goes with it. */
+export interface SpecGrammar {
+  readonly text: string;
+  readonly lengths: LengthPlan | null;
 }
 
 /** The spec as EBNF text: this server's own translation for JSON (schema-grammar.ts) and regex (regex-grammar.ts), the spec itself for EBNF. */
 export function specGrammarText(spec: GrammarSpec): string {
+  return specGrammar(spec).text;
+}
+
+/** The spec's grammar, with the length plan a JSON schema's bounded strings leave to the guard. */
+export function specGrammar(spec: GrammarSpec): SpecGrammar {
   switch (spec.kind) {
     case 'json_object':
       // An object, as OpenAI's json_object promises.
-      return jsonObjectGrammar();
+      return { text: jsonObjectGrammar(), lengths: null };
     case 'json_schema':
-      return jsonSchemaGrammarText(spec.schema);
+      return jsonSchemaGrammar(spec.schema);
     case 'choice':
-      return choiceGrammar(spec.choices);
+      return { text: choiceGrammar(spec.choices), lengths: null };
     case 'ebnf':
-      return spec.grammar;
+      return { text: spec.grammar, lengths: null };
     case 'regex':
-      return regexGrammarText(spec.pattern);
+      return { text: regexGrammarText(spec.pattern), lengths: null };
     case 'tool_calls':
-      return toolCallsText(spec.calls);
+      return { text: toolCallsText(spec.calls), lengths: null };
   }
 }
 
@@ -94,6 +109,10 @@ function regexGrammarText(pattern: string): string {
 
 /** A JSON schema's grammar; INVALID_ARG naming the keyword and its path when it cannot be enforced. */
 export function jsonSchemaGrammarText(schemaText: string): string {
+  return jsonSchemaGrammar(schemaText).text;
+}
+
+function jsonSchemaGrammar(schemaText: string): SpecGrammar {
   let schema: unknown;
   try {
     schema = JSON.parse(schemaText);
@@ -102,7 +121,7 @@ export function jsonSchemaGrammarText(schemaText: string): string {
   }
   try {
     // Properties the schema does not name are not generated unless it says additionalProperties (xgrammar's strict mode, and OpenAI's rule).
-    return schemaGrammar(schema, { absentAdditionalProperties: 'forbid' });
+    return schemaGrammarPlan(schema, { absentAdditionalProperties: 'forbid', guardLengths: true });
   } catch (error) {
     if (error instanceof SchemaUnsupported) throw invalidArg(`the JSON schema uses a feature the grammar engine cannot enforce: ${error.message}`);
     throw error;
@@ -118,7 +137,7 @@ export class GrammarEngine {
   private checker: XGrammarInstance | null = null;
   private readonly cache = new Map<string, Promise<CompiledConstraint>>();
   /** Specs vetted (or being vetted) but not yet compiled: their grammar text. */
-  private readonly vetted = new Map<string, Promise<string>>();
+  private readonly vetted = new Map<string, Promise<SpecGrammar>>();
   private vetQueue: Promise<unknown> = Promise.resolve();
   private readonly cacheSize: number;
   private readonly compileTimes: number[] = [];
@@ -131,6 +150,7 @@ export class GrammarEngine {
     private readonly tokenizerInfoMs: number,
     private readonly vocabSize: number,
     private readonly utf8: Utf8Guard,
+    private readonly lengthVocabulary: LengthVocabulary,
     cacheSize: number,
     private readonly trial: GrammarEngineOptions['trialCompile'],
   ) {
@@ -150,11 +170,9 @@ export class GrammarEngine {
     const started = performance.now();
     const info = await main.api.TokenizerInfo.createTokenizerInfo([...tokens], vocabType, false, vocabSize, [...endTokenIds]);
     const compiler = await main.api.GrammarCompiler.createGrammarCompiler(info);
-    const utf8 = Utf8Guard.build(
-      tokens.map((text) => tokenBytes(text, vocabType)),
-      vocabSize,
-    );
-    return new GrammarEngine(main, compiler, performance.now() - started, vocabSize, utf8, options.cacheSize ?? 256, options.trialCompile);
+    const bytes = tokens.map((text) => tokenBytes(text, vocabType));
+    const utf8 = Utf8Guard.build(bytes, vocabSize);
+    return new GrammarEngine(main, compiler, performance.now() - started, vocabSize, utf8, new LengthVocabulary(bytes, vocabSize), options.cacheSize ?? 256, options.trialCompile);
   }
 
   /** Compiles (or finds cached) a spec; rejects with INVALID_ARG naming the feature when xgrammar refuses it. */
@@ -178,7 +196,7 @@ export class GrammarEngine {
   /** A matcher for one request. `stopTokenIds` end the grammar (EOS and stop ids); empty: the tokenizer's end tokens. */
   async matcher(constraint: CompiledConstraint, stopTokenIds: readonly number[]): Promise<ConstraintMatcher> {
     const handle = await this.main.api.GrammarMatcher.createGrammarMatcher(constraint.compiled, stopTokenIds.length > 0 ? [...stopTokenIds] : undefined);
-    return new ConstraintMatcher(handle, this.utf8, this.vocabSize);
+    return new ConstraintMatcher(handle, this.utf8, this.vocabSize, constraint.lengths === null ? null : { plan: constraint.lengths, vocabulary: this.lengthVocabulary });
   }
 
   /** Compiles grammar text already checked and throws the result away: the compile time, ms. */
@@ -212,14 +230,14 @@ export class GrammarEngine {
   private async compileNew(spec: GrammarSpec, key: string): Promise<CompiledConstraint> {
     const vetted = this.vetted.get(key);
     this.vetted.delete(key);
-    const text = await (vetted ?? this.vetText(spec));
+    const { text, lengths } = await (vetted ?? this.vetText(spec));
     const started = performance.now();
     const grammar = await toGrammar(this.main.api, text);
     try {
       const compiled = await this.compiler.compileGrammar(grammar);
       this.compileTimes.push(performance.now() - started);
       if (this.compileTimes.length > 1000) this.compileTimes.shift();
-      return { key, compiled };
+      return { key, compiled, lengths };
     } finally {
       grammar.dispose();
     }
@@ -238,7 +256,7 @@ export class GrammarEngine {
     if (!vetting) {
       // One at a time: they share the checker instance.
       vetting = this.vetQueue.then(() => this.vetText(spec));
-      this.vetQueue = vetting.catch(() => '');
+      this.vetQueue = vetting.catch(() => null);
       this.vetted.set(key, vetting);
       const settled = vetting;
       settled.catch(() => {
@@ -256,12 +274,12 @@ export class GrammarEngine {
     return vetting.then(() => {});
   }
 
-  private async vetText(spec: GrammarSpec): Promise<string> {
+  private async vetText(spec: GrammarSpec): Promise<SpecGrammar> {
     checkSpecLimits(spec);
-    const text = specGrammarText(spec);
-    await this.check(spec, text);
-    await this.trial?.(text, specFeature(spec));
-    return text;
+    const grammar = specGrammar(spec);
+    await this.check(spec, grammar.text);
+    await this.trial?.(grammar.text, specFeature(spec));
+    return grammar;
   }
 
   /** Parses the spec on the checker; an abort there costs only that instance, replaced on the next check. */

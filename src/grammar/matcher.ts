@@ -5,9 +5,13 @@
 //
 // xgrammar does not hold a byte-level output to UTF-8 (see utf8-guard.ts), so the matcher keeps
 // the output's UTF-8 state beside xgrammar's: each mask is ANDed with that state's tokens and a
-// token that would break UTF-8 is refused before xgrammar sees it.
+// token that would break UTF-8 is refused before xgrammar sees it. Likewise string lengths a JSON
+// schema's grammar leaves to the length guard: the guard's cursor after each token, its mask
+// ANDed in, a token past a bound refused.
 
 import type * as XGrammar from '@mlc-ai/web-xgrammar';
+import type { LengthPlan } from './json-schema/length-sites.js';
+import { LengthCursor, type LengthVocabulary } from './length-guard.js';
 import { UTF8_INVALID, Utf8State, type Utf8Guard } from './utf8-guard.js';
 
 type GrammarMatcher = XGrammar.GrammarMatcher;
@@ -17,12 +21,17 @@ export class ConstraintMatcher {
   private readonly accepted: number[] = [];
   /** The UTF-8 state after each accepted token (states[i] after accepted[i]). */
   private readonly utf8States: number[] = [];
+  /** With a length plan: the cursor after each accepted token (cursors[i] after accepted[i]). */
+  private readonly cursors: LengthCursor[] = [];
+  private readonly start = LengthCursor.start();
 
   constructor(
     private readonly handle: GrammarMatcher,
     private readonly utf8: Utf8Guard,
     /** Logits row length the masks cover. */
     readonly vocabSize: number,
+    /** The string lengths a JSON schema's grammar leaves to the length guard (length-guard.ts). */
+    private readonly lengths: { readonly plan: LengthPlan; readonly vocabulary: LengthVocabulary } | null = null,
   ) {}
 
   get numAccepted(): number {
@@ -31,15 +40,28 @@ export class ConstraintMatcher {
 
   /** The allowed next tokens as a bitmask of ceil(vocabSize / 32) words. */
   async nextTokenMask(): Promise<Int32Array> {
-    return this.utf8.restrict(await this.handle.getNextTokenBitmask(), this.utf8State);
+    const mask = this.utf8.restrict(await this.handle.getNextTokenBitmask(), this.utf8State);
+    return this.lengths === null ? mask : this.cursor.restrict(this.lengths.plan, this.lengths.vocabulary, mask);
+  }
+
+  private get cursor(): LengthCursor {
+    return this.cursors.at(-1) ?? this.start;
   }
 
   /** Advances by one sampled token; false (and no change) when the grammar or UTF-8 does not allow it. */
   accept(tokenId: number): boolean {
     const next = this.utf8.after(this.utf8State, tokenId);
-    if (next === UTF8_INVALID || !this.handle.acceptToken(tokenId)) return false;
+    if (next === UTF8_INVALID) return false;
+    let cursor: LengthCursor | null = null;
+    if (this.lengths !== null) {
+      const bytes = this.lengths.vocabulary.bytes[tokenId];
+      cursor = bytes === undefined ? this.cursor : this.cursor.advance(this.lengths.plan, bytes);
+      if (cursor === null) return false;
+    }
+    if (!this.handle.acceptToken(tokenId)) return false;
     this.accepted.push(tokenId);
     this.utf8States.push(next);
+    if (cursor !== null) this.cursors.push(cursor);
     return true;
   }
 
@@ -73,11 +95,13 @@ export class ConstraintMatcher {
       this.handle.reset();
       this.accepted.length = 0;
       this.utf8States.length = 0;
+      this.cursors.length = 0;
       return;
     }
     this.handle.rollBack(n);
     this.accepted.length -= n;
     this.utf8States.length -= n;
+    if (this.lengths !== null) this.cursors.length -= n;
   }
 
   dispose(): void {

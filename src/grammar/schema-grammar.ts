@@ -11,16 +11,22 @@
 // keyword family); this file is its front door. Pure.
 
 import { type Json, type SchemaGrammarOptions, SchemaUnsupported } from './json-schema/schema-model.js';
+import type { LengthPlan } from './json-schema/length-sites.js';
 import { SchemaTranslator } from './json-schema/schema-translator.js';
 
 export { layoutJson, type SchemaGrammarOptions, SchemaUnsupported } from './json-schema/schema-model.js';
 
 /** The grammar (xgrammar EBNF, rooted at `root`) for the JSON documents a schema allows; SchemaUnsupported names what it cannot enforce. */
 export function schemaGrammar(schema: unknown, options: SchemaGrammarOptions): string {
+  return schemaGrammarPlan(schema, options).text;
+}
+
+/** The grammar, and the length plan the guard must follow beside it (with options.guardLengths; null: none). */
+export function schemaGrammarPlan(schema: unknown, options: SchemaGrammarOptions): { readonly text: string; readonly lengths: LengthPlan | null } {
   const translator = new SchemaTranslator(schema as Json, options);
   const root = translator.schema(schema as Json, '#');
   if (root === null) throw new SchemaUnsupported('schema', '#', 'allows no value');
-  return translator.rules.text(root);
+  return { text: translator.rules.text(root), lengths: translator.lengthPlan };
 }
 
 /** Any JSON object (response_format json_object), in the same layout. */

@@ -20,6 +20,12 @@ export interface SchemaGrammarOptions {
    * generated before), 'allow' admits other keys as JSON Schema does (the bench's reading).
    */
   readonly absentAdditionalProperties: 'forbid' | 'allow';
+  /**
+   * Leave length-bounded strings to the length guard where the text tells it which bound holds
+   * (json-schema/length-sites.ts): only for a grammar that is the whole document, which the guard
+   * follows from its first byte.
+   */
+  readonly guardLengths?: boolean;
 }
 
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
@@ -29,6 +35,18 @@ export const isObject = (value: unknown): value is SchemaObject => typeof value 
 
 /** A JSON pointer one or more steps below `path`, each step escaped as RFC 6901 says. */
 export const pointer = (path: string, ...parts: (string | number)[]): string => [path, ...parts.map((p) => String(p).replaceAll('~', '~0').replaceAll('/', '~1'))].join('/');
+
+/** What a local reference ("#" or "#/a/b", RFC 6901 with percent-encoding) points at in `root`; undefined when nothing. */
+export function resolvePointer(root: Json, ref: string): Json | undefined {
+  if (ref !== '#' && !ref.startsWith('#/')) return undefined;
+  let node: Json | undefined = root;
+  for (const raw of ref === '#' ? [] : ref.slice(2).split('/')) {
+    const key = decodeURIComponent(raw).replaceAll('~1', '/').replaceAll('~0', '~');
+    node = Array.isArray(node) ? node[Number(key)] : isObject(node) && Object.hasOwn(node, key) ? node[key] : undefined;
+    if (node === undefined) return undefined;
+  }
+  return node;
+}
 
 /** Keywords that only describe: a schema made of these (and unknown ones) allows any value. */
 export const ANNOTATIONS = new Set([

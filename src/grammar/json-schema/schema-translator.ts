@@ -7,6 +7,7 @@ import { unionSchema } from './any-of-union.js';
 import { arraySchema } from './array-schema.js';
 import { enumSchema } from './enum-schema.js';
 import { GrammarRules } from './grammar-rules.js';
+import { type LengthPlan, lengthPlan } from './length-sites.js';
 import { withoutNegatedTypes } from './negated-types.js';
 import { numberSchema } from './number-schema.js';
 import { objectSchema } from './object-schema.js';
@@ -21,6 +22,7 @@ import {
   OBJECT_KEYWORDS,
   pointer,
   REFUSED,
+  resolvePointer,
   type SchemaGrammarOptions,
   type SchemaObject,
   SchemaUnsupported,
@@ -48,12 +50,20 @@ export class SchemaTranslator implements Translation {
   /** Draft 4 to 7: `items` as an array is a tuple, and a $ref's siblings are ignored. */
   private readonly legacy: boolean;
 
+  /** Where bounded strings are left to the length guard (null: every bound is in the grammar). */
+  readonly lengthPlan: LengthPlan | null;
+
   constructor(
     private readonly root: Json,
     readonly options: SchemaGrammarOptions,
   ) {
     const dialect = isObject(root) && typeof root['$schema'] === 'string' ? root['$schema'] : '';
     this.legacy = /draft-0[3-7]/.test(dialect);
+    this.lengthPlan = options.guardLengths ? lengthPlan(root, this.legacy, options.absentAdditionalProperties) : null;
+  }
+
+  get lengthsGuarded(): boolean {
+    return this.lengthPlan !== null;
   }
 
   schema(node: Json, path: string): string | null {
@@ -150,12 +160,8 @@ export class SchemaTranslator implements Translation {
 
   private resolve(ref: string, path: string): Json {
     if (ref !== '#' && !ref.startsWith('#/')) throw new SchemaUnsupported('$ref', path, `only local references are supported, got ${JSON.stringify(ref)}`);
-    let node: Json | undefined = this.root;
-    for (const raw of ref === '#' ? [] : ref.slice(2).split('/')) {
-      const key = decodeURIComponent(raw).replaceAll('~1', '/').replaceAll('~0', '~');
-      node = Array.isArray(node) ? node[Number(key)] : isObject(node) && Object.hasOwn(node, key) ? node[key] : undefined;
-      if (node === undefined) throw new SchemaUnsupported('$ref', path, `${JSON.stringify(ref)} does not resolve`);
-    }
+    const node = resolvePointer(this.root, ref);
+    if (node === undefined) throw new SchemaUnsupported('$ref', path, `${JSON.stringify(ref)} does not resolve`);
     return node;
   }
 

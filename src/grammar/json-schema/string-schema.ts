@@ -1,4 +1,5 @@
-// `string` schemas: any string, lengths (one rule per character counted), `pattern` through
+// `string` schemas: any string, lengths (one rule per character counted, or any string where the
+// length guard counts: length-sites.ts), `pattern` through
 // regex-grammar.ts, and the enforced `format`s (string-formats.ts), lengths beside a pattern or
 // format where they can be written into it exactly. Pure.
 
@@ -6,6 +7,7 @@ import { intersection } from '../regex-derivative.js';
 import { JSON_ESCAPE, JSON_PLAIN_CHAR, jsonCharSet, PatternUnsupported, patternLanguage, type RegexNode, regexEbnf, withLength } from '../regex-grammar.js';
 import { STRING_FORMATS, stringFormat } from '../string-formats.js';
 import type { GrammarRules } from './grammar-rules.js';
+import { isGuardedLength } from './length-sites.js';
 import { pointer, type SchemaObject, SchemaUnsupported } from './schema-model.js';
 import type { Translation } from './translation.js';
 
@@ -48,6 +50,8 @@ export function stringSchema(t: Translation, node: SchemaObject, path: string): 
   if (language === null) {
     if (minLength === 0 && maxLength === null) return t.rules.anyString();
     if (maxLength !== null && maxLength < minLength) return null;
+    // The length guard counts these (length-sites.ts has checked that the text tells it which bound holds).
+    if (t.lengthsGuarded && isGuardedLength(minLength, maxLength)) return t.rules.anyString();
     const counted = maxLength ?? minLength;
     const keyword = maxLength !== null ? 'maxLength' : 'minLength';
     if (counted > MAX_COUNTED_LENGTH)

@@ -9,6 +9,8 @@ import type { Json, SchemaGrammarOptions, SchemaObject, TypeName } from './schem
 export interface Translation {
   readonly rules: GrammarRules;
   readonly options: SchemaGrammarOptions;
+  /** Strings whose bounds length-sites.ts's plan holds are left to the length guard. */
+  readonly lengthsGuarded: boolean;
   /** The EBNF expression for the values a subschema allows; null when it allows none. */
   schema(node: Json, path: string): string | null;
   /** Follows $refs with nothing beside them, for the checks that look inside a subschema. */

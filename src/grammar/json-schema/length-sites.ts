@@ -1,0 +1,325 @@
+// Where a schema bounds string lengths, as places in a document: the plan length-guard.ts follows
+// beside xgrammar. Counting characters in the grammar costs a rule per character (xgrammar
+// 0.1.27 compiles ~77 ms a rule on a 152 K vocabulary; its `{m,n}` and nested counters took
+// 16 s to compile or 2 s a mask at 256), so a schema whose bounds sit at places the text itself
+// names — a key path, an item index — has its strings written as any string and the guard
+// counts.
+//
+// A place is the set of schema alternatives a document can be under there: the conjunctions
+// ($ref, allOf) of each choice of anyOf / oneOf branch, split where the branches split. A string
+// at a place is guarded only when every alternative there that allows strings bounds them the
+// same way and says nothing else of them (no pattern, format or constants); otherwise the text
+// cannot tell the guard which bound holds (a branch chosen by a key written later, say) and the
+// plan is refused, leaving the schema to the counted grammar. Keywords the plan does not follow
+// (dependentSchemas, not, unevaluatedProperties, a patternProperties key's value beside other
+// keys) only narrow what a place allows; the plan is refused where they say anything of lengths,
+// since a bound they add would be one the guard does not enforce. Pure.
+
+import { formatIsAnnotation } from '../string-formats.js';
+import { isObject, type Json, resolvePointer, type SchemaObject } from './schema-model.js';
+
+/** Lengths above this are the guard's (and below, the counted grammar's: cheaper to match). */
+export const GUARDED_LENGTH_ABOVE = 8;
+/** The most places a plan may have, and alternatives a place: past them the schema keeps the counted grammar. */
+export const MAX_PLACES = 4096;
+export const MAX_ALTERNATIVES = 256;
+
+/** The characters a string may have: min..max, max null for no bound. */
+export interface LengthBounds {
+  readonly min: number;
+  readonly max: number | null;
+}
+
+/** One place: the bounds a string there meets (null: none the guard enforces), and where each key and item leads. */
+export interface LengthPlace {
+  readonly string: LengthBounds | null;
+  /** A named key's value: its place. */
+  readonly keys: ReadonlyMap<string, number>;
+  /** Any other key's value. */
+  readonly otherKeys: number;
+  /** The item at each index before the rest. */
+  readonly items: readonly number[];
+  readonly restItems: number;
+}
+
+/** The places, by index: UNBOUNDED (0) has nothing guarded beneath it, ROOT (1) is the document. */
+export interface LengthPlan {
+  readonly places: readonly LengthPlace[];
+}
+export const UNBOUNDED = 0;
+export const ROOT = 1;
+
+/** Whether a string schema's bounds are the guard's: no pattern or format beside them, and one past GUARDED_LENGTH_ABOVE. */
+export const isGuardedLength = (min: number, max: number | null): boolean => (max ?? min) > GUARDED_LENGTH_ABOVE && (max === null || max >= min);
+
+const LENGTH_KEYWORDS = ['minLength', 'maxLength'] as const;
+/** Keywords whose subschemas narrow a value in ways the plan does not follow. */
+const UNFOLLOWED = ['not', 'dependentSchemas', 'dependencies', 'unevaluatedProperties', 'unevaluatedItems', 'propertyNames', 'contains', 'if', 'then', 'else'];
+
+/** The plan for a schema, or null when no string needs the guard or the text cannot tell it which bound holds. */
+export function lengthPlan(root: Json, legacy: boolean, absentAdditionalProperties: 'forbid' | 'allow'): LengthPlan | null {
+  if (typeof root !== 'object' || root === null) return null;
+  const marks = new LengthMarks(root);
+  if (!marks.long.has(root)) return null;
+  try {
+    return new PlanBuilder(root, legacy, absentAdditionalProperties === 'forbid', marks).build();
+  } catch (error) {
+    if (error instanceof Unplannable) return null;
+    throw error;
+  }
+}
+
+/** Why no plan: the text would not tell the guard which bound holds, or the plan grew past its limits. */
+class Unplannable extends Error {}
+
+/**
+ * Which schema objects have a length keyword somewhere beneath (`any`) and one past
+ * GUARDED_LENGTH_ABOVE (`long`), $refs followed: one walk over the document and one pass back
+ * along its edges, so a cycle of references costs nothing more.
+ */
+class LengthMarks {
+  readonly any = new Set<object>();
+  readonly long = new Set<object>();
+
+  constructor(private readonly root: Json) {
+    const parents = new Map<object, object[]>();
+    const seen = new Set<object>();
+    const pending: object[] = [];
+    const visit = (node: Json, parent: object | null): void => {
+      if (typeof node !== 'object' || node === null) return;
+      if (parent !== null) parents.set(node, [...(parents.get(node) ?? []), parent]);
+      if (seen.has(node)) return;
+      seen.add(node);
+      pending.push(node);
+    };
+    visit(root, null);
+    while (pending.length > 0) {
+      const node = pending.pop()!;
+      const values = Array.isArray(node) ? node : Object.values(node as SchemaObject);
+      for (const value of values) visit(value, node);
+      if (!Array.isArray(node)) {
+        const object = node as SchemaObject;
+        if (typeof object['$ref'] === 'string') {
+          const target = resolvePointer(this.root, object['$ref']);
+          if (target !== undefined) visit(target, node);
+        }
+        for (const keyword of LENGTH_KEYWORDS) {
+          const value = object[keyword];
+          if (typeof value !== 'number') continue;
+          this.any.add(node);
+          if (value > GUARDED_LENGTH_ABOVE) this.long.add(node);
+        }
+      }
+    }
+    for (const marked of [this.any, this.long]) {
+      const queue = [...marked];
+      while (queue.length > 0) for (const parent of parents.get(queue.pop()!) ?? []) if (!marked.has(parent)) marked.add(parent), queue.push(parent);
+    }
+  }
+}
+
+/** A conjunction of schema objects (never `true`; `false` removes the alternative). */
+type Alternative = readonly SchemaObject[];
+
+class PlanBuilder {
+  private readonly places: LengthPlace[] = [];
+  private readonly byKey = new Map<string, number>();
+  private readonly ids = new Map<object, number>();
+  private readonly pending: { index: number; alternatives: Alternative[] }[] = [];
+
+  constructor(
+    private readonly root: Json,
+    private readonly legacy: boolean,
+    /** Objects without additionalProperties have only the keys they name (SchemaGrammarOptions). */
+    private readonly closedByDefault: boolean,
+    private readonly marks: LengthMarks,
+  ) {}
+
+  build(): LengthPlan {
+    this.places.push({ string: null, keys: new Map(), otherKeys: UNBOUNDED, items: [], restItems: UNBOUNDED });
+    this.place(this.expand([this.root]));
+    while (this.pending.length > 0) {
+      const { index, alternatives } = this.pending.shift()!;
+      this.places[index] = this.describe(alternatives);
+    }
+    return { places: this.places };
+  }
+
+  /** The index of the place these alternatives make, queued for description when new. */
+  private place(alternatives: Alternative[]): number {
+    if (!alternatives.some((alternative) => alternative.some((member) => this.marks.long.has(member)))) return UNBOUNDED;
+    const key = alternatives
+      .map((alternative) => alternative.map((member) => this.id(member)).join(','))
+      .sort()
+      .join('|');
+    const known = this.byKey.get(key);
+    if (known !== undefined) return known;
+    if (this.places.length >= MAX_PLACES) throw new Unplannable('more places than MAX_PLACES');
+    const index = this.places.length;
+    this.places.push({ string: null, keys: new Map(), otherKeys: UNBOUNDED, items: [], restItems: UNBOUNDED });
+    this.byKey.set(key, index);
+    this.pending.push({ index, alternatives });
+    return index;
+  }
+
+  private id(member: object): number {
+    let id = this.ids.get(member);
+    if (id === undefined) this.ids.set(member, (id = this.ids.size));
+    return id;
+  }
+
+  private describe(alternatives: Alternative[]): LengthPlace {
+    for (const alternative of alternatives)
+      for (const member of alternative)
+        for (const keyword of UNFOLLOWED) if (member[keyword] !== undefined && this.mentionsLength(member[keyword])) throw new Unplannable('a keyword the plan does not follow speaks of lengths');
+    const names = new Set<string>();
+    let tuple = 0;
+    for (const alternative of alternatives)
+      for (const member of alternative) {
+        if (isObject(member['properties'])) for (const name of Object.keys(member['properties'])) names.add(name);
+        const prefix = this.prefixOf(member);
+        if (prefix !== null) tuple = Math.max(tuple, prefix.length);
+      }
+    const keys = new Map<string, number>();
+    for (const name of names) keys.set(name, this.place(this.expand(...alternatives.flatMap((a) => this.keyValue(a, name)))));
+    return {
+      string: this.stringBounds(alternatives),
+      keys,
+      otherKeys: this.place(this.expand(...alternatives.flatMap((a) => this.otherKeyValue(a)))),
+      items: Array.from({ length: tuple }, (_, i) => this.place(this.expand(...alternatives.flatMap((a) => this.item(a, i))))),
+      restItems: this.place(this.expand(...alternatives.flatMap((a) => this.item(a, null)))),
+    };
+  }
+
+  /**
+   * The bounds every alternative allowing strings puts on them, when one is the guard's; null when
+   * none is; Unplannable when they differ or one says more than lengths.
+   */
+  private stringBounds(alternatives: Alternative[]): LengthBounds | null {
+    const seen: (LengthBounds | 'other')[] = [];
+    alternatives: for (const alternative of alternatives) {
+      if (!alternative.every((m) => m['type'] === undefined || m['type'] === 'string' || (Array.isArray(m['type']) && m['type'].includes('string')))) continue;
+      let min = 0;
+      let max: number | null = null;
+      let other = false;
+      for (const member of alternative) {
+        const constants = member['const'] !== undefined ? [member['const']] : Array.isArray(member['enum']) ? member['enum'] : null;
+        if (constants !== null && !constants.some((c) => typeof c === 'string')) continue alternatives;
+        if (constants !== null || typeof member['pattern'] === 'string') other = true;
+        if (typeof member['format'] === 'string' && !formatIsAnnotation(member['format'])) other = true;
+        if (typeof member['minLength'] === 'number') min = Math.max(min, member['minLength']);
+        if (typeof member['maxLength'] === 'number') max = max === null ? member['maxLength'] : Math.min(max, member['maxLength']);
+      }
+      if (max !== null && max < min) continue;
+      seen.push(other ? 'other' : { min, max });
+    }
+    const guarded = seen.find((s): s is LengthBounds => s !== 'other' && isGuardedLength(s.min, s.max));
+    if (guarded === undefined) return null;
+    if (!seen.every((s) => s !== 'other' && s.min === guarded.min && s.max === guarded.max)) throw new Unplannable('alternatives bound strings differently at one place');
+    return guarded;
+  }
+
+  /** What each member says of a named key's value: properties, the patternProperties it matches, else additionalProperties. */
+  private keyValue(alternative: Alternative, name: string): Json[][] {
+    const values: Json[] = [];
+    let named = false;
+    for (const member of alternative) {
+      const properties = isObject(member['properties']) ? member['properties'] : {};
+      let matched = Object.hasOwn(properties, name);
+      if (matched) values.push(properties[name]!);
+      if (isObject(member['patternProperties']))
+        for (const [pattern, value] of Object.entries(member['patternProperties'])) {
+          let matches: boolean;
+          try {
+            matches = new RegExp(pattern, 'u').test(name);
+          } catch {
+            // A pattern JavaScript cannot read narrows the value, or not: only safe when it says nothing of lengths.
+            if (this.mentionsLength(value)) throw new Unplannable('a patternProperties pattern JavaScript cannot read speaks of lengths');
+            continue;
+          }
+          if (matches) values.push(value), (matched = true);
+        }
+      named ||= matched || member['additionalProperties'] !== undefined;
+      if (!matched && member['additionalProperties'] !== undefined) values.push(member['additionalProperties']);
+    }
+    // A closed object the key is not named in never has it (the translation's reading of absent additionalProperties).
+    return this.closedByDefault && !named ? [] : [values];
+  }
+
+  /** Any other key's value: additionalProperties; beside patternProperties only when nothing there speaks of lengths (the place is then unbounded). */
+  private otherKeyValue(alternative: Alternative): Json[][] {
+    const patterned = alternative.filter((m) => isObject(m['patternProperties']));
+    if (patterned.length > 0) {
+      const pieces = [...patterned.flatMap((m) => Object.values(m['patternProperties'] as SchemaObject)), ...alternative.map((m) => m['additionalProperties'] ?? true)];
+      if (pieces.some((piece) => this.mentionsLong(piece))) throw new Unplannable('other keys beside patternProperties hold bounded strings');
+      return [];
+    }
+    if (this.closedByDefault && alternative.every((m) => m['additionalProperties'] === undefined)) return [];
+    return [alternative.map((m) => m['additionalProperties'] ?? true)];
+  }
+
+  /** Item `index` (null: past every tuple), as array-schema.ts reads prefixItems, tuple `items` and additionalItems. */
+  private item(alternative: Alternative, index: number | null): Json[][] {
+    const values: Json[] = [];
+    for (const member of alternative) {
+      const prefix = this.prefixOf(member);
+      if (prefix !== null && index !== null && index < prefix.length) values.push(prefix[index]!);
+      else if (Array.isArray(member['prefixItems'])) values.push(member['items'] ?? true);
+      else if (Array.isArray(member['items'])) values.push(member['additionalItems'] ?? true);
+      else values.push(member['items'] ?? true);
+    }
+    return [values];
+  }
+
+  private prefixOf(member: SchemaObject): readonly Json[] | null {
+    if (Array.isArray(member['prefixItems'])) return member['prefixItems'];
+    return Array.isArray(member['items']) ? member['items'] : null;
+  }
+
+  /**
+   * The alternatives a set of conjunctions makes: each one's $refs and allOf folded in, split at
+   * every anyOf / oneOf. A conjunction holding `false` allows nothing and is dropped.
+   */
+  private expand(...conjunctions: Json[][]): Alternative[] {
+    const out = new Map<string, Alternative>();
+    // `visited`: the objects already folded in, members and the references passed through (a cycle of them ends there).
+    const grow = (done: SchemaObject[], visited: ReadonlySet<object>, todo: Json[]): void => {
+      if (out.size > MAX_ALTERNATIVES) throw new Unplannable('more alternatives than MAX_ALTERNATIVES');
+      if (todo.length === 0) {
+        const members = [...done].sort((a, b) => this.id(a) - this.id(b));
+        out.set(members.map((m) => this.id(m)).join(','), members);
+        return;
+      }
+      const [node, ...rest] = todo as [Json, ...Json[]];
+      if (node === false) return;
+      if (!isObject(node) || visited.has(node)) return grow(done, visited, rest);
+      const seen = new Set(visited).add(node);
+      const more: Json[] = [];
+      if (typeof node['$ref'] === 'string') {
+        const target = resolvePointer(this.root, node['$ref']);
+        if (target === undefined) throw new Unplannable('a reference does not resolve');
+        // Draft 4 to 7 ignore a reference's siblings (so does the translation).
+        if (this.legacy) return grow(done, seen, [target, ...rest]);
+        more.push(target);
+      }
+      if (Array.isArray(node['allOf'])) more.push(...node['allOf']);
+      const branches = [node['anyOf'], node['oneOf']].filter((b): b is Json[] => Array.isArray(b));
+      // Every choice of one branch from each list.
+      const choose = (lists: Json[][], chosen: Json[]): void => {
+        if (lists.length === 0) return grow([...done, node], seen, [...more, ...chosen, ...rest]);
+        for (const branch of lists[0]!) choose(lists.slice(1), [...chosen, branch]);
+      };
+      choose(branches, []);
+    };
+    for (const conjunction of conjunctions) grow([], new Set(), conjunction);
+    return [...out.values()];
+  }
+
+  private mentionsLength(node: Json): boolean {
+    return typeof node === 'object' && node !== null && this.marks.any.has(node);
+  }
+
+  private mentionsLong(node: Json): boolean {
+    return typeof node === 'object' && node !== null && this.marks.long.has(node);
+  }
+}

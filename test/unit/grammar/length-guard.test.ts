@@ -1,0 +1,343 @@
+// String lengths left to the length guard (json-schema/length-sites.ts plans where they apply,
+// length-guard.ts counts them beside xgrammar): the plan's refusals where the text cannot tell
+// which bound holds, the cursor's counting byte by byte, and through the real Qwen3 vocabulary
+// the masks against ajv — hand-picked schemas at every bound, seeded random schemas and
+// instances, and random walks whose every finished output ajv must accept.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DEFAULT_REPOSITORY } from '../../../models/default-repository.js';
+import { maskAllows } from '../../../src/contracts/token-mask.js';
+import { GrammarEngine } from '../../../src/grammar/grammar-engine.js';
+import { GUARDED_LENGTH_ABOVE, type LengthPlan, lengthPlan, ROOT, UNBOUNDED } from '../../../src/grammar/json-schema/length-sites.js';
+import { LengthCursor } from '../../../src/grammar/length-guard.js';
+import { layoutJson, schemaGrammarPlan } from '../../../src/grammar/schema-grammar.js';
+import { createTokenizer } from '../../../src/tokenizer/model-files.js';
+
+type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+
+const MODEL_DIR = join(DEFAULT_REPOSITORY, 'qwen3-tiny', '1');
+const STOP = 151_645;
+const ajv = new Ajv2020({ strict: false });
+const plan = (schema: Json, legacy = false): LengthPlan | null => lengthPlan(schema, legacy, 'forbid');
+const text = new TextEncoder();
+
+describe('length plan', () => {
+  it('places a bounded string by key, item and reference, and none where nothing is bounded', () => {
+    const tree = {
+      $defs: { node: { type: 'object', properties: { name: { type: 'string', maxLength: 100 }, children: { type: 'array', items: { $ref: '#/$defs/node' } } } } },
+      $ref: '#/$defs/node',
+    };
+    const p = plan(tree)!;
+    const root = p.places[ROOT]!;
+    expect(p.places[root.keys.get('name')!]!.string).toEqual({ min: 0, max: 100 });
+    const child = p.places[p.places[root.keys.get('children')!]!.restItems]!;
+    expect(p.places[child.keys.get('name')!]!.string).toEqual({ min: 0, max: 100 });
+    expect(plan({ type: 'object', properties: { a: { type: 'string', maxLength: GUARDED_LENGTH_ABOVE } } })).toBeNull();
+    expect(plan({ type: 'string' })).toBeNull();
+  });
+
+  it('folds allOf into one bound, and a nullable string keeps its bound', () => {
+    expect(plan({ allOf: [{ maxLength: 500 }, { minLength: 3 }], type: 'string' })!.places[ROOT]!.string).toEqual({ min: 3, max: 500 });
+    expect(plan({ anyOf: [{ type: 'string', maxLength: 500 }, { type: 'null' }] })!.places[ROOT]!.string).toEqual({ min: 0, max: 500 });
+    expect(plan({ type: ['string', 'null'], minLength: 20 })!.places[ROOT]!.string).toEqual({ min: 20, max: null });
+  });
+
+  it('reads prefixItems before items, and draft 4 tuple items before additionalItems', () => {
+    const p = plan({ type: 'array', prefixItems: [{ type: 'string', maxLength: 50 }], items: { type: 'string', minLength: 30 } })!;
+    expect(p.places[p.places[ROOT]!.items[0]!]!.string).toEqual({ min: 0, max: 50 });
+    expect(p.places[p.places[ROOT]!.restItems]!.string).toEqual({ min: 30, max: null });
+    const legacy = plan({ $schema: 'http://json-schema.org/draft-04/schema#', type: 'array', items: [{ type: 'integer' }], additionalItems: { maxLength: 40 } }, true)!;
+    expect(legacy.places[ROOT]!.items[0]).toBe(UNBOUNDED);
+    expect(legacy.places[legacy.places[ROOT]!.restItems]!.string).toEqual({ min: 0, max: 40 });
+  });
+
+  it('refuses a plan where the text cannot tell which bound holds', () => {
+    // The branch is chosen by `kind`, written after `text` could be.
+    const discriminated = {
+      anyOf: [
+        { type: 'object', properties: { text: { type: 'string', maxLength: 10 }, kind: { const: 'short' } } },
+        { type: 'object', properties: { text: { type: 'string', maxLength: 5000 }, kind: { const: 'long' } } },
+      ],
+    };
+    expect(plan(discriminated)).toBeNull();
+    // A bounded string beside a pattern, or one unbounded, at the same place.
+    expect(
+      plan({
+        anyOf: [
+          { type: 'string', maxLength: 100 },
+          { type: 'string', pattern: '^a' },
+        ],
+      }),
+    ).toBeNull();
+    expect(plan({ anyOf: [{ type: 'string', maxLength: 100 }, { type: 'string' }] })).toBeNull();
+    // A dependent schema that bounds a property only when another key is present.
+    expect(plan({ type: 'object', properties: { a: { type: 'string', maxLength: 100 } }, dependentSchemas: { b: { properties: { a: { minLength: 5 } } } } })).toBeNull();
+    // Other keys' values bounded beside patternProperties.
+    expect(plan({ type: 'object', patternProperties: { '^x': { type: 'string' } }, additionalProperties: { type: 'string', maxLength: 100 } })).toBeNull();
+  });
+
+  it('the translation writes any string only where the plan guards, and keeps counting where it does not', () => {
+    const guarded = schemaGrammarPlan({ type: 'string', maxLength: 5000 }, { absentAdditionalProperties: 'forbid', guardLengths: true });
+    expect(guarded.lengths).not.toBeNull();
+    expect(guarded.text).not.toContain('string_len');
+    const counted = schemaGrammarPlan(
+      {
+        anyOf: [
+          { type: 'string', maxLength: 20 },
+          { type: 'string', pattern: '^a' },
+        ],
+      },
+      { absentAdditionalProperties: 'forbid', guardLengths: true },
+    );
+    expect(counted.lengths).toBeNull();
+    expect(counted.text).toContain('string_len');
+    // Without the option (tool calls, whose grammar the guard does not follow from its first byte): counted.
+    expect(schemaGrammarPlan({ type: 'string', maxLength: 20 }, { absentAdditionalProperties: 'forbid' }).lengths).toBeNull();
+  });
+});
+
+describe('LengthCursor', () => {
+  const p = plan({
+    type: 'object',
+    properties: { 'k"ey': { type: 'string', minLength: 10, maxLength: 12 }, list: { type: 'array', items: { type: 'string', maxLength: 9 } } },
+  })!;
+  const walk = (...chunks: string[]): LengthCursor | null => {
+    let cursor: LengthCursor | null = LengthCursor.start();
+    for (const chunk of chunks) cursor = cursor?.advance(p, text.encode(chunk)) ?? null;
+    return cursor;
+  };
+
+  it('counts code points: a multi-byte character, an escape and a \\u escape are one each', () => {
+    expect(walk('{"k\\"ey": "', 'é🙂中\\n\\u00e9abcde', 'fg"}')).not.toBeNull(); // 12
+    expect(walk('{"k\\"ey": "', 'é🙂中\\n\\u00e9abcde', 'fgh')).toBeNull(); // 13
+    // The bytes of one character split across tokens count once.
+    const emoji = text.encode('🙂');
+    let cursor: LengthCursor | null = walk('{"k\\"ey": "', 'abcdefghijk');
+    for (const byte of emoji) cursor = cursor?.advance(p, Uint8Array.of(byte)) ?? null;
+    expect(cursor?.advance(p, text.encode('"'))).not.toBeNull();
+  });
+
+  it('refuses closing before the minimum, and an escape past the maximum', () => {
+    expect(walk('{"k\\"ey": "abcdefghi"')).toBeNull();
+    expect(walk('{"k\\"ey": "abcdefghij"')).not.toBeNull();
+    expect(walk('{"k\\"ey": "abcdefghijkl\\')).toBeNull();
+  });
+
+  it('follows items and keys: every item of the list is bounded, an escaped quote does not end a string', () => {
+    expect(walk('{"list": ["abcdefghi", "\\"bcdefghi", "abc"]}')).not.toBeNull();
+    expect(walk('{"list": ["abc", "abcdefghij"')).toBeNull();
+    // The key "k\"ey" read through its escape: its bound applies after it, not the list's.
+    expect(walk('{"list": [], "k\\"ey": "abcdefghijkl"}')).not.toBeNull();
+  });
+});
+
+describe('with the Qwen3 vocabulary', () => {
+  let engine: GrammarEngine;
+  let encode: (text: string) => number[];
+  let decodeIds: (ids: number[]) => string;
+  let planned = 0;
+
+  beforeAll(async () => {
+    const tokenizerPath = join(MODEL_DIR, 'tokenizer.json');
+    engine = await GrammarEngine.open({ tokenizerPath, logitsVocabSize: 151_936 });
+    const tokenizer = createTokenizer({
+      tokenizerJson: JSON.parse(readFileSync(tokenizerPath, 'utf8')),
+      tokenizerConfig: JSON.parse(readFileSync(join(MODEL_DIR, 'tokenizer_config.json'), 'utf8')),
+    });
+    encode = (value) => [...tokenizer.encode(value, { add_special_tokens: false }).ids];
+    decodeIds = (ids) => tokenizer.decode(ids, { skip_special_tokens: true });
+  }, 120_000);
+  afterAll(async () => engine?.dispose());
+
+  /** Whether the masks allow the instance's tokens, then the stop token, and the grammar ends there. */
+  async function masksAccept(schema: Json, instance: Json): Promise<boolean> {
+    const constraint = await engine.compile({ kind: 'json_schema', schema: JSON.stringify(schema) });
+    if (constraint.lengths !== null) planned++;
+    const matcher = await engine.matcher(constraint, [STOP]);
+    try {
+      for (const id of [...encode(layoutJson(instance)), STOP]) if (!maskAllows(await matcher.nextTokenMask(), id) || !matcher.accept(id)) return false;
+      return matcher.isTerminated();
+    } finally {
+      matcher.dispose();
+    }
+  }
+
+  it.each<[string, Json, Json[], Json[]]>([
+    ['maxLength 5000 (past the counted grammar)', { type: 'string', maxLength: 5000 }, ['', 'x'.repeat(5000), `${'é'.repeat(4999)}🙂`], ['x'.repeat(5001), `${'é'.repeat(5000)}"`]],
+    ['minLength 300', { type: 'string', minLength: 300 }, ['ab'.repeat(150), `${'a'.repeat(299)}\n`], ['a'.repeat(299), '']],
+    [
+      'bounded values, keys and items in an object',
+      {
+        type: 'object',
+        properties: { id: { type: 'string', minLength: 12, maxLength: 12 }, tags: { type: 'array', items: { type: 'string', maxLength: 10 } }, note: { type: ['string', 'null'], maxLength: 40 } },
+        required: ['id'],
+        additionalProperties: false,
+      },
+      [
+        { id: 'abcdefghijkl', tags: ['a', 'abcdefghi"'], note: null },
+        { id: '"\\\n\ta\u00e9🙂中bcde', note: 'n'.repeat(40) },
+      ],
+      [{ id: 'abcdefghijk' }, { id: 'abcdefghijklm' }, { id: 'abcdefghijkl', tags: ['abcdefghijk'] }, { id: 'abcdefghijkl', note: 'n'.repeat(41) }],
+    ],
+    [
+      'a recursive tree of bounded names',
+      {
+        $defs: {
+          node: {
+            type: 'object',
+            properties: { name: { type: 'string', minLength: 10, maxLength: 20 }, kids: { type: 'array', items: { $ref: '#/$defs/node' } } },
+            required: ['name'],
+            additionalProperties: false,
+          },
+        },
+        $ref: '#/$defs/node',
+      },
+      [{ name: 'rootrootro', kids: [{ name: 'childchildchild', kids: [{ name: 'g'.repeat(20) }] }] }],
+      [
+        { name: 'rootrootro', kids: [{ name: 'short' }] },
+        { name: 'rootrootro', kids: [{ name: 'c', kids: [{ name: 'g'.repeat(21) }] }] },
+      ],
+    ],
+    ['allOf bounds folded', { allOf: [{ type: 'string', maxLength: 30 }, { minLength: 15 }] }, ['a'.repeat(15), 'a'.repeat(30)], ['a'.repeat(14), 'a'.repeat(31)]],
+  ])('%s: valid instances pass the masks, invalid ones do not (ajv agrees)', async (_, schema, valid, invalid) => {
+    const validate = ajv.compile(schema as object);
+    for (const value of valid) {
+      expect(validate(value), JSON.stringify(value)).toBe(true);
+      expect(await masksAccept(schema, value), JSON.stringify(value)).toBe(true);
+    }
+    for (const value of invalid) {
+      expect(validate(value), JSON.stringify(value)).toBe(false);
+      expect(await masksAccept(schema, value), JSON.stringify(value)).toBe(false);
+    }
+  });
+
+  it('seeded random schemas and instances at the bounds: the masks agree with ajv on every one', async () => {
+    const random = rng(37);
+    const pickOf = <T>(xs: readonly T[]): T => xs[Math.floor(random() * xs.length)]!;
+    const bound = (): number => pickOf([0, 1, 3, 9, 10, 16, 40, 200]);
+    const stringSchema = (): Record<string, Json> => {
+      const a = bound();
+      const b = bound();
+      const s: Record<string, Json> = { type: 'string' };
+      if (random() < 0.8) s['maxLength'] = Math.max(a, b);
+      if (random() < 0.5) s['minLength'] = Math.min(a, b);
+      return s;
+    };
+    const valueSchema = (depth: number): Record<string, Json> => {
+      const r = random();
+      if (depth > 1 || r < 0.45) return stringSchema();
+      if (r < 0.6) return { anyOf: [stringSchema(), { type: 'null' }] };
+      if (r < 0.7) {
+        const most = bound() + 9;
+        return { allOf: [{ type: 'string', maxLength: most }, { minLength: Math.min(bound(), most) }] };
+      }
+      if (r < 0.85) return { type: 'array', items: valueSchema(depth + 1), maxItems: 3 };
+      return objectSchema(depth + 1);
+    };
+    const objectSchema = (depth: number): Record<string, Json> => {
+      const names = ['a', 'b"', 'é'].slice(0, 1 + Math.floor(random() * 3));
+      return { type: 'object', properties: Object.fromEntries(names.map((n) => [n, valueSchema(depth)])), required: names, additionalProperties: false };
+    };
+    const pool = ['a', 'é', '🙂', '\n', '"', '\\', '中', ' ', 'xyz'];
+    const stringNear = (s: Record<string, Json>): string => {
+      const targets = [s['minLength'], s['maxLength']].filter((n): n is number => typeof n === 'number');
+      const target = Math.max(0, (targets.length > 0 ? pickOf(targets) : 5) + pickOf([-1, 0, 0, 1]));
+      let out = '';
+      while ([...out].length < target) out += pickOf(pool);
+      return [...out].slice(0, target).join('');
+    };
+    const instance = (s: Record<string, Json>): Json => {
+      if (s['anyOf']) return random() < 0.3 ? null : instance((s['anyOf'] as Record<string, Json>[])[0]!);
+      if (s['allOf']) {
+        const [first, second] = s['allOf'] as Record<string, Json>[];
+        return stringNear(random() < 0.5 ? first! : second!);
+      }
+      if (s['type'] === 'array') return Array.from({ length: Math.floor(random() * 3) }, () => instance(s['items'] as Record<string, Json>));
+      if (s['type'] === 'object') return Object.fromEntries(Object.entries(s['properties'] as Record<string, Record<string, Json>>).map(([k, v]) => [k, instance(v)]));
+      return stringNear(s);
+    };
+    let valid = 0;
+    let invalid = 0;
+    for (let i = 0; i < 40; i++) {
+      const schema = objectSchema(0);
+      const validate = ajv.compile(schema);
+      for (let j = 0; j < 6; j++) {
+        const value = instance(schema);
+        const expected = validate(value);
+        expected ? valid++ : invalid++;
+        expect(await masksAccept(schema, value), `${JSON.stringify(schema)}\n${JSON.stringify(value)}`).toBe(expected);
+      }
+    }
+    // Not vacuous: both outcomes occur, and most schemas went through the guard.
+    expect(valid).toBeGreaterThan(40);
+    expect(invalid).toBeGreaterThan(40);
+    expect(planned).toBeGreaterThan(100);
+  }, 120_000);
+
+  it('random walks under the masks end in documents ajv accepts, never in a mask that allows nothing', async () => {
+    const schema = {
+      type: 'object',
+      properties: { code: { type: 'string', minLength: 10, maxLength: 12 }, words: { type: 'array', items: { type: 'string', minLength: 9, maxLength: 14 }, maxItems: 2 } },
+      required: ['code', 'words'],
+      additionalProperties: false,
+    };
+    const validate = ajv.compile(schema);
+    const constraint = await engine.compile({ kind: 'json_schema', schema: JSON.stringify(schema) });
+    expect(constraint.lengths).not.toBeNull();
+    let finished = 0;
+    for (let seed = 0; seed < 30; seed++) {
+      const random = rng(1000 + seed);
+      const matcher = await engine.matcher(constraint, [STOP]);
+      const out: number[] = [];
+      try {
+        while (out.length < 120 && !matcher.isTerminated()) {
+          const mask = await matcher.nextTokenMask();
+          expect(
+            mask.some((word) => word !== 0),
+            `seed ${seed} after ${out.length} tokens`,
+          ).toBe(true);
+          // Short tokens most of the time, so strings reach their bounds within the cap.
+          const short = [...SHORT_IDS, STOP].filter((id) => maskAllows(mask, id));
+          const id = short.length > 0 && random() < 0.85 ? short[Math.floor(random() * short.length)]! : anyAllowed(mask, random);
+          expect(matcher.accept(id)).toBe(true);
+          if (id !== STOP) out.push(id);
+        }
+        if (!matcher.isTerminated()) continue;
+        finished++;
+        const document = JSON.parse(decodeIds(out));
+        expect(validate(document), JSON.stringify(document)).toBe(true);
+      } finally {
+        matcher.dispose();
+      }
+    }
+    expect(finished).toBeGreaterThan(10);
+  }, 120_000);
+});
+
+/** Byte-level single-byte tokens of Qwen3's vocabulary. */
+const SHORT_IDS = Array.from({ length: 256 }, (_, id) => id);
+
+/** A uniformly random allowed id: probed at random, else listed. */
+function anyAllowed(mask: Int32Array, random: () => number): number {
+  for (let tries = 0; tries < 64; tries++) {
+    const id = Math.floor(random() * mask.length * 32);
+    if (maskAllows(mask, id)) return id;
+  }
+  const ids: number[] = [];
+  for (let w = 0; w < mask.length; w++) if (mask[w] !== 0) for (let b = 0; b < 32; b++) if ((mask[w]! >>> b) & 1) ids.push(w * 32 + b);
+  return ids[Math.floor(random() * ids.length)]!;
+}
+
+/** A seeded PRNG (mulberry32). */
+function rng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}

@@ -154,8 +154,10 @@ export class LengthCursor {
       let starts = false;
       if (escape === 1) escape = byte === 0x75 ? 2 : 0;
       else if (escape >= 2) escape = escape === 5 ? 0 : escape + 1;
-      else if (byte === BACKSLASH) (escape = 1), (starts = true);
-      else if (byte === QUOTE) {
+      else if (byte === BACKSLASH) {
+        escape = 1;
+        starts = true;
+      } else if (byte === QUOTE) {
         if (mode === Mode.KEY) {
           const frame = top()!;
           replaceTop({ ...frame, key: keyBytes === null ? null : decodeKey(keyBytes), expectKey: false });

@@ -113,13 +113,37 @@ class LengthMarks {
     }
     for (const marked of [this.any, this.long]) {
       const queue = [...marked];
-      while (queue.length > 0) for (const parent of parents.get(queue.pop()!) ?? []) if (!marked.has(parent)) marked.add(parent), queue.push(parent);
+      while (queue.length > 0)
+        for (const parent of parents.get(queue.pop()!) ?? []) {
+          if (marked.has(parent)) continue;
+          marked.add(parent);
+          queue.push(parent);
+        }
     }
   }
 }
 
 /** A conjunction of schema objects (never `true`; `false` removes the alternative). */
 type Alternative = readonly SchemaObject[];
+
+/** The strings an alternative allows: none (null), those within bounds, or ones it says more of ('other': a pattern, format or constants). */
+function stringsOf(alternative: Alternative): LengthBounds | 'other' | null {
+  const allowsStrings = (m: SchemaObject): boolean => m['type'] === undefined || m['type'] === 'string' || (Array.isArray(m['type']) && m['type'].includes('string'));
+  if (!alternative.every(allowsStrings)) return null;
+  let min = 0;
+  let max: number | null = null;
+  let other = false;
+  for (const member of alternative) {
+    const constants = member['const'] !== undefined ? [member['const']] : Array.isArray(member['enum']) ? member['enum'] : null;
+    if (constants !== null && !constants.some((c) => typeof c === 'string')) return null;
+    if (constants !== null || typeof member['pattern'] === 'string') other = true;
+    if (typeof member['format'] === 'string' && !formatIsAnnotation(member['format'])) other = true;
+    if (typeof member['minLength'] === 'number') min = Math.max(min, member['minLength']);
+    if (typeof member['maxLength'] === 'number') max = max === null ? member['maxLength'] : Math.min(max, member['maxLength']);
+  }
+  if (max !== null && max < min) return null;
+  return other ? 'other' : { min, max };
+}
 
 class PlanBuilder {
   private readonly places: LengthPlace[] = [];
@@ -196,23 +220,7 @@ class PlanBuilder {
    * none is; Unplannable when they differ or one says more than lengths.
    */
   private stringBounds(alternatives: Alternative[]): LengthBounds | null {
-    const seen: (LengthBounds | 'other')[] = [];
-    alternatives: for (const alternative of alternatives) {
-      if (!alternative.every((m) => m['type'] === undefined || m['type'] === 'string' || (Array.isArray(m['type']) && m['type'].includes('string')))) continue;
-      let min = 0;
-      let max: number | null = null;
-      let other = false;
-      for (const member of alternative) {
-        const constants = member['const'] !== undefined ? [member['const']] : Array.isArray(member['enum']) ? member['enum'] : null;
-        if (constants !== null && !constants.some((c) => typeof c === 'string')) continue alternatives;
-        if (constants !== null || typeof member['pattern'] === 'string') other = true;
-        if (typeof member['format'] === 'string' && !formatIsAnnotation(member['format'])) other = true;
-        if (typeof member['minLength'] === 'number') min = Math.max(min, member['minLength']);
-        if (typeof member['maxLength'] === 'number') max = max === null ? member['maxLength'] : Math.min(max, member['maxLength']);
-      }
-      if (max !== null && max < min) continue;
-      seen.push(other ? 'other' : { min, max });
-    }
+    const seen = alternatives.map(stringsOf).filter((s) => s !== null);
     const guarded = seen.find((s): s is LengthBounds => s !== 'other' && isGuardedLength(s.min, s.max));
     if (guarded === undefined) return null;
     if (!seen.every((s) => s !== 'other' && s.min === guarded.min && s.max === guarded.max)) throw new Unplannable('alternatives bound strings differently at one place');
@@ -237,7 +245,9 @@ class PlanBuilder {
             if (this.mentionsLength(value)) throw new Unplannable('a patternProperties pattern JavaScript cannot read speaks of lengths');
             continue;
           }
-          if (matches) values.push(value), (matched = true);
+          if (!matches) continue;
+          values.push(value);
+          matched = true;
         }
       named ||= matched || member['additionalProperties'] !== undefined;
       if (!matched && member['additionalProperties'] !== undefined) values.push(member['additionalProperties']);

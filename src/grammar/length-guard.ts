@@ -11,7 +11,8 @@
 // add too many; the few tokens with a quote or backslash are followed byte by byte. Pure.
 
 import { maskWords } from '../contracts/token-mask.js';
-import { type LengthPlan, ROOT } from './json-schema/length-sites.js';
+import { type LengthBounds, type LengthPlan, ROOT } from './json-schema/length-sites.js';
+import type { PatternAutomaton } from './pattern-automaton.js';
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
@@ -22,6 +23,7 @@ export class LengthVocabulary {
   private readonly chars: Uint16Array;
   /** Tokens with a quote or a backslash: followed byte by byte. */
   readonly special: readonly number[];
+  private readonly specialIds: ReadonlySet<number>;
   /** The most characters a token without either adds. */
   readonly widest: number;
   /** fits[n]: the tokens without a quote or backslash that add at most n characters, and every other token. */
@@ -48,6 +50,7 @@ export class LengthVocabulary {
       else special.push(id);
     }
     this.special = special;
+    this.specialIds = new Set(special);
     this.widest = widest;
   }
 
@@ -58,14 +61,15 @@ export class LengthVocabulary {
     mask = new Int32Array(maskWords(this.vocabSize)).fill(-1);
     for (let id = 0; id < this.vocabSize; id++) {
       const token = this.bytes[id];
-      if (token !== undefined && this.chars[id]! > room && !this.isSpecial(token)) mask[id >>> 5] = mask[id >>> 5]! & ~(1 << (id & 31));
+      if (token !== undefined && this.chars[id]! > room && !this.isSpecial(id)) mask[id >>> 5] = mask[id >>> 5]! & ~(1 << (id & 31));
     }
     this.fits[room] = mask;
     return mask;
   }
 
-  private isSpecial(token: Uint8Array): boolean {
-    return token.includes(QUOTE) || token.includes(BACKSLASH);
+  /** Whether a token holds a quote or backslash (followed byte by byte). */
+  isSpecial(id: number): boolean {
+    return this.specialIds.has(id);
   }
 }
 
@@ -82,94 +86,153 @@ interface Frame {
 
 const Mode = { OUTSIDE: 0, KEY: 1, VALUE_STRING: 2 } as const;
 
+/** What a JSON escape's letter stands for (`u` aside). */
+const ESCAPED: Readonly<Record<number, number>> = { 34: 0x22, 92: 0x5c, 47: 0x2f, 98: 0x08, 102: 0x0c, 110: 0x0a, 114: 0x0d, 116: 0x09 };
+const hexValue = (byte: number): number => (byte <= 0x39 ? byte - 0x30 : (byte | 0x20) - 0x57);
+
+/** A value string being read: its bounds (null: unbounded), characters so far, and where its pattern's automaton stands. */
+interface StringState {
+  readonly bounds: LengthBounds | null;
+  readonly count: number;
+  /** The automaton's state after the characters read (bounds.automaton), or UNKNOWN_STATE. */
+  readonly state: number;
+  /** Continuation bytes still due for the character being read, and its code point so far. */
+  readonly pending: number;
+  readonly code: number;
+}
+
 /** Where the output stands, immutable: each accepted token makes a new one (the matcher keeps them for rollback). */
 export class LengthCursor {
   private constructor(
     private readonly frames: readonly Frame[],
     private readonly mode: number,
-    /** In a string: 0, or 1 after a backslash, or 2..5 with that many less 2 hex digits of \u read. */
+    /** In a string: 0, or 1 after a backslash, or 2..5 with that many less 2 hex digits of \u read (their value in `hex`). */
     private readonly escape: number,
-    /** In a value string: the characters so far. */
-    private readonly count: number,
-    /** In a value string: its bounds (max -1 for none), or null when unbounded. */
-    private readonly min: number,
-    private readonly max: number,
-    private readonly bounded: boolean,
+    private readonly hex: number,
+    private readonly string: StringState | null,
     /** In a key: its raw bytes so far (only at places whose keys matter). */
     private readonly keyBytes: readonly number[] | null,
   ) {}
 
   static start(): LengthCursor {
-    return new LengthCursor([], Mode.OUTSIDE, 0, 0, 0, -1, false, null);
+    return new LengthCursor([], Mode.OUTSIDE, 0, 0, null, null);
   }
 
-  /** The cursor after `bytes`, or null when they break a bound. */
+  /** The cursor after `bytes`, or null when they break a bound (or leave fewer characters than the pattern still needs). */
   advance(plan: LengthPlan, bytes: Uint8Array): LengthCursor | null {
     let frames = this.frames;
     let mode = this.mode;
     let escape = this.escape;
-    let count = this.count;
-    let min = this.min;
-    let max = this.max;
-    let bounded = this.bounded;
+    let hex = this.hex;
     let keyBytes = this.keyBytes === null ? null : [...this.keyBytes];
-    const top = (): Frame | undefined => frames[frames.length - 1];
-    const replaceTop = (frame: Frame): void => {
-      frames = [...frames.slice(0, -1), frame];
-    };
-    const valuePlace = (): number => {
-      const frame = top();
-      if (frame === undefined) return ROOT;
-      const place = plan.places[frame.place]!;
-      if (frame.array) return place.items[frame.index] ?? place.restItems;
-      return (frame.key !== null ? place.keys.get(frame.key) : undefined) ?? place.otherKeys;
-    };
+    let bounds = this.string?.bounds ?? null;
+    let count = this.string?.count ?? 0;
+    let state = this.string?.state ?? 0;
+    let pending = this.string?.pending ?? 0;
+    let code = this.string?.code ?? 0;
     for (const byte of bytes) {
       if (mode === Mode.OUTSIDE) {
-        const frame = top();
+        const frame = frames.at(-1);
         if (byte === QUOTE) {
           escape = 0;
           if (frame !== undefined && !frame.array && frame.expectKey) {
             mode = Mode.KEY;
             keyBytes = frame.place === 0 ? null : [];
           } else {
-            const bounds = plan.places[valuePlace()]!.string;
             mode = Mode.VALUE_STRING;
+            bounds = plan.places[valuePlace(plan, frames)]!.string;
             count = 0;
-            bounded = bounds !== null;
-            min = bounds?.min ?? 0;
-            max = bounds?.max ?? -1;
+            state = 0;
+            pending = 0;
+            // A pattern with no match within the bounds: no string here can be finished.
+            if (bounds?.automaton && !bounds.automaton.canFinish(0, 0, bounds.min, bounds.max)) return null;
           }
         } else if (byte === 0x7b || byte === 0x5b) {
-          frames = [...frames, { place: valuePlace(), array: byte === 0x5b, index: 0, key: null, expectKey: byte === 0x7b }];
+          frames = [...frames, { place: valuePlace(plan, frames), array: byte === 0x5b, index: 0, key: null, expectKey: byte === 0x7b }];
         } else if (byte === 0x7d || byte === 0x5d) {
           frames = frames.slice(0, -1);
         } else if (byte === 0x2c && frame !== undefined) {
-          replaceTop(frame.array ? { ...frame, index: frame.index + 1 } : { ...frame, key: null, expectKey: true });
+          frames = [...frames.slice(0, -1), frame.array ? { ...frame, index: frame.index + 1 } : { ...frame, key: null, expectKey: true }];
         }
         continue;
       }
       // In a string (key or value). A character starts at a lead byte or a backslash (an escape is
-      // one character); its escape letter, hex digits and continuation bytes add none.
+      // one character: an escaped surrogate pair counts two); it is complete (`unit`, for the
+      // pattern's automaton) after its last continuation byte, escape letter or hex digit.
       let starts = false;
-      if (escape === 1) escape = byte === 0x75 ? 2 : 0;
-      else if (escape >= 2) escape = escape === 5 ? 0 : escape + 1;
-      else if (byte === BACKSLASH) {
+      let unit = -1;
+      if (escape === 1) {
+        escape = byte === 0x75 ? 2 : 0;
+        hex = 0;
+        if (escape === 0) unit = ESCAPED[byte] ?? -1;
+      } else if (escape >= 2) {
+        hex = hex * 16 + hexValue(byte);
+        escape = escape === 5 ? 0 : escape + 1;
+        if (escape === 0) unit = hex;
+      } else if (byte === BACKSLASH) {
         escape = 1;
         starts = true;
       } else if (byte === QUOTE) {
         if (mode === Mode.KEY) {
-          const frame = top()!;
-          replaceTop({ ...frame, key: keyBytes === null ? null : decodeKey(keyBytes), expectKey: false });
+          const frame = frames.at(-1)!;
+          frames = [...frames.slice(0, -1), { ...frame, key: keyBytes === null ? null : decodeKey(keyBytes), expectKey: false }];
           keyBytes = null;
-        } else if (bounded && count < min) return null;
+        } else if (bounds !== null && count < bounds.min) return null;
         mode = Mode.OUTSIDE;
+        bounds = null;
         continue;
-      } else starts = (byte & 0xc0) !== 0x80;
-      if (mode === Mode.KEY) keyBytes?.push(byte);
-      else if (starts && bounded && ++count > max && max >= 0) return null;
+      } else if (byte < 0x80) {
+        starts = true;
+        unit = byte;
+      } else if ((byte & 0xc0) !== 0x80) {
+        starts = true;
+        pending = byte >= 0xf0 ? 3 : byte >= 0xe0 ? 2 : 1;
+        code = byte & (byte >= 0xf0 ? 0x07 : byte >= 0xe0 ? 0x0f : 0x1f);
+      } else {
+        code = (code << 6) | (byte & 0x3f);
+        if (--pending === 0) unit = code;
+      }
+      if (mode === Mode.KEY) {
+        keyBytes?.push(byte);
+        continue;
+      }
+      if (bounds === null) continue;
+      if (starts && bounds.max !== null && ++count > bounds.max) return null;
+      if (starts && bounds.max === null) count++;
+      if (unit >= 0 && bounds.automaton !== null) {
+        state = bounds.automaton.next(state, unit);
+        if (!bounds.automaton.canFinish(state, count, bounds.min, bounds.max)) return null;
+      }
     }
-    return new LengthCursor(frames, mode, escape, count, min, max, bounded, keyBytes);
+    const string = mode === Mode.VALUE_STRING ? { bounds, count, state, pending, code } : null;
+    return new LengthCursor(frames, mode, escape, hex, string, keyBytes);
+  }
+
+  /**
+   * Whether a token without a quote or backslash keeps the current value string within its bound
+   * and its pattern's reach: advance() for that case, without allocating (it runs once per allowed
+   * token near a patterned string's bound).
+   */
+  private plainFits(bytes: Uint8Array, automaton: PatternAutomaton, min: number, max: number | null): boolean {
+    let { count, state, pending, code } = this.string!;
+    for (const byte of bytes) {
+      let unit = -1;
+      if (byte < 0x80) {
+        count++;
+        unit = byte;
+      } else if ((byte & 0xc0) !== 0x80) {
+        count++;
+        pending = byte >= 0xf0 ? 3 : byte >= 0xe0 ? 2 : 1;
+        code = byte & (byte >= 0xf0 ? 0x07 : byte >= 0xe0 ? 0x0f : 0x1f);
+      } else {
+        code = (code << 6) | (byte & 0x3f);
+        if (--pending === 0) unit = code;
+      }
+      if (max !== null && count > max) return false;
+      if (unit >= 0) state = automaton.next(state, unit);
+    }
+    // A character still pending is counted but not yet stepped: its state is known on the next token (a stranded end there is possible only at a multi-byte character).
+    return automaton.canFinish(state, count, min, max);
   }
 
   /**
@@ -177,8 +240,9 @@ export class LengthCursor {
    * a bound from here.
    */
   restrict(plan: LengthPlan, vocabulary: LengthVocabulary, mask: Int32Array): Int32Array {
-    const inBoundedString = this.mode === Mode.VALUE_STRING && this.bounded;
-    if (inBoundedString && this.escape !== 0) {
+    const string = this.mode === Mode.VALUE_STRING ? this.string : null;
+    const bounds = string?.bounds ?? null;
+    if (bounds !== null && this.escape !== 0) {
       // Inside an escape a plain token's hex digits count nothing and its later characters do: follow each allowed token.
       forEachSet(mask, (id) => {
         const bytes = vocabulary.bytes[id];
@@ -186,9 +250,17 @@ export class LengthCursor {
       });
       return mask;
     }
-    if (inBoundedString && this.max >= 0) {
-      const room = this.max - this.count;
-      if (room < vocabulary.widest) {
+    if (string !== null && bounds !== null) {
+      const room = bounds.max === null ? Number.POSITIVE_INFINITY : bounds.max - string.count;
+      const automaton = bounds.automaton;
+      // Near the bound of a patterned string, or below its minimum where the pattern's lengths have gaps: each allowed
+      // token, for the lengths the pattern can still end at after it.
+      if (automaton !== null && (room < vocabulary.widest + automaton.maxDist || (automaton.gapped && string.count < bounds.min))) {
+        forEachSet(mask, (id) => {
+          const bytes = vocabulary.bytes[id];
+          if (bytes !== undefined && !vocabulary.isSpecial(id) && !this.plainFits(bytes, automaton, bounds.min, bounds.max)) clear(mask, id);
+        });
+      } else if (automaton === null && room < vocabulary.widest) {
         const fitting = vocabulary.fitting(room);
         for (let w = 0; w < mask.length; w++) mask[w] = mask[w]! & fitting[w]!;
       }
@@ -199,6 +271,15 @@ export class LengthCursor {
     }
     return mask;
   }
+}
+
+/** The place of the value that starts next: the document, the current item, or the current key's value. */
+function valuePlace(plan: LengthPlan, frames: readonly Frame[]): number {
+  const frame = frames.at(-1);
+  if (frame === undefined) return ROOT;
+  const place = plan.places[frame.place]!;
+  if (frame.array) return place.items[frame.index] ?? place.restItems;
+  return (frame.key !== null ? place.keys.get(frame.key) : undefined) ?? place.otherKeys;
 }
 
 const clear = (mask: Int32Array, id: number): void => {

@@ -8,14 +8,15 @@
 // A place is the set of schema alternatives a document can be under there: the conjunctions
 // ($ref, allOf) of each choice of anyOf / oneOf branch, split where the branches split. A string
 // at a place is guarded only when every alternative there that allows strings bounds them the
-// same way and says nothing else of them (no pattern, format or constants); otherwise the text
+// same way, beside the same patterns (pattern-automaton.ts: flexible ones only) and no constants; otherwise the text
 // cannot tell the guard which bound holds (a branch chosen by a key written later, say) and the
 // plan is refused, leaving the schema to the counted grammar. Keywords the plan does not follow
 // (dependentSchemas, not, unevaluatedProperties, a patternProperties key's value beside other
 // keys) only narrow what a place allows; the plan is refused where they say anything of lengths,
 // since a bound they add would be one the guard does not enforce. Pure.
 
-import { formatIsAnnotation } from '../string-formats.js';
+import { PatternAutomaton } from '../pattern-automaton.js';
+import { stringFormat } from '../string-formats.js';
 import { isObject, type Json, resolvePointer, type SchemaObject } from './schema-model.js';
 
 /** Lengths above this are the guard's (and below, the counted grammar's: cheaper to match). */
@@ -24,10 +25,12 @@ export const GUARDED_LENGTH_ABOVE = 8;
 export const MAX_PLACES = 4096;
 export const MAX_ALTERNATIVES = 256;
 
-/** The characters a string may have: min..max, max null for no bound. */
+/** The characters a string may have: min..max, max null for no bound; beside the patterns (and formats' patterns) the grammar enforces, their automaton. */
 export interface LengthBounds {
   readonly min: number;
   readonly max: number | null;
+  readonly patterns: readonly string[];
+  readonly automaton: PatternAutomaton | null;
 }
 
 /** One place: the bounds a string there meets (null: none the guard enforces), and where each key and item leads. */
@@ -49,8 +52,14 @@ export interface LengthPlan {
 export const UNBOUNDED = 0;
 export const ROOT = 1;
 
-/** Whether a string schema's bounds are the guard's: no pattern or format beside them, and one past GUARDED_LENGTH_ABOVE. */
-export const isGuardedLength = (min: number, max: number | null): boolean => (max ?? min) > GUARDED_LENGTH_ABOVE && (max === null || max >= min);
+/**
+ * Whether a string schema's bounds are the guard's: one past GUARDED_LENGTH_ABOVE, and beside any
+ * patterns (a `pattern`, a format's pattern) a flexible automaton of them (pattern-automaton.ts).
+ */
+export function isGuardedLength(min: number, max: number | null, patterns: readonly string[] = []): boolean {
+  if ((max ?? min) <= GUARDED_LENGTH_ABOVE || (max !== null && max < min)) return false;
+  return patterns.length === 0 || PatternAutomaton.of(patterns) !== null;
+}
 
 const LENGTH_KEYWORDS = ['minLength', 'maxLength'] as const;
 /** Keywords whose subschemas narrow a value in ways the plan does not follow. */
@@ -126,23 +135,29 @@ class LengthMarks {
 /** A conjunction of schema objects (never `true`; `false` removes the alternative). */
 type Alternative = readonly SchemaObject[];
 
-/** The strings an alternative allows: none (null), those within bounds, or ones it says more of ('other': a pattern, format or constants). */
+/** The strings an alternative allows: none (null), those within bounds (beside patterns), or ones it says more of ('other': constants, a format not enforced). */
 function stringsOf(alternative: Alternative): LengthBounds | 'other' | null {
   const allowsStrings = (m: SchemaObject): boolean => m['type'] === undefined || m['type'] === 'string' || (Array.isArray(m['type']) && m['type'].includes('string'));
   if (!alternative.every(allowsStrings)) return null;
   let min = 0;
   let max: number | null = null;
   let other = false;
+  const patterns = new Set<string>();
   for (const member of alternative) {
     const constants = member['const'] !== undefined ? [member['const']] : Array.isArray(member['enum']) ? member['enum'] : null;
     if (constants !== null && !constants.some((c) => typeof c === 'string')) return null;
-    if (constants !== null || typeof member['pattern'] === 'string') other = true;
-    if (typeof member['format'] === 'string' && !formatIsAnnotation(member['format'])) other = true;
+    if (constants !== null) other = true;
+    if (typeof member['pattern'] === 'string') patterns.add(member['pattern']);
+    const format = typeof member['format'] === 'string' ? stringFormat(member['format']) : null;
+    if (format !== null && 'pattern' in format) patterns.add(format.pattern);
+    if (format !== null && 'refusedBy' in format) other = true;
     if (typeof member['minLength'] === 'number') min = Math.max(min, member['minLength']);
     if (typeof member['maxLength'] === 'number') max = max === null ? member['maxLength'] : Math.min(max, member['maxLength']);
   }
   if (max !== null && max < min) return null;
-  return other ? 'other' : { min, max };
+  if (other) return 'other';
+  const list = [...patterns].sort();
+  return { min, max, patterns: list, automaton: list.length > 0 ? PatternAutomaton.of(list) : null };
 }
 
 class PlanBuilder {
@@ -221,9 +236,10 @@ class PlanBuilder {
    */
   private stringBounds(alternatives: Alternative[]): LengthBounds | null {
     const seen = alternatives.map(stringsOf).filter((s) => s !== null);
-    const guarded = seen.find((s): s is LengthBounds => s !== 'other' && isGuardedLength(s.min, s.max));
+    const guarded = seen.find((s): s is LengthBounds => s !== 'other' && isGuardedLength(s.min, s.max, s.patterns));
     if (guarded === undefined) return null;
-    if (!seen.every((s) => s !== 'other' && s.min === guarded.min && s.max === guarded.max)) throw new Unplannable('alternatives bound strings differently at one place');
+    const same = (s: LengthBounds | 'other'): boolean => s !== 'other' && s.min === guarded.min && s.max === guarded.max && s.patterns.join('\u0000') === guarded.patterns.join('\u0000');
+    if (!seen.every(same)) throw new Unplannable('alternatives bound strings differently at one place');
     return guarded;
   }
 

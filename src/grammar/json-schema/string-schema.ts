@@ -25,8 +25,13 @@ export const MAX_COUNTED_RULES = 8192;
 export const MAX_INTERSECTION_STATES = 1024;
 
 export function stringSchema(t: Translation, node: SchemaObject, path: string): string | null {
-  const minLength = typeof node['minLength'] === 'number' ? node['minLength'] : 0;
-  const maxLength = typeof node['maxLength'] === 'number' ? node['maxLength'] : null;
+  const declaredMin = typeof node['minLength'] === 'number' ? node['minLength'] : 0;
+  const declaredMax = typeof node['maxLength'] === 'number' ? node['maxLength'] : null;
+  if (declaredMax !== null && declaredMax < declaredMin) return null;
+  // Lengths the guard counts (length-sites.ts has checked that the text tells it which bound holds) are not written here.
+  const guarded = t.lengthsGuarded && isGuardedLength(declaredMin, declaredMax, patternsOf(node));
+  const minLength = guarded ? 0 : declaredMin;
+  const maxLength = guarded ? null : declaredMax;
   let language: RegexNode | null = null;
   const format = typeof node['format'] === 'string' ? stringFormat(node['format']) : { anyString: true as const };
   if ('refusedBy' in format)
@@ -49,9 +54,6 @@ export function stringSchema(t: Translation, node: SchemaObject, path: string): 
   language = languages[0] ?? null;
   if (language === null) {
     if (minLength === 0 && maxLength === null) return t.rules.anyString();
-    if (maxLength !== null && maxLength < minLength) return null;
-    // The length guard counts these (length-sites.ts has checked that the text tells it which bound holds).
-    if (t.lengthsGuarded && isGuardedLength(minLength, maxLength)) return t.rules.anyString();
     const counted = maxLength ?? minLength;
     const keyword = maxLength !== null ? 'maxLength' : 'minLength';
     if (counted > MAX_COUNTED_LENGTH)
@@ -78,6 +80,15 @@ export function stringSchema(t: Translation, node: SchemaObject, path: string): 
     throw error;
   }
   return body === null ? null : t.rules.share('string_pattern', `"\\"" ${body} "\\""`);
+}
+
+/** The patterns a string schema's values must match: its `pattern` and its format's, as length-sites.ts lists them. */
+function patternsOf(node: SchemaObject): string[] {
+  const patterns = new Set<string>();
+  if (typeof node['pattern'] === 'string') patterns.add(node['pattern']);
+  const format = typeof node['format'] === 'string' ? stringFormat(node['format']) : null;
+  if (format !== null && 'pattern' in format) patterns.add(format.pattern);
+  return [...patterns].sort();
 }
 
 /**

@@ -6,12 +6,14 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Ajv2020 } from 'ajv/dist/2020.js';
+import addFormats from 'ajv-formats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_REPOSITORY } from '../../../models/default-repository.js';
 import { maskAllows } from '../../../src/contracts/token-mask.js';
 import { GrammarEngine } from '../../../src/grammar/grammar-engine.js';
 import { GUARDED_LENGTH_ABOVE, type LengthPlan, lengthPlan, ROOT, UNBOUNDED } from '../../../src/grammar/json-schema/length-sites.js';
 import { LengthCursor } from '../../../src/grammar/length-guard.js';
+import { PatternAutomaton } from '../../../src/grammar/pattern-automaton.js';
 import { layoutJson, schemaGrammarPlan } from '../../../src/grammar/schema-grammar.js';
 import { createTokenizer } from '../../../src/tokenizer/model-files.js';
 
@@ -20,6 +22,7 @@ type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 const MODEL_DIR = join(DEFAULT_REPOSITORY, 'qwen3-tiny', '1');
 const STOP = 151_645;
 const ajv = new Ajv2020({ strict: false });
+addFormats.default(ajv);
 const plan = (schema: Json, legacy = false): LengthPlan | null => lengthPlan(schema, legacy, 'forbid');
 const text = new TextEncoder();
 
@@ -31,26 +34,26 @@ describe('length plan', () => {
     };
     const p = plan(tree)!;
     const root = p.places[ROOT]!;
-    expect(p.places[root.keys.get('name')!]!.string).toEqual({ min: 0, max: 100 });
+    expect(p.places[root.keys.get('name')!]!.string).toMatchObject({ min: 0, max: 100 });
     const child = p.places[p.places[root.keys.get('children')!]!.restItems]!;
-    expect(p.places[child.keys.get('name')!]!.string).toEqual({ min: 0, max: 100 });
+    expect(p.places[child.keys.get('name')!]!.string).toMatchObject({ min: 0, max: 100 });
     expect(plan({ type: 'object', properties: { a: { type: 'string', maxLength: GUARDED_LENGTH_ABOVE } } })).toBeNull();
     expect(plan({ type: 'string' })).toBeNull();
   });
 
   it('folds allOf into one bound, and a nullable string keeps its bound', () => {
-    expect(plan({ allOf: [{ maxLength: 500 }, { minLength: 3 }], type: 'string' })!.places[ROOT]!.string).toEqual({ min: 3, max: 500 });
-    expect(plan({ anyOf: [{ type: 'string', maxLength: 500 }, { type: 'null' }] })!.places[ROOT]!.string).toEqual({ min: 0, max: 500 });
-    expect(plan({ type: ['string', 'null'], minLength: 20 })!.places[ROOT]!.string).toEqual({ min: 20, max: null });
+    expect(plan({ allOf: [{ maxLength: 500 }, { minLength: 3 }], type: 'string' })!.places[ROOT]!.string).toMatchObject({ min: 3, max: 500 });
+    expect(plan({ anyOf: [{ type: 'string', maxLength: 500 }, { type: 'null' }] })!.places[ROOT]!.string).toMatchObject({ min: 0, max: 500 });
+    expect(plan({ type: ['string', 'null'], minLength: 20 })!.places[ROOT]!.string).toMatchObject({ min: 20, max: null });
   });
 
   it('reads prefixItems before items, and draft 4 tuple items before additionalItems', () => {
     const p = plan({ type: 'array', prefixItems: [{ type: 'string', maxLength: 50 }], items: { type: 'string', minLength: 30 } })!;
-    expect(p.places[p.places[ROOT]!.items[0]!]!.string).toEqual({ min: 0, max: 50 });
-    expect(p.places[p.places[ROOT]!.restItems]!.string).toEqual({ min: 30, max: null });
+    expect(p.places[p.places[ROOT]!.items[0]!]!.string).toMatchObject({ min: 0, max: 50 });
+    expect(p.places[p.places[ROOT]!.restItems]!.string).toMatchObject({ min: 30, max: null });
     const legacy = plan({ $schema: 'http://json-schema.org/draft-04/schema#', type: 'array', items: [{ type: 'integer' }], additionalItems: { maxLength: 40 } }, true)!;
     expect(legacy.places[ROOT]!.items[0]).toBe(UNBOUNDED);
-    expect(legacy.places[legacy.places[ROOT]!.restItems]!.string).toEqual({ min: 0, max: 40 });
+    expect(legacy.places[legacy.places[ROOT]!.restItems]!.string).toMatchObject({ min: 0, max: 40 });
   });
 
   it('refuses a plan where the text cannot tell which bound holds', () => {
@@ -95,6 +98,23 @@ describe('length plan', () => {
     expect(counted.text).toContain('string_len');
     // Without the option (tool calls, whose grammar the guard does not follow from its first byte): counted.
     expect(schemaGrammarPlan({ type: 'string', maxLength: 20 }, { absentAdditionalProperties: 'forbid' }).lengths).toBeNull();
+  });
+});
+
+describe('PatternAutomaton', () => {
+  it('knows the lengths a pattern can still end at from each state', () => {
+    const nine = PatternAutomaton.of(['^[0-9]{9}$'])!;
+    expect([8, 9, 10].map((max) => nine.canFinish(0, 0, 0, max))).toEqual([false, true, true]);
+    expect(nine.canFinish(0, 0, 10, null)).toBe(false);
+    const words = PatternAutomaton.of(['^([a-z0-9-]+):([a-z0-9.-]+):([a-z0-9-]+)?:([a-z0-9-]+)$'])!;
+    expect(words.dist[0]).toBe(6);
+    expect(words.gapped).toBe(false);
+    // "/" alone is a match and nothing follows it: a gap between 0 and any longer length.
+    const path = PatternAutomaton.of(['^([\\w\\/-]|[\\w-][\\w\\/-]*[\\w-])$'])!;
+    const afterSlash = path.next(0, 0x2f);
+    expect([path.canFinish(afterSlash, 1, 0, 10), path.canFinish(afterSlash, 1, 2, 10)]).toEqual([true, false]);
+    // Lengths that alternate forever never settle: the counted grammar keeps those.
+    expect(PatternAutomaton.of(['^(ab)+$'])).toBeNull();
   });
 });
 
@@ -201,6 +221,16 @@ describe('with the Qwen3 vocabulary', () => {
       ],
     ],
     ['allOf bounds folded', { allOf: [{ type: 'string', maxLength: 30 }, { minLength: 15 }] }, ['a'.repeat(15), 'a'.repeat(30)], ['a'.repeat(14), 'a'.repeat(31)]],
+    // JSONSchemaBench's most common pattern-and-length pairs.
+    ['pattern and maxLength 255', { type: 'string', pattern: '^[A-Za-z0-9:_\\-]+$', maxLength: 255 }, ['a', 'a:b_c-D'.repeat(36).slice(0, 255)], ['a'.repeat(256), '', 'a b']],
+    [
+      'a structured pattern near its bound',
+      { type: 'string', pattern: '^([a-z0-9-]+):([a-z0-9\\.-]+):([a-z0-9-]+)?:([a-z0-9-]+)$', minLength: 10, maxLength: 146 },
+      ['aws:s3::bucket', `${'a'.repeat(140)}:b::c`, 'a:b:c:defg'],
+      [`${'a'.repeat(142)}:b::c`, 'a:b::c', 'a:b:c'],
+    ],
+    ['format and maxLength', { type: 'string', format: 'email', maxLength: 20 }, ['ab@example.com', `${'a'.repeat(8)}@example.com`], [`${'a'.repeat(9)}@example.com`, 'ab']],
+    ['a fixed-width pattern with lengths it already meets', { type: 'string', pattern: '^[0-9]{9}$', minLength: 9, maxLength: 20 }, ['123456789'], ['12345678', '1234567890']],
   ])('%s: valid instances pass the masks, invalid ones do not (ajv agrees)', async (_, schema, valid, invalid) => {
     const validate = ajv.compile(schema as object);
     for (const value of valid) {
@@ -276,44 +306,64 @@ describe('with the Qwen3 vocabulary', () => {
     expect(planned).toBeGreaterThan(100);
   }, 120_000);
 
-  it('random walks under the masks end in documents ajv accepts, never in a mask that allows nothing', async () => {
-    const schema = {
-      type: 'object',
-      properties: { code: { type: 'string', minLength: 10, maxLength: 12 }, words: { type: 'array', items: { type: 'string', minLength: 9, maxLength: 14 }, maxItems: 2 } },
-      required: ['code', 'words'],
-      additionalProperties: false,
-    };
-    const validate = ajv.compile(schema);
-    const constraint = await engine.compile({ kind: 'json_schema', schema: JSON.stringify(schema) });
-    expect(constraint.lengths).not.toBeNull();
-    let finished = 0;
-    for (let seed = 0; seed < 30; seed++) {
-      const random = rng(1000 + seed);
-      const matcher = await engine.matcher(constraint, [STOP]);
-      const out: number[] = [];
-      try {
-        while (out.length < 120 && !matcher.isTerminated()) {
-          const mask = await matcher.nextTokenMask();
-          expect(
-            mask.some((word) => word !== 0),
-            `seed ${seed} after ${out.length} tokens`,
-          ).toBe(true);
-          // Short tokens most of the time, so strings reach their bounds within the cap.
-          const short = [...SHORT_IDS, STOP].filter((id) => maskAllows(mask, id));
-          const id = short.length > 0 && random() < 0.85 ? short[Math.floor(random() * short.length)]! : anyAllowed(mask, random);
-          expect(matcher.accept(id)).toBe(true);
-          if (id !== STOP) out.push(id);
+  it.each<[string, Json]>([
+    [
+      'bounded strings',
+      {
+        type: 'object',
+        properties: { code: { type: 'string', minLength: 10, maxLength: 12 }, words: { type: 'array', items: { type: 'string', minLength: 9, maxLength: 14 }, maxItems: 2 } },
+        required: ['code', 'words'],
+        additionalProperties: false,
+      },
+    ],
+    [
+      'bounded strings beside patterns whose lengths have gaps',
+      {
+        type: 'object',
+        properties: {
+          path: { type: 'string', pattern: '^([\\w\\/-]|[\\w-][\\w\\/-]*[\\w-])$', minLength: 10, maxLength: 12 },
+          pair: { type: 'string', pattern: '^[a-z]+:[0-9]{2}$', minLength: 9, maxLength: 11 },
+        },
+        required: ['path', 'pair'],
+        additionalProperties: false,
+      },
+    ],
+  ])(
+    'random walks under the masks (%s) end in documents ajv accepts, never in a mask that allows nothing',
+    async (_, schema) => {
+      const validate = ajv.compile(schema as object);
+      const constraint = await engine.compile({ kind: 'json_schema', schema: JSON.stringify(schema) });
+      expect(constraint.lengths).not.toBeNull();
+      let finished = 0;
+      for (let seed = 0; seed < 30; seed++) {
+        const random = rng(1000 + seed);
+        const matcher = await engine.matcher(constraint, [STOP]);
+        const out: number[] = [];
+        try {
+          while (out.length < 120 && !matcher.isTerminated()) {
+            const mask = await matcher.nextTokenMask();
+            expect(
+              mask.some((word) => word !== 0),
+              `seed ${seed} after ${out.length} tokens`,
+            ).toBe(true);
+            // Short tokens most of the time, so strings reach their bounds within the cap.
+            const short = [...SHORT_IDS, STOP].filter((id) => maskAllows(mask, id));
+            const id = short.length > 0 && random() < 0.85 ? short[Math.floor(random() * short.length)]! : anyAllowed(mask, random);
+            expect(matcher.accept(id)).toBe(true);
+            if (id !== STOP) out.push(id);
+          }
+          if (!matcher.isTerminated()) continue;
+          finished++;
+          const document = JSON.parse(decodeIds(out));
+          expect(validate(document), JSON.stringify(document)).toBe(true);
+        } finally {
+          matcher.dispose();
         }
-        if (!matcher.isTerminated()) continue;
-        finished++;
-        const document = JSON.parse(decodeIds(out));
-        expect(validate(document), JSON.stringify(document)).toBe(true);
-      } finally {
-        matcher.dispose();
       }
-    }
-    expect(finished).toBeGreaterThan(10);
-  }, 120_000);
+      expect(finished).toBeGreaterThan(10);
+    },
+    120_000,
+  );
 });
 
 /** Byte-level single-byte tokens of Qwen3's vocabulary. */

@@ -75,6 +75,22 @@ describe('chat.completions.parse with zodResponseFormat', () => {
     }
   });
 
+  it('holds string lengths the length guard counts: outputs within them, and a maxLength past the counted grammar accepted', async () => {
+    // Past 8 characters the grammar writes any string and the guard counts (src/grammar/length-guard.ts); its bound ends each string.
+    const Codes = z.object({ code: z.string().min(10).max(12), more: z.array(z.string().min(9).max(14)).max(2) });
+    const format = zodResponseFormat(Codes, 'codes');
+    const validate = new Ajv({ strict: false }).compile(format.json_schema.schema!);
+    for (const seed of [4, 5]) {
+      const completion = await client.chat.completions.parse({ model: 'qwen3', messages: user, response_format: format, max_tokens: 200, seed });
+      const choice = completion.choices[0]!;
+      expect(choice.finish_reason).toBe('stop');
+      expect(validate(JSON.parse(choice.message.content!)), JSON.stringify(validate.errors)).toBe(true);
+    }
+    // 5,000 characters was refused by name before the guard (past the 1,024 a counted grammar takes).
+    const long = await client.chat.completions.create({ model: 'qwen3', messages: user, response_format: zodResponseFormat(z.object({ text: z.string().max(5000) }), 'long'), max_tokens: 8 });
+    expect(long.choices[0]!.finish_reason).toBe('length');
+  });
+
   it('accepts json_object, structured_outputs and guided_* through the SDK, finishing as the engine says', async () => {
     const bodies: Record<string, unknown>[] = [
       { response_format: { type: 'json_object' } },

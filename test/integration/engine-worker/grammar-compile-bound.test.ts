@@ -2,7 +2,9 @@
 // compile probe thread, with the tiny model's Qwen3 vocabulary: a grammar whose compile runs past
 // the bound is refused with INVALID_ARG naming the bound, while a request already constrained
 // keeps getting its masks; the refusal is cached, and the next new grammar compiles on a fresh
-// probe. ({"type":"string","maxLength":500} takes tens of seconds to compile here.)
+// probe. (A pattern of 160 wide character classes, one grammar state each that nearly every token
+// may enter, takes tens of seconds to compile here; a long maxLength no longer does: the length
+// guard counts it, src/grammar/length-guard.ts.)
 import { join } from 'node:path';
 import { afterAll, expect, it } from 'vitest';
 import type { GrammarSpec } from '../../../src/contracts/generate.js';
@@ -14,7 +16,8 @@ import { DEFAULT_REPOSITORY } from '../../../models/default-repository.js';
 const TOKENIZER = join(DEFAULT_REPOSITORY, 'qwen3-tiny', '1', 'tokenizer.json');
 const IM_END = 151_645;
 const BOUND_SECS = 0.5;
-const SLOW: GrammarSpec = { kind: 'json_schema', schema: '{"type":"string","maxLength":500}' };
+const letters = 'abcdefghijklmnopqrstuvwxyz';
+const SLOW: GrammarSpec = { kind: 'json_schema', schema: JSON.stringify({ type: 'string', pattern: `^${Array.from({ length: 160 }, (_, i) => `[^${letters[i % 26]}]`).join('')}$` }) };
 
 const lost: string[] = [];
 const client = new GrammarWorkerClient({ tokenizerPath: TOKENIZER, vocabSize: 151_936, compileTimeoutSecs: BOUND_SECS }, (reason) => lost.push(reason));

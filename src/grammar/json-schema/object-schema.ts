@@ -31,7 +31,12 @@ export function objectSchema(t: Translation, node: SchemaObject, path: string): 
   const mentioned = presence === null ? [] : keysOf(presence.objects);
   // Names propertyNames lists are slots too: as unnamed members, one could be written twice.
   const slotted = [...mentioned, ...(keys.listedNames() ?? [])];
-  const named = namedMembers(t, keys, properties, required, slotted, extraBody, path);
+  // A key `required` or a presence constraint names and `properties` does not, where the schema
+  // says nothing of other keys: any value, as JSON Schema reads it, even when unnamed keys are not
+  // generated ('forbid') — the schema asks for the key, and leaving it out could allow no document.
+  const askedBody = additional === undefined ? t.rules.anyValue() : extraBody;
+  const asked = new Set([...required, ...mentioned]);
+  const named = namedMembers(t, keys, properties, required, slotted, { extraBody, askedBody, asked }, path);
   if (named === null) return null;
   // Unnamed keys are none of these: not a property the schema names (even one whose schema is
   // false, which has no slot), nor a key a constraint names or propertyNames lists.
@@ -66,7 +71,7 @@ function namedMembers(
   properties: SchemaObject,
   required: ReadonlySet<string>,
   mentioned: readonly string[],
-  extraBody: string | null,
+  bodies: { readonly extraBody: string | null; readonly askedBody: string | null; readonly asked: ReadonlySet<string> },
   path: string,
 ): NamedMember[] | null {
   const named: NamedMember[] = [];
@@ -75,7 +80,8 @@ function namedMembers(
     let body: string | null = null;
     if (keys.allows(name) && !patterns.includes(false)) {
       if (Object.hasOwn(properties, name)) body = t.schema(patterns.length === 0 ? properties[name]! : { allOf: [properties[name]!, ...patterns] }, pointer(path, 'properties', name));
-      else body = patterns.length === 0 ? extraBody : t.schema({ allOf: patterns }, pointer(path, 'patternProperties'));
+      else if (patterns.length > 0) body = t.schema({ allOf: patterns }, pointer(path, 'patternProperties'));
+      else body = bodies.asked.has(name) ? bodies.askedBody : bodies.extraBody;
     }
     if (body !== null) named.push({ name, body, required: required.has(name) });
     else if (required.has(name)) return null;

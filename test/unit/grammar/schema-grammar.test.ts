@@ -112,6 +112,21 @@ describe('schema grammar', () => {
     }
   });
 
+  it('a key `required` or a dependency names beside properties that do not: written, with any value, though other unnamed keys are not (forbid)', async () => {
+    // JSONSchemaBench's Github_medium o11795 and o13402 require a key their properties omit: with unnamed keys forbidden they allowed no document.
+    const schema = { type: 'object', properties: { a: { type: 'integer' } }, required: ['a', 'b'], dependentRequired: { a: ['c'] } };
+    for (const value of [
+      { a: 1, b: 'x', c: null },
+      { a: 1, b: { z: [1] }, c: 2 },
+    ]) {
+      expect(ajv.validate(schema, value)).toBe(true);
+      expect(await accepts(schema, value), JSON.stringify(value)).toBe(true);
+    }
+    expect(await accepts(schema, { a: 1, b: 2 })).toBe(false);
+    // Valid under JSON Schema, but an unnamed key nothing asks for is not generated.
+    expect(await accepts(schema, { a: 1, b: 2, c: 3, d: 4 })).toBe(false);
+  });
+
   it('a raw control character is never inside a string, bounded or not', async () => {
     for (const schema of [{ type: 'string' }, { type: 'string', maxLength: 5 }, { type: 'string', pattern: '^.*$' }, { type: 'string', pattern: '[^a]' }]) {
       const grammar = await xgrammar.api.Grammar.fromEBNF(schemaGrammar(schema, { absentAdditionalProperties: 'forbid' }));

@@ -19,52 +19,73 @@ const BACKSLASH = 0x5c;
 
 /** What the tokens of one vocabulary do to a count, computed once per vocabulary. */
 export class LengthVocabulary {
-  /** Characters (UTF-8 lead bytes) each token adds inside a string. */
-  private readonly chars: Uint16Array;
   /** Tokens with a quote or a backslash: followed byte by byte. */
   readonly special: readonly number[];
   private readonly specialIds: ReadonlySet<number>;
+  /**
+   * For each special token, inside a string: the characters before its first quote, or -1 where a
+   * backslash comes first or a second quote follows (a string opened again): those are followed
+   * byte by byte; the rest only close the string after that many characters.
+   */
+  private readonly closesAfter: Int32Array;
   /** The most characters a token without either adds. */
   readonly widest: number;
-  /** fits[n]: the tokens without a quote or backslash that add at most n characters, and every other token. */
-  private readonly fits: (Int32Array | undefined)[] = [];
+  /** fits[n], n < widest: the tokens without a quote or backslash that add at most n characters, and every other token. */
+  private readonly fits: Int32Array[];
 
   constructor(
     readonly bytes: readonly (Uint8Array | undefined)[],
-    private readonly vocabSize: number,
+    vocabSize: number,
   ) {
-    this.chars = new Uint16Array(vocabSize);
+    const chars = new Uint16Array(vocabSize);
     const special: number[] = [];
+    const closes: number[] = [];
     let widest = 0;
     for (let id = 0; id < vocabSize; id++) {
       const token = bytes[id];
       if (token === undefined) continue;
-      let chars = 0;
+      let count = 0;
+      let before = -1;
+      let quotes = 0;
       let plain = true;
       for (const byte of token) {
+        if (byte === BACKSLASH && plain) before = -1;
+        if (byte === QUOTE && plain) before = count;
+        if (byte === QUOTE) quotes++;
         if (byte === QUOTE || byte === BACKSLASH) plain = false;
-        if ((byte & 0xc0) !== 0x80) chars++;
+        if ((byte & 0xc0) !== 0x80 && plain) count++;
       }
-      this.chars[id] = Math.min(chars, 0xffff);
-      if (plain) widest = Math.max(widest, chars);
-      else special.push(id);
+      chars[id] = Math.min(count, 0xffff);
+      if (plain) widest = Math.max(widest, count);
+      else {
+        special.push(id);
+        closes.push(quotes === 1 && !token.includes(BACKSLASH) ? before : -1);
+      }
     }
     this.special = special;
     this.specialIds = new Set(special);
+    this.closesAfter = Int32Array.from(closes);
     this.widest = widest;
+    // From the widest down: each mask is the one above less the plain tokens one character too many for it.
+    const byChars: number[][] = Array.from({ length: widest + 1 }, () => []);
+    for (let id = 0; id < vocabSize; id++) if (bytes[id] !== undefined && !this.specialIds.has(id)) byChars[chars[id]!]!.push(id);
+    this.fits = new Array(widest);
+    let mask = new Int32Array(maskWords(vocabSize)).fill(-1);
+    for (let room = widest - 1; room >= 0; room--) {
+      mask = mask.slice();
+      for (const id of byChars[room + 1]!) mask[id >>> 5] = mask[id >>> 5]! & ~(1 << (id & 31));
+      this.fits[room] = mask;
+    }
   }
 
   /** The mask of tokens allowed with `room` characters left (room < widest). */
   fitting(room: number): Int32Array {
-    let mask = this.fits[room];
-    if (mask) return mask;
-    mask = new Int32Array(maskWords(this.vocabSize)).fill(-1);
-    for (let id = 0; id < this.vocabSize; id++) {
-      const token = this.bytes[id];
-      if (token !== undefined && this.chars[id]! > room && !this.isSpecial(id)) mask[id >>> 5] = mask[id >>> 5]! & ~(1 << (id & 31));
-    }
-    this.fits[room] = mask;
-    return mask;
+    return this.fits[room]!;
+  }
+
+  /** The i-th special token's characters before the quote that closes a string, or -1 (see closesAfter). */
+  closingAt(index: number): number {
+    return this.closesAfter[index]!;
   }
 
   /** Whether a token holds a quote or backslash (followed byte by byte). */
@@ -255,19 +276,30 @@ export class LengthCursor {
       const automaton = bounds.automaton;
       // Near the bound of a patterned string, or below its minimum where the pattern's lengths have gaps: each allowed
       // token, for the lengths the pattern can still end at after it.
-      if (automaton !== null && (room < vocabulary.widest + automaton.maxDist || (automaton.gapped && string.count < bounds.min))) {
-        forEachSet(mask, (id) => {
-          const bytes = vocabulary.bytes[id];
-          if (bytes !== undefined && !vocabulary.isSpecial(id) && !this.plainFits(bytes, automaton, bounds.min, bounds.max)) clear(mask, id);
-        });
-      } else if (automaton === null && room < vocabulary.widest) {
-        const fitting = vocabulary.fitting(room);
-        for (let w = 0; w < mask.length; w++) mask[w] = mask[w]! & fitting[w]!;
+      // Tokens too long for the room go first; where the pattern's lengths have no gaps, one that leaves at least its
+      // longest need (maxDist) is sure to fit, so only the ones in between are followed.
+      if (room < vocabulary.widest) and(mask, vocabulary.fitting(room));
+      const gapsMatter = automaton?.gapped === true && string.count < bounds.min;
+      if (automaton !== null && (room < vocabulary.widest + automaton.maxDist || gapsMatter)) {
+        const sure = gapsMatter ? -1 : room - automaton.maxDist;
+        const sureFit = sure < 0 ? null : sure < vocabulary.widest ? vocabulary.fitting(sure) : undefined;
+        if (sureFit !== undefined)
+          // The fitting masks hold every special token, so these are the plain tokens not sure to fit.
+          forEachSet(sureFit === null ? mask : mask.map((word, w) => word & ~sureFit[w]!), (id) => {
+            const bytes = vocabulary.bytes[id];
+            if (bytes !== undefined && !vocabulary.isSpecial(id) && !this.plainFits(bytes, automaton, bounds.min, bounds.max)) clear(mask, id);
+          });
       }
     }
-    for (const id of vocabulary.special) {
+    const inString = string !== null && this.escape === 0;
+    for (const [index, id] of vocabulary.special.entries()) {
       if ((mask[id >>> 5]! & (1 << (id & 31))) === 0) continue;
-      if (this.advance(plan, vocabulary.bytes[id]!) === null) clear(mask, id);
+      const closing = inString ? vocabulary.closingAt(index) : -1;
+      if (closing >= 0) {
+        // It closes this string after `closing` characters and opens no other: only this string's bounds can refuse it.
+        const count = string!.count + closing;
+        if (bounds !== null && (count < bounds.min || (bounds.max !== null && count > bounds.max))) clear(mask, id);
+      } else if (this.advance(plan, vocabulary.bytes[id]!) === null) clear(mask, id);
     }
     return mask;
   }
@@ -279,8 +311,19 @@ function valuePlace(plan: LengthPlan, frames: readonly Frame[]): number {
   if (frame === undefined) return ROOT;
   const place = plan.places[frame.place]!;
   if (frame.array) return place.items[frame.index] ?? place.restItems;
-  return (frame.key !== null ? place.keys.get(frame.key) : undefined) ?? place.otherKeys;
+  if (frame.key === null) return place.otherKeys;
+  const named = place.keys.get(frame.key);
+  if (named !== undefined) return named;
+  if (place.patternKeys === undefined) return place.otherKeys;
+  const { tests, places } = place.patternKeys;
+  let bits = 0;
+  for (const [i, test] of tests.entries()) if (test.test(frame.key)) bits |= 1 << i;
+  return places[bits]!;
 }
+
+const and = (mask: Int32Array, other: Int32Array): void => {
+  for (let w = 0; w < mask.length; w++) mask[w] = mask[w]! & other[w]!;
+};
 
 const clear = (mask: Int32Array, id: number): void => {
   mask[id >>> 5] = mask[id >>> 5]! & ~(1 << (id & 31));

@@ -24,6 +24,8 @@ export const GUARDED_LENGTH_ABOVE = 8;
 /** The most places a plan may have, and alternatives a place: past them the schema keeps the counted grammar. */
 export const MAX_PLACES = 4096;
 export const MAX_ALTERNATIVES = 256;
+/** The most patternProperties patterns a place may test a key against (one place per set of them matched). */
+export const MAX_KEY_PATTERNS = 4;
 
 /** The characters a string may have: min..max, max null for no bound; beside the patterns (and formats' patterns) the grammar enforces, their automaton. */
 export interface LengthBounds {
@@ -38,7 +40,8 @@ export interface LengthPlace {
   readonly string: LengthBounds | null;
   /** A named key's value: its place. */
   readonly keys: ReadonlyMap<string, number>;
-  /** Any other key's value. */
+  /** Any other key's value: by the patternProperties patterns it matches (places[bits of the patterns matched]), else otherKeys. */
+  readonly patternKeys?: { readonly tests: readonly RegExp[]; readonly places: readonly number[] };
   readonly otherKeys: number;
   /** The item at each index before the rest. */
   readonly items: readonly number[];
@@ -224,7 +227,8 @@ class PlanBuilder {
     return {
       string: this.stringBounds(alternatives),
       keys,
-      otherKeys: this.place(this.expand(...alternatives.flatMap((a) => this.otherKeyValue(a)))),
+      ...this.patternKeys(alternatives),
+      otherKeys: this.place(this.expand(...alternatives.flatMap((a) => this.otherKeyValue(a, new Set())))),
       items: Array.from({ length: tuple }, (_, i) => this.place(this.expand(...alternatives.flatMap((a) => this.item(a, i))))),
       restItems: this.place(this.expand(...alternatives.flatMap((a) => this.item(a, null)))),
     };
@@ -272,16 +276,46 @@ class PlanBuilder {
     return this.closedByDefault && !named ? [] : [values];
   }
 
-  /** Any other key's value: additionalProperties; beside patternProperties only when nothing there speaks of lengths (the place is then unbounded). */
-  private otherKeyValue(alternative: Alternative): Json[][] {
-    const patterned = alternative.filter((m) => isObject(m['patternProperties']));
-    if (patterned.length > 0) {
-      const pieces = [...patterned.flatMap((m) => Object.values(m['patternProperties'] as SchemaObject)), ...alternative.map((m) => m['additionalProperties'] ?? true)];
-      if (pieces.some((piece) => this.mentionsLong(piece))) throw new Unplannable('other keys beside patternProperties hold bounded strings');
-      return [];
+  /**
+   * Where an unnamed key's value leads by the patterns it matches: one place per set of the
+   * patterns here (at most MAX_KEY_PATTERNS of them), the key tested at run time. Nothing where no
+   * such place holds a bound.
+   */
+  private patternKeys(alternatives: Alternative[]): Pick<LengthPlace, 'patternKeys'> {
+    const sources = [...new Set(alternatives.flatMap((a) => a.flatMap((m) => (isObject(m['patternProperties']) ? Object.keys(m['patternProperties']) : []))))];
+    if (sources.length === 0) return {};
+    // Where neither a pattern's values nor the others' hold a bound, which place a key leads to does not matter.
+    const pieces = alternatives.flatMap((a) => a.flatMap((m) => [...(isObject(m['patternProperties']) ? Object.values(m['patternProperties']) : []), m['additionalProperties'] ?? true]));
+    if (!pieces.some((piece) => this.mentionsLong(piece))) return {};
+    if (sources.length > MAX_KEY_PATTERNS) throw new Unplannable('bounded strings under more patternProperties patterns than MAX_KEY_PATTERNS');
+    let tests: RegExp[];
+    try {
+      tests = sources.map((source) => new RegExp(source, 'u'));
+    } catch {
+      throw new Unplannable('a patternProperties pattern JavaScript cannot read holds bounded strings');
     }
-    if (this.closedByDefault && alternative.every((m) => m['additionalProperties'] === undefined)) return [];
-    return [alternative.map((m) => m['additionalProperties'] ?? true)];
+    const places = Array.from({ length: 1 << sources.length }, (_, bits) => {
+      const matched = new Set(sources.filter((_, i) => bits & (1 << i)));
+      return this.place(this.expand(...alternatives.flatMap((a) => this.otherKeyValue(a, matched))));
+    });
+    return { patternKeys: { tests, places } };
+  }
+
+  /** The value of a key no `properties` names, matching the patterns `matched` (by source): their schemas, else additionalProperties. */
+  private otherKeyValue(alternative: Alternative, matched: ReadonlySet<string>): Json[][] {
+    const values: Json[] = [];
+    let allowed = false;
+    for (const member of alternative) {
+      const patterns = isObject(member['patternProperties']) ? Object.entries(member['patternProperties']).filter(([source]) => matched.has(source)) : [];
+      for (const [, value] of patterns) values.push(value);
+      if (patterns.length > 0) allowed = true;
+      else if (member['additionalProperties'] !== undefined) {
+        values.push(member['additionalProperties']);
+        allowed = true;
+      }
+    }
+    // A closed object never has a key nothing allows (the translation's reading of absent additionalProperties).
+    return this.closedByDefault && !allowed ? [] : [values];
   }
 
   /** Item `index` (null: past every tuple), as array-schema.ts reads prefixItems, tuple `items` and additionalItems. */

@@ -56,6 +56,14 @@ describe('length plan', () => {
     expect(legacy.places[legacy.places[ROOT]!.restItems]!.string).toMatchObject({ min: 0, max: 40 });
   });
 
+  it('leads an unnamed key by the patterns it matches: their schemas, else additionalProperties', () => {
+    const p = plan({ type: 'object', patternProperties: { '^x': { type: 'string' } }, additionalProperties: { type: 'string', maxLength: 100 } })!;
+    const { tests, places } = p.places[ROOT]!.patternKeys!;
+    const placeOf = (key: string): number => places[tests.reduce((bits, test, i) => bits | (test.test(key) ? 1 << i : 0), 0)]!;
+    expect(placeOf('xa')).toBe(UNBOUNDED);
+    expect(p.places[placeOf('ya')]!.string).toMatchObject({ min: 0, max: 100 });
+  });
+
   it('refuses a plan where the text cannot tell which bound holds', () => {
     // The branch is chosen by `kind`, written after `text` could be.
     const discriminated = {
@@ -77,8 +85,9 @@ describe('length plan', () => {
     expect(plan({ anyOf: [{ type: 'string', maxLength: 100 }, { type: 'string' }] })).toBeNull();
     // A dependent schema that bounds a property only when another key is present.
     expect(plan({ type: 'object', properties: { a: { type: 'string', maxLength: 100 } }, dependentSchemas: { b: { properties: { a: { minLength: 5 } } } } })).toBeNull();
-    // Other keys' values bounded beside patternProperties.
-    expect(plan({ type: 'object', patternProperties: { '^x': { type: 'string' } }, additionalProperties: { type: 'string', maxLength: 100 } })).toBeNull();
+    // More patternProperties patterns beside bounded values than a key is tested against.
+    const patterns = Object.fromEntries(Array.from({ length: 5 }, (_, i) => [`^${i}`, { type: 'string', maxLength: 100 }]));
+    expect(plan({ type: 'object', patternProperties: patterns, additionalProperties: false })).toBeNull();
   });
 
   it('the translation writes any string only where the plan guards, and keeps counting where it does not', () => {
@@ -219,6 +228,20 @@ describe('with the Qwen3 vocabulary', () => {
         { name: 'rootrootro', kids: [{ name: 'short' }] },
         { name: 'rootrootro', kids: [{ name: 'c', kids: [{ name: 'g'.repeat(21) }] }] },
       ],
+    ],
+    [
+      // JSONSchemaBench Github_easy o9861: the tags' keys are patternProperties keys, tested by the guard as they close.
+      'bounded values under patternProperties keys, beside a named key',
+      {
+        type: 'object',
+        properties: {
+          comment: { type: 'string', maxLength: 32767 },
+          tags: { type: 'object', patternProperties: { '^[0-9a-zA-Z_-]{1,255}$': { type: 'string', minLength: 1, maxLength: 255 } }, additionalProperties: false },
+        },
+        additionalProperties: false,
+      },
+      [{ comment: 'c'.repeat(2000), tags: { a: 'x', b_2: 't'.repeat(255) } }, { tags: {} }],
+      [{ tags: { a: '' } }, { tags: { a: 't'.repeat(256) } }, { tags: { 'a b': 'x' } }],
     ],
     ['allOf bounds folded', { allOf: [{ type: 'string', maxLength: 30 }, { minLength: 15 }] }, ['a'.repeat(15), 'a'.repeat(30)], ['a'.repeat(14), 'a'.repeat(31)]],
     // JSONSchemaBench's most common pattern-and-length pairs.

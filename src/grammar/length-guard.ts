@@ -98,6 +98,9 @@ export class LengthVocabulary {
 interface Frame {
   readonly place: number;
   readonly array: boolean;
+  /** An array whose string items must differ, and the ones closed so far. */
+  readonly unique: boolean;
+  readonly seen: readonly string[];
   readonly index: number;
   /** The current key (decoded); null before it is read. */
   readonly key: string | null;
@@ -132,7 +135,8 @@ export class LengthCursor {
     private readonly hex: number,
     private readonly string: StringState | null,
     /** In a key: its raw bytes so far (only at places whose keys matter). */
-    private readonly keyBytes: readonly number[] | null,
+    /** In a key at a place whose keys matter, or an item of an array whose items must differ: its raw bytes so far. */
+    private readonly textBytes: readonly number[] | null,
   ) {}
 
   static start(): LengthCursor {
@@ -145,7 +149,7 @@ export class LengthCursor {
     let mode = this.mode;
     let escape = this.escape;
     let hex = this.hex;
-    let keyBytes = this.keyBytes === null ? null : [...this.keyBytes];
+    let textBytes = this.textBytes === null ? null : [...this.textBytes];
     let bounds = this.string?.bounds ?? null;
     let count = this.string?.count ?? 0;
     let state = this.string?.state ?? 0;
@@ -158,9 +162,10 @@ export class LengthCursor {
           escape = 0;
           if (frame !== undefined && !frame.array && frame.expectKey) {
             mode = Mode.KEY;
-            keyBytes = frame.place === 0 ? null : [];
+            textBytes = frame.place === 0 ? null : [];
           } else {
             mode = Mode.VALUE_STRING;
+            textBytes = frame?.array && frame.unique ? [] : null;
             bounds = plan.places[valuePlace(plan, frames)]!.string;
             count = 0;
             state = 0;
@@ -169,7 +174,8 @@ export class LengthCursor {
             if (bounds?.automaton && !bounds.automaton.canFinish(0, 0, bounds.min, bounds.max)) return null;
           }
         } else if (byte === 0x7b || byte === 0x5b) {
-          frames = [...frames, { place: valuePlace(plan, frames), array: byte === 0x5b, index: 0, key: null, expectKey: byte === 0x7b }];
+          const place = valuePlace(plan, frames);
+          frames = [...frames, { place, array: byte === 0x5b, unique: byte === 0x5b && plan.places[place]!.unique, seen: [], index: 0, key: null, expectKey: byte === 0x7b }];
         } else if (byte === 0x7d || byte === 0x5d) {
           frames = frames.slice(0, -1);
         } else if (byte === 0x2c && frame !== undefined) {
@@ -194,11 +200,11 @@ export class LengthCursor {
         escape = 1;
         starts = true;
       } else if (byte === QUOTE) {
-        if (mode === Mode.KEY) {
-          const frame = frames.at(-1)!;
-          frames = [...frames.slice(0, -1), { ...frame, key: keyBytes === null ? null : decodeKey(keyBytes), expectKey: false }];
-          keyBytes = null;
-        } else if (bounds !== null && count < bounds.min) return null;
+        if (mode === Mode.VALUE_STRING && bounds !== null && count < bounds.min) return null;
+        const after = framesAfterString(frames, mode === Mode.KEY, textBytes);
+        if (after === null) return null;
+        frames = after;
+        textBytes = null;
         mode = Mode.OUTSIDE;
         bounds = null;
         continue;
@@ -213,10 +219,7 @@ export class LengthCursor {
         code = (code << 6) | (byte & 0x3f);
         if (--pending === 0) unit = code;
       }
-      if (mode === Mode.KEY) {
-        keyBytes?.push(byte);
-        continue;
-      }
+      textBytes?.push(byte);
       if (bounds === null) continue;
       if (starts && bounds.max !== null && ++count > bounds.max) return null;
       if (starts && bounds.max === null) count++;
@@ -226,7 +229,7 @@ export class LengthCursor {
       }
     }
     const string = mode === Mode.VALUE_STRING ? { bounds, count, state, pending, code } : null;
-    return new LengthCursor(frames, mode, escape, hex, string, keyBytes);
+    return new LengthCursor(frames, mode, escape, hex, string, textBytes);
   }
 
   /**
@@ -291,7 +294,9 @@ export class LengthCursor {
           });
       }
     }
-    const inString = string !== null && this.escape === 0;
+    // A closing token's count settles it, unless the string is an item that must differ from items already closed.
+    const comparing = string !== null && this.textBytes !== null && (this.frames.at(-1)?.seen.length ?? 0) > 0;
+    const inString = string !== null && this.escape === 0 && !comparing;
     for (const [index, id] of vocabulary.special.entries()) {
       if ((mask[id >>> 5]! & (1 << (id & 31))) === 0) continue;
       const closing = inString ? vocabulary.closingAt(index) : -1;
@@ -303,6 +308,19 @@ export class LengthCursor {
     }
     return mask;
   }
+}
+
+/**
+ * The frames after a string closes: a key read into its object's frame; an item of an array whose
+ * items must differ added to the ones seen, or null where it repeats one.
+ */
+function framesAfterString(frames: readonly Frame[], isKey: boolean, text: readonly number[] | null): readonly Frame[] | null {
+  const frame = frames.at(-1);
+  if (frame === undefined || (!isKey && text === null)) return frames;
+  const decoded = text === null ? null : decodeKey(text);
+  if (isKey) return [...frames.slice(0, -1), { ...frame, key: decoded, expectKey: false }];
+  if (decoded === null || frame.seen.includes(decoded)) return null;
+  return [...frames.slice(0, -1), { ...frame, seen: [...frame.seen, decoded] }];
 }
 
 /** The place of the value that starts next: the document, the current item, or the current key's value. */

@@ -22,7 +22,8 @@ export function arraySchema(t: Translation, node: SchemaObject, path: string): s
   } else tail = node['items'] ?? true;
   const prefixPath = pointer(path, Array.isArray(node['prefixItems']) ? 'prefixItems' : 'items');
   // At most one item is unique by itself; more must differ pairwise.
-  if (node['uniqueItems'] === true && (maxItems === null || maxItems > 1)) return uniqueArray(t, { prefix, prefixPath, tail, tailPath, minItems, maxItems }, path);
+  // Where the guard compares the (string) items as they close, the grammar writes the array as if items could repeat.
+  if (node['uniqueItems'] === true && (maxItems === null || maxItems > 1) && !t.uniqueGuarded) return uniqueArray(t, { prefix, prefixPath, tail, tailPath, minItems, maxItems }, path);
   const prefixBodies: string[] = [];
   for (const [i, item] of prefix.entries()) {
     const body = t.schema(item, pointer(prefixPath, i));

@@ -38,6 +38,8 @@ export interface LengthBounds {
 /** One place: the bounds a string there meets (null: none the guard enforces), and where each key and item leads. */
 export interface LengthPlace {
   readonly string: LengthBounds | null;
+  /** An array here holds strings that must differ (uniqueItems over string items: the guard compares them as they close). */
+  readonly unique: boolean;
   /** A named key's value: its place. */
   readonly keys: ReadonlyMap<string, number>;
   /** Any other key's value: by the patternProperties patterns it matches (places[bits of the patterns matched]), else otherKeys. */
@@ -51,6 +53,8 @@ export interface LengthPlace {
 /** The places, by index: UNBOUNDED (0) has nothing guarded beneath it, ROOT (1) is the document. */
 export interface LengthPlan {
   readonly places: readonly LengthPlace[];
+  /** Whether every array that says uniqueItems is left to the guard (its items are strings at places the plan knows). */
+  readonly guardsUnique: boolean;
 }
 export const UNBOUNDED = 0;
 export const ROOT = 1;
@@ -72,9 +76,16 @@ const UNFOLLOWED = ['not', 'dependentSchemas', 'dependencies', 'unevaluatedPrope
 export function lengthPlan(root: Json, legacy: boolean, absentAdditionalProperties: 'forbid' | 'allow'): LengthPlan | null {
   if (typeof root !== 'object' || root === null) return null;
   const marks = new LengthMarks(root);
-  if (!marks.long.has(root)) return null;
+  if (!marks.guarded.has(root)) return null;
+  const closedByDefault = absentAdditionalProperties === 'forbid';
   try {
-    return new PlanBuilder(root, legacy, absentAdditionalProperties === 'forbid', marks).build();
+    return new PlanBuilder(root, legacy, closedByDefault, marks, true).build();
+  } catch (error) {
+    if (!(error instanceof Unplannable)) throw error;
+  }
+  // Without uniqueness (the counted grammar's finite sets, or a refusal, take it), the lengths alone may still plan.
+  try {
+    return marks.long.has(root) ? new PlanBuilder(root, legacy, closedByDefault, marks, false).build() : null;
   } catch (error) {
     if (error instanceof Unplannable) return null;
     throw error;
@@ -85,13 +96,15 @@ export function lengthPlan(root: Json, legacy: boolean, absentAdditionalProperti
 class Unplannable extends Error {}
 
 /**
- * Which schema objects have a length keyword somewhere beneath (`any`) and one past
- * GUARDED_LENGTH_ABOVE (`long`), $refs followed: one walk over the document and one pass back
- * along its edges, so a cycle of references costs nothing more.
+ * Which schema objects have a length keyword somewhere beneath (`any`), one past
+ * GUARDED_LENGTH_ABOVE (`long`), and that or `uniqueItems: true` (`guarded`), $refs followed: one
+ * walk over the document and one pass back along its edges, so a cycle of references costs nothing more.
  */
 class LengthMarks {
   readonly any = new Set<object>();
   readonly long = new Set<object>();
+  readonly unique = new Set<object>();
+  readonly guarded = new Set<object>();
 
   constructor(private readonly root: Json) {
     const parents = new Map<object, object[]>();
@@ -119,11 +132,17 @@ class LengthMarks {
           const value = object[keyword];
           if (typeof value !== 'number') continue;
           this.any.add(node);
-          if (value > GUARDED_LENGTH_ABOVE) this.long.add(node);
+          if (value <= GUARDED_LENGTH_ABOVE) continue;
+          this.long.add(node);
+          this.guarded.add(node);
+        }
+        if (object['uniqueItems'] === true) {
+          this.unique.add(node);
+          this.guarded.add(node);
         }
       }
     }
-    for (const marked of [this.any, this.long]) {
+    for (const marked of [this.any, this.long, this.unique, this.guarded]) {
       const queue = [...marked];
       while (queue.length > 0)
         for (const parent of parents.get(queue.pop()!) ?? []) {
@@ -138,10 +157,18 @@ class LengthMarks {
 /** A conjunction of schema objects (never `true`; `false` removes the alternative). */
 type Alternative = readonly SchemaObject[];
 
+/** Whether a schema object's `type` (if any) allows the type. */
+const allowsType = (member: SchemaObject, type: string): boolean => member['type'] === undefined || member['type'] === type || (Array.isArray(member['type']) && member['type'].includes(type));
+
+/** Whether a schema object lists its values (enum / const) and they are all strings. */
+function allStrings(member: SchemaObject): boolean {
+  const constants = member['const'] !== undefined ? [member['const']] : Array.isArray(member['enum']) ? member['enum'] : null;
+  return constants?.every((c) => typeof c === 'string') === true;
+}
+
 /** The strings an alternative allows: none (null), those within bounds (beside patterns), or ones it says more of ('other': constants, a format not enforced). */
 function stringsOf(alternative: Alternative): LengthBounds | 'other' | null {
-  const allowsStrings = (m: SchemaObject): boolean => m['type'] === undefined || m['type'] === 'string' || (Array.isArray(m['type']) && m['type'].includes('string'));
-  if (!alternative.every(allowsStrings)) return null;
+  if (!alternative.every((m) => allowsType(m, 'string'))) return null;
   let min = 0;
   let max: number | null = null;
   let other = false;
@@ -175,21 +202,24 @@ class PlanBuilder {
     /** Objects without additionalProperties have only the keys they name (SchemaGrammarOptions). */
     private readonly closedByDefault: boolean,
     private readonly marks: LengthMarks,
+    /** Whether arrays' uniqueItems are planned too (else only lengths). */
+    private readonly withUnique: boolean,
   ) {}
 
   build(): LengthPlan {
-    this.places.push({ string: null, keys: new Map(), otherKeys: UNBOUNDED, items: [], restItems: UNBOUNDED });
+    this.places.push({ string: null, unique: false, keys: new Map(), otherKeys: UNBOUNDED, items: [], restItems: UNBOUNDED });
     this.place(this.expand([this.root]));
     while (this.pending.length > 0) {
       const { index, alternatives } = this.pending.shift()!;
       this.places[index] = this.describe(alternatives);
     }
-    return { places: this.places };
+    return { places: this.places, guardsUnique: this.withUnique };
   }
 
   /** The index of the place these alternatives make, queued for description when new. */
   private place(alternatives: Alternative[]): number {
-    if (!alternatives.some((alternative) => alternative.some((member) => this.marks.long.has(member)))) return UNBOUNDED;
+    const marked = this.withUnique ? this.marks.guarded : this.marks.long;
+    if (!alternatives.some((alternative) => alternative.some((member) => marked.has(member)))) return UNBOUNDED;
     const key = alternatives
       .map((alternative) => alternative.map((member) => this.id(member)).join(','))
       .sort()
@@ -198,7 +228,7 @@ class PlanBuilder {
     if (known !== undefined) return known;
     if (this.places.length >= MAX_PLACES) throw new Unplannable('more places than MAX_PLACES');
     const index = this.places.length;
-    this.places.push({ string: null, keys: new Map(), otherKeys: UNBOUNDED, items: [], restItems: UNBOUNDED });
+    this.places.push({ string: null, unique: false, keys: new Map(), otherKeys: UNBOUNDED, items: [], restItems: UNBOUNDED });
     this.byKey.set(key, index);
     this.pending.push({ index, alternatives });
     return index;
@@ -226,6 +256,7 @@ class PlanBuilder {
     for (const name of names) keys.set(name, this.place(this.expand(...alternatives.flatMap((a) => this.keyValue(a, name)))));
     return {
       string: this.stringBounds(alternatives),
+      unique: this.withUnique && this.uniqueStrings(alternatives, tuple),
       keys,
       ...this.patternKeys(alternatives),
       otherKeys: this.place(this.expand(...alternatives.flatMap((a) => this.otherKeyValue(a, new Set())))),
@@ -245,6 +276,23 @@ class PlanBuilder {
     const same = (s: LengthBounds | 'other'): boolean => s !== 'other' && s.min === guarded.min && s.max === guarded.max && s.patterns.join('\u0000') === guarded.patterns.join('\u0000');
     if (!seen.every(same)) throw new Unplannable('alternatives bound strings differently at one place');
     return guarded;
+  }
+
+  /**
+   * Whether an array here must hold distinct strings: every alternative allowing arrays says
+   * uniqueItems, and every item there can only be a string; Unplannable where some say it and the
+   * rest do not, or where items may be other values (their equality is beyond a string comparison).
+   */
+  private uniqueStrings(alternatives: Alternative[], tuple: number): boolean {
+    const arrays = alternatives.filter((a) => a.every((m) => allowsType(m, 'array')));
+    const unique = arrays.map((a) => a.some((m) => m['uniqueItems'] === true));
+    if (!unique.includes(true)) return false;
+    if (unique.includes(false)) throw new Unplannable('alternatives disagree on uniqueItems at one place');
+    for (const index of [...Array.from({ length: tuple }, (_, i) => i), null])
+      for (const item of this.expand(...arrays.flatMap((a) => this.item(a, index))))
+        if (!item.some((m) => m['type'] === 'string' || (Array.isArray(m['type']) && m['type'].length === 1 && m['type'][0] === 'string') || allStrings(m)))
+          throw new Unplannable('uniqueItems over items that may be other than strings');
+    return true;
   }
 
   /** What each member says of a named key's value: properties, the patternProperties it matches, else additionalProperties. */
@@ -375,11 +423,13 @@ class PlanBuilder {
     return [...out.values()];
   }
 
+  /** Whether a subschema says anything the plan enforces: a length keyword, or (planning uniqueness) uniqueItems. */
   private mentionsLength(node: Json): boolean {
-    return typeof node === 'object' && node !== null && this.marks.any.has(node);
+    return typeof node === 'object' && node !== null && (this.marks.any.has(node) || (this.withUnique && this.marks.unique.has(node)));
   }
 
+  /** Whether a subschema holds something the guard enforces: a length past GUARDED_LENGTH_ABOVE, or (planning uniqueness) uniqueItems. */
   private mentionsLong(node: Json): boolean {
-    return typeof node === 'object' && node !== null && this.marks.long.has(node);
+    return typeof node === 'object' && node !== null && (this.withUnique ? this.marks.guarded : this.marks.long).has(node);
   }
 }

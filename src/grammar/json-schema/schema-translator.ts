@@ -66,6 +66,10 @@ export class SchemaTranslator implements Translation {
     return this.lengthPlan !== null;
   }
 
+  get uniqueGuarded(): boolean {
+    return this.lengthPlan?.guardsUnique === true;
+  }
+
   schema(node: Json, path: string): string | null {
     if (this.depth >= MAX_SCHEMA_DEPTH)
       throw new SchemaUnsupported(

@@ -11,6 +11,8 @@ export interface Translation {
   readonly options: SchemaGrammarOptions;
   /** Strings whose bounds length-sites.ts's plan holds are left to the length guard. */
   readonly lengthsGuarded: boolean;
+  /** Arrays' uniqueItems are left to the guard too (their items are strings it compares as they close). */
+  readonly uniqueGuarded: boolean;
   /** The EBNF expression for the values a subschema allows; null when it allows none. */
   schema(node: Json, path: string): string | null;
   /** Follows $refs with nothing beside them, for the checks that look inside a subschema. */

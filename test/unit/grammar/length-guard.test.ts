@@ -1,5 +1,5 @@
-// String lengths left to the length guard (json-schema/length-sites.ts plans where they apply,
-// length-guard.ts counts them beside xgrammar): the plan's refusals where the text cannot tell
+// String lengths and string items that must differ, left to the length guard (json-schema/length-sites.ts plans where they apply,
+// length-guard.ts counts and compares beside xgrammar): the plan's refusals where the text cannot tell
 // which bound holds, the cursor's counting byte by byte, and through the real Qwen3 vocabulary
 // the masks against ajv — hand-picked schemas at every bound, seeded random schemas and
 // instances, and random walks whose every finished output ajv must accept.
@@ -62,6 +62,16 @@ describe('length plan', () => {
     const placeOf = (key: string): number => places[tests.reduce((bits, test, i) => bits | (test.test(key) ? 1 << i : 0), 0)]!;
     expect(placeOf('xa')).toBe(UNBOUNDED);
     expect(p.places[placeOf('ya')]!.string).toMatchObject({ min: 0, max: 100 });
+  });
+
+  it('marks arrays of strings that must differ, and keeps the grammar for uniqueItems over other items', () => {
+    const p = plan({ type: 'object', properties: { tags: { type: 'array', items: { type: 'string' }, uniqueItems: true } } })!;
+    expect(p.guardsUnique).toBe(true);
+    expect(p.places[p.places[ROOT]!.keys.get('tags')!]!.unique).toBe(true);
+    // Numbers are compared by value (1 = 1.0): not a string comparison, so not planned; lengths alone still are.
+    const numbers = plan({ type: 'object', properties: { n: { type: 'array', items: { type: 'integer' }, uniqueItems: true }, s: { type: 'string', maxLength: 100 } } })!;
+    expect(numbers.guardsUnique).toBe(false);
+    expect(numbers.places[numbers.places[ROOT]!.keys.get('s')!]!.string).toMatchObject({ max: 100 });
   });
 
   it('refuses a plan where the text cannot tell which bound holds', () => {
@@ -243,6 +253,12 @@ describe('with the Qwen3 vocabulary', () => {
       [{ comment: 'c'.repeat(2000), tags: { a: 'x', b_2: 't'.repeat(255) } }, { tags: {} }],
       [{ tags: { a: '' } }, { tags: { a: 't'.repeat(256) } }, { tags: { 'a b': 'x' } }],
     ],
+    [
+      'string items that must differ (uniqueItems), beside bounded ones',
+      { type: 'object', properties: { tags: { type: 'array', items: { type: 'string', maxLength: 20 }, uniqueItems: true, minItems: 2 } }, required: ['tags'], additionalProperties: false },
+      [{ tags: ['a', 'b'] }, { tags: ['é', 'e', 'ab', 'a', 'b"'] }, { tags: ['', 'x'.repeat(20)] }],
+      [{ tags: ['a', 'a'] }, { tags: ['a', 'b', 'a'] }, { tags: ['é', 'é'] }, { tags: ['a'] }, { tags: ['a', 'x'.repeat(21)] }],
+    ],
     ['allOf bounds folded', { allOf: [{ type: 'string', maxLength: 30 }, { minLength: 15 }] }, ['a'.repeat(15), 'a'.repeat(30)], ['a'.repeat(14), 'a'.repeat(31)]],
     // JSONSchemaBench's most common pattern-and-length pairs.
     ['pattern and maxLength 255', { type: 'string', pattern: '^[A-Za-z0-9:_\\-]+$', maxLength: 255 }, ['a', 'a:b_c-D'.repeat(36).slice(0, 255)], ['a'.repeat(256), '', 'a b']],
@@ -339,6 +355,7 @@ describe('with the Qwen3 vocabulary', () => {
         additionalProperties: false,
       },
     ],
+    ['short strings that must differ', { type: 'array', items: { type: 'string', maxLength: 1 }, uniqueItems: true, minItems: 3, maxItems: 4 }],
     [
       'bounded strings beside patterns whose lengths have gaps',
       {

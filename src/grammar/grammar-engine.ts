@@ -14,8 +14,8 @@ import { ConveyorError, invalidArg } from '../errors.js';
 import { checkSpecLimits, choiceGrammar, specFeature, specKey } from './grammar-spec.js';
 import { ConstraintMatcher } from './matcher.js';
 import { PatternUnsupported, regexSpecGrammar } from './regex-grammar.js';
-import type { LengthPlan } from './json-schema/length-sites.js';
-import { LengthVocabulary } from './length-guard.js';
+import type { GuardPlan } from './json-schema/guard-plan.js';
+import { GuardVocabulary } from './string-guard.js';
 import { jsonObjectGrammar, SchemaUnsupported, schemaGrammarPlan } from './schema-grammar.js';
 import { toolCallsGrammarText } from './tool-call-grammar.js';
 import { type TokenizerVocabulary, tokenBytes, tokenizerVocabulary } from './tokenizer-vocabulary.js';
@@ -52,14 +52,14 @@ export interface GrammarEngineStats {
 export interface CompiledConstraint {
   readonly key: string;
   readonly compiled: CompiledGrammar;
-  /** The string lengths the length guard enforces beside the grammar (null: none). */
-  readonly lengths: LengthPlan | null;
+  /** What the string guard enforces beside the grammar (null: nothing). */
+  readonly guard: GuardPlan | null;
 }
 
 /** A spec's grammar text and the length plan that goes with it. */
 export interface SpecGrammar {
   readonly text: string;
-  readonly lengths: LengthPlan | null;
+  readonly guard: GuardPlan | null;
 }
 
 /** The spec as EBNF text: this server's own translation for JSON (schema-grammar.ts) and regex (regex-grammar.ts), the spec itself for EBNF. */
@@ -72,17 +72,17 @@ export function specGrammar(spec: GrammarSpec): SpecGrammar {
   switch (spec.kind) {
     case 'json_object':
       // An object, as OpenAI's json_object promises.
-      return { text: jsonObjectGrammar(), lengths: null };
+      return { text: jsonObjectGrammar(), guard: null };
     case 'json_schema':
       return jsonSchemaGrammar(spec.schema);
     case 'choice':
-      return { text: choiceGrammar(spec.choices), lengths: null };
+      return { text: choiceGrammar(spec.choices), guard: null };
     case 'ebnf':
-      return { text: spec.grammar, lengths: null };
+      return { text: spec.grammar, guard: null };
     case 'regex':
-      return { text: regexGrammarText(spec.pattern), lengths: null };
+      return { text: regexGrammarText(spec.pattern), guard: null };
     case 'tool_calls':
-      return { text: toolCallsText(spec.calls), lengths: null };
+      return { text: toolCallsText(spec.calls), guard: null };
   }
 }
 
@@ -121,7 +121,7 @@ function jsonSchemaGrammar(schemaText: string): SpecGrammar {
   }
   try {
     // Properties the schema does not name are not generated unless it says additionalProperties (xgrammar's strict mode, and OpenAI's rule).
-    return schemaGrammarPlan(schema, { absentAdditionalProperties: 'forbid', guardLengths: true });
+    return schemaGrammarPlan(schema, { absentAdditionalProperties: 'forbid', guardStrings: true });
   } catch (error) {
     if (error instanceof SchemaUnsupported) throw invalidArg(`the JSON schema uses a feature the grammar engine cannot enforce: ${error.message}`);
     throw error;
@@ -150,7 +150,7 @@ export class GrammarEngine {
     private readonly tokenizerInfoMs: number,
     private readonly vocabSize: number,
     private readonly utf8: Utf8Guard,
-    private readonly lengthVocabulary: LengthVocabulary,
+    private readonly guardVocabulary: GuardVocabulary,
     cacheSize: number,
     private readonly trial: GrammarEngineOptions['trialCompile'],
   ) {
@@ -172,7 +172,7 @@ export class GrammarEngine {
     const compiler = await main.api.GrammarCompiler.createGrammarCompiler(info);
     const bytes = tokens.map((text) => tokenBytes(text, vocabType));
     const utf8 = Utf8Guard.build(bytes, vocabSize);
-    return new GrammarEngine(main, compiler, performance.now() - started, vocabSize, utf8, new LengthVocabulary(bytes, vocabSize), options.cacheSize ?? 256, options.trialCompile);
+    return new GrammarEngine(main, compiler, performance.now() - started, vocabSize, utf8, new GuardVocabulary(bytes, vocabSize), options.cacheSize ?? 256, options.trialCompile);
   }
 
   /** Compiles (or finds cached) a spec; rejects with INVALID_ARG naming the feature when xgrammar refuses it. */
@@ -196,7 +196,7 @@ export class GrammarEngine {
   /** A matcher for one request. `stopTokenIds` end the grammar (EOS and stop ids); empty: the tokenizer's end tokens. */
   async matcher(constraint: CompiledConstraint, stopTokenIds: readonly number[]): Promise<ConstraintMatcher> {
     const handle = await this.main.api.GrammarMatcher.createGrammarMatcher(constraint.compiled, stopTokenIds.length > 0 ? [...stopTokenIds] : undefined);
-    return new ConstraintMatcher(handle, this.utf8, this.vocabSize, constraint.lengths === null ? null : { plan: constraint.lengths, vocabulary: this.lengthVocabulary });
+    return new ConstraintMatcher(handle, this.utf8, this.vocabSize, constraint.guard === null ? null : { plan: constraint.guard, vocabulary: this.guardVocabulary });
   }
 
   /** Compiles grammar text already checked and throws the result away: the compile time, ms. */
@@ -230,14 +230,14 @@ export class GrammarEngine {
   private async compileNew(spec: GrammarSpec, key: string): Promise<CompiledConstraint> {
     const vetted = this.vetted.get(key);
     this.vetted.delete(key);
-    const { text, lengths } = await (vetted ?? this.vetText(spec));
+    const { text, guard } = await (vetted ?? this.vetText(spec));
     const started = performance.now();
     const grammar = await toGrammar(this.main.api, text);
     try {
       const compiled = await this.compiler.compileGrammar(grammar);
       this.compileTimes.push(performance.now() - started);
       if (this.compileTimes.length > 1000) this.compileTimes.shift();
-      return { key, compiled, lengths };
+      return { key, compiled, guard };
     } finally {
       grammar.dispose();
     }

@@ -5,13 +5,13 @@
 //
 // xgrammar does not hold a byte-level output to UTF-8 (see utf8-guard.ts), so the matcher keeps
 // the output's UTF-8 state beside xgrammar's: each mask is ANDed with that state's tokens and a
-// token that would break UTF-8 is refused before xgrammar sees it. Likewise string lengths a JSON
-// schema's grammar leaves to the length guard: the guard's cursor after each token, its mask
-// ANDed in, a token past a bound refused.
+// token that would break UTF-8 is refused before xgrammar sees it. Likewise what a JSON schema's
+// grammar leaves to the string guard (string lengths, string items that must differ): the
+// guard's cursor after each token, its mask ANDed in, a token that breaks it refused.
 
 import type * as XGrammar from '@mlc-ai/web-xgrammar';
-import type { LengthPlan } from './json-schema/length-sites.js';
-import { LengthCursor, type LengthVocabulary } from './length-guard.js';
+import type { GuardPlan } from './json-schema/guard-plan.js';
+import { GuardCursor, type GuardVocabulary } from './string-guard.js';
 import { UTF8_INVALID, Utf8State, type Utf8Guard } from './utf8-guard.js';
 
 type GrammarMatcher = XGrammar.GrammarMatcher;
@@ -22,16 +22,16 @@ export class ConstraintMatcher {
   /** The UTF-8 state after each accepted token (states[i] after accepted[i]). */
   private readonly utf8States: number[] = [];
   /** With a length plan: the cursor after each accepted token (cursors[i] after accepted[i]). */
-  private readonly cursors: LengthCursor[] = [];
-  private readonly start = LengthCursor.start();
+  private readonly cursors: GuardCursor[] = [];
+  private readonly start = GuardCursor.start();
 
   constructor(
     private readonly handle: GrammarMatcher,
     private readonly utf8: Utf8Guard,
     /** Logits row length the masks cover. */
     readonly vocabSize: number,
-    /** The string lengths a JSON schema's grammar leaves to the length guard (length-guard.ts). */
-    private readonly lengths: { readonly plan: LengthPlan; readonly vocabulary: LengthVocabulary } | null = null,
+    /** What a JSON schema's grammar leaves to the string guard (string-guard.ts), and the vocabulary's tables for it. */
+    private readonly guard: { readonly plan: GuardPlan; readonly vocabulary: GuardVocabulary } | null = null,
   ) {}
 
   get numAccepted(): number {
@@ -41,10 +41,10 @@ export class ConstraintMatcher {
   /** The allowed next tokens as a bitmask of ceil(vocabSize / 32) words. */
   async nextTokenMask(): Promise<Int32Array> {
     const mask = this.utf8.restrict(await this.handle.getNextTokenBitmask(), this.utf8State);
-    return this.lengths === null ? mask : this.cursor.restrict(this.lengths.plan, this.lengths.vocabulary, mask);
+    return this.guard === null ? mask : this.cursor.restrict(this.guard.plan, this.guard.vocabulary, mask);
   }
 
-  private get cursor(): LengthCursor {
+  private get cursor(): GuardCursor {
     return this.cursors.at(-1) ?? this.start;
   }
 
@@ -52,10 +52,10 @@ export class ConstraintMatcher {
   accept(tokenId: number): boolean {
     const next = this.utf8.after(this.utf8State, tokenId);
     if (next === UTF8_INVALID) return false;
-    let cursor: LengthCursor | null = null;
-    if (this.lengths !== null) {
-      const bytes = this.lengths.vocabulary.bytes[tokenId];
-      cursor = bytes === undefined ? this.cursor : this.cursor.advance(this.lengths.plan, bytes);
+    let cursor: GuardCursor | null = null;
+    if (this.guard !== null) {
+      const bytes = this.guard.vocabulary.bytes[tokenId];
+      cursor = bytes === undefined ? this.cursor : this.cursor.advance(this.guard.plan, bytes);
       if (cursor === null) return false;
     }
     if (!this.handle.acceptToken(tokenId)) return false;
@@ -101,7 +101,7 @@ export class ConstraintMatcher {
     this.handle.rollBack(n);
     this.accepted.length -= n;
     this.utf8States.length -= n;
-    if (this.lengths !== null) this.cursors.length -= n;
+    if (this.guard !== null) this.cursors.length -= n;
   }
 
   dispose(): void {

@@ -1,4 +1,4 @@
-// A string pattern (and format) as a small automaton the length guard can step through, so that a
+// A string pattern (and format) as a small automaton the string guard can step through, so that a
 // length-bounded string beside a pattern can also be left to the guard: the grammar enforces the
 // pattern, the guard the length, and the automaton tells the guard which lengths the pattern can
 // still end at from where the string stands — a token after which none lies within the bounds

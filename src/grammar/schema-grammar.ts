@@ -11,7 +11,7 @@
 // keyword family); this file is its front door. Pure.
 
 import { type Json, type SchemaGrammarOptions, SchemaUnsupported } from './json-schema/schema-model.js';
-import type { LengthPlan } from './json-schema/length-sites.js';
+import type { GuardPlan } from './json-schema/guard-plan.js';
 import { SchemaTranslator } from './json-schema/schema-translator.js';
 
 export { layoutJson, type SchemaGrammarOptions, SchemaUnsupported } from './json-schema/schema-model.js';
@@ -21,12 +21,12 @@ export function schemaGrammar(schema: unknown, options: SchemaGrammarOptions): s
   return schemaGrammarPlan(schema, options).text;
 }
 
-/** The grammar, and the length plan the guard must follow beside it (with options.guardLengths; null: none). */
-export function schemaGrammarPlan(schema: unknown, options: SchemaGrammarOptions): { readonly text: string; readonly lengths: LengthPlan | null } {
+/** The grammar, and the length plan the guard must follow beside it (with options.guardStrings; null: none). */
+export function schemaGrammarPlan(schema: unknown, options: SchemaGrammarOptions): { readonly text: string; readonly guard: GuardPlan | null } {
   const translator = new SchemaTranslator(schema as Json, options);
   const root = translator.schema(schema as Json, '#');
   if (root === null) throw new SchemaUnsupported('schema', '#', 'allows no value');
-  return { text: translator.rules.text(root), lengths: translator.lengthPlan };
+  return { text: translator.rules.text(root), guard: translator.guardPlan };
 }
 
 /** Any JSON object (response_format json_object), in the same layout. */

@@ -75,8 +75,8 @@ describe('chat.completions.parse with zodResponseFormat', () => {
     }
   });
 
-  it('holds string lengths the length guard counts: outputs within them, and a maxLength past the counted grammar accepted', async () => {
-    // Past 8 characters the grammar writes any string and the guard counts (src/grammar/length-guard.ts); its bound ends each string.
+  it('holds string lengths the string guard counts: outputs within them, and a maxLength past the counted grammar accepted', async () => {
+    // Past 8 characters the grammar writes any string and the guard counts (src/grammar/string-guard.ts); its bound ends each string.
     const Codes = z.object({ code: z.string().min(10).max(12), more: z.array(z.string().min(9).max(14)).max(2) });
     const format = zodResponseFormat(Codes, 'codes');
     const validate = new Ajv({ strict: false }).compile(format.json_schema.schema!);

@@ -21,11 +21,11 @@ export interface SchemaGrammarOptions {
    */
   readonly absentAdditionalProperties: 'forbid' | 'allow';
   /**
-   * Leave length-bounded strings to the length guard where the text tells it which bound holds
-   * (json-schema/length-sites.ts): only for a grammar that is the whole document, which the guard
-   * follows from its first byte.
+   * Leave string lengths and uniqueItems over strings to the string guard where the text tells it
+   * what holds (json-schema/guard-plan.ts): only for a grammar that is the whole document, which
+   * the guard follows from its first byte.
    */
-  readonly guardLengths?: boolean;
+  readonly guardStrings?: boolean;
 }
 
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };

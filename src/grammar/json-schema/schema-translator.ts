@@ -7,7 +7,7 @@ import { unionSchema } from './any-of-union.js';
 import { arraySchema } from './array-schema.js';
 import { enumSchema } from './enum-schema.js';
 import { GrammarRules } from './grammar-rules.js';
-import { type LengthPlan, lengthPlan } from './length-sites.js';
+import { type GuardPlan, guardPlan } from './guard-plan.js';
 import { withoutNegatedTypes } from './negated-types.js';
 import { numberSchema } from './number-schema.js';
 import { objectSchema } from './object-schema.js';
@@ -50,8 +50,8 @@ export class SchemaTranslator implements Translation {
   /** Draft 4 to 7: `items` as an array is a tuple, and a $ref's siblings are ignored. */
   private readonly legacy: boolean;
 
-  /** Where bounded strings are left to the length guard (null: every bound is in the grammar). */
-  readonly lengthPlan: LengthPlan | null;
+  /** Where bounded strings are left to the string guard (null: every bound is in the grammar). */
+  readonly guardPlan: GuardPlan | null;
 
   constructor(
     private readonly root: Json,
@@ -59,15 +59,15 @@ export class SchemaTranslator implements Translation {
   ) {
     const dialect = isObject(root) && typeof root['$schema'] === 'string' ? root['$schema'] : '';
     this.legacy = /draft-0[3-7]/.test(dialect);
-    this.lengthPlan = options.guardLengths ? lengthPlan(root, this.legacy, options.absentAdditionalProperties) : null;
+    this.guardPlan = options.guardStrings ? guardPlan(root, this.legacy, options.absentAdditionalProperties) : null;
   }
 
-  get lengthsGuarded(): boolean {
-    return this.lengthPlan !== null;
+  get stringsGuarded(): boolean {
+    return this.guardPlan !== null;
   }
 
   get uniqueGuarded(): boolean {
-    return this.lengthPlan?.guardsUnique === true;
+    return this.guardPlan?.guardsUnique === true;
   }
 
   schema(node: Json, path: string): string | null {

@@ -1,5 +1,5 @@
-// `string` schemas: any string, lengths (one rule per character counted, or any string where the
-// length guard counts: length-sites.ts), `pattern` through
+// `string` schemas: any string, lengths (one rule per character counted, or none where the
+// string guard counts: guard-plan.ts), `pattern` through
 // regex-grammar.ts, and the enforced `format`s (string-formats.ts), lengths beside a pattern or
 // format where they can be written into it exactly. Pure.
 
@@ -7,7 +7,7 @@ import { intersection } from '../regex-derivative.js';
 import { JSON_ESCAPE, JSON_PLAIN_CHAR, jsonCharSet, PatternUnsupported, patternLanguage, type RegexNode, regexEbnf, withLength } from '../regex-grammar.js';
 import { STRING_FORMATS, stringFormat } from '../string-formats.js';
 import type { GrammarRules } from './grammar-rules.js';
-import { isGuardedLength } from './length-sites.js';
+import { isGuardedLength } from './guard-plan.js';
 import { pointer, type SchemaObject, SchemaUnsupported } from './schema-model.js';
 import type { Translation } from './translation.js';
 
@@ -28,8 +28,8 @@ export function stringSchema(t: Translation, node: SchemaObject, path: string): 
   const declaredMin = typeof node['minLength'] === 'number' ? node['minLength'] : 0;
   const declaredMax = typeof node['maxLength'] === 'number' ? node['maxLength'] : null;
   if (declaredMax !== null && declaredMax < declaredMin) return null;
-  // Lengths the guard counts (length-sites.ts has checked that the text tells it which bound holds) are not written here.
-  const guarded = t.lengthsGuarded && isGuardedLength(declaredMin, declaredMax, patternsOf(node));
+  // Lengths the guard counts (guard-plan.ts has checked that the text tells it which bound holds) are not written here.
+  const guarded = t.stringsGuarded && isGuardedLength(declaredMin, declaredMax, patternsOf(node));
   const minLength = guarded ? 0 : declaredMin;
   const maxLength = guarded ? null : declaredMax;
   let language: RegexNode | null = null;
@@ -82,7 +82,7 @@ export function stringSchema(t: Translation, node: SchemaObject, path: string): 
   return body === null ? null : t.rules.share('string_pattern', `"\\"" ${body} "\\""`);
 }
 
-/** The patterns a string schema's values must match: its `pattern` and its format's, as length-sites.ts lists them. */
+/** The patterns a string schema's values must match: its `pattern` and its format's, as guard-plan.ts lists them. */
 function patternsOf(node: SchemaObject): string[] {
   const patterns = new Set<string>();
   if (typeof node['pattern'] === 'string') patterns.add(node['pattern']);

@@ -9,8 +9,8 @@ import type { Json, SchemaGrammarOptions, SchemaObject, TypeName } from './schem
 export interface Translation {
   readonly rules: GrammarRules;
   readonly options: SchemaGrammarOptions;
-  /** Strings whose bounds length-sites.ts's plan holds are left to the length guard. */
-  readonly lengthsGuarded: boolean;
+  /** Strings whose bounds guard-plan.ts's plan holds are left to the string guard. */
+  readonly stringsGuarded: boolean;
   /** Arrays' uniqueItems are left to the guard too (their items are strings it compares as they close). */
   readonly uniqueGuarded: boolean;
   /** The EBNF expression for the values a subschema allows; null when it allows none. */

@@ -4,7 +4,7 @@
 // keeps getting its masks; the refusal is cached, and the next new grammar compiles on a fresh
 // probe. (A pattern of 160 wide character classes, one grammar state each that nearly every token
 // may enter, takes tens of seconds to compile here; a long maxLength no longer does: the length
-// guard counts it, src/grammar/length-guard.ts.)
+// guard counts it, src/grammar/string-guard.ts.)
 import { join } from 'node:path';
 import { afterAll, expect, it } from 'vitest';
 import type { GrammarSpec } from '../../../src/contracts/generate.js';

@@ -1,5 +1,5 @@
-// String lengths and string items that must differ, left to the length guard (json-schema/length-sites.ts plans where they apply,
-// length-guard.ts counts and compares beside xgrammar): the plan's refusals where the text cannot tell
+// String lengths and string items that must differ, left to the string guard (json-schema/guard-plan.ts plans where they apply,
+// string-guard.ts counts and compares beside xgrammar): the plan's refusals where the text cannot tell
 // which bound holds, the cursor's counting byte by byte, and through the real Qwen3 vocabulary
 // the masks against ajv — hand-picked schemas at every bound, seeded random schemas and
 // instances, and random walks whose every finished output ajv must accept.
@@ -11,8 +11,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DEFAULT_REPOSITORY } from '../../../models/default-repository.js';
 import { maskAllows } from '../../../src/contracts/token-mask.js';
 import { GrammarEngine } from '../../../src/grammar/grammar-engine.js';
-import { GUARDED_LENGTH_ABOVE, type LengthPlan, lengthPlan, ROOT, UNBOUNDED } from '../../../src/grammar/json-schema/length-sites.js';
-import { LengthCursor } from '../../../src/grammar/length-guard.js';
+import { GUARDED_LENGTH_ABOVE, type GuardPlan, guardPlan, ROOT, UNBOUNDED } from '../../../src/grammar/json-schema/guard-plan.js';
+import { GuardCursor } from '../../../src/grammar/string-guard.js';
 import { PatternAutomaton } from '../../../src/grammar/pattern-automaton.js';
 import { layoutJson, schemaGrammarPlan } from '../../../src/grammar/schema-grammar.js';
 import { createTokenizer } from '../../../src/tokenizer/model-files.js';
@@ -23,7 +23,7 @@ const MODEL_DIR = join(DEFAULT_REPOSITORY, 'qwen3-tiny', '1');
 const STOP = 151_645;
 const ajv = new Ajv2020({ strict: false });
 addFormats.default(ajv);
-const plan = (schema: Json, legacy = false): LengthPlan | null => lengthPlan(schema, legacy, 'forbid');
+const plan = (schema: Json, legacy = false): GuardPlan | null => guardPlan(schema, legacy, 'forbid');
 const text = new TextEncoder();
 
 describe('length plan', () => {
@@ -101,8 +101,8 @@ describe('length plan', () => {
   });
 
   it('the translation writes any string only where the plan guards, and keeps counting where it does not', () => {
-    const guarded = schemaGrammarPlan({ type: 'string', maxLength: 5000 }, { absentAdditionalProperties: 'forbid', guardLengths: true });
-    expect(guarded.lengths).not.toBeNull();
+    const guarded = schemaGrammarPlan({ type: 'string', maxLength: 5000 }, { absentAdditionalProperties: 'forbid', guardStrings: true });
+    expect(guarded.guard).not.toBeNull();
     expect(guarded.text).not.toContain('string_len');
     const counted = schemaGrammarPlan(
       {
@@ -111,12 +111,12 @@ describe('length plan', () => {
           { type: 'string', pattern: '^a' },
         ],
       },
-      { absentAdditionalProperties: 'forbid', guardLengths: true },
+      { absentAdditionalProperties: 'forbid', guardStrings: true },
     );
-    expect(counted.lengths).toBeNull();
+    expect(counted.guard).toBeNull();
     expect(counted.text).toContain('string_len');
     // Without the option (tool calls, whose grammar the guard does not follow from its first byte): counted.
-    expect(schemaGrammarPlan({ type: 'string', maxLength: 20 }, { absentAdditionalProperties: 'forbid' }).lengths).toBeNull();
+    expect(schemaGrammarPlan({ type: 'string', maxLength: 20 }, { absentAdditionalProperties: 'forbid' }).guard).toBeNull();
   });
 });
 
@@ -137,13 +137,13 @@ describe('PatternAutomaton', () => {
   });
 });
 
-describe('LengthCursor', () => {
+describe('GuardCursor', () => {
   const p = plan({
     type: 'object',
     properties: { 'k"ey': { type: 'string', minLength: 10, maxLength: 12 }, list: { type: 'array', items: { type: 'string', maxLength: 9 } } },
   })!;
-  const walk = (...chunks: string[]): LengthCursor | null => {
-    let cursor: LengthCursor | null = LengthCursor.start();
+  const walk = (...chunks: string[]): GuardCursor | null => {
+    let cursor: GuardCursor | null = GuardCursor.start();
     for (const chunk of chunks) cursor = cursor?.advance(p, text.encode(chunk)) ?? null;
     return cursor;
   };
@@ -153,7 +153,7 @@ describe('LengthCursor', () => {
     expect(walk('{"k\\"ey": "', 'é🙂中\\n\\u00e9abcde', 'fgh')).toBeNull(); // 13
     // The bytes of one character split across tokens count once.
     const emoji = text.encode('🙂');
-    let cursor: LengthCursor | null = walk('{"k\\"ey": "', 'abcdefghijk');
+    let cursor: GuardCursor | null = walk('{"k\\"ey": "', 'abcdefghijk');
     for (const byte of emoji) cursor = cursor?.advance(p, Uint8Array.of(byte)) ?? null;
     expect(cursor?.advance(p, text.encode('"'))).not.toBeNull();
   });
@@ -193,7 +193,7 @@ describe('with the Qwen3 vocabulary', () => {
   /** Whether the masks allow the instance's tokens, then the stop token, and the grammar ends there. */
   async function masksAccept(schema: Json, instance: Json): Promise<boolean> {
     const constraint = await engine.compile({ kind: 'json_schema', schema: JSON.stringify(schema) });
-    if (constraint.lengths !== null) planned++;
+    if (constraint.guard !== null) planned++;
     const matcher = await engine.matcher(constraint, [STOP]);
     try {
       for (const id of [...encode(layoutJson(instance)), STOP]) if (!maskAllows(await matcher.nextTokenMask(), id) || !matcher.accept(id)) return false;
@@ -373,7 +373,7 @@ describe('with the Qwen3 vocabulary', () => {
     async (_, schema) => {
       const validate = ajv.compile(schema as object);
       const constraint = await engine.compile({ kind: 'json_schema', schema: JSON.stringify(schema) });
-      expect(constraint.lengths).not.toBeNull();
+      expect(constraint.guard).not.toBeNull();
       let finished = 0;
       for (let seed = 0; seed < 30; seed++) {
         const random = rng(1000 + seed);

@@ -1,26 +1,28 @@
-// Where a schema bounds string lengths, as places in a document: the plan length-guard.ts follows
-// beside xgrammar. Counting characters in the grammar costs a rule per character (xgrammar
-// 0.1.27 compiles ~77 ms a rule on a 152 K vocabulary; its `{m,n}` and nested counters took
-// 16 s to compile or 2 s a mask at 256), so a schema whose bounds sit at places the text itself
-// names — a key path, an item index — has its strings written as any string and the guard
-// counts.
+// What the string guard (string-guard.ts) enforces beside xgrammar, as places in a document: the
+// bounds of a string's length, and arrays whose string items must differ. Counting characters in
+// the grammar costs a rule per character (xgrammar 0.1.27 compiles ~77 ms a rule on a 152 K
+// vocabulary; its `{m,n}` and nested counters took 16 s to compile or 2 s a mask at 256), and no
+// grammar compares two open strings; so where a schema's bounds and uniqueItems sit at places the
+// text itself names — a key path, an item index — the grammar writes those strings and arrays
+// plainly and the guard counts and compares.
 //
 // A place is the set of schema alternatives a document can be under there: the conjunctions
 // ($ref, allOf) of each choice of anyOf / oneOf branch, split where the branches split. A string
 // at a place is guarded only when every alternative there that allows strings bounds them the
-// same way, beside the same patterns (pattern-automaton.ts: flexible ones only) and no constants; otherwise the text
-// cannot tell the guard which bound holds (a branch chosen by a key written later, say) and the
-// plan is refused, leaving the schema to the counted grammar. Keywords the plan does not follow
-// (dependentSchemas, not, unevaluatedProperties, a patternProperties key's value beside other
-// keys) only narrow what a place allows; the plan is refused where they say anything of lengths,
-// since a bound they add would be one the guard does not enforce. Pure.
+// same way, beside the same patterns (pattern-automaton.ts) and no constants; an array only when
+// every alternative allowing arrays says uniqueItems and its items can only be strings. Otherwise
+// the text cannot tell the guard what holds (a branch chosen by a key written later, say) and the
+// plan is refused, leaving the schema to the counted grammar (or its refusal). Keywords the plan
+// does not follow (dependentSchemas, not, unevaluatedProperties) only narrow what a place allows;
+// the plan is refused where they say anything of lengths or uniqueness, since what they add would
+// be something the guard does not enforce. Pure.
 
 import { PatternAutomaton } from '../pattern-automaton.js';
 import { stringFormat } from '../string-formats.js';
+import { GUARDED_LENGTH_ABOVE, GuardMarks } from './guard-marks.js';
 import { isObject, type Json, resolvePointer, type SchemaObject } from './schema-model.js';
 
-/** Lengths above this are the guard's (and below, the counted grammar's: cheaper to match). */
-export const GUARDED_LENGTH_ABOVE = 8;
+export { GUARDED_LENGTH_ABOVE } from './guard-marks.js';
 /** The most places a plan may have, and alternatives a place: past them the schema keeps the counted grammar. */
 export const MAX_PLACES = 4096;
 export const MAX_ALTERNATIVES = 256;
@@ -36,7 +38,7 @@ export interface LengthBounds {
 }
 
 /** One place: the bounds a string there meets (null: none the guard enforces), and where each key and item leads. */
-export interface LengthPlace {
+export interface GuardPlace {
   readonly string: LengthBounds | null;
   /** An array here holds strings that must differ (uniqueItems over string items: the guard compares them as they close). */
   readonly unique: boolean;
@@ -51,8 +53,8 @@ export interface LengthPlace {
 }
 
 /** The places, by index: UNBOUNDED (0) has nothing guarded beneath it, ROOT (1) is the document. */
-export interface LengthPlan {
-  readonly places: readonly LengthPlace[];
+export interface GuardPlan {
+  readonly places: readonly GuardPlace[];
   /** Whether every array that says uniqueItems is left to the guard (its items are strings at places the plan knows). */
   readonly guardsUnique: boolean;
 }
@@ -68,14 +70,13 @@ export function isGuardedLength(min: number, max: number | null, patterns: reado
   return patterns.length === 0 || PatternAutomaton.of(patterns) !== null;
 }
 
-const LENGTH_KEYWORDS = ['minLength', 'maxLength'] as const;
 /** Keywords whose subschemas narrow a value in ways the plan does not follow. */
 const UNFOLLOWED = ['not', 'dependentSchemas', 'dependencies', 'unevaluatedProperties', 'unevaluatedItems', 'propertyNames', 'contains', 'if', 'then', 'else'];
 
 /** The plan for a schema, or null when no string needs the guard or the text cannot tell it which bound holds. */
-export function lengthPlan(root: Json, legacy: boolean, absentAdditionalProperties: 'forbid' | 'allow'): LengthPlan | null {
+export function guardPlan(root: Json, legacy: boolean, absentAdditionalProperties: 'forbid' | 'allow'): GuardPlan | null {
   if (typeof root !== 'object' || root === null) return null;
-  const marks = new LengthMarks(root);
+  const marks = new GuardMarks(root);
   if (!marks.guarded.has(root)) return null;
   const closedByDefault = absentAdditionalProperties === 'forbid';
   try {
@@ -94,65 +95,6 @@ export function lengthPlan(root: Json, legacy: boolean, absentAdditionalProperti
 
 /** Why no plan: the text would not tell the guard which bound holds, or the plan grew past its limits. */
 class Unplannable extends Error {}
-
-/**
- * Which schema objects have a length keyword somewhere beneath (`any`), one past
- * GUARDED_LENGTH_ABOVE (`long`), and that or `uniqueItems: true` (`guarded`), $refs followed: one
- * walk over the document and one pass back along its edges, so a cycle of references costs nothing more.
- */
-class LengthMarks {
-  readonly any = new Set<object>();
-  readonly long = new Set<object>();
-  readonly unique = new Set<object>();
-  readonly guarded = new Set<object>();
-
-  constructor(private readonly root: Json) {
-    const parents = new Map<object, object[]>();
-    const seen = new Set<object>();
-    const pending: object[] = [];
-    const visit = (node: Json, parent: object | null): void => {
-      if (typeof node !== 'object' || node === null) return;
-      if (parent !== null) parents.set(node, [...(parents.get(node) ?? []), parent]);
-      if (seen.has(node)) return;
-      seen.add(node);
-      pending.push(node);
-    };
-    visit(root, null);
-    while (pending.length > 0) {
-      const node = pending.pop()!;
-      const values = Array.isArray(node) ? node : Object.values(node as SchemaObject);
-      for (const value of values) visit(value, node);
-      if (!Array.isArray(node)) {
-        const object = node as SchemaObject;
-        if (typeof object['$ref'] === 'string') {
-          const target = resolvePointer(this.root, object['$ref']);
-          if (target !== undefined) visit(target, node);
-        }
-        for (const keyword of LENGTH_KEYWORDS) {
-          const value = object[keyword];
-          if (typeof value !== 'number') continue;
-          this.any.add(node);
-          if (value <= GUARDED_LENGTH_ABOVE) continue;
-          this.long.add(node);
-          this.guarded.add(node);
-        }
-        if (object['uniqueItems'] === true) {
-          this.unique.add(node);
-          this.guarded.add(node);
-        }
-      }
-    }
-    for (const marked of [this.any, this.long, this.unique, this.guarded]) {
-      const queue = [...marked];
-      while (queue.length > 0)
-        for (const parent of parents.get(queue.pop()!) ?? []) {
-          if (marked.has(parent)) continue;
-          marked.add(parent);
-          queue.push(parent);
-        }
-    }
-  }
-}
 
 /** A conjunction of schema objects (never `true`; `false` removes the alternative). */
 type Alternative = readonly SchemaObject[];
@@ -191,7 +133,7 @@ function stringsOf(alternative: Alternative): LengthBounds | 'other' | null {
 }
 
 class PlanBuilder {
-  private readonly places: LengthPlace[] = [];
+  private readonly places: GuardPlace[] = [];
   private readonly byKey = new Map<string, number>();
   private readonly ids = new Map<object, number>();
   private readonly pending: { index: number; alternatives: Alternative[] }[] = [];
@@ -201,12 +143,12 @@ class PlanBuilder {
     private readonly legacy: boolean,
     /** Objects without additionalProperties have only the keys they name (SchemaGrammarOptions). */
     private readonly closedByDefault: boolean,
-    private readonly marks: LengthMarks,
+    private readonly marks: GuardMarks,
     /** Whether arrays' uniqueItems are planned too (else only lengths). */
     private readonly withUnique: boolean,
   ) {}
 
-  build(): LengthPlan {
+  build(): GuardPlan {
     this.places.push({ string: null, unique: false, keys: new Map(), otherKeys: UNBOUNDED, items: [], restItems: UNBOUNDED });
     this.place(this.expand([this.root]));
     while (this.pending.length > 0) {
@@ -240,7 +182,7 @@ class PlanBuilder {
     return id;
   }
 
-  private describe(alternatives: Alternative[]): LengthPlace {
+  private describe(alternatives: Alternative[]): GuardPlace {
     for (const alternative of alternatives)
       for (const member of alternative)
         for (const keyword of UNFOLLOWED) if (member[keyword] !== undefined && this.mentionsLength(member[keyword])) throw new Unplannable('a keyword the plan does not follow speaks of lengths');
@@ -329,7 +271,7 @@ class PlanBuilder {
    * patterns here (at most MAX_KEY_PATTERNS of them), the key tested at run time. Nothing where no
    * such place holds a bound.
    */
-  private patternKeys(alternatives: Alternative[]): Pick<LengthPlace, 'patternKeys'> {
+  private patternKeys(alternatives: Alternative[]): Pick<GuardPlace, 'patternKeys'> {
     const sources = [...new Set(alternatives.flatMap((a) => a.flatMap((m) => (isObject(m['patternProperties']) ? Object.keys(m['patternProperties']) : []))))];
     if (sources.length === 0) return {};
     // Where neither a pattern's values nor the others' hold a bound, which place a key leads to does not matter.

@@ -1,8 +1,10 @@
-// String lengths over a vocabulary, as a mask beside the grammar's: the strings a LengthPlan
-// (json-schema/length-sites.ts) bounds are written as any string in the grammar, and this guard
-// follows the output's JSON — which key or item each value is, where each string starts and ends
-// — counting the characters of each bounded string. A token is allowed when it keeps every string
-// it writes within its bound and closes none before its minimum.
+// The string guard: string lengths and string items that must differ, over a vocabulary, as a mask
+// beside the grammar's. The strings and arrays a GuardPlan (json-schema/guard-plan.ts) names are
+// written plainly in the grammar, and this guard follows the output's JSON — which key or item
+// each value is, where each string starts and ends — counting the characters of each bounded
+// string and comparing each item of such an array, as it closes, with the ones before it. A token
+// is allowed when it keeps every string it writes within its bound (and its pattern still able to
+// end there: pattern-automaton.ts), closes none before its minimum, and repeats no item.
 //
 // Characters are counted as JSON Schema counts them, code points of the decoded string: one per
 // UTF-8 lead byte, one per escape (an escaped surrogate pair counts two, as the counted grammar
@@ -11,14 +13,14 @@
 // add too many; the few tokens with a quote or backslash are followed byte by byte. Pure.
 
 import { maskWords } from '../contracts/token-mask.js';
-import { type LengthBounds, type LengthPlan, ROOT } from './json-schema/length-sites.js';
+import { type LengthBounds, type GuardPlan, ROOT } from './json-schema/guard-plan.js';
 import type { PatternAutomaton } from './pattern-automaton.js';
 
 const QUOTE = 0x22;
 const BACKSLASH = 0x5c;
 
 /** What the tokens of one vocabulary do to a count, computed once per vocabulary. */
-export class LengthVocabulary {
+export class GuardVocabulary {
   /** Tokens with a quote or a backslash: followed byte by byte. */
   readonly special: readonly number[];
   private readonly specialIds: ReadonlySet<number>;
@@ -126,7 +128,7 @@ interface StringState {
 }
 
 /** Where the output stands, immutable: each accepted token makes a new one (the matcher keeps them for rollback). */
-export class LengthCursor {
+export class GuardCursor {
   private constructor(
     private readonly frames: readonly Frame[],
     private readonly mode: number,
@@ -139,12 +141,12 @@ export class LengthCursor {
     private readonly textBytes: readonly number[] | null,
   ) {}
 
-  static start(): LengthCursor {
-    return new LengthCursor([], Mode.OUTSIDE, 0, 0, null, null);
+  static start(): GuardCursor {
+    return new GuardCursor([], Mode.OUTSIDE, 0, 0, null, null);
   }
 
   /** The cursor after `bytes`, or null when they break a bound (or leave fewer characters than the pattern still needs). */
-  advance(plan: LengthPlan, bytes: Uint8Array): LengthCursor | null {
+  advance(plan: GuardPlan, bytes: Uint8Array): GuardCursor | null {
     let frames = this.frames;
     let mode = this.mode;
     let escape = this.escape;
@@ -229,7 +231,7 @@ export class LengthCursor {
       }
     }
     const string = mode === Mode.VALUE_STRING ? { bounds, count, state, pending, code } : null;
-    return new LengthCursor(frames, mode, escape, hex, string, textBytes);
+    return new GuardCursor(frames, mode, escape, hex, string, textBytes);
   }
 
   /**
@@ -263,7 +265,7 @@ export class LengthCursor {
    * Clears, in place, the bits of `mask` (the grammar's allowed tokens) for tokens that would break
    * a bound from here.
    */
-  restrict(plan: LengthPlan, vocabulary: LengthVocabulary, mask: Int32Array): Int32Array {
+  restrict(plan: GuardPlan, vocabulary: GuardVocabulary, mask: Int32Array): Int32Array {
     const string = this.mode === Mode.VALUE_STRING ? this.string : null;
     const bounds = string?.bounds ?? null;
     if (bounds !== null && this.escape !== 0) {
@@ -324,7 +326,7 @@ function framesAfterString(frames: readonly Frame[], isKey: boolean, text: reado
 }
 
 /** The place of the value that starts next: the document, the current item, or the current key's value. */
-function valuePlace(plan: LengthPlan, frames: readonly Frame[]): number {
+function valuePlace(plan: GuardPlan, frames: readonly Frame[]): number {
   const frame = frames.at(-1);
   if (frame === undefined) return ROOT;
   const place = plan.places[frame.place]!;

@@ -1,0 +1,64 @@
+// Which subschemas hold what the string guard enforces, for guard-plan.ts: one walk over the
+// schema document and one pass back along its edges ($refs followed), so a cycle of references
+// costs nothing more. Pure.
+
+import { type Json, resolvePointer, type SchemaObject } from './schema-model.js';
+
+/** Lengths above this are the guard's (and below, the counted grammar's: cheaper to match). */
+export const GUARDED_LENGTH_ABOVE = 8;
+const LENGTH_KEYWORDS = ['minLength', 'maxLength'] as const;
+
+/** Which schema objects have beneath them a length keyword (`any`), one past GUARDED_LENGTH_ABOVE (`long`), `uniqueItems: true` (`unique`), or either of the last two (`guarded`). */
+export class GuardMarks {
+  readonly any = new Set<object>();
+  readonly long = new Set<object>();
+  readonly unique = new Set<object>();
+  readonly guarded = new Set<object>();
+
+  constructor(private readonly root: Json) {
+    const parents = new Map<object, object[]>();
+    const seen = new Set<object>();
+    const pending: object[] = [];
+    const visit = (node: Json, parent: object | null): void => {
+      if (typeof node !== 'object' || node === null) return;
+      if (parent !== null) parents.set(node, [...(parents.get(node) ?? []), parent]);
+      if (seen.has(node)) return;
+      seen.add(node);
+      pending.push(node);
+    };
+    visit(root, null);
+    while (pending.length > 0) {
+      const node = pending.pop()!;
+      const values = Array.isArray(node) ? node : Object.values(node as SchemaObject);
+      for (const value of values) visit(value, node);
+      if (!Array.isArray(node)) {
+        const object = node as SchemaObject;
+        if (typeof object['$ref'] === 'string') {
+          const target = resolvePointer(this.root, object['$ref']);
+          if (target !== undefined) visit(target, node);
+        }
+        for (const keyword of LENGTH_KEYWORDS) {
+          const value = object[keyword];
+          if (typeof value !== 'number') continue;
+          this.any.add(node);
+          if (value <= GUARDED_LENGTH_ABOVE) continue;
+          this.long.add(node);
+          this.guarded.add(node);
+        }
+        if (object['uniqueItems'] === true) {
+          this.unique.add(node);
+          this.guarded.add(node);
+        }
+      }
+    }
+    for (const marked of [this.any, this.long, this.unique, this.guarded]) {
+      const queue = [...marked];
+      while (queue.length > 0)
+        for (const parent of parents.get(queue.pop()!) ?? []) {
+          if (marked.has(parent)) continue;
+          marked.add(parent);
+          queue.push(parent);
+        }
+    }
+  }
+}

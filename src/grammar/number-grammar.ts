@@ -297,8 +297,23 @@ export function scaledBound(bound: Bound, digits: number): Bound {
   return { ...bound, magnitude: { int: (int + moved.slice(0, digits)).replace(/^0+(?=\d)/, ''), frac: moved.slice(digits).replace(/0+$/, '') } };
 }
 
-/** The bound a schema keyword's value sets. */
-export function boundOf(value: number, exclusive: boolean): Bound {
+/**
+ * The bound a schema keyword's value sets. Past 2^53 a double holds no longer the integer its JSON
+ * text wrote (`maximum: 9223372036854775807`, int64's, reads as 2^63, whose shortest text is
+ * 9223372036854776000): every integer within half a step of the double reads the same, so the
+ * bound is moved inward by that half step — never looser than the schema (Python's exact integers
+ * call 9223372036854775808 too large), at the cost of the few hundred integers next to it.
+ */
+export function boundOf(value: number, exclusive: boolean, side: 'lower' | 'upper'): Bound {
   const { negative, magnitude } = magnitudeOf(value);
-  return { negative, magnitude, exclusive };
+  const size = Math.abs(value);
+  if (size <= Number.MAX_SAFE_INTEGER) return { negative, magnitude, exclusive };
+  // The spacing of doubles at this size, and below it (half as much at a power of two).
+  const step = 2n ** BigInt(Math.floor(Math.log2(size)) - 52);
+  const exact = BigInt(size);
+  const stepBelow = exact === 2n ** BigInt(Math.floor(Math.log2(size))) ? step / 2n : step;
+  // Inward: toward zero for an upper bound above zero or a lower bound below it, away from zero otherwise.
+  const towardZero = (side === 'upper') !== negative;
+  const moved = towardZero ? exact - stepBelow / 2n : exact + step / 2n;
+  return { negative, magnitude: { int: moved.toString(), frac: '' }, exclusive };
 }

@@ -116,9 +116,11 @@ function conclude(cases: readonly CaseResult[], outcomes: ReadonlyMap<string, Sp
   for (const o of rows) for (const [reason, n] of o.refusals) refusals.set(reason, (refusals.get(reason) ?? 0) + n);
   const top = [...refusals].sort((a, b) => b[1] - a[1]).slice(0, 15);
   const failures = rows.flatMap((o) => o.failures);
+  const unrepresentable = rows.reduce((n, o) => n + o.unrepresentable, 0);
   const results = [
     lines.join('\n'),
     '',
+    ...(unrepresentable > 0 ? [`Skipped: ${unrepresentable} instances holding an integer past 2^53, whose text JSON.parse rounded (the harness cannot feed what they wrote).`, ''] : []),
     '**Refusals by reason** (all splits):',
     '',
     ...top.map(([reason, n]) => `- ${n} × ${reason}`),

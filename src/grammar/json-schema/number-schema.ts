@@ -24,15 +24,19 @@ export function numberSchema(t: Translation, node: SchemaObject, declared: 'inte
 
 /** The tightest lower and upper bound a number schema's keywords (and a format's range) set. */
 export function numberBounds(node: SchemaObject, path: string, formatRange: readonly [number, number] | null = null): { lower: Bound | null; upper: Bound | null } {
-  const bound = (key: string, exclusive: boolean): Bound | null => {
+  const bound = (key: string, exclusive: boolean, side: 'lower' | 'upper'): Bound | null => {
     const value = node[key];
     if (value === undefined || typeof value === 'boolean') return null;
     if (typeof value !== 'number') throw new SchemaUnsupported(key, pointer(path, key), 'is not a number');
-    return boundOf(value, exclusive);
+    return boundOf(value, exclusive, side);
   };
   // Draft 4's boolean exclusiveMinimum / exclusiveMaximum make minimum / maximum exclusive.
-  const lowers = [bound('minimum', node['exclusiveMinimum'] === true), bound('exclusiveMinimum', true), formatRange && boundOf(formatRange[0], false)].filter((b): b is Bound => b !== null);
-  const uppers = [bound('maximum', node['exclusiveMaximum'] === true), bound('exclusiveMaximum', true), formatRange && boundOf(formatRange[1], false)].filter((b): b is Bound => b !== null);
+  const lowers = [bound('minimum', node['exclusiveMinimum'] === true, 'lower'), bound('exclusiveMinimum', true, 'lower'), formatRange && boundOf(formatRange[0], false, 'lower')].filter(
+    (b): b is Bound => b !== null,
+  );
+  const uppers = [bound('maximum', node['exclusiveMaximum'] === true, 'upper'), bound('exclusiveMaximum', true, 'upper'), formatRange && boundOf(formatRange[1], false, 'upper')].filter(
+    (b): b is Bound => b !== null,
+  );
   return { lower: tightest(lowers, 'lower'), upper: tightest(uppers, 'upper') };
 }
 

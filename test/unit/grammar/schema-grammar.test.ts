@@ -127,6 +127,22 @@ describe('schema grammar', () => {
     expect(await accepts(schema, { a: 1, b: 2, c: 3, d: 4 })).toBe(false);
   });
 
+  it('integer bounds past 2^53 (JSON.parse rounds them) are moved inward, never outward', async () => {
+    // maximum 9223372036854775807 (int64's) parses as 2^63, whose shortest text is 9223372036854776000.
+    const within = async (schema: object, text: string): Promise<boolean> => {
+      const grammar = await xgrammar.api.Grammar.fromEBNF(schemaGrammar(schema, { absentAdditionalProperties: 'forbid' }));
+      try {
+        return await xgrammar.api.Testings.isGrammarAcceptString(grammar, text);
+      } finally {
+        grammar.dispose();
+      }
+    };
+    // As the server reads it: the schema's text through JSON.parse.
+    const int64 = JSON.parse('{"type": "integer", "minimum": -9223372036854775808, "maximum": 9223372036854775807}') as object;
+    for (const text of ['0', '9223372036854775000', '-9223372036854775000']) expect(await within(int64, text), text).toBe(true);
+    for (const text of ['9223372036854775808', '9223372036854776000', '-9223372036854775809', '-9223372036854776000']) expect(await within(int64, text), text).toBe(false);
+  });
+
   it('a raw control character is never inside a string, bounded or not', async () => {
     for (const schema of [{ type: 'string' }, { type: 'string', maxLength: 5 }, { type: 'string', pattern: '^.*$' }, { type: 'string', pattern: '[^a]' }]) {
       const grammar = await xgrammar.api.Grammar.fromEBNF(schemaGrammar(schema, { absentAdditionalProperties: 'forbid' }));

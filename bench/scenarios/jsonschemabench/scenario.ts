@@ -120,7 +120,9 @@ function conclude(cases: readonly CaseResult[], outcomes: ReadonlyMap<string, Sp
   const results = [
     lines.join('\n'),
     '',
-    ...(unrepresentable > 0 ? [`Skipped: ${unrepresentable} instances holding an integer past 2^53, whose text JSON.parse rounded (the harness cannot feed what they wrote).`, ''] : []),
+    ...(unrepresentable > 0
+      ? [`Skipped: ${unrepresentable} instance${unrepresentable === 1 ? '' : 's'} holding an integer past 2^53, whose text JSON.parse rounded (the harness cannot feed what it wrote).`, '']
+      : []),
     '**Refusals by reason** (all splits):',
     '',
     ...top.map(([reason, n]) => `- ${n} × ${reason}`),

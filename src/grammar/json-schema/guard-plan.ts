@@ -63,7 +63,7 @@ export const ROOT = 1;
 
 /**
  * Whether a string schema's bounds are the guard's: one past GUARDED_LENGTH_ABOVE, and beside any
- * patterns (a `pattern`, a format's pattern) a flexible automaton of them (pattern-automaton.ts).
+ * patterns (a `pattern`, a format's pattern) an automaton of them whose lengths settle (pattern-automaton.ts).
  */
 export function isGuardedLength(min: number, max: number | null, patterns: readonly string[] = []): boolean {
   if ((max ?? min) <= GUARDED_LENGTH_ABOVE || (max !== null && max < min)) return false;
@@ -73,7 +73,7 @@ export function isGuardedLength(min: number, max: number | null, patterns: reado
 /** Keywords whose subschemas narrow a value in ways the plan does not follow. */
 const UNFOLLOWED = ['not', 'dependentSchemas', 'dependencies', 'unevaluatedProperties', 'unevaluatedItems', 'propertyNames', 'contains', 'if', 'then', 'else'];
 
-/** The plan for a schema, or null when no string needs the guard or the text cannot tell it which bound holds. */
+/** The plan for a schema, or null when nothing needs the guard or the text cannot tell it what holds. */
 export function guardPlan(root: Json, legacy: boolean, absentAdditionalProperties: 'forbid' | 'allow'): GuardPlan | null {
   if (typeof root !== 'object' || root === null) return null;
   const marks = new GuardMarks(root);

@@ -193,11 +193,50 @@ export interface AutomatonState {
  * is in all of them: then state 0 is not there either, and the result has no states).
  */
 export function intersection(nodes: readonly RegexNode[], maxStates: number): AutomatonState[] | null {
+  return product(
+    nodes,
+    (tuple) => tuple.every((node) => node !== null),
+    (tuple) => tuple.every((node) => node !== null && nullable(node)),
+    maxStates,
+  );
+}
+
+/**
+ * The strings exactly one group matches, a group matching where all its nodes do (oneOf over
+ * patterns, formats and lengths): the product of every group's nodes, a state kept while some group
+ * can still match, accepting where exactly one group does. Null past `maxStates`.
+ */
+export function exactlyOne(groups: readonly (readonly RegexNode[])[], maxStates: number): AutomatonState[] | null {
+  const owner = groups.flatMap((group, g) => group.map(() => g));
+  const matching = (tuple: readonly (RegexNode | null)[], ends: boolean): Set<number> => {
+    const out = new Set<number>(groups.keys());
+    for (const [k, node] of tuple.entries()) if (node === null || (ends && !nullable(node))) out.delete(owner[k]!);
+    return out;
+  };
+  return product(
+    groups.flat(),
+    (tuple) => matching(tuple, false).size > 0,
+    (tuple) => matching(tuple, true).size === 1,
+    maxStates,
+  );
+}
+
+/**
+ * The automaton of tuples of the nodes' derivatives (a node that cannot go on is null in its
+ * tuple): a tuple is a state while `alive` holds, and accepting where `accepting` does; only states
+ * from which an accepting one is reachable are kept, renumbered with state 0 first.
+ */
+function product(
+  nodes: readonly RegexNode[],
+  alive: (tuple: readonly (RegexNode | null)[]) => boolean,
+  accepting: (tuple: readonly (RegexNode | null)[]) => boolean,
+  maxStates: number,
+): AutomatonState[] | null {
   const keys = new Map<string, number>();
-  const tuples: RegexNode[][] = [];
+  const tuples: (RegexNode | null)[][] = [];
   const edges: { set: [number, number][]; to: number }[][] = [];
-  const stateOf = (tuple: RegexNode[]): number => {
-    const key = tuple.map(structureId).join(' ');
+  const stateOf = (tuple: (RegexNode | null)[]): number => {
+    const key = tuple.map((node) => (node === null ? '-' : structureId(node))).join(' ');
     let id = keys.get(key);
     if (id === undefined) {
       id = tuples.length;
@@ -209,7 +248,9 @@ export function intersection(nodes: readonly RegexNode[], maxStates: number): Au
   // Each node's moves, once per distinct node: the alphabet cut where its first sets start or end,
   // each piece with the derivative it leads to (null: none). The product's pieces cut at every node's cuts.
   const movesByNode = new Map<number, { lo: number; hi: number; next: RegexNode | null }[]>();
-  const movesOf = (node: RegexNode): { lo: number; hi: number; next: RegexNode | null }[] => {
+  const DEAD = [{ lo: 0, hi: 0x10ffff, next: null }];
+  const movesOf = (node: RegexNode | null): { lo: number; hi: number; next: RegexNode | null }[] => {
+    if (node === null) return DEAD;
     const id = structureId(node);
     const known = movesByNode.get(id);
     if (known) return known;
@@ -234,21 +275,19 @@ export function intersection(nodes: readonly RegexNode[], maxStates: number): Au
     const byTarget = new Map<number, [number, number][]>();
     for (let k = 0; k < sorted.length; k++) {
       const code = sorted[k]!;
-      const next: RegexNode[] = [];
+      const next: (RegexNode | null)[] = [];
       for (const [n, moves] of all.entries()) {
         while (moves[at[n]!]!.hi < code) at[n]!++;
-        const move = moves[at[n]!]!.next;
-        if (move === null) break;
-        next.push(move);
+        next.push(moves[at[n]!]!.next);
       }
-      if (next.length < all.length) continue;
+      if (!alive(next)) continue;
       const to = stateOf(next);
       byTarget.set(to, [...(byTarget.get(to) ?? []), [code, (sorted[k + 1] ?? 0x110000) - 1]]);
     }
     edges.push([...byTarget].map(([to, set]) => ({ set, to })));
   }
   // Live states: those from which some string ends.
-  const live = new Set<number>(tuples.flatMap((tuple, id) => (tuple.every(nullable) ? [id] : [])));
+  const live = new Set<number>(tuples.flatMap((tuple, id) => (accepting(tuple) ? [id] : [])));
   for (let grew = true; grew; ) {
     grew = false;
     for (const [id, out] of edges.entries())
@@ -261,5 +300,5 @@ export function intersection(nodes: readonly RegexNode[], maxStates: number): Au
   // Renumber the live states, state 0 first.
   const order = [...live].sort((a, b) => a - b);
   const index = new Map(order.map((id, i) => [id, i]));
-  return order.map((id) => ({ accepting: tuples[id]!.every(nullable), edges: edges[id]!.filter((e) => live.has(e.to)).map((e) => ({ set: e.set, to: index.get(e.to)! })) }));
+  return order.map((id) => ({ accepting: accepting(tuples[id]!), edges: edges[id]!.filter((e) => live.has(e.to)).map((e) => ({ set: e.set, to: index.get(e.to)! })) }));
 }

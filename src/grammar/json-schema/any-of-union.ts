@@ -1,12 +1,14 @@
 // `anyOf` and `oneOf` as a choice between their branches (siblings merged into each branch);
 // `oneOf` only where no value can match two branches, since a grammar cannot exclude the
 // values two branches share, or where the branches that overlap are number ranges
-// (numeric-one-of.ts writes the numbers exactly one holds) or closed objects whose only shared
+// (numeric-one-of.ts writes the numbers exactly one holds), string languages (string-one-of.ts:
+// the strings exactly one matches) or closed objects whose only shared
 // value is {} (written with at least one key). oneOf / anyOf over subschemas that only say
 // `required` never come here: presence-constraints.ts reads them. Pure.
 
 import { mergeAllOf } from './all-of-merge.js';
 import { exactlyOneNumberRange } from './numeric-one-of.js';
+import { exactlyOneString, stringLanguage } from './string-one-of.js';
 import { ANNOTATIONS, constants, isObject, type Json, kindOf, pointer, type SchemaObject, SchemaUnsupported } from './schema-model.js';
 import type { Translation } from './translation.js';
 
@@ -21,19 +23,27 @@ export function unionSchema(t: Translation, node: SchemaObject, keyword: 'anyOf'
   const emptyOnly = overlapping.filter(([i, j]) => shareOnlyEmptyObject(t, resolved[i]!, resolved[j]!, path));
   const rest = overlapping.filter((pair) => !emptyOnly.includes(pair));
   const choices = emptyOnly.length > 0 ? withoutEmptyObject(t, resolved, path) : resolved;
-  // Overlapping number ranges are written as the numbers exactly one of them holds; any other overlap is refused there.
-  const numeric = rest.length > 0 ? exactlyOneNumberRange(t, choices, rest, path) : null;
+  // Overlapping string languages (patterns, formats, lengths, string constants) are written as the
+  // strings exactly one of them matches; overlapping number ranges as the numbers exactly one holds;
+  // any other overlap is refused there.
+  const isString = (i: number): boolean => stringLanguage(t, choices[i]!, pointer(path, keyword, i)) !== null;
+  const stringPairs = rest.filter(([i, j]) => isString(i) && isString(j));
+  const otherPairs = rest.filter((pair) => !stringPairs.includes(pair));
+  const strings = stringPairs.length > 0 ? exactlyOneString(t, choices, path) : null;
+  const numeric = otherPairs.length > 0 ? exactlyOneNumberRange(t, choices, otherPairs, path) : null;
+  const handled = (i: number): boolean => numeric?.branches.has(i) === true || strings?.branches.has(i) === true;
   // Branches that only list constants are written as one enum: its texts a trie, where a plain choice
   // of literals would let xgrammar 0.1.27 read ("1.25" | "1.5") as a loop (ebnfLiteralChoice). For
   // oneOf they are apart already (different constants), so the enum means the same.
-  const listed = choices.map(onlyConstants);
+  const listed = choices.map((branch, i) => (handled(i) ? null : onlyConstants(branch)));
   const values = listed.flatMap((v) => v ?? []);
-  const parts = choices.map((branch, i) => (numeric?.branches.has(i) || listed[i] !== null ? null : t.schema(branch, pointer(path, keyword, i)))).filter((p): p is string => p !== null);
+  const parts = choices.map((branch, i) => (handled(i) || listed[i] !== null ? null : t.schema(branch, pointer(path, keyword, i)))).filter((p): p is string => p !== null);
   if (values.length > 0) {
     const body = t.schema({ enum: values }, pointer(path, keyword));
     if (body !== null) parts.push(body);
   }
   if (numeric?.body) parts.push(numeric.body);
+  if (strings?.body) parts.push(strings.body);
   if (parts.length === 0) return null;
   return parts.length === 1 ? parts[0]! : `(${parts.join(' | ')})`;
 }

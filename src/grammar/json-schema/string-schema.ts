@@ -3,7 +3,7 @@
 // regex-grammar.ts, and the enforced `format`s (string-formats.ts), lengths beside a pattern or
 // format where they can be written into it exactly. Pure.
 
-import { intersection } from '../regex-derivative.js';
+import { type AutomatonState, intersection } from '../regex-derivative.js';
 import { JSON_ESCAPE, JSON_PLAIN_CHAR, jsonCharSet, PatternUnsupported, patternLanguage, type RegexNode, regexEbnf, withLength } from '../regex-grammar.js';
 import { STRING_FORMATS, stringFormat } from '../string-formats.js';
 import type { GrammarRules } from './grammar-rules.js';
@@ -97,12 +97,20 @@ function patternsOf(node: SchemaObject): string[] {
  * that lead on; refused by name past MAX_INTERSECTION_STATES.
  */
 function formatAndPattern(t: Translation, languages: RegexNode[], minLength: number, maxLength: number | null, path: string): string | null {
-  if (minLength > 0 || maxLength !== null) languages.push({ t: 'repeat', node: { t: 'chars', set: [[0, 0x10ffff]] }, min: minLength, max: maxLength });
+  if (minLength > 0 || maxLength !== null) languages.push(lengthLanguage(minLength, maxLength));
   const states = intersection(languages, MAX_INTERSECTION_STATES);
   if (states === null)
     throw new SchemaUnsupported('format', pointer(path, 'format'), `together with pattern${languages.length > 2 ? ' and lengths' : ''} it needs more than ${MAX_INTERSECTION_STATES} grammar rules`);
+  return automatonString(t, states, path);
+}
+
+/** Any string of minLength..maxLength characters, as a regex node. */
+export const lengthLanguage = (minLength: number, maxLength: number | null): RegexNode => ({ t: 'repeat', node: { t: 'chars', set: [[0, 0x10ffff]] }, min: minLength, max: maxLength });
+
+/** A JSON string whose content the automaton accepts: one rule per state, each naming the characters that lead on (null: it accepts nothing). */
+export function automatonString(t: Translation, states: readonly AutomatonState[], path: string): string | null {
   if (states.length === 0) return null;
-  const names = states.map(() => t.rules.reserve('format_and_pattern'));
+  const names = states.map(() => t.rules.reserve('string_state'));
   for (const [i, state] of states.entries()) {
     const parts = state.accepting ? ['"\\""'] : [];
     for (const edge of state.edges) {

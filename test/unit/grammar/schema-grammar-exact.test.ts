@@ -1,4 +1,4 @@
-// Formats, uniqueItems, numeric oneOf and multipleOf (issue 37), each translated exactly or refused
+// Formats, uniqueItems, numeric and string oneOf and multipleOf (issue 37), each translated exactly or refused
 // by name: instances ajv (with ajv-formats, full mode) calls valid are accepted by the grammar in
 // its layout, instances it calls invalid are refused; random strings the base64 grammar accepts are
 // ones ajv-formats' "byte" accepts.
@@ -120,6 +120,37 @@ const CASES: [string, object, Json[], Json[]][] = [
     [0, 4.5, 5.5, 9.99, 10, 15, 'a'],
     [5, 9, -1, 15.5, 16, 10.5],
   ],
+  // oneOf over string languages: the strings exactly one subschema matches (one automaton over all of them).
+  [
+    'oneOf over two unanchored patterns',
+    {
+      oneOf: [
+        { type: 'string', pattern: 'APPROVER' },
+        { type: 'string', pattern: 'SIGNER' },
+      ],
+    },
+    ['APPROVER', 'xSIGNERy', 'the APPROVER'],
+    ['APPROVER SIGNER', 'SIGNERAPPROVER', 'none', 1],
+  ],
+  [
+    'oneOf over a length and a pattern, beside a constant and a number',
+    { oneOf: [{ type: 'string', maxLength: 3 }, { type: 'string', pattern: '^a' }, { enum: ['zzzz', 'b'] }, { type: 'integer' }] },
+    ['xyz', 'abcd', 'zzzz', 7, ''],
+    ['ab', 'b', 'abc', 'bcde'],
+  ],
+  // Every non-empty string matches both: only "" matches exactly one.
+  ['oneOf over any string and a non-empty one', { oneOf: [{ type: 'string' }, { type: 'string', minLength: 1 }] }, [''], ['a', 'xyz']],
+  [
+    'oneOf over a format and a pattern',
+    {
+      oneOf: [
+        { type: 'string', format: 'ipv4' },
+        { type: 'string', pattern: '^1\\.' },
+      ],
+    },
+    ['10.0.0.1', '1.x', '2.2.2.2'],
+    ['1.2.3.4', '3.x'],
+  ],
   // A format beside a pattern: strings in both languages (an automaton over their derivatives).
   ['uri with an https pattern', { type: 'string', format: 'uri', pattern: '^https?://' }, ['https://a.b/c?d#e', 'http://x', 'https://[::1]:80/'], ['ftp://a', 'https:', 'https://a b', 'mailto:x']],
   ['date with a pattern', { type: 'string', format: 'date', pattern: '^20' }, ['2024-02-29', '2000-01-01'], ['1999-12-31', '2023-02-29', '20']],
@@ -154,6 +185,8 @@ describe('schema grammar, exact readings', () => {
     [{ type: 'string', format: 'uri', pattern: '^https://', maxLength: 200 }, 'format', '#/format'],
     // A range without type also matches every string: the string subschema's values would be written where two subschemas hold them.
     [{ oneOf: [{ minimum: 2 }, { type: 'string' }, { maximum: 5 }] }, 'oneOf', '#/oneOf'],
+    // A string language beside one that also allows other values (no `type`): refused.
+    [{ oneOf: [{ type: 'string', pattern: '^a' }, { pattern: 'b' }] }, 'oneOf', '#/oneOf'],
     [{ oneOf: [{ type: 'number', multipleOf: 2 }, { type: 'integer' }] }, 'oneOf', '#/oneOf'],
     // Bounds that cut an endless run of multiples are not written (only lists of multiples, or all of them above zero).
     [{ type: 'integer', multipleOf: 7, minimum: 100 }, 'multipleOf', '#/multipleOf'],
@@ -210,6 +243,32 @@ it('oneOf over number ranges: exactly the numbers ajv accepts, every quarter fro
   await withGrammar(schema, async (accepts) => {
     for (let n = -60; n <= 60; n++) expect(await accepts(layoutJson(n / 4)), String(n / 4)).toBe(validate(n / 4) === true);
   });
+});
+
+it('oneOf over random string languages: the grammar agrees with ajv on random strings', async () => {
+  const languages: object[] = [{ pattern: '^a' }, { pattern: 'b$' }, { maxLength: 2 }, { minLength: 3 }, { format: 'ipv4' }, { enum: ['ab', 'x'] }, { pattern: '[0-9]' }, {}];
+  const pieces = ['a', 'b', '1', '.', 'x', 'ab', '0.0', '2'];
+  let seed = 11;
+  const next = (n: number): number => {
+    seed = (seed * 1103515245 + 12345) % 2147483648;
+    return Math.floor((seed / 2147483648) * n);
+  };
+  let agreedValid = 0;
+  for (let round = 0; round < 12; round++) {
+    const branches = Array.from({ length: 2 + next(2) }, () => ({ type: 'string', ...languages[next(languages.length)] }));
+    const schema = { oneOf: branches };
+    const validate = ajv.compile(schema);
+    await withGrammar(schema, async (accepts) => {
+      for (let i = 0; i < 40; i++) {
+        let value = '';
+        for (let k = next(5); k > 0; k--) value += pieces[next(pieces.length)]!;
+        const valid = validate(value) === true;
+        expect(await accepts(layoutJson(value)), `${JSON.stringify(schema)}: ${JSON.stringify(value)}`).toBe(valid);
+        if (valid) agreedValid++;
+      }
+    });
+  }
+  expect(agreedValid).toBeGreaterThan(50);
 });
 
 it('uri beside a pattern: no random string the grammar accepts fails ajv, and it accepts many', async () => {

@@ -160,7 +160,17 @@ describe('schema grammar', () => {
     [{ type: 'string', pattern: '^[^é]$' }, 'pattern', '#/pattern'],
     [{ type: 'array', uniqueItems: true }, 'uniqueItems', '#/uniqueItems'],
     [{ type: 'integer', multipleOf: 7, minimum: 100 }, 'multipleOf', '#/multipleOf'],
-    [{ oneOf: [{ type: 'string' }, { type: 'string', minLength: 1 }] }, 'oneOf', '#/oneOf'],
+    // Two overlapping object branches: the objects both allow cannot be left out by a grammar.
+    [
+      {
+        oneOf: [
+          { type: 'object', properties: { a: { type: 'string' } } },
+          { type: 'object', properties: { b: { type: 'string' } } },
+        ],
+      },
+      'oneOf',
+      '#/oneOf',
+    ],
     [{ type: 'object', patternProperties: { '^x': {} }, additionalProperties: true }, 'patternProperties', '#/patternProperties'],
     // One grammar rule per character counted: a huge bound is refused before it is written (1e9 would exhaust the worker's memory).
     [{ type: 'string', maxLength: 1e9 }, 'maxLength', '#/maxLength'],

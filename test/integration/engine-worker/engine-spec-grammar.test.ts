@@ -3,7 +3,9 @@
 // mask at every proposed position (masks computed on the grammar worker during the forward pass,
 // the matcher rolled back to what it held, then caught up over what the check kept). A greedy
 // constrained row gives exactly its tokens without speculation, so does a seeded sampled one and
-// one asking for logprobs (with the same logprobs), and every output is valid under its grammar.
+// one asking for logprobs (with the same logprobs), and every output is valid under its grammar —
+// one held by the string guard too (lengths and distinct items: its cursor follows the proposals
+// and rolls back with them).
 // The random-weight model under an integer-array schema repeats itself, so proposals hold.
 // A grammar worker that dies while it computes a speculating row's masks (the masks job that
 // carries the row's proposals, or a candidate-try job of a row that has proposed) ends only that
@@ -28,6 +30,12 @@ const INTEGERS: GrammarSpec = {
   schema: '{"type":"object","properties":{"a":{"type":"array","items":{"type":"integer"},"minItems":3,"maxItems":40}},"required":["a"],"additionalProperties":false}',
 };
 const CHOICES: GrammarSpec = { kind: 'choice', choices: ['yes yes yes yes', 'no no no no no', 'maybe'] };
+/** Lengths and uniqueness the string guard holds beside the grammar (src/grammar/string-guard.ts): its cursor rolls back with the proposals. */
+const GUARDED: GrammarSpec = {
+  kind: 'json_schema',
+  schema:
+    '{"type":"object","properties":{"w":{"type":"array","items":{"type":"string","minLength":9,"maxLength":12},"uniqueItems":true,"minItems":2,"maxItems":4}},"required":["w"],"additionalProperties":false}',
+};
 const prompt = (seed: number, length: number) => Array.from({ length }, (_, i) => (seed * 7919 + i * 104_729) % 150_000);
 
 const request = (id: string, promptIds: number[], grammar: GrammarSpec | null, sampling: Partial<SamplingParams> = {}, maxTokens = 160): GenerateRequest => ({
@@ -109,6 +117,7 @@ describe('speculative decoding of grammar-constrained rows', () => {
       request('choice', prompt(3, 7), CHOICES),
       request('sampled-json', prompt(4, 6), INTEGERS, { temperature: 0.5, topK: 8, seed: 5 }),
       request('logprobs-json', prompt(5, 8), INTEGERS, { logprobs: true, topLogprobs: 1, frequencyPenalty: 0.05 }),
+      request('guarded-json', prompt(6, 7), GUARDED),
     ];
     const without = await run(false, requests);
     const withSpec = await run(true, requests);
@@ -122,7 +131,12 @@ describe('speculative decoding of grammar-constrained rows', () => {
     for (const r of requests) {
       const output = text(withSpec.tokens.get(r.id)!);
       if (r.grammar === CHOICES) expect(['yes yes yes yes', 'no no no no no', 'maybe']).toContain(output);
-      else {
+      else if (r.grammar === GUARDED) {
+        const { w } = JSON.parse(output) as { w: string[] };
+        expect(new Set(w).size, output).toBe(w.length);
+        for (const item of w) expect([...item].length, output).toBeGreaterThanOrEqual(9);
+        for (const item of w) expect([...item].length, output).toBeLessThanOrEqual(12);
+      } else {
         const value = JSON.parse(output) as { a: unknown[] };
         expect(Object.keys(value)).toEqual(['a']);
         for (const item of value.a) expect(Number.isInteger(item), output).toBe(true);

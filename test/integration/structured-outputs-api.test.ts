@@ -86,9 +86,12 @@ describe('chat.completions.parse with zodResponseFormat', () => {
       expect(choice.finish_reason).toBe('stop');
       expect(validate(JSON.parse(choice.message.content!)), JSON.stringify(validate.errors)).toBe(true);
     }
-    // 5,000 characters was refused by name before the guard (past the 1,024 a counted grammar takes).
+    // 5,000 characters was refused by name before the guard (past the 1,024 a counted grammar takes):
+    // now served, cut by max_tokens or (the random model may close the string at once) finished valid.
     const long = await client.chat.completions.create({ model: 'qwen3', messages: user, response_format: zodResponseFormat(z.object({ text: z.string().max(5000) }), 'long'), max_tokens: 8 });
-    expect(long.choices[0]!.finish_reason).toBe('length');
+    const choice = long.choices[0]!;
+    expect(['length', 'stop']).toContain(choice.finish_reason);
+    if (choice.finish_reason === 'stop') expect((JSON.parse(choice.message.content!) as { text: string }).text.length).toBeLessThanOrEqual(5000);
   });
 
   it('accepts json_object, structured_outputs and guided_* through the SDK, finishing as the engine says', async () => {

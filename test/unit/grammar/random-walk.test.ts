@@ -14,6 +14,7 @@ import { maskAllows } from '../../../src/contracts/token-mask.js';
 import { createTokenizer } from '../../../src/tokenizer/model-files.js';
 import { DEFAULT_REPOSITORY } from '../../../models/default-repository.js';
 import { SCHEMAS } from '../../../bench/scenarios/structured/schemas.js';
+import { seededRandom as rng } from '../../support/seeded-random.js';
 
 const MODEL_DIR = join(DEFAULT_REPOSITORY, 'qwen3-tiny', '1');
 const LOGITS_VOCAB = 151_936;
@@ -27,18 +28,6 @@ let decode: (ids: number[]) => string;
 /** Single printable-ASCII tokens: a walk that leans on them reaches the grammar's end in few steps. */
 let shortTokens: number[];
 const maskMs: number[] = [];
-
-/** A seeded PRNG (mulberry32), so every walk is reproducible from its seed. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 /** A uniform pick among allowed tokens, half the time among short ones (and stop tokens). */
 function pick(mask: Int32Array, random: () => number): number {

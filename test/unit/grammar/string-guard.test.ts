@@ -16,6 +16,7 @@ import { GuardCursor } from '../../../src/grammar/string-guard.js';
 import { PatternAutomaton } from '../../../src/grammar/pattern-automaton.js';
 import { layoutJson, schemaGrammarPlan } from '../../../src/grammar/schema-grammar.js';
 import { createTokenizer } from '../../../src/tokenizer/model-files.js';
+import { seededRandom as rng } from '../../support/seeded-random.js';
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
@@ -418,16 +419,4 @@ function anyAllowed(mask: Int32Array, random: () => number): number {
   const ids: number[] = [];
   for (let w = 0; w < mask.length; w++) if (mask[w] !== 0) for (let b = 0; b < 32; b++) if ((mask[w]! >>> b) & 1) ids.push(w * 32 + b);
   return ids[Math.floor(random() * ids.length)]!;
-}
-
-/** A seeded PRNG (mulberry32). */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }

@@ -10,6 +10,7 @@ import { maskAllows } from '../../../src/contracts/token-mask.js';
 import { GrammarEngine } from '../../../src/grammar/grammar-engine.js';
 import { tokenBytes, type TokenizerVocabulary } from '../../../src/grammar/tokenizer-vocabulary.js';
 import { UTF8_INVALID, Utf8Guard, Utf8State, utf8Walk } from '../../../src/grammar/utf8-guard.js';
+import { seededRandom as rng } from '../../support/seeded-random.js';
 
 const strict = () => new TextDecoder('utf-8', { fatal: true });
 
@@ -21,18 +22,6 @@ function isUtf8Prefix(bytes: Uint8Array): boolean {
   } catch {
     return false;
   }
-}
-
-/** A seeded PRNG (mulberry32). */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 describe('the UTF-8 state machine', () => {

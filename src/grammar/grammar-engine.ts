@@ -121,11 +121,23 @@ function jsonSchemaGrammar(schemaText: string): SpecGrammar {
   }
   try {
     // Properties the schema does not name are not generated unless it says additionalProperties (xgrammar's strict mode, and OpenAI's rule).
-    return schemaGrammarPlan(schema, { absentAdditionalProperties: 'forbid', guardStrings: true });
+    return schemaGrammarPlan(schema, { absentAdditionalProperties: 'forbid', guardStrings: true, propertyOrder: propertyOrderOf(schema) });
   } catch (error) {
     if (error instanceof SchemaUnsupported) throw invalidArg(`the JSON schema uses a feature the grammar engine cannot enforce: ${error.message}`);
     throw error;
   }
+}
+
+/**
+ * The schema's own choice of key order, by its top-level extension keyword: "schema" (the
+ * default: the order OpenAI's structured outputs promise) or "any" (the order the output chooses).
+ */
+export const PROPERTY_ORDER_KEYWORD = 'x-property-order';
+
+function propertyOrderOf(schema: unknown): 'schema' | 'any' {
+  const order = typeof schema === 'object' && schema !== null && !Array.isArray(schema) ? (schema as Record<string, unknown>)[PROPERTY_ORDER_KEYWORD] : undefined;
+  if (order === undefined || order === 'schema' || order === 'any') return order ?? 'schema';
+  throw invalidArg(`the JSON schema's "${PROPERTY_ORDER_KEYWORD}" must be "schema" or "any", got ${JSON.stringify(order)}`);
 }
 
 /** The spec's EBNF text as an xgrammar Grammar, on the given instance. Aborts that instance when the text is invalid. */

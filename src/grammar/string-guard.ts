@@ -13,6 +13,7 @@
 // add too many; the few tokens with a quote or backslash are followed byte by byte. Pure.
 
 import { maskWords } from '../contracts/token-mask.js';
+import type { ObjectKeyRule } from './json-schema/any-order.js';
 import { type LengthBounds, type GuardPlan, ROOT } from './json-schema/guard-plan.js';
 import type { PatternAutomaton } from './pattern-automaton.js';
 
@@ -30,8 +31,14 @@ export class GuardVocabulary {
    * byte by byte; the rest only close the string after that many characters.
    */
   private readonly closesAfter: Int32Array;
+  /** For each special token: whether `}` or `,` follows its first quote (it may close or extend an object in any order). */
+  private readonly structuralTail: Uint8Array;
   /** The most characters a token without either adds. */
   readonly widest: number;
+  /** Tokens without a quote or backslash that hold `}` or `,`: followed outside strings where an object in any order is open. */
+  readonly structural: readonly number[];
+  /** Those that also hold `{`. */
+  readonly emptyObjects: readonly number[];
   /** fits[n], n < widest: the tokens without a quote or backslash that add at most n characters, and every other token. */
   private readonly fits: Int32Array[];
 
@@ -43,6 +50,8 @@ export class GuardVocabulary {
     const special: number[] = [];
     const closes: number[] = [];
     let widest = 0;
+    const structural: number[] = [];
+    const tails: number[] = [];
     for (let id = 0; id < vocabSize; id++) {
       const token = bytes[id];
       if (token === undefined) continue;
@@ -58,15 +67,21 @@ export class GuardVocabulary {
         if ((byte & 0xc0) !== 0x80 && plain) count++;
       }
       chars[id] = Math.min(count, 0xffff);
+      if (plain && (token.includes(0x7d) || token.includes(0x2c))) structural.push(id);
       if (plain) widest = Math.max(widest, count);
       else {
         special.push(id);
         closes.push(quotes === 1 && !token.includes(BACKSLASH) ? before : -1);
+        const tail = token.subarray(token.indexOf(QUOTE) + 1);
+        tails.push(tail.includes(0x7d) || tail.includes(0x2c) ? 1 : 0);
       }
     }
     this.special = special;
+    this.structural = structural;
+    this.emptyObjects = structural.filter((id) => bytes[id]!.includes(0x7b));
     this.specialIds = new Set(special);
     this.closesAfter = Int32Array.from(closes);
+    this.structuralTail = Uint8Array.from(tails);
     this.widest = widest;
     // From the widest down: each mask is the one above less the plain tokens one character too many for it.
     const byChars: number[][] = Array.from({ length: widest + 1 }, () => []);
@@ -85,9 +100,12 @@ export class GuardVocabulary {
     return this.fits[room]!;
   }
 
-  /** The i-th special token's characters before the quote that closes a string, or -1 (see closesAfter). */
-  closingAt(index: number): number {
-    return this.closesAfter[index]!;
+  /**
+   * The i-th special token's characters before the quote that closes a string, or -1 (see
+   * closesAfter); -1 too where objects in any order are open and `}` or `,` follows the quote.
+   */
+  closingAt(index: number, keysOpen: boolean): number {
+    return keysOpen && this.structuralTail[index] === 1 ? -1 : this.closesAfter[index]!;
   }
 
   /** Whether a token holds a quote or backslash (followed byte by byte). */
@@ -108,6 +126,8 @@ interface Frame {
   readonly key: string | null;
   /** True between `{` or `,` and a key's closing quote. */
   readonly expectKey: boolean;
+  /** An object written in any key order (its rule: keyRule): the keys written so far; null elsewhere. */
+  readonly used: readonly string[] | null;
 }
 
 const Mode = { OUTSIDE: 0, KEY: 1, VALUE_STRING: 2 } as const;
@@ -177,10 +197,16 @@ export class GuardCursor {
           }
         } else if (byte === 0x7b || byte === 0x5b) {
           const place = valuePlace(plan, frames);
-          frames = [...frames, { place, array: byte === 0x5b, unique: byte === 0x5b && plan.places[place]!.unique, seen: [], index: 0, key: null, expectKey: byte === 0x7b }];
+          const array = byte === 0x5b;
+          const used = !array && keyRule(plan, place) !== null ? [] : null;
+          frames = [...frames, { place, array, unique: array && plan.places[place]!.unique, seen: [], index: 0, key: null, expectKey: !array, used }];
         } else if (byte === 0x7d || byte === 0x5d) {
+          // An object in any order closes only once every required key is written.
+          if (frame?.used && !keyRule(plan, frame.place)!.required.every((key) => frame.used!.includes(key))) return null;
           frames = frames.slice(0, -1);
         } else if (byte === 0x2c && frame !== undefined) {
+          // A closed object in any order takes another member only while one of its keys is unwritten.
+          if (frame.used && !hasUnwrittenKey(keyRule(plan, frame.place)!, frame.used)) return null;
           frames = [...frames.slice(0, -1), frame.array ? { ...frame, index: frame.index + 1 } : { ...frame, key: null, expectKey: true }];
         }
         continue;
@@ -203,7 +229,7 @@ export class GuardCursor {
         starts = true;
       } else if (byte === QUOTE) {
         if (mode === Mode.VALUE_STRING && bounds !== null && count < bounds.min) return null;
-        const after = framesAfterString(frames, mode === Mode.KEY, textBytes);
+        const after = framesAfterString(plan, frames, mode === Mode.KEY, textBytes);
         if (after === null) return null;
         frames = after;
         textBytes = null;
@@ -222,6 +248,7 @@ export class GuardCursor {
         if (--pending === 0) unit = code;
       }
       textBytes?.push(byte);
+      if (mode === Mode.KEY && textBytes !== null && !keyCanGoOn(plan, frames.at(-1)!, textBytes)) return null;
       if (bounds === null) continue;
       if (starts && bounds.max !== null && ++count > bounds.max) return null;
       if (starts && bounds.max === null) count++;
@@ -232,6 +259,29 @@ export class GuardCursor {
     }
     const string = mode === Mode.VALUE_STRING ? { bounds, count, state, pending, code } : null;
     return new GuardCursor(frames, mode, escape, hex, string, textBytes);
+  }
+
+  /**
+   * Where an object in any order is open: outside strings, the tokens that close it or begin
+   * another member (`}` and `,`: every required key written, a key left to write); inside a key of
+   * a closed one, every token (its text must begin a key not yet written).
+   */
+  private restrictKeys(plan: GuardPlan, vocabulary: GuardVocabulary, mask: Int32Array): void {
+    if (plan.objectKeys.size === 0) return;
+    // Outside any such object, only a token that opens one and closes it (`{}`) can break its rule.
+    const open = this.frames.some((frame) => frame.used !== null);
+    if (!open && this.mode !== Mode.OUTSIDE) return;
+    const follow = (id: number): void => {
+      const bytes = vocabulary.bytes[id];
+      if (bytes !== undefined && this.advance(plan, bytes) === null) clear(mask, id);
+    };
+    if (this.mode === Mode.OUTSIDE) {
+      for (const id of open ? vocabulary.structural : vocabulary.emptyObjects) if ((mask[id >>> 5]! & (1 << (id & 31))) !== 0) follow(id);
+    } else if (this.mode === Mode.KEY && this.frames.at(-1)!.used !== null && keyRule(plan, this.frames.at(-1)!.place)!.closed) {
+      forEachSet(mask, (id) => {
+        if (!vocabulary.isSpecial(id)) follow(id);
+      });
+    }
   }
 
   /**
@@ -266,6 +316,7 @@ export class GuardCursor {
    * a bound from here.
    */
   restrict(plan: GuardPlan, vocabulary: GuardVocabulary, mask: Int32Array): Int32Array {
+    this.restrictKeys(plan, vocabulary, mask);
     const string = this.mode === Mode.VALUE_STRING ? this.string : null;
     const bounds = string?.bounds ?? null;
     if (bounds !== null && this.escape !== 0) {
@@ -299,9 +350,10 @@ export class GuardCursor {
     // A closing token's count settles it, unless the string is an item that must differ from items already closed.
     const comparing = string !== null && this.textBytes !== null && (this.frames.at(-1)?.seen.length ?? 0) > 0;
     const inString = string !== null && this.escape === 0 && !comparing;
+    const keysOpen = this.frames.some((frame) => frame.used !== null);
     for (const [index, id] of vocabulary.special.entries()) {
       if ((mask[id >>> 5]! & (1 << (id & 31))) === 0) continue;
-      const closing = inString ? vocabulary.closingAt(index) : -1;
+      const closing = inString ? vocabulary.closingAt(index, keysOpen) : -1;
       if (closing >= 0) {
         // It closes this string after `closing` characters and opens no other: only this string's bounds can refuse it.
         const count = string!.count + closing;
@@ -316,13 +368,35 @@ export class GuardCursor {
  * The frames after a string closes: a key read into its object's frame; an item of an array whose
  * items must differ added to the ones seen, or null where it repeats one.
  */
-function framesAfterString(frames: readonly Frame[], isKey: boolean, text: readonly number[] | null): readonly Frame[] | null {
+function framesAfterString(plan: GuardPlan, frames: readonly Frame[], isKey: boolean, text: readonly number[] | null): readonly Frame[] | null {
   const frame = frames.at(-1);
   if (frame === undefined || (!isKey && text === null)) return frames;
   const decoded = text === null ? null : decodeKey(text);
+  if (isKey && frame.used !== null) {
+    // An object in any order: no key twice, and in a closed one only its named keys.
+    const rule = keyRule(plan, frame.place)!;
+    if (decoded === null || frame.used.includes(decoded) || (rule.closed && !rule.names.includes(decoded))) return null;
+    return [...frames.slice(0, -1), { ...frame, key: decoded, expectKey: false, used: [...frame.used, decoded] }];
+  }
   if (isKey) return [...frames.slice(0, -1), { ...frame, key: decoded, expectKey: false }];
   if (decoded === null || frame.seen.includes(decoded)) return null;
   return [...frames.slice(0, -1), { ...frame, seen: [...frame.seen, decoded] }];
+}
+
+/** The keys rule of the object in any order at a place, as the translation wrote it; null where the grammar keeps the schema's order. */
+function keyRule(plan: GuardPlan, place: number): ObjectKeyRule | null {
+  const node = plan.places[place]!.objectNode;
+  return node === null ? null : (plan.objectKeys.get(node) ?? null);
+}
+
+const hasUnwrittenKey = (rule: ObjectKeyRule, used: readonly string[]): boolean => !rule.closed || rule.names.some((name) => !used.includes(name));
+
+/** Whether a key begun in an object in any order can still end: in a closed one, its text so far begins a named key not yet written. */
+function keyCanGoOn(plan: GuardPlan, frame: Frame, text: readonly number[]): boolean {
+  if (frame.used === null) return true;
+  const rule = keyRule(plan, frame.place)!;
+  if (!rule.closed) return true;
+  return rule.rawNames.some((raw, i) => raw.length >= text.length && text.every((byte, j) => raw[j] === byte) && !frame.used!.includes(rule.names[i]!));
 }
 
 /** The place of the value that starts next: the document, the current item, or the current key's value. */

@@ -8,14 +8,23 @@ import { type Json, resolvePointer, type SchemaObject } from './schema-model.js'
 export const GUARDED_LENGTH_ABOVE = 8;
 const LENGTH_KEYWORDS = ['minLength', 'maxLength'] as const;
 
-/** Which schema objects have beneath them a length keyword (`any`), one past GUARDED_LENGTH_ABOVE (`long`), `uniqueItems: true` (`unique`), or either of the last two (`guarded`). */
+/**
+ * Which schema objects have beneath them a length keyword (`any`), one past GUARDED_LENGTH_ABOVE
+ * (`long`), `uniqueItems: true` (`unique`), either of the last two (`guarded`), or one of the
+ * objects to be written in any key order (`objects`, from the seeds: any-order.ts).
+ */
 export class GuardMarks {
   readonly any = new Set<object>();
   readonly long = new Set<object>();
   readonly unique = new Set<object>();
   readonly guarded = new Set<object>();
+  readonly objects = new Set<object>();
 
-  constructor(private readonly root: Json) {
+  constructor(
+    private readonly root: Json,
+    /** The object schemas that may be written in any order (any-order.ts). */
+    readonly objectCandidates: ReadonlySet<object> = new Set(),
+  ) {
     const parents = new Map<object, object[]>();
     const seen = new Set<object>();
     const pending: object[] = [];
@@ -31,6 +40,7 @@ export class GuardMarks {
       const node = pending.pop()!;
       const values = Array.isArray(node) ? node : Object.values(node as SchemaObject);
       for (const value of values) visit(value, node);
+      if (objectCandidates.has(node)) this.objects.add(node);
       if (!Array.isArray(node)) {
         const object = node as SchemaObject;
         if (typeof object['$ref'] === 'string') {
@@ -51,7 +61,7 @@ export class GuardMarks {
         }
       }
     }
-    for (const marked of [this.any, this.long, this.unique, this.guarded]) {
+    for (const marked of [this.any, this.long, this.unique, this.guarded, this.objects]) {
       const queue = [...marked];
       while (queue.length > 0)
         for (const parent of parents.get(queue.pop()!) ?? []) {

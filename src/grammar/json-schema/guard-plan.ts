@@ -15,8 +15,14 @@
 // plan is refused, leaving the schema to the counted grammar (or its refusal). Keywords the plan
 // does not follow (dependentSchemas, not, unevaluatedProperties) only narrow what a place allows;
 // the plan is refused where they say anything of lengths or uniqueness, since what they add would
-// be something the guard does not enforce. Pure.
+// be something the guard does not enforce.
+//
+// With objects in any key order (any-order.ts), a place also names the object schema whose keys
+// the guard follows there: only where a single alternative there allows objects and that schema is
+// the only member of it saying anything of objects; an object schema found anywhere else beside
+// others keeps the schema's order everywhere. Pure.
 
+import { anyOrderCandidates, type ObjectKeyRule, onlyStructure } from './any-order.js';
 import { PatternAutomaton } from '../pattern-automaton.js';
 import { stringFormat } from '../string-formats.js';
 import { GUARDED_LENGTH_ABOVE, GuardMarks } from './guard-marks.js';
@@ -50,6 +56,8 @@ export interface GuardPlace {
   /** The item at each index before the rest. */
   readonly items: readonly number[];
   readonly restItems: number;
+  /** The object schema written in any key order here, whose keys the guard follows (its rule in GuardPlan.objectKeys); null: none. */
+  readonly objectNode: object | null;
 }
 
 /** The places, by index: UNBOUNDED (0) has nothing guarded beneath it, ROOT (1) is the document. */
@@ -57,6 +65,10 @@ export interface GuardPlan {
   readonly places: readonly GuardPlace[];
   /** Whether every array that says uniqueItems is left to the guard (its items are strings at places the plan knows). */
   readonly guardsUnique: boolean;
+  /** The object schemas the translation may write in any key order (each one a place's objectNode). */
+  readonly anyOrder: ReadonlySet<object>;
+  /** What the guard enforces of each such object's keys, as the translation wrote it (filled as it writes them). */
+  readonly objectKeys: Map<object, ObjectKeyRule>;
 }
 export const UNBOUNDED = 0;
 export const ROOT = 1;
@@ -73,28 +85,39 @@ export function isGuardedLength(min: number, max: number | null, patterns: reado
 /** Keywords whose subschemas narrow a value in ways the plan does not follow. */
 const UNFOLLOWED = ['not', 'dependentSchemas', 'dependencies', 'unevaluatedProperties', 'unevaluatedItems', 'propertyNames', 'contains', 'if', 'then', 'else'];
 
-/** The plan for a schema, or null when nothing needs the guard or the text cannot tell it what holds. */
-export function guardPlan(root: Json, legacy: boolean, absentAdditionalProperties: 'forbid' | 'allow'): GuardPlan | null {
+/**
+ * The plan for a schema, or null when nothing needs the guard or the text cannot tell it what
+ * holds. With `anyOrder`, objects in any key order are planned too where they can be; where the
+ * plan cannot hold them, it is tried without them (the schema's order).
+ */
+export function guardPlan(root: Json, legacy: boolean, absentAdditionalProperties: 'forbid' | 'allow', anyOrder = false): GuardPlan | null {
   if (typeof root !== 'object' || root === null) return null;
-  const marks = new GuardMarks(root);
-  if (!marks.guarded.has(root)) return null;
   const closedByDefault = absentAdditionalProperties === 'forbid';
-  try {
-    return new PlanBuilder(root, legacy, closedByDefault, marks, true).build();
-  } catch (error) {
-    if (!(error instanceof Unplannable)) throw error;
+  const marks = new GuardMarks(root, anyOrder ? anyOrderCandidates(root, closedByDefault) : new Set());
+  // Uniqueness, then without it (the counted grammar's finite sets, or a refusal, take it): the lengths alone may still plan.
+  const attempts: [boolean, boolean][] = [
+    [true, true],
+    [true, false],
+    [false, true],
+    [false, false],
+  ];
+  for (const [withObjects, withUnique] of attempts) {
+    if (withObjects && marks.objects.size === 0) continue;
+    const marked = new Set([...(withUnique ? marks.guarded : marks.long), ...(withObjects ? marks.objects : [])]);
+    if (!marked.has(root)) continue;
+    try {
+      return new PlanBuilder(root, legacy, closedByDefault, marks, { marked, withUnique, withObjects }).build();
+    } catch (error) {
+      if (!(error instanceof Unplannable)) throw error;
+    }
   }
-  // Without uniqueness (the counted grammar's finite sets, or a refusal, take it), the lengths alone may still plan.
-  try {
-    return marks.long.has(root) ? new PlanBuilder(root, legacy, closedByDefault, marks, false).build() : null;
-  } catch (error) {
-    if (error instanceof Unplannable) return null;
-    throw error;
-  }
+  return null;
 }
 
 /** Why no plan: the text would not tell the guard which bound holds, or the plan grew past its limits. */
 class Unplannable extends Error {}
+
+const emptyPlace = (): GuardPlace => ({ string: null, unique: false, keys: new Map(), otherKeys: UNBOUNDED, items: [], restItems: UNBOUNDED, objectNode: null });
 
 /** A conjunction of schema objects (never `true`; `false` removes the alternative). */
 type Alternative = readonly SchemaObject[];
@@ -137,6 +160,9 @@ class PlanBuilder {
   private readonly byKey = new Map<string, number>();
   private readonly ids = new Map<object, number>();
   private readonly pending: { index: number; alternatives: Alternative[] }[] = [];
+  /** Object schemas found where the guard could not follow their keys: they keep the schema's order. */
+  private readonly ordered = new Set<object>();
+  private readonly withUnique: boolean;
 
   constructor(
     private readonly root: Json,
@@ -144,24 +170,43 @@ class PlanBuilder {
     /** Objects without additionalProperties have only the keys they name (SchemaGrammarOptions). */
     private readonly closedByDefault: boolean,
     private readonly marks: GuardMarks,
-    /** Whether arrays' uniqueItems are planned too (else only lengths). */
-    private readonly withUnique: boolean,
-  ) {}
+    /** The subschemas that make a place (else UNBOUNDED); whether arrays' uniqueItems are planned too (else only lengths); whether objects in any order are. */
+    private readonly scope: { readonly marked: ReadonlySet<object>; readonly withUnique: boolean; readonly withObjects: boolean },
+  ) {
+    this.withUnique = scope.withUnique;
+  }
 
   build(): GuardPlan {
-    this.places.push({ string: null, unique: false, keys: new Map(), otherKeys: UNBOUNDED, items: [], restItems: UNBOUNDED });
+    this.places.push(emptyPlace());
     this.place(this.expand([this.root]));
     while (this.pending.length > 0) {
       const { index, alternatives } = this.pending.shift()!;
       this.places[index] = this.describe(alternatives);
     }
-    return { places: this.places, guardsUnique: this.withUnique };
+    const places = this.places.map((p) => (p.objectNode !== null && this.ordered.has(p.objectNode) ? { ...p, objectNode: null } : p));
+    const anyOrder = new Set(places.flatMap((p) => (p.objectNode === null ? [] : [p.objectNode])));
+    return { places, guardsUnique: this.withUnique, anyOrder, objectKeys: new Map() };
+  }
+
+  /**
+   * The object schema whose keys the guard follows at a place: the one candidate in the only
+   * alternative allowing objects, beside members that say nothing of objects. Every candidate met
+   * otherwise keeps the schema's order (everywhere: its grammar rule is one).
+   */
+  private objectNode(alternatives: Alternative[]): object | null {
+    if (!this.scope.withObjects) return null;
+    const candidates = alternatives.flatMap((a) => a.filter((m) => this.marks.objectCandidates.has(m)));
+    if (candidates.length === 0) return null;
+    const objects = alternatives.filter((a) => a.every((m) => allowsType(m, 'object')));
+    const only = objects.length === 1 ? objects[0]!.filter((m) => candidates.includes(m)) : [];
+    if (only.length === 1 && objects[0]!.every((m) => m === only[0] || onlyStructure(m))) return only[0]!;
+    for (const candidate of candidates) this.ordered.add(candidate);
+    return null;
   }
 
   /** The index of the place these alternatives make, queued for description when new. */
   private place(alternatives: Alternative[]): number {
-    const marked = this.withUnique ? this.marks.guarded : this.marks.long;
-    if (!alternatives.some((alternative) => alternative.some((member) => marked.has(member)))) return UNBOUNDED;
+    if (!alternatives.some((alternative) => alternative.some((member) => this.scope.marked.has(member)))) return UNBOUNDED;
     const key = alternatives
       .map((alternative) => alternative.map((member) => this.id(member)).join(','))
       .sort()
@@ -170,7 +215,7 @@ class PlanBuilder {
     if (known !== undefined) return known;
     if (this.places.length >= MAX_PLACES) throw new Unplannable('more places than MAX_PLACES');
     const index = this.places.length;
-    this.places.push({ string: null, unique: false, keys: new Map(), otherKeys: UNBOUNDED, items: [], restItems: UNBOUNDED });
+    this.places.push(emptyPlace());
     this.byKey.set(key, index);
     this.pending.push({ index, alternatives });
     return index;
@@ -204,6 +249,7 @@ class PlanBuilder {
       otherKeys: this.place(this.expand(...alternatives.flatMap((a) => this.otherKeyValue(a, new Set())))),
       items: Array.from({ length: tuple }, (_, i) => this.place(this.expand(...alternatives.flatMap((a) => this.item(a, i))))),
       restItems: this.place(this.expand(...alternatives.flatMap((a) => this.item(a, null)))),
+      objectNode: this.objectNode(alternatives),
     };
   }
 
@@ -370,8 +416,8 @@ class PlanBuilder {
     return typeof node === 'object' && node !== null && (this.marks.any.has(node) || (this.withUnique && this.marks.unique.has(node)));
   }
 
-  /** Whether a subschema holds something the guard enforces: a length past GUARDED_LENGTH_ABOVE, or (planning uniqueness) uniqueItems. */
+  /** Whether a subschema holds something the guard enforces: a length past GUARDED_LENGTH_ABOVE, or (as planned) uniqueItems or an object in any order. */
   private mentionsLong(node: Json): boolean {
-    return typeof node === 'object' && node !== null && (this.withUnique ? this.marks.guarded : this.marks.long).has(node);
+    return typeof node === 'object' && node !== null && this.scope.marked.has(node);
   }
 }

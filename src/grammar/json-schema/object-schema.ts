@@ -1,10 +1,12 @@
-// `object` schemas: the named properties in the schema's order (each optional one skippable),
+// `object` schemas: the named properties in the schema's order (each optional one skippable; in
+// any order where SchemaGrammarOptions.propertyOrder says so and the guard follows the keys),
 // then the further properties additionalProperties (or unevaluatedProperties: false) allows, with
 // keys other than the named ones; patternProperties and propertyNames as property-keys.ts writes
 // them; what presence-constraints.ts says about which keys appear (dependencies, oneOf over
 // `required`, min/maxProperties) as a walk whose state each member rule carries. Pure.
 
 import { ebnfLiteral } from '../grammar-spec.js';
+import { objectKeyRule } from './any-order.js';
 import type { GrammarRules } from './grammar-rules.js';
 import { MAX_MEMBER_RULES, objectPresence, PresenceWalk, type PresenceState, keysOf } from './presence-constraints.js';
 import { PropertyKeys } from './property-keys.js';
@@ -43,6 +45,7 @@ export function objectSchema(t: Translation, node: SchemaObject, path: string): 
   const excluded = [...new Set([...Object.keys(properties), ...named.map((p) => p.name), ...slotted])];
   const other = keys.otherMember(t, excluded, extraBody);
   const extra = other !== undefined ? other : extraBody === null ? null : t.rules.share('extra_member', `${extraKey(t.rules, excluded)} ": " ${extraBody}`);
+  if (t.inAnyOrder(node) && presence === null) return anyOrderObject(t, node, named, extra);
   const minProperties = typeof node['minProperties'] === 'number' ? Math.max(0, Math.ceil(node['minProperties'])) : 0;
   const maxProperties = typeof node['maxProperties'] === 'number' ? Math.floor(node['maxProperties']) : null;
   const walk = new PresenceWalk(
@@ -57,6 +60,26 @@ export function objectSchema(t: Translation, node: SchemaObject, path: string): 
   const inner = memberRules(t, named, extra, walk, constrained ? pointer(path, refusal) : null);
   if (inner === null) return null;
   return t.rules.share('object', inner === '""' ? '"{" "}"' : `"{" ${inner} "}"`);
+}
+
+/**
+ * An object in any key order: a loop over its members (each named property, and the unnamed
+ * member where other keys are allowed); that no key comes twice and every required one comes is
+ * the guard's (any-order.ts), told here what this grammar's members are.
+ */
+function anyOrderObject(t: Translation, node: SchemaObject, named: readonly NamedMember[], extra: string | null): string {
+  t.followKeys(
+    node,
+    objectKeyRule(
+      named.map((p) => p.name),
+      named.filter((p) => p.required).map((p) => p.name),
+      extra === null,
+    ),
+  );
+  const members = [...named.map((p) => `${ebnfLiteral(JSON.stringify(p.name))} ": " ${p.body}`), ...(extra === null ? [] : [extra])];
+  if (members.length === 0) return t.rules.share('object', '"{" "}"');
+  const member = t.rules.share('any_order_member', members.join(' | '));
+  return t.rules.share('object', `"{" (${member} (", " ${member})*)? "}"`);
 }
 
 /**

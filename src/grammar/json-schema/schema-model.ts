@@ -26,6 +26,12 @@ export interface SchemaGrammarOptions {
    * the guard follows from its first byte.
    */
   readonly guardStrings?: boolean;
+  /**
+   * 'schema' (the default, as OpenAI's structured outputs): an object's named properties in the
+   * schema's order. 'any': in any order where the guard can follow the object's keys
+   * (json-schema/any-order.ts; only with guardStrings), the schema's order elsewhere.
+   */
+  readonly propertyOrder?: 'schema' | 'any';
 }
 
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };

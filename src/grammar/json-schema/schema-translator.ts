@@ -4,6 +4,7 @@
 
 import { mergeAllOf } from './all-of-merge.js';
 import { unionSchema } from './any-of-union.js';
+import type { ObjectKeyRule } from './any-order.js';
 import { arraySchema } from './array-schema.js';
 import { enumSchema } from './enum-schema.js';
 import { GrammarRules } from './grammar-rules.js';
@@ -59,7 +60,15 @@ export class SchemaTranslator implements Translation {
   ) {
     const dialect = isObject(root) && typeof root['$schema'] === 'string' ? root['$schema'] : '';
     this.legacy = /draft-0[3-7]/.test(dialect);
-    this.guardPlan = options.guardStrings ? guardPlan(root, this.legacy, options.absentAdditionalProperties) : null;
+    this.guardPlan = options.guardStrings ? guardPlan(root, this.legacy, options.absentAdditionalProperties, options.propertyOrder === 'any') : null;
+  }
+
+  inAnyOrder(node: SchemaObject): boolean {
+    return this.guardPlan?.anyOrder.has(node) === true;
+  }
+
+  followKeys(node: SchemaObject, rule: ObjectKeyRule): void {
+    this.guardPlan?.objectKeys.set(node, rule);
   }
 
   get stringsGuarded(): boolean {

@@ -3,6 +3,7 @@
 // (objects, arrays, strings, numbers, combinators) take it as their first argument, so none of
 // them imports another and only schema-translator.ts knows them all.
 
+import type { ObjectKeyRule } from './any-order.js';
 import type { GrammarRules } from './grammar-rules.js';
 import type { Json, SchemaGrammarOptions, SchemaObject, TypeName } from './schema-model.js';
 
@@ -13,6 +14,10 @@ export interface Translation {
   readonly stringsGuarded: boolean;
   /** Arrays' uniqueItems are left to the guard too (their items are strings it compares as they close). */
   readonly uniqueGuarded: boolean;
+  /** Whether this object schema is written in any key order (the guard's plan follows its keys there). */
+  inAnyOrder(node: SchemaObject): boolean;
+  /** What the guard must enforce of the keys of an object written in any order, as the translation wrote it. */
+  followKeys(node: SchemaObject, rule: ObjectKeyRule): void;
   /** The EBNF expression for the values a subschema allows; null when it allows none. */
   schema(node: Json, path: string): string | null;
   /** Follows $refs with nothing beside them, for the checks that look inside a subschema. */

@@ -1,19 +1,14 @@
 // The schema → grammar translation on its own (no vocabulary): for each schema, instances ajv
 // calls valid are accepted by the grammar (written in the grammar's layout) and instances ajv
 // calls invalid are refused; what cannot be enforced is refused naming the keyword and its path.
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULT_REPOSITORY } from '../../../models/default-repository.js';
-import { maskAllows } from '../../../src/contracts/token-mask.js';
-import { GrammarEngine } from '../../../src/grammar/grammar-engine.js';
 import { MAX_SCHEMA_DEPTH } from '../../../src/grammar/json-schema/schema-translator.js';
 import { MAX_COUNTED_LENGTH, MAX_COUNTED_RULES } from '../../../src/grammar/json-schema/string-schema.js';
 import { layoutJson, SchemaUnsupported, schemaGrammar } from '../../../src/grammar/schema-grammar.js';
 import { loadXGrammar } from '../../../src/grammar/xgrammar-module.js';
-import { createTokenizer } from '../../../src/tokenizer/model-files.js';
+import { openQwen3Grammar, type Qwen3Grammar } from '../../support/qwen3-grammar.js';
 import { expectRefused } from '../../support/schema-refusals.js';
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
@@ -225,32 +220,14 @@ describe('schemas that expand without end', () => {
 // the tiny model's Qwen3 tokenizer, every token checked against the mask first. Valid under ajv
 // each (JSONSchemaBench instances the masks refused, reduced).
 describe('schema grammar token masks', () => {
-  const MODEL_DIR = join(DEFAULT_REPOSITORY, 'qwen3-tiny', '1');
-  const STOP = 151_645;
-  let engine: GrammarEngine;
-  let encode: (text: string) => number[];
+  let grammar: Qwen3Grammar;
 
   beforeAll(async () => {
-    const tokenizerPath = join(MODEL_DIR, 'tokenizer.json');
-    engine = await GrammarEngine.open({ tokenizerPath, logitsVocabSize: 151_936 });
-    const tokenizer = createTokenizer({
-      tokenizerJson: JSON.parse(readFileSync(tokenizerPath, 'utf8')),
-      tokenizerConfig: JSON.parse(readFileSync(join(MODEL_DIR, 'tokenizer_config.json'), 'utf8')),
-    });
-    encode = (text) => [...tokenizer.encode(text, { add_special_tokens: false }).ids];
+    grammar = await openQwen3Grammar();
   });
-  afterAll(async () => engine?.dispose());
+  afterAll(async () => grammar?.engine.dispose());
 
-  /** Whether the masks allow the instance's tokens, then the stop token, and the grammar ends there. */
-  async function masksAccept(schema: object, instance: Json): Promise<boolean> {
-    const matcher = await engine.matcher(await engine.compile({ kind: 'json_schema', schema: JSON.stringify(schema) }), [STOP]);
-    try {
-      for (const id of [...encode(layoutJson(instance)), STOP]) if (!maskAllows(await matcher.nextTokenMask(), id) || !matcher.accept(id)) return false;
-      return matcher.isTerminated();
-    } finally {
-      matcher.dispose();
-    }
-  }
+  const masksAccept = (schema: object, instance: Json): Promise<boolean> => grammar.masksAccept(schema, instance);
 
   it.each<[string, object, Json[], Json[]]>([
     // Snowplow sp_157: an extra key after named ones (its first letter below a named key's first letter in the class).

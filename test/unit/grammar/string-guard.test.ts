@@ -3,25 +3,21 @@
 // which bound holds, the cursor's counting byte by byte, and through the real Qwen3 vocabulary
 // the masks against ajv — hand-picked schemas at every bound, seeded random schemas and
 // instances, and random walks whose every finished output ajv must accept.
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DEFAULT_REPOSITORY } from '../../../models/default-repository.js';
 import { maskAllows } from '../../../src/contracts/token-mask.js';
-import { GrammarEngine } from '../../../src/grammar/grammar-engine.js';
+import type { GrammarEngine } from '../../../src/grammar/grammar-engine.js';
 import { GUARDED_LENGTH_ABOVE, type GuardPlan, guardPlan, ROOT, UNBOUNDED } from '../../../src/grammar/json-schema/guard-plan.js';
 import { GuardCursor } from '../../../src/grammar/string-guard.js';
 import { PatternAutomaton } from '../../../src/grammar/pattern-automaton.js';
-import { layoutJson, schemaGrammarPlan } from '../../../src/grammar/schema-grammar.js';
-import { createTokenizer } from '../../../src/tokenizer/model-files.js';
+import { schemaGrammarPlan } from '../../../src/grammar/schema-grammar.js';
+import { openQwen3Grammar, QWEN3_STOP, type Qwen3Grammar } from '../../support/qwen3-grammar.js';
 import { seededRandom as rng } from '../../support/seeded-random.js';
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 
-const MODEL_DIR = join(DEFAULT_REPOSITORY, 'qwen3-tiny', '1');
-const STOP = 151_645;
+const STOP = QWEN3_STOP;
 const ajv = new Ajv2020({ strict: false });
 addFormats.default(ajv);
 const plan = (schema: Json, legacy = false): GuardPlan | null => guardPlan(schema, legacy, 'forbid');
@@ -174,35 +170,22 @@ describe('GuardCursor', () => {
 });
 
 describe('with the Qwen3 vocabulary', () => {
+  let grammar: Qwen3Grammar;
   let engine: GrammarEngine;
-  let encode: (text: string) => number[];
   let decodeIds: (ids: number[]) => string;
   let planned = 0;
 
   beforeAll(async () => {
-    const tokenizerPath = join(MODEL_DIR, 'tokenizer.json');
-    engine = await GrammarEngine.open({ tokenizerPath, logitsVocabSize: 151_936 });
-    const tokenizer = createTokenizer({
-      tokenizerJson: JSON.parse(readFileSync(tokenizerPath, 'utf8')),
-      tokenizerConfig: JSON.parse(readFileSync(join(MODEL_DIR, 'tokenizer_config.json'), 'utf8')),
-    });
-    encode = (value) => [...tokenizer.encode(value, { add_special_tokens: false }).ids];
-    decodeIds = (ids) => tokenizer.decode(ids, { skip_special_tokens: true });
+    grammar = await openQwen3Grammar();
+    engine = grammar.engine;
+    decodeIds = grammar.decode;
   }, 120_000);
   afterAll(async () => engine?.dispose());
 
-  /** Whether the masks allow the instance's tokens, then the stop token, and the grammar ends there. */
-  async function masksAccept(schema: Json, instance: Json): Promise<boolean> {
-    const constraint = await engine.compile({ kind: 'json_schema', schema: JSON.stringify(schema) });
-    if (constraint.guard !== null) planned++;
-    const matcher = await engine.matcher(constraint, [STOP]);
-    try {
-      for (const id of [...encode(layoutJson(instance)), STOP]) if (!maskAllows(await matcher.nextTokenMask(), id) || !matcher.accept(id)) return false;
-      return matcher.isTerminated();
-    } finally {
-      matcher.dispose();
-    }
-  }
+  const masksAccept = (schema: Json, instance: Json): Promise<boolean> =>
+    grammar.masksAccept(schema, instance, (constraint) => {
+      if (constraint.guard !== null) planned++;
+    });
 
   it.each<[string, Json, Json[], Json[]]>([
     ['maxLength 5000 (past the counted grammar)', { type: 'string', maxLength: 5000 }, ['', 'x'.repeat(5000), `${'é'.repeat(4999)}🙂`], ['x'.repeat(5001), `${'é'.repeat(5000)}"`]],

@@ -1,0 +1,128 @@
+// Objects written in any key order (SchemaGrammarOptions.propertyOrder 'any'): which object
+// schemas may be, and what the string guard must then enforce about their keys. A grammar cannot
+// remember which keys an object already has without one rule per subset, so such an object is
+// written as a loop over its members (each named property, or an unnamed key the schema allows),
+// and the guard (string-guard.ts) holds the rest: no key twice, every required key before `}`, and
+// in a closed object only keys still unwritten. That is exact only for an object schema that says
+// nothing else of its keys, reached only where the guard's plan follows the document (properties,
+// items, $refs, combinators); everything else keeps the schema's order. Pure.
+
+import { ANNOTATIONS, isObject, type Json, resolvePointer, type SchemaObject } from './schema-model.js';
+
+/** What the guard enforces about an object written in any order: the translator's own reading of its keys. */
+export interface ObjectKeyRule {
+  /** The keys the grammar's named members spell, and their JSON text (between the quotes) as bytes. */
+  readonly names: readonly string[];
+  readonly rawNames: readonly Uint8Array[];
+  readonly required: readonly string[];
+  /** No key but the named ones (no unnamed member in the grammar). */
+  readonly closed: boolean;
+}
+
+const encoder = new TextEncoder();
+
+export function objectKeyRule(names: readonly string[], required: readonly string[], closed: boolean): ObjectKeyRule {
+  return { names, rawNames: names.map((name) => encoder.encode(JSON.stringify(name).slice(1, -1))), required, closed };
+}
+
+/** Keywords after which an object's keys are more than a set with required members: such objects keep the schema's order. */
+const KEEPS_ORDER = [
+  'allOf',
+  'anyOf',
+  'oneOf',
+  'not',
+  '$ref',
+  'if',
+  'then',
+  'else',
+  'dependencies',
+  'dependentRequired',
+  'dependentSchemas',
+  'minProperties',
+  'maxProperties',
+  'propertyNames',
+  'unevaluatedProperties',
+  'enum',
+  'const',
+];
+const OBJECT_WORDS = ['properties', 'required', 'additionalProperties', 'patternProperties'];
+
+/** Edges the guard's plan follows from a schema object to the subschemas beneath (and $ref, followed apart). */
+const FOLLOWED_MAPS = ['properties', 'patternProperties'];
+const FOLLOWED_ONE = ['additionalProperties', 'items', 'additionalItems'];
+const FOLLOWED_LISTS = ['prefixItems', 'items', 'allOf', 'anyOf', 'oneOf'];
+/** Keywords whose value maps names to subschemas. */
+const SCHEMA_MAPS = new Set([...FOLLOWED_MAPS, 'dependentSchemas', 'dependencies']);
+/** Containers of definitions: reached through $refs only, so not an edge of their own. */
+const DEFINITIONS = new Set(['$defs', 'definitions']);
+
+/** Whether a schema object is an object schema that says only which keys it names, requires and allows beside. */
+function speaksOnlyOfKeys(node: SchemaObject, closedByDefault: boolean): boolean {
+  if (!OBJECT_WORDS.some((k) => node[k] !== undefined) && !(node['type'] === 'object' || (Array.isArray(node['type']) && node['type'].includes('object')))) return false;
+  if (KEEPS_ORDER.some((k) => node[k] !== undefined)) return false;
+  const closed = node['additionalProperties'] === false || (node['additionalProperties'] === undefined && closedByDefault);
+  // Keys patternProperties allows in a closed object are a language the guard would need to follow to never strand a key.
+  return !(closed && node['patternProperties'] !== undefined);
+}
+
+/**
+ * The object schemas that may be written in any order: those that speak only of their keys,
+ * reachable from the root through the edges the guard's plan follows and not also beneath one it
+ * does not (a `contains`, `not`, `if`, a dependency's subschema: the grammar there is not where
+ * the guard looks).
+ */
+export function anyOrderCandidates(root: Json, closedByDefault: boolean): Set<object> {
+  const followed = reach(root, [root], true);
+  const elsewhere = reach(root, [...unfollowedChildren(followed)], false);
+  const out = new Set<object>();
+  for (const node of followed) if (!elsewhere.has(node) && !Array.isArray(node) && speaksOnlyOfKeys(node as SchemaObject, closedByDefault)) out.add(node);
+  return out;
+}
+
+/** The schema objects reachable from `starts` ($refs followed): through the followed edges only, or through every child. */
+function reach(root: Json, starts: readonly Json[], onlyFollowed: boolean): Set<object> {
+  const seen = new Set<object>();
+  const pending = starts.filter(isObject);
+  while (pending.length > 0) {
+    const node = pending.pop()!;
+    if (seen.has(node)) continue;
+    seen.add(node);
+    for (const child of onlyFollowed ? followedChildren(node) : allChildren(node).map(([, c]) => c)) if (isObject(child)) pending.push(child);
+    if (typeof node['$ref'] === 'string') {
+      const target = resolvePointer(root, node['$ref']);
+      if (isObject(target)) pending.push(target);
+    }
+  }
+  return seen;
+}
+
+function followedChildren(node: SchemaObject): Json[] {
+  const out: Json[] = [];
+  for (const key of FOLLOWED_MAPS) if (isObject(node[key])) out.push(...Object.values(node[key]));
+  for (const key of FOLLOWED_ONE) if (node[key] !== undefined && !Array.isArray(node[key])) out.push(node[key]!);
+  for (const key of FOLLOWED_LISTS) if (Array.isArray(node[key])) out.push(...node[key]);
+  return out;
+}
+
+/** Every subschema-like value beneath a node, one level down, with the keyword it is under (arrays flattened; definitions and annotations aside). */
+function allChildren(node: SchemaObject): [string, Json][] {
+  const out: [string, Json][] = [];
+  for (const [key, value] of Object.entries(node)) {
+    if (DEFINITIONS.has(key) || ANNOTATIONS.has(key) || key === 'enum' || key === 'const') continue;
+    const children = Array.isArray(value) ? value : isObject(value) ? (SCHEMA_MAPS.has(key) ? Object.values(value) : [value]) : [];
+    for (const child of children) out.push([key, child]);
+  }
+  return out;
+}
+
+const FOLLOWED = new Set([...FOLLOWED_MAPS, ...FOLLOWED_ONE, ...FOLLOWED_LISTS]);
+
+/** The subschemas directly under the followed nodes through a keyword the plan does not follow (the same subschema may be under both). */
+function* unfollowedChildren(followed: ReadonlySet<object>): Generator<Json> {
+  for (const node of followed) for (const [key, child] of allChildren(node as SchemaObject)) if (!FOLLOWED.has(key)) yield child;
+}
+
+/** Whether a member of an alternative says nothing of objects: only references, combinators, `type` and annotations. */
+export function onlyStructure(member: SchemaObject): boolean {
+  return Object.keys(member).every((k) => ANNOTATIONS.has(k) || DEFINITIONS.has(k) || k === '$ref' || k === 'allOf' || k === 'anyOf' || k === 'oneOf' || k === 'type');
+}

@@ -1,0 +1,188 @@
+// Objects in any key order ("x-property-order": "any"): which object schemas the plan lets the
+// translation loosen (and which keep the schema's order), and, through the real Qwen3 vocabulary,
+// that the grammar's member loop and the guard beside it accept exactly what ajv accepts — every
+// order of the keys, never a key twice, never a missing required key — and that random walks
+// under the masks never meet a mask allowing nothing.
+
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { maskAllows } from '../../../src/contracts/token-mask.js';
+import { anyOrderCandidates } from '../../../src/grammar/json-schema/any-order.js';
+import { guardPlan } from '../../../src/grammar/json-schema/guard-plan.js';
+import type { layoutJson } from '../../../src/grammar/schema-grammar.js';
+import { openQwen3Grammar, QWEN3_STOP, type Qwen3Grammar } from '../../support/qwen3-grammar.js';
+import { seededRandom } from '../../support/seeded-random.js';
+
+type Json = Parameters<typeof layoutJson>[0];
+type Schema = { [key: string]: Json };
+
+const ajv = new Ajv2020({ strict: false });
+const anyOrder = (schema: Schema): Schema => ({ 'x-property-order': 'any', ...schema });
+const closed = (properties: Schema, required: string[] = []): Schema => ({ type: 'object', properties, required, additionalProperties: false });
+/** The object schemas a plan lets the translation write in any order, by their property names. */
+const loosened = (schema: Schema): string[] => {
+  const plan = guardPlan(schema, false, 'forbid', true);
+  return [...(plan?.anyOrder ?? [])].map((node) => Object.keys((node as Schema)['properties'] as Schema).join(',')).sort();
+};
+
+describe('which objects are written in any order', () => {
+  it('an object that says only which keys it names, requires and allows, wherever the plan follows the document', () => {
+    const item = closed({ id: { type: 'integer' }, tags: { type: 'array', items: { type: 'string' } } }, ['id']);
+    expect(loosened(closed({ a: { type: 'string' }, b: item }, ['a']))).toEqual(['a,b', 'id,tags']);
+    expect(loosened({ type: 'array', items: { $ref: '#/$defs/item' }, $defs: { item } })).toEqual(['id,tags']);
+    // Beside a string alternative: one alternative allows objects.
+    expect(loosened({ anyOf: [item, { type: 'string', maxLength: 20 }] })).toEqual(['id,tags']);
+    // Recursion through $ref.
+    const tree = { $defs: { node: closed({ name: { type: 'string' }, kids: { type: 'array', items: { $ref: '#/$defs/node' } } }, ['name']) }, $ref: '#/$defs/node' };
+    expect(loosened(tree)).toEqual(['name,kids']);
+  });
+
+  it('keeps the schema order where the guard could not tell which object holds, or what more it says of keys', () => {
+    const a = closed({ kind: { const: 'a' }, x: { type: 'integer' } }, ['kind']);
+    const b = closed({ kind: { const: 'b' }, y: { type: 'integer' } }, ['kind']);
+    // Two alternatives allowing objects: which one holds is decided by values the guard does not read.
+    expect(loosened({ anyOf: [a, b] })).toEqual([]);
+    // Merged with another object schema (allOf): the translation writes the merge, in order.
+    expect(loosened({ allOf: [a, { required: ['x'] }] })).toEqual([]);
+    // Keywords about keys beyond required, and keys a closed object's patterns allow.
+    expect(loosened({ ...closed({ p: true, q: true }), minProperties: 1 })).toEqual([]);
+    expect(loosened({ ...closed({ p: true }), dependentRequired: { p: ['q'] } })).toEqual([]);
+    expect(loosened({ ...closed({ p: true }), patternProperties: { '^x-': true } })).toEqual([]);
+    // Beneath keywords the plan does not follow (`contains`, `not`): the grammar there is not where the guard looks.
+    expect(anyOrderCandidates({ type: 'array', contains: a }, true).has(a)).toBe(false);
+    expect(loosened({ type: 'array', items: a, contains: a })).toEqual([]);
+  });
+});
+
+describe('with the Qwen3 vocabulary', () => {
+  let grammar: Qwen3Grammar;
+  beforeAll(async () => {
+    grammar = await openQwen3Grammar();
+  }, 120_000);
+  afterAll(async () => grammar?.engine.dispose());
+
+  const profile = closed(
+    {
+      name: { type: 'string' },
+      age: { type: 'integer', minimum: 0 },
+      'a"b': { type: 'boolean' },
+      nick: { type: 'string', maxLength: 12 },
+      nickname: { type: 'null' },
+      address: closed({ city: { type: 'string' }, zip: { type: 'string', pattern: '^[0-9]{5}$' } }, ['city']),
+      pets: { type: 'array', items: closed({ kind: { enum: ['cat', 'dog'] }, name: { type: 'string' } }, ['kind']) },
+    },
+    ['name', 'age'],
+  );
+
+  it.each<[string, Schema, Json[], Json[]]>([
+    [
+      'a closed object: every order of its keys, nested objects and array items too',
+      profile,
+      [
+        { name: 'Ann', age: 3 },
+        { age: 3, name: 'Ann' },
+        { address: { zip: '12345', city: 'Oslo' }, age: 0, nickname: null, name: '', nick: 'nnnnnnnnnnnn' },
+        { pets: [{ name: 'Rex', kind: 'dog' }, { kind: 'cat' }], 'a"b': true, age: 1, name: 'x' },
+        { nickname: null, nick: 'n', age: 5, name: 'y' },
+      ],
+      [
+        { name: 'Ann' },
+        { age: 3 },
+        {},
+        { age: 3, name: 'Ann', zz: 1 },
+        { age: -1, name: 'A' },
+        { name: 'A', age: 1, nick: 'n'.repeat(13) },
+        { age: 1, name: 'A', address: { zip: '12345' } },
+        { age: 1, name: 'A', pets: [{ name: 'Rex' }] },
+      ],
+    ],
+    [
+      'an open object: its unnamed keys anywhere, each named key by its schema',
+      { type: 'object', properties: { id: { type: 'integer' }, label: { type: 'string' } }, required: ['id'], additionalProperties: { type: 'string' } },
+      [{ id: 1 }, { zeta: 'z', id: 1 }, { label: 'l', alpha: 'a', id: 2, idx: 'i' }],
+      [{ zeta: 'z' }, { zeta: 1, id: 1 }, { id: 'one' }, { label: 2, id: 1 }],
+    ],
+  ])('%s', async (_, schema, valid, invalid) => {
+    const validate = ajv.compile(schema);
+    for (const value of valid) {
+      expect(validate(value), `ajv: ${JSON.stringify(value)} valid`).toBe(true);
+      expect(await grammar.masksAccept(anyOrder(schema), value), `masks accept ${JSON.stringify(value)}`).toBe(true);
+    }
+    for (const value of invalid) {
+      expect(validate(value), `ajv: ${JSON.stringify(value)} invalid`).toBe(false);
+      expect(await grammar.masksAccept(anyOrder(schema), value), `masks refuse ${JSON.stringify(value)}`).toBe(false);
+    }
+  });
+
+  it('never a key twice, named or not; the default still writes the schema order', async () => {
+    const open = { type: 'object', properties: { a: { type: 'integer' } }, additionalProperties: true };
+    expect(await grammar.masksAcceptText(anyOrder(profile), '{"name": "A", "age": 1, "name": "B"}')).toBe(false);
+    expect(await grammar.masksAcceptText(anyOrder(profile), '{"age": 1, "name": "A", "age": 2}')).toBe(false);
+    expect(await grammar.masksAcceptText(anyOrder(open), '{"a": 1, "a": 2}')).toBe(false);
+    expect(await grammar.masksAcceptText(anyOrder(open), '{"q": 1, "q": 2}')).toBe(false);
+    expect(await grammar.masksAcceptText(anyOrder(open), '{"q": 1, "a": 2, "qq": 3}')).toBe(true);
+    // Without the keyword (and with "schema"), only the schema's order.
+    expect(await grammar.masksAccept(profile, { age: 3, name: 'Ann' })).toBe(false);
+    expect(await grammar.masksAccept({ ...profile, 'x-property-order': 'schema' }, { age: 3, name: 'Ann' })).toBe(false);
+    expect(await grammar.masksAccept(profile, { name: 'Ann', age: 3 })).toBe(true);
+  });
+
+  it('refuses an unknown x-property-order by name', async () => {
+    await expect(grammar.engine.compile({ kind: 'json_schema', schema: JSON.stringify({ ...profile, 'x-property-order': 'sorted' }) })).rejects.toThrow(/x-property-order.*"schema" or "any"/);
+  });
+
+  it('random walks under the masks end in documents ajv accepts, in orders other than the schema’s, never in a mask that allows nothing', async () => {
+    // Short values, so that walks of random tokens end.
+    const schema = closed(
+      {
+        name: { type: 'string', maxLength: 2 },
+        age: { type: 'integer', minimum: 0, maximum: 9 },
+        'a"b': { type: 'boolean' },
+        nick: { type: 'null' },
+        inner: closed({ x: { type: 'boolean' }, xy: { type: 'null' } }, ['x']),
+        list: { type: 'array', maxItems: 2, items: closed({ k: { enum: [1, 2] }, kk: { type: 'boolean' } }, ['k']) },
+      },
+      ['name', 'age'],
+    );
+    const validate = ajv.compile(schema);
+    const constraint = await grammar.engine.compile({ kind: 'json_schema', schema: JSON.stringify(anyOrder(schema)) });
+    expect(constraint.guard?.anyOrder.size).toBe(3);
+    const orders = new Set<string>();
+    let finished = 0;
+    for (let seed = 0; seed < 40; seed++) {
+      const random = seededRandom(7000 + seed);
+      const matcher = await grammar.engine.matcher(constraint, [QWEN3_STOP]);
+      const out: number[] = [];
+      try {
+        while (out.length < 160 && !matcher.isTerminated()) {
+          const mask = await matcher.nextTokenMask();
+          const allowed = allowedIds(mask);
+          expect(allowed.length, `seed ${seed} after ${out.length} tokens: ${out.join(' ')}`).toBeGreaterThan(0);
+          // Structure over long values: the stop token and one-byte tokens most of the time.
+          const short = allowed.filter((id) => id < 256 || id === QWEN3_STOP);
+          const id = short.length > 0 && random() < 0.9 ? short[Math.floor(random() * short.length)]! : allowed[Math.floor(random() * allowed.length)]!;
+          expect(matcher.accept(id)).toBe(true);
+          if (id !== QWEN3_STOP) out.push(id);
+        }
+        if (!matcher.isTerminated()) continue;
+        finished++;
+        const document = JSON.parse(grammar.decode(out)) as Schema;
+        expect(validate(document), JSON.stringify(document)).toBe(true);
+        orders.add(Object.keys(document).join(','));
+      } finally {
+        matcher.dispose();
+      }
+    }
+    expect(finished).toBeGreaterThan(10);
+    // Not vacuous: the walks wrote the required keys both ways round.
+    const nameFirst = [...orders].some((o) => o.indexOf('name') < o.indexOf('age'));
+    const ageFirst = [...orders].some((o) => o.indexOf('age') < o.indexOf('name'));
+    expect(nameFirst && ageFirst, [...orders].join(' | ')).toBe(true);
+  }, 120_000);
+});
+
+function allowedIds(mask: Int32Array): number[] {
+  const ids: number[] = [];
+  for (let w = 0; w < mask.length; w++) if (mask[w] !== 0) for (let b = 0; b < 32; b++) if ((mask[w]! >>> b) & 1) ids.push(w * 32 + b);
+  return ids;
+}

@@ -6,7 +6,6 @@
 
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { maskAllows } from '../../../src/contracts/token-mask.js';
 import { anyOrderCandidates } from '../../../src/grammar/json-schema/any-order.js';
 import { guardPlan } from '../../../src/grammar/json-schema/guard-plan.js';
 import type { layoutJson } from '../../../src/grammar/schema-grammar.js';

@@ -125,6 +125,15 @@ export interface ThinkingSpec {
  * translate to one of these; the engine compiles it once per distinct spec (cached by its
  * canonical text) and masks every sampled row with it.
  */
+/**
+ * The top-level keyword by which a json_schema spec's schema chooses its objects' key order:
+ * "schema" (the default: the order OpenAI's structured outputs promise) or "any" (the order the
+ * output chooses, where the grammar engine can follow the keys).
+ */
+export const PROPERTY_ORDER_KEYWORD = 'x-property-order';
+export const PROPERTY_ORDERS = ['schema', 'any'] as const;
+export type PropertyOrder = (typeof PROPERTY_ORDERS)[number];
+
 export type GrammarSpec =
   /** Any JSON object (response_format json_object). */
   | { readonly kind: 'json_object' }

@@ -9,7 +9,7 @@
 
 import { readFile } from 'node:fs/promises';
 import type * as XGrammar from '@mlc-ai/web-xgrammar';
-import type { GrammarSpec, ToolCallsGrammar } from '../contracts/generate.js';
+import { type GrammarSpec, PROPERTY_ORDER_KEYWORD, PROPERTY_ORDERS, type PropertyOrder, type ToolCallsGrammar } from '../contracts/generate.js';
 import { ConveyorError, invalidArg } from '../errors.js';
 import { checkSpecLimits, choiceGrammar, specFeature, specKey } from './grammar-spec.js';
 import { ConstraintMatcher } from './matcher.js';
@@ -128,15 +128,11 @@ function jsonSchemaGrammar(schemaText: string): SpecGrammar {
   }
 }
 
-/**
- * The schema's own choice of key order, by its top-level extension keyword: "schema" (the
- * default: the order OpenAI's structured outputs promise) or "any" (the order the output chooses).
- */
-export const PROPERTY_ORDER_KEYWORD = 'x-property-order';
-
-function propertyOrderOf(schema: unknown): 'schema' | 'any' {
+/** The schema's own choice of key order (PROPERTY_ORDER_KEYWORD at its top level; the vocabulary checks it first). */
+function propertyOrderOf(schema: unknown): PropertyOrder {
   const order = typeof schema === 'object' && schema !== null && !Array.isArray(schema) ? (schema as Record<string, unknown>)[PROPERTY_ORDER_KEYWORD] : undefined;
-  if (order === undefined || order === 'schema' || order === 'any') return order ?? 'schema';
+  if (order === undefined) return 'schema';
+  if ((PROPERTY_ORDERS as readonly unknown[]).includes(order)) return order as PropertyOrder;
   throw invalidArg(`the JSON schema's "${PROPERTY_ORDER_KEYWORD}" must be "schema" or "any", got ${JSON.stringify(order)}`);
 }
 

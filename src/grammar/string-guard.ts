@@ -126,8 +126,10 @@ interface Frame {
   readonly key: string | null;
   /** True between `{` or `,` and a key's closing quote. */
   readonly expectKey: boolean;
-  /** An object written in any key order (its rule: keyRule): the keys written so far; null elsewhere. */
+  /** An object written in any key order (its rules: keyRules): the keys written so far; null elsewhere. */
   readonly used: readonly string[] | null;
+  /** Which of those rules (one per object schema at its place, as bits) the keys and values so far still meet. */
+  readonly alive: number;
 }
 
 const Mode = { OUTSIDE: 0, KEY: 1, VALUE_STRING: 2 } as const;
@@ -187,7 +189,7 @@ export class GuardCursor {
             textBytes = frame.place === 0 ? null : [];
           } else {
             mode = Mode.VALUE_STRING;
-            textBytes = frame?.array && frame.unique ? [] : null;
+            textBytes = (frame?.array && frame.unique) || (frame !== undefined && discriminates(plan, frame)) ? [] : null;
             bounds = plan.places[valuePlace(plan, frames)]!.string;
             count = 0;
             state = 0;
@@ -195,19 +197,10 @@ export class GuardCursor {
             // A pattern with no match within the bounds: no string here can be finished.
             if (bounds?.automaton && !bounds.automaton.canFinish(0, 0, bounds.min, bounds.max)) return null;
           }
-        } else if (byte === 0x7b || byte === 0x5b) {
-          const place = valuePlace(plan, frames);
-          const array = byte === 0x5b;
-          const used = !array && keyRule(plan, place) !== null ? [] : null;
-          frames = [...frames, { place, array, unique: array && plan.places[place]!.unique, seen: [], index: 0, key: null, expectKey: !array, used }];
-        } else if (byte === 0x7d || byte === 0x5d) {
-          // An object in any order closes only once every required key is written.
-          if (frame?.used && !keyRule(plan, frame.place)!.required.every((key) => frame.used!.includes(key))) return null;
-          frames = frames.slice(0, -1);
-        } else if (byte === 0x2c && frame !== undefined) {
-          // A closed object in any order takes another member only while one of its keys is unwritten.
-          if (frame.used && !hasUnwrittenKey(keyRule(plan, frame.place)!, frame.used)) return null;
-          frames = [...frames.slice(0, -1), frame.array ? { ...frame, index: frame.index + 1 } : { ...frame, key: null, expectKey: true }];
+        } else {
+          const after = framesAfterStructure(plan, frames, byte);
+          if (after === null) return null;
+          frames = after;
         }
         continue;
       }
@@ -277,7 +270,7 @@ export class GuardCursor {
     };
     if (this.mode === Mode.OUTSIDE) {
       for (const id of open ? vocabulary.structural : vocabulary.emptyObjects) if ((mask[id >>> 5]! & (1 << (id & 31))) !== 0) follow(id);
-    } else if (this.mode === Mode.KEY && this.frames.at(-1)!.used !== null && keyRule(plan, this.frames.at(-1)!.place)!.closed) {
+    } else if (this.mode === Mode.KEY && this.frames.at(-1)!.used !== null && !someAlive(plan, this.frames.at(-1)!, (rule) => !rule.closed)) {
       forEachSet(mask, (id) => {
         if (!vocabulary.isSpecial(id)) follow(id);
       });
@@ -348,7 +341,9 @@ export class GuardCursor {
       }
     }
     // A closing token's count settles it, unless the string is an item that must differ from items already closed.
-    const comparing = string !== null && this.textBytes !== null && (this.frames.at(-1)?.seen.length ?? 0) > 0;
+    // An item compared with earlier ones, or a value whose constants tell object schemas apart: its closing token is followed.
+    const top = this.frames.at(-1);
+    const comparing = string !== null && this.textBytes !== null && (top?.array !== true || top.seen.length > 0);
     const inString = string !== null && this.escape === 0 && !comparing;
     const keysOpen = this.frames.some((frame) => frame.used !== null);
     for (const [index, id] of vocabulary.special.entries()) {
@@ -365,6 +360,30 @@ export class GuardCursor {
 }
 
 /**
+ * The frames after a byte outside strings: `{` / `[` open a frame, `}` / `]` close one (an object
+ * in any order only once an alive rule's required keys are written), `,` moves to the next item or
+ * key (in an object in any order only while a key is left to write); null where it breaks a rule.
+ */
+function framesAfterStructure(plan: GuardPlan, frames: readonly Frame[], byte: number): readonly Frame[] | null {
+  const frame = frames.at(-1);
+  if (byte === 0x7b || byte === 0x5b) {
+    const place = valuePlace(plan, frames);
+    const array = byte === 0x5b;
+    const rules = array ? null : keyRules(plan, place);
+    const used = rules === null ? null : [];
+    const alive = rules === null ? 0 : (1 << rules.length) - 1;
+    return [...frames, { place, array, unique: array && plan.places[place]!.unique, seen: [], index: 0, key: null, expectKey: !array, used, alive }];
+  }
+  if (byte === 0x7d || byte === 0x5d) {
+    if (frame?.used && !someAlive(plan, frame, (rule) => rule.required.every((key) => frame.used!.includes(key)))) return null;
+    return frames.slice(0, -1);
+  }
+  if (byte !== 0x2c || frame === undefined) return frames;
+  if (frame.used && !someAlive(plan, frame, (rule) => !rule.closed || rule.names.some((name) => !frame.used!.includes(name)))) return null;
+  return [...frames.slice(0, -1), frame.array ? { ...frame, index: frame.index + 1 } : { ...frame, key: null, expectKey: true }];
+}
+
+/**
  * The frames after a string closes: a key read into its object's frame; an item of an array whose
  * items must differ added to the ones seen, or null where it repeats one.
  */
@@ -373,30 +392,58 @@ function framesAfterString(plan: GuardPlan, frames: readonly Frame[], isKey: boo
   if (frame === undefined || (!isKey && text === null)) return frames;
   const decoded = text === null ? null : decodeKey(text);
   if (isKey && frame.used !== null) {
-    // An object in any order: no key twice, and in a closed one only its named keys.
-    const rule = keyRule(plan, frame.place)!;
-    if (decoded === null || frame.used.includes(decoded) || (rule.closed && !rule.names.includes(decoded))) return null;
-    return [...frames.slice(0, -1), { ...frame, key: decoded, expectKey: false, used: [...frame.used, decoded] }];
+    // An object in any order: no key twice, and only keys some object schema still alive allows.
+    if (decoded === null || frame.used.includes(decoded)) return null;
+    const alive = aliveWhere(plan, frame, (rule) => !rule.closed || rule.names.includes(decoded));
+    if (alive === 0) return null;
+    return [...frames.slice(0, -1), { ...frame, key: decoded, expectKey: false, used: [...frame.used, decoded], alive }];
+  }
+  if (!frame.array && frame.used !== null) {
+    // A value that tells object schemas apart: those whose constants for the key exclude it are no longer alive.
+    const key = frame.key!;
+    const alive = aliveWhere(plan, frame, (rule) => decoded !== null && (rule.constants.get(key)?.includes(decoded) ?? true));
+    return alive === 0 ? null : [...frames.slice(0, -1), { ...frame, alive }];
   }
   if (isKey) return [...frames.slice(0, -1), { ...frame, key: decoded, expectKey: false }];
   if (decoded === null || frame.seen.includes(decoded)) return null;
   return [...frames.slice(0, -1), { ...frame, seen: [...frame.seen, decoded] }];
 }
 
-/** The keys rule of the object in any order at a place, as the translation wrote it; null where the grammar keeps the schema's order. */
-function keyRule(plan: GuardPlan, place: number): ObjectKeyRule | null {
-  const node = plan.places[place]!.objectNode;
-  return node === null ? null : (plan.objectKeys.get(node) ?? null);
+/**
+ * The keys rules of the objects in any order at a place (one per object schema there), as the
+ * translation wrote them; null where the grammar keeps the schema's order there (no such object,
+ * or one the translation wrote merged with others, in order).
+ */
+function keyRules(plan: GuardPlan, place: number): readonly ObjectKeyRule[] | null {
+  const nodes = plan.places[place]!.objectNodes;
+  if (nodes.length === 0) return null;
+  const rules = nodes.map((node) => plan.objectKeys.get(node));
+  return rules.every((rule) => rule !== undefined) ? (rules as ObjectKeyRule[]) : null;
 }
 
-const hasUnwrittenKey = (rule: ObjectKeyRule, used: readonly string[]): boolean => !rule.closed || rule.names.some((name) => !used.includes(name));
+/** The frame's alive rules that meet `test`, as bits. */
+function aliveWhere(plan: GuardPlan, frame: Frame, test: (rule: ObjectKeyRule) => boolean): number {
+  let alive = 0;
+  const rules = keyRules(plan, frame.place)!;
+  for (const [i, rule] of rules.entries()) if (frame.alive & (1 << i) && test(rule)) alive |= 1 << i;
+  return alive;
+}
 
-/** Whether a key begun in an object in any order can still end: in a closed one, its text so far begins a named key not yet written. */
+const someAlive = (plan: GuardPlan, frame: Frame, test: (rule: ObjectKeyRule) => boolean): boolean => aliveWhere(plan, frame, test) !== 0;
+
+/** Whether the value about to start in an object in any order is one whose string constants tell its object schemas apart. */
+function discriminates(plan: GuardPlan, frame: Frame): boolean {
+  return !frame.array && frame.used !== null && frame.key !== null && someAlive(plan, frame, (rule) => rule.constants.has(frame.key!));
+}
+
+/** Whether a key begun in an object in any order can still end: unless a schema still alive allows other keys, its text so far begins a named key not yet written. */
 function keyCanGoOn(plan: GuardPlan, frame: Frame, text: readonly number[]): boolean {
   if (frame.used === null) return true;
-  const rule = keyRule(plan, frame.place)!;
-  if (!rule.closed) return true;
-  return rule.rawNames.some((raw, i) => raw.length >= text.length && text.every((byte, j) => raw[j] === byte) && !frame.used!.includes(rule.names[i]!));
+  return someAlive(
+    plan,
+    frame,
+    (rule) => !rule.closed || rule.rawNames.some((raw, i) => raw.length >= text.length && text.every((byte, j) => raw[j] === byte) && !frame.used!.includes(rule.names[i]!)),
+  );
 }
 
 /** The place of the value that starts next: the document, the current item, or the current key's value. */

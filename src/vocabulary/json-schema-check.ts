@@ -7,6 +7,7 @@
 
 import { Ajv, type AnySchema } from 'ajv';
 import { Ajv2020 } from 'ajv/dist/2020.js';
+import { PROPERTY_ORDER_KEYWORD, PROPERTY_ORDERS } from '../contracts/generate.js';
 import { canonicalJson } from './canonical-json.js';
 import { isObject } from './json-object.js';
 
@@ -33,6 +34,7 @@ export function checkJsonSchema(value: unknown): string {
   const parsed = typeof value === 'string' ? parseText(value) : value;
   if (typeof parsed !== 'boolean' && !isObject<Json>(parsed)) throw new SchemaRejection('must be a JSON Schema (an object or a boolean)');
   checkDepth(parsed, 0);
+  if (typeof parsed !== 'boolean') checkPropertyOrder(parsed);
   const text = canonicalJson(parsed);
   if (text.length > MAX_SCHEMA_CHARS) throw new SchemaRejection(`is ${text.length} characters as JSON; at most ${MAX_SCHEMA_CHARS} are allowed`);
   const cached = verdicts.get(text);
@@ -61,6 +63,13 @@ function parseText(text: string): unknown {
   } catch (error) {
     throw new SchemaRejection(`is not valid JSON: ${(error as Error).message}`);
   }
+}
+
+/** The schema's choice of key order, where it makes one, is one the grammar engine knows. */
+function checkPropertyOrder(schema: { [key: string]: Json }): void {
+  const order = schema[PROPERTY_ORDER_KEYWORD];
+  if (order !== undefined && !(PROPERTY_ORDERS as readonly Json[]).includes(order))
+    throw new SchemaRejection(`has "${PROPERTY_ORDER_KEYWORD}": ${JSON.stringify(order)}; it must be "schema" or "any"`);
 }
 
 function checkDepth(value: unknown, depth: number): void {

@@ -94,6 +94,33 @@ describe('chat.completions.parse with zodResponseFormat', () => {
     if (choice.finish_reason === 'stop') expect((JSON.parse(choice.message.content!) as { text: string }).text.length).toBeLessThanOrEqual(5000);
   });
 
+  it('"x-property-order": "any" in the schema: keys in the order the output chooses, each object still valid', async () => {
+    const Flags = z.object({ a: z.boolean(), b: z.boolean(), c: z.enum(['x', 'y']), d: z.number().int().min(0).max(9) });
+    const format = zodResponseFormat(Flags, 'flags');
+    const schema = { ...format.json_schema.schema!, 'x-property-order': 'any' };
+    const validate = new Ajv({ strict: false }).compile(format.json_schema.schema!);
+    const orders = new Set<string>();
+    for (const seed of [11, 12, 13, 14, 15, 16]) {
+      const completion = await client.chat.completions.create({
+        model: 'qwen3',
+        messages: user,
+        response_format: { type: 'json_schema', json_schema: { name: 'flags', strict: true, schema } },
+        max_tokens: 60,
+        seed,
+      });
+      const choice = completion.choices[0]!;
+      expect(choice.finish_reason).toBe('stop');
+      const document = JSON.parse(choice.message.content!) as Record<string, unknown>;
+      expect(validate(document), JSON.stringify(validate.errors)).toBe(true);
+      orders.add(Object.keys(document).join(','));
+    }
+    // The random model picks among the keys: some output is out of the schema's order.
+    expect(
+      [...orders].some((order) => order !== 'a,b,c,d'),
+      [...orders].join(' | '),
+    ).toBe(true);
+  });
+
   it('accepts json_object, structured_outputs and guided_* through the SDK, finishing as the engine says', async () => {
     const bodies: Record<string, unknown>[] = [
       { response_format: { type: 'json_object' } },
@@ -205,6 +232,7 @@ describe('bad constraints: 400 naming param, nothing reaches the engine', () => 
     ['a schema too large', { guided_json: { type: 'object', properties: Object.fromEntries(Array.from({ length: 4000 }, (_, i) => [`p${i}`, { type: 'string' }])) } }, 'guided_json'],
     ['a regex that cannot compile', { structured_outputs: { regex: '([a-z]' } }, 'structured_outputs.regex'],
     ['an empty choice', { guided_choice: [] }, 'guided_choice'],
+    ['an unknown x-property-order', { guided_json: { type: 'object', 'x-property-order': 'sorted' } }, 'guided_json'],
     ['a grammar given together with response_format', { response_format: PERSON, guided_grammar: 'root ::= "a"' }, 'guided_grammar'],
     ['guided_json together with response_format json_schema', { response_format: PERSON, guided_json: { type: 'object' } }, 'guided_json'],
     ['two structured_outputs members', { structured_outputs: { json: { type: 'object' }, choice: ['a'] } }, 'structured_outputs.choice'],

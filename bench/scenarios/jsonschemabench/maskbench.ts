@@ -6,9 +6,11 @@
 // invalid one refused somewhere.
 //
 // The canonical form: the grammar writes one layout (", " and ": ", JSON.stringify's numbers and
-// escapes) and the schema's property order, and MaskBench's instances already follow the schema's
-// order (its stable-property-order rule), so each instance is re-serialized in that layout with its
-// own key order (layoutJson). A valid instance the strict grammar cannot express — one holding a
+// escapes), so each instance is re-serialized in that layout with its own key order (layoutJson).
+// MaskBench reordered its instances to follow llguidance's stable property order, but some still
+// list keys in another order than their schema's: every engine MaskBench ran rejects those, and so
+// does ours in the schema's order; with --property-order any the schemas are compiled with
+// "x-property-order": "any" (json-schema/any-order.ts), where the guard can follow the keys. A valid instance the strict grammar cannot express — one holding a
 // property its schema does not name where the schema is silent on additionalProperties, which
 // strict mode does not generate — is counted apart, not as a failure: it is the valid instance
 // that fails ajv once every object schema (any object keyword, or type object) without
@@ -21,6 +23,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { maskAllows } from '../../../src/contracts/token-mask.js';
 import type { TextTokenizer } from '../../../src/contracts/tokenizer.js';
+import { PROPERTY_ORDER_KEYWORD } from '../../../src/contracts/generate.js';
 import type { GrammarEngine } from '../../../src/grammar/grammar-engine.js';
 import { layoutJson } from '../../../src/grammar/schema-grammar.js';
 import { PRESENCE_COMBINATORS, presenceOf } from '../../../src/grammar/json-schema/presence-constraints.js';
@@ -31,6 +34,7 @@ type Json = Parameters<typeof layoutJson>[0];
 
 export interface SplitOutcome {
   readonly split: string;
+  readonly propertyOrder: PropertyOrder;
   readonly schemas: number;
   readonly compiled: number;
   /** Refusals by reason (the message up to its first colon), for the summary. */
@@ -49,7 +53,11 @@ export interface SplitOutcome {
   readonly failures: readonly string[];
 }
 
+/** The key order the grammars are compiled for: the schema's (the default), or any ("x-property-order": "any"). */
+export type PropertyOrder = 'schema' | 'any';
+
 export interface MatchContext {
+  readonly propertyOrder: PropertyOrder;
   readonly engine: GrammarEngine;
   readonly tokenizer: TextTokenizer;
   readonly stopTokenId: number;
@@ -133,7 +141,8 @@ export async function measureSplit(context: MatchContext, split: string, schemas
     const started = performance.now();
     let constraint: Awaited<ReturnType<GrammarEngine['compile']>>;
     try {
-      constraint = await context.engine.compile({ kind: 'json_schema', schema: JSON.stringify(entry.schema) });
+      const schema = context.propertyOrder === 'any' && typeof entry.schema === 'object' && entry.schema !== null ? { ...entry.schema, [PROPERTY_ORDER_KEYWORD]: 'any' } : entry.schema;
+      constraint = await context.engine.compile({ kind: 'json_schema', schema: JSON.stringify(schema) });
     } catch (error) {
       const message = error instanceof Error ? error.message : String(error);
       // "keyword at #/path cannot be enforced: why" counts by keyword; other refusals by their words before any detail.
@@ -178,7 +187,7 @@ export async function measureSplit(context: MatchContext, split: string, schemas
     }
     context.log(`${split} ${i + 1}/${schemas.length} ${entry.id}: compiled in ${firstCompileMs.at(-1)!.toFixed(0)} ms, ${entry.tests.length} tests`);
   }
-  return { split, schemas: schemas.length, compiled, refusals, compileMs, firstCompileMs, valid, invalid, unrepresentable, maskMs, failures };
+  return { split, propertyOrder: context.propertyOrder, schemas: schemas.length, compiled, refusals, compileMs, firstCompileMs, valid, invalid, unrepresentable, maskMs, failures };
 }
 
 /** Whether a parsed value holds a number past the integers a double holds exactly (its text was rounded). */

@@ -17,7 +17,7 @@ import type { FlagSpec, PreparedScenario, Scenario, ScenarioContext } from '../.
 import type { CaseResult } from '../../harness/types.js';
 import { percentile } from '../../harness/stats.js';
 import { dataDir, PAPER_SPLITS, readSplit } from './data.js';
-import { measureSplit, type SplitOutcome } from './maskbench.js';
+import { measureSplit, type PropertyOrder, type SplitOutcome } from './maskbench.js';
 
 const TOKENIZER_DIR = join(DEFAULT_REPOSITORY, 'qwen3-tiny', '1');
 const LOGITS_VOCAB = 151_936;
@@ -39,6 +39,11 @@ const FLAGS: Readonly<Record<string, FlagSpec>> = {
   data: { type: 'string', usage: '--data DIR', description: "MaskBench's data directory (a jsonschemabench checkout's maskbench/data); default: bench/.cache/jsonschemabench, cloned on first use" },
   splits: { type: 'string', usage: '--splits A,B', description: `splits to run (default the paper's ten: ${PAPER_SPLITS.join(', ')})` },
   'schemas-per-split': { type: 'string', usage: '--schemas-per-split N', description: 'schemas per split, spread over its sorted files (default 25; quick 3; 0 = all)' },
+  'property-order': {
+    type: 'string',
+    usage: '--property-order schema|any|both',
+    description: 'compile for the schema\'s key order (default), any order ("x-property-order": "any"), or both side by side',
+  },
   'compile-timeout-secs': { type: 'string', usage: '--compile-timeout-secs N', description: `the compile bound (default the server's ${DEFAULT_LIMITS.structuredOutputsCompileTimeoutSecs})` },
 };
 
@@ -65,18 +70,19 @@ async function prepare(context: ScenarioContext): Promise<PreparedScenario> {
     tokenizerConfig: JSON.parse(readFileSync(join(TOKENIZER_DIR, 'tokenizer_config.json'), 'utf8')),
   });
   const outcomes = new Map<string, SplitOutcome>();
-  const cases = splits.map((split) => {
+  const orders = propertyOrders(context.flags['property-order']);
+  const cases = splits.flatMap((split) => {
     const schemas = readSplit(dir, split, cap);
     if (schemas.length === 0) throw new Error(`--splits: no schemas of split ${split} in ${dir}`);
-    return {
+    return orders.map((propertyOrder) => ({
       group: 'jsonschemabench',
-      variant: 'conveyor',
+      variant: propertyOrder === 'schema' ? 'conveyor' : 'conveyor, any key order',
       point: split,
-      params: { split, schemas: schemas.length },
+      params: { split, schemas: schemas.length, propertyOrder },
       run: async () => {
-        outcomes.set(split, await measureSplit({ engine, tokenizer, stopTokenId: IM_END, log: context.log }, split, schemas));
+        outcomes.set(`${propertyOrder}/${split}`, await measureSplit({ propertyOrder, engine, tokenizer, stopTokenId: IM_END, log: context.log }, split, schemas));
       },
-    };
+    }));
   });
   return {
     cases,
@@ -87,13 +93,20 @@ async function prepare(context: ScenarioContext): Promise<PreparedScenario> {
       'vocabulary: Qwen3 (151,669 tokens, the tiny model’s tokenizer.json); instances in the grammar’s canonical form (see bench/scenarios/jsonschemabench/maskbench.ts)',
       `published beside these: the paper's empirical coverage where it is given per split (the column), and MaskBench's own run over all ${PUBLISHED_MASKBENCH.schemas.toLocaleString('en-US')} schemas: llguidance ${PUBLISHED_MASKBENCH.version} passed ${PUBLISHED_MASKBENCH.passing.toLocaleString('en-US')} (compiled, no validation error), with ${PUBLISHED_MASKBENCH.validationErrors} validation errors (valid instances rejected, mostly key order) and 0 invalidation errors`,
     ],
-    settings: { splits, schemasPerSplit: cap, compileTimeoutSecs: boundSecs },
+    settings: { splits, schemasPerSplit: cap, compileTimeoutSecs: boundSecs, propertyOrders: orders },
     conclude: (results) => conclude(results, outcomes),
     dispose: async () => {
       await engine.dispose();
       await probe.close();
     },
   };
+}
+
+function propertyOrders(flag: unknown): PropertyOrder[] {
+  if (flag === undefined || flag === 'schema') return ['schema'];
+  if (flag === 'any') return ['any'];
+  if (flag === 'both') return ['schema', 'any'];
+  throw new Error(`--property-order: schema, any or both, got ${String(flag)}`);
 }
 
 const pct = (n: number, d: number): string => (d === 0 ? '—' : `${((100 * n) / d).toFixed(d >= 100 ? 1 : 0)}%`);
@@ -109,11 +122,11 @@ const ms = (xs: readonly number[], p: number): string => {
 function conclude(cases: readonly CaseResult[], outcomes: ReadonlyMap<string, SplitOutcome>) {
   const rows = [...outcomes.values()];
   const lines = [
-    '| split | schemas | coverage (compiled) | published coverage | valid accepted | valid not expressible | invalid rejected | compile p50 / p99 ms | first request p99 ms | mask ms/token p50 / p99 |',
-    '|---|---|---|---|---|---|---|---|---|---|',
+    '| split | key order | schemas | coverage (compiled) | published coverage | valid accepted | valid not expressible | invalid rejected | compile p50 / p99 ms | first request p99 ms | mask ms/token p50 / p99 |',
+    '|---|---|---|---|---|---|---|---|---|---|---|',
     ...rows.map((o) => {
       const expressible = o.valid.total - o.valid.notExpressible;
-      return `| ${o.split} | ${o.schemas} | ${pct(o.compiled, o.schemas)} (${o.compiled}) | ${PUBLISHED[o.split] ?? '—'} | ${pct(o.valid.accepted, expressible)} (${o.valid.accepted}/${expressible}) | ${o.valid.notExpressible} | ${pct(o.invalid.rejected, o.invalid.total)} (${o.invalid.rejected}/${o.invalid.total}) | ${ms(o.compileMs, 50)} / ${ms(o.compileMs, 99)} | ${ms(o.firstCompileMs, 99)} | ${ms(o.maskMs, 50)} / ${ms(o.maskMs, 99)} |`;
+      return `| ${o.split} | ${o.propertyOrder} | ${o.schemas} | ${pct(o.compiled, o.schemas)} (${o.compiled}) | ${PUBLISHED[o.split] ?? '—'} | ${pct(o.valid.accepted, expressible)} (${o.valid.accepted}/${expressible}) | ${o.valid.notExpressible} | ${pct(o.invalid.rejected, o.invalid.total)} (${o.invalid.rejected}/${o.invalid.total}) | ${ms(o.compileMs, 50)} / ${ms(o.compileMs, 99)} | ${ms(o.firstCompileMs, 99)} | ${ms(o.maskMs, 50)} / ${ms(o.maskMs, 99)} |`;
     }),
   ];
   const refusals = new Map<string, number>();
@@ -133,7 +146,9 @@ function conclude(cases: readonly CaseResult[], outcomes: ReadonlyMap<string, Sp
     '',
     failures.length === 0 ? '**Correctness failures**: none.' : `**Correctness failures** (first ${failures.length}):\n\n${failures.map((f) => `- ${f}`).join('\n')}`,
   ].join('\n');
-  const idOf = new Map(cases.map((c) => [c.point, c.id]));
-  const metrics = new Map(rows.map((o) => [idOf.get(o.split) ?? o.split, { ...o, refusals: Object.fromEntries(o.refusals), maskMs: undefined, maskTokens: o.maskMs.length }] as const));
+  const idOf = new Map(cases.map((c) => [`${String(c.params['propertyOrder'])}/${c.point}`, c.id]));
+  const metrics = new Map(
+    rows.map((o) => [idOf.get(`${o.propertyOrder}/${o.split}`) ?? o.split, { ...o, refusals: Object.fromEntries(o.refusals), maskMs: undefined, maskTokens: o.maskMs.length }] as const),
+  );
   return { results, metrics };
 }

@@ -1,7 +1,7 @@
 // `allOf` folded into one schema, keyword by keyword, where the result means exactly what all
 // the members mean together; refused by name where a merge would loosen or change it. Pure.
 
-import { ANNOTATIONS, CONSTRAINING, isObject, type Json, LOWER_BOUND_KEYWORDS, layoutJson, pointer, type SchemaObject, SchemaUnsupported, UPPER_BOUND_KEYWORDS } from './schema-model.js';
+import { ANNOTATIONS, isObject, isValidated, type Json, LOWER_BOUND_KEYWORDS, layoutJson, pointer, type SchemaObject, SchemaUnsupported, UPPER_BOUND_KEYWORDS } from './schema-model.js';
 import type { Translation } from './translation.js';
 
 /** Pairs of branches two members' anyOf (or oneOf) may fold into; past this many, refused (the grammar grows with the product). */
@@ -87,7 +87,7 @@ function mergeTwo(a: SchemaObject, b: SchemaObject, path: string): { [key: strin
     if (bothItems && ITEM_KEYWORDS.includes(key)) continue;
     const mine = out[key];
     // Annotations and keywords no validator knows say nothing: the first member's stands.
-    if (mine === undefined || ANNOTATIONS.has(key) || (!CONSTRAINING.has(key) && key !== 'type' && key !== 'enum' && key !== 'const')) {
+    if (mine === undefined || ANNOTATIONS.has(key) || !isValidated(key)) {
       if (mine === undefined) out[key] = value;
       continue;
     }

@@ -9,13 +9,13 @@
 import { mergeAllOf } from './all-of-merge.js';
 import { exactlyOneNumberRange } from './numeric-one-of.js';
 import { exactlyOneString, stringLanguage } from './string-one-of.js';
-import { ANNOTATIONS, constants, isObject, type Json, kindOf, pointer, type SchemaObject, SchemaUnsupported } from './schema-model.js';
+import { ANNOTATIONS, constants, isValidated, isObject, type Json, kindOf, pointer, type SchemaObject, SchemaUnsupported } from './schema-model.js';
 import type { Translation } from './translation.js';
 
 export function unionSchema(t: Translation, node: SchemaObject, keyword: 'anyOf' | 'oneOf', path: string): string | null {
   const { [keyword]: branches, ...siblings } = node;
   const list = branches as Json[];
-  const constraining = Object.keys(siblings).filter((k) => !ANNOTATIONS.has(k));
+  const constraining = Object.keys(siblings).filter(isValidated);
   const resolved = list.map((branch, i) => (constraining.length > 0 ? mergeAllOf(t, { allOf: [siblings, branch] }, pointer(path, keyword, i)) : branch));
   const overlapping: [number, number][] = [];
   if (keyword === 'oneOf') for (let i = 0; i < resolved.length; i++) for (let j = i + 1; j < resolved.length; j++) if (!disjoint(t, resolved[i]!, resolved[j]!, path)) overlapping.push([i, j]);

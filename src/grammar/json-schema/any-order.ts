@@ -7,7 +7,7 @@
 // nothing else of its keys, reached only where the guard's plan follows the document (properties,
 // items, $refs, combinators); everything else keeps the schema's order. Pure.
 
-import { ANNOTATIONS, isObject, type Json, resolvePointer, type SchemaObject } from './schema-model.js';
+import { ANNOTATIONS, isObject, isValidated, type Json, resolvePointer, type SchemaObject } from './schema-model.js';
 
 /** What the guard enforces about an object written in any order: the translator's own reading of its keys. */
 export interface ObjectKeyRule {
@@ -17,12 +17,59 @@ export interface ObjectKeyRule {
   readonly required: readonly string[];
   /** No key but the named ones (no unnamed member in the grammar). */
   readonly closed: boolean;
+  /** Named keys whose value is one of a few strings (const / enum): what tells this object from another at its place. */
+  readonly constants: ReadonlyMap<string, readonly string[]>;
 }
 
 const encoder = new TextEncoder();
 
-export function objectKeyRule(names: readonly string[], required: readonly string[], closed: boolean): ObjectKeyRule {
-  return { names, rawNames: names.map((name) => encoder.encode(JSON.stringify(name).slice(1, -1))), required, closed };
+export function objectKeyRule(names: readonly string[], required: readonly string[], closed: boolean, constants: ReadonlyMap<string, readonly string[]>): ObjectKeyRule {
+  return { names, rawNames: names.map((name) => encoder.encode(JSON.stringify(name).slice(1, -1))), required, closed, constants };
+}
+
+/** The strings a schema (a $ref resolved once) allows when it lists them (const / enum of strings only); null otherwise. */
+export function stringConstants(schema: Json | undefined, resolve: (node: Json) => Json): readonly string[] | null {
+  const node = schema === undefined ? undefined : resolve(schema);
+  if (!isObject(node)) return null;
+  const listed = node['const'] !== undefined ? [node['const']] : Array.isArray(node['enum']) ? node['enum'] : null;
+  return listed !== null && listed.length > 0 && listed.every((v) => typeof v === 'string') ? (listed as string[]) : null;
+}
+
+/** Object alternatives at one place past this many keep the schema's order (the guard keeps which are alive as bits). */
+export const MAX_OBJECT_ALTERNATIVES = 16;
+
+/**
+ * Whether the guard can tell several object schemas at one place apart as the output goes: what
+ * kills one is a key it does not allow, or a string value its constants exclude, so every key two
+ * of them allow must have the same schema in both (the same text) or be a string constant in each.
+ * Keys only patternProperties allow are not followed here: such alternatives keep the order.
+ */
+export function distinguishable(objects: readonly SchemaObject[], closedByDefault: boolean, resolve: (node: Json) => Json): boolean {
+  if (objects.length > MAX_OBJECT_ALTERNATIVES || objects.some((o) => o['patternProperties'] !== undefined)) return false;
+  const other = (o: SchemaObject): Json | undefined =>
+    o['additionalProperties'] === undefined ? (closedByDefault ? undefined : true) : o['additionalProperties'] === false ? undefined : o['additionalProperties'];
+  const valueOf = (o: SchemaObject, name: string): Json | undefined => {
+    const properties = isObject(o['properties']) ? o['properties'] : {};
+    if (Object.hasOwn(properties, name)) return properties[name];
+    // A required key the properties do not name is written as additionalProperties says (any value when silent).
+    const required = Array.isArray(o['required']) && o['required'].includes(name);
+    return other(o) ?? (required && o['additionalProperties'] === undefined ? true : undefined);
+  };
+  const names = new Set(
+    objects.flatMap((o) => [
+      ...Object.keys(isObject(o['properties']) ? o['properties'] : {}),
+      ...(Array.isArray(o['required']) ? o['required'].filter((r): r is string => typeof r === 'string') : []),
+    ]),
+  );
+  const agree = (values: (Json | undefined)[]): boolean => {
+    const present = values.filter((v): v is Json => v !== undefined);
+    if (present.length < 2) return true;
+    if (present.every((v) => stringConstants(v, resolve) !== null)) return true;
+    const text = JSON.stringify(present[0]);
+    return present.every((v) => JSON.stringify(v) === text);
+  };
+  for (const name of names) if (!agree(objects.map((o) => valueOf(o, name)))) return false;
+  return agree(objects.map(other));
 }
 
 /** Keywords after which an object's keys are more than a set with required members: such objects keep the schema's order. */
@@ -122,7 +169,9 @@ function* unfollowedChildren(followed: ReadonlySet<object>): Generator<Json> {
   for (const node of followed) for (const [key, child] of allChildren(node as SchemaObject)) if (!FOLLOWED.has(key)) yield child;
 }
 
-/** Whether a member of an alternative says nothing of objects: only references, combinators, `type` and annotations. */
+const STRUCTURE = new Set(['$ref', 'allOf', 'anyOf', 'oneOf', 'type']);
+
+/** Whether a member of an alternative says nothing of objects: only references, combinators, `type`, and keywords no validator reads (annotations, extensions). */
 export function onlyStructure(member: SchemaObject): boolean {
-  return Object.keys(member).every((k) => ANNOTATIONS.has(k) || DEFINITIONS.has(k) || k === '$ref' || k === 'allOf' || k === 'anyOf' || k === 'oneOf' || k === 'type');
+  return Object.keys(member).every((k) => STRUCTURE.has(k) || !isValidated(k));
 }

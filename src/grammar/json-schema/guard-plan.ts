@@ -17,12 +17,13 @@
 // the plan is refused where they say anything of lengths or uniqueness, since what they add would
 // be something the guard does not enforce.
 //
-// With objects in any key order (any-order.ts), a place also names the object schema whose keys
-// the guard follows there: only where a single alternative there allows objects and that schema is
-// the only member of it saying anything of objects; an object schema found anywhere else beside
-// others keeps the schema's order everywhere. Pure.
+// With objects in any key order (any-order.ts), a place also names the object schemas whose keys
+// the guard follows there: one per alternative allowing objects, each the only member of its
+// alternative saying anything of objects, and several only where keys and string constants tell
+// them apart; an object schema found anywhere else beside others keeps the schema's order
+// everywhere. Pure.
 
-import { anyOrderCandidates, type ObjectKeyRule, onlyStructure } from './any-order.js';
+import { anyOrderCandidates, distinguishable, type ObjectKeyRule, onlyStructure } from './any-order.js';
 import { PatternAutomaton } from '../pattern-automaton.js';
 import { stringFormat } from '../string-formats.js';
 import { GUARDED_LENGTH_ABOVE, GuardMarks } from './guard-marks.js';
@@ -56,8 +57,8 @@ export interface GuardPlace {
   /** The item at each index before the rest. */
   readonly items: readonly number[];
   readonly restItems: number;
-  /** The object schema written in any key order here, whose keys the guard follows (its rule in GuardPlan.objectKeys); null: none. */
-  readonly objectNode: object | null;
+  /** The object schemas written in any key order here, one per alternative allowing objects, whose keys the guard follows (their rules in GuardPlan.objectKeys); empty: none. */
+  readonly objectNodes: readonly object[];
 }
 
 /** The places, by index: UNBOUNDED (0) has nothing guarded beneath it, ROOT (1) is the document. */
@@ -117,7 +118,7 @@ export function guardPlan(root: Json, legacy: boolean, absentAdditionalPropertie
 /** Why no plan: the text would not tell the guard which bound holds, or the plan grew past its limits. */
 class Unplannable extends Error {}
 
-const emptyPlace = (): GuardPlace => ({ string: null, unique: false, keys: new Map(), otherKeys: UNBOUNDED, items: [], restItems: UNBOUNDED, objectNode: null });
+const emptyPlace = (): GuardPlace => ({ string: null, unique: false, keys: new Map(), otherKeys: UNBOUNDED, items: [], restItems: UNBOUNDED, objectNodes: [] });
 
 /** A conjunction of schema objects (never `true`; `false` removes the alternative). */
 type Alternative = readonly SchemaObject[];
@@ -183,25 +184,30 @@ class PlanBuilder {
       const { index, alternatives } = this.pending.shift()!;
       this.places[index] = this.describe(alternatives);
     }
-    const places = this.places.map((p) => (p.objectNode !== null && this.ordered.has(p.objectNode) ? { ...p, objectNode: null } : p));
-    const anyOrder = new Set(places.flatMap((p) => (p.objectNode === null ? [] : [p.objectNode])));
+    const places = this.places.map((p) => (p.objectNodes.some((node) => this.ordered.has(node)) ? { ...p, objectNodes: [] } : p));
+    const anyOrder = new Set(places.flatMap((p) => p.objectNodes));
     return { places, guardsUnique: this.withUnique, anyOrder, objectKeys: new Map() };
   }
 
   /**
-   * The object schema whose keys the guard follows at a place: the one candidate in the only
-   * alternative allowing objects, beside members that say nothing of objects. Every candidate met
-   * otherwise keeps the schema's order (everywhere: its grammar rule is one).
+   * The object schemas whose keys the guard follows at a place: in each alternative allowing
+   * objects, its one candidate beside members that say nothing of objects; several only where the
+   * guard can tell them apart as the output goes (any-order.ts's distinguishable). Every candidate
+   * met otherwise keeps the schema's order (everywhere: its grammar rule is one).
    */
-  private objectNode(alternatives: Alternative[]): object | null {
-    if (!this.scope.withObjects) return null;
+  private objectNodes(alternatives: Alternative[]): object[] {
+    if (!this.scope.withObjects) return [];
     const candidates = alternatives.flatMap((a) => a.filter((m) => this.marks.objectCandidates.has(m)));
-    if (candidates.length === 0) return null;
+    if (candidates.length === 0) return [];
     const objects = alternatives.filter((a) => a.every((m) => allowsType(m, 'object')));
-    const only = objects.length === 1 ? objects[0]!.filter((m) => candidates.includes(m)) : [];
-    if (only.length === 1 && objects[0]!.every((m) => m === only[0] || onlyStructure(m))) return only[0]!;
+    const chosen = objects.map((a) => {
+      const own = a.filter((m) => candidates.includes(m));
+      return own.length === 1 && a.every((m) => m === own[0] || onlyStructure(m)) ? own[0]! : null;
+    });
+    const resolve = (node: Json): Json => (isObject(node) && typeof node['$ref'] === 'string' ? (resolvePointer(this.root, node['$ref']) ?? node) : node);
+    if (chosen.every((c) => c !== null) && (chosen.length === 1 || distinguishable(chosen, this.closedByDefault, resolve))) return [...new Set(chosen)];
     for (const candidate of candidates) this.ordered.add(candidate);
-    return null;
+    return [];
   }
 
   /** The index of the place these alternatives make, queued for description when new. */
@@ -249,7 +255,7 @@ class PlanBuilder {
       otherKeys: this.place(this.expand(...alternatives.flatMap((a) => this.otherKeyValue(a, new Set())))),
       items: Array.from({ length: tuple }, (_, i) => this.place(this.expand(...alternatives.flatMap((a) => this.item(a, i))))),
       restItems: this.place(this.expand(...alternatives.flatMap((a) => this.item(a, null)))),
-      objectNode: this.objectNode(alternatives),
+      objectNodes: this.objectNodes(alternatives),
     };
   }
 

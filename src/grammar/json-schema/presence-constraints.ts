@@ -9,7 +9,7 @@
 // split in two cases here too: the key absent, or the key present and the subschema merged in. Pure.
 
 import { mergeAllOf } from './all-of-merge.js';
-import { ANNOTATIONS, CONSTRAINING, isObject, type Json, pointer, type SchemaObject, SchemaUnsupported } from './schema-model.js';
+import { ANNOTATIONS, isObject, isValidated, type Json, pointer, type SchemaObject, SchemaUnsupported } from './schema-model.js';
 import type { Translation } from './translation.js';
 
 /** A Boolean statement about an object's keys: true / false, every key present, and the combinators of such statements. */
@@ -50,7 +50,7 @@ export function presenceOf(t: Pick<Translation, 'deref'>, schema: Json, path: st
   const objects: Presence[] = [];
   let others = true;
   for (const [keyword, value] of Object.entries(node)) {
-    if (ANNOTATIONS.has(keyword) || (!CONSTRAINING.has(keyword) && keyword !== 'type' && keyword !== 'enum' && keyword !== 'const')) continue;
+    if (ANNOTATIONS.has(keyword) || !isValidated(keyword)) continue;
     if (keyword === 'type' && (value === 'object' || (Array.isArray(value) && value.length === 1 && value[0] === 'object'))) others = false;
     else if (keyword === 'required' && names(value)) objects.push({ all: names(value)! });
     else if (PRESENCE_COMBINATORS.includes(keyword) && value !== null) {

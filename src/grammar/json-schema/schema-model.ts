@@ -104,6 +104,8 @@ export const NUMBER_KEYWORDS = ['minimum', 'maximum', 'exclusiveMinimum', 'exclu
 export const PRESENCE_KEYWORDS = ['not', 'dependencies', 'dependentRequired', 'dependentSchemas'];
 /** Keywords that constrain a value besides enum / const / type (the rest are annotations or unknown). */
 export const CONSTRAINING = new Set([...OBJECT_KEYWORDS, ...ARRAY_KEYWORDS, ...STRING_KEYWORDS, ...NUMBER_KEYWORDS, ...PRESENCE_KEYWORDS, 'anyOf', 'oneOf', 'allOf', '$ref', ...Object.keys(REFUSED)]);
+/** Whether a validator reads the keyword (others — annotations, extensions such as "x-property-order", unknown words — change nothing). */
+export const isValidated = (keyword: string): boolean => CONSTRAINING.has(keyword) || keyword === 'type' || keyword === 'enum' || keyword === 'const';
 /** Keywords whose values two allOf members combine by taking the larger (lower bounds) or the smaller (upper bounds). */
 export const LOWER_BOUND_KEYWORDS = new Set(['minimum', 'exclusiveMinimum', 'minLength', 'minItems', 'minProperties']);
 export const UPPER_BOUND_KEYWORDS = new Set(['maximum', 'exclusiveMaximum', 'maxLength', 'maxItems', 'maxProperties']);

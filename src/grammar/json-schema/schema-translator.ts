@@ -14,10 +14,10 @@ import { numberSchema } from './number-schema.js';
 import { objectSchema } from './object-schema.js';
 import { dependentSchemaCases, isPresenceCombinator, objectPresence } from './presence-constraints.js';
 import {
-  ANNOTATIONS,
   ARRAY_KEYWORDS,
   CONSTRAINING,
   isObject,
+  isValidated,
   type Json,
   NUMBER_KEYWORDS,
   OBJECT_KEYWORDS,
@@ -105,7 +105,7 @@ export class SchemaTranslator implements Translation {
       return this.schema(rest, path);
     }
     if (typeof node['$ref'] === 'string') {
-      const siblings = Object.keys(node).filter((k) => k !== '$ref' && !ANNOTATIONS.has(k));
+      const siblings = Object.keys(node).filter((k) => k !== '$ref' && isValidated(k));
       if (this.legacy || siblings.length === 0) return this.refRule(node['$ref'], pointer(path, '$ref'));
       const { $ref, ...rest } = node;
       return this.schema({ ...rest, allOf: [...(Array.isArray(rest['allOf']) ? rest['allOf'] : []), { $ref }] }, path);
@@ -180,7 +180,7 @@ export class SchemaTranslator implements Translation {
 
   deref(node: Json, path: string): Json {
     for (let hops = 0; isObject(node) && typeof node['$ref'] === 'string' && hops < 32; hops++) {
-      const constraining = Object.keys(node).filter((k) => k !== '$ref' && !ANNOTATIONS.has(k));
+      const constraining = Object.keys(node).filter((k) => k !== '$ref' && isValidated(k));
       if (constraining.length > 0 && !this.legacy) return node;
       node = this.resolve(node['$ref'], path);
     }

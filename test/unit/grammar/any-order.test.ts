@@ -36,11 +36,27 @@ describe('which objects are written in any order', () => {
     expect(loosened(tree)).toEqual(['name,kids']);
   });
 
+  it('several object schemas at one place where keys and string constants tell them apart', () => {
+    const a = closed({ kind: { const: 'a' }, x: { type: 'integer' }, note: { type: 'string' } }, ['kind']);
+    const b = closed({ kind: { enum: ['b', 'c'] }, y: { type: 'integer' }, note: { type: 'string' } }, ['kind']);
+    expect(loosened({ anyOf: [a, b] })).toEqual(['kind,x,note', 'kind,y,note']);
+    expect(loosened({ oneOf: [{ $ref: '#/$defs/a' }, { $ref: '#/$defs/b' }], $defs: { a, b } })).toEqual(['kind,x,note', 'kind,y,note']);
+    // A key both allow with different schemas: which one holds is decided by a value the guard does not read.
+    const c = closed({ kind: { const: 'c' }, x: { type: 'string' } }, ['kind']);
+    expect(loosened({ anyOf: [a, c] })).toEqual([]);
+    // Open objects whose unnamed keys take different values.
+    expect(
+      loosened({
+        anyOf: [
+          { ...a, additionalProperties: { type: 'integer' } },
+          { ...b, additionalProperties: true },
+        ],
+      }),
+    ).toEqual([]);
+  });
+
   it('keeps the schema order where the guard could not tell which object holds, or what more it says of keys', () => {
     const a = closed({ kind: { const: 'a' }, x: { type: 'integer' } }, ['kind']);
-    const b = closed({ kind: { const: 'b' }, y: { type: 'integer' } }, ['kind']);
-    // Two alternatives allowing objects: which one holds is decided by values the guard does not read.
-    expect(loosened({ anyOf: [a, b] })).toEqual([]);
     // Merged with another object schema (allOf): the translation writes the merge, in order.
     expect(loosened({ allOf: [a, { required: ['x'] }] })).toEqual([]);
     // Keywords about keys beyond required, and keys a closed object's patterns allow.
@@ -101,6 +117,18 @@ describe('with the Qwen3 vocabulary', () => {
       [{ id: 1 }, { zeta: 'z', id: 1 }, { label: 'l', alpha: 'a', id: 2, idx: 'i' }],
       [{ zeta: 'z' }, { zeta: 1, id: 1 }, { id: 'one' }, { label: 2, id: 1 }],
     ],
+    [
+      'a union told apart by its keys and its string constants, the deciding key anywhere',
+      {
+        anyOf: [
+          closed({ kind: { const: 'a' }, x: { type: 'integer' }, note: { type: 'string' } }, ['kind', 'x']),
+          closed({ kind: { enum: ['b', 'c'] }, y: { type: 'boolean' }, note: { type: 'string' } }, ['kind']),
+          { type: 'string' },
+        ],
+      },
+      [{ kind: 'a', x: 1 }, { x: 1, note: 'n', kind: 'a' }, { kind: 'b' }, { note: '', kind: 'c', y: true }, { y: false, kind: 'b' }, 'text'],
+      [{ kind: 'a' }, { x: 1, kind: 'b' }, { kind: 'a', y: true, x: 1 }, { note: 'n' }, { y: true }, { kind: 'd' }, {}],
+    ],
   ])('%s', async (_, schema, valid, invalid) => {
     const validate = ajv.compile(schema);
     for (const value of valid) {
@@ -130,6 +158,38 @@ describe('with the Qwen3 vocabulary', () => {
     await expect(grammar.engine.compile({ kind: 'json_schema', schema: JSON.stringify({ ...profile, 'x-property-order': 'sorted' }) })).rejects.toThrow(/x-property-order.*"schema" or "any"/);
   });
 
+  /** Seeded random walks under the masks: each must never meet a mask allowing nothing, and each finished one must be valid (ajv); the key orders written. */
+  async function walks(schema: Schema, seedBase: number): Promise<{ finished: number; orders: Set<string> }> {
+    const validate = ajv.compile(schema);
+    const constraint = await grammar.engine.compile({ kind: 'json_schema', schema: JSON.stringify(anyOrder(schema)) });
+    const orders = new Set<string>();
+    let finished = 0;
+    for (let seed = 0; seed < 40; seed++) {
+      const random = seededRandom(seedBase + seed);
+      const matcher = await grammar.engine.matcher(constraint, [QWEN3_STOP]);
+      const out: number[] = [];
+      try {
+        while (out.length < 160 && !matcher.isTerminated()) {
+          const allowed = allowedIds(await matcher.nextTokenMask());
+          expect(allowed.length, `seed ${seed} after ${out.length} tokens: ${out.join(' ')}`).toBeGreaterThan(0);
+          // Structure over long values: the stop token and one-byte tokens most of the time.
+          const short = allowed.filter((id) => id < 256 || id === QWEN3_STOP);
+          const id = short.length > 0 && random() < 0.9 ? short[Math.floor(random() * short.length)]! : allowed[Math.floor(random() * allowed.length)]!;
+          expect(matcher.accept(id)).toBe(true);
+          if (id !== QWEN3_STOP) out.push(id);
+        }
+        if (!matcher.isTerminated()) continue;
+        finished++;
+        const document = JSON.parse(grammar.decode(out)) as Json;
+        expect(validate(document), JSON.stringify(document)).toBe(true);
+        if (typeof document === 'object' && document !== null && !Array.isArray(document)) orders.add(Object.keys(document).join(','));
+      } finally {
+        matcher.dispose();
+      }
+    }
+    return { finished, orders };
+  }
+
   it('random walks under the masks end in documents ajv accepts, in orders other than the schema’s, never in a mask that allows nothing', async () => {
     // Short values, so that walks of random tokens end.
     const schema = closed(
@@ -143,40 +203,28 @@ describe('with the Qwen3 vocabulary', () => {
       },
       ['name', 'age'],
     );
-    const validate = ajv.compile(schema);
-    const constraint = await grammar.engine.compile({ kind: 'json_schema', schema: JSON.stringify(anyOrder(schema)) });
-    expect(constraint.guard?.anyOrder.size).toBe(3);
-    const orders = new Set<string>();
-    let finished = 0;
-    for (let seed = 0; seed < 40; seed++) {
-      const random = seededRandom(7000 + seed);
-      const matcher = await grammar.engine.matcher(constraint, [QWEN3_STOP]);
-      const out: number[] = [];
-      try {
-        while (out.length < 160 && !matcher.isTerminated()) {
-          const mask = await matcher.nextTokenMask();
-          const allowed = allowedIds(mask);
-          expect(allowed.length, `seed ${seed} after ${out.length} tokens: ${out.join(' ')}`).toBeGreaterThan(0);
-          // Structure over long values: the stop token and one-byte tokens most of the time.
-          const short = allowed.filter((id) => id < 256 || id === QWEN3_STOP);
-          const id = short.length > 0 && random() < 0.9 ? short[Math.floor(random() * short.length)]! : allowed[Math.floor(random() * allowed.length)]!;
-          expect(matcher.accept(id)).toBe(true);
-          if (id !== QWEN3_STOP) out.push(id);
-        }
-        if (!matcher.isTerminated()) continue;
-        finished++;
-        const document = JSON.parse(grammar.decode(out)) as Schema;
-        expect(validate(document), JSON.stringify(document)).toBe(true);
-        orders.add(Object.keys(document).join(','));
-      } finally {
-        matcher.dispose();
-      }
-    }
+    expect((await grammar.engine.compile({ kind: 'json_schema', schema: JSON.stringify(anyOrder(schema)) })).guard?.anyOrder.size).toBe(3);
+    const { finished, orders } = await walks(schema, 7000);
     expect(finished).toBeGreaterThan(10);
     // Not vacuous: the walks wrote the required keys both ways round.
     const nameFirst = [...orders].some((o) => o.indexOf('name') < o.indexOf('age'));
     const ageFirst = [...orders].some((o) => o.indexOf('age') < o.indexOf('name'));
     expect(nameFirst && ageFirst, [...orders].join(' | ')).toBe(true);
+  }, 120_000);
+
+  it('random walks under a union told apart by its constants: valid, the deciding key first or last', async () => {
+    const schema = {
+      oneOf: [
+        closed({ kind: { const: 'a' }, x: { type: 'integer', minimum: 0, maximum: 9 }, n: { type: 'null' } }, ['kind', 'x']),
+        closed({ kind: { enum: ['b', 'c'] }, y: { type: 'boolean' }, n: { type: 'null' } }, ['kind']),
+      ],
+    };
+    expect((await grammar.engine.compile({ kind: 'json_schema', schema: JSON.stringify(anyOrder(schema)) })).guard?.anyOrder.size).toBe(2);
+    const { finished, orders } = await walks(schema, 8000);
+    expect(finished).toBeGreaterThan(10);
+    const kindLast = [...orders].some((o) => o.split(',').length > 1 && o.endsWith('kind'));
+    const kindFirst = [...orders].some((o) => o.split(',').length > 1 && o.startsWith('kind'));
+    expect(kindLast && kindFirst, [...orders].join(' | ')).toBe(true);
   }, 120_000);
 });
 

@@ -15,7 +15,7 @@ import { checkSpecLimits, choiceGrammar, specFeature, specKey } from './grammar-
 import { ConstraintMatcher } from './matcher.js';
 import { PatternUnsupported, regexSpecGrammar } from './regex-grammar.js';
 import type { GuardPlan } from './json-schema/guard-plan.js';
-import { GuardVocabulary } from './string-guard.js';
+import { GuardVocabulary } from './guard-vocabulary.js';
 import { jsonObjectGrammar, SchemaUnsupported, schemaGrammarPlan } from './schema-grammar.js';
 import { toolCallsGrammarText } from './tool-call-grammar.js';
 import { type TokenizerVocabulary, tokenBytes, tokenizerVocabulary } from './tokenizer-vocabulary.js';

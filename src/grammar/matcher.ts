@@ -11,7 +11,8 @@
 
 import type * as XGrammar from '@mlc-ai/web-xgrammar';
 import type { GuardPlan } from './json-schema/guard-plan.js';
-import { GuardCursor, type GuardVocabulary } from './string-guard.js';
+import type { GuardVocabulary } from './guard-vocabulary.js';
+import { GuardCursor } from './string-guard.js';
 import { UTF8_INVALID, Utf8State, type Utf8Guard } from './utf8-guard.js';
 
 type GrammarMatcher = XGrammar.GrammarMatcher;

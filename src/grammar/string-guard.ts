@@ -4,115 +4,22 @@
 // each value is, where each string starts and ends — counting the characters of each bounded
 // string and comparing each item of such an array, as it closes, with the ones before it. A token
 // is allowed when it keeps every string it writes within its bound (and its pattern still able to
-// end there: pattern-automaton.ts), closes none before its minimum, and repeats no item.
+// end there: pattern-automaton.ts), closes none before its minimum, and repeats no item. In an
+// object written in any key order (json-schema/any-order.ts) it also keeps the keys written and
+// which of the place's object schemas are still alive: no key twice, `}` once an alive one has its
+// required keys, a closed object's key text the start of a key not yet written.
 //
 // Characters are counted as JSON Schema counts them, code points of the decoded string: one per
 // UTF-8 lead byte, one per escape (an escaped surrogate pair counts two, as the counted grammar
 // counts it: stricter, never looser). Tokens without a quote or backslash only add characters
 // inside a string, so near a bound one precomputed mask per remaining count removes those that
-// add too many; the few tokens with a quote or backslash are followed byte by byte. Pure.
+// add too many; the few tokens with a quote or backslash are followed byte by byte
+// (guard-vocabulary.ts). Pure.
 
-import { maskWords } from '../contracts/token-mask.js';
 import type { ObjectKeyRule } from './json-schema/any-order.js';
 import { type LengthBounds, type GuardPlan, ROOT } from './json-schema/guard-plan.js';
+import { BACKSLASH, type GuardVocabulary, QUOTE } from './guard-vocabulary.js';
 import type { PatternAutomaton } from './pattern-automaton.js';
-
-const QUOTE = 0x22;
-const BACKSLASH = 0x5c;
-
-/** What the tokens of one vocabulary do to a count, computed once per vocabulary. */
-export class GuardVocabulary {
-  /** Tokens with a quote or a backslash: followed byte by byte. */
-  readonly special: readonly number[];
-  private readonly specialIds: ReadonlySet<number>;
-  /**
-   * For each special token, inside a string: the characters before its first quote, or -1 where a
-   * backslash comes first or a second quote follows (a string opened again): those are followed
-   * byte by byte; the rest only close the string after that many characters.
-   */
-  private readonly closesAfter: Int32Array;
-  /** For each special token: whether `}` or `,` follows its first quote (it may close or extend an object in any order). */
-  private readonly structuralTail: Uint8Array;
-  /** The most characters a token without either adds. */
-  readonly widest: number;
-  /** Tokens without a quote or backslash that hold `}` or `,`: followed outside strings where an object in any order is open. */
-  readonly structural: readonly number[];
-  /** Those that also hold `{`. */
-  readonly emptyObjects: readonly number[];
-  /** fits[n], n < widest: the tokens without a quote or backslash that add at most n characters, and every other token. */
-  private readonly fits: Int32Array[];
-
-  constructor(
-    readonly bytes: readonly (Uint8Array | undefined)[],
-    vocabSize: number,
-  ) {
-    const chars = new Uint16Array(vocabSize);
-    const special: number[] = [];
-    const closes: number[] = [];
-    let widest = 0;
-    const structural: number[] = [];
-    const tails: number[] = [];
-    for (let id = 0; id < vocabSize; id++) {
-      const token = bytes[id];
-      if (token === undefined) continue;
-      let count = 0;
-      let before = -1;
-      let quotes = 0;
-      let plain = true;
-      for (const byte of token) {
-        if (byte === BACKSLASH && plain) before = -1;
-        if (byte === QUOTE && plain) before = count;
-        if (byte === QUOTE) quotes++;
-        if (byte === QUOTE || byte === BACKSLASH) plain = false;
-        if ((byte & 0xc0) !== 0x80 && plain) count++;
-      }
-      chars[id] = Math.min(count, 0xffff);
-      if (plain && (token.includes(0x7d) || token.includes(0x2c))) structural.push(id);
-      if (plain) widest = Math.max(widest, count);
-      else {
-        special.push(id);
-        closes.push(quotes === 1 && !token.includes(BACKSLASH) ? before : -1);
-        const tail = token.subarray(token.indexOf(QUOTE) + 1);
-        tails.push(tail.includes(0x7d) || tail.includes(0x2c) ? 1 : 0);
-      }
-    }
-    this.special = special;
-    this.structural = structural;
-    this.emptyObjects = structural.filter((id) => bytes[id]!.includes(0x7b));
-    this.specialIds = new Set(special);
-    this.closesAfter = Int32Array.from(closes);
-    this.structuralTail = Uint8Array.from(tails);
-    this.widest = widest;
-    // From the widest down: each mask is the one above less the plain tokens one character too many for it.
-    const byChars: number[][] = Array.from({ length: widest + 1 }, () => []);
-    for (let id = 0; id < vocabSize; id++) if (bytes[id] !== undefined && !this.specialIds.has(id)) byChars[chars[id]!]!.push(id);
-    this.fits = new Array(widest);
-    let mask = new Int32Array(maskWords(vocabSize)).fill(-1);
-    for (let room = widest - 1; room >= 0; room--) {
-      mask = mask.slice();
-      for (const id of byChars[room + 1]!) mask[id >>> 5] = mask[id >>> 5]! & ~(1 << (id & 31));
-      this.fits[room] = mask;
-    }
-  }
-
-  /** The mask of tokens allowed with `room` characters left (room < widest). */
-  fitting(room: number): Int32Array {
-    return this.fits[room]!;
-  }
-
-  /**
-   * The i-th special token's characters before the quote that closes a string, or -1 (see
-   * closesAfter); -1 too where objects in any order are open and `}` or `,` follows the quote.
-   */
-  closingAt(index: number, keysOpen: boolean): number {
-    return keysOpen && this.structuralTail[index] === 1 ? -1 : this.closesAfter[index]!;
-  }
-
-  /** Whether a token holds a quote or backslash (followed byte by byte). */
-  isSpecial(id: number): boolean {
-    return this.specialIds.has(id);
-  }
-}
 
 /** An open array or object: its place in the plan, and the item index or the key being read. */
 interface Frame {

@@ -3,7 +3,9 @@
 // grammar engine with the server's compile probe and matches every test instance token by token.
 // A schema the grammar refuses counts against coverage; valid instances are accepted, invalid
 // ones rejected, and one using a property its schema does not name (additionalProperties absent:
-// strict mode does not generate it) is counted as not expressible rather than as a failure.
+// strict mode does not generate it) is counted as not expressible rather than as a failure. With
+// --property-order both, each split runs twice: an instance listing keys out of the schema's order
+// is rejected in the schema's order and accepted in any order.
 
 import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -39,10 +41,14 @@ it('reports coverage, correctness, compile and mask times per split', { timeout:
     { valid: true, data: '東京' },
     { valid: false, data: 'Zurich' },
   ]);
-  const args = ['--import', 'tsx', 'bench/cli.ts', 'jsonschemabench', '--quick', '--data', data, '--splits', 'Split_a,Split_b', '--out', out];
+  write('Split_b---pair', { type: 'object', properties: { a: { type: 'integer' }, b: { type: 'integer' } }, required: ['a', 'b'], additionalProperties: false }, [
+    { valid: true, data: { b: 1, a: 2 } },
+    { valid: false, data: { b: 1, a: 2, b2: 3 } },
+  ]);
+  const args = ['--import', 'tsx', 'bench/cli.ts', 'jsonschemabench', '--quick', '--data', data, '--splits', 'Split_a,Split_b', '--property-order', 'both', '--out', out];
   await run(process.execPath, args, { cwd: process.cwd(), maxBuffer: 16 * 2 ** 20 });
   const report = JSON.parse(readFileSync(join(out, 'results.json'), 'utf8')) as BenchReport;
-  const metrics = (split: string) => report.cases.find((c) => c.point === split)!.metrics as Record<string, unknown>;
+  const metrics = (split: string, order = 'schema') => report.cases.find((c) => c.point === split && c.params['propertyOrder'] === order)!.metrics as Record<string, unknown>;
   expect(metrics('Split_a')).toMatchObject({
     schemas: 2,
     compiled: 1,
@@ -50,8 +56,13 @@ it('reports coverage, correctness, compile and mask times per split', { timeout:
     valid: { total: 3, accepted: 2, notExpressible: 1, rejected: 0 },
     invalid: { total: 3, rejected: 3, accepted: 0 },
   });
-  expect(metrics('Split_b')).toMatchObject({ schemas: 1, compiled: 1, valid: { accepted: 1, rejected: 0 }, invalid: { rejected: 1, accepted: 0 } });
+  expect(metrics('Split_a', 'any')).toMatchObject({ compiled: 1, valid: { accepted: 2, notExpressible: 1, rejected: 0 }, invalid: { rejected: 3, accepted: 0 } });
+  // The pair's valid instance lists its keys out of the schema's order.
+  expect(metrics('Split_b')).toMatchObject({ schemas: 2, compiled: 2, valid: { accepted: 1, rejected: 1 }, invalid: { rejected: 2, accepted: 0 } });
+  expect(metrics('Split_b', 'any')).toMatchObject({ schemas: 2, compiled: 2, valid: { accepted: 2, rejected: 0 }, invalid: { rejected: 2, accepted: 0 } });
   const summary = readFileSync(join(out, 'summary.md'), 'utf8');
-  expect(summary).toMatch(/\| Split_a \| 2 \| 50% \(1\) \|/);
-  expect(summary).toMatch(/\*\*Correctness failures\*\*: none\./);
+  expect(summary).toMatch(/\| Split_a \| schema \| 2 \| 50% \(1\) \|/);
+  expect(summary).toMatch(/\| Split_b \| any \| 2 \| 100% \(2\) \|/);
+  expect(summary).toMatch(/Split_b\/pair: valid instance rejected: \{"b": 1, "a": 2\}/);
+  expect(summary.match(/valid instance rejected/g)).toHaveLength(1);
 });

@@ -17,7 +17,8 @@
 // (guard-vocabulary.ts). Pure.
 
 import type { ObjectKeyRule } from './json-schema/any-order.js';
-import { type LengthBounds, type GuardPlan, ROOT } from './json-schema/guard-plan.js';
+import { type GuardPlan, ROOT } from './json-schema/guard-plan.js';
+import type { LengthBounds } from './json-schema/string-bounds.js';
 import { BACKSLASH, type GuardVocabulary, QUOTE } from './guard-vocabulary.js';
 import type { PatternAutomaton } from './pattern-automaton.js';
 

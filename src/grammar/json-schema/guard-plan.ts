@@ -24,9 +24,8 @@
 // everywhere. Pure.
 
 import { anyOrderCandidates, distinguishable, type ObjectKeyRule, onlyStructure } from './any-order.js';
-import { PatternAutomaton } from '../pattern-automaton.js';
-import { stringFormat } from '../string-formats.js';
-import { GUARDED_LENGTH_ABOVE, GuardMarks } from './guard-marks.js';
+import { GuardMarks } from './guard-marks.js';
+import { type Alternative, allowsType, allStrings, isGuardedLength, type LengthBounds, stringsOf } from './string-bounds.js';
 import { isObject, type Json, resolvePointer, type SchemaObject } from './schema-model.js';
 
 export { GUARDED_LENGTH_ABOVE } from './guard-marks.js';
@@ -35,14 +34,6 @@ export const MAX_PLACES = 4096;
 export const MAX_ALTERNATIVES = 256;
 /** The most patternProperties patterns a place may test a key against (one place per set of them matched). */
 export const MAX_KEY_PATTERNS = 4;
-
-/** The characters a string may have: min..max, max null for no bound; beside the patterns (and formats' patterns) the grammar enforces, their automaton. */
-export interface LengthBounds {
-  readonly min: number;
-  readonly max: number | null;
-  readonly patterns: readonly string[];
-  readonly automaton: PatternAutomaton | null;
-}
 
 /** One place: the bounds a string there meets (null: none the guard enforces), and where each key and item leads. */
 export interface GuardPlace {
@@ -73,15 +64,6 @@ export interface GuardPlan {
 }
 export const UNBOUNDED = 0;
 export const ROOT = 1;
-
-/**
- * Whether a string schema's bounds are the guard's: one past GUARDED_LENGTH_ABOVE, and beside any
- * patterns (a `pattern`, a format's pattern) an automaton of them whose lengths settle (pattern-automaton.ts).
- */
-export function isGuardedLength(min: number, max: number | null, patterns: readonly string[] = []): boolean {
-  if ((max ?? min) <= GUARDED_LENGTH_ABOVE || (max !== null && max < min)) return false;
-  return patterns.length === 0 || PatternAutomaton.of(patterns) !== null;
-}
 
 /** Keywords whose subschemas narrow a value in ways the plan does not follow. */
 const UNFOLLOWED = ['not', 'dependentSchemas', 'dependencies', 'unevaluatedProperties', 'unevaluatedItems', 'propertyNames', 'contains', 'if', 'then', 'else'];
@@ -119,42 +101,6 @@ export function guardPlan(root: Json, legacy: boolean, absentAdditionalPropertie
 class Unplannable extends Error {}
 
 const emptyPlace = (): GuardPlace => ({ string: null, unique: false, keys: new Map(), otherKeys: UNBOUNDED, items: [], restItems: UNBOUNDED, objectNodes: [] });
-
-/** A conjunction of schema objects (never `true`; `false` removes the alternative). */
-type Alternative = readonly SchemaObject[];
-
-/** Whether a schema object's `type` (if any) allows the type. */
-const allowsType = (member: SchemaObject, type: string): boolean => member['type'] === undefined || member['type'] === type || (Array.isArray(member['type']) && member['type'].includes(type));
-
-/** Whether a schema object lists its values (enum / const) and they are all strings. */
-function allStrings(member: SchemaObject): boolean {
-  const constants = member['const'] !== undefined ? [member['const']] : Array.isArray(member['enum']) ? member['enum'] : null;
-  return constants?.every((c) => typeof c === 'string') === true;
-}
-
-/** The strings an alternative allows: none (null), those within bounds (beside patterns), or ones it says more of ('other': constants, a format not enforced). */
-function stringsOf(alternative: Alternative): LengthBounds | 'other' | null {
-  if (!alternative.every((m) => allowsType(m, 'string'))) return null;
-  let min = 0;
-  let max: number | null = null;
-  let other = false;
-  const patterns = new Set<string>();
-  for (const member of alternative) {
-    const constants = member['const'] !== undefined ? [member['const']] : Array.isArray(member['enum']) ? member['enum'] : null;
-    if (constants !== null && !constants.some((c) => typeof c === 'string')) return null;
-    if (constants !== null) other = true;
-    if (typeof member['pattern'] === 'string') patterns.add(member['pattern']);
-    const format = typeof member['format'] === 'string' ? stringFormat(member['format']) : null;
-    if (format !== null && 'pattern' in format) patterns.add(format.pattern);
-    if (format !== null && 'refusedBy' in format) other = true;
-    if (typeof member['minLength'] === 'number') min = Math.max(min, member['minLength']);
-    if (typeof member['maxLength'] === 'number') max = max === null ? member['maxLength'] : Math.min(max, member['maxLength']);
-  }
-  if (max !== null && max < min) return null;
-  if (other) return 'other';
-  const list = [...patterns].sort();
-  return { min, max, patterns: list, automaton: list.length > 0 ? PatternAutomaton.of(list) : null };
-}
 
 class PlanBuilder {
   private readonly places: GuardPlace[] = [];

@@ -7,7 +7,7 @@ import { type AutomatonState, intersection } from '../regex-derivative.js';
 import { JSON_ESCAPE, JSON_PLAIN_CHAR, jsonCharSet, PatternUnsupported, patternLanguage, type RegexNode, regexEbnf, withLength } from '../regex-grammar.js';
 import { STRING_FORMATS, stringFormat } from '../string-formats.js';
 import type { GrammarRules } from './grammar-rules.js';
-import { isGuardedLength } from './guard-plan.js';
+import { isGuardedLength } from './string-bounds.js';
 import { pointer, type SchemaObject, SchemaUnsupported } from './schema-model.js';
 import type { Translation } from './translation.js';
 

@@ -320,14 +320,21 @@ function framesAfterString(plan: GuardPlan, frames: readonly Frame[], isKey: boo
 /**
  * The keys rules of the objects in any order at a place (one per object schema there), as the
  * translation wrote them; null where the grammar keeps the schema's order there (no such object,
- * or one the translation wrote merged with others, in order).
+ * or one the translation wrote merged with others, in order). Memoized per plan: asked at every
+ * structural byte and key byte, and complete once the translation that filled objectKeys is done.
  */
 function keyRules(plan: GuardPlan, place: number): readonly ObjectKeyRule[] | null {
-  const nodes = plan.places[place]!.objectNodes;
-  if (nodes.length === 0) return null;
-  const rules = nodes.map((node) => plan.objectKeys.get(node));
-  return rules.every((rule) => rule !== undefined) ? (rules as ObjectKeyRule[]) : null;
+  let byPlace = keyRulesMemo.get(plan);
+  if (byPlace === undefined) keyRulesMemo.set(plan, (byPlace = new Map()));
+  let rules = byPlace.get(place);
+  if (rules === undefined) {
+    const found = plan.places[place]!.objectNodes.map((node) => plan.objectKeys.get(node));
+    rules = found.length > 0 && found.every((rule) => rule !== undefined) ? (found as ObjectKeyRule[]) : null;
+    byPlace.set(place, rules);
+  }
+  return rules;
 }
+const keyRulesMemo = new WeakMap<GuardPlan, Map<number, readonly ObjectKeyRule[] | null>>();
 
 /** The frame's alive rules that meet `test`, as bits. */
 function aliveWhere(plan: GuardPlan, frame: Frame, test: (rule: ObjectKeyRule) => boolean): number {

@@ -85,6 +85,35 @@ async function walks(spec: GrammarSpec, accepts: (text: string) => boolean, seed
   return { completed, bad };
 }
 
+/**
+ * WALKS walks over each of SCHEMAS (compiled for the given key order): how many finished, the
+ * finished outputs ajv refuses (or that do not parse), and how many schemas had an object the
+ * guard follows in any order.
+ */
+async function schemaWalks(order: 'schema' | 'any', seedBase: number): Promise<{ completed: number; failures: string[]; loosened: number }> {
+  const ajv = new Ajv2020({ strict: false });
+  addFormats.default(ajv);
+  let completed = 0;
+  let loosened = 0;
+  const failures: string[] = [];
+  for (const [i, schema] of SCHEMAS.entries()) {
+    const validate = ajv.compile(schema);
+    const spec: GrammarSpec = { kind: 'json_schema', schema: JSON.stringify(order === 'any' ? { 'x-property-order': 'any', ...(schema as object) } : schema) };
+    if (((await engine.compile(spec)).guard?.anyOrder.size ?? 0) > 0) loosened++;
+    const parsesValid = (text: string): boolean => {
+      try {
+        return validate(JSON.parse(text)) === true;
+      } catch {
+        return false;
+      }
+    };
+    const result = await walks(spec, parsesValid, seedBase + i);
+    completed += result.completed;
+    failures.push(...result.bad.map((text) => `schema ${i} ${JSON.stringify(schema)}: ${JSON.stringify(text)}`));
+  }
+  return { completed, failures, loosened };
+}
+
 const percentile = (xs: readonly number[], p: number): number => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
 
 beforeAll(async () => {
@@ -110,26 +139,7 @@ afterAll(() => {
 describe('constrained random walks on the Qwen3 vocabulary', () => {
   it(`${SCHEMAS.length} JSON schemas × ${WALKS} walks: every completed output parses and validates (ajv)`, async () => {
     expect(SCHEMAS.length).toBeGreaterThanOrEqual(50);
-    const ajv = new Ajv2020({ strict: false });
-    addFormats.default(ajv);
-    let completed = 0;
-    const failures: string[] = [];
-    for (const [i, schema] of SCHEMAS.entries()) {
-      const validate = ajv.compile(schema);
-      const result = await walks(
-        { kind: 'json_schema', schema: JSON.stringify(schema) },
-        (text) => {
-          try {
-            return validate(JSON.parse(text)) === true;
-          } catch {
-            return false;
-          }
-        },
-        i,
-      );
-      completed += result.completed;
-      failures.push(...result.bad.map((text) => `schema ${i} ${JSON.stringify(schema)}: ${JSON.stringify(text)}`));
-    }
+    const { completed, failures } = await schemaWalks('schema', 0);
     const compile = engine.stats().compileMs;
     console.log(`json_schema: ${completed} of ${SCHEMAS.length * WALKS} walks completed; compile cold p50 ${percentile(compile, 50).toFixed(1)} ms, p99 ${percentile(compile, 99).toFixed(1)} ms`);
     expect(failures).toEqual([]);
@@ -138,29 +148,7 @@ describe('constrained random walks on the Qwen3 vocabulary', () => {
   }, 240_000);
 
   it(`the same ${SCHEMAS.length} schemas with "x-property-order": "any" × ${WALKS} walks: every completed output validates, keys in any order`, async () => {
-    const ajv = new Ajv2020({ strict: false });
-    addFormats.default(ajv);
-    let completed = 0;
-    let loosened = 0;
-    const failures: string[] = [];
-    for (const [i, schema] of SCHEMAS.entries()) {
-      const validate = ajv.compile(schema);
-      const anyOrder = { 'x-property-order': 'any', ...(schema as object) };
-      if (((await engine.compile({ kind: 'json_schema', schema: JSON.stringify(anyOrder) })).guard?.anyOrder.size ?? 0) > 0) loosened++;
-      const result = await walks(
-        { kind: 'json_schema', schema: JSON.stringify(anyOrder) },
-        (text) => {
-          try {
-            return validate(JSON.parse(text)) === true;
-          } catch {
-            return false;
-          }
-        },
-        500 + i,
-      );
-      completed += result.completed;
-      failures.push(...result.bad.map((text) => `schema ${i} ${JSON.stringify(schema)}: ${JSON.stringify(text)}`));
-    }
+    const { completed, failures, loosened } = await schemaWalks('any', 500);
     expect(failures).toEqual([]);
     expect(completed).toBeGreaterThan(SCHEMAS.length * WALKS * 0.6);
     // Not vacuous: most of these schemas have an object the guard follows in any order.

@@ -6,6 +6,7 @@
 // malformed: the caller holds it.
 
 import type { ParsedToolCall } from '../contracts/tools.js';
+import { setOwnEntry } from '../contracts/own-entry.js';
 
 /** The text ended inside the construct: more text may complete it. */
 class Incomplete extends Error {}
@@ -85,7 +86,7 @@ class Reader {
     while (this.peek() !== ')') {
       const key = this.name();
       this.expect('=');
-      args[key] = this.value();
+      setOwnEntry(args, key, this.value());
       this.skip();
       if (this.peek() === ',') {
         this.pos++;
@@ -172,7 +173,7 @@ class Reader {
       const key = this.value();
       if (typeof key !== 'string') throw new Malformed();
       this.expect(':');
-      out[key] = this.value();
+      setOwnEntry(out, key, this.value());
       this.skip();
       if (this.peek() === ',') {
         this.pos++;

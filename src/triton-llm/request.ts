@@ -10,6 +10,7 @@ import type { Tensor } from '../contracts/tensors.js';
 import { LLM_INPUT_TENSORS, type LlmInputName } from '../contracts/triton-llm-tensors.js';
 import { invalidArg } from '../errors.js';
 import { carriedFields, valueKind, type GenerationField, type UncheckedParams, type ValueKind, type WireVocabulary } from '../vocabulary/index.js';
+import { setOwnEntry } from '../contracts/own-entry.js';
 
 const KIND_OF_TYPE = { TYPE_STRING: 'string', TYPE_BOOL: 'bool', TYPE_INT32: 'int' } as const satisfies Record<string, ValueKind>;
 
@@ -93,8 +94,8 @@ export function buildTritonLlmRequest(ref: RequestRef, inputs: TritonInputValues
   for (const [key, value] of Object.entries(parameters)) {
     if (key.startsWith('triton_') || RESERVED_PARAMETERS.has(key)) continue;
     // The vLLM backend's examples put stream in parameters; honour it where no tensor says otherwise.
-    if (isTritonInput(key) && !isSamplingField(key)) fromParameters[key] = value;
-    else raw[key] = value;
+    if (isTritonInput(key) && !isSamplingField(key)) setOwnEntry(fromParameters, key, value);
+    else setOwnEntry(raw, key, value);
   }
   const merged = { ...fromParameters, ...inputs };
   const value = <N extends TritonInputName>(name: N) => convert(merged[name], TRITON_LLM_INPUTS[name], name);

@@ -2,6 +2,7 @@
 // the members mean together; refused by name where a merge would loosen or change it. Pure.
 
 import { ANNOTATIONS, isObject, isValidated, type Json, LOWER_BOUND_KEYWORDS, layoutJson, pointer, type SchemaObject, SchemaUnsupported, UPPER_BOUND_KEYWORDS } from './schema-model.js';
+import { setOwnEntry } from '../../contracts/own-entry.js';
 import type { Translation } from './translation.js';
 
 /** Pairs of branches two members' anyOf (or oneOf) may fold into; past this many, refused (the grammar grows with the product). */
@@ -85,16 +86,16 @@ function mergeTwo(a: SchemaObject, b: SchemaObject, path: string): { [key: strin
   }
   for (const [key, value] of Object.entries(b)) {
     if (bothItems && ITEM_KEYWORDS.includes(key)) continue;
-    const mine = out[key];
+    const mine = Object.hasOwn(out, key) ? out[key] : undefined;
     // Annotations and keywords no validator knows say nothing: the first member's stands.
     if (mine === undefined || ANNOTATIONS.has(key) || !isValidated(key)) {
-      if (mine === undefined) out[key] = value;
+      if (mine === undefined) setOwnEntry(out, key, value);
       continue;
     }
     if (JSON.stringify(mine) === JSON.stringify(value)) continue;
     if (key === 'properties' && isObject(mine) && isObject(value)) {
       const props: { [key: string]: Json } = { ...mine };
-      for (const [name, schema] of Object.entries(value)) props[name] = props[name] === undefined ? schema : { allOf: [props[name]!, schema] };
+      for (const [name, schema] of Object.entries(value)) setOwnEntry(props, name, Object.hasOwn(props, name) ? { allOf: [props[name]!, schema] } : schema);
       out[key] = props;
     } else if (key === 'required' && Array.isArray(mine) && Array.isArray(value)) out[key] = [...new Set([...mine, ...value])];
     else if (key === 'type') {

@@ -5,6 +5,7 @@ import { describeValue, type FieldNode, type MessageNode, type ValueNode } from 
 import { configError, formatPos, SourcePositions, type Pos } from './locate.js';
 import { messageType, single, type EnumType, type FieldSpec, type MessageType, type MessageValue, type ScalarType } from '../../contracts/proto-schema.js';
 import { defaultValue, jsonName } from './proto3.js';
+import { setOwnEntry } from '../../contracts/own-entry.js';
 
 export type Decoded = Record<string, unknown>;
 
@@ -36,14 +37,6 @@ export function integerLiteral(text: string, negative: boolean): bigint {
   else if (/^0[0-7]+$/.test(text)) value = BigInt(`0o${text.slice(1)}`);
   else value = BigInt(text);
   return negative ? -value : value;
-}
-
-/**
- * A map entry as an own property: a plain assignment of the key `__proto__` would replace the
- * map's prototype instead (the entry vanishing, its fields showing through every lookup).
- */
-function setEntry(record: Decoded, key: string, value: unknown): void {
-  Object.defineProperty(record, key, { value, enumerable: true, writable: true, configurable: true });
 }
 
 function findField(type: MessageType, name: string, json: boolean): FieldSpec | undefined {
@@ -106,7 +99,7 @@ class Decoder {
         if (member.list) this.fail(member.pos, `map field '${spec.name}' cannot hold a list under key "${member.name}"`);
         const key = this.mapKey(spec, member.name, member.pos);
         this.positions.set(out, `${spec.name}.${key}`, member.pos);
-        setEntry(record, key, this.value(spec, member.values[0]!, true));
+        setOwnEntry(record, key, this.value(spec, member.values[0]!, true));
       }
       return;
     }
@@ -116,7 +109,7 @@ class Decoder {
       const entry = this.message(node, entryType);
       const key = String(entry.key ?? defaultValue(spec.mapKey === 'uint64' ? 'uint64' : 'string'));
       this.positions.set(out, `${spec.name}.${key}`, node.pos);
-      setEntry(record, key, entry.value ?? (typeof spec.type === 'object' && spec.type.kind === 'message' ? {} : defaultValue(spec.type)));
+      setOwnEntry(record, key, entry.value ?? (typeof spec.type === 'object' && spec.type.kind === 'message' ? {} : defaultValue(spec.type)));
     }
   }
 

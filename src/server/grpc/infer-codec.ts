@@ -9,6 +9,7 @@ import { ConveyorError, invalidArg } from '../../errors.js';
 import { isDataType } from '../../contracts/datatypes.js';
 import { dataFromContents, dataFromRaw, parseShape, populatedContentsFields, tensorToRaw } from './tensor-codec.js';
 import type { WireInferParameter, WireInferRequest, WireInferResponse, WireInputTensor, WireLong, WireParameters } from './wire-types.js';
+import { setOwnEntry } from '../../contracts/own-entry.js';
 
 const INT64_MAX = (1n << 63n) - 1n;
 const INT64_MIN = -(1n << 63n);
@@ -59,7 +60,7 @@ function parameterToWire(value: ParameterValue): WireInferParameter {
 
 export function parametersToWire(parameters: Parameters | undefined): WireParameters {
   const out: WireParameters = {};
-  for (const [key, value] of Object.entries(parameters ?? {})) out[key] = parameterToWire(value);
+  for (const [key, value] of Object.entries(parameters ?? {})) setOwnEntry(out, key, parameterToWire(value));
   return out;
 }
 

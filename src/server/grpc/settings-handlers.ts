@@ -7,6 +7,7 @@ import { LOG_SETTING_KINDS, type LogSettings, type LogSettingName } from '../../
 import { TRACE_STATUS, TRACE_STATUS_KEY, type TraceSettings } from '../../config/trace-settings.js';
 import type { InferenceService } from '../../contracts/inference-service.js';
 import { invalidArg } from '../../errors.js';
+import { setOwnEntry } from '../../contracts/own-entry.js';
 
 /** LogSettingsRequest.SettingValue as proto-loader gives it (oneofs: true names the member set). */
 export interface WireLogSettingValue {
@@ -33,7 +34,7 @@ export function logSettingsRpc(log: LogSettings, request: WireLogSettingsRequest
   for (const [key, value] of Object.entries(request.settings ?? {})) {
     const choice = value.parameter_choice;
     if (choice === undefined) throw invalidArg(`log setting '${key}' has no value`);
-    update[key] = value[choice];
+    setOwnEntry(update, key, value[choice]);
   }
   const problem = log.update(update);
   if (problem !== undefined) throw invalidArg(problem);
@@ -51,7 +52,7 @@ export function traceSettingRpc(trace: TraceSettings, service: InferenceService,
   const model = request.model_name === '' ? undefined : request.model_name;
   if (model !== undefined) service.modelConfig(model); // an unknown model is refused, as everywhere
   const update: Record<string, readonly string[] | null> = {};
-  for (const [key, { value }] of Object.entries(request.settings ?? {})) update[key] = value.length === 0 ? null : value;
+  for (const [key, { value }] of Object.entries(request.settings ?? {})) setOwnEntry(update, key, value.length === 0 ? null : value);
   const result = Object.keys(update).length === 0 ? { settings: trace.get(model) } : trace.update(update, model);
   if ('error' in result) throw invalidArg(result.error);
   const settings: Record<string, { value: readonly string[] }> = {};

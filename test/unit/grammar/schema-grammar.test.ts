@@ -107,6 +107,15 @@ describe('schema grammar', () => {
     }
   });
 
+  it('merges an allOf member property named __proto__ as a property, not as a prototype', async () => {
+    // ajv skips a property named __proto__, so the grammar's reading is checked against the instances alone.
+    const schema = {
+      allOf: [{ type: 'object', properties: { a: { type: 'integer' } }, required: ['__proto__'] }, { properties: JSON.parse('{"__proto__": {"type": "integer", "minimum": 2}}') }],
+    };
+    for (const text of ['{"__proto__": 2}', '{"a": 1, "__proto__": 7}']) expect(await accepts(schema, JSON.parse(text)), text).toBe(true);
+    for (const text of ['{"__proto__": 1}', '{"__proto__": "x"}', '{"a": 1}']) expect(await accepts(schema, JSON.parse(text)), text).toBe(false);
+  });
+
   it('a key `required` or a dependency names beside properties that do not: written, with any value, though other unnamed keys are not (forbid)', async () => {
     // JSONSchemaBench's Github_medium o11795 and o13402 require a key their properties omit: with unnamed keys forbidden they allowed no document.
     const schema = { type: 'object', properties: { a: { type: 'integer' } }, required: ['a', 'b'], dependentRequired: { a: ['c'] } };

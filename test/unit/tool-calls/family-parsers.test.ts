@@ -35,6 +35,13 @@ describe('pythonic (Llama 3.2)', () => {
     expect(read(pythonic, '  [list_files()]')).toEqual({ content: null, calls: [{ name: 'list_files', arguments: '{}' }] });
   });
 
+  it('keeps a key named __proto__ as an argument, not as the prototype of the arguments', () => {
+    expect(read(pythonic, '[f(__proto__=1, opts={"__proto__": {"x": 2}})]')).toEqual({
+      content: null,
+      calls: [{ name: 'f', arguments: '{"__proto__": 1, "opts": {"__proto__": {"x": 2}}}' }],
+    });
+  });
+
   it('leaves text that is not a call list as text', () => {
     for (const text of ['The answer is [f(a=1)]', '[citation needed]', '[1, 2, 3]', '[]', '[f(a=)]', '[f(1)]', '[f(a=1']) expect(read(pythonic, text)).toEqual({ content: text, calls: [] });
   });

@@ -57,4 +57,9 @@ describe('Triton LLM requests', () => {
     expect(() => samplingParams({ best_of: 2, n: 3 })).toThrow(/unsupported parameters: best_of, n/);
     expect(() => samplingParams({ logit_bias: 'not json' })).toThrow(/logit_bias must be JSON/);
   });
+
+  it('refuses a parameter named __proto__ by name instead of reading its fields as parameters', () => {
+    const parameters = JSON.parse('{"__proto__": {"temperature": 0.5}}');
+    expect(() => buildTritonLlmRequest(ref, { text_input: 'p' }, parameters)).toThrow(/unsupported parameter: __proto__/);
+  });
 });

@@ -13,6 +13,7 @@ import { ConveyorError, invalidArg } from '../../../errors.js';
 import { isObject } from '../../kit/body.js';
 import { dataTypeOfConfig } from '../../../contracts/datatypes.js';
 import { decodeJsonData } from '../codec/json-tensor.js';
+import { setOwnEntry } from '../../../contracts/own-entry.js';
 
 /** The body as an inference request on `model`, its inputs shaped by the model's config. */
 export function tensorRequestFromBody(config: ModelConfig, ref: { model: string; version?: string }, body: Readonly<Record<string, unknown>>): InferRequest {
@@ -43,7 +44,7 @@ function inputTensor(config: ModelConfig, input: ModelTensorConfig, value: unkno
 function requestParameters(parameters: Readonly<Record<string, unknown>>): Record<string, ParameterValue> {
   const out: Record<string, ParameterValue> = {};
   for (const [key, value] of Object.entries(parameters)) {
-    out[key] = typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean' ? value : JSON.stringify(value);
+    setOwnEntry(out, key, typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean' ? value : JSON.stringify(value));
   }
   return out;
 }

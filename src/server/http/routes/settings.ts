@@ -10,6 +10,7 @@ import { TRACE_STATUS, TRACE_STATUS_KEY, type TraceSettings, type TraceSettingsU
 import { ConveyorError, invalidArg } from '../../../errors.js';
 import { withAccess } from '../../kit/access.js';
 import { optionalJsonBody } from './repository.js';
+import { setOwnEntry } from '../../../contracts/own-entry.js';
 
 export function registerSettingsRoutes(app: FastifyInstance, service: InferenceService, settings: RuntimeSettings): void {
   app.get('/v2/logging', async () => settings.log.value);
@@ -45,7 +46,7 @@ function traceUpdateFromJson(body: Readonly<Record<string, unknown>>): TraceSett
       if (typeof v === 'number' && Number.isFinite(v)) return String(v);
       throw invalidArg(`trace setting '${key}' must be a string, a number, a list of them, or null`);
     };
-    update[key] = value === null ? null : Array.isArray(value) ? value.map(one) : [one(value)];
+    setOwnEntry(update, key, value === null ? null : Array.isArray(value) ? value.map(one) : [one(value)]);
   }
   return update;
 }

@@ -14,31 +14,14 @@
 // counts it: stricter, never looser). Tokens without a quote or backslash only add characters
 // inside a string, so near a bound one precomputed mask per remaining count removes those that
 // add too many; the few tokens with a quote or backslash are followed byte by byte
-// (guard-vocabulary.ts). Pure.
+// (guard-vocabulary.ts). The JSON nesting it follows, and the keys of objects in any order, are
+// guard-frames.ts. Pure.
 
-import type { ObjectKeyRule } from './json-schema/any-order.js';
-import { type GuardPlan, ROOT } from './json-schema/guard-plan.js';
+import type { GuardPlan } from './json-schema/guard-plan.js';
 import type { LengthBounds } from './json-schema/string-bounds.js';
+import { closedKeysOnly, discriminates, type Frame, framesAfterString, framesAfterStructure, keyCanGoOn, valuePlace } from './guard-frames.js';
 import { BACKSLASH, type GuardVocabulary, QUOTE } from './guard-vocabulary.js';
 import type { PatternAutomaton } from './pattern-automaton.js';
-
-/** An open array or object: its place in the plan, and the item index or the key being read. */
-interface Frame {
-  readonly place: number;
-  readonly array: boolean;
-  /** An array whose string items must differ, and the ones closed so far. */
-  readonly unique: boolean;
-  readonly seen: readonly string[];
-  readonly index: number;
-  /** The current key (decoded); null before it is read. */
-  readonly key: string | null;
-  /** True between `{` or `,` and a key's closing quote. */
-  readonly expectKey: boolean;
-  /** An object written in any key order (its rules: keyRules): the keys written so far; null elsewhere. */
-  readonly used: readonly string[] | null;
-  /** Which of those rules (one per object schema at its place, as bits) the keys and values so far still meet. */
-  readonly alive: number;
-}
 
 const Mode = { OUTSIDE: 0, KEY: 1, VALUE_STRING: 2 } as const;
 
@@ -178,7 +161,7 @@ export class GuardCursor {
     };
     if (this.mode === Mode.OUTSIDE) {
       for (const id of open ? vocabulary.structural : vocabulary.emptyObjects) if ((mask[id >>> 5]! & (1 << (id & 31))) !== 0) follow(id);
-    } else if (this.mode === Mode.KEY && this.frames.at(-1)!.used !== null && !someAlive(plan, this.frames.at(-1)!, (rule) => !rule.closed)) {
+    } else if (this.mode === Mode.KEY && closedKeysOnly(plan, this.frames.at(-1)!)) {
       forEachSet(mask, (id) => {
         if (!vocabulary.isSpecial(id)) follow(id);
       });
@@ -267,116 +250,6 @@ export class GuardCursor {
   }
 }
 
-/**
- * The frames after a byte outside strings: `{` / `[` open a frame, `}` / `]` close one (an object
- * in any order only once an alive rule's required keys are written), `,` moves to the next item or
- * key (in an object in any order only while a key is left to write); null where it breaks a rule.
- */
-function framesAfterStructure(plan: GuardPlan, frames: readonly Frame[], byte: number): readonly Frame[] | null {
-  const frame = frames.at(-1);
-  if (byte === 0x7b || byte === 0x5b) {
-    const place = valuePlace(plan, frames);
-    const array = byte === 0x5b;
-    const rules = array ? null : keyRules(plan, place);
-    const used = rules === null ? null : [];
-    const alive = rules === null ? 0 : (1 << rules.length) - 1;
-    return [...frames, { place, array, unique: array && plan.places[place]!.unique, seen: [], index: 0, key: null, expectKey: !array, used, alive }];
-  }
-  if (byte === 0x7d || byte === 0x5d) {
-    if (frame?.used && !someAlive(plan, frame, (rule) => rule.required.every((key) => frame.used!.includes(key)))) return null;
-    return frames.slice(0, -1);
-  }
-  if (byte !== 0x2c || frame === undefined) return frames;
-  if (frame.used && !someAlive(plan, frame, (rule) => !rule.closed || rule.names.some((name) => !frame.used!.includes(name)))) return null;
-  return [...frames.slice(0, -1), frame.array ? { ...frame, index: frame.index + 1 } : { ...frame, key: null, expectKey: true }];
-}
-
-/**
- * The frames after a string closes: a key read into its object's frame; an item of an array whose
- * items must differ added to the ones seen, or null where it repeats one.
- */
-function framesAfterString(plan: GuardPlan, frames: readonly Frame[], isKey: boolean, text: readonly number[] | null): readonly Frame[] | null {
-  const frame = frames.at(-1);
-  if (frame === undefined || (!isKey && text === null)) return frames;
-  const decoded = text === null ? null : decodeKey(text);
-  if (isKey && frame.used !== null) {
-    // An object in any order: no key twice, and only keys some object schema still alive allows.
-    if (decoded === null || frame.used.includes(decoded)) return null;
-    const alive = aliveWhere(plan, frame, (rule) => !rule.closed || rule.names.includes(decoded));
-    if (alive === 0) return null;
-    return [...frames.slice(0, -1), { ...frame, key: decoded, expectKey: false, used: [...frame.used, decoded], alive }];
-  }
-  if (!frame.array && frame.used !== null) {
-    // A value that tells object schemas apart: those whose constants for the key exclude it are no longer alive.
-    const key = frame.key!;
-    const alive = aliveWhere(plan, frame, (rule) => decoded !== null && (rule.constants.get(key)?.includes(decoded) ?? true));
-    return alive === 0 ? null : [...frames.slice(0, -1), { ...frame, alive }];
-  }
-  if (isKey) return [...frames.slice(0, -1), { ...frame, key: decoded, expectKey: false }];
-  if (decoded === null || frame.seen.includes(decoded)) return null;
-  return [...frames.slice(0, -1), { ...frame, seen: [...frame.seen, decoded] }];
-}
-
-/**
- * The keys rules of the objects in any order at a place (one per object schema there), as the
- * translation wrote them; null where the grammar keeps the schema's order there (no such object,
- * or one the translation wrote merged with others, in order). Memoized per plan: asked at every
- * structural byte and key byte, and complete once the translation that filled objectKeys is done.
- */
-function keyRules(plan: GuardPlan, place: number): readonly ObjectKeyRule[] | null {
-  let byPlace = keyRulesMemo.get(plan);
-  if (byPlace === undefined) keyRulesMemo.set(plan, (byPlace = new Map()));
-  let rules = byPlace.get(place);
-  if (rules === undefined) {
-    const found = plan.places[place]!.objectNodes.map((node) => plan.objectKeys.get(node));
-    rules = found.length > 0 && found.every((rule) => rule !== undefined) ? (found as ObjectKeyRule[]) : null;
-    byPlace.set(place, rules);
-  }
-  return rules;
-}
-const keyRulesMemo = new WeakMap<GuardPlan, Map<number, readonly ObjectKeyRule[] | null>>();
-
-/** The frame's alive rules that meet `test`, as bits. */
-function aliveWhere(plan: GuardPlan, frame: Frame, test: (rule: ObjectKeyRule) => boolean): number {
-  let alive = 0;
-  const rules = keyRules(plan, frame.place)!;
-  for (const [i, rule] of rules.entries()) if (frame.alive & (1 << i) && test(rule)) alive |= 1 << i;
-  return alive;
-}
-
-const someAlive = (plan: GuardPlan, frame: Frame, test: (rule: ObjectKeyRule) => boolean): boolean => aliveWhere(plan, frame, test) !== 0;
-
-/** Whether the value about to start in an object in any order is one whose string constants tell its object schemas apart. */
-function discriminates(plan: GuardPlan, frame: Frame): boolean {
-  return !frame.array && frame.used !== null && frame.key !== null && someAlive(plan, frame, (rule) => rule.constants.has(frame.key!));
-}
-
-/** Whether a key begun in an object in any order can still end: unless a schema still alive allows other keys, its text so far begins a named key not yet written. */
-function keyCanGoOn(plan: GuardPlan, frame: Frame, text: readonly number[]): boolean {
-  if (frame.used === null) return true;
-  return someAlive(
-    plan,
-    frame,
-    (rule) => !rule.closed || rule.rawNames.some((raw, i) => raw.length >= text.length && text.every((byte, j) => raw[j] === byte) && !frame.used!.includes(rule.names[i]!)),
-  );
-}
-
-/** The place of the value that starts next: the document, the current item, or the current key's value. */
-function valuePlace(plan: GuardPlan, frames: readonly Frame[]): number {
-  const frame = frames.at(-1);
-  if (frame === undefined) return ROOT;
-  const place = plan.places[frame.place]!;
-  if (frame.array) return place.items[frame.index] ?? place.restItems;
-  if (frame.key === null) return place.otherKeys;
-  const named = place.keys.get(frame.key);
-  if (named !== undefined) return named;
-  if (place.patternKeys === undefined) return place.otherKeys;
-  const { tests, places } = place.patternKeys;
-  let bits = 0;
-  for (const [i, test] of tests.entries()) if (test.test(frame.key)) bits |= 1 << i;
-  return places[bits]!;
-}
-
 const and = (mask: Int32Array, other: Int32Array): void => {
   for (let w = 0; w < mask.length; w++) mask[w] = mask[w]! & other[w]!;
 };
@@ -393,16 +266,5 @@ function forEachSet(mask: Int32Array, visit: (id: number) => void): void {
       visit(w * 32 + bit);
       word &= word - 1;
     }
-  }
-}
-
-const decoder = new TextDecoder();
-
-/** A key's raw JSON text (between its quotes) as the string it spells. */
-function decodeKey(raw: readonly number[]): string | null {
-  try {
-    return JSON.parse(`"${decoder.decode(Uint8Array.from(raw))}"`) as string;
-  } catch {
-    return null;
   }
 }

@@ -1,8 +1,10 @@
-// Brzozowski derivatives of a parsed pattern (regex-grammar.ts's RegexNode): what is left of its
-// language after a given first character, and the part of it that starts with a character
-// outside a set. Together they write "the pattern's strings except these few" exactly — the keys
-// patternProperties or propertyNames allow besides the named properties — without building an
-// automaton: a trie of the names is walked, each step taking the derivative. Pure.
+// Brzozowski derivatives of a parsed pattern (regex-grammar.ts's RegexNode, a lookahead's
+// intersections and complements included): what is left of its language after a given first
+// character, and the part of it that starts with a character outside a set. Together they write
+// "the pattern's strings except these few" exactly — the keys patternProperties or propertyNames
+// allow besides the named properties — without building an automaton: a trie of the names is
+// walked, each step taking the derivative. Where an automaton is needed (an intersection of
+// languages, exactly one of several, a lookahead), its states are tuples of derivatives. Pure.
 
 import type { RegexNode } from './regex-grammar.js';
 
@@ -12,6 +14,8 @@ type Ranges = readonly (readonly [number, number])[];
 export const NOTHING: RegexNode = { t: 'alt', options: [] };
 /** The language of the empty string alone. */
 export const EMPTY_STRING: RegexNode = { t: 'seq', items: [] };
+/** Every string. */
+const ANY_STRING: RegexNode = { t: 'repeat', node: { t: 'chars', set: [[0, 0x10ffff]] }, min: 0, max: null };
 
 const isNothing = (node: RegexNode): boolean => node.t === 'alt' && node.options.length === 0;
 
@@ -44,7 +48,11 @@ function structureId(node: RegexNode): number {
         ? `s${node.items.map(structureId).join(',')}`
         : node.t === 'alt'
           ? `a${node.options.map(structureId).join(',')}`
-          : `r${structureId(node.node)},${node.min},${node.max}`;
+          : node.t === 'and'
+            ? `i${node.nodes.map(structureId).join(',')}`
+            : node.t === 'not'
+              ? `n${structureId(node.node)}`
+              : `r${structureId(node.node)},${node.min},${node.max}`;
   let id = idsByStructure.get(key);
   if (id === undefined) {
     if (idsByStructure.size >= MAX_REMEMBERED_STRUCTURES) idsByStructure.clear();
@@ -66,6 +74,24 @@ function alt(options: readonly RegexNode[]): RegexNode {
   const kept = [...seen.values()];
   return kept.length === 1 ? kept[0]! : { t: 'alt', options: kept };
 }
+
+/**
+ * An intersection with nested ones flattened, repeated nodes dropped and the order fixed (so the
+ * derivatives of a lookahead stay finitely many); one that holds a language with no string is none.
+ */
+function and(nodes: readonly RegexNode[]): RegexNode {
+  const seen = new Map<number, RegexNode>();
+  const add = (node: RegexNode): void => {
+    if (node.t === 'and') node.nodes.forEach(add);
+    else seen.set(structureId(node), node);
+  };
+  nodes.forEach(add);
+  if ([...seen.values()].some(isNothing)) return NOTHING;
+  const kept = [...seen].sort(([a], [b]) => a - b).map(([, node]) => node);
+  return kept.length === 1 ? kept[0]! : { t: 'and', nodes: kept };
+}
+
+const not = (node: RegexNode): RegexNode => (node.t === 'not' ? node.node : { t: 'not', node });
 
 const inRanges = (set: Ranges, code: number): boolean => set.some(([lo, hi]) => code >= lo && code <= hi);
 
@@ -94,6 +120,10 @@ export function nullable(node: RegexNode): boolean {
       return node.options.some(nullable);
     case 'repeat':
       return node.min === 0 || nullable(node.node);
+    case 'and':
+      return node.nodes.every(nullable);
+    case 'not':
+      return !nullable(node.node);
   }
 }
 
@@ -122,6 +152,10 @@ export function derivative(node: RegexNode, code: number): RegexNode {
     case 'repeat':
       if (node.max === 0) return NOTHING;
       return seq([derivative(node.node, code), remainingRepeats(node)]);
+    case 'and':
+      return and(node.nodes.map((n) => derivative(n, code)));
+    case 'not':
+      return not(derivative(node.node, code));
   }
 }
 
@@ -143,6 +177,11 @@ export function startingOutside(node: RegexNode, excluded: Ranges): RegexNode {
     case 'repeat':
       if (node.max === 0) return NOTHING;
       return seq([startingOutside(node.node, excluded), remainingRepeats(node)]);
+    case 'and':
+      return and(node.nodes.map((n) => startingOutside(n, excluded)));
+    case 'not':
+      // The complement's non-empty strings that start outside `excluded`: those strings, less the node's.
+      return and([not(node.node), startingOutside(ANY_STRING, excluded)]);
   }
 }
 
@@ -157,6 +196,12 @@ export function matchesNothing(node: RegexNode): boolean {
       return node.options.every(matchesNothing);
     case 'repeat':
       return node.min > 0 && matchesNothing(node.node);
+    // Sufficient, not necessary: an intersection or a complement may be empty all the same (the
+    // automaton, which explores them, finds that out; elsewhere they are only ever kept, never written).
+    case 'and':
+      return node.nodes.some(matchesNothing);
+    case 'not':
+      return false;
   }
 }
 
@@ -177,6 +222,11 @@ function firstSets(node: RegexNode): Ranges[] {
       return node.options.flatMap(firstSets);
     case 'repeat':
       return node.max === 0 ? [] : firstSets(node.node);
+    // The cuts must only be fine enough that each piece has one derivative.
+    case 'and':
+      return node.nodes.flatMap(firstSets);
+    case 'not':
+      return [...firstSets(node.node), [[0, 0x10ffff]]];
   }
 }
 

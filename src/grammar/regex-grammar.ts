@@ -16,7 +16,11 @@ export type RegexNode =
   | { readonly t: 'chars'; readonly set: CharSet }
   | { readonly t: 'seq'; readonly items: readonly RegexNode[] }
   | { readonly t: 'alt'; readonly options: readonly RegexNode[] }
-  | { readonly t: 'repeat'; readonly node: RegexNode; readonly min: number; readonly max: number | null };
+  | { readonly t: 'repeat'; readonly node: RegexNode; readonly min: number; readonly max: number | null }
+  // A lookahead's languages: the strings every node matches, and the strings a node does not. No
+  // rule writes them; the automaton of their derivatives does (regex-derivative.ts).
+  | { readonly t: 'and'; readonly nodes: readonly RegexNode[] }
+  | { readonly t: 'not'; readonly node: RegexNode };
 
 const MAX_CODE_POINT = 0x10ffff;
 const SURROGATES: readonly [number, number] = [0xd800, 0xdfff];
@@ -101,6 +105,7 @@ class PatternReader {
         anchoredStart = true;
       }
       const items: RegexNode[] = [];
+      const lookaheads: Lookahead[] = [];
       let anchoredEnd = false;
       while (this.at < this.source.length && this.peek() !== '|' && this.peek() !== ')') {
         if (this.peek() === '$' && top) {
@@ -109,12 +114,55 @@ class PatternReader {
           if (this.at < this.source.length && this.peek() !== '|') throw new PatternUnsupported('"$" before the end of the pattern');
           break;
         }
+        if (top && /^\(\?[=!]/.test(this.source.slice(this.at))) {
+          lookaheads.push(this.lookahead(items.length, anchoredStart && items.length === 0));
+          continue;
+        }
+        // `^(?!…)^…`: a second anchor where nothing but lookaheads came before says nothing more.
+        if (top && this.peek() === '^' && anchoredStart && items.length === 0 && lookaheads.length > 0) {
+          this.at++;
+          continue;
+        }
         items.push(this.quantified());
       }
-      out.push({ node: { t: 'seq', items }, anchoredStart, anchoredEnd });
+      if (lookaheads.length === 0) out.push({ node: { t: 'seq', items }, anchoredStart, anchoredEnd });
+      // The tail an unanchored end would get goes inside: a lookahead sees the whole rest of the string.
+      else out.push({ node: withLookaheads(anchoredEnd ? items : [...items, ANY_REPEAT], lookaheads), anchoredStart, anchoredEnd: true });
       if (this.peek() !== '|') return out;
       this.at++;
     }
+  }
+
+  /**
+   * A lookahead in the pattern's top-level sequence, before the item at `at`: the language the rest
+   * of the string must (`(?=`) or must not (`(?!`) start with. Each of its alternatives may end
+   * with `$` (then it is the whole rest) and, where it stands at the anchored start, begin with `^`.
+   */
+  private lookahead(at: number, atStart: boolean): Lookahead {
+    const negative = this.source[this.at + 2] === '!';
+    this.at += 3;
+    const options: RegexNode[] = [];
+    for (;;) {
+      if (atStart && this.peek() === '^') this.at++;
+      const items: RegexNode[] = [];
+      let anchoredEnd = false;
+      while (this.at < this.source.length && this.peek() !== '|' && this.peek() !== ')') {
+        if (this.peek() === '$') {
+          this.at++;
+          anchoredEnd = true;
+          if (this.peek() !== '|' && this.peek() !== ')') throw new PatternUnsupported('"$" before the end of a lookahead');
+          break;
+        }
+        items.push(this.quantified());
+      }
+      options.push({ t: 'seq', items: anchoredEnd ? items : [...items, ANY_REPEAT] });
+      if (this.peek() !== '|') break;
+      this.at++;
+    }
+    if (this.peek() !== ')') throw new PatternUnsupported('an unclosed lookahead');
+    this.at++;
+    const language: RegexNode = options.length === 1 ? options[0]! : { t: 'alt', options };
+    return { at, language: negative ? { t: 'not', node: language } : language };
   }
 
   private peek(): string | undefined {
@@ -150,7 +198,7 @@ class PatternReader {
       case '(': {
         if (this.source.startsWith('?:', this.at)) this.at += 2;
         else if (/^\?<[A-Za-z_$][\w$]*>/.test(this.source.slice(this.at))) this.at = this.source.indexOf('>', this.at) + 1;
-        else if (this.peek() === '?') throw new PatternUnsupported('lookaround assertions ((?=, (?!, (?<=, (?<!)');
+        else if (this.peek() === '?') throw new PatternUnsupported('lookbehind assertions ((?<=, (?<!), and lookaheads inside a group or quantifier');
         const options = this.alternatives(false);
         if (this.peek() !== ')') throw new PatternUnsupported('an unclosed group');
         this.at++;
@@ -245,6 +293,40 @@ class PatternReader {
   }
 }
 
+/** A lookahead of the top-level sequence: before its item `at`, the language the rest of the string must be in. */
+interface Lookahead {
+  readonly at: number;
+  readonly language: RegexNode;
+}
+
+/** The items with each lookahead's language intersected with the rest of the string from where it stands. */
+function withLookaheads(items: readonly RegexNode[], lookaheads: readonly Lookahead[]): RegexNode {
+  let rest: RegexNode = { t: 'seq', items: items.slice(lookaheads.at(-1)!.at) };
+  for (let k = lookaheads.length - 1; k >= 0; k--) {
+    const { at, language } = lookaheads[k]!;
+    const next = k > 0 ? lookaheads[k - 1]!.at : 0;
+    rest = { t: 'seq', items: [...items.slice(next, at), { t: 'and', nodes: [rest, language] }] };
+  }
+  return rest;
+}
+
+/** Whether the node holds a lookahead's language, which only an automaton writes (regex-derivative.ts). */
+export function hasLookahead(node: RegexNode): boolean {
+  switch (node.t) {
+    case 'chars':
+      return false;
+    case 'seq':
+      return node.items.some(hasLookahead);
+    case 'alt':
+      return node.options.some(hasLookahead);
+    case 'repeat':
+      return hasLookahead(node.node);
+    case 'and':
+    case 'not':
+      return true;
+  }
+}
+
 /** The pattern's alternatives, each with whether it is anchored at either end. */
 export function parsePattern(pattern: string): { node: RegexNode; anchoredStart: boolean; anchoredEnd: boolean }[] {
   return new PatternReader(pattern).parse();
@@ -271,7 +353,7 @@ const rangeText = ([lo, hi]: readonly [number, number]): string => (lo === hi ? 
  * Printable characters (no quote, backslash or control character) as an EBNF class. xgrammar
  * 0.1.27 misreads positive classes with ranges beyond ASCII ([\u0100-\u07FF] matched "a"),
  * while negated classes with ASCII exclusions in ascending order hold (a non-ASCII exclusion is
- * ignored: [^\u00E9] matched "é"); so a set holding every non-ASCII character is written as the
+ * not: [^\u00E9] matched "é", and [^\u2028] refused "("); so a set holding every non-ASCII character is written as the
  * negation of its ASCII gaps, one without any as a positive ASCII class, a few non-ASCII
  * characters as literals, and anything else (every non-ASCII character but some) is refused.
  */
@@ -284,12 +366,12 @@ function plainCharClass(plain: readonly (readonly [number, number])[]): string |
   const separatorsOnly = missing.every(([lo, hi]) => lo >= 0x2028 && hi <= 0x2029);
   if (missingCount <= 64 && !separatorsOnly) throw new PatternUnsupported('a negated character class excluding non-ASCII characters (the grammar engine does not hold such exclusions)');
   if (missingCount <= 64) {
-    // Every non-ASCII character but U+2028 / U+2029 (`.`): written as their negation, which
-    // xgrammar does not hold for those two (a raw U+2028 gets through). Known and reported; refusing
-    // `.` would refuse most patterns.
+    // Every non-ASCII character but U+2028 / U+2029 (`.`): written as the negation of the ASCII
+    // gaps alone, so those two get through (known and reported; refusing `.` would refuse most
+    // patterns). Not as `[^…\u2028\u2029]`: xgrammar 0.1.27 reads such an exclusion as its low
+    // byte, so that class refused `(` and `)` and still let U+2028 through.
     const gaps = complement([...ascii, [0x80, MAX_CODE_POINT]]).filter(([lo]) => lo < 0x80);
-    const singles = missing.flatMap(([lo, hi]) => Array.from({ length: hi - lo + 1 }, (_, i) => classChar(lo + i)));
-    return `[^${gaps.map(rangeText).join('')}${singles.join('')}]`;
+    return `[^${gaps.map(rangeText).join('')}]`;
   }
   const parts: string[] = [];
   if (ascii.length > 0) parts.push(`[${ascii.map(rangeText).join('')}]`);
@@ -357,6 +439,9 @@ function nodeEbnf(node: RegexNode, charSet: CharSetEbnf): string | null {
       const quantifier = min === 0 && max === null ? '*' : min === 1 && max === null ? '+' : min === 0 && max === 1 ? '?' : max === null ? `{${min},}` : min === max ? `{${min}}` : `{${min},${max}}`;
       return `(${inner})${quantifier}`;
     }
+    case 'and':
+    case 'not':
+      throw new PatternUnsupported("a lookahead here (it is written only as a string value's automaton)");
   }
 }
 
@@ -375,6 +460,11 @@ export function lengthRange(node: RegexNode): { min: number; max: number | null 
       const inner = lengthRange(node.node);
       return { min: inner.min * node.min, max: node.max === null || inner.max === null ? (inner.max === 0 ? 0 : null) : inner.max * node.max };
     }
+    // Wider than exact, never narrower: the strings of an intersection are some of its first node's.
+    case 'and':
+      return lengthRange(node.nodes[0]!);
+    case 'not':
+      return { min: 0, max: null };
   }
 }
 

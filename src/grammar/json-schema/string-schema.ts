@@ -4,7 +4,7 @@
 // format where they can be written into it exactly. Pure.
 
 import { type AutomatonState, intersection } from '../regex-derivative.js';
-import { JSON_ESCAPE, JSON_PLAIN_CHAR, jsonCharSet, PatternUnsupported, patternLanguage, type RegexNode, regexEbnf, withLength } from '../regex-grammar.js';
+import { hasLookahead, JSON_ESCAPE, JSON_PLAIN_CHAR, jsonCharSet, PatternUnsupported, patternLanguage, type RegexNode, regexEbnf, withLength } from '../regex-grammar.js';
 import { STRING_FORMATS, stringFormat } from '../string-formats.js';
 import type { GrammarRules } from './grammar-rules.js';
 import { isGuardedLength } from './string-bounds.js';
@@ -21,7 +21,7 @@ import type { Translation } from './translation.js';
  */
 export const MAX_COUNTED_LENGTH = 1024;
 export const MAX_COUNTED_RULES = 8192;
-/** The most states a format beside a pattern may take (one grammar rule each). */
+/** The most states a format beside a pattern, or a pattern's lookahead, may take (one grammar rule each). */
 export const MAX_INTERSECTION_STATES = 1024;
 
 export function stringSchema(t: Translation, node: SchemaObject, path: string): string | null {
@@ -50,7 +50,8 @@ export function stringSchema(t: Translation, node: SchemaObject, path: string): 
       throw error;
     }
   }
-  if (languages.length === 2) return formatAndPattern(t, languages, minLength, maxLength, path);
+  // Two languages, or a lookahead's intersection or complement: only their automaton writes them.
+  if (languages.length === 2 || languages.some(hasLookahead)) return formatAndPattern(t, languages, minLength, maxLength, path, 'pattern' in format);
   language = languages[0] ?? null;
   if (language === null) {
     if (minLength === 0 && maxLength === null) return t.rules.anyString();
@@ -92,15 +93,21 @@ function patternsOf(node: SchemaObject): string[] {
 }
 
 /**
- * A string in a format that also matches a pattern (and its lengths): the intersection of their
- * languages as an automaton (regex-derivative.ts), one rule per state, each naming the characters
- * that lead on; refused by name past MAX_INTERSECTION_STATES.
+ * A string in a format that also matches a pattern, or matches a pattern with a lookahead (and its
+ * lengths): the intersection of their languages as an automaton (regex-derivative.ts), one rule
+ * per state, each naming the characters that lead on; refused by name past MAX_INTERSECTION_STATES.
  */
-function formatAndPattern(t: Translation, languages: RegexNode[], minLength: number, maxLength: number | null, path: string): string | null {
+function formatAndPattern(t: Translation, languages: RegexNode[], minLength: number, maxLength: number | null, path: string, withFormat: boolean): string | null {
   if (minLength > 0 || maxLength !== null) languages.push(lengthLanguage(minLength, maxLength));
   const states = intersection(languages, MAX_INTERSECTION_STATES);
-  if (states === null)
+  if (states === null && withFormat)
     throw new SchemaUnsupported('format', pointer(path, 'format'), `together with pattern${languages.length > 2 ? ' and lengths' : ''} it needs more than ${MAX_INTERSECTION_STATES} grammar rules`);
+  if (states === null)
+    throw new SchemaUnsupported(
+      'pattern',
+      pointer(path, 'pattern'),
+      `its lookahead${minLength > 0 || maxLength !== null ? ' with the lengths' : ''} needs more than ${MAX_INTERSECTION_STATES} grammar rules`,
+    );
   return automatonString(t, states, path);
 }
 

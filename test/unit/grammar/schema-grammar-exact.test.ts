@@ -28,6 +28,8 @@ async function withGrammar<T>(schema: object, use: (accepts: (text: string) => P
 const CASES: [string, object, Json[], Json[]][] = [
   // Formats no validator knows are annotations: any string, with the string's other keywords.
   ['unknown format', { type: 'string', format: 'topic' }, ['', 'a/b', 'x y "z"'], [1, null]],
+  // `.` is every character but line terminators: parentheses included (its class once excluded U+2028 as xgrammar reads it, `(`).
+  ['a dot takes parentheses', { type: 'string', pattern: '^a.+$' }, ['a(b)', 'a)', 'a((', 'a\u00e9'], ['a', 'b(', 'a\n']],
   ['unknown format alone: any value', { format: 'expose' }, ['80:80', 3, null, { a: [true] }], []],
   ['unknown format with lengths', { type: 'string', format: 'path', minLength: 1, maxLength: 3 }, ['a', '/b/'], ['', 'abcd']],
   ['unknown format beside pattern', { type: 'string', format: 'semver', pattern: '^[0-9]+\\.[0-9]+$' }, ['1.2', '10.0'], ['1', 'a.b']],
@@ -269,6 +271,51 @@ it('oneOf over random string languages: the grammar agrees with ajv on random st
     });
   }
   expect(agreedValid).toBeGreaterThan(50);
+});
+
+// JSONSchemaBench's lookaheads, all at a pattern's top level (JSON Schema Store, GitHub): the rest
+// of the string from where each stands intersected with (or less) its language, as an automaton.
+it.each<[string, string[]]>([
+  ['^(?!pattern$).*$', ['pattern', 'pat', 'p', 'x', 's', '\n']],
+  ['^(?!interactive|name|style).+$', ['interactive', 'name', 'na', 'style', 'x', 's']],
+  ['^(?!@@)[@a-zA-Z0-9_-]+$', ['@', '@@', 'a', '_', ' ']],
+  ['^(?!org\\.bukkit\\.)([a-zA-Z_$][a-zA-Z\\d_$]*\\.)*[a-zA-Z_$][a-zA-Z\\d_$]*$', ['org', '.', 'bukkit', 'a', '1', 'io']],
+  ['^(?![i|I][o|O][b|B][r|R][o|O][k|K][e|E][r|R])', ['io', 'IO', 'broker', 'BROKER', 'x', '|']],
+  ['^(?!.*\\/)^(.*[^.]+.*)$', ['/', '.', 'a', '..']],
+  ['^(?!^lucene\\.|builtin\\.|mongodb\\.).*', ['lucene', 'builtin', 'mongodb', '.', 'x']],
+  ['^(?![ \\t\\n]*\\(default(.*)\\))[\\s\\S]*', [' ', '\t', '(default(', '(default', ')', 'x']],
+  ['((?:[^/]*/)*)(?=\\.(yaml|yml|json))', ['a', '/', '.', 'yaml', 'yml', 'json', 'x']],
+  ['^(?=a)(?!ab).{2,3}$', ['a', 'b', 'c']],
+  ['x(?=y$)', ['x', 'y', 'z']],
+])('the lookahead of %s: the grammar agrees with the RegExp on random strings', async (pattern, pieces) => {
+  const regex = new RegExp(pattern, 'u');
+  let seed = pattern.length;
+  const next = (n: number): number => {
+    seed = (seed * 1103515245 + 12345) % 2147483648;
+    return Math.floor((seed / 2147483648) * n);
+  };
+  const seen = { true: 0, false: 0 };
+  await withGrammar({ type: 'string', pattern }, async (accepts) => {
+    for (let i = 0; i < 150; i++) {
+      let value = '';
+      for (let k = next(6); k > 0; k--) value += pieces[next(pieces.length)]!;
+      const valid = regex.test(value);
+      expect(await accepts(layoutJson(value)), JSON.stringify(value)).toBe(valid);
+      seen[`${valid}`]++;
+    }
+  });
+  expect(seen.true).toBeGreaterThan(5);
+  expect(seen.false).toBeGreaterThan(5);
+});
+
+it('a lookahead with lengths and beside a format: all three hold', async () => {
+  const schema = { type: 'object', properties: { a: { type: 'string', pattern: '^(?!x)', maxLength: 3 }, d: { type: 'string', format: 'date', pattern: '^(?!2000)' } } };
+  const validate = ajv.compile(schema);
+  await withGrammar(schema, async (accepts) => {
+    for (const value of [{ a: 'abc' }, { a: 'abcd' }, { a: 'xa' }, { a: '' }, { d: '2001-01-01' }, { d: '2000-01-01' }, { d: '2001-13-01' }]) {
+      expect(await accepts(layoutJson(value)), JSON.stringify(value)).toBe(validate(value) === true);
+    }
+  });
 });
 
 it('uri beside a pattern: no random string the grammar accepts fails ajv, and it accepts many', async () => {

@@ -312,7 +312,8 @@ it('a lookahead with lengths and beside a format: all three hold', async () => {
   const schema = { type: 'object', properties: { a: { type: 'string', pattern: '^(?!x)', maxLength: 3 }, d: { type: 'string', format: 'date', pattern: '^(?!2000)' } } };
   const validate = ajv.compile(schema);
   await withGrammar(schema, async (accepts) => {
-    for (const value of [{ a: 'abc' }, { a: 'abcd' }, { a: 'xa' }, { a: '' }, { d: '2001-01-01' }, { d: '2000-01-01' }, { d: '2001-13-01' }]) {
+    const values: Json[] = [{ a: 'abc' }, { a: 'abcd' }, { a: 'xa' }, { a: '' }, { d: '2001-01-01' }, { d: '2000-01-01' }, { d: '2001-13-01' }];
+    for (const value of values) {
       expect(await accepts(layoutJson(value)), JSON.stringify(value)).toBe(validate(value) === true);
     }
   });

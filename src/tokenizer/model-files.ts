@@ -75,7 +75,7 @@ async function readOptionalJson(path: string): Promise<Record<string, unknown> |
 
 async function readModelFilesUncached(dir: string): Promise<ModelFiles> {
   const templatePath = join(dir, 'chat_template.jinja');
-  const [tokenizerJson, tokenizerConfig, generationConfig, config, chatTemplateFile] = await Promise.all([
+  const [tokenizerJson, tokenizerConfig, generationConfig, config, chatTemplateFile] = await allInOrder([
     readJson(join(dir, 'tokenizer.json')),
     readJson(join(dir, 'tokenizer_config.json')),
     readOptionalJson(join(dir, 'generation_config.json')),
@@ -83,6 +83,16 @@ async function readModelFilesUncached(dir: string): Promise<ModelFiles> {
     existsSync(templatePath) ? readFile(templatePath, 'utf8') : Promise.resolve(null),
   ]);
   return { tokenizerJson, tokenizerConfig: tokenizerConfig as TokenizerConfig, generationConfig, config, chatTemplateFile };
+}
+
+/**
+ * The promises' values, read together; a failure reported in their order, so with several files
+ * missing the one named is the same every time (Promise.all reports whichever failed first).
+ */
+async function allInOrder<T extends readonly unknown[]>(promises: readonly [...{ [K in keyof T]: Promise<T[K]> }]): Promise<T> {
+  const settled = await Promise.allSettled(promises);
+  for (const result of settled) if (result.status === 'rejected') throw result.reason;
+  return settled.map((result) => (result as PromiseFulfilledResult<unknown>).value) as unknown as T;
 }
 
 /**

@@ -2,16 +2,17 @@
 // which named properties may appear (propertyNames), what else a named property's value must meet
 // (the patternProperties whose pattern its name matches — both hold, as allOf), and the grammar
 // for the keys besides the named ones — a pattern's keys except the named ones, written exactly
-// with regex derivatives (regex-derivative.ts). What a grammar cannot state exactly is refused:
+// with regex derivatives (regex-derivative.ts; a pattern with a lookahead as their automaton). What a grammar cannot state exactly is refused:
 // additionalProperties other than false beside patternProperties (the keys no pattern matches
 // would need the patterns' complement), patterns whose schemas differ (a key both match would
 // need both), and propertyNames other than a pattern or a list of names (enum / const). Pure.
 
-import { derivative, matchesNothing, nullable, startingOutside } from '../regex-derivative.js';
-import { jsonCharSet, PatternUnsupported, patternLanguage, type RegexNode, regexEbnf } from '../regex-grammar.js';
+import { derivative, intersection, matchesNothing, nullable, startingOutside } from '../regex-derivative.js';
+import { hasLookahead, jsonCharSet, PatternUnsupported, patternLanguage, type RegexNode, regexEbnf } from '../regex-grammar.js';
 import { ebnfLiteral } from '../grammar-spec.js';
 import type { GrammarRules } from './grammar-rules.js';
 import { ANNOTATIONS, isObject, type Json, pointer, SchemaUnsupported, type SchemaObject } from './schema-model.js';
+import { automatonString, MAX_INTERSECTION_STATES } from './string-schema.js';
 import type { Translation } from './translation.js';
 
 interface KeyPattern {
@@ -109,23 +110,36 @@ export class PropertyKeys {
     let body: string | null;
     if (this.patterns.length > 0) {
       const language: RegexNode = this.patterns.length === 1 ? this.patterns[0]!.language : { t: 'alt', options: this.patterns.map((p) => p.language) };
-      keys = this.keysExcept(t.rules, language, named, 'patternProperties');
+      keys = this.keysExcept(t, language, named, 'patternProperties');
       body = t.schema(this.patterns[0]!.schema, pointer(this.path, 'patternProperties'));
     } else if (this.names !== null && extraBody !== null) {
-      keys = this.keysExcept(t.rules, this.names.pattern.language, named, 'propertyNames');
+      keys = this.keysExcept(t, this.names.pattern.language, named, 'propertyNames');
       body = extraBody;
     } else return this.names === null ? undefined : null;
     return keys === null || body === null ? null : t.rules.share('pattern_member', `${keys} ": " ${body}`);
   }
 
-  private keysExcept(rules: GrammarRules, language: RegexNode, named: readonly string[], keyword: string): string | null {
+  private keysExcept(t: Translation, language: RegexNode, named: readonly string[], keyword: string): string | null {
     try {
-      return keysExcept(rules, language, named);
+      return hasLookahead(language) ? keysOfAutomaton(t, language, named, keyword, pointer(this.path, keyword)) : keysExcept(t.rules, language, named);
     } catch (error) {
       if (error instanceof PatternUnsupported) throw new SchemaUnsupported(keyword, pointer(this.path, keyword), error.message);
       throw error;
     }
   }
+}
+
+/**
+ * A key (with its quotes) in a language holding a lookahead (`^(?!aliases|date|…).*$`), but none
+ * of the names: the automaton of the language less the names, which is the only way such a
+ * language is written.
+ */
+function keysOfAutomaton(t: Translation, language: RegexNode, names: readonly string[], keyword: string, path: string): string | null {
+  const literal = (name: string): RegexNode => ({ t: 'seq', items: [...name].map((ch): RegexNode => ({ t: 'chars', set: [[ch.codePointAt(0)!, ch.codePointAt(0)!]] })) });
+  const keys: RegexNode = names.length === 0 ? language : { t: 'and', nodes: [language, { t: 'not', node: { t: 'alt', options: names.map(literal) } }] };
+  const states = intersection([keys], MAX_INTERSECTION_STATES);
+  if (states === null) throw new SchemaUnsupported(keyword, path, `its keys' lookahead needs more than ${MAX_INTERSECTION_STATES} grammar rules`);
+  return automatonString(t, states, path);
 }
 
 /** A key (with its quotes) in the language but none of the names: a trie of the names, the language's derivative at each step. */

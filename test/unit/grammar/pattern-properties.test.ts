@@ -24,6 +24,13 @@ async function acceptsText(schema: object, text: string): Promise<boolean> {
 
 const CASES: [string, object, Json[], Json[]][] = [
   [
+    // JSON Schema Store's Hugo front matter: any key but the ones it names, by a negative lookahead.
+    'keys by a pattern with a lookahead, besides a named property',
+    { type: 'object', properties: { date: { type: 'string' } }, patternProperties: { '^(?!aliases|date).+$': { type: 'integer' } }, additionalProperties: false },
+    [{}, { date: 'a' }, { x: 1 }, { date: 'a', dat: 2, alias: 3, 'x-date': 4 }],
+    [{ date: 1 }, { dates: 1 }, { aliases: 1 }, { x: 'one' }, { '': 1 }],
+  ],
+  [
     'keys by pattern only',
     { type: 'object', patternProperties: { '^x-': { type: 'integer' } }, additionalProperties: false },
     [{}, { 'x-a': 1 }, { 'x-a': 1, 'x-bc': 2 }, { 'x-': 0 }],

@@ -3,8 +3,11 @@
 // the one way JSON.stringify writes it (a quote and a backslash escaped, control characters as
 // \n, \t, … or \u00XX, everything else raw), so no raw control character can ever appear inside
 // the string. Patterns search (JSON Schema does not anchor them): an unanchored side gets any
-// characters. What cannot be written as a context-free rule (lookaround, backreferences, word
-// boundaries, Unicode property classes) is refused with the construct named. Pure.
+// characters. A lookahead in the top-level sequence is parsed into an intersection (or a
+// complement) with the rest of the string, which only an automaton of derivatives writes
+// (regex-derivative.ts; the callers that can, string-schema.ts and property-keys.ts, do). What
+// cannot be written at all (lookbehind, lookaheads in groups, backreferences, word boundaries,
+// Unicode property classes) is refused with the construct named. Pure.
 
 /** A refusal of part of a pattern; the message names the construct. */
 export class PatternUnsupported extends Error {}

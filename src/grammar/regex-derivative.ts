@@ -63,15 +63,21 @@ function structureId(node: RegexNode): number {
   return id;
 }
 
-/** A union with nested unions flattened and repeated options dropped (derivatives of `.*x.*` would otherwise grow at every step). */
-function alt(options: readonly RegexNode[]): RegexNode {
+/** The nodes with nested ones of the same kind (`inner`) flattened and repeated ones dropped, keyed by their structure. */
+function distinct(nodes: readonly RegexNode[], inner: (node: RegexNode) => readonly RegexNode[] | null): Map<number, RegexNode> {
   const seen = new Map<number, RegexNode>();
   const add = (node: RegexNode): void => {
-    if (node.t === 'alt') node.options.forEach(add);
+    const nested = inner(node);
+    if (nested !== null) nested.forEach(add);
     else seen.set(structureId(node), node);
   };
-  options.forEach(add);
-  const kept = [...seen.values()];
+  nodes.forEach(add);
+  return seen;
+}
+
+/** A union with nested unions flattened and repeated options dropped (derivatives of `.*x.*` would otherwise grow at every step). */
+function alt(options: readonly RegexNode[]): RegexNode {
+  const kept = [...distinct(options, (node) => (node.t === 'alt' ? node.options : null)).values()];
   return kept.length === 1 ? kept[0]! : { t: 'alt', options: kept };
 }
 
@@ -80,12 +86,7 @@ function alt(options: readonly RegexNode[]): RegexNode {
  * derivatives of a lookahead stay finitely many); one that holds a language with no string is none.
  */
 function and(nodes: readonly RegexNode[]): RegexNode {
-  const seen = new Map<number, RegexNode>();
-  const add = (node: RegexNode): void => {
-    if (node.t === 'and') node.nodes.forEach(add);
-    else seen.set(structureId(node), node);
-  };
-  nodes.forEach(add);
+  const seen = distinct(nodes, (node) => (node.t === 'and' ? node.nodes : null));
   if ([...seen.values()].some(isNothing)) return NOTHING;
   const kept = [...seen].sort(([a], [b]) => a - b).map(([, node]) => node);
   return kept.length === 1 ? kept[0]! : { t: 'and', nodes: kept };

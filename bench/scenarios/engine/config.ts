@@ -53,6 +53,8 @@ export interface EngineBenchConfig {
   readonly modelDir: string | null;
   /** A draft model's `conveyor convert` output: the speculating engines propose with it (speculative_config method draft_model) instead of n-gram lookup; null: n-gram. */
   readonly draftDir: string | null;
+  /** Serve the copier (copier.ts: a model that copies its context, made by make_copier.py) instead of the bench decoder. */
+  readonly copier: boolean;
 }
 
 export const ENGINE_FLAGS: Readonly<Record<string, FlagSpec>> = {
@@ -87,6 +89,11 @@ export const ENGINE_FLAGS: Readonly<Record<string, FlagSpec>> = {
   'spec-tokens': { type: 'string', usage: '--spec-tokens N', description: 'num_speculative_tokens with --speculation (default 4)' },
   'disable-by-batch-size': { type: 'string', usage: '--disable-by-batch-size N', description: "disable_by_batch_size of --speculation's 'spec on' engine (default: the engine's)" },
   'model-dir': { type: 'string', usage: '--model-dir DIR', description: 'with --speculation: serve this `conveyor convert` output (a trained model) instead of the bench decoder' },
+  copier: {
+    type: 'boolean',
+    usage: '--copier',
+    description: 'with --speculation: serve the copier, a model whose written weights copy its context (make_copier.py; needs the Hugging Face reference venv), instead of the bench decoder',
+  },
   draft: { type: 'string', usage: '--draft DIR', description: 'with --speculation: propose with this draft model (a `conveyor convert` output sharing the tokenizer) instead of n-gram lookup' },
   'no-profile': { type: 'boolean', usage: '--no-profile', description: 'skip the decode step profile' },
 };
@@ -140,6 +147,7 @@ export function engineBenchConfig(flags: FlagValues, quick: boolean): EngineBenc
     disableByBatchSize: flags['disable-by-batch-size'] === undefined ? null : positiveInt(flags['disable-by-batch-size'], 1, '--disable-by-batch-size', 1),
     modelDir: typeof flags['model-dir'] === 'string' ? flags['model-dir'] : null,
     draftDir: typeof flags['draft'] === 'string' ? flags['draft'] : null,
+    copier: flags['copier'] === true,
   };
 }
 

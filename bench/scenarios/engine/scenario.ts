@@ -26,6 +26,7 @@ import * as ort from 'onnxruntime-node';
 import { decoderQuality, QUALITY_POSITIONS, type VariantQuality } from '../forward/quality.js';
 import { conclude, engineCharts } from './report.js';
 import { benchRequest, randomTokens, runWorkload } from './workload.js';
+import { ensureCopier } from './copier.js';
 import { pagedModelOf, prepareSpeculation } from './speculation.js';
 
 /** How the scenario gets the decoder; tests may pass another source. */
@@ -45,7 +46,8 @@ export function engineScenario(source: DecoderSource = (size) => ensureBuilt('qw
 async function prepareEngine(source: DecoderSource, context: ScenarioContext): Promise<PreparedScenario> {
   const config = engineBenchConfig(context.flags, context.quick);
   if (config.speculation) {
-    if (config.modelDir) return prepareSpeculation(config, pagedModelOf(join(config.modelDir, 'onnx', 'model.onnx')), basename(config.modelDir), context);
+    const modelDir = config.copier ? await ensureCopier(context.log) : config.modelDir;
+    if (modelDir) return prepareSpeculation(config, pagedModelOf(join(modelDir, 'onnx', 'model.onnx')), config.copier ? 'copier' : basename(modelDir), context);
     context.log(`building qwen3 ${config.size}…`);
     return prepareSpeculation(config, pagedModelOf((await source(config.size)).modelPath(config.precision)), `qwen3 ${config.size} ${config.precision}`, context);
   }

@@ -1,0 +1,43 @@
+// `--copier`: the speculation run's model that copies its context (make_copier.py writes its
+// weights as an induction-head circuit and checks transformers' greedy output against its rule),
+// made once with the Hugging Face reference venv and converted with the paged files, both cached
+// under models/build/copier/ with a stamp of the script that made them.
+
+import { execFile } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { readFile, rm, writeFile } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { convertCheckpoint } from '../../../models/convert/convert.js';
+import { MODEL_METADATA_FILES } from '../../../src/hub/index.js';
+import { hfPython } from '../../../test/support/hf-python.js';
+
+const run = promisify(execFile);
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
+const SCRIPT = join(ROOT, 'bench', 'scenarios', 'engine', 'make_copier.py');
+const CACHE = join(ROOT, 'models', 'build', 'copier');
+const STAMP_FILE = 'bench-stamp';
+
+/** The converted copier's directory (a `conveyor convert --paged` output), made where missing or made by another version of the script. */
+export async function ensureCopier(log: (line: string) => void): Promise<string> {
+  const stamp = createHash('sha256')
+    .update(await readFile(SCRIPT))
+    .digest('hex')
+    .slice(0, 16);
+  const checkpoint = join(CACHE, 'checkpoint');
+  const converted = join(CACHE, 'converted');
+  const current = await readFile(join(converted, STAMP_FILE), 'utf8').catch(() => '');
+  if (current === stamp && existsSync(join(converted, 'onnx'))) return converted;
+  const python = await hfPython();
+  if ('skip' in python) throw new Error(`--copier: ${python.skip}`);
+  log(`making the copier with transformers ${python.transformersVersion}…`);
+  await rm(CACHE, { recursive: true, force: true });
+  const { stdout } = await run(python.python, [SCRIPT, checkpoint], { timeout: 600_000, maxBuffer: 16 << 20 });
+  log(stdout.trim());
+  log('converting the copier (fp32, paged)…');
+  await convertCheckpoint(checkpoint, converted, { metadataFiles: MODEL_METADATA_FILES, paged: true });
+  await writeFile(join(converted, STAMP_FILE), stamp);
+  return converted;
+}

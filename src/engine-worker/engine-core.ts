@@ -34,7 +34,7 @@ import { ConstrainedRows, type GrammarStats } from './constrained-rows.js';
 import { PromptLogprobs } from './prompt-logprobs.js';
 import { Scheduler, type PreemptionEvent } from './scheduler.js';
 import { DraftModelProposer } from './draft-model.js';
-import { type DraftSource, NgramDrafts, ProposalGate } from './spec-decode.js';
+import { type DraftSource, LARGE_BATCH_MIN_ACCEPTANCE, NgramDrafts, ProposalGate } from './spec-decode.js';
 import { StepConstraints } from './step-constraints.js';
 import { StepSampling } from './step-sampling.js';
 
@@ -117,7 +117,7 @@ export class EngineCore {
       log('speculative_config: off — checking proposals needs attention_backend paged (this model runs past_key_values)');
       return undefined;
     }
-    const limits = `sampled and greedy requests, while at most ${spec.disableByBatchSize} sequences run`;
+    const limits = `sampled and greedy requests; past ${spec.disableByBatchSize} running sequences only those whose proposals hold ≥ ${LARGE_BATCH_MIN_ACCEPTANCE * 100}% of the time`;
     if (spec.method === 'ngram') {
       log(`speculative decoding: ngram, up to ${spec.numSpeculativeTokens} tokens from a ${spec.promptLookupMin}–${spec.promptLookupMax}-token match, ${limits}`);
       return new NgramDrafts(spec);

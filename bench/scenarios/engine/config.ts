@@ -55,6 +55,8 @@ export interface EngineBenchConfig {
   readonly draftDir: string | null;
   /** Serve the copier (copier.ts: a model that copies its context, made by make_copier.py) instead of the bench decoder. */
   readonly copier: boolean;
+  /** With copier: propose with its draft (make_copier.py --draft) instead of n-gram lookup. */
+  readonly copierDraft: boolean;
 }
 
 export const ENGINE_FLAGS: Readonly<Record<string, FlagSpec>> = {
@@ -94,6 +96,7 @@ export const ENGINE_FLAGS: Readonly<Record<string, FlagSpec>> = {
     usage: '--copier',
     description: 'with --speculation: serve the copier, a model whose written weights copy its context (make_copier.py; needs the Hugging Face reference venv), instead of the bench decoder',
   },
+  'copier-draft': { type: 'boolean', usage: '--copier-draft', description: "with --copier: propose with the copier's two-layer draft (same tokenizer) instead of n-gram lookup" },
   draft: { type: 'string', usage: '--draft DIR', description: 'with --speculation: propose with this draft model (a `conveyor convert` output sharing the tokenizer) instead of n-gram lookup' },
   'no-profile': { type: 'boolean', usage: '--no-profile', description: 'skip the decode step profile' },
 };
@@ -147,7 +150,8 @@ export function engineBenchConfig(flags: FlagValues, quick: boolean): EngineBenc
     disableByBatchSize: flags['disable-by-batch-size'] === undefined ? null : positiveInt(flags['disable-by-batch-size'], 1, '--disable-by-batch-size', 1),
     modelDir: typeof flags['model-dir'] === 'string' ? flags['model-dir'] : null,
     draftDir: typeof flags['draft'] === 'string' ? flags['draft'] : null,
-    copier: flags['copier'] === true,
+    copier: flags['copier'] === true || flags['copier-draft'] === true,
+    copierDraft: flags['copier-draft'] === true,
   };
 }
 

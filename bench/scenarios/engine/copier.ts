@@ -1,7 +1,8 @@
 // `--copier`: the speculation run's model that copies its context (make_copier.py writes its
 // weights as an induction-head circuit and checks transformers' greedy output against its rule),
-// made once with the Hugging Face reference venv and converted with the paged files, both cached
-// under models/build/copier/ with a stamp of the script that made them.
+// and with `--copier-draft` its two-layer draft; each made once with the Hugging Face reference
+// venv and converted with the paged files, cached under models/build/copier/<kind>/ with a stamp
+// of the script that made them.
 
 import { execFile } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -20,23 +21,26 @@ const SCRIPT = join(ROOT, 'bench', 'scenarios', 'engine', 'make_copier.py');
 const CACHE = join(ROOT, 'models', 'build', 'copier');
 const STAMP_FILE = 'bench-stamp';
 
+export type CopierKind = 'target' | 'draft';
+
 /** The converted copier's directory (a `conveyor convert --paged` output), made where missing or made by another version of the script. */
-export async function ensureCopier(log: (line: string) => void): Promise<string> {
+export async function ensureCopier(kind: CopierKind, log: (line: string) => void): Promise<string> {
   const stamp = createHash('sha256')
     .update(await readFile(SCRIPT))
     .digest('hex')
     .slice(0, 16);
-  const checkpoint = join(CACHE, 'checkpoint');
-  const converted = join(CACHE, 'converted');
+  const dir = join(CACHE, kind);
+  const checkpoint = join(dir, 'checkpoint');
+  const converted = join(dir, 'converted');
   const current = await readFile(join(converted, STAMP_FILE), 'utf8').catch(() => '');
   if (current === stamp && existsSync(join(converted, 'onnx'))) return converted;
   const python = await hfPython();
   if ('skip' in python) throw new Error(`--copier: ${python.skip}`);
-  log(`making the copier with transformers ${python.transformersVersion}…`);
-  await rm(CACHE, { recursive: true, force: true });
-  const { stdout } = await run(python.python, [SCRIPT, checkpoint], { timeout: 600_000, maxBuffer: 16 << 20 });
+  log(`making the copier's ${kind} with transformers ${python.transformersVersion}…`);
+  await rm(dir, { recursive: true, force: true });
+  const { stdout } = await run(python.python, [SCRIPT, checkpoint, ...(kind === 'draft' ? ['--draft'] : [])], { timeout: 600_000, maxBuffer: 16 << 20 });
   log(stdout.trim());
-  log('converting the copier (fp32, paged)…');
+  log(`converting the copier's ${kind} (fp32, paged)…`);
   await convertCheckpoint(checkpoint, converted, { metadataFiles: MODEL_METADATA_FILES, paged: true });
   await writeFile(join(converted, STAMP_FILE), stamp);
   return converted;

@@ -1,7 +1,7 @@
 """A Llama checkpoint whose weights are written, not trained, so that its greedy continuation copies
 from its context: what `npm run bench -- engine --speculation --copier` serves.
 
-    python make_copier.py <out-dir>
+    python make_copier.py <out-dir> [--draft]
 
 Why: speculation's targets are about how much of an accepted token the engine turns into speed,
 and that needs a model that copies its context as the models people serve do when they rewrite a
@@ -10,22 +10,31 @@ stories260K) continues a span of its prompt at ~3% of positions, and training on
 not form induction heads in the CPU time a session has. So this writes the two-layer circuit
 trained models learn for it (an induction head) directly:
 
-- Vocabulary: 192 tokens, <unk> <s> </s> and 189 characters (a BPE with no merges).
-- Residual stream (hidden 1024): CUR one-hot [0,192), PREV one-hot [192,384), NEXT one-hot
-  [384,576), a constant 1 at 576, the rest 0.
-- Eight layers, four heads of 256 each, MLPs of 4,096: only one head in each of the first two
-  layers is used; the rest are zeros, which cost what weights cost, so a step reads 537 MB of
-  float32 weights as a served model's step does (bigger than this machine's 300 MB L3: at 108 MB
-  the whole model sat in cache and a 5-position step was bound by arithmetic instead). RoPE base 1e36: pairs 0-5 turn fast (a position's neighbours), pair 12 at 4.2e-4 a
-  position (recency: -sin(d theta) falls nearly linearly over 3,740 positions), pairs 28-127 by
-  under 2.5e-8 (token identity, exact over 4,096 positions, both halves of a pair).
+- Vocabulary: 64 tokens, <unk> <s> </s> and 61 characters (newline, space to "["; a BPE with no
+  merges): token identity has to fit a head of 128 exactly.
+- Residual stream (hidden 1024): CUR one-hot [0,64), PREV one-hot [64,128), NEXT one-hot
+  [128,192), a constant 1 at 192, the rest 0.
+- The bench decoder's kind of shape (Qwen3-like): eight layers, eight query heads of 128 on two
+  K/V heads (8 KiB of cache a token), MLPs of 4,096. Only query head 0 of the first two layers is
+  used (the other heads' outputs meet zero output columns); the rest are zeros, which cost what
+  weights cost: a step reads 487 MB of float32 weights, as a served model's does, past this
+  machine's 300 MB L3 (at 108 MB the whole model sat in cache and a 5-position step was bound by
+  arithmetic instead).
+- RoPE base 1e17: pairs 0-5 turn fast (a position's neighbours), pair 13 at 3.5e-4 a position
+  (recency: -sin(d theta) falls nearly linearly over 4,400 positions), pairs 29-63 by under 2.6e-8
+  (token identity, exact over 4,096 positions, both halves of a pair).
 - Layer 1, a previous-token head: attends to position m-1 by position alone (>= 30 logits over
   any other) and writes CUR there into PREV.
 - Layer 2, an induction head: a key whose PREV equals this CUR scores LAMBDA, and every key loses
   STEP logits a position of distance, so the most recent match wins; with no match the position
   itself wins (NEXT = CUR).
-- Head: logits = 10 (NEXT - CUR) + 6 succ(CUR), where succ is one cycle through the 189
+- Head: logits = 10 (NEXT - CUR) + 6 succ(CUR), where succ is one cycle through the 61
   characters: the copied token, or with no match (or a copy of the token itself) its successor.
+
+With --draft, its draft model: the same circuit in two layers (23 MB, MLPs of 64), sharing the
+tokenizer, whose successor cycle is another one: it proposes what the copier will copy and guesses
+wrong where the copier has nothing to copy, as a small draft of a served model knows its context
+better than its language.
 
 So greedy decoding continues with the token after the most recent earlier occurrence of the last
 token, else that token's successor (`expected` below); the script checks transformers' logits
@@ -42,22 +51,24 @@ import tokenizers
 import torch
 import transformers
 
-HEAD_DIM = 256
+HEAD_DIM = 128
 PAIRS = HEAD_DIM // 2
-HEADS = 4
+HEADS = 8
+KV_HEADS = 2
 HIDDEN = 1024
 INTERMEDIATE = 4096
-LAYERS = 8  # two that copy, six of zeros: ~134M parameters, 537 MB in float32, past this machine's 300 MB L3
-BASE = 1e36
+LAYERS = 8  # two that copy, six of zeros: ~122M parameters, 487 MB in float32, past this machine's 300 MB L3
+DRAFT = {"layers": 2, "intermediate": 64, "seed": 2}
+BASE = 1e17
 SPECIALS = ["<unk>", "<s>", "</s>"]
-CHARS = ["\n", "\t"] + [chr(c) for c in range(32, 127)] + [chr(c) for c in range(0xA1, 0xA1 + 92)]
+CHARS = ["\n"] + [chr(c) for c in range(32, 92)]  # space to "[": digits, capitals, punctuation
 VOCAB = len(SPECIALS) + len(CHARS)
 CUR, PREV, NEXT, CONST = 0, VOCAB, 2 * VOCAB, 3 * VOCAB
 FAST = range(0, 6)
-RECENCY = 12
-IDENTITY = [(pair, half) for pair in range(28, PAIRS) for half in (0, 1)][:VOCAB]
+RECENCY = 13
+IDENTITY = [(pair, half) for pair in range(29, PAIRS) for half in (0, 1)][:VOCAB]
 MAX_POSITIONS = 4096
-STEP = 2.0  # logits a match loses per position of distance
+STEP = 1.5  # logits a match loses per position of distance
 COPY, SUCCESSOR = 10.0, 6.0  # the head's weights on NEXT - CUR and on succ(CUR)
 SEED = 1544
 
@@ -79,8 +90,8 @@ def set_pair(q, k, pair, zq, zk, q_column, k_column, gain):
     k[pair + PAIRS, k_column] += zk.imag / gain
 
 
-def successor_table():
-    g = torch.Generator().manual_seed(SEED)
+def successor_table(seed):
+    g = torch.Generator().manual_seed(seed)
     order = (torch.randperm(VOCAB - len(SPECIALS), generator=g) + len(SPECIALS)).tolist()
     succ = {order[j]: order[(j + 1) % len(order)] for j in range(len(order))}
     for t in range(len(SPECIALS)):
@@ -155,15 +166,16 @@ def write_tokenizer(out):
     transformers.PreTrainedTokenizerFast(tokenizer_object=tokenizer, bos_token="<s>", eos_token="</s>", unk_token="<unk>").save_pretrained(out)
 
 
-def main(out):
+def main(out, draft):
     torch.manual_seed(SEED)
     config = transformers.LlamaConfig(
-        vocab_size=VOCAB, hidden_size=HIDDEN, intermediate_size=INTERMEDIATE, num_hidden_layers=LAYERS, num_attention_heads=HEADS,
-        num_key_value_heads=HEADS, head_dim=HEAD_DIM, max_position_embeddings=MAX_POSITIONS, rms_norm_eps=1e-5,
+        vocab_size=VOCAB, hidden_size=HIDDEN, intermediate_size=DRAFT["intermediate"] if draft else INTERMEDIATE,
+        num_hidden_layers=DRAFT["layers"] if draft else LAYERS, num_attention_heads=HEADS,
+        num_key_value_heads=KV_HEADS, head_dim=HEAD_DIM, max_position_embeddings=MAX_POSITIONS, rms_norm_eps=1e-5,
         tie_word_embeddings=False, bos_token_id=1, eos_token_id=2, rope_parameters={"rope_type": "default", "rope_theta": BASE},
     )
     model = transformers.LlamaForCausalLM(config).eval()
-    succ = successor_table()
+    succ = successor_table(DRAFT["seed"] if draft else SEED)
     model.load_state_dict(weights(model, succ))
     agree, total = agreement(model, succ)
     print(f"transformers {transformers.__version__}: greedy agrees with the rule at {agree} of {total} positions")
@@ -177,4 +189,4 @@ def main(out):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    main(sys.argv[1], "--draft" in sys.argv[2:])

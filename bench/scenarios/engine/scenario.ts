@@ -46,8 +46,12 @@ export function engineScenario(source: DecoderSource = (size) => ensureBuilt('qw
 async function prepareEngine(source: DecoderSource, context: ScenarioContext): Promise<PreparedScenario> {
   const config = engineBenchConfig(context.flags, context.quick);
   if (config.speculation) {
-    const modelDir = config.copier ? await ensureCopier(context.log) : config.modelDir;
-    if (modelDir) return prepareSpeculation(config, pagedModelOf(join(modelDir, 'onnx', 'model.onnx')), config.copier ? 'copier' : basename(modelDir), context);
+    if (config.copier) {
+      const draftDir = config.copierDraft ? await ensureCopier('draft', context.log) : config.draftDir;
+      const modelDir = await ensureCopier('target', context.log);
+      return prepareSpeculation({ ...config, draftDir }, pagedModelOf(join(modelDir, 'onnx', 'model.onnx')), 'copier', context);
+    }
+    if (config.modelDir) return prepareSpeculation(config, pagedModelOf(join(config.modelDir, 'onnx', 'model.onnx')), basename(config.modelDir), context);
     context.log(`building qwen3 ${config.size}…`);
     return prepareSpeculation(config, pagedModelOf((await source(config.size)).modelPath(config.precision)), `qwen3 ${config.size} ${config.precision}`, context);
   }

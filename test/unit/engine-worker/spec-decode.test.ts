@@ -43,11 +43,10 @@ describe('n-gram proposals', () => {
     expect(() => acceptGreedy([5], [5])).toThrow(/expected one more/);
   });
 
-  it('requests outside a thinking block propose, none while the batch is larger than disable_by_batch_size, and failed drafts back off', () => {
+  it('requests outside a thinking block propose, and failed drafts back off', () => {
     const state = new RequestState(makeRequest('a', [1, 2, 3, 1, 2]), 0, 0);
     const source = drafts({ disableByBatchSize: 4 });
     expect(source.propose(state, 4, 8)).toEqual({ tokens: [3, 1, 2] });
-    expect(source.propose(state, 5, 8)).toBeNull();
     // Sampled, penalised and min_tokens rows propose too: the sampler's acceptance rule checks them (test/unit/sampler/acceptance.test.ts).
     const sampled = new RequestState({ ...makeRequest('b', [1, 2, 3, 1, 2]), sampling: { ...GREEDY_SAMPLING, temperature: 0.7 } }, 1, 0);
     expect(source.propose(sampled, 1, 8)).toEqual({ tokens: [3, 1, 2] });
@@ -68,6 +67,37 @@ describe('n-gram proposals', () => {
     expect(source.propose(state, 1, 8)).not.toBeNull();
     source.verified(state, 3, 1);
     expect(source.propose(state, 1, 8)).not.toBeNull();
+  });
+});
+
+describe('proposals past disable_by_batch_size', () => {
+  const copying = () => new RequestState(makeRequest('a', [1, 2, 3, 1, 2]), 0, 0);
+
+  it('probe once, then go on only while nearly every proposed token holds', () => {
+    const source = drafts({ disableByBatchSize: 4 });
+    const good = copying();
+    expect(source.propose(good, 32, 8)).toEqual({ tokens: [3, 1, 2] });
+    source.verified(good, 3, 3);
+    expect(source.propose(good, 32, 8)).not.toBeNull();
+    const poor = copying();
+    expect(source.propose(poor, 32, 8)).not.toBeNull();
+    source.verified(poor, 4, 1);
+    expect(source.propose(poor, 32, 8)).toBeNull();
+    // Within the limit the tally does not matter.
+    expect(source.propose(poor, 4, 8)).not.toBeNull();
+  });
+
+  it('judge by the last few drafts: a sequence that stopped copying stops proposing, one that started again resumes', () => {
+    const source = drafts({ disableByBatchSize: 4 });
+    const state = copying();
+    for (let i = 0; i < 20; i++) source.verified(state, 4, 4);
+    expect(source.propose(state, 32, 8)).not.toBeNull();
+    // Three drafts with one token of four held outweigh twenty full ones.
+    for (let i = 0; i < 3; i++) source.verified(state, 4, 1);
+    expect(source.propose(state, 32, 8)).toBeNull();
+    // Proposing within the limit again, and holding, brings it back past it.
+    for (let i = 0; i < 6; i++) source.verified(state, 4, 4);
+    expect(source.propose(state, 32, 8)).not.toBeNull();
   });
 });
 

@@ -17,11 +17,12 @@
 // Adaptive: a sequence whose proposals all fail pauses proposing for a number of its tokens that
 // doubles with each such failure (reset by any accepted token). While more than
 // disableByBatchSize sequences run, a step is nearer compute-bound and a checked position costs
-// about what another row's token does, so there a sequence proposes only while nearly every token
-// it proposes holds (LARGE_BATCH_MIN_ACCEPTANCE of its recent proposed tokens), after one probe
-// draft where it has none yet: a model that copies its context keeps speculation's gain at 32
-// streams (measured 1.3–1.9× on the copier, bench/scenarios/engine/make_copier.py) where one
-// that rarely does (stories260K, ~0.4 of proposed tokens held) stays off.
+// about what another row's token does, so there a draft of which fewer than
+// LARGE_BATCH_MIN_ACCEPTANCE of the tokens held pauses the sequence the same doubling way (reset
+// by a draft that held): a sequence copying its context keeps speculation's gain at 8 and 32
+// streams (the copier, bench/scenarios/engine/make_copier.py: 1.2–2.4× proposing at every batch
+// size) while one whose proposals mostly fail (stories260K, ~0.4 of proposed tokens held) probes
+// now and then and otherwise stays off.
 
 import type { NgramSpeculativeConfig } from '../contracts/engine-messages.js';
 import { proposeNgram } from './ngram-proposer.js';
@@ -29,16 +30,8 @@ import type { RequestState } from './request-state.js';
 
 /** Longest pause, in the sequence's tokens, after proposals that all failed. */
 export const MAX_DRAFT_BACKOFF_TOKENS = 32;
-/** Past disable_by_batch_size: the share of its recently proposed tokens a sequence must have had accepted to keep proposing. */
+/** Past disable_by_batch_size: the share of a draft's tokens that must hold for the sequence to go on proposing without a pause. */
 export const LARGE_BATCH_MIN_ACCEPTANCE = 0.8;
-/** How much of a sequence's earlier tally each new draft keeps (so the last few drafts decide). */
-const TALLY_DECAY = 0.75;
-
-/** A sequence's proposed and accepted tokens, earlier drafts decayed by TALLY_DECAY each. */
-interface Tally {
-  proposed: number;
-  accepted: number;
-}
 
 interface Backoff {
   /** The output length from which the sequence proposes again. */
@@ -74,33 +67,25 @@ export interface DraftSource {
 }
 
 /**
- * Which sequences propose this step, and the back-off after proposals that all failed: the policy
- * every DraftSource (n-gram lookup, a draft model) applies the same way.
+ * Which sequences propose this step, and the back-offs after proposals that failed (all of a
+ * draft; past the batch limit, most of it): the policy every DraftSource (n-gram lookup, a draft
+ * model) applies the same way.
  */
 export class ProposalGate {
-  /** Keyed by the request's record, so a finished request's entry goes with it. */
+  /** The pause after drafts that all failed; keyed by the request's record, so a finished request's entry goes with it. */
   private readonly backoff = new WeakMap<Readonly<RequestState>, Backoff>();
+  /** The pause past the batch limit after drafts that mostly failed (none within it). */
+  private readonly largeBatchBackoff = new WeakMap<Readonly<RequestState>, Backoff>();
 
   constructor(
-    /** Past this many running sequences (disable_by_batch_size), only sequences whose proposals nearly all hold propose. */
+    /** Past this many running sequences (disable_by_batch_size), a draft that mostly failed pauses its sequence too. */
     private readonly disableByBatchSize: number,
   ) {}
 
-  /** Recent proposed and accepted tokens, per sequence. */
-  private readonly tally = new WeakMap<Readonly<RequestState>, Tally>();
-
   /** True when `state` may propose this step, with `numRunning` sequences running. */
   allows(state: Readonly<RequestState>, numRunning: number): boolean {
-    if (!this.proposesFor(state)) return false;
-    const paused = this.backoff.get(state);
-    if (paused && state.numOutputTokens < paused.resumeAt) return false;
-    return numRunning <= this.disableByBatchSize || this.holdsInLargeBatch(state);
-  }
-
-  /** Past the batch limit: a sequence with no draft yet probes once; one with drafts goes on while nearly all its proposed tokens hold. */
-  private holdsInLargeBatch(state: Readonly<RequestState>): boolean {
-    const tally = this.tally.get(state);
-    return tally === undefined || tally.accepted >= LARGE_BATCH_MIN_ACCEPTANCE * tally.proposed;
+    if (!this.proposesFor(state) || pausedAt(this.backoff.get(state), state)) return false;
+    return numRunning <= this.disableByBatchSize || !pausedAt(this.largeBatchBackoff.get(state), state);
   }
 
   /** False for a row whose tokens are decided a token at a time outside the sampler (see the file comment). */
@@ -109,17 +94,21 @@ export class ProposalGate {
   }
 
   verified(state: Readonly<RequestState>, numDrafts: number, numAccepted: number): void {
-    if (numDrafts > 0) {
-      const tally = this.tally.get(state);
-      this.tally.set(state, { proposed: (tally?.proposed ?? 0) * TALLY_DECAY + numDrafts, accepted: (tally?.accepted ?? 0) * TALLY_DECAY + numAccepted });
-    }
-    if (numAccepted > 0 || numDrafts === 0) {
-      this.backoff.delete(state);
-      return;
-    }
-    const pause = this.backoff.get(state)?.pause ?? 1;
-    this.backoff.set(state, { resumeAt: state.numOutputTokens + pause, pause: Math.min(pause * 2, MAX_DRAFT_BACKOFF_TOKENS) });
+    if (numDrafts > 0) lengthen(this.largeBatchBackoff, state, numAccepted < LARGE_BATCH_MIN_ACCEPTANCE * numDrafts);
+    lengthen(this.backoff, state, numAccepted === 0 && numDrafts > 0);
   }
+}
+
+const pausedAt = (pause: Backoff | undefined, state: Readonly<RequestState>): boolean => pause !== undefined && state.numOutputTokens < pause.resumeAt;
+
+/** After a failed draft: the sequence pauses 1, 2, 4, … up to MAX_DRAFT_BACKOFF_TOKENS of its tokens; after one that held, it goes on. */
+function lengthen(pauses: WeakMap<Readonly<RequestState>, Backoff>, state: Readonly<RequestState>, failed: boolean): void {
+  if (!failed) {
+    pauses.delete(state);
+    return;
+  }
+  const pause = pauses.get(state)?.pause ?? 1;
+  pauses.set(state, { resumeAt: state.numOutputTokens + pause, pause: Math.min(pause * 2, MAX_DRAFT_BACKOFF_TOKENS) });
 }
 
 /** N-gram (prompt lookup) proposals: the tokens that followed the sequence's latest few tokens where they last occurred. */

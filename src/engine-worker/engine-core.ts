@@ -117,7 +117,7 @@ export class EngineCore {
       log('speculative_config: off — checking proposals needs attention_backend paged (this model runs past_key_values)');
       return undefined;
     }
-    const limits = `sampled and greedy requests; past ${spec.disableByBatchSize} running sequences a draft holding under ${LARGE_BATCH_MIN_ACCEPTANCE * 100}% pauses its sequence`;
+    const limits = `sampled and greedy requests; past ${spec.disableByBatchSize} running sequences a draft giving under ${LARGE_BATCH_MIN_ACCEPTANCE * spec.numSpeculativeTokens} accepted tokens pauses its sequence`;
     if (spec.method === 'ngram') {
       log(`speculative decoding: ngram, up to ${spec.numSpeculativeTokens} tokens from a ${spec.promptLookupMin}–${spec.promptLookupMax}-token match, ${limits}`);
       return new NgramDrafts(spec);
@@ -134,7 +134,7 @@ export class EngineCore {
     return new DraftModelProposer(
       draftRunner,
       { numSpeculativeTokens: spec.numSpeculativeTokens, maxModelLen: config.maxModelLen, maxCatchUpTokens: config.maxNumBatchedTokens, sampleableVocab: sampler.sampleableVocab },
-      new ProposalGate(spec.disableByBatchSize),
+      new ProposalGate(spec.disableByBatchSize, spec.numSpeculativeTokens),
     );
   }
 

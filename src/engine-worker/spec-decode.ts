@@ -17,12 +17,12 @@
 // Adaptive: a sequence whose proposals all fail pauses proposing for a number of its tokens that
 // doubles with each such failure (reset by any accepted token). While more than
 // disableByBatchSize sequences run, a step is nearer compute-bound and a checked position costs
-// about what another row's token does, so there a draft of which fewer than
-// LARGE_BATCH_MIN_ACCEPTANCE of the tokens held pauses the sequence the same doubling way (reset
-// by a draft that held): a sequence copying its context keeps speculation's gain at 8 and 32
-// streams (the copier, bench/scenarios/engine/make_copier.py: 1.2–2.4× proposing at every batch
-// size) while one whose proposals mostly fail (stories260K, ~0.4 of proposed tokens held) probes
-// now and then and otherwise stays off.
+// about what another row's token does, so there a draft that gave fewer than
+// LARGE_BATCH_MIN_ACCEPTANCE × num_speculative_tokens accepted tokens pauses the sequence the same
+// doubling way (reset by a draft that gave them): a sequence copying its context keeps
+// speculation's gain at 8 and 32 streams (the copier, bench/scenarios/engine/make_copier.py:
+// 1.3–2.2×) while one whose drafts give a token or two (stories260K: 1.1–1.7 a draft, where
+// proposing at 8 and 32 streams cost 0.8–1.0×) probes now and then and otherwise stays off.
 
 import type { NgramSpeculativeConfig } from '../contracts/engine-messages.js';
 import { proposeNgram } from './ngram-proposer.js';
@@ -30,8 +30,8 @@ import type { RequestState } from './request-state.js';
 
 /** Longest pause, in the sequence's tokens, after proposals that all failed. */
 export const MAX_DRAFT_BACKOFF_TOKENS = 32;
-/** Past disable_by_batch_size: the share of a draft's tokens that must hold for the sequence to go on proposing without a pause. */
-export const LARGE_BATCH_MIN_ACCEPTANCE = 0.8;
+/** Past disable_by_batch_size: the share of num_speculative_tokens a draft must have had accepted for its sequence to go on proposing without a pause. */
+export const LARGE_BATCH_MIN_ACCEPTANCE = 0.75;
 
 interface Backoff {
   /** The output length from which the sequence proposes again. */
@@ -80,6 +80,8 @@ export class ProposalGate {
   constructor(
     /** Past this many running sequences (disable_by_batch_size), a draft that mostly failed pauses its sequence too. */
     private readonly disableByBatchSize: number,
+    /** A full draft's length (num_speculative_tokens): "mostly" is against it, so short drafts count as the little they give. */
+    private readonly numSpeculativeTokens: number,
   ) {}
 
   /** True when `state` may propose this step, with `numRunning` sequences running. */
@@ -94,7 +96,7 @@ export class ProposalGate {
   }
 
   verified(state: Readonly<RequestState>, numDrafts: number, numAccepted: number): void {
-    if (numDrafts > 0) lengthen(this.largeBatchBackoff, state, numAccepted < LARGE_BATCH_MIN_ACCEPTANCE * numDrafts);
+    if (numDrafts > 0) lengthen(this.largeBatchBackoff, state, numAccepted < LARGE_BATCH_MIN_ACCEPTANCE * this.numSpeculativeTokens);
     lengthen(this.backoff, state, numAccepted === 0 && numDrafts > 0);
   }
 }
@@ -116,7 +118,7 @@ export class NgramDrafts implements DraftSource {
   private readonly gate: ProposalGate;
 
   constructor(private readonly config: NgramSpeculativeConfig) {
-    this.gate = new ProposalGate(config.disableByBatchSize);
+    this.gate = new ProposalGate(config.disableByBatchSize, config.numSpeculativeTokens);
   }
 
   propose(state: Readonly<RequestState>, numRunning: number, maxTokens: number): Draft | null {

@@ -87,7 +87,7 @@ describe('proposals past disable_by_batch_size', () => {
     expect(source.propose(poor, 4, 8)).not.toBeNull();
     poor.tokenIds.push(3);
     expect(source.propose(poor, 32, 8)).not.toBeNull();
-    source.verified(poor, 4, 3);
+    source.verified(poor, 4, 2);
     for (const wait of [2, 4]) {
       for (let i = 0; i < wait; i++) {
         expect(source.propose(poor, 32, 8)).toBeNull();
@@ -96,8 +96,10 @@ describe('proposals past disable_by_batch_size', () => {
       expect(source.propose(poor, 32, 8)).not.toBeNull();
       source.verified(poor, 4, 2);
     }
-    // A draft that held (four of five tokens) ends the pause.
-    source.verified(poor, 5, 4);
+    // A draft that gave three of the four tokens a draft may hold ends the pause; a short one fully held would not.
+    source.verified(poor, 1, 1);
+    expect(source.propose(poor, 32, 8)).toBeNull();
+    source.verified(poor, 4, 3);
     expect(source.propose(poor, 32, 8)).not.toBeNull();
   });
 });

@@ -17,9 +17,9 @@
 // Adaptive: a sequence whose proposals all fail pauses proposing for a number of its tokens that
 // doubles with each such failure (reset by any accepted token). While more than
 // disableByBatchSize sequences run, a step is nearer compute-bound and a checked position costs
-// about what another row's token does, so there a draft that gave fewer than
-// LARGE_BATCH_MIN_ACCEPTANCE × num_speculative_tokens accepted tokens pauses the sequence the same
-// doubling way (reset by a draft that gave them): a sequence copying its context keeps
+// about what another row's token does, so there a sequence whose drafts give fewer than
+// LARGE_BATCH_MIN_ACCEPTANCE × num_speculative_tokens accepted tokens (a running mean over its
+// last few drafts) pauses 8, 16, … 128 of its tokens (reset once they give that many): a sequence copying its context keeps
 // speculation's gain at 8 and 32 streams (the copier, bench/scenarios/engine/make_copier.py:
 // 1.3–2.2×) while one whose drafts give a token or two (stories260K: 1.1–1.7 a draft, where
 // proposing at 8 and 32 streams cost 0.8–1.0×) probes now and then and otherwise stays off.
@@ -30,8 +30,12 @@ import type { RequestState } from './request-state.js';
 
 /** Longest pause, in the sequence's tokens, after proposals that all failed. */
 export const MAX_DRAFT_BACKOFF_TOKENS = 32;
-/** Past disable_by_batch_size: the share of num_speculative_tokens a draft must have had accepted for its sequence to go on proposing without a pause. */
+/** Past disable_by_batch_size: the share of num_speculative_tokens a sequence's drafts must be giving (accepted tokens, a running mean) for it to go on proposing without a pause. */
 export const LARGE_BATCH_MIN_ACCEPTANCE = 0.75;
+/** The running mean's weight on the latest draft: the last two or three decide. */
+const LATEST_DRAFT_WEIGHT = 0.5;
+/** Past the limit, the first and the longest pause, tokens: fewer probes where drafts give little (a probe costs every row there). */
+const LARGE_BATCH_PAUSES = { first: 8, longest: 128 } as const;
 
 interface Backoff {
   /** The output length from which the sequence proposes again. */
@@ -74,13 +78,15 @@ export interface DraftSource {
 export class ProposalGate {
   /** The pause after drafts that all failed; keyed by the request's record, so a finished request's entry goes with it. */
   private readonly backoff = new WeakMap<Readonly<RequestState>, Backoff>();
-  /** The pause past the batch limit after drafts that mostly failed (none within it). */
+  /** The pause past the batch limit while drafts give few tokens (none within it). */
   private readonly largeBatchBackoff = new WeakMap<Readonly<RequestState>, Backoff>();
+  /** Accepted tokens a draft, a running mean per sequence. */
+  private readonly meanAccepted = new WeakMap<Readonly<RequestState>, number>();
 
   constructor(
     /** Past this many running sequences (disable_by_batch_size), a draft that mostly failed pauses its sequence too. */
     private readonly disableByBatchSize: number,
-    /** A full draft's length (num_speculative_tokens): "mostly" is against it, so short drafts count as the little they give. */
+    /** A full draft's length (num_speculative_tokens): what drafts give is measured against it, so short drafts count as the little they give. */
     private readonly numSpeculativeTokens: number,
   ) {}
 
@@ -96,21 +102,26 @@ export class ProposalGate {
   }
 
   verified(state: Readonly<RequestState>, numDrafts: number, numAccepted: number): void {
-    if (numDrafts > 0) lengthen(this.largeBatchBackoff, state, numAccepted < LARGE_BATCH_MIN_ACCEPTANCE * this.numSpeculativeTokens);
+    if (numDrafts > 0) {
+      const previous = this.meanAccepted.get(state);
+      const mean = previous === undefined ? numAccepted : previous + LATEST_DRAFT_WEIGHT * (numAccepted - previous);
+      this.meanAccepted.set(state, mean);
+      lengthen(this.largeBatchBackoff, state, mean < LARGE_BATCH_MIN_ACCEPTANCE * this.numSpeculativeTokens, LARGE_BATCH_PAUSES);
+    }
     lengthen(this.backoff, state, numAccepted === 0 && numDrafts > 0);
   }
 }
 
 const pausedAt = (pause: Backoff | undefined, state: Readonly<RequestState>): boolean => pause !== undefined && state.numOutputTokens < pause.resumeAt;
 
-/** After a failed draft: the sequence pauses 1, 2, 4, … up to MAX_DRAFT_BACKOFF_TOKENS of its tokens; after one that held, it goes on. */
-function lengthen(pauses: WeakMap<Readonly<RequestState>, Backoff>, state: Readonly<RequestState>, failed: boolean): void {
+/** After a failed draft: the sequence pauses first, twice that, … up to longest of its tokens (1 … MAX_DRAFT_BACKOFF_TOKENS by default); after one that held, it goes on. */
+function lengthen(pauses: WeakMap<Readonly<RequestState>, Backoff>, state: Readonly<RequestState>, failed: boolean, { first, longest } = { first: 1, longest: MAX_DRAFT_BACKOFF_TOKENS }): void {
   if (!failed) {
     pauses.delete(state);
     return;
   }
-  const pause = pauses.get(state)?.pause ?? 1;
-  pauses.set(state, { resumeAt: state.numOutputTokens + pause, pause: Math.min(pause * 2, MAX_DRAFT_BACKOFF_TOKENS) });
+  const pause = pauses.get(state)?.pause ?? first;
+  pauses.set(state, { resumeAt: state.numOutputTokens + pause, pause: Math.min(pause * 2, longest) });
 }
 
 /** N-gram (prompt lookup) proposals: the tokens that followed the sequence's latest few tokens where they last occurred. */

@@ -117,7 +117,8 @@ export class EngineCore {
       log('speculative_config: off — checking proposals needs attention_backend paged (this model runs past_key_values)');
       return undefined;
     }
-    const limits = `sampled and greedy requests; past ${spec.disableByBatchSize} running sequences a draft giving under ${LARGE_BATCH_MIN_ACCEPTANCE * spec.numSpeculativeTokens} accepted tokens pauses its sequence`;
+    const pastLimit = spec.method === 'ngram' ? `only while its drafts give ${LARGE_BATCH_MIN_ACCEPTANCE * spec.numSpeculativeTokens} accepted tokens on average` : 'none';
+    const limits = `sampled and greedy requests; past ${spec.disableByBatchSize} running sequences ${pastLimit}`;
     if (spec.method === 'ngram') {
       log(`speculative decoding: ngram, up to ${spec.numSpeculativeTokens} tokens from a ${spec.promptLookupMin}–${spec.promptLookupMax}-token match, ${limits}`);
       return new NgramDrafts(spec);
@@ -134,7 +135,7 @@ export class EngineCore {
     return new DraftModelProposer(
       draftRunner,
       { numSpeculativeTokens: spec.numSpeculativeTokens, maxModelLen: config.maxModelLen, maxCatchUpTokens: config.maxNumBatchedTokens, sampleableVocab: sampler.sampleableVocab },
-      new ProposalGate(spec.disableByBatchSize, spec.numSpeculativeTokens),
+      new ProposalGate(spec.disableByBatchSize, spec.numSpeculativeTokens, false),
     );
   }
 

@@ -10,7 +10,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { NgramSpeculativeConfig } from '../../../src/contracts/engine-messages.js';
 import { GREEDY_SAMPLING, type GenerateRequest, type SampledTokens, type SamplingParams, type StepPlan, type StepResult } from '../../../src/contracts/generate.js';
 import { proposeNgram } from '../../../src/engine-worker/ngram-proposer.js';
-import { acceptGreedy, type DraftSource, MAX_DRAFT_BACKOFF_TOKENS, NgramDrafts } from '../../../src/engine-worker/spec-decode.js';
+import { acceptGreedy, type DraftSource, MAX_DRAFT_BACKOFF_TOKENS, NgramDrafts, ProposalGate } from '../../../src/engine-worker/spec-decode.js';
 import { RequestState } from '../../../src/engine-worker/request-state.js';
 import { KvCacheManager } from '../../../src/kv-cache/kv-cache-manager.js';
 import { Sampler } from '../../../src/sampler/sampler.js';
@@ -102,6 +102,15 @@ describe('proposals past disable_by_batch_size', () => {
     // A short draft, even fully held, gives too little: 3.25 → 2.1 a draft pauses it again.
     source.verified(poor, 1, 1);
     expect(source.propose(poor, 32, 8)).toBeNull();
+  });
+
+  it('never come from a draft model, whose own steps the rule does not weigh', () => {
+    const gate = new ProposalGate(4, 4, false);
+    const state = copying('draft');
+    expect(gate.allows(state, 4)).toBe(true);
+    expect(gate.allows(state, 5)).toBe(false);
+    gate.verified(state, 4, 4);
+    expect(gate.allows(state, 32)).toBe(false);
   });
 });
 

@@ -13,7 +13,8 @@ import { type GrammarSpec, PROPERTY_ORDER_KEYWORD, PROPERTY_ORDERS, type Propert
 import { ConveyorError, invalidArg } from '../errors.js';
 import { checkSpecLimits, choiceGrammar, specFeature, specKey } from './grammar-spec.js';
 import { ConstraintMatcher } from './matcher.js';
-import { PatternUnsupported, regexSpecGrammar } from './regex-grammar.js';
+import { regexSpecGrammar } from './regex-ebnf.js';
+import { PatternUnsupported } from './regex-grammar.js';
 import type { GuardPlan } from './json-schema/guard-plan.js';
 import { GuardVocabulary } from './guard-vocabulary.js';
 import { jsonObjectGrammar, SchemaUnsupported, schemaGrammarPlan } from './schema-grammar.js';
@@ -62,7 +63,7 @@ export interface SpecGrammar {
   readonly guard: GuardPlan | null;
 }
 
-/** The spec as EBNF text: this server's own translation for JSON (schema-grammar.ts) and regex (regex-grammar.ts), the spec itself for EBNF. */
+/** The spec as EBNF text: this server's own translation for JSON (schema-grammar.ts) and regex (regex-ebnf.ts), the spec itself for EBNF. */
 export function specGrammarText(spec: GrammarSpec): string {
   return specGrammar(spec).text;
 }

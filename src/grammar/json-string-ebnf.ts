@@ -7,7 +7,8 @@
 // groups, | * + ? {n,m}); anything else is refused (PatternUnsupported, naming it). Pure.
 
 import { ebnfLiteral } from './grammar-spec.js';
-import { jsonCharSet, PatternUnsupported } from './regex-grammar.js';
+import { jsonCharSet } from './regex-ebnf.js';
+import { PatternUnsupported } from './regex-grammar.js';
 
 type Range = readonly [number, number];
 

@@ -1,9 +1,8 @@
 // A JSON Schema `pattern` (an ECMAScript regular expression, read with the u flag as ajv reads
-// it) as EBNF for the *content of a JSON string*: each character the regex matches is written
-// the one way JSON.stringify writes it (a quote and a backslash escaped, control characters as
-// \n, \t, … or \u00XX, everything else raw), so no raw control character can ever appear inside
-// the string. Patterns search (JSON Schema does not anchor them): an unanchored side gets any
-// characters. A lookahead in the top-level sequence is parsed into an intersection (or a
+// it) parsed into a RegexNode, and what the translations ask of one: its length range, the whole
+// strings a search matches (patternLanguage: JSON Schema does not anchor patterns, so an
+// unanchored side gets any characters) and the node cut to a string length. regex-ebnf.ts writes
+// a node as EBNF. A lookahead in the top-level sequence is parsed into an intersection (or a
 // complement) with the rest of the string, which only an automaton of derivatives writes
 // (regex-derivative.ts; the callers that can, string-schema.ts and property-keys.ts, do). What
 // cannot be written at all (lookbehind, lookaheads in groups, backreferences, word boundaries,
@@ -13,7 +12,7 @@
 export class PatternUnsupported extends Error {}
 
 /** Inclusive code point ranges, sorted, disjoint. */
-type CharSet = readonly (readonly [number, number])[];
+export type CharSet = readonly (readonly [number, number])[];
 
 export type RegexNode =
   | { readonly t: 'chars'; readonly set: CharSet }
@@ -25,10 +24,10 @@ export type RegexNode =
   | { readonly t: 'and'; readonly nodes: readonly RegexNode[] }
   | { readonly t: 'not'; readonly node: RegexNode };
 
-const MAX_CODE_POINT = 0x10ffff;
+export const MAX_CODE_POINT = 0x10ffff;
 const SURROGATES: readonly [number, number] = [0xd800, 0xdfff];
 
-function normalize(ranges: readonly (readonly [number, number])[]): CharSet {
+export function normalize(ranges: readonly (readonly [number, number])[]): CharSet {
   const sorted = [...ranges].sort((a, b) => a[0] - b[0]);
   const out: [number, number][] = [];
   for (const [lo, hi] of sorted) {
@@ -46,7 +45,7 @@ function normalize(ranges: readonly (readonly [number, number])[]): CharSet {
   });
 }
 
-function complement(set: CharSet): CharSet {
+export function complement(set: CharSet): CharSet {
   const out: [number, number][] = [];
   let next = 0;
   for (const [lo, hi] of normalize(set)) {
@@ -335,119 +334,6 @@ export function parsePattern(pattern: string): { node: RegexNode; anchoredStart:
   return new PatternReader(pattern).parse();
 }
 
-// ---- the JSON text of characters -----------------------------------------------------------
-
-const hex = (code: number, digits: number): string => code.toString(16).toUpperCase().padStart(digits, '0');
-const classChar = (code: number): string => (code <= 0xffff ? `\\u${hex(code, 4)}` : `\\U${hex(code, 8)}`);
-const SHORT_ESCAPES: Readonly<Record<number, string>> = { 8: 'b', 9: 't', 10: 'n', 12: 'f', 13: 'r' };
-
-/** How JSON.stringify writes one character inside a string, as an EBNF literal. */
-function jsonCharLiteral(code: number): string {
-  if (code === 0x22) return '"\\\\\\""';
-  if (code === 0x5c) return '"\\\\\\\\"';
-  const short = SHORT_ESCAPES[code];
-  if (short) return `"\\\\${short}"`;
-  return `"\\\\u${code.toString(16).padStart(4, '0')}"`;
-}
-
-const rangeText = ([lo, hi]: readonly [number, number]): string => (lo === hi ? classChar(lo) : `${classChar(lo)}-${classChar(hi)}`);
-
-/**
- * Printable characters (no quote, backslash or control character) as an EBNF class. xgrammar
- * 0.1.27 misreads positive classes with ranges beyond ASCII ([\u0100-\u07FF] matched "a"),
- * while negated classes with ASCII exclusions in ascending order hold (a non-ASCII exclusion is
- * not: [^\u00E9] matched "é", and [^\u2028] refused "("); so a set holding every non-ASCII character is written as the
- * negation of its ASCII gaps, one without any as a positive ASCII class, a few non-ASCII
- * characters as literals, and anything else (every non-ASCII character but some) is refused.
- */
-function plainCharClass(plain: readonly (readonly [number, number])[]): string | null {
-  if (plain.length === 0) return null;
-  const ascii = plain.filter(([lo]) => lo < 0x80).map(([lo, hi]): [number, number] => [lo, Math.min(hi, 0x7f)]);
-  const nonAscii = normalize(plain.filter(([, hi]) => hi >= 0x80).map(([lo, hi]): [number, number] => [Math.max(lo, 0x80), hi]));
-  const missing = complement([...nonAscii, [0, 0x7f]]);
-  const missingCount = missing.reduce((n, [lo, hi]) => n + hi - lo + 1, 0);
-  const separatorsOnly = missing.every(([lo, hi]) => lo >= 0x2028 && hi <= 0x2029);
-  if (missingCount <= 64 && !separatorsOnly) throw new PatternUnsupported('a negated character class excluding non-ASCII characters (the grammar engine does not hold such exclusions)');
-  if (missingCount <= 64) {
-    // Every non-ASCII character but U+2028 / U+2029 (`.`): written as the negation of the ASCII
-    // gaps alone, so those two get through (known and reported; refusing `.` would refuse most
-    // patterns). Not as `[^…\u2028\u2029]`: xgrammar 0.1.27 reads such an exclusion as its low
-    // byte, so that class refused `(` and `)` and still let U+2028 through.
-    const gaps = complement([...ascii, [0x80, MAX_CODE_POINT]]).filter(([lo]) => lo < 0x80);
-    return `[^${gaps.map(rangeText).join('')}]`;
-  }
-  const parts: string[] = [];
-  if (ascii.length > 0) parts.push(`[${ascii.map(rangeText).join('')}]`);
-  const count = nonAscii.reduce((n, [lo, hi]) => n + hi - lo + 1, 0);
-  if (count > 64) throw new PatternUnsupported('a character class with a range of non-ASCII characters');
-  for (const [lo, hi] of nonAscii) for (let code = lo; code <= hi; code++) parts.push(`"${code <= 0xffff ? `\\u${hex(code, 4)}` : `\\U${hex(code, 8)}`}"`);
-  return parts.length === 1 ? parts[0]! : `(${parts.join(' | ')})`;
-}
-
-/** One character of the set, as the EBNF for its JSON text inside a string. */
-export function jsonCharSet(set: CharSet): string | null {
-  const plain: [number, number][] = [];
-  const escaped: string[] = [];
-  for (const [lo, hi] of normalize(set)) {
-    for (let code = lo; code <= Math.min(hi, 0x1f); code++) escaped.push(jsonCharLiteral(code));
-    let from = Math.max(lo, 0x20);
-    for (const special of [0x22, 0x5c]) {
-      if (special >= from && special <= hi) {
-        if (special > from) plain.push([from, special - 1]);
-        escaped.push(jsonCharLiteral(special));
-        from = special + 1;
-      }
-    }
-    if (from <= hi) plain.push([from, hi]);
-  }
-  const parts = [...escaped];
-  const plainClass = plainCharClass(plain);
-  if (plainClass !== null) parts.unshift(plainClass);
-  if (parts.length === 0) return null;
-  return parts.length === 1 ? parts[0]! : `(${parts.join(' | ')})`;
-}
-
-/** What may follow a backslash inside a JSON string: JSON's escapes, \\u outside the surrogates (one \\u, one character). */
-export const JSON_ESCAPE = String.raw`(["\\/bfnrt] | "u" ([0-9A-Ca-c] [0-9A-Fa-f]{3} | [Dd] [0-7] [0-9A-Fa-f]{2} | [E-Fe-f] [0-9A-Fa-f]{3}))`;
-/** One unescaped character inside a JSON string. */
-export const JSON_PLAIN_CHAR = String.raw`[^"\\\u0000-\u001F]`;
-
-/** One character of the set as itself (a regex spec's output is the text, not a JSON string's content). */
-const rawCharSet = (set: CharSet): string | null => plainCharClass(normalize(set));
-
-type CharSetEbnf = (set: CharSet) => string | null;
-
-function nodeEbnf(node: RegexNode, charSet: CharSetEbnf): string | null {
-  switch (node.t) {
-    case 'chars':
-      return charSet(node.set);
-    case 'seq': {
-      const parts: string[] = [];
-      for (const item of node.items) {
-        const text = nodeEbnf(item, charSet);
-        if (text === null) return null;
-        if (text !== '""') parts.push(text);
-      }
-      return parts.length === 0 ? '""' : parts.length === 1 ? parts[0]! : `(${parts.join(' ')})`;
-    }
-    case 'alt': {
-      const parts = node.options.map((option) => nodeEbnf(option, charSet)).filter((p): p is string => p !== null);
-      return parts.length === 0 ? null : parts.length === 1 ? parts[0]! : `(${parts.join(' | ')})`;
-    }
-    case 'repeat': {
-      const inner = nodeEbnf(node.node, charSet);
-      if (inner === null) return node.min === 0 ? '""' : null;
-      if (node.max === 0) return '""';
-      const { min, max } = node;
-      const quantifier = min === 0 && max === null ? '*' : min === 1 && max === null ? '+' : min === 0 && max === 1 ? '?' : max === null ? `{${min},}` : min === max ? `{${min}}` : `{${min},${max}}`;
-      return `(${inner})${quantifier}`;
-    }
-    case 'and':
-    case 'not':
-      throw new PatternUnsupported("a lookahead here (it is written only as a string value's automaton)");
-  }
-}
-
 /** The length range (in characters) of a node's strings; max null: unbounded. */
 export function lengthRange(node: RegexNode): { min: number; max: number | null } {
   switch (node.t) {
@@ -524,21 +410,4 @@ export function withLength(node: RegexNode, minLength: number, maxLength: number
   const copy = [...items];
   copy[i] = { t: 'repeat', node: item.node, min, max };
   return { t: 'seq', items: copy };
-}
-
-/** A string's content matching the node, as EBNF (null: no string does). */
-export const regexEbnf = (node: RegexNode): string | null => nodeEbnf(node, jsonCharSet);
-
-/**
- * A regex spec (vLLM's `regex`, a Responses custom tool's regex format) as EBNF: the whole output
- * matches it (anchors are implied). Translated here rather than by xgrammar's regex converter,
- * which truncates non-ASCII characters to their low byte ("é" became the lone byte E9, so the
- * output could never be valid UTF-8) and reads non-ASCII class ranges as byte ranges.
- */
-export function regexSpecGrammar(pattern: string): string {
-  const options = parsePattern(pattern)
-    .map(({ node }) => nodeEbnf(node, rawCharSet))
-    .filter((text): text is string => text !== null);
-  if (options.length === 0) throw new PatternUnsupported('a pattern no string matches');
-  return `root ::= ${options.join(' | ')}`;
 }

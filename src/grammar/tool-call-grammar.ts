@@ -7,7 +7,8 @@
 
 import type { CustomInputGrammar, ToolCallGrammar, ToolCallsFraming, ToolCallsGrammar } from '../contracts/generate.js';
 import { ebnfLiteral } from './grammar-spec.js';
-import { JSON_ESCAPE, JSON_PLAIN_CHAR, PatternUnsupported, parsePattern, regexEbnf } from './regex-grammar.js';
+import { JSON_ESCAPE, JSON_PLAIN_CHAR, regexEbnf } from './regex-ebnf.js';
+import { PatternUnsupported, parsePattern } from './regex-grammar.js';
 import { jsonStringEbnf, prefixedEbnf } from './json-string-ebnf.js';
 import { schemaGrammar } from './schema-grammar.js';
 

@@ -1,7 +1,7 @@
 // The grammar being written: its rules, named once each, and the rules every JSON grammar needs
 // (any string, number, integer, value), defined on first use and shared after. Pure.
 
-import { JSON_ESCAPE, JSON_PLAIN_CHAR } from '../regex-grammar.js';
+import { JSON_ESCAPE, JSON_PLAIN_CHAR } from '../regex-ebnf.js';
 
 /** The grammar's rules: named once each, helper rules shared by their text. */
 export class GrammarRules {

@@ -8,7 +8,8 @@
 // need both), and propertyNames other than a pattern or a list of names (enum / const). Pure.
 
 import { derivative, intersection, matchesNothing, nullable, startingOutside } from '../regex-derivative.js';
-import { hasLookahead, jsonCharSet, PatternUnsupported, patternLanguage, type RegexNode, regexEbnf } from '../regex-grammar.js';
+import { jsonCharSet, regexEbnf } from '../regex-ebnf.js';
+import { hasLookahead, PatternUnsupported, patternLanguage, type RegexNode } from '../regex-grammar.js';
 import { ebnfLiteral } from '../grammar-spec.js';
 import type { GrammarRules } from './grammar-rules.js';
 import { ANNOTATIONS, isObject, type Json, pointer, SchemaUnsupported, type SchemaObject } from './schema-model.js';

@@ -4,7 +4,8 @@
 // format where they can be written into it exactly. Pure.
 
 import { type AutomatonState, intersection } from '../regex-derivative.js';
-import { hasLookahead, JSON_ESCAPE, JSON_PLAIN_CHAR, jsonCharSet, PatternUnsupported, patternLanguage, type RegexNode, regexEbnf, withLength } from '../regex-grammar.js';
+import { JSON_ESCAPE, JSON_PLAIN_CHAR, jsonCharSet, regexEbnf } from '../regex-ebnf.js';
+import { hasLookahead, PatternUnsupported, patternLanguage, type RegexNode, withLength } from '../regex-grammar.js';
 import { STRING_FORMATS, stringFormat } from '../string-formats.js';
 import type { GrammarRules } from './grammar-rules.js';
 import { isGuardedLength } from './string-bounds.js';

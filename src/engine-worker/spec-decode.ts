@@ -20,10 +20,11 @@
 // about what another row's token does, so there (n-gram lookup only: a draft model's own steps
 // are not weighed, so it stays off there) a sequence whose drafts give fewer than
 // LARGE_BATCH_MIN_ACCEPTANCE × num_speculative_tokens accepted tokens (a running mean over its
-// last few drafts) pauses 8, 16, … 128 of its tokens (reset once they give that many): a sequence copying its context keeps
-// speculation's gain at 8 and 32 streams (the copier, bench/scenarios/engine/make_copier.py:
-// 1.3–2.2×) while one whose drafts give a token or two (stories260K: 1.1–1.7 a draft, where
-// proposing at 8 and 32 streams cost 0.8–1.0×) probes now and then and otherwise stays off.
+// last few drafts) pauses 8, 16, … 128 of its tokens, reset once they give that many. A sequence
+// copying its context keeps speculation's gain at 8 and 32 streams (the copier,
+// bench/scenarios/engine/make_copier.py: 1.25–2.16×); one whose drafts give a token or two
+// (stories260K: 1.1–1.7 a draft, where going on proposing cost 0.83–0.96×) probes now and then
+// and otherwise stays off (0.90–1.00×).
 
 import type { NgramSpeculativeConfig } from '../contracts/engine-messages.js';
 import { proposeNgram } from './ngram-proposer.js';
@@ -73,8 +74,8 @@ export interface DraftSource {
 
 /**
  * Which sequences propose this step, and the back-offs after proposals that failed (all of a
- * draft; past the batch limit, most of it): the policy every DraftSource (n-gram lookup, a draft
- * model) applies the same way.
+ * draft; past the batch limit, drafts giving little): the policy every DraftSource (n-gram
+ * lookup, a draft model) applies the same way.
  */
 export class ProposalGate {
   /** The pause after drafts that all failed; keyed by the request's record, so a finished request's entry goes with it. */
@@ -85,7 +86,7 @@ export class ProposalGate {
   private readonly meanAccepted = new WeakMap<Readonly<RequestState>, number>();
 
   constructor(
-    /** Past this many running sequences (disable_by_batch_size), a draft that mostly failed pauses its sequence too. */
+    /** Past this many running sequences (disable_by_batch_size), only sequences whose drafts give most of a full draft propose (n-gram lookup only). */
     private readonly disableByBatchSize: number,
     /** A full draft's length (num_speculative_tokens): what drafts give is measured against it, so short drafts count as the little they give. */
     private readonly numSpeculativeTokens: number,

@@ -7,9 +7,10 @@
 // model's greedy text) + COPY (its greedy continuation of TEXT, with small edits for 'edit') +
 // MORE (other text) + the last tokens of TEXT again, so a model that copies from its context
 // continues with COPY. The copier (--copier, copier.ts) does by construction, a trained model
-// (--model-dir, a `conveyor convert` output) where it learned to; a random-weight decoder does not (its greedy output is chaotic in its context: measured, even
-// iterating prompt → output → prompt to a fixed point gave 0% copied on the tiny decoder), so on
-// the bench decoder the copy workloads measure the near-zero-acceptance case. The share of each
+// (--model-dir, a `conveyor convert` output) where it learned to; a random-weight decoder does
+// not (its greedy output is chaotic in its context: measured, even iterating prompt → output →
+// prompt to a fixed point gave 0% copied on the tiny decoder), so on the bench decoder the copy
+// workloads measure the near-zero-acceptance case. The share of each
 // final continuation equal to the copy is reported per workload.
 
 import { existsSync } from 'node:fs';

@@ -4,7 +4,8 @@
 // a regex spec (whose output is the text itself), each character as itself. Also the classes
 // xgrammar 0.1.27 reads as written (plainCharClass). Pure.
 
-import { type CharSet, complement, MAX_CODE_POINT, normalize, PatternUnsupported, parsePattern, type RegexNode } from './regex-grammar.js';
+import { intersection } from './regex-derivative.js';
+import { type CharSet, complement, hasLookahead, MAX_CODE_POINT, normalize, PatternUnsupported, parsePattern, type RegexNode } from './regex-grammar.js';
 
 const hex = (code: number, digits: number): string => code.toString(16).toUpperCase().padStart(digits, '0');
 const classChar = (code: number): string => (code <= 0xffff ? `\\u${hex(code, 4)}` : `\\U${hex(code, 8)}`);
@@ -86,6 +87,9 @@ const rawCharSet = (set: CharSet): string | null => plainCharClass(normalize(set
 
 type CharSetEbnf = (set: CharSet) => string | null;
 
+/** The most states (grammar rules) a lookahead's automaton may take here, as a string value's may. */
+export const MAX_LOOKAHEAD_STATES = 1024;
+
 function nodeEbnf(node: RegexNode, charSet: CharSetEbnf): string | null {
   switch (node.t) {
     case 'chars':
@@ -113,12 +117,46 @@ function nodeEbnf(node: RegexNode, charSet: CharSetEbnf): string | null {
     }
     case 'and':
     case 'not':
-      throw new PatternUnsupported("a lookahead here (it is written only as a string value's automaton)");
+      // Only reached under another node: top-level lookaheads go through automatonEbnf.
+      throw new PatternUnsupported('a lookahead inside a group or quantifier');
   }
 }
 
 /** A string's content matching the node, as EBNF (null: no string does). */
 export const regexEbnf = (node: RegexNode): string | null => nodeEbnf(node, jsonCharSet);
+
+/** A whole pattern option as EBNF: a plain node as an expression, one with a lookahead as its automaton's rules named from `prefix`; null: no string matches. */
+export function optionEbnf(node: RegexNode, asJson: boolean, prefix: string): { expression: string; rules: string[] } | null {
+  const charSet = asJson ? jsonCharSet : rawCharSet;
+  if (!hasLookahead(node)) {
+    const expression = nodeEbnf(node, charSet);
+    return expression === null ? null : { expression, rules: [] };
+  }
+  return automatonEbnf(node, charSet, prefix);
+}
+
+/**
+ * A node with a lookahead (an intersection or complement: regex-grammar.ts) as EBNF: the automaton
+ * of its derivatives (regex-derivative.ts), one rule per state named from `prefix`, each naming
+ * the characters that lead on, an accepting state also ending there. Refused past
+ * MAX_LOOKAHEAD_STATES.
+ */
+function automatonEbnf(node: RegexNode, charSet: CharSetEbnf, prefix: string): { expression: string; rules: string[] } | null {
+  const states = intersection([node], MAX_LOOKAHEAD_STATES);
+  if (states === null) throw new PatternUnsupported(`a lookahead needing more than ${MAX_LOOKAHEAD_STATES} grammar rules`);
+  if (states.length === 0) return null;
+  const rules = states.map((state, i) => {
+    const parts = state.accepting ? ['""'] : [];
+    for (const edge of state.edges) {
+      const chars = charSet(edge.set);
+      if (chars !== null) parts.push(`${chars} ${prefix}${edge.to}`);
+    }
+    // Every state kept leads to an end (regex-derivative.ts leaves the others out).
+    if (parts.length === 0) throw new Error(`lookahead automaton state ${i} leads nowhere`);
+    return `${prefix}${i} ::= ${parts.join(' | ')}`;
+  });
+  return { expression: `${prefix}0`, rules };
+}
 
 /**
  * A regex spec (vLLM's `regex`, a Responses custom tool's regex format) as EBNF: the whole output
@@ -127,9 +165,9 @@ export const regexEbnf = (node: RegexNode): string | null => nodeEbnf(node, json
  * output could never be valid UTF-8) and reads non-ASCII class ranges as byte ranges.
  */
 export function regexSpecGrammar(pattern: string): string {
-  const options = parsePattern(pattern)
-    .map(({ node }) => nodeEbnf(node, rawCharSet))
-    .filter((text): text is string => text !== null);
+  const options = parsePattern(pattern, { wholeString: true })
+    .map(({ node }, i) => optionEbnf(node, false, `lookahead${i}_`))
+    .filter((option) => option !== null);
   if (options.length === 0) throw new PatternUnsupported('a pattern no string matches');
-  return `root ::= ${options.join(' | ')}`;
+  return [`root ::= ${options.map((o) => o.expression).join(' | ')}`, ...options.flatMap((o) => o.rules)].join('\n');
 }

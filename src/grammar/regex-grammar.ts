@@ -89,7 +89,11 @@ const one = (code: number): RegexNode => ({ t: 'chars', set: [[code, code]] });
 /** A recursive-descent reader of the pattern. */
 class PatternReader {
   private at = 0;
-  constructor(private readonly source: string) {}
+  constructor(
+    private readonly source: string,
+    /** Whether the pattern is the whole string (a regex spec) rather than searched for in it (JSON Schema): then a lookahead's rest ends where its alternative does. */
+    private readonly wholeString: boolean,
+  ) {}
 
   parse(): { node: RegexNode; anchoredStart: boolean; anchoredEnd: boolean }[] {
     const options = this.alternatives(true);
@@ -117,7 +121,7 @@ class PatternReader {
           break;
         }
         if (top && /^\(\?[=!]/.test(this.source.slice(this.at))) {
-          lookaheads.push(this.lookahead(items.length, anchoredStart && items.length === 0));
+          lookaheads.push(this.lookahead(items.length, (anchoredStart || this.wholeString) && items.length === 0));
           continue;
         }
         // `^(?!…)^…`: a second anchor where nothing but lookaheads came before says nothing more.
@@ -129,7 +133,7 @@ class PatternReader {
       }
       if (lookaheads.length === 0) out.push({ node: { t: 'seq', items }, anchoredStart, anchoredEnd });
       // The tail an unanchored end would get goes inside: a lookahead sees the whole rest of the string.
-      else out.push({ node: withLookaheads(anchoredEnd ? items : [...items, ANY_REPEAT], lookaheads), anchoredStart, anchoredEnd: true });
+      else out.push({ node: withLookaheads(anchoredEnd || this.wholeString ? items : [...items, ANY_REPEAT], lookaheads), anchoredStart, anchoredEnd: true });
       if (this.peek() !== '|') return out;
       this.at++;
     }
@@ -329,9 +333,9 @@ export function hasLookahead(node: RegexNode): boolean {
   }
 }
 
-/** The pattern's alternatives, each with whether it is anchored at either end. */
-export function parsePattern(pattern: string): { node: RegexNode; anchoredStart: boolean; anchoredEnd: boolean }[] {
-  return new PatternReader(pattern).parse();
+/** The pattern's alternatives, each with whether it is anchored at either end; with `wholeString` (a regex spec) each is to match the whole string. */
+export function parsePattern(pattern: string, { wholeString = false } = {}): { node: RegexNode; anchoredStart: boolean; anchoredEnd: boolean }[] {
+  return new PatternReader(pattern, wholeString).parse();
 }
 
 /** The length range (in characters) of a node's strings; max null: unbounded. */

@@ -7,7 +7,7 @@
 
 import type { CustomInputGrammar, ToolCallGrammar, ToolCallsFraming, ToolCallsGrammar } from '../contracts/generate.js';
 import { ebnfLiteral } from './grammar-spec.js';
-import { JSON_ESCAPE, JSON_PLAIN_CHAR, regexEbnf } from './regex-ebnf.js';
+import { JSON_ESCAPE, JSON_PLAIN_CHAR, optionEbnf } from './regex-ebnf.js';
 import { PatternUnsupported, parsePattern } from './regex-grammar.js';
 import { jsonStringEbnf, prefixedEbnf } from './json-string-ebnf.js';
 import { schemaGrammar } from './schema-grammar.js';
@@ -49,11 +49,11 @@ function customInput(input: CustomInputGrammar, prefix: string): string[] {
       return [`(${JSON_PLAIN_CHAR} | "\\\\" ${JSON_ESCAPE})*`];
     case 'regex': {
       // The whole input matches (anchors implied), as a forced custom tool's regex spec.
-      const options = parsePattern(input.pattern)
-        .map(({ node }) => regexEbnf(node))
-        .filter((text): text is string => text !== null);
+      const options = parsePattern(input.pattern, { wholeString: true })
+        .map(({ node }, i) => optionEbnf(node, true, `${prefix}lookahead${i}_`))
+        .filter((option) => option !== null);
       if (options.length === 0) throw new PatternUnsupported('a pattern no string matches');
-      return [`(${options.join(' | ')})`];
+      return [`(${options.map((o) => o.expression).join(' | ')})`, ...options.flatMap((o) => o.rules)];
     }
     case 'ebnf':
       return [`${prefix}root`, jsonStringEbnf(input.grammar, prefix)];

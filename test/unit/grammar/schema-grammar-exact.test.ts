@@ -5,6 +5,7 @@
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
 import { describe, expect, it } from 'vitest';
+import { regexSpecGrammar } from '../../../src/grammar/regex-ebnf.js';
 import { layoutJson, schemaGrammar } from '../../../src/grammar/schema-grammar.js';
 import { loadXGrammar } from '../../../src/grammar/xgrammar-module.js';
 import { expectRefused } from '../../support/schema-refusals.js';
@@ -304,6 +305,36 @@ it.each<[string, string[]]>([
       seen[`${valid}`]++;
     }
   });
+  expect(seen.true).toBeGreaterThan(5);
+  expect(seen.false).toBeGreaterThan(5);
+});
+
+// A regex spec (vLLM's `regex`, a custom tool's regex) is the whole output: a top-level lookahead
+// there is the same intersection, written over the text itself.
+it.each<[string, string[]]>([
+  ['(?!ab)[a-c]{2,3}', ['a', 'b', 'c', 'ab']],
+  ['(?=.*[0-9])[a-z0-9]{3,5}', ['a', 'z', '1', '9', '-']],
+  ['(?!(?:cat|dog)$)[a-z]+|[0-9]+', ['cat', 'dog', 'ca', 's', '7']],
+])('a regex spec with the lookahead %s: the grammar agrees with the RegExp on random strings', async (pattern, pieces) => {
+  const regex = new RegExp(`^(?:${pattern})$`, 'u');
+  const grammar = await xgrammar.api.Grammar.fromEBNF(regexSpecGrammar(pattern));
+  let seed = pattern.length;
+  const next = (n: number): number => {
+    seed = (seed * 1103515245 + 12345) % 2147483648;
+    return Math.floor((seed / 2147483648) * n);
+  };
+  const seen = { true: 0, false: 0 };
+  try {
+    for (let i = 0; i < 150; i++) {
+      let value = '';
+      for (let k = next(6); k > 0; k--) value += pieces[next(pieces.length)]!;
+      const valid = regex.test(value);
+      expect(await xgrammar.api.Testings.isGrammarAcceptString(grammar, value), JSON.stringify(value)).toBe(valid);
+      seen[`${valid}`]++;
+    }
+  } finally {
+    grammar.dispose();
+  }
   expect(seen.true).toBeGreaterThan(5);
   expect(seen.false).toBeGreaterThan(5);
 });

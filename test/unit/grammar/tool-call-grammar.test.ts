@@ -62,6 +62,16 @@ describe('tool calls grammar', () => {
     }
   });
 
+  it('a regex input with a lookahead: its automaton, over the JSON text of each character', async () => {
+    const calls: ToolCallsGrammar = {
+      framing: { kind: 'array', maxCalls: 1 },
+      argumentsKey: 'parameters',
+      tools: [{ kind: 'custom', name: 'branch', input: { kind: 'regex', pattern: '(?!main$)[a-z"/]+' } }],
+    };
+    for (const input of ['mainline', 'feature/x', 'mai', 'say"']) expect(await accepts(calls, `[${custom('branch', input)}]`), input).toBe(true);
+    for (const input of ['main', 'Main', '']) expect(await accepts(calls, `[${custom('branch', input)}]`), input).toBe(false);
+  });
+
   it('array framing: one or more calls, each valid for its tool', async () => {
     for (const text of [
       `[${custom('ticket', 'AB-12')}]`,

@@ -4,7 +4,7 @@
 // a regex spec (whose output is the text itself), each character as itself. Also the classes
 // xgrammar 0.1.27 reads as written (plainCharClass). Pure.
 
-import { intersection } from './regex-derivative.js';
+import { type AutomatonState, intersection } from './regex-derivative.js';
 import { type CharSet, complement, hasLookahead, MAX_CODE_POINT, normalize, PatternUnsupported, parsePattern, type RegexNode } from './regex-grammar.js';
 
 const hex = (code: number, digits: number): string => code.toString(16).toUpperCase().padStart(digits, '0');
@@ -85,7 +85,7 @@ export const JSON_PLAIN_CHAR = String.raw`[^"\\\u0000-\u001F]`;
 /** One character of the set as itself (a regex spec's output is the text, not a JSON string's content). */
 const rawCharSet = (set: CharSet): string | null => plainCharClass(normalize(set));
 
-type CharSetEbnf = (set: CharSet) => string | null;
+export type CharSetEbnf = (set: CharSet) => string | null;
 
 /** The most states (grammar rules) a lookahead's automaton may take here, as a string value's may. */
 export const MAX_LOOKAHEAD_STATES = 1024;
@@ -137,25 +137,32 @@ export function optionEbnf(node: RegexNode, asJson: boolean, prefix: string): { 
 
 /**
  * A node with a lookahead (an intersection or complement: regex-grammar.ts) as EBNF: the automaton
- * of its derivatives (regex-derivative.ts), one rule per state named from `prefix`, each naming
- * the characters that lead on, an accepting state also ending there. Refused past
+ * of its derivatives (regex-derivative.ts), one rule per state named from `prefix`. Refused past
  * MAX_LOOKAHEAD_STATES.
  */
 function automatonEbnf(node: RegexNode, charSet: CharSetEbnf, prefix: string): { expression: string; rules: string[] } | null {
   const states = intersection([node], MAX_LOOKAHEAD_STATES);
   if (states === null) throw new PatternUnsupported(`a lookahead needing more than ${MAX_LOOKAHEAD_STATES} grammar rules`);
   if (states.length === 0) return null;
-  const rules = states.map((state, i) => {
-    const parts = state.accepting ? ['""'] : [];
+  const bodies = automatonBodies(states, charSet, (i) => `${prefix}${i}`, '""');
+  return { expression: `${prefix}0`, rules: bodies.map((body, i) => `${prefix}${i} ::= ${body}`) };
+}
+
+/**
+ * The body of each state's rule: the characters that lead on, each followed by the rule of the
+ * state they lead to (`name`), and `end` where the state accepts (or where nothing is left to
+ * write: every state kept leads to an end, regex-derivative.ts leaves the others out). The
+ * automaton writer of lookaheads here and of a JSON string's languages (string-schema.ts).
+ */
+export function automatonBodies(states: readonly AutomatonState[], charSet: CharSetEbnf, name: (state: number) => string, end: string): string[] {
+  return states.map((state) => {
+    const parts = state.accepting ? [end] : [];
     for (const edge of state.edges) {
       const chars = charSet(edge.set);
-      if (chars !== null) parts.push(`${chars} ${prefix}${edge.to}`);
+      if (chars !== null) parts.push(`${chars} ${name(edge.to)}`);
     }
-    // Every state kept leads to an end (regex-derivative.ts leaves the others out).
-    if (parts.length === 0) throw new Error(`lookahead automaton state ${i} leads nowhere`);
-    return `${prefix}${i} ::= ${parts.join(' | ')}`;
+    return parts.length > 0 ? parts.join(' | ') : end;
   });
-  return { expression: `${prefix}0`, rules };
 }
 
 /**

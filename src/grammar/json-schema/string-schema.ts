@@ -4,7 +4,7 @@
 // format where they can be written into it exactly. Pure.
 
 import { type AutomatonState, intersection } from '../regex-derivative.js';
-import { JSON_ESCAPE, JSON_PLAIN_CHAR, jsonCharSet, regexEbnf } from '../regex-ebnf.js';
+import { automatonBodies, JSON_ESCAPE, JSON_PLAIN_CHAR, jsonCharSet, regexEbnf } from '../regex-ebnf.js';
 import { hasLookahead, PatternUnsupported, patternLanguage, type RegexNode, withLength } from '../regex-grammar.js';
 import { STRING_FORMATS, stringFormat } from '../string-formats.js';
 import type { GrammarRules } from './grammar-rules.js';
@@ -119,20 +119,14 @@ export const lengthLanguage = (minLength: number, maxLength: number | null): Reg
 export function automatonString(t: Translation, states: readonly AutomatonState[], path: string): string | null {
   if (states.length === 0) return null;
   const names = states.map(() => t.rules.reserve('string_state'));
-  for (const [i, state] of states.entries()) {
-    const parts = state.accepting ? ['"\\""'] : [];
-    for (const edge of state.edges) {
-      let chars: string | null;
-      try {
-        chars = jsonCharSet(edge.set);
-      } catch (error) {
-        if (error instanceof PatternUnsupported) throw new SchemaUnsupported('pattern', pointer(path, 'pattern'), error.message);
-        throw error;
-      }
-      if (chars !== null) parts.push(`${chars} ${names[edge.to]}`);
-    }
-    t.rules.define(names[i]!, parts.length > 0 ? parts.join(' | ') : '"\\""');
+  let bodies: string[];
+  try {
+    bodies = automatonBodies(states, jsonCharSet, (state) => names[state]!, '"\\""');
+  } catch (error) {
+    if (error instanceof PatternUnsupported) throw new SchemaUnsupported('pattern', pointer(path, 'pattern'), error.message);
+    throw error;
   }
+  for (const [i, body] of bodies.entries()) t.rules.define(names[i]!, body);
   return `("\\"" ${names[0]})`;
 }
 

@@ -18,7 +18,7 @@ import { PatternUnsupported } from './regex-grammar.js';
 import type { GuardPlan } from './json-schema/guard-plan.js';
 import { GuardVocabulary } from './guard-vocabulary.js';
 import { jsonObjectGrammar, SchemaUnsupported, schemaGrammarPlan } from './schema-grammar.js';
-import { toolCallsGrammarText } from './tool-call-grammar.js';
+import { toolCallsGrammarPlan } from './tool-call-grammar.js';
 import { type TokenizerVocabulary, tokenBytes, tokenizerVocabulary } from './tokenizer-vocabulary.js';
 import { Utf8Guard } from './utf8-guard.js';
 import { fatalReason, loadXGrammar, type XGrammarApi, type XGrammarInstance } from './xgrammar-module.js';
@@ -83,14 +83,14 @@ export function specGrammar(spec: GrammarSpec): SpecGrammar {
     case 'regex':
       return { text: regexGrammarText(spec.pattern), guard: null };
     case 'tool_calls':
-      return { text: toolCallsText(spec.calls), guard: null };
+      return toolCallsGrammar(spec.calls);
   }
 }
 
-/** A tool_calls spec's grammar; INVALID_ARG naming what cannot be enforced (a function's schema keyword, a custom tool's construct). */
-function toolCallsText(calls: ToolCallsGrammar): string {
+/** A tool_calls spec's grammar and guard plan; INVALID_ARG naming what cannot be enforced (a function's schema keyword, a custom tool's construct). */
+function toolCallsGrammar(calls: ToolCallsGrammar): SpecGrammar {
   try {
-    return toolCallsGrammarText(calls);
+    return toolCallsGrammarPlan(calls);
   } catch (error) {
     if (error instanceof SchemaUnsupported) throw invalidArg(`a tool's parameters use a feature the grammar engine cannot enforce: ${error.message}`);
     if (error instanceof PatternUnsupported) throw invalidArg(`a custom tool's format cannot be enforced: ${error.message}`);

@@ -24,7 +24,7 @@ export class ConstraintMatcher {
   private readonly utf8States: number[] = [];
   /** With a length plan: the cursor after each accepted token (cursors[i] after accepted[i]). */
   private readonly cursors: GuardCursor[] = [];
-  private readonly start = GuardCursor.start();
+  private readonly start: GuardCursor;
 
   constructor(
     private readonly handle: GrammarMatcher,
@@ -33,7 +33,9 @@ export class ConstraintMatcher {
     readonly vocabSize: number,
     /** What a JSON schema's grammar leaves to the string guard (string-guard.ts), and the vocabulary's tables for it. */
     private readonly guard: { readonly plan: GuardPlan; readonly vocabulary: GuardVocabulary } | null = null,
-  ) {}
+  ) {
+    this.start = GuardCursor.start(guard?.plan ?? null);
+  }
 
   get numAccepted(): number {
     return this.accepted.length;

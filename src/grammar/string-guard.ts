@@ -20,10 +20,12 @@
 import type { GuardPlan } from './json-schema/guard-plan.js';
 import type { LengthBounds } from './json-schema/string-bounds.js';
 import { closedKeysOnly, discriminates, type Frame, framesAfterString, framesAfterStructure, keyCanGoOn, valuePlace } from './guard-frames.js';
+import { openerStep } from './guard-opener.js';
 import { BACKSLASH, type GuardVocabulary, QUOTE } from './guard-vocabulary.js';
 import type { PatternAutomaton } from './pattern-automaton.js';
 
-const Mode = { OUTSIDE: 0, KEY: 1, VALUE_STRING: 2 } as const;
+/** TEXT: free text before a call's opener (GuardPlan.opener), where no JSON is followed; the grammar lets a call start only after the whole opener, at the plan's root. */
+const Mode = { OUTSIDE: 0, KEY: 1, VALUE_STRING: 2, TEXT: 3 } as const;
 
 /** What a JSON escape's letter stands for (`u` aside). */
 const ESCAPED: Readonly<Record<number, number>> = { 34: 0x22, 92: 0x5c, 47: 0x2f, 98: 0x08, 102: 0x0c, 110: 0x0a, 114: 0x0d, 116: 0x09 };
@@ -52,10 +54,13 @@ export class GuardCursor {
     /** In a key: its raw bytes so far (only at places whose keys matter). */
     /** In a key at a place whose keys matter, or an item of an array whose items must differ: its raw bytes so far. */
     private readonly textBytes: readonly number[] | null,
+    /** In free text: the bytes of the opener matched so far (guard-opener.ts). */
+    private readonly opened = 0,
   ) {}
 
-  static start(): GuardCursor {
-    return new GuardCursor([], Mode.OUTSIDE, 0, 0, null, null);
+  /** Before the output's first byte: at the document's start, or in free text where the plan has an opener. */
+  static start(plan: GuardPlan | null): GuardCursor {
+    return new GuardCursor([], plan?.opener === undefined ? Mode.OUTSIDE : Mode.TEXT, 0, 0, null, null);
   }
 
   /** The cursor after `bytes`, or null when they break a bound (or leave fewer characters than the pattern still needs). */
@@ -70,7 +75,13 @@ export class GuardCursor {
     let state = this.string?.state ?? 0;
     let pending = this.string?.pending ?? 0;
     let code = this.string?.code ?? 0;
+    let opened = this.opened;
     for (const byte of bytes) {
+      if (mode === Mode.TEXT) {
+        opened = openerStep(plan.opener!, opened, byte);
+        if (opened === plan.opener!.bytes.length) [mode, opened] = [Mode.OUTSIDE, 0];
+        continue;
+      }
       if (mode === Mode.OUTSIDE) {
         const frame = frames.at(-1);
         if (byte === QUOTE) {
@@ -82,15 +93,15 @@ export class GuardCursor {
             mode = Mode.VALUE_STRING;
             textBytes = (frame?.array && frame.unique) || (frame !== undefined && discriminates(plan, frame)) ? [] : null;
             bounds = plan.places[valuePlace(plan, frames)]!.string;
-            count = 0;
-            state = 0;
-            pending = 0;
+            [count, state, pending] = [0, 0, 0];
             // A pattern with no match within the bounds: no string here can be finished.
             if (bounds?.automaton && !bounds.automaton.canFinish(0, 0, bounds.min, bounds.max)) return null;
           }
         } else {
           const after = framesAfterStructure(plan, frames, byte);
           if (after === null) return null;
+          // A call closed: free text again until the next opener.
+          if (plan.opener !== undefined && after.length === 0 && frames.length > 0) mode = Mode.TEXT;
           frames = after;
         }
         continue;
@@ -142,7 +153,7 @@ export class GuardCursor {
       }
     }
     const string = mode === Mode.VALUE_STRING ? { bounds, count, state, pending, code } : null;
-    return new GuardCursor(frames, mode, escape, hex, string, textBytes);
+    return new GuardCursor(frames, mode, escape, hex, string, textBytes, opened);
   }
 
   /**
@@ -166,6 +177,20 @@ export class GuardCursor {
         if (!vocabulary.isSpecial(id)) follow(id);
       });
     }
+  }
+
+  /**
+   * In free text: only a token that completes the opener and goes on into the call can break a
+   * bound, and only one with a quote or backslash (it enters a string) — those are followed.
+   */
+  private restrictText(plan: GuardPlan, vocabulary: GuardVocabulary, mask: Int32Array): Int32Array {
+    const last = plan.opener!.bytes.at(-1)!;
+    for (const id of vocabulary.special) {
+      if ((mask[id >>> 5]! & (1 << (id & 31))) === 0) continue;
+      const bytes = vocabulary.bytes[id]!;
+      if (bytes.includes(last) && this.advance(plan, bytes) === null) clear(mask, id);
+    }
+    return mask;
   }
 
   /**
@@ -200,6 +225,7 @@ export class GuardCursor {
    * a bound from here.
    */
   restrict(plan: GuardPlan, vocabulary: GuardVocabulary, mask: Int32Array): Int32Array {
+    if (this.mode === Mode.TEXT) return this.restrictText(plan, vocabulary, mask);
     this.restrictKeys(plan, vocabulary, mask);
     const string = this.mode === Mode.VALUE_STRING ? this.string : null;
     const bounds = string?.bounds ?? null;

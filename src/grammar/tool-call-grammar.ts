@@ -1,42 +1,90 @@
 // A tool_calls constraint (ToolCallsGrammar, src/contracts/generate.ts) as one EBNF grammar:
 // each tool's call as JSON in the server's layout — a function's arguments through its
-// parameters' schema (schema-grammar.ts), a custom tool's `{"input": "…"}` with the string's
-// content held to the tool's regex or grammar (json-string-ebnf.ts) — inside the framing its
-// tool_choice reads: `[call, …]` for required, or free text then call blocks for auto. Every
-// tool's rules are prefixed with its index, so no two tools' rules collide. Pure.
+// parameters' schema (json-schema/), a custom tool's `{"input": "…"}` with the string's content
+// held to the tool's regex or grammar (json-string-ebnf.ts) — inside the framing its tool_choice
+// reads: `[call, …]` for required, or free text then call blocks for auto.
+//
+// The calls are translated as one JSON Schema document (callsDocument): the array of calls, or
+// under auto the call itself, with each function's parameters under its call and their local
+// $refs moved there. One translation means one string-guard plan for every call, so lengths,
+// patterns' reach and uniqueItems are held beside the grammar as for response_format (under
+// auto the guard follows JSON only after each opener). Translator rules are prefixed `schema_`,
+// each custom tool's with its index, so no two collide. Pure.
 
 import type { CustomInputGrammar, ToolCallGrammar, ToolCallsFraming, ToolCallsGrammar } from '../contracts/generate.js';
 import { ebnfLiteral } from './grammar-spec.js';
+import { guardOpener } from './guard-opener.js';
+import type { GuardPlan } from './json-schema/guard-plan.js';
+import { rebaseRefs } from './json-schema/rebase-refs.js';
+import { isObject, type Json, pointer, SchemaUnsupported } from './json-schema/schema-model.js';
+import { SchemaTranslator } from './json-schema/schema-translator.js';
 import { JSON_ESCAPE, JSON_PLAIN_CHAR, optionEbnf } from './regex-ebnf.js';
 import { PatternUnsupported, parsePattern } from './regex-grammar.js';
 import { jsonStringEbnf, prefixedEbnf } from './json-string-ebnf.js';
-import { schemaGrammar } from './schema-grammar.js';
 
 /** The constraint's grammar text. Throws SchemaUnsupported (a function's schema) or PatternUnsupported (a custom input, a framing). */
 export function toolCallsGrammarText(calls: ToolCallsGrammar): string {
+  return toolCallsGrammarPlan(calls).text;
+}
+
+/** The grammar text, and what it leaves to the string guard (null: nothing). Throws as toolCallsGrammarText. */
+export function toolCallsGrammarPlan(calls: ToolCallsGrammar): { readonly text: string; readonly guard: GuardPlan | null } {
   if (calls.tools.length === 0) throw new PatternUnsupported('tool calls without tools');
+  const document = callsDocument(calls);
+  const translator = new SchemaTranslator(document.root, { absentAdditionalProperties: 'forbid', guardStrings: true });
   const rules: string[] = [];
   const names = calls.tools.map((tool, i) => {
     const prefix = `tool${i}_`;
-    rules.push(...toolRules(tool, calls.argumentsKey, prefix));
-    return `${prefix}call`;
+    if (tool.kind === 'custom') {
+      rules.push(...customRules(tool, calls.argumentsKey, prefix));
+      return `${prefix}call`;
+    }
+    const call = translator.schema(document.calls[i]!, document.paths[i]!);
+    if (call === null) throw new SchemaUnsupported('parameters', document.paths[i]!, 'allow no value');
+    return `schema_${translator.rules.define(`${prefix}call`, call)}`;
   });
   rules.unshift(`call ::= ${names.join(' | ')}`);
-  return [`root ::= ${framingExpression(calls.framing, rules)}`, ...rules].join('\n');
+  if (calls.tools.some((tool) => tool.kind === 'function')) rules.push(prefixedEbnf(translator.rules.definitions(), 'schema_'));
+  const text = [`root ::= ${framingExpression(calls.framing, rules)}`, ...rules].join('\n');
+  const plan = translator.guardPlan;
+  if (plan === null || calls.framing.kind === 'array') return { text, guard: plan };
+  return { text, guard: { ...plan, opener: guardOpener(calls.framing.open + calls.framing.padding) } };
 }
 
-/** The rules of one tool's call, `<prefix>call` the call itself. */
-function toolRules(tool: ToolCallGrammar, argumentsKey: string, prefix: string): string[] {
-  if (tool.kind === 'function') {
-    const schema = {
-      type: 'object',
-      properties: { name: { const: tool.name }, [argumentsKey]: JSON.parse(tool.parameters) as unknown },
-      required: ['name', argumentsKey],
-      additionalProperties: false,
-    };
-    // Properties a schema does not name are not generated (OpenAI's strict rule, as for response_format).
-    return [`${prefix}call ::= ${prefix}root`, prefixedEbnf(schemaGrammar(schema, { absentAdditionalProperties: 'forbid' }), prefix)];
+/**
+ * The calls as one schema: the output under `array` (tool_choice required), or one call under
+ * `blocks` (auto: the guard starts there after each opener). A custom tool's call stands for its
+ * shape only (its input is written by its own rules); a function's is what the grammar writes.
+ */
+function callsDocument(calls: ToolCallsGrammar): { readonly root: Json; readonly calls: readonly Json[]; readonly paths: readonly string[] } {
+  const { framing, argumentsKey } = calls;
+  const base = framing.kind === 'array' ? '#/items/anyOf' : '#/anyOf';
+  const paths = calls.tools.map((_, i) => pointer(base, i));
+  const members = calls.tools.map((tool, i): Json => {
+    const input = { type: 'object', properties: { input: { type: 'string' } }, required: ['input'], additionalProperties: false };
+    const parameters = tool.kind === 'function' ? rebaseRefs(JSON.parse(tool.parameters) as Json, pointer(paths[i]!, 'properties', argumentsKey)) : input;
+    return { type: 'object', properties: { name: { const: tool.name }, [argumentsKey]: parameters }, required: ['name', argumentsKey], additionalProperties: false };
+  });
+  const dialect = sharedDialect(calls.tools);
+  const union: { [key: string]: Json } = { anyOf: members, ...(dialect === null ? {} : { $schema: dialect }) };
+  if (framing.kind === 'blocks') return { root: union, calls: members, paths };
+  const bounds = { minItems: 1, ...(framing.maxCalls === null ? {} : { maxItems: framing.maxCalls }) };
+  return { root: { type: 'array', items: { anyOf: members }, ...bounds, ...(dialect === null ? {} : { $schema: dialect }) }, calls: members, paths };
+}
+
+/** The `$schema` every function's parameters that name one agree on (draft 4 to 7 read `items` and `$ref` otherwise); null when none or they differ. */
+function sharedDialect(tools: readonly ToolCallGrammar[]): string | null {
+  const named = new Set<string>();
+  for (const tool of tools) {
+    if (tool.kind !== 'function') continue;
+    const parameters = JSON.parse(tool.parameters) as unknown;
+    if (isObject(parameters) && typeof parameters['$schema'] === 'string') named.add(parameters['$schema']);
   }
+  return named.size === 1 ? [...named][0]! : null;
+}
+
+/** The rules of a custom tool's call, `<prefix>call` the call itself. */
+function customRules(tool: Extract<ToolCallGrammar, { kind: 'custom' }>, argumentsKey: string, prefix: string): string[] {
   const head = ebnfLiteral(`{"name": ${JSON.stringify(tool.name)}, ${JSON.stringify(argumentsKey)}: {"input": "`);
   const [input, ...inputRules] = customInput(tool.input, `${prefix}input_`);
   return [`${prefix}call ::= ${head} ${input} ${ebnfLiteral('"}}')}`, ...inputRules];

@@ -1,34 +1,18 @@
 // tool_choice "required" and a named function, as vLLM serves them: generation is constrained
-// by a JSON Schema (GrammarSpec json_schema) rather than the model's own call format, so the
-// output is always well-formed and its arguments valid under the function's schema:
-//   named f  → the output is f's arguments object itself (schema: f's parameters);
+// by the engine's grammar rather than the model's own call format, so the output is always
+// well-formed and its arguments valid under the function's schema:
+//   named f  → the output is f's arguments object itself (a json_schema spec: f's parameters);
 //   required → a JSON array of at least one (at most one without parallel_tool_calls)
-//              {"name": <one of the tools>, "parameters": <that tool's schema>}.
+//              {"name": <one of the tools>, "parameters": <that tool's arguments>} (a tool_calls
+//              spec: each function's parameters translated where its $refs resolve, held by the
+//              string guard like a response_format schema).
 // Each comes with the format that reads the constrained output back into calls.
 
 import type { CustomInputGrammar, GrammarSpec, ToolCallsFraming } from '../contracts/generate.js';
 import type { FunctionTool, ParsedToolCall, ToolRequest } from '../contracts/tools.js';
 import { parseCallArray, type ToolCallFormat } from './formats.js';
 import { callHead, skipWhitespace } from './json-scan.js';
-import { canonicalJson } from '../vocabulary/canonical-json.js';
-
-/** The schema one element of the required array must satisfy for one tool. */
-function callSchema(tool: FunctionTool): Record<string, unknown> {
-  return {
-    type: 'object',
-    properties: { name: { type: 'string', enum: [tool.function.name] }, parameters: tool.function.parameters },
-    required: ['name', 'parameters'],
-    additionalProperties: false,
-  };
-}
-
-/** The JSON Schema tool_choice required or named constrains the output to; null for none / auto. */
-export function toolChoiceSchema(request: ToolRequest): Record<string, unknown> | null {
-  const { choice, tools } = request;
-  if (choice.kind === 'function') return tools.find((t) => t.function.name === choice.name)!.function.parameters;
-  if (choice.kind !== 'required') return null;
-  return { type: 'array', minItems: 1, ...(request.parallelToolCalls ? {} : { maxItems: 1 }), items: { anyOf: tools.map(callSchema) } };
-}
+import { canonicalSchemaJson } from '../vocabulary/canonical-json.js';
 
 export interface ConstrainedToolCalls {
   readonly grammar: GrammarSpec;
@@ -38,10 +22,14 @@ export interface ConstrainedToolCalls {
 
 /** The grammar and reader for tool_choice required or named; null when the model chooses freely. */
 export function constrainedToolCalls(request: ToolRequest): ConstrainedToolCalls | null {
-  const schema = toolChoiceSchema(request);
-  if (schema === null) return null;
-  const grammar: GrammarSpec = { kind: 'json_schema', schema: canonicalJson(schema) };
-  return { grammar, format: request.choice.kind === 'function' ? namedFormat(request.choice.name) : REQUIRED_FORMAT };
+  const { choice, tools } = request;
+  if (choice.kind === 'function') {
+    const parameters = tools.find((t) => t.function.name === choice.name)!.function.parameters;
+    return { grammar: { kind: 'json_schema', schema: canonicalSchemaJson(parameters) }, format: namedFormat(choice.name) };
+  }
+  if (choice.kind !== 'required') return null;
+  const { framing, argumentsKey } = requiredFraming(request.parallelToolCalls ? undefined : 1);
+  return { grammar: toolCallsSpec(tools, new Map(), framing, argumentsKey), format: REQUIRED_FORMAT };
 }
 
 /** The output is the named function's arguments. */

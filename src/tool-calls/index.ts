@@ -7,4 +7,4 @@ export { pythonic, toolCode } from './pythonic.js';
 export { deepseekV3 } from './deepseek.js';
 export { detectToolCallParser, isToolCallParserName, TOOL_CALL_FORMATS, type ToolCallParserName } from './parsers.js';
 export { newToolCallId, parseToolCalls, ToolCallStream, type ParsedMessage, type ParseOptions, type ToolCall, type ToolCallDelta } from './stream.js';
-export { constrainedToolCalls, requiredFraming, toolCallsSpec, toolChoiceSchema, type ConstrainedToolCalls } from './constrained.js';
+export { constrainedToolCalls, requiredFraming, toolCallsSpec, type ConstrainedToolCalls } from './constrained.js';

@@ -9,5 +9,5 @@ export { carriedFields, readWireParams, wireFieldNames, type WireParams, type Wi
 export { MAX_SCHEMA_CHARS, MAX_SCHEMA_DEPTH } from './json-schema-check.js';
 export { CONSTRAINT_FIELDS, GRAMMAR_KINDS, MAX_CHOICE_CHARS, MAX_CHOICES, MAX_GRAMMAR_CHARS, MAX_REGEX_CHARS } from './structured-outputs.js';
 export { MAX_TOOLS, parseToolRequest, TOOL_NAME_PATTERN, type UncheckedToolFields } from './tools.js';
-export { canonicalJson } from './canonical-json.js';
+export { canonicalSchemaJson } from './canonical-json.js';
 export { isObject } from './json-object.js';

@@ -1,14 +1,14 @@
 // The main-thread check of a JSON Schema a request constrains its output with, before the
 // request is admitted: bounded size and nesting, only local `$ref`s that resolve, no `$ref`
 // cycle that consumes no input (a schema defined as itself), and a schema ajv compiles. What
-// passes is returned as canonical text (keys sorted at every level) so equal schemas share one
+// passes is returned as canonical text (keys sorted, but a `properties` map's names in their order) so equal schemas share one
 // grammar compile in the engine. Checks are cheap next to a generation; repeated schemas hit a
 // small cache of verdicts keyed by that text.
 
 import { Ajv, type AnySchema } from 'ajv';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { PROPERTY_ORDER_KEYWORD, PROPERTY_ORDERS } from '../contracts/generate.js';
-import { canonicalJson } from './canonical-json.js';
+import { canonicalSchemaJson } from './canonical-json.js';
 import { isObject } from './json-object.js';
 
 /** Longest canonical schema text accepted, in UTF-16 code units (≈ bytes for schema text). */
@@ -35,7 +35,7 @@ export function checkJsonSchema(value: unknown): string {
   if (typeof parsed !== 'boolean' && !isObject<Json>(parsed)) throw new SchemaRejection('must be a JSON Schema (an object or a boolean)');
   checkDepth(parsed, 0);
   if (typeof parsed !== 'boolean') checkPropertyOrder(parsed);
-  const text = canonicalJson(parsed);
+  const text = canonicalSchemaJson(parsed);
   if (text.length > MAX_SCHEMA_CHARS) throw new SchemaRejection(`is ${text.length} characters as JSON; at most ${MAX_SCHEMA_CHARS} are allowed`);
   const cached = verdicts.get(text);
   if (cached !== undefined) {

@@ -143,6 +143,27 @@ describe('tool_choice auto', () => {
     }
   });
 
+  it('tool_choice required with generated parameters ($defs / $ref, as pydantic writes them) and long bounds: compiled at once, the calls valid', async () => {
+    const parameters = {
+      $defs: { Tag: { type: 'string', minLength: 1, maxLength: 12 } },
+      type: 'object',
+      properties: { note: { type: 'string', maxLength: 2000 }, tags: { type: 'array', items: { $ref: '#/$defs/Tag' }, uniqueItems: true, maxItems: 3 } },
+      required: ['note', 'tags'],
+      additionalProperties: false,
+    };
+    const validate = new Ajv().compile(parameters);
+    const noteTools: OpenAI.ChatCompletionTool[] = [{ type: 'function', function: { name: 'save_note', parameters } }];
+    for (const seed of [1, 2]) {
+      const completion = await client.chat.completions.create({ model: 'qwen3', messages, tools: noteTools, tool_choice: 'required', parallel_tool_calls: false, max_tokens: 600, seed });
+      const choice = completion.choices[0]!;
+      expect(choice.finish_reason).toBe('tool_calls');
+      const call = choice.message.tool_calls![0]!;
+      expect(call.type === 'function' && call.function.name).toBe('save_note');
+      const args = call.type === 'function' ? JSON.parse(call.function.arguments) : null;
+      expect(validate(args), `${JSON.stringify(args)}: ${JSON.stringify(validate.errors)}`).toBe(true);
+    }
+  });
+
   it('a named function: the call is to it, and streaming accumulates (SDK helper) to the same call', async () => {
     const body = { model: 'qwen3', messages, tools: smallTools, tool_choice: { type: 'function', function: { name: 'set_mode' } }, max_tokens: 120, temperature: 0 } as const;
     const completion = await client.chat.completions.create(body);

@@ -56,8 +56,8 @@ describe('chat.completions.parse with zodResponseFormat', () => {
     expect(request.grammar?.kind).toBe('json_schema');
     const schema = request.grammar?.kind === 'json_schema' ? (JSON.parse(request.grammar.schema) as unknown) : null;
     expect(schema).toEqual(format.json_schema.schema);
-    // Canonical: keys sorted at every level.
-    expect(request.grammar).toMatchObject({ schema: expect.stringMatching(/^\{"\$schema":.*"additionalProperties":false,"properties":\{"age":/) });
+    // Canonical: keywords sorted at every level, the properties in the schema's order (the output's).
+    expect(request.grammar).toMatchObject({ schema: expect.stringMatching(/^\{"\$schema":.*"additionalProperties":false,"properties":\{"name":\{"type":"string"\},"age":/) });
   });
 
   it('returns a parsed object valid under the schema', async () => {
@@ -92,6 +92,17 @@ describe('chat.completions.parse with zodResponseFormat', () => {
     const choice = long.choices[0]!;
     expect(['length', 'stop']).toContain(choice.finish_reason);
     if (choice.finish_reason === 'stop') expect((JSON.parse(choice.message.content!) as { text: string }).text.length).toBeLessThanOrEqual(5000);
+  });
+
+  it("keys come in the schema's order, not sorted: a schema listing reasoning before answer gets reasoning first", async () => {
+    const Solved = z.object({ reasoning: z.string().max(30), answer: z.number().int().min(0).max(9) });
+    const format = zodResponseFormat(Solved, 'solved');
+    for (const seed of [21, 22, 23]) {
+      const completion = await client.chat.completions.create({ model: 'qwen3', messages: user, response_format: format, max_tokens: 60, seed });
+      const choice = completion.choices[0]!;
+      expect(choice.finish_reason).toBe('stop');
+      expect(Object.keys(JSON.parse(choice.message.content!) as object)).toEqual(['reasoning', 'answer']);
+    }
   });
 
   it('"x-property-order": "any" in the schema: keys in the order the output chooses, each object still valid', async () => {

@@ -5,6 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DEFAULT_REPOSITORY } from '../../models/default-repository.js';
+import type { GrammarSpec } from '../../src/contracts/generate.js';
 import { maskAllows } from '../../src/contracts/token-mask.js';
 import { type CompiledConstraint, GrammarEngine } from '../../src/grammar/grammar-engine.js';
 import { layoutJson } from '../../src/grammar/schema-grammar.js';
@@ -22,6 +23,8 @@ export interface Qwen3Grammar {
   masksAccept(schema: unknown, instance: Json, onCompiled?: (constraint: CompiledConstraint) => void): Promise<boolean>;
   /** The same for a document's exact text (one a JS object cannot hold: a key twice). */
   masksAcceptText(schema: unknown, text: string, onCompiled?: (constraint: CompiledConstraint) => void): Promise<boolean>;
+  /** The same for any spec (tool calls, a regex). */
+  masksAcceptSpec(spec: GrammarSpec, text: string, onCompiled?: (constraint: CompiledConstraint) => void): Promise<boolean>;
 }
 
 export async function openQwen3Grammar(): Promise<Qwen3Grammar> {
@@ -33,8 +36,8 @@ export async function openQwen3Grammar(): Promise<Qwen3Grammar> {
     tokenizerConfig: JSON.parse(readFileSync(join(modelDir, 'tokenizer_config.json'), 'utf8')),
   });
   const encode = (text: string): number[] => [...tokenizer.encode(text, { add_special_tokens: false }).ids];
-  const masksAcceptText = async (schema: unknown, text: string, onCompiled?: (constraint: CompiledConstraint) => void): Promise<boolean> => {
-    const constraint = await engine.compile({ kind: 'json_schema', schema: JSON.stringify(schema) });
+  const masksAcceptSpec = async (spec: GrammarSpec, text: string, onCompiled?: (constraint: CompiledConstraint) => void): Promise<boolean> => {
+    const constraint = await engine.compile(spec);
     onCompiled?.(constraint);
     const matcher = await engine.matcher(constraint, [QWEN3_STOP]);
     try {
@@ -44,8 +47,11 @@ export async function openQwen3Grammar(): Promise<Qwen3Grammar> {
       matcher.dispose();
     }
   };
+  const masksAcceptText = (schema: unknown, text: string, onCompiled?: (constraint: CompiledConstraint) => void): Promise<boolean> =>
+    masksAcceptSpec({ kind: 'json_schema', schema: JSON.stringify(schema) }, text, onCompiled);
   return {
     engine,
+    masksAcceptSpec,
     encode,
     decode: (ids) => tokenizer.decode(ids, { skip_special_tokens: true }),
     masksAccept: (schema, instance, onCompiled) => masksAcceptText(schema, layoutJson(instance), onCompiled),

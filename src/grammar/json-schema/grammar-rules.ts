@@ -39,7 +39,16 @@ export class GrammarRules {
   }
 
   text(root: string): string {
-    return [`root ::= ${root}`, ...[...this.bodies].map(([name, body]) => `${name} ::= ${body}`)].join('\n');
+    return [`root ::= ${root}`, ...this.lines()].join('\n');
+  }
+
+  /** The rules without a root: for a grammar whose root is written elsewhere (tool-call-grammar.ts). */
+  definitions(): string {
+    return this.lines().join('\n');
+  }
+
+  private lines(): string[] {
+    return [...this.bodies].map(([name, body]) => `${name} ::= ${body}`);
   }
 
   // Strings are right-recursive rules (a character, then the rest): xgrammar computes their masks

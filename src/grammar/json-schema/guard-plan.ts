@@ -24,6 +24,7 @@
 // everywhere. Pure.
 
 import { anyOrderCandidates, distinguishable, type ObjectKeyRule, onlyStructure } from './any-order.js';
+import type { GuardOpener } from '../guard-opener.js';
 import { GuardMarks } from './guard-marks.js';
 import { type Alternative, allowsType, allStrings, isGuardedLength, type LengthBounds, stringsOf } from './string-bounds.js';
 import { isObject, type Json, resolvePointer, type SchemaObject } from './schema-model.js';
@@ -61,6 +62,8 @@ export interface GuardPlan {
   readonly anyOrder: ReadonlySet<object>;
   /** What the guard enforces of each such object's keys, as the translation wrote it (filled as it writes them). */
   readonly objectKeys: Map<object, ObjectKeyRule>;
+  /** Where the document is free text with JSON values each after this opener (tool calls under auto); absent: the output is one JSON document. */
+  readonly opener?: GuardOpener;
 }
 export const UNBOUNDED = 0;
 export const ROOT = 1;

@@ -140,7 +140,7 @@ describe('GuardCursor', () => {
     properties: { 'k"ey': { type: 'string', minLength: 10, maxLength: 12 }, list: { type: 'array', items: { type: 'string', maxLength: 9 } } },
   })!;
   const walk = (...chunks: string[]): GuardCursor | null => {
-    let cursor: GuardCursor | null = GuardCursor.start();
+    let cursor: GuardCursor | null = GuardCursor.start(p);
     for (const chunk of chunks) cursor = cursor?.advance(p, text.encode(chunk)) ?? null;
     return cursor;
   };

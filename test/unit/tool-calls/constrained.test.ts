@@ -1,11 +1,14 @@
-// tool_choice required / named: the JSON Schema generation is constrained by (checked with ajv
-// against outputs that must pass and must fail), and the reading of such outputs into calls.
+// tool_choice required / named: the constraint generation is held to (the required array's
+// grammar checked with xgrammar against outputs that must pass and must fail), and the reading
+// of such outputs into calls.
 
-import { Ajv } from 'ajv';
 import { describe, expect, it } from 'vitest';
+import type { GrammarSpec } from '../../../src/contracts/generate.js';
 import type { ToolRequest } from '../../../src/contracts/tools.js';
+import { toolCallsGrammarText } from '../../../src/grammar/tool-call-grammar.js';
+import { loadXGrammar } from '../../../src/grammar/xgrammar-module.js';
 import { constrainedToolCalls, parseToolCalls, ToolCallStream } from '../../../src/tool-calls/index.js';
-import { canonicalJson } from '../../../src/vocabulary/index.js';
+import { canonicalSchemaJson } from '../../../src/vocabulary/index.js';
 
 const weather = { type: 'object', properties: { city: { type: 'string' }, days: { type: 'integer', minimum: 1 } }, required: ['city'], additionalProperties: false };
 const tools: ToolRequest['tools'] = [
@@ -14,8 +17,19 @@ const tools: ToolRequest['tools'] = [
 ];
 const ids = () => 'call_x';
 
-function validator(schemaText: string) {
-  return new Ajv({ strict: false }).compile(JSON.parse(schemaText) as object);
+const xgrammar = loadXGrammar();
+
+/** Whether the spec's grammar accepts the text (in the layout the engine writes). */
+function acceptor(spec: GrammarSpec): (text: string) => Promise<boolean> {
+  if (spec.kind !== 'tool_calls') throw new Error('expected a tool_calls grammar');
+  return async (text) => {
+    const grammar = await xgrammar.api.Grammar.fromEBNF(toolCallsGrammarText(spec.calls));
+    try {
+      return await xgrammar.api.Testings.isGrammarAcceptString(grammar, text);
+    } finally {
+      grammar.dispose();
+    }
+  };
 }
 
 describe('constrainedToolCalls', () => {
@@ -26,7 +40,7 @@ describe('constrainedToolCalls', () => {
 
   it('named: the function parameters schema, canonical, and the output read as that call', () => {
     const plan = constrainedToolCalls({ tools, choice: { kind: 'function', name: 'get_weather' }, parallelToolCalls: true })!;
-    expect(plan.grammar).toEqual({ kind: 'json_schema', schema: canonicalJson(weather) });
+    expect(plan.grammar).toEqual({ kind: 'json_schema', schema: canonicalSchemaJson(weather) });
     expect(plan.grammar.kind === 'json_schema' && plan.grammar.schema).toBe(
       '{"additionalProperties":false,"properties":{"city":{"type":"string"},"days":{"minimum":1,"type":"integer"}},"required":["city"],"type":"object"}',
     );
@@ -36,21 +50,21 @@ describe('constrainedToolCalls', () => {
     });
   });
 
-  it('required: an array of calls to given tools with valid parameters, at least one', () => {
+  it('required: an array of calls to given tools with valid parameters, at least one', async () => {
     const plan = constrainedToolCalls({ tools, choice: { kind: 'required' }, parallelToolCalls: true })!;
-    if (plan.grammar.kind !== 'json_schema') throw new Error('expected a json_schema grammar');
-    const valid = validator(plan.grammar.schema);
-    expect(
-      valid([
-        { name: 'get_weather', parameters: { city: 'Oslo' } },
-        { name: 'now', parameters: {} },
-      ]),
-    ).toBe(true);
-    expect(valid([])).toBe(false);
-    expect(valid([{ name: 'other', parameters: {} }])).toBe(false);
-    expect(valid([{ name: 'get_weather', parameters: { days: 2 } }])).toBe(false);
-    expect(valid([{ name: 'get_weather', parameters: { city: 'x' }, extra: 1 }])).toBe(false);
+    const accepts = acceptor(plan.grammar);
     const text = '[{"name": "get_weather", "parameters": {"city": "Oslo"}}, {"name": "now", "parameters": {}}]';
+    expect(await accepts(text)).toBe(true);
+    expect(await accepts('[{"name": "get_weather", "parameters": {"city": "Oslo", "days": 2}}]')).toBe(true);
+    for (const wrong of [
+      '[]',
+      '[{"name": "other", "parameters": {}}]',
+      '[{"name": "get_weather", "parameters": {"days": 2}}]',
+      '[{"name": "get_weather", "parameters": {"city": "x"}, "extra": 1}]',
+      '[{"name": "get_weather", "parameters": {"days": 2, "city": "x"}}]',
+    ]) {
+      expect(await accepts(wrong), wrong).toBe(false);
+    }
     expect(parseToolCalls(plan.format, text, { newId: ids }).toolCalls.map((c) => c.function)).toEqual([
       { name: 'get_weather', arguments: '{"city": "Oslo"}' },
       { name: 'now', arguments: '{}' },
@@ -60,16 +74,10 @@ describe('constrainedToolCalls', () => {
     expect(deltas.filter((d) => d.kind === 'call').map((d) => d.kind === 'call' && d.name)).toEqual(['get_weather', 'now']);
   });
 
-  it('required without parallel_tool_calls: exactly one call', () => {
+  it('required without parallel_tool_calls: exactly one call', async () => {
     const plan = constrainedToolCalls({ tools, choice: { kind: 'required' }, parallelToolCalls: false })!;
-    if (plan.grammar.kind !== 'json_schema') throw new Error('expected a json_schema grammar');
-    const valid = validator(plan.grammar.schema);
-    expect(valid([{ name: 'now', parameters: {} }])).toBe(true);
-    expect(
-      valid([
-        { name: 'now', parameters: {} },
-        { name: 'now', parameters: {} },
-      ]),
-    ).toBe(false);
+    const accepts = acceptor(plan.grammar);
+    expect(await accepts('[{"name": "now", "parameters": {}}]')).toBe(true);
+    expect(await accepts('[{"name": "now", "parameters": {}}, {"name": "now", "parameters": {}}]')).toBe(false);
   });
 });

@@ -21,7 +21,7 @@ function rejection(raw: UncheckedParams, names: WireNames = {}): ConveyorError {
 }
 
 const PERSON = { type: 'object', properties: { name: { type: 'string' }, age: { type: 'integer', minimum: 0 } }, required: ['name', 'age'], additionalProperties: false };
-const PERSON_TEXT = '{"additionalProperties":false,"properties":{"age":{"minimum":0,"type":"integer"},"name":{"type":"string"}},"required":["name","age"],"type":"object"}';
+const PERSON_TEXT = '{"additionalProperties":false,"properties":{"name":{"type":"string"},"age":{"minimum":0,"type":"integer"}},"required":["name","age"],"type":"object"}';
 const jsonSchema = (schema: unknown) => ({ type: 'json_schema', json_schema: { name: 'person', schema, strict: true } });
 
 describe('structured outputs → GrammarSpec', () => {
@@ -31,12 +31,18 @@ describe('structured outputs → GrammarSpec', () => {
     expect(grammarOf({ response_format: null, guided_json: null })).toBeNull();
   });
 
-  it('translates response_format json_object and json_schema (canonical text, keys sorted)', () => {
+  it("translates response_format json_object and json_schema (canonical text: keys sorted but properties', whose order is the output's)", () => {
     expect(grammarOf({ response_format: { type: 'json_object' } })).toEqual({ kind: 'json_object' });
     expect(grammarOf({ response_format: jsonSchema(PERSON) })).toEqual({ kind: 'json_schema', schema: PERSON_TEXT });
-    // Equal schemas written in another key order share one canonical text (one compile).
-    const reordered = { required: ['name', 'age'], additionalProperties: false, properties: { age: { minimum: 0, type: 'integer' }, name: { type: 'string' } }, type: 'object' };
+    // Equal schemas written in another keyword order share one canonical text (one compile).
+    const reordered = { required: ['name', 'age'], additionalProperties: false, properties: { name: { type: 'string' }, age: { minimum: 0, type: 'integer' } }, type: 'object' };
     expect(grammarOf({ response_format: jsonSchema(reordered) })).toEqual({ kind: 'json_schema', schema: PERSON_TEXT });
+    // Properties in another order are another schema: the output writes its keys in that order.
+    const ageFirst = { ...PERSON, properties: { age: PERSON.properties.age, name: PERSON.properties.name } };
+    expect(grammarOf({ response_format: jsonSchema(ageFirst) })).toEqual({
+      kind: 'json_schema',
+      schema: PERSON_TEXT.replace('"name":{"type":"string"},"age":{"minimum":0,"type":"integer"}', '"age":{"minimum":0,"type":"integer"},"name":{"type":"string"}'),
+    });
   });
 
   it("translates every member of vLLM's structured_outputs and the guided_* fields", () => {

@@ -1,0 +1,140 @@
+// Tool calls held as response_format schemas are: a function's parameters translated with the
+// string guard beside the grammar (lengths past the grammar's counting, patterns' reach,
+// uniqueItems), under tool_choice required (the output is the array of calls) and auto (free text,
+// the guard following JSON only after each `<tool_call>` opener); and parameters generated with
+// $defs / $ref (pydantic, zod) resolved against their own root. Over the tiny model's Qwen3
+// vocabulary, token by token, as the server masks.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { GrammarSpec, ToolCallsFraming, ToolCallsGrammar } from '../../../src/contracts/generate.js';
+import type { CompiledConstraint } from '../../../src/grammar/grammar-engine.js';
+import { guardOpener, openerStep } from '../../../src/grammar/guard-opener.js';
+import { rebaseRefs } from '../../../src/grammar/json-schema/rebase-refs.js';
+import type { Json } from '../../../src/grammar/json-schema/schema-model.js';
+import { layoutJson } from '../../../src/grammar/schema-grammar.js';
+import { openQwen3Grammar, type Qwen3Grammar } from '../../support/qwen3-grammar.js';
+
+let grammar: Qwen3Grammar;
+beforeAll(async () => {
+  grammar = await openQwen3Grammar();
+}, 120_000);
+afterAll(async () => {
+  await grammar?.engine.dispose();
+});
+
+const HERMES: ToolCallsFraming = { kind: 'blocks', open: '<tool_call>', close: '</tool_call>', padding: '\n', separator: '\n', maxCalls: null };
+const SEARCH = {
+  type: 'object',
+  properties: {
+    query: { type: 'string', minLength: 2, maxLength: 300 },
+    tags: { type: 'array', items: { type: 'string', maxLength: 20 }, uniqueItems: true },
+  },
+  required: ['query', 'tags'],
+  additionalProperties: false,
+};
+const tools = (framing: ToolCallsFraming, ...parameters: object[]): GrammarSpec => ({
+  kind: 'tool_calls',
+  calls: {
+    framing,
+    argumentsKey: 'arguments',
+    tools: parameters.map((p, i) => ({ kind: 'function', name: `f${i}`, parameters: JSON.stringify(p) })),
+  } satisfies ToolCallsGrammar,
+});
+const call = (name: string, args: Json): string => layoutJson({ name, arguments: args });
+const block = (text: string): string => `<tool_call>\n${text}\n</tool_call>`;
+
+describe('tool calls with the string guard', () => {
+  it('required: a 300-character bound and distinct tags are the guard’s, the grammar compiled without counting', async () => {
+    const spec = tools({ kind: 'array', maxCalls: null }, SEARCH);
+    let compiled: CompiledConstraint | undefined;
+    const accepts = (args: Json): Promise<boolean> => grammar.masksAcceptSpec(spec, `[${call('f0', args)}]`, (c) => (compiled = c));
+    expect(await accepts({ query: 'q'.repeat(300), tags: ['a', 'b'] })).toBe(true);
+    expect(compiled?.guard).not.toBeNull();
+    expect(await accepts({ query: 'q'.repeat(301), tags: [] })).toBe(false);
+    expect(await accepts({ query: 'q', tags: [] })).toBe(false);
+    expect(await accepts({ query: 'ok', tags: ['a', 'b', 'a'] })).toBe(false);
+    expect(await accepts({ query: 'ok', tags: ['x'.repeat(21)] })).toBe(false);
+    // The second call of the array is held too.
+    const two = `[${call('f0', { query: 'ok', tags: [] })}, ${call('f0', { query: 'é'.repeat(301), tags: [] })}]`;
+    expect(await grammar.masksAcceptSpec(spec, two)).toBe(false);
+  });
+
+  it('auto: free text with quotes and braces is not read as JSON; each call after its opener is held', async () => {
+    const spec = tools(HERMES, SEARCH, { type: 'object', properties: { id: { type: 'string', maxLength: 12 } }, required: ['id'] });
+    // An odd number of quotes and open brackets: read as JSON, the calls after it would be misread.
+    const prose = 'A 5" screen, {x: [1 and \\ a <tool and <tool_cal too.';
+    const good = call('f0', { query: 'x'.repeat(300), tags: ['a'] });
+    expect(await grammar.masksAcceptSpec(spec, prose)).toBe(true);
+    expect(await grammar.masksAcceptSpec(spec, `${prose}${block(good)}`)).toBe(true);
+    expect(await grammar.masksAcceptSpec(spec, `${prose}${block(good)}\n${block(call('f1', { id: 'abc' }))}`)).toBe(true);
+    expect(await grammar.masksAcceptSpec(spec, `${prose}${block(call('f0', { query: 'x'.repeat(301), tags: [] }))}`)).toBe(false);
+    expect(await grammar.masksAcceptSpec(spec, `${block(good)}\n${block(call('f1', { id: 'x'.repeat(13) }))}`)).toBe(false);
+    expect(await grammar.masksAcceptSpec(spec, block(call('f0', { query: 'ok', tags: ['t', 't'] })))).toBe(false);
+  });
+
+  it('parameters with $defs and $ref (recursive, and a property named like a keyword) resolve against their own root', async () => {
+    const tree = {
+      $defs: {
+        Node: { type: 'object', properties: { label: { $ref: '#/$defs/Label' }, children: { type: 'array', items: { $ref: '#/$defs/Node' } } }, required: ['label'] },
+        Label: { type: 'string', maxLength: 40 },
+      },
+      type: 'object',
+      properties: { root: { $ref: '#/$defs/Node' }, enum: { $ref: '#/properties/root' } },
+      required: ['root'],
+    };
+    const spec = tools({ kind: 'array', maxCalls: 1 }, tree);
+    const args = (label: string) => ({ root: { label: 'top', children: [{ label, children: [] }] }, enum: { label: 'e' } });
+    expect(await grammar.masksAcceptSpec(spec, `[${call('f0', args('y'.repeat(40)))}]`)).toBe(true);
+    expect(await grammar.masksAcceptSpec(spec, `[${call('f0', args('y'.repeat(41)))}]`)).toBe(false);
+    expect(await grammar.masksAcceptSpec(spec, `[${call('f0', { root: { children: [] } })}]`)).toBe(false);
+  });
+
+  it('two tools bounding one key differently: no plan can tell them apart, so the bounds are counted in the grammar and still hold', async () => {
+    const bounded = (max: number) => ({ type: 'object', properties: { q: { type: 'string', maxLength: max } }, required: ['q'] });
+    const spec = tools({ kind: 'array', maxCalls: 1 }, bounded(10), bounded(12));
+    let compiled: CompiledConstraint | undefined;
+    expect(await grammar.masksAcceptSpec(spec, `[${call('f1', { q: 'z'.repeat(12) })}]`, (c) => (compiled = c))).toBe(true);
+    expect(compiled?.guard).toBeNull();
+    expect(await grammar.masksAcceptSpec(spec, `[${call('f0', { q: 'z'.repeat(11) })}]`)).toBe(false);
+  });
+});
+
+describe('rebaseRefs', () => {
+  it('moves local references under the base and leaves data and other references alone', () => {
+    const schema: Json = {
+      $ref: '#',
+      properties: { enum: { $ref: '#/$defs/A' }, const: { const: { $ref: '#/kept' } } },
+      items: [{ $ref: '#/items/1' }, { enum: [{ $ref: '#/also-kept' }] }],
+      default: { $ref: '#/kept' },
+      allOf: [{ $ref: 'other.json#/a' }, { $ref: '#anchor' }],
+    };
+    expect(rebaseRefs(schema, '#/x/properties/arguments')).toEqual({
+      $ref: '#/x/properties/arguments',
+      properties: { enum: { $ref: '#/x/properties/arguments/$defs/A' }, const: { const: { $ref: '#/kept' } } },
+      items: [{ $ref: '#/x/properties/arguments/items/1' }, { enum: [{ $ref: '#/also-kept' }] }],
+      default: { $ref: '#/kept' },
+      allOf: [{ $ref: 'other.json#/a' }, { $ref: '#anchor' }],
+    });
+  });
+});
+
+describe('guardOpener', () => {
+  it('finds the opener wherever it ends, its own repeats included', () => {
+    for (const [opener, text] of [
+      ['<tool_call>\n', 'a <tool <tool_call <tool_call>\n'],
+      ['aab', 'aaab'],
+      ['abab', 'ababab'],
+    ] as const) {
+      const scan = guardOpener(opener);
+      let matched = 0;
+      const ends: number[] = [];
+      for (const [i, byte] of [...new TextEncoder().encode(text)].entries()) {
+        matched = openerStep(scan, matched, byte);
+        if (matched === scan.bytes.length) {
+          ends.push(i + 1);
+          matched = 0;
+        }
+      }
+      expect(ends, opener).toEqual([text.indexOf(opener) + opener.length]);
+    }
+  });
+});

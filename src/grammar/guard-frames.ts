@@ -4,7 +4,7 @@
 // place's object schemas are still alive. Each step makes new frames (the cursor keeps old ones
 // for rollback) or null where the byte or string breaks a rule. Pure.
 
-import type { ObjectKeyRule } from './json-schema/any-order.js';
+import { canComplete, isComplete, type ObjectKeyRule } from './json-schema/any-order.js';
 import { type GuardPlan, ROOT } from './json-schema/guard-plan.js';
 
 /** An open array or object: its place in the plan, and the item index or the key being read. */
@@ -41,11 +41,11 @@ export function framesAfterStructure(plan: GuardPlan, frames: readonly Frame[], 
     return [...frames, { place, array, unique: array && plan.places[place]!.unique, seen: [], index: 0, key: null, expectKey: !array, used, alive }];
   }
   if (byte === 0x7d || byte === 0x5d) {
-    if (frame?.used && !someAlive(plan, frame, (rule) => rule.required.every((key) => frame.used!.includes(key)))) return null;
+    if (frame?.used && !someAlive(plan, frame, (rule) => isComplete(rule, frame.used!))) return null;
     return frames.slice(0, -1);
   }
   if (byte !== 0x2c || frame === undefined) return frames;
-  if (frame.used && !someAlive(plan, frame, (rule) => !rule.closed || rule.names.some((name) => !frame.used!.includes(name)))) return null;
+  if (frame.used && !someAlive(plan, frame, (rule) => canAddKey(rule, frame.used!))) return null;
   return [...frames.slice(0, -1), frame.array ? { ...frame, index: frame.index + 1 } : { ...frame, key: null, expectKey: true }];
 }
 
@@ -60,7 +60,7 @@ export function framesAfterString(plan: GuardPlan, frames: readonly Frame[], isK
   if (isKey && frame.used !== null) {
     // An object in any order: no key twice, and only keys some object schema still alive allows.
     if (decoded === null || frame.used.includes(decoded)) return null;
-    const alive = aliveWhere(plan, frame, (rule) => !rule.closed || rule.names.includes(decoded));
+    const alive = aliveWhere(plan, frame, (rule) => (rule.names.includes(decoded) || !rule.closed) && canComplete(rule, frame.used!, rule.names.includes(decoded) ? decoded : null));
     if (alive === 0) return null;
     return [...frames.slice(0, -1), { ...frame, key: decoded, expectKey: false, used: [...frame.used, decoded], alive }];
   }
@@ -104,6 +104,10 @@ function aliveWhere(plan: GuardPlan, frame: Frame, test: (rule: ObjectKeyRule) =
 
 const someAlive = (plan: GuardPlan, frame: Frame, test: (rule: ObjectKeyRule) => boolean): boolean => aliveWhere(plan, frame, test) !== 0;
 
+/** Whether another key can follow `,`: a named one not yet written, or an unnamed one, after which the object can still be completed. */
+const canAddKey = (rule: ObjectKeyRule, used: readonly string[]): boolean =>
+  (!rule.closed && canComplete(rule, used, null)) || rule.names.some((name) => !used.includes(name) && canComplete(rule, used, name));
+
 /** Whether the value about to start in an object in any order is one whose string constants tell its object schemas apart. */
 export function discriminates(plan: GuardPlan, frame: Frame): boolean {
   return !frame.array && frame.used !== null && frame.key !== null && someAlive(plan, frame, (rule) => rule.constants.has(frame.key!));
@@ -115,7 +119,9 @@ export function keyCanGoOn(plan: GuardPlan, frame: Frame, text: readonly number[
   return someAlive(
     plan,
     frame,
-    (rule) => !rule.closed || rule.rawNames.some((raw, i) => raw.length >= text.length && text.every((byte, j) => raw[j] === byte) && !frame.used!.includes(rule.names[i]!)),
+    (rule) =>
+      (!rule.closed && canComplete(rule, frame.used!, null)) ||
+      rule.rawNames.some((raw, i) => raw.length >= text.length && text.every((byte, j) => raw[j] === byte) && !frame.used!.includes(rule.names[i]!) && canComplete(rule, frame.used!, rule.names[i]!)),
   );
 }
 

@@ -3,10 +3,15 @@
 // remember which keys an object already has without one rule per subset, so such an object is
 // written as a loop over its members (each named property, or an unnamed key the schema allows),
 // and the guard (string-guard.ts) holds the rest: no key twice, every required key before `}`, and
-// in a closed object only keys still unwritten. That is exact only for an object schema that says
-// nothing else of its keys, reached only where the guard's plan follows the document (properties,
-// items, $refs, combinators); everything else keeps the schema's order. Pure.
+// in a closed object only keys still unwritten. What an object says of which keys it has beyond
+// `required` — `oneOf` / `anyOf` / `not` over `required`, dependencies as lists, min/maxProperties
+// (presence-constraints.ts's one Boolean statement) — the guard holds too: `}` only where the keys
+// written meet it, and a key only where the keys written can still be completed to meet it. That
+// is exact only for an object schema that says nothing else of its keys, reached only where the
+// guard's plan follows the document (properties, items, $refs, combinators); everything else keeps
+// the schema's order. Pure.
 
+import { keysOf, type Presence, presenceOf } from './presence-constraints.js';
 import { ANNOTATIONS, isObject, isValidated, type Json, resolvePointer, type SchemaObject } from './schema-model.js';
 
 /** What the guard enforces about an object written in any order: the translator's own reading of its keys. */
@@ -19,12 +24,65 @@ export interface ObjectKeyRule {
   readonly closed: boolean;
   /** Named keys whose value is one of a few strings (const / enum): what tells this object from another at its place. */
   readonly constants: ReadonlyMap<string, readonly string[]>;
+  /** What the object says of its keys beyond `required` (true: nothing), and how many it may have. */
+  readonly presence: Presence;
+  readonly minProperties: number;
+  readonly maxProperties: number | null;
 }
+
+/** What an object says of its keys' presence beyond `required`; true, 0 and null where it says nothing. */
+export interface KeyCounts {
+  readonly presence: Presence;
+  readonly minProperties: number;
+  readonly maxProperties: number | null;
+}
+const NO_COUNTS: KeyCounts = { presence: true, minProperties: 0, maxProperties: null };
 
 const encoder = new TextEncoder();
 
-export function objectKeyRule(names: readonly string[], required: readonly string[], closed: boolean, constants: ReadonlyMap<string, readonly string[]>): ObjectKeyRule {
-  return { names, rawNames: names.map((name) => encoder.encode(JSON.stringify(name).slice(1, -1))), required, closed, constants };
+export function objectKeyRule(names: readonly string[], required: readonly string[], closed: boolean, constants: ReadonlyMap<string, readonly string[]>, counts: KeyCounts = NO_COUNTS): ObjectKeyRule {
+  return { names, rawNames: names.map((name) => encoder.encode(JSON.stringify(name).slice(1, -1))), required, closed, constants, ...counts };
+}
+
+/** The most keys a presence statement may name for its object to be written in any order (the guard tries every subset of the unwritten ones). */
+export const MAX_PRESENCE_KEYS = 12;
+
+/** Whether the statement holds of an object with exactly these keys. */
+export function holds(statement: Presence, present: ReadonlySet<string>): boolean {
+  if (typeof statement === 'boolean') return statement;
+  if ('all' in statement) return statement.all.every((key) => present.has(key));
+  if ('not' in statement) return !holds(statement.not, present);
+  if ('some' in statement) return statement.some.some((part) => holds(part, present));
+  if ('one' in statement) return statement.one.filter((part) => holds(part, present)).length === 1;
+  return statement.every.every((part) => holds(part, present));
+}
+
+/** Whether an object with exactly the keys written may close: every required key, the presence statement, the counts. */
+export function isComplete(rule: ObjectKeyRule, used: readonly string[]): boolean {
+  const present = new Set(used);
+  return rule.required.every((key) => present.has(key)) && holds(rule.presence, present) && used.length >= rule.minProperties && (rule.maxProperties === null || used.length <= rule.maxProperties);
+}
+
+/**
+ * Whether, after the keys written and then `key` (null: an unnamed one), more keys can still
+ * make the object complete: the required keys not yet written, and some subset of the unwritten
+ * keys the statement names, meet it with the count in bounds (other unwritten keys, or unnamed
+ * ones in an open object, make up a minimum). At most 2^MAX_PRESENCE_KEYS subsets, and only
+ * where the object says more than `required`.
+ */
+export function canComplete(rule: ObjectKeyRule, used: readonly string[], key: string | null): boolean {
+  const written = key === null ? used : [...used, key];
+  const base = new Set([...written, ...rule.required]);
+  if (rule.required.some((k) => !written.includes(k) && !rule.names.includes(k))) return false;
+  const open = keysOf(rule.presence).filter((k) => !base.has(k) && rule.names.includes(k));
+  const fillers = rule.closed ? rule.names.filter((k) => !base.has(k) && !open.includes(k)).length : Number.POSITIVE_INFINITY;
+  for (let bits = 0; bits < 1 << open.length; bits++) {
+    const all = new Set([...base, ...open.filter((_, i) => bits & (1 << i))]);
+    if (rule.maxProperties !== null && all.size > rule.maxProperties) continue;
+    if (all.size + fillers < rule.minProperties) continue;
+    if (holds(rule.presence, all)) return true;
+  }
+  return false;
 }
 
 /** The strings a schema (a $ref resolved once) allows when it lists them (const / enum of strings only); null otherwise. */
@@ -73,25 +131,9 @@ export function distinguishable(objects: readonly SchemaObject[], closedByDefaul
 }
 
 /** Keywords after which an object's keys are more than a set with required members: such objects keep the schema's order. */
-const KEEPS_ORDER = [
-  'allOf',
-  'anyOf',
-  'oneOf',
-  'not',
-  '$ref',
-  'if',
-  'then',
-  'else',
-  'dependencies',
-  'dependentRequired',
-  'dependentSchemas',
-  'minProperties',
-  'maxProperties',
-  'propertyNames',
-  'unevaluatedProperties',
-  'enum',
-  'const',
-];
+const KEEPS_ORDER = ['allOf', '$ref', 'if', 'then', 'else', 'dependentSchemas', 'propertyNames', 'unevaluatedProperties', 'enum', 'const'];
+/** Keywords the guard holds where they only speak of which keys are present (presence-constraints.ts); otherwise they keep the order. */
+const PRESENCE_WORDS = ['anyOf', 'oneOf', 'not', 'dependencies', 'dependentRequired'];
 const OBJECT_WORDS = ['properties', 'required', 'additionalProperties', 'patternProperties'];
 
 /** Edges the guard's plan follows from a schema object to the subschemas beneath (and $ref, followed apart). */
@@ -103,10 +145,14 @@ const SCHEMA_MAPS = new Set([...FOLLOWED_MAPS, 'dependentSchemas', 'dependencies
 /** Containers of definitions: reached through $refs only, so not an edge of their own. */
 const DEFINITIONS = new Set(['$defs', 'definitions']);
 
-/** Whether a schema object is an object schema that says only which keys it names, requires and allows beside. */
-function speaksOnlyOfKeys(node: SchemaObject, closedByDefault: boolean): boolean {
+/** Whether a schema object is an object schema that says only which keys it names, requires and allows beside, and which it has. */
+function speaksOnlyOfKeys(root: Json, node: SchemaObject, closedByDefault: boolean): boolean {
   if (!OBJECT_WORDS.some((k) => node[k] !== undefined) && !(node['type'] === 'object' || (Array.isArray(node['type']) && node['type'].includes('object')))) return false;
   if (KEEPS_ORDER.some((k) => node[k] !== undefined)) return false;
+  if (PRESENCE_WORDS.some((k) => node[k] !== undefined)) {
+    const reading = presenceOf({ deref: derefIn(root) }, Object.fromEntries(PRESENCE_WORDS.filter((k) => node[k] !== undefined).map((k) => [k, node[k]!])), '#');
+    if (reading === null || keysOf(reading.objects).length > MAX_PRESENCE_KEYS) return false;
+  }
   const closed = node['additionalProperties'] === false || (node['additionalProperties'] === undefined && closedByDefault);
   // Keys patternProperties allows in a closed object are a language the guard would need to follow to never strand a key.
   return !(closed && node['patternProperties'] !== undefined);
@@ -122,8 +168,37 @@ export function anyOrderCandidates(root: Json, closedByDefault: boolean): Set<ob
   const followed = reach(root, [root], true);
   const elsewhere = reach(root, [...unfollowedChildren(followed)], false);
   const out = new Set<object>();
-  for (const node of followed) if (!elsewhere.has(node) && !Array.isArray(node) && speaksOnlyOfKeys(node as SchemaObject, closedByDefault)) out.add(node);
+  for (const node of followed) if (!elsewhere.has(node) && !Array.isArray(node) && speaksOnlyOfKeys(root, node as SchemaObject, closedByDefault)) out.add(node);
+  // A `required` under an object's own anyOf / oneOf is part of that object's statement, not an object of its own.
+  for (const node of [...out]) for (const part of presenceParts(root, node as SchemaObject)) out.delete(part);
   return out;
+}
+
+/** A deref for reading statements outside a translation: local $refs resolved against the root. */
+const derefIn =
+  (root: Json) =>
+  (node: Json): Json => {
+    for (let hops = 0; isObject(node) && typeof node['$ref'] === 'string' && hops < 32; hops++) node = resolvePointer(root, node['$ref']) ?? false;
+    return node;
+  };
+
+/**
+ * The subschemas beneath an object's own anyOf / oneOf (their allOf and $refs followed) where
+ * they only speak of which keys are present: the plan splits the object's place at them, and
+ * each split is that one object, its statement held whole by the guard.
+ */
+export function presenceParts(root: Json, node: SchemaObject): Set<object> {
+  const parts = new Set<object>();
+  if (!PRESENCE_WORDS.some((k) => node[k] !== undefined)) return parts;
+  const pending: Json[] = [...['anyOf', 'oneOf'].flatMap((k) => (Array.isArray(node[k]) ? node[k] : []))];
+  while (pending.length > 0) {
+    const part = pending.pop()!;
+    if (!isObject(part) || parts.has(part)) continue;
+    parts.add(part);
+    for (const k of ['anyOf', 'oneOf', 'allOf']) if (Array.isArray(part[k])) pending.push(...part[k]);
+    if (typeof part['$ref'] === 'string') pending.push(resolvePointer(root, part['$ref']) ?? false);
+  }
+  return parts;
 }
 
 /** The schema objects reachable from `starts` ($refs followed): through the followed edges only, or through every child. */

@@ -23,7 +23,7 @@
 // them apart; an object schema found anywhere else beside others keeps the schema's order
 // everywhere. Pure.
 
-import { anyOrderCandidates, distinguishable, type ObjectKeyRule, onlyStructure } from './any-order.js';
+import { anyOrderCandidates, distinguishable, type ObjectKeyRule, onlyStructure, presenceParts } from './any-order.js';
 import type { GuardOpener } from '../guard-opener.js';
 import { GuardMarks } from './guard-marks.js';
 import { type Alternative, allowsType, allStrings, isGuardedLength, type LengthBounds, stringsOf } from './string-bounds.js';
@@ -151,10 +151,14 @@ class PlanBuilder {
     const objects = alternatives.filter((a) => a.every((m) => allowsType(m, 'object')));
     const chosen = objects.map((a) => {
       const own = a.filter((m) => candidates.includes(m));
-      return own.length === 1 && a.every((m) => m === own[0] || onlyStructure(m)) ? own[0]! : null;
+      if (own.length !== 1) return null;
+      // The object's own anyOf / oneOf over `required` split the place; its statement is in its key rule.
+      const parts = presenceParts(this.root, own[0]!);
+      return a.every((m) => m === own[0] || onlyStructure(m) || parts.has(m)) ? own[0]! : null;
     });
     const resolve = (node: Json): Json => (isObject(node) && typeof node['$ref'] === 'string' ? (resolvePointer(this.root, node['$ref']) ?? node) : node);
-    if (chosen.every((c) => c !== null) && (chosen.length === 1 || distinguishable(chosen, this.closedByDefault, resolve))) return [...new Set(chosen)];
+    const distinct = [...new Set(chosen)];
+    if (distinct.every((c) => c !== null) && (distinct.length === 1 || distinguishable(distinct, this.closedByDefault, resolve))) return distinct;
     for (const candidate of candidates) this.ordered.add(candidate);
     return [];
   }

@@ -6,7 +6,7 @@
 // `required`, min/maxProperties) as a walk whose state each member rule carries. Pure.
 
 import { ebnfLiteral } from '../grammar-spec.js';
-import { objectKeyRule, stringConstants } from './any-order.js';
+import { type KeyCounts, objectKeyRule, stringConstants } from './any-order.js';
 import type { GrammarRules } from './grammar-rules.js';
 import { MAX_MEMBER_RULES, objectPresence, PresenceWalk, type PresenceState, keysOf } from './presence-constraints.js';
 import { PropertyKeys } from './property-keys.js';
@@ -45,9 +45,9 @@ export function objectSchema(t: Translation, node: SchemaObject, path: string): 
   const excluded = [...new Set([...Object.keys(properties), ...named.map((p) => p.name), ...slotted])];
   const other = keys.otherMember(t, excluded, extraBody);
   const extra = other !== undefined ? other : extraBody === null ? null : t.rules.share('extra_member', `${extraKey(t.rules, excluded)} ": " ${extraBody}`);
-  if (t.inAnyOrder(node) && presence === null) return anyOrderObject(t, node, named, extra, path);
   const minProperties = typeof node['minProperties'] === 'number' ? Math.max(0, Math.ceil(node['minProperties'])) : 0;
   const maxProperties = typeof node['maxProperties'] === 'number' ? Math.floor(node['maxProperties']) : null;
+  if (t.inAnyOrder(node)) return anyOrderObject(t, node, named, extra, { presence: presence?.objects ?? true, minProperties, maxProperties }, path);
   const walk = new PresenceWalk(
     presence?.objects ?? true,
     named.map((p) => p.name),
@@ -64,10 +64,11 @@ export function objectSchema(t: Translation, node: SchemaObject, path: string): 
 
 /**
  * An object in any key order: a loop over its members (each named property, and the unnamed
- * member where other keys are allowed); that no key comes twice and every required one comes is
- * the guard's (any-order.ts), told here what this grammar's members are.
+ * member where other keys are allowed); that no key comes twice, every required one comes and
+ * the keys meet what the object says of them (its presence statement and counts) is the guard's
+ * (any-order.ts), told here what this grammar's members are.
  */
-function anyOrderObject(t: Translation, node: SchemaObject, named: readonly NamedMember[], extra: string | null, path: string): string {
+function anyOrderObject(t: Translation, node: SchemaObject, named: readonly NamedMember[], extra: string | null, counts: KeyCounts, path: string): string {
   const properties = isObject(node['properties']) ? node['properties'] : {};
   const constants = new Map<string, readonly string[]>();
   for (const { name } of named) {
@@ -81,6 +82,7 @@ function anyOrderObject(t: Translation, node: SchemaObject, named: readonly Name
       named.filter((p) => p.required).map((p) => p.name),
       extra === null,
       constants,
+      counts,
     ),
   );
   const members = [...named.map((p) => `${ebnfLiteral(JSON.stringify(p.name))} ": " ${p.body}`), ...(extra === null ? [] : [extra])];

@@ -55,14 +55,20 @@ describe('which objects are written in any order', () => {
     ).toEqual([]);
   });
 
+  it('an object saying more of its keys than required (oneOf over required, dependencies, counts): its statement is the guard’s', () => {
+    expect(loosened({ ...closed({ p: true, q: true }), minProperties: 1, maxProperties: 2 })).toEqual(['p,q']);
+    expect(loosened({ ...closed({ p: true, q: true }), dependentRequired: { p: ['q'] } })).toEqual(['p,q']);
+    expect(loosened({ ...closed({ build: true, image: true, cmd: true }), oneOf: [{ required: ['build'] }, { required: ['image'] }] })).toEqual(['build,image,cmd']);
+    expect(loosened({ ...closed({ p: true, q: true }), not: { required: ['p', 'q'] } })).toEqual(['p,q']);
+  });
+
   it('keeps the schema order where the guard could not tell which object holds, or what more it says of keys', () => {
     const a = closed({ kind: { const: 'a' }, x: { type: 'integer' } }, ['kind']);
     // Merged with another object schema (allOf): the translation writes the merge, in order.
     expect(loosened({ allOf: [a, { required: ['x'] }] })).toEqual([]);
-    // Keywords about keys beyond required, and keys a closed object's patterns allow.
-    expect(loosened({ ...closed({ p: true, q: true }), minProperties: 1 })).toEqual([]);
-    expect(loosened({ ...closed({ p: true }), dependentRequired: { p: ['q'] } })).toEqual([]);
+    // Keys a closed object's patterns allow; an anyOf that is more than a statement about keys.
     expect(loosened({ ...closed({ p: true }), patternProperties: { '^x-': true } })).toEqual([]);
+    expect(loosened({ ...closed({ p: true, q: true }), anyOf: [{ required: ['p'] }, { properties: { q: { type: 'null' } } }] })).toEqual([]);
     // Beneath keywords the plan does not follow (`contains`, `not`): the grammar there is not where the guard looks.
     expect(anyOrderCandidates({ type: 'array', contains: a }, true).has(a)).toBe(false);
     expect(loosened({ type: 'array', items: a, contains: a })).toEqual([]);
@@ -110,6 +116,28 @@ describe('with the Qwen3 vocabulary', () => {
         { age: 1, name: 'A', address: { zip: '12345' } },
         { age: 1, name: 'A', pets: [{ name: 'Rex' }] },
       ],
+    ],
+    [
+      'oneOf over required (exactly one of build / image), a dependency and counts, in any order',
+      {
+        ...closed({ build: { type: 'string' }, image: { type: 'string' }, command: { type: 'string' }, ports: { type: 'array', items: { type: 'string' } }, user: { type: 'null' } }),
+        oneOf: [{ required: ['build'] }, { required: ['image'] }],
+        dependentRequired: { ports: ['command'] },
+        maxProperties: 4,
+      },
+      [{ build: '.' }, { command: 'up', image: 'pg' }, { ports: ['80'], command: 'run', build: '.' }, { user: null, ports: [], image: 'x', command: 'c' }],
+      [{}, { command: 'up' }, { image: 'a', build: 'b' }, { ports: ['80'], image: 'x' }, { user: null, ports: [], image: 'x', command: 'c', build: 'b' }],
+    ],
+    [
+      'an open object under minProperties and not-both: unnamed keys count',
+      { type: 'object', properties: { a: { type: 'integer' }, b: { type: 'integer' } }, not: { required: ['a', 'b'] }, minProperties: 2, additionalProperties: { type: 'null' } },
+      [
+        { z: null, a: 1 },
+        { a: 1, z: null },
+        { y: null, x: null },
+        { b: 2, q: null, r: null },
+      ],
+      [{ a: 1 }, { a: 1, b: 2 }, { b: 1, a: 2, z: null }, {}],
     ],
     [
       'an open object: its unnamed keys anywhere, each named key by its schema',
@@ -210,6 +238,20 @@ describe('with the Qwen3 vocabulary', () => {
     const nameFirst = [...orders].some((o) => o.indexOf('name') < o.indexOf('age'));
     const ageFirst = [...orders].some((o) => o.indexOf('age') < o.indexOf('name'));
     expect(nameFirst && ageFirst, [...orders].join(' | ')).toBe(true);
+  }, 120_000);
+
+  it('random walks under oneOf over required and a dependency: valid, never stranded, the deciding key anywhere', async () => {
+    const schema = {
+      ...closed({ build: { type: 'null' }, image: { type: 'null' }, cmd: { type: 'null' }, port: { type: 'integer', minimum: 1, maximum: 9 } }),
+      oneOf: [{ required: ['build'] }, { required: ['image'] }],
+      dependentRequired: { port: ['cmd'] },
+    };
+    expect((await grammar.engine.compile({ kind: 'json_schema', schema: JSON.stringify(anyOrder(schema)) })).guard?.anyOrder.size).toBe(1);
+    const { finished, orders } = await walks(schema, 9000);
+    expect(finished).toBeGreaterThan(10);
+    const deciderLast = [...orders].some((o) => o.split(',').length > 1 && /(build|image)$/.test(o));
+    const deciderFirst = [...orders].some((o) => o.split(',').length > 1 && /^(build|image)/.test(o));
+    expect(deciderLast && deciderFirst, [...orders].join(' | ')).toBe(true);
   }, 120_000);
 
   it('random walks under a union told apart by its constants: valid, the deciding key first or last', async () => {

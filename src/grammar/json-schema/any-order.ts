@@ -71,6 +71,20 @@ export function isComplete(rule: ObjectKeyRule, used: readonly string[]): boolea
  * where the object says more than `required`.
  */
 export function canComplete(rule: ObjectKeyRule, used: readonly string[], key: string | null): boolean {
+  // Most objects say nothing beyond `required`, whose keys are all named members: nothing to try.
+  if (rule.presence === true && rule.minProperties === 0 && rule.maxProperties === null) return rule.required.every((k) => rule.names.includes(k) || used.includes(k) || k === key);
+  // Asked once per allowed token inside a key: the answers for one frame's keys are kept with its `used` list.
+  let byUsed = completions.get(rule);
+  if (byUsed === undefined) completions.set(rule, (byUsed = new WeakMap()));
+  let answers = byUsed.get(used);
+  if (answers === undefined) byUsed.set(used, (answers = new Map()));
+  let answer = answers.get(key);
+  if (answer === undefined) answers.set(key, (answer = tryCompletions(rule, used, key)));
+  return answer;
+}
+const completions = new WeakMap<ObjectKeyRule, WeakMap<readonly string[], Map<string | null, boolean>>>();
+
+function tryCompletions(rule: ObjectKeyRule, used: readonly string[], key: string | null): boolean {
   const written = key === null ? used : [...used, key];
   const base = new Set([...written, ...rule.required]);
   if (rule.required.some((k) => !written.includes(k) && !rule.names.includes(k))) return false;

@@ -5,7 +5,7 @@
 // for rollback) or null where the byte or string breaks a rule. Pure.
 
 import { canComplete, isComplete, type ObjectKeyRule } from './json-schema/any-order.js';
-import { type GuardPlan, ROOT } from './json-schema/guard-plan.js';
+import { type GuardPlan, ROOT, UNBOUNDED } from './json-schema/guard-plan.js';
 
 /** An open array or object: its place in the plan, and the item index or the key being read. */
 export interface Frame {
@@ -64,6 +64,11 @@ export function framesAfterString(plan: GuardPlan, frames: readonly Frame[], isK
     if (alive === 0) return null;
     return [...frames.slice(0, -1), { ...frame, key: decoded, expectKey: false, used: [...frame.used, decoded], alive }];
   }
+  const discriminator = frame.array ? undefined : plan.places[frame.place]!.discriminator;
+  if (!isKey && discriminator !== undefined && frame.key === discriminator.key) {
+    // The value that tells the alternatives apart: from here the object is at its alternative's place.
+    return [...frames.slice(0, -1), { ...frame, place: (decoded === null ? undefined : discriminator.places.get(decoded)) ?? UNBOUNDED }];
+  }
   if (!frame.array && frame.used !== null) {
     // A value that tells object schemas apart: those whose constants for the key exclude it are no longer alive.
     const key = frame.key!;
@@ -108,9 +113,11 @@ const someAlive = (plan: GuardPlan, frame: Frame, test: (rule: ObjectKeyRule) =>
 const canAddKey = (rule: ObjectKeyRule, used: readonly string[]): boolean =>
   (!rule.closed && canComplete(rule, used, null)) || rule.names.some((name) => !used.includes(name) && canComplete(rule, used, name));
 
-/** Whether the value about to start in an object in any order is one whose string constants tell its object schemas apart. */
+/** Whether the value about to start tells object schemas apart: a discriminator's (GuardPlace.discriminator), or in an object in any order one whose string constants do. */
 export function discriminates(plan: GuardPlan, frame: Frame): boolean {
-  return !frame.array && frame.used !== null && frame.key !== null && someAlive(plan, frame, (rule) => rule.constants.has(frame.key!));
+  if (frame.array || frame.key === null) return false;
+  if (plan.places[frame.place]!.discriminator?.key === frame.key) return true;
+  return frame.used !== null && someAlive(plan, frame, (rule) => rule.constants.has(frame.key!));
 }
 
 /** Whether a key begun in an object in any order can still end: unless a schema still alive allows other keys, its text so far begins a named key not yet written. */

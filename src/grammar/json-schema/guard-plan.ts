@@ -51,6 +51,12 @@ export interface GuardPlace {
   readonly restItems: number;
   /** The object schemas written in any key order here, one per alternative allowing objects, whose keys the guard follows (their rules in GuardPlan.objectKeys); empty: none. */
   readonly objectNodes: readonly object[];
+  /**
+   * Objects whose first key (`key`, required, a string constant in each) tells the alternatives
+   * apart: once its value is read, the object is at that alternative's own place (tool calls by
+   * their `name`, a union by its leading `type`), so the others' bounds never meet it.
+   */
+  readonly discriminator?: { readonly key: string; readonly places: ReadonlyMap<string, number> };
 }
 
 /** The places, by index: UNBOUNDED (0) has nothing guarded beneath it, ROOT (1) is the document. */
@@ -187,6 +193,8 @@ class PlanBuilder {
   }
 
   private describe(alternatives: Alternative[]): GuardPlace {
+    const discriminated = this.discriminated(alternatives);
+    if (discriminated !== null) return discriminated;
     for (const alternative of alternatives)
       for (const member of alternative)
         for (const keyword of UNFOLLOWED) if (member[keyword] !== undefined && this.mentionsLength(member[keyword])) throw new Unplannable('a keyword the plan does not follow speaks of lengths');
@@ -210,6 +218,33 @@ class PlanBuilder {
       restItems: this.place(this.expand(...alternatives.flatMap((a) => this.item(a, null)))),
       objectNodes: this.objectNodes(alternatives),
     };
+  }
+
+  /**
+   * A place of several object alternatives that its first key tells apart: each alternative a
+   * single object schema (beside members saying nothing of objects) that is not written in any
+   * order, whose first property is the same required key, a string constant different in each.
+   * The schema's order writes that key first, so the guard knows the alternative before any other
+   * value; the place itself holds only that key. null where the alternatives are not such.
+   */
+  private discriminated(alternatives: Alternative[]): GuardPlace | null {
+    if (alternatives.length < 2 || this.scope.withObjects) return null;
+    let key: string | null = null;
+    const places = new Map<string, number>();
+    for (const alternative of alternatives) {
+      const objects = alternative.filter((m) => !onlyStructure(m));
+      const object = objects[0];
+      if (objects.length !== 1 || object === undefined || object['type'] !== 'object' || !isObject(object['properties'])) return null;
+      const first = Object.keys(object['properties'])[0];
+      const value = first === undefined ? null : object['properties'][first];
+      const constant = isObject(value) && typeof value['const'] === 'string' ? value['const'] : null;
+      const required = Array.isArray(object['required']) && object['required'].includes(first ?? '');
+      if (first === undefined || (key !== null && first !== key) || constant === null || !required || places.has(constant)) return null;
+      key = first;
+      places.set(constant, UNBOUNDED);
+    }
+    for (const [i, constant] of [...places.keys()].entries()) places.set(constant, this.place([alternatives[i]!]));
+    return { ...emptyPlace(), keys: new Map([[key!, UNBOUNDED]]), discriminator: { key: key!, places } };
   }
 
   /**

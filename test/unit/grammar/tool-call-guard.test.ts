@@ -88,13 +88,30 @@ describe('tool calls with the string guard', () => {
     expect(await grammar.masksAcceptSpec(spec, `[${call('f0', { root: { children: [] } })}]`)).toBe(false);
   });
 
-  it('two tools bounding one key differently: no plan can tell them apart, so the bounds are counted in the grammar and still hold', async () => {
+  it('two tools bounding one key differently: the call’s name tells the guard which tool’s bounds hold', async () => {
     const bounded = (max: number) => ({ type: 'object', properties: { q: { type: 'string', maxLength: max } }, required: ['q'] });
-    const spec = tools({ kind: 'array', maxCalls: 1 }, bounded(10), bounded(12));
+    for (const framing of [{ kind: 'array', maxCalls: 1 } as const, HERMES]) {
+      const spec = tools(framing, bounded(10), bounded(300), { type: 'object', properties: { q: { type: 'string' } } });
+      const wrap = (text: string): string => (framing.kind === 'array' ? `[${text}]` : block(text));
+      let compiled: CompiledConstraint | undefined;
+      expect(await grammar.masksAcceptSpec(spec, wrap(call('f1', { q: 'z'.repeat(300) })), (c) => (compiled = c))).toBe(true);
+      expect(compiled?.guard).not.toBeNull();
+      expect(await grammar.masksAcceptSpec(spec, wrap(call('f1', { q: 'z'.repeat(301) })))).toBe(false);
+      expect(await grammar.masksAcceptSpec(spec, wrap(call('f0', { q: 'z'.repeat(10) })))).toBe(true);
+      expect(await grammar.masksAcceptSpec(spec, wrap(call('f0', { q: 'z'.repeat(11) })))).toBe(false);
+      expect(await grammar.masksAcceptSpec(spec, wrap(call('f2', { q: 'z'.repeat(400) })))).toBe(true);
+    }
+  });
+
+  it('a response_format union told apart by its leading constant: each branch’s bounds, not a refusal or a count', async () => {
+    const branch = (type: string, max: number) => ({ type: 'object', properties: { type: { const: type }, text: { type: 'string', maxLength: max } }, required: ['type', 'text'] });
+    const schema = { oneOf: [branch('short', 20), branch('long', 500)] };
     let compiled: CompiledConstraint | undefined;
-    expect(await grammar.masksAcceptSpec(spec, `[${call('f1', { q: 'z'.repeat(12) })}]`, (c) => (compiled = c))).toBe(true);
-    expect(compiled?.guard).toBeNull();
-    expect(await grammar.masksAcceptSpec(spec, `[${call('f0', { q: 'z'.repeat(11) })}]`)).toBe(false);
+    expect(await grammar.masksAccept(schema, { type: 'long', text: 'y'.repeat(500) }, (c) => (compiled = c))).toBe(true);
+    expect(compiled?.guard).not.toBeNull();
+    expect(await grammar.masksAccept(schema, { type: 'long', text: 'y'.repeat(501) })).toBe(false);
+    expect(await grammar.masksAccept(schema, { type: 'short', text: 'y'.repeat(20) })).toBe(true);
+    expect(await grammar.masksAccept(schema, { type: 'short', text: 'y'.repeat(21) })).toBe(false);
   });
 });
 

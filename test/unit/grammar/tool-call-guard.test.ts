@@ -4,6 +4,7 @@
 // the guard following JSON only after each `<tool_call>` opener); and parameters generated with
 // $defs / $ref (pydantic, zod) resolved against their own root. Over the tiny model's Qwen3
 // vocabulary, token by token, as the server masks.
+import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { GrammarSpec, ToolCallsFraming, ToolCallsGrammar } from '../../../src/contracts/generate.js';
 import type { CompiledConstraint } from '../../../src/grammar/grammar-engine.js';
@@ -11,7 +12,8 @@ import { guardOpener, openerStep } from '../../../src/grammar/guard-opener.js';
 import { rebaseRefs } from '../../../src/grammar/json-schema/rebase-refs.js';
 import type { Json } from '../../../src/grammar/json-schema/schema-model.js';
 import { layoutJson } from '../../../src/grammar/schema-grammar.js';
-import { openQwen3Grammar, type Qwen3Grammar } from '../../support/qwen3-grammar.js';
+import { openQwen3Grammar, QWEN3_STOP, type Qwen3Grammar } from '../../support/qwen3-grammar.js';
+import { seededRandom } from '../../support/seeded-random.js';
 
 let grammar: Qwen3Grammar;
 beforeAll(async () => {
@@ -114,6 +116,72 @@ describe('tool calls with the string guard', () => {
     expect(await grammar.masksAccept(schema, { type: 'short', text: 'y'.repeat(21) })).toBe(false);
   });
 });
+
+describe('random walks under tool-call masks', () => {
+  const twoTools = [
+    {
+      type: 'object',
+      properties: { q: { type: 'string', minLength: 1, maxLength: 9 }, tags: { type: 'array', items: { type: 'string', maxLength: 3 }, uniqueItems: true, maxItems: 2 } },
+      required: ['q'],
+    },
+    { type: 'object', properties: { q: { type: 'string', maxLength: 12 }, n: { type: 'integer', minimum: 0, maximum: 9 } }, required: ['q', 'n'] },
+  ];
+  const validators = twoTools.map((schema) => new Ajv2020({ strict: false }).compile(schema));
+
+  /** Seeded walks from `prefix` (text accepted first): never a mask allowing nothing; each finished output's calls valid for their tools (ajv). */
+  async function walk(spec: GrammarSpec, prefix: string, calls: (text: string) => Json[], seedBase: number): Promise<number> {
+    const constraint = await grammar.engine.compile(spec);
+    let checked = 0;
+    for (let seed = 0; seed < 30; seed++) {
+      const random = seededRandom(seedBase + seed);
+      const matcher = await grammar.engine.matcher(constraint, [QWEN3_STOP]);
+      const out = prefix === '' ? [] : grammar.encode(prefix);
+      try {
+        for (const id of out) expect(matcher.accept(id)).toBe(true);
+        while (out.length < 200 && !matcher.isTerminated()) {
+          const allowed = allowedIds(await matcher.nextTokenMask());
+          expect(allowed.length, `seed ${seed}: ${out.length === 0 ? '' : grammar.decode(out)}`).toBeGreaterThan(0);
+          const short = allowed.filter((id) => id < 256 || id === QWEN3_STOP);
+          const id = short.length > 0 && random() < 0.9 ? short[Math.floor(random() * short.length)]! : allowed[Math.floor(random() * allowed.length)]!;
+          expect(matcher.accept(id)).toBe(true);
+          if (id !== QWEN3_STOP) out.push(id);
+        }
+        if (!matcher.isTerminated()) continue;
+        for (const c of calls(grammar.decode(out))) {
+          const { name, arguments: args } = c as { name: string; arguments: Json };
+          const validate = validators[Number(name.slice(1))]!;
+          expect(validate(args), `${name} ${JSON.stringify(args)}`).toBe(true);
+          checked++;
+        }
+      } finally {
+        matcher.dispose();
+      }
+    }
+    return checked;
+  }
+
+  it('required: finished arrays hold calls valid for their tools, each tool’s bounds told apart by name', async () => {
+    const checked = await walk(tools({ kind: 'array', maxCalls: 3 }, ...twoTools), '', (text) => JSON.parse(text) as Json[], 500);
+    expect(checked).toBeGreaterThan(10);
+  }, 120_000);
+
+  it('auto: after prose and the opener, finished calls are valid for their tools', async () => {
+    const prose = 'A 5" screen, {x: [1 and';
+    const read = (text: string): Json[] =>
+      text
+        .split('<tool_call>\n')
+        .slice(1)
+        .map((block) => JSON.parse(block.split('\n</tool_call>')[0]!) as Json);
+    const checked = await walk(tools(HERMES, ...twoTools), `${prose}<tool_call>\n`, read, 600);
+    expect(checked).toBeGreaterThan(10);
+  }, 120_000);
+});
+
+function allowedIds(mask: Int32Array): number[] {
+  const ids: number[] = [];
+  for (let w = 0; w < mask.length; w++) if (mask[w] !== 0) for (let b = 0; b < 32; b++) if ((mask[w]! >>> b) & 1) ids.push(w * 32 + b);
+  return ids;
+}
 
 describe('rebaseRefs', () => {
   it('moves local references under the base and leaves data and other references alone', () => {

@@ -60,12 +60,15 @@ function callsDocument(calls: ToolCallsGrammar): { readonly root: Json; readonly
   const { framing, argumentsKey } = calls;
   const base = framing.kind === 'array' ? '#/items/anyOf' : '#/anyOf';
   const paths = calls.tools.map((_, i) => pointer(base, i));
+  // A custom tool has no parameters (undefined); a function's are parsed once.
+  const parsed = calls.tools.map((tool) => (tool.kind === 'function' ? (JSON.parse(tool.parameters) as Json) : undefined));
   const members = calls.tools.map((tool, i): Json => {
     const input = { type: 'object', properties: { input: { type: 'string' } }, required: ['input'], additionalProperties: false };
-    const parameters = tool.kind === 'function' ? rebaseRefs(JSON.parse(tool.parameters) as Json, pointer(paths[i]!, 'properties', argumentsKey)) : input;
+    const own = parsed[i];
+    const parameters = own === undefined ? input : rebaseRefs(own, pointer(paths[i]!, 'properties', argumentsKey));
     return { type: 'object', properties: { name: { const: tool.name }, [argumentsKey]: parameters }, required: ['name', argumentsKey], additionalProperties: false };
   });
-  const dialect = sharedDialect(calls.tools);
+  const dialect = sharedDialect(parsed);
   const union: { [key: string]: Json } = { anyOf: members, ...(dialect === null ? {} : { $schema: dialect }) };
   if (framing.kind === 'blocks') return { root: union, calls: members, paths };
   const bounds = { minItems: 1, ...(framing.maxCalls === null ? {} : { maxItems: framing.maxCalls }) };
@@ -73,13 +76,9 @@ function callsDocument(calls: ToolCallsGrammar): { readonly root: Json; readonly
 }
 
 /** The `$schema` every function's parameters that name one agree on (draft 4 to 7 read `items` and `$ref` otherwise); null when none or they differ. */
-function sharedDialect(tools: readonly ToolCallGrammar[]): string | null {
+function sharedDialect(parameters: readonly (Json | undefined)[]): string | null {
   const named = new Set<string>();
-  for (const tool of tools) {
-    if (tool.kind !== 'function') continue;
-    const parameters = JSON.parse(tool.parameters) as unknown;
-    if (isObject(parameters) && typeof parameters['$schema'] === 'string') named.add(parameters['$schema']);
-  }
+  for (const schema of parameters) if (isObject(schema) && typeof schema['$schema'] === 'string') named.add(schema['$schema']);
   return named.size === 1 ? [...named][0]! : null;
 }
 

@@ -11,7 +11,7 @@
 // guard's plan follows the document (properties, items, $refs, combinators); everything else keeps
 // the schema's order. Pure.
 
-import { keysOf, type Presence, presenceOf } from './presence-constraints.js';
+import { holds, keysOf, type Presence, presenceOf } from './presence-constraints.js';
 import { ANNOTATIONS, isObject, isValidated, type Json, resolvePointer, type SchemaObject } from './schema-model.js';
 
 /** What the guard enforces about an object written in any order: the translator's own reading of its keys. */
@@ -46,16 +46,6 @@ export function objectKeyRule(names: readonly string[], required: readonly strin
 
 /** The most keys a presence statement may name for its object to be written in any order (the guard tries every subset of the unwritten ones). */
 export const MAX_PRESENCE_KEYS = 12;
-
-/** Whether the statement holds of an object with exactly these keys. */
-export function holds(statement: Presence, present: ReadonlySet<string>): boolean {
-  if (typeof statement === 'boolean') return statement;
-  if ('all' in statement) return statement.all.every((key) => present.has(key));
-  if ('not' in statement) return !holds(statement.not, present);
-  if ('some' in statement) return statement.some.some((part) => holds(part, present));
-  if ('one' in statement) return statement.one.filter((part) => holds(part, present)).length === 1;
-  return statement.every.every((part) => holds(part, present));
-}
 
 /** Whether an object with exactly the keys written may close: every required key, the presence statement, the counts. */
 export function isComplete(rule: ObjectKeyRule, used: readonly string[]): boolean {

@@ -230,7 +230,7 @@ class PlanBuilder {
   private discriminated(alternatives: Alternative[]): GuardPlace | null {
     if (alternatives.length < 2 || this.scope.withObjects) return null;
     let key: string | null = null;
-    const places = new Map<string, number>();
+    const constants: string[] = [];
     for (const alternative of alternatives) {
       const objects = alternative.filter((m) => !onlyStructure(m));
       const object = objects[0];
@@ -239,11 +239,12 @@ class PlanBuilder {
       const value = first === undefined ? null : object['properties'][first];
       const constant = isObject(value) && typeof value['const'] === 'string' ? value['const'] : null;
       const required = Array.isArray(object['required']) && object['required'].includes(first ?? '');
-      if (first === undefined || (key !== null && first !== key) || constant === null || !required || places.has(constant)) return null;
+      if (first === undefined || (key !== null && first !== key) || constant === null || !required || constants.includes(constant)) return null;
       key = first;
-      places.set(constant, UNBOUNDED);
+      constants.push(constant);
     }
-    for (const [i, constant] of [...places.keys()].entries()) places.set(constant, this.place([alternatives[i]!]));
+    // Only once every alternative qualifies are their places made (making one queues it).
+    const places = new Map(constants.map((constant, i) => [constant, this.place([alternatives[i]!])]));
     return { ...emptyPlace(), keys: new Map([[key!, UNBOUNDED]]), discriminator: { key: key!, places } };
   }
 

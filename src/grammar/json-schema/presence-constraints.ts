@@ -170,6 +170,16 @@ export function keysOf(statement: Presence): string[] {
   return [...out];
 }
 
+/** Whether the statement holds of an object with exactly these keys. */
+export function holds(statement: Presence, present: ReadonlySet<string>): boolean {
+  if (typeof statement === 'boolean') return statement;
+  if ('all' in statement) return statement.all.every((key) => present.has(key));
+  if ('not' in statement) return !holds(statement.not, present);
+  if ('some' in statement) return statement.some.some((part) => holds(part, present));
+  if ('one' in statement) return statement.one.filter((part) => holds(part, present)).length === 1;
+  return statement.every.every((part) => holds(part, present));
+}
+
 /** The statement with the key's presence decided, simplified: what is still open about the other keys. */
 export function decide(statement: Presence, key: string, present: boolean): Presence {
   const walk = (s: Presence): Presence => {

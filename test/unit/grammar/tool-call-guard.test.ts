@@ -117,6 +117,30 @@ describe('tool calls with the string guard', () => {
   });
 });
 
+describe('rolled back mid-call (rejected speculative tokens)', () => {
+  it('auto: a rollback across the opener returns the guard to free text, and re-accepting restores the bounds', async () => {
+    const spec = tools(HERMES, SEARCH);
+    const constraint = await grammar.engine.compile(spec);
+    const matcher = await grammar.engine.matcher(constraint, [QWEN3_STOP]);
+    try {
+      const head = grammar.encode(`Say "x{${block(call('f0', { query: 'q'.repeat(300), tags: [] })).slice(0, -60)}`);
+      for (const id of head) expect(matcher.accept(id)).toBe(true);
+      // Back past the opener into the prose, then forward again on the same tokens.
+      const opener = grammar.encode(`Say "x{`).length;
+      matcher.rollBack(head.length - opener);
+      for (const id of head.slice(opener)) expect(matcher.accept(id)).toBe(true);
+      // The rest of the 300 characters fit; one more does not.
+      const used = grammar.decode(head).split('"query": "')[1]!.length;
+      const rest = grammar.encode('q'.repeat(300 - used));
+      for (const id of rest) expect(matcher.accept(id)).toBe(true);
+      const [more] = grammar.encode('q');
+      expect(matcher.accept(more!)).toBe(false);
+    } finally {
+      matcher.dispose();
+    }
+  });
+});
+
 describe('random walks under tool-call masks', () => {
   const twoTools = [
     {

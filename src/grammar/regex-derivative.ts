@@ -6,7 +6,7 @@
 // walked, each step taking the derivative. Where an automaton is needed (an intersection of
 // languages, exactly one of several, a lookahead), its states are tuples of derivatives. Pure.
 
-import type { RegexNode } from './regex-grammar.js';
+import { nullable, type RegexNode, sequence } from './regex-grammar.js';
 
 type Ranges = readonly (readonly [number, number])[];
 
@@ -20,13 +20,7 @@ const ANY_STRING: RegexNode = { t: 'repeat', node: { t: 'chars', set: [[0, 0x10f
 const isNothing = (node: RegexNode): boolean => node.t === 'alt' && node.options.length === 0;
 
 function seq(items: readonly RegexNode[]): RegexNode {
-  const flat: RegexNode[] = [];
-  for (const item of items) {
-    if (isNothing(item)) return NOTHING;
-    if (item.t === 'seq') flat.push(...item.items);
-    else flat.push(item);
-  }
-  return flat.length === 1 ? flat[0]! : { t: 'seq', items: flat };
+  return items.some(isNothing) ? NOTHING : sequence(items);
 }
 
 // Structural identity: equal nodes get one number, computed from their children's numbers (cached
@@ -108,24 +102,6 @@ function withoutRanges(set: Ranges, excluded: Ranges): Ranges {
     });
   }
   return out;
-}
-
-/** Whether the node matches the empty string. */
-export function nullable(node: RegexNode): boolean {
-  switch (node.t) {
-    case 'chars':
-      return false;
-    case 'seq':
-      return node.items.every(nullable);
-    case 'alt':
-      return node.options.some(nullable);
-    case 'repeat':
-      return node.min === 0 || nullable(node.node);
-    case 'and':
-      return node.nodes.every(nullable);
-    case 'not':
-      return !nullable(node.node);
-  }
 }
 
 /** The rest of each string whose first repetition is under way: the node's count lowered by one. */

@@ -56,6 +56,17 @@ function plainCharClass(plain: readonly (readonly [number, number])[]): string |
 
 /** One character of the set, as the EBNF for its JSON text inside a string. */
 export function jsonCharSet(set: CharSet): string | null {
+  const parts = jsonCharParts(set);
+  if (parts.length === 0) return null;
+  return parts.length === 1 ? parts[0]! : `(${parts.join(' | ')})`;
+}
+
+/**
+ * The same as alternatives: the plain characters' class, then the escaped ones (none: no
+ * character). A rule that lists them as its own alternatives, each followed by the rest, compiles
+ * faster in xgrammar 0.1.27 than one holding the parenthesized choice.
+ */
+export function jsonCharParts(set: CharSet): string[] {
   const plain: [number, number][] = [];
   const escaped: string[] = [];
   for (const [lo, hi] of normalize(set)) {
@@ -73,8 +84,7 @@ export function jsonCharSet(set: CharSet): string | null {
   const parts = [...escaped];
   const plainClass = plainCharClass(plain);
   if (plainClass !== null) parts.unshift(plainClass);
-  if (parts.length === 0) return null;
-  return parts.length === 1 ? parts[0]! : `(${parts.join(' | ')})`;
+  return parts;
 }
 
 /** What may follow a backslash inside a JSON string: JSON's escapes, \\u outside the surrogates (one \\u, one character). */

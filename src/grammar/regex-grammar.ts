@@ -56,6 +56,73 @@ export function complement(set: CharSet): CharSet {
   return normalize(out);
 }
 
+/** Whether the node matches the empty string. */
+export function nullable(node: RegexNode): boolean {
+  switch (node.t) {
+    case 'chars':
+      return false;
+    case 'seq':
+      return node.items.every(nullable);
+    case 'alt':
+      return node.options.some(nullable);
+    case 'repeat':
+      return node.min === 0 || nullable(node.node);
+    case 'and':
+      return node.nodes.every(nullable);
+    case 'not':
+      return !nullable(node.node);
+  }
+}
+
+/** Every character the node's strings can hold; null for a lookahead's languages (only their automaton tells). */
+function alphabet(node: RegexNode): CharSet | null {
+  switch (node.t) {
+    case 'chars':
+      return node.set;
+    case 'repeat':
+      return node.max === 0 ? [] : alphabet(node.node);
+    case 'seq':
+    case 'alt': {
+      const parts = (node.t === 'seq' ? node.items : node.options).map(alphabet);
+      return parts.some((part) => part === null) ? null : normalize((parts as CharSet[]).flat());
+    }
+    default:
+      return null;
+  }
+}
+
+/** The set S where the node is S* (any string of S's characters), else null. */
+export function starSet(node: RegexNode): CharSet | null {
+  if (node.t !== 'repeat' || node.min !== 0 || node.max !== null) return null;
+  const inner = node.node.t === 'seq' && node.node.items.length === 1 ? node.node.items[0]! : node.node;
+  return inner.t === 'chars' ? inner.set : null;
+}
+
+const within = (inner: CharSet, outer: CharSet): boolean => normalize(inner).every(([lo, hi]) => normalize(outer).some(([from, to]) => lo >= from && hi <= to));
+
+/** Whether `item` adds nothing beside a neighbouring S*: it may be empty and holds only S's characters, so S* item = S*. */
+function absorbedBy(star: RegexNode | undefined, item: RegexNode): boolean {
+  const set = star === undefined ? null : starSet(star);
+  if (set === null || !nullable(item)) return false;
+  const chars = alphabet(item);
+  return chars !== null && within(chars, set);
+}
+
+/**
+ * A sequence of the items, nested sequences flattened and every item a neighbouring S* absorbs
+ * dropped: an unanchored `.*` is `[^]* .* [^]*`, which is every string, and writing it so (and
+ * the derivatives of a key trie walked over it) would repeat three character loops at each step.
+ */
+export function sequence(items: readonly RegexNode[]): RegexNode {
+  const out: RegexNode[] = [];
+  for (const item of items.flatMap((i) => (i.t === 'seq' ? i.items : [i]))) {
+    if (absorbedBy(out.at(-1), item)) continue;
+    while (out.length > 0 && absorbedBy(item, out.at(-1)!)) out.pop();
+    out.push(item);
+  }
+  return out.length === 1 ? out[0]! : { t: 'seq', items: out };
+}
+
 const DIGITS: CharSet = [[0x30, 0x39]];
 const WORD: CharSet = normalize([
   [0x30, 0x39],
@@ -373,7 +440,7 @@ export function patternLanguage(pattern: string): RegexNode {
     if (!anchoredStart) items.push(ANY_REPEAT);
     items.push(node);
     if (!anchoredEnd) items.push(ANY_REPEAT);
-    return { t: 'seq', items };
+    return sequence(items);
   });
   return options.length === 1 ? options[0]! : { t: 'alt', options };
 }

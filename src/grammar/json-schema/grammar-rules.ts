@@ -10,6 +10,7 @@ export class GrammarRules {
   private count = 0;
   private stringRestName: string | null = null;
   private anyValueName: string | null = null;
+  private readonly restByChar = new Map<string, string>();
 
   /** Rules named so far. */
   get size(): number {
@@ -61,6 +62,19 @@ export class GrammarRules {
     const name = this.reserve('string_rest');
     this.stringRestName = name;
     return this.define(name, `"\\"" | ${JSON_PLAIN_CHAR} ${name} | "\\\\" ${JSON_ESCAPE} ${name}`);
+  }
+
+  /**
+   * The rest of a string whose every remaining character is one of `char` (EBNF alternatives for
+   * one character: jsonCharParts), then the closing quote; one rule per distinct `char`.
+   */
+  charsThenQuote(char: readonly string[]): string {
+    const key = char.join(' | ');
+    const known = this.restByChar.get(key);
+    if (known) return known;
+    const name = this.reserve('chars_rest');
+    this.restByChar.set(key, name);
+    return this.define(name, ['"\\""', ...char.map((part) => `${part} ${name}`)].join(' | '));
   }
 
   anyString(): string {

@@ -220,8 +220,10 @@ function extraKey(rules: GrammarRules, names: readonly string[]): string {
   const walk = (node: Node): string => {
     const parts: string[] = [];
     if (!node.end) parts.push('"\\""');
-    const others = keyCharOtherThan([...node.children.keys()]);
-    parts.push(`${others} ${rest}`);
+    // Its own rule, shared by every step leaving on the same characters: xgrammar computes a mask
+    // for each position a rule holds, and this one's first character lets almost every token in
+    // (~50 ms each on a 152 K vocabulary, where a step's literal characters cost ~5 ms).
+    parts.push(rules.share('extra_key_rest', `${keyCharOtherThan([...node.children.keys()])} ${rest}`));
     for (const [code, child] of node.children) parts.push(`${ebnfLiteral(String.fromCodePoint(code))} ${walk(child)}`);
     return rules.share('extra_key_part', parts.join(' | '));
   };

@@ -7,13 +7,13 @@
 // would need the patterns' complement), patterns whose schemas differ (a key both match would
 // need both), and propertyNames other than a pattern or a list of names (enum / const). Pure.
 
-import { derivative, intersection, matchesNothing, nullable, startingOutside } from '../regex-derivative.js';
-import { jsonCharSet, regexEbnf } from '../regex-ebnf.js';
-import { hasLookahead, PatternUnsupported, patternLanguage, type RegexNode } from '../regex-grammar.js';
+import { derivative, intersection, matchesNothing, startingOutside } from '../regex-derivative.js';
+import { jsonCharSet } from '../regex-ebnf.js';
+import { hasLookahead, nullable, PatternUnsupported, patternLanguage, type RegexNode } from '../regex-grammar.js';
 import { ebnfLiteral } from '../grammar-spec.js';
 import type { GrammarRules } from './grammar-rules.js';
 import { ANNOTATIONS, isObject, type Json, pointer, SchemaUnsupported, type SchemaObject } from './schema-model.js';
-import { automatonString, MAX_INTERSECTION_STATES } from './string-schema.js';
+import { automatonString, closedStringEbnf, MAX_INTERSECTION_STATES } from './string-schema.js';
 import type { Translation } from './translation.js';
 
 interface KeyPattern {
@@ -170,8 +170,9 @@ function keysExcept(rules: GrammarRules, language: RegexNode, names: readonly st
       rest,
       [...node.children.keys()].map((code) => [code, code] as const),
     );
-    const othersText = matchesNothing(others) ? null : regexEbnf(others);
-    if (othersText !== null) parts.push(`${othersText} "\\""`);
+    const othersText = matchesNothing(others) ? null : closedStringEbnf(rules, others);
+    // A rule of its own, shared by the steps leaving alike (as object-schema.ts's extra keys).
+    if (othersText !== null) parts.push(rules.share('pattern_key_rest', othersText));
     return parts.length === 0 ? null : rules.share('pattern_key', parts.join(' | '));
   };
   const body = walk(trie, language);

@@ -4,8 +4,8 @@
 // format where they can be written into it exactly. Pure.
 
 import { type AutomatonState, intersection } from '../regex-derivative.js';
-import { automatonBodies, JSON_ESCAPE, JSON_PLAIN_CHAR, jsonCharSet, regexEbnf } from '../regex-ebnf.js';
-import { hasLookahead, PatternUnsupported, patternLanguage, type RegexNode, withLength } from '../regex-grammar.js';
+import { automatonBodies, JSON_ESCAPE, JSON_PLAIN_CHAR, jsonCharParts, jsonCharSet, regexEbnf } from '../regex-ebnf.js';
+import { hasLookahead, PatternUnsupported, patternLanguage, type RegexNode, sequence, starSet, withLength } from '../regex-grammar.js';
 import { STRING_FORMATS, stringFormat } from '../string-formats.js';
 import type { GrammarRules } from './grammar-rules.js';
 import { isGuardedLength } from './string-bounds.js';
@@ -74,14 +74,41 @@ export function stringSchema(t: Translation, node: SchemaObject, path: string): 
       );
     language = bounded;
   }
-  let body: string | null;
+  let rest: string | null;
   try {
-    body = regexEbnf(language);
+    rest = closedStringEbnf(t.rules, language);
   } catch (error) {
     if (error instanceof PatternUnsupported) throw new SchemaUnsupported('pattern' in format ? 'format' : 'pattern', pointer(path, 'pattern' in format ? 'format' : 'pattern'), error.message);
     throw error;
   }
-  return body === null ? null : t.rules.share('string_pattern', `"\\"" ${body} "\\""`);
+  return rest === null ? null : t.rules.share('string_pattern', `"\\"" ${t.rules.share('string_pattern_rest', rest)}`);
+}
+
+/**
+ * A string's content in the node's language, then its closing quote, as a rule's body (null: no
+ * string matches). A trailing `S*` is a right-recursive rule, as every open string here is:
+ * xgrammar 0.1.27 computes a rule's masks in microseconds where `(c)*` took ~200 ms a mask, and
+ * each such loop inside a rule costs its compile a pass over the vocabulary. One character before
+ * it is written as the body's own alternatives (jsonCharParts), not a parenthesized choice.
+ */
+export function closedStringEbnf(rules: GrammarRules, node: RegexNode): string | null {
+  if (node.t === 'alt') {
+    const options = node.options.map((option) => closedStringEbnf(rules, option)).filter((text) => text !== null);
+    return options.length === 0 ? null : options.join(' | ');
+  }
+  const items = node.t === 'seq' ? node.items : [node];
+  const set = items.length === 0 ? null : starSet(items.at(-1)!);
+  if (set === null) {
+    const text = regexEbnf(node);
+    return text === null ? null : `${text} "\\""`;
+  }
+  const char = jsonCharParts(set);
+  const tail = char.length === 0 ? '"\\""' : rules.charsThenQuote(char);
+  if (items.length === 1) return tail;
+  const first = items[0]!;
+  const head = items.length === 2 && first.t === 'chars' ? jsonCharParts(first.set) : [regexEbnf(sequence(items.slice(0, -1)))];
+  const written = head.filter((part) => part !== null);
+  return written.length === 0 ? null : written.map((part) => `${part} ${tail}`).join(' | ');
 }
 
 /** The patterns a string schema's values must match: its `pattern` and its format's, as guard-plan.ts lists them. */

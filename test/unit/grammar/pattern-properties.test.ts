@@ -67,6 +67,19 @@ const CASES: [string, object, Json[], Json[]][] = [
     [{ 'x-a': 1 }, { b: 1, 'x-c': 2 }],
   ],
   [
+    // WashingtonPost's ANS schemas: `.*` and a start-anchored `^[a-zA-Z0-9_]*` match every key (their language is written as any string, once).
+    'patterns matching every key, beside named properties',
+    { type: 'object', properties: { ab: { type: 'integer', minimum: 0 }, ac: { type: 'integer', maximum: 0 } }, patternProperties: { '^[a-z_]*': { type: 'integer' } }, additionalProperties: false },
+    [{}, { ab: 1 }, { a: 1, abc: -2, 'A\nb': 3, '': 4, 'a"c': 5, é: 6 }, { ab: 1, ac: -1, b: 7 }],
+    [{ ab: -1 }, { ac: 2 }, { a: 'x' }, { é: 'x' }],
+  ],
+  [
+    'a pattern a key only contains, beside a named property',
+    { type: 'object', properties: { ab: { type: 'null' } }, patternProperties: { b: { type: ['integer', 'null'] } }, additionalProperties: false },
+    [{ ab: null }, { b: 1, bb: 2, xbx: null, 'a\nb': 4 }, { ab: null, abc: 5 }],
+    [{ a: 1 }, { ab: 1 }, { x: 1 }, { bb: 'x' }],
+  ],
+  [
     'propertyNames as a pattern, other keys by additionalProperties',
     { type: 'object', propertyNames: { pattern: '^[a-z]+$' }, additionalProperties: { type: 'integer' } },
     [{}, { a: 1, bc: 2 }],

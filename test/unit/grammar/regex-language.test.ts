@@ -1,0 +1,51 @@
+// The languages regex-grammar.ts reads patterns as, held to ECMAScript's own matcher: a string is
+// in a pattern's language (its derivatives taken character by character end nullable) exactly
+// when `new RegExp(pattern, 'u').test(string)` finds a match in it, for generated patterns and
+// strings. And the sequences it builds are no larger than they must be: an unanchored `.*`, or
+// any loop beside a loop over every character, is written once as every string.
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { derivative } from '../../../src/grammar/regex-derivative.js';
+import { nullable, patternLanguage, type RegexNode, starSet } from '../../../src/grammar/regex-grammar.js';
+
+const inLanguage = (node: RegexNode, text: string): boolean => nullable([...text].reduce((rest, ch) => derivative(rest, ch.codePointAt(0)!), node));
+
+const PIECES = ['a', 'b', '.*', '[a-z]*', '[ab]+', 'x?', '(a|b)', '[^b]*', '\\d*', '(ab)*', '.+', 'é*'];
+const pattern = fc
+  .tuple(fc.boolean(), fc.array(fc.constantFrom(...PIECES), { minLength: 1, maxLength: 4 }), fc.boolean())
+  .map(([start, pieces, end]) => `${start ? '^' : ''}${pieces.join('')}${end ? '$' : ''}`);
+const text = fc.array(fc.constantFrom('a', 'b', 'x', '1', '\n', 'é', '_'), { maxLength: 7 }).map((chars) => chars.join(''));
+
+describe('pattern languages', () => {
+  it('hold exactly the strings a search for the pattern matches in (ECMAScript, the u flag)', () => {
+    fc.assert(
+      fc.property(pattern, fc.array(text, { minLength: 1, maxLength: 12 }), (source, texts) => {
+        const language = patternLanguage(source);
+        const regex = new RegExp(source, 'u');
+        for (const t of texts) expect(inLanguage(language, t), `${JSON.stringify(source)} on ${JSON.stringify(t)}`).toBe(regex.test(t));
+      }),
+      { numRuns: 400, seed: 37 },
+    );
+  });
+
+  it.each(['.*', '^[a-zA-Z0-9_]*', '[a-z]*$', 'x?'])('%s matches every string and is written as one loop over every character', (source) => {
+    const language = patternLanguage(source);
+    expect(starSet(language)).not.toBeNull();
+    expect(inLanguage(language, 'any\nthing é')).toBe(true);
+  });
+
+  it('writes ^.*.*$ as one loop, still without line breaks', () => {
+    const language = patternLanguage('^.*.*$');
+    expect(starSet(language)).not.toBeNull();
+    expect(inLanguage(language, 'ab')).toBe(true);
+    expect(inLanguage(language, 'a\nb')).toBe(false);
+  });
+
+  it('keeps what a loop does not absorb: ^a.* is "a", then every string', () => {
+    const language = patternLanguage('^a.*');
+    expect(language.t).toBe('seq');
+    expect(language.t === 'seq' && language.items.length).toBe(2);
+    expect(inLanguage(language, 'a\n')).toBe(true);
+    expect(inLanguage(language, 'ba')).toBe(false);
+  });
+});

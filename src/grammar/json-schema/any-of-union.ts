@@ -9,13 +9,15 @@
 import { mergeAllOf } from './all-of-merge.js';
 import { exactlyOneNumberRange } from './numeric-one-of.js';
 import { exactlyOneString, stringLanguage } from './string-one-of.js';
-import { ANNOTATIONS, constants, isValidated, isObject, type Json, kindOf, pointer, type SchemaObject, SchemaUnsupported } from './schema-model.js';
+import { ANNOTATIONS, constants, constrains, isObject, type Json, kindOf, pointer, type SchemaObject, SchemaUnsupported } from './schema-model.js';
 import type { Translation } from './translation.js';
 
 export function unionSchema(t: Translation, node: SchemaObject, keyword: 'anyOf' | 'oneOf', path: string): string | null {
   const { [keyword]: branches, ...siblings } = node;
   const list = branches as Json[];
-  const constraining = Object.keys(siblings).filter(isValidated);
+  // Siblings every value meets (`additionalProperties: {}`), or a `type` every branch already
+  // keeps to, are dropped, so a branch stays the schema object it is (any-order.ts follows it by identity).
+  const constraining = Object.keys(siblings).filter((k) => constrains(k, siblings[k]) && !(k === 'type' && list.every((branch) => typeWithin(t.deref(branch, path), siblings[k]))));
   const resolved = list.map((branch, i) => (constraining.length > 0 ? mergeAllOf(t, { allOf: [siblings, branch] }, pointer(path, keyword, i)) : branch));
   const overlapping: [number, number][] = [];
   if (keyword === 'oneOf') for (let i = 0; i < resolved.length; i++) for (let j = i + 1; j < resolved.length; j++) if (!disjoint(t, resolved[i]!, resolved[j]!, path)) overlapping.push([i, j]);
@@ -46,6 +48,14 @@ export function unionSchema(t: Translation, node: SchemaObject, keyword: 'anyOf'
   if (strings?.body) parts.push(strings.body);
   if (parts.length === 0) return null;
   return parts.length === 1 ? parts[0]! : `(${parts.join(' | ')})`;
+}
+
+/** Whether a (dereferenced) branch says `type` and every type it allows is among `types`. */
+function typeWithin(branch: Json, types: Json | undefined): boolean {
+  const allowed = typeof types === 'string' ? [types] : Array.isArray(types) ? types : [];
+  const own = isObject(branch) ? branch['type'] : undefined;
+  const listed = typeof own === 'string' ? [own] : Array.isArray(own) ? own : [];
+  return listed.length > 0 && listed.every((type) => allowed.includes(type) || (type === 'integer' && allowed.includes('number')));
 }
 
 /** The values a branch lists where it says nothing but `const` or `enum` (and annotations); null otherwise. */

@@ -12,7 +12,7 @@
 // the schema's order. Pure.
 
 import { holds, keysOf, type Presence, presenceOf } from './presence-constraints.js';
-import { ANNOTATIONS, isObject, isValidated, type Json, resolvePointer, type SchemaObject } from './schema-model.js';
+import { ANNOTATIONS, constrains, isObject, type Json, resolvePointer, type SchemaObject } from './schema-model.js';
 
 /** What the guard enforces about an object written in any order: the translator's own reading of its keys. */
 export interface ObjectKeyRule {
@@ -151,7 +151,7 @@ const DEFINITIONS = new Set(['$defs', 'definitions']);
 
 /** Whether a schema object is an object schema that says only which keys it names, requires and allows beside, and which it has. */
 function speaksOnlyOfKeys(root: Json, node: SchemaObject, closedByDefault: boolean): boolean {
-  if (!OBJECT_WORDS.some((k) => node[k] !== undefined) && !(node['type'] === 'object' || (Array.isArray(node['type']) && node['type'].includes('object')))) return false;
+  if (!OBJECT_WORDS.some((k) => constrains(k, node[k])) && !(node['type'] === 'object' || (Array.isArray(node['type']) && node['type'].includes('object')))) return false;
   if (KEEPS_ORDER.some((k) => node[k] !== undefined)) return false;
   if (PRESENCE_WORDS.some((k) => node[k] !== undefined)) {
     const reading = presenceOf({ deref: derefIn(root) }, Object.fromEntries(PRESENCE_WORDS.filter((k) => node[k] !== undefined).map((k) => [k, node[k]!])), '#');
@@ -250,7 +250,7 @@ function* unfollowedChildren(followed: ReadonlySet<object>): Generator<Json> {
 
 const STRUCTURE = new Set(['$ref', 'allOf', 'anyOf', 'oneOf', 'type']);
 
-/** Whether a member of an alternative says nothing of objects: only references, combinators, `type`, and keywords no validator reads (annotations, extensions). */
+/** Whether a member of an alternative says nothing of objects: only references, combinators, `type`, keywords no validator reads (annotations, extensions) and subschemas every value meets. */
 export function onlyStructure(member: SchemaObject): boolean {
-  return Object.keys(member).every((k) => STRUCTURE.has(k) || !isValidated(k));
+  return Object.keys(member).every((k) => STRUCTURE.has(k) || !constrains(k, member[k]));
 }

@@ -156,7 +156,9 @@ class PlanBuilder {
     if (candidates.length === 0) return [];
     const objects = alternatives.filter((a) => a.every((m) => allowsType(m, 'object')));
     const chosen = objects.map((a) => {
-      const own = a.filter((m) => candidates.includes(m));
+      // An open object naming nothing (a union's `type: "object"` sibling) says nothing beside another.
+      const all = a.filter((m) => candidates.includes(m));
+      const own = all.length > 1 ? all.filter((m) => !onlyStructure(m)) : all;
       if (own.length !== 1) return null;
       // The object's own anyOf / oneOf over `required` split the place; its statement is in its key rule.
       const parts = presenceParts(this.root, own[0]!);

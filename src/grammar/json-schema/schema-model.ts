@@ -106,6 +106,18 @@ export const PRESENCE_KEYWORDS = ['not', 'dependencies', 'dependentRequired', 'd
 export const CONSTRAINING = new Set([...OBJECT_KEYWORDS, ...ARRAY_KEYWORDS, ...STRING_KEYWORDS, ...NUMBER_KEYWORDS, ...PRESENCE_KEYWORDS, 'anyOf', 'oneOf', 'allOf', '$ref', ...Object.keys(REFUSED)]);
 /** Whether a validator reads the keyword (others — annotations, extensions such as "x-property-order", unknown words — change nothing). */
 export const isValidated = (keyword: string): boolean => CONSTRAINING.has(keyword) || keyword === 'type' || keyword === 'enum' || keyword === 'const';
+/** Keywords whose subschema applies to some of a value's parts: as `true` or `{}` every value meets them. */
+const OPEN_WHEN_EMPTY = new Set(['additionalProperties', 'unevaluatedProperties', 'items', 'additionalItems', 'propertyNames']);
+/**
+ * Whether the keyword, with this value, narrows what is valid: validated, and not a subschema
+ * every part meets (WashingtonPost's `additionalProperties: {}` beside its root anyOf, which a
+ * conjunction with each branch can drop).
+ */
+export function constrains(keyword: string, value: Json | undefined): boolean {
+  if (!isValidated(keyword)) return false;
+  if (!OPEN_WHEN_EMPTY.has(keyword)) return true;
+  return !(value === true || (isObject(value) && Object.keys(value).every((k) => !isValidated(k))));
+}
 /** Keywords whose values two allOf members combine by taking the larger (lower bounds) or the smaller (upper bounds). */
 export const LOWER_BOUND_KEYWORDS = new Set(['minimum', 'exclusiveMinimum', 'minLength', 'minItems', 'minProperties']);
 export const UPPER_BOUND_KEYWORDS = new Set(['maximum', 'exclusiveMaximum', 'maxLength', 'maxItems', 'maxProperties']);

@@ -41,6 +41,9 @@ describe('which objects are written in any order', () => {
     const b = closed({ kind: { enum: ['b', 'c'] }, y: { type: 'integer' }, note: { type: 'string' } }, ['kind']);
     expect(loosened({ anyOf: [a, b] })).toEqual(['kind,x,note', 'kind,y,note']);
     expect(loosened({ oneOf: [{ $ref: '#/$defs/a' }, { $ref: '#/$defs/b' }], $defs: { a, b } })).toEqual(['kind,x,note', 'kind,y,note']);
+    // Beside a sibling every value meets (WashingtonPost's root `additionalProperties: {}` next to its anyOf).
+    expect(loosened({ additionalProperties: {}, anyOf: [{ $ref: '#/$defs/a' }, { $ref: '#/$defs/b' }], $defs: { a, b } })).toEqual(['kind,x,note', 'kind,y,note']);
+    expect(loosened({ type: 'object', additionalProperties: {}, anyOf: [a, b] })).toEqual(['kind,x,note', 'kind,y,note']);
     // A key both allow with different schemas: which one holds is decided by a value the guard does not read.
     const c = closed({ kind: { const: 'c' }, x: { type: 'string' } }, ['kind']);
     expect(loosened({ anyOf: [a, c] })).toEqual([]);
@@ -156,6 +159,23 @@ describe('with the Qwen3 vocabulary', () => {
       },
       [{ kind: 'a', x: 1 }, { x: 1, note: 'n', kind: 'a' }, { kind: 'b' }, { note: '', kind: 'c', y: true }, { y: false, kind: 'b' }, 'text'],
       [{ kind: 'a' }, { x: 1, kind: 'b' }, { kind: 'a', y: true, x: 1 }, { note: 'n' }, { y: true }, { kind: 'd' }, {}],
+    ],
+    [
+      'a union beside siblings that add nothing (additionalProperties: {}, type: object), a recursive list',
+      {
+        type: 'object',
+        additionalProperties: {},
+        anyOf: [{ $ref: '#/$defs/list' }, { $ref: '#/$defs/text' }],
+        $defs: {
+          list: closed({ type: { enum: ['list'] }, list_type: { type: 'string' }, items: { type: 'array', items: { $ref: '#' } } }, ['type']),
+          text: closed({ type: { enum: ['text'] }, content: { type: 'string' } }, ['type']),
+        },
+      },
+      [
+        { type: 'list', list_type: 'unordered', items: [{ type: 'text', content: 'a' }, { content: 'b', type: 'text' }] },
+        { items: [], type: 'list' },
+      ],
+      [{ type: 'list', content: 'a' }, { type: 'text', items: [] }, { items: [{ type: 'text', x: 1 }], type: 'list' }, { list_type: 'x' }],
     ],
   ])('%s', async (_, schema, valid, invalid) => {
     const validate = ajv.compile(schema);

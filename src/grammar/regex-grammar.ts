@@ -431,6 +431,25 @@ export function lengthRange(node: RegexNode): { min: number; max: number | null 
 const ANY_REPEAT: RegexNode = { t: 'repeat', node: { t: 'chars', set: ANY }, min: 0, max: null };
 
 /**
+ * A whole-string language whose length alone picks out its strings among a looser one: every item
+ * fixed in length but one repeat of a character set with an upper count (`[a-z0-9-]{1,255}`,
+ * `v[0-9]{1,12}`). Returned: the language with that count open (`[a-z0-9-]+`) and the lengths
+ * the original allows, which together say exactly what it says. Null for anything else.
+ */
+export function countLifted(node: RegexNode): { readonly node: RegexNode; readonly min: number; readonly max: number } | null {
+  const items = flatItems(node);
+  const variable = items.flatMap((item, i) => (lengthRange(item).min === lengthRange(item).max ? [] : [i]));
+  if (variable.length !== 1) return null;
+  const i = variable[0]!;
+  const item = items[i]!;
+  if (item.t !== 'repeat' || item.node.t !== 'chars' || item.max === null) return null;
+  const fixed = items.reduce((sum, other, j) => (j === i ? sum : sum + lengthRange(other).min), 0);
+  const copy = [...items];
+  copy[i] = { t: 'repeat', node: item.node, min: item.min, max: null };
+  return { node: { t: 'seq', items: copy }, min: fixed + item.min, max: fixed + item.max };
+}
+
+/**
  * The pattern as whole-string alternatives: the unanchored sides of each get any characters, so
  * each node's strings are exactly the strings the pattern's search finds a match in.
  */

@@ -10,7 +10,7 @@ export class GrammarRules {
   private count = 0;
   private stringRestName: string | null = null;
   private anyValueName: string | null = null;
-  private readonly restByChar = new Map<string, string>();
+  private readonly built = new Map<string, string>();
 
   /** Rules named so far. */
   get size(): number {
@@ -65,16 +65,25 @@ export class GrammarRules {
   }
 
   /**
+   * What `build` writes (rules, and the expression naming them), once per `key`: constructions
+   * whose rules refer to each other (a counted string, a loop) are not shared by `share`, which
+   * keys a single body, and each copy would cost the compile its positions again.
+   */
+  once(key: string, build: () => string): string {
+    let known = this.built.get(key);
+    if (known === undefined) this.built.set(key, (known = build()));
+    return known;
+  }
+
+  /**
    * The rest of a string whose every remaining character is one of `char` (EBNF alternatives for
-   * one character: jsonCharParts), then the closing quote; one rule per distinct `char`.
+   * one character: jsonCharParts), then the closing quote.
    */
   charsThenQuote(char: readonly string[]): string {
-    const key = char.join(' | ');
-    const known = this.restByChar.get(key);
-    if (known) return known;
-    const name = this.reserve('chars_rest');
-    this.restByChar.set(key, name);
-    return this.define(name, ['"\\""', ...char.map((part) => `${part} ${name}`)].join(' | '));
+    return this.once(`chars_rest ${char.join(' | ')}`, () => {
+      const name = this.reserve('chars_rest');
+      return this.define(name, ['"\\""', ...char.map((part) => `${part} ${name}`)].join(' | '));
+    });
   }
 
   anyString(): string {

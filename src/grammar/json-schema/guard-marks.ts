@@ -3,13 +3,13 @@
 // costs nothing more. Pure.
 
 import { type Json, resolvePointer, type SchemaObject } from './schema-model.js';
+import { stringLengths } from './string-lengths.js';
 
 /** Lengths above this are the guard's (and below, the counted grammar's: cheaper to match). */
 export const GUARDED_LENGTH_ABOVE = 8;
-const LENGTH_KEYWORDS = ['minLength', 'maxLength'] as const;
 
 /**
- * Which schema objects have beneath them a length keyword (`any`), one past GUARDED_LENGTH_ABOVE
+ * Which schema objects have beneath them a length keyword or a pattern's count (`any`: string-lengths.ts), one past GUARDED_LENGTH_ABOVE
  * (`long`), `uniqueItems: true` (`unique`), either of the last two (`guarded`), or one of the
  * objects to be written in any key order (`objects`, from the seeds: any-order.ts).
  */
@@ -47,13 +47,13 @@ export class GuardMarks {
           const target = resolvePointer(this.root, object['$ref']);
           if (target !== undefined) visit(target, node);
         }
-        for (const keyword of LENGTH_KEYWORDS) {
-          const value = object[keyword];
-          if (typeof value !== 'number') continue;
+        const lengths = stringLengths(object);
+        if (lengths !== null) {
           this.any.add(node);
-          if (value <= GUARDED_LENGTH_ABOVE) continue;
-          this.long.add(node);
-          this.guarded.add(node);
+          if (lengths.min > GUARDED_LENGTH_ABOVE || (lengths.max ?? 0) > GUARDED_LENGTH_ABOVE) {
+            this.long.add(node);
+            this.guarded.add(node);
+          }
         }
         if (object['uniqueItems'] === true) {
           this.unique.add(node);

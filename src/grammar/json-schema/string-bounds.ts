@@ -5,6 +5,7 @@ import { PatternAutomaton } from '../pattern-automaton.js';
 import { stringFormat } from '../string-formats.js';
 import { GUARDED_LENGTH_ABOVE } from './guard-marks.js';
 import type { SchemaObject } from './schema-model.js';
+import { stringLengths } from './string-lengths.js';
 
 /** The characters a string may have: min..max, max null for no bound; beside the patterns (and formats' patterns) the grammar enforces, their automaton. */
 export interface LengthBounds {
@@ -50,8 +51,9 @@ export function stringsOf(alternative: Alternative): LengthBounds | 'other' | nu
     const format = typeof member['format'] === 'string' ? stringFormat(member['format']) : null;
     if (format !== null && 'pattern' in format) patterns.add(format.pattern);
     if (format !== null && 'refusedBy' in format) other = true;
-    if (typeof member['minLength'] === 'number') min = Math.max(min, member['minLength']);
-    if (typeof member['maxLength'] === 'number') max = max === null ? member['maxLength'] : Math.min(max, member['maxLength']);
+    const lengths = stringLengths(member);
+    if (lengths !== null) min = Math.max(min, lengths.min);
+    if (lengths?.max != null) max = max === null ? lengths.max : Math.min(max, lengths.max);
   }
   if (max !== null && max < min) return null;
   if (other) return 'other';

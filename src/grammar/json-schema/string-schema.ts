@@ -9,6 +9,7 @@ import { hasLookahead, PatternUnsupported, patternLanguage, type RegexNode, sequ
 import { STRING_FORMATS, stringFormat } from '../string-formats.js';
 import type { GrammarRules } from './grammar-rules.js';
 import { isGuardedLength } from './string-bounds.js';
+import { liftedPattern, stringLengths } from './string-lengths.js';
 import { pointer, type SchemaObject, SchemaUnsupported } from './schema-model.js';
 import type { Translation } from './translation.js';
 
@@ -26,8 +27,10 @@ export const MAX_COUNTED_RULES = 8192;
 export const MAX_INTERSECTION_STATES = 1024;
 
 export function stringSchema(t: Translation, node: SchemaObject, path: string): string | null {
-  const declaredMin = typeof node['minLength'] === 'number' ? node['minLength'] : 0;
-  const declaredMax = typeof node['maxLength'] === 'number' ? node['maxLength'] : null;
+  // A pattern's count counts as a length (string-lengths.ts): where the guard holds the lengths, the pattern is written with its count open.
+  const lengths = stringLengths(node);
+  const declaredMin = lengths?.min ?? 0;
+  const declaredMax = lengths?.max ?? null;
   if (declaredMax !== null && declaredMax < declaredMin) return null;
   // Lengths the guard counts (guard-plan.ts has checked that the text tells it which bound holds) are not written here.
   const guarded = t.stringsGuarded && isGuardedLength(declaredMin, declaredMax, patternsOf(node));
@@ -45,7 +48,7 @@ export function stringSchema(t: Translation, node: SchemaObject, path: string): 
   if ('pattern' in format) languages.push(patternLanguage(format.pattern));
   if (typeof node['pattern'] === 'string') {
     try {
-      languages.push(patternLanguage(node['pattern']));
+      languages.push((guarded ? liftedPattern(node['pattern'])?.node : undefined) ?? patternLanguage(node['pattern']));
     } catch (error) {
       if (error instanceof PatternUnsupported) throw new SchemaUnsupported('pattern', pointer(path, 'pattern'), error.message);
       throw error;
@@ -157,8 +160,12 @@ export function automatonString(t: Translation, states: readonly AutomatonState[
   return `("\\"" ${names[0]})`;
 }
 
-/** A string of minLength..maxLength characters (maxLength null: no bound), one rule per count read so far. */
+/** A string of minLength..maxLength characters (maxLength null: no bound), one rule per count read so far; one set of rules per bounds. */
 function boundedString(rules: GrammarRules, minLength: number, maxLength: number | null): string {
+  return rules.once(`string_len ${minLength},${maxLength}`, () => countedString(rules, minLength, maxLength));
+}
+
+function countedString(rules: GrammarRules, minLength: number, maxLength: number | null): string {
   const top = maxLength ?? minLength;
   const names = Array.from({ length: top + 1 }, (_, i) => rules.reserve(`string_len_${i}`));
   for (let i = 0; i <= top; i++) {

@@ -172,7 +172,14 @@ describe('with the Qwen3 vocabulary', () => {
         },
       },
       [
-        { type: 'list', list_type: 'unordered', items: [{ type: 'text', content: 'a' }, { content: 'b', type: 'text' }] },
+        {
+          type: 'list',
+          list_type: 'unordered',
+          items: [
+            { type: 'text', content: 'a' },
+            { content: 'b', type: 'text' },
+          ],
+        },
         { items: [], type: 'list' },
       ],
       [{ type: 'list', content: 'a' }, { type: 'text', items: [] }, { items: [{ type: 'text', x: 1 }], type: 'list' }, { list_type: 'x' }],

@@ -6,7 +6,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { derivative } from '../../../src/grammar/regex-derivative.js';
-import { nullable, patternLanguage, type RegexNode, starSet } from '../../../src/grammar/regex-grammar.js';
+import { countLifted, nullable, patternLanguage, type RegexNode, starSet } from '../../../src/grammar/regex-grammar.js';
 
 const inLanguage = (node: RegexNode, text: string): boolean => nullable([...text].reduce((rest, ch) => derivative(rest, ch.codePointAt(0)!), node));
 
@@ -47,5 +47,17 @@ describe('pattern languages', () => {
     expect(language.t === 'seq' && language.items.length).toBe(2);
     expect(inLanguage(language, 'a\n')).toBe(true);
     expect(inLanguage(language, 'ba')).toBe(false);
+  });
+
+  it('lifts a count only where the length alone then says what it said', () => {
+    const lifted = countLifted(patternLanguage('^v[0-9]{2,12}\\.x$'))!;
+    expect([lifted.min, lifted.max]).toEqual([5, 15]);
+    // Open, the count no longer bounds; with the lengths it holds exactly the original strings.
+    for (const text of ['v12.x', `v${'1'.repeat(12)}.x`, `v${'1'.repeat(13)}.x`, 'v1.x']) {
+      const original = /^v[0-9]{2,12}\.x$/u.test(text);
+      expect(inLanguage(lifted.node, text) && text.length >= lifted.min && text.length <= lifted.max, text).toBe(original);
+    }
+    // Two counts, an alternation, an unanchored side, a count on a group: no single length decides.
+    for (const source of ['^[a-z]{1,9}-[0-9]{1,9}$', '^(a{1,20}|b)$', '[a-z]{1,20}$', '^(ab){1,20}$', '^[a-z]+$']) expect(countLifted(patternLanguage(source)), source).toBeNull();
   });
 });

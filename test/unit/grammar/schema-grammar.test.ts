@@ -179,13 +179,20 @@ describe('schema grammar', () => {
     // One grammar rule per character counted: a huge bound is refused before it is written (1e9 would exhaust the worker's memory).
     [{ type: 'string', maxLength: 1e9 }, 'maxLength', '#/maxLength'],
     [{ type: 'string', minLength: MAX_COUNTED_LENGTH + 1 }, 'minLength', '#/minLength'],
+    // Counted strings of different bounds (equal bounds share one set of rules): the ninth passes the rule budget.
     [
-      { type: 'object', properties: Object.fromEntries(Array.from({ length: 9 }, (_, i) => [`p${i}`, { type: 'string', maxLength: MAX_COUNTED_LENGTH }])) },
+      { type: 'object', properties: Object.fromEntries(Array.from({ length: 9 }, (_, i) => [`p${i}`, { type: 'string', maxLength: MAX_COUNTED_LENGTH - i }])) },
       'maxLength',
-      `#/properties/p${Math.floor(MAX_COUNTED_RULES / MAX_COUNTED_LENGTH) - 1}/maxLength`,
+      `#/properties/p${Math.floor(MAX_COUNTED_RULES / MAX_COUNTED_LENGTH)}/maxLength`,
     ],
   ])('%j is refused naming %s at %s', (schema, keyword, path) => {
     expectRefused(schema, keyword, path);
+  });
+
+  it('writes one set of counted rules per bounds, however many strings share them', () => {
+    const schema = { type: 'object', properties: Object.fromEntries(Array.from({ length: 9 }, (_, i) => [`p${i}`, { type: 'string', maxLength: MAX_COUNTED_LENGTH }])) };
+    const text = schemaGrammar(schema, { absentAdditionalProperties: 'forbid' });
+    expect(text.match(/^string_len_0_\d+ ::=/gm)).toHaveLength(1);
   });
 });
 

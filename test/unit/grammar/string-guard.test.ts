@@ -254,6 +254,10 @@ describe('with the Qwen3 vocabulary', () => {
     ],
     ['format and maxLength', { type: 'string', format: 'email', maxLength: 20 }, ['ab@example.com', `${'a'.repeat(8)}@example.com`], [`${'a'.repeat(9)}@example.com`, 'ab']],
     ['a fixed-width pattern with lengths it already meets', { type: 'string', pattern: '^[0-9]{9}$', minLength: 9, maxLength: 20 }, ['123456789'], ['12345678', '1234567890']],
+    // A pattern's count is a length the guard holds; the grammar writes the count open (string-lengths.ts).
+    ['a pattern counting one character set', { type: 'string', pattern: '^[-0-9A-Za-z_]{1,255}$' }, ['a', 'A-_9'.repeat(63).slice(0, 255)], ['', 'a'.repeat(256), 'a b', 'é']],
+    ['a counted pattern between fixed parts', { type: 'string', pattern: '^v[0-9]{2,12}\\.x$' }, ['v12.x', `v${'9'.repeat(12)}.x`], ['v1.x', `v${'9'.repeat(13)}.x`, 'v12.y', 'v12x.x']],
+    ['a counted pattern beside a tighter maxLength', { type: 'string', pattern: '^[a-z]{3,100}$', maxLength: 20 }, ['abc', 'a'.repeat(20)], ['ab', 'a'.repeat(21), 'a'.repeat(100)]],
   ])('%s: valid instances pass the masks, invalid ones do not (ajv agrees)', async (_, schema, valid, invalid) => {
     const validate = ajv.compile(schema as object);
     for (const value of valid) {

@@ -27,6 +27,11 @@ async function withGrammar<T>(schema: object, use: (accepts: (text: string) => P
 }
 
 const CASES: [string, object, Json[], Json[]][] = [
+  // A listed value must meet the string and number keywords beside the list (JSONSchemaBench's o48280, o70256).
+  ['enum beside lengths', { enum: ['a', 'bb', 'ccc', 'é🙂', 7], minLength: 2, maxLength: 2 }, ['bb', 'é🙂', 7], ['a', 'ccc']],
+  ['enum beside number bounds', { enum: [0, 1, 5, 10, 11, 'x'], minimum: 1, maximum: 10 }, [1, 5, 10, 'x'], [0, 11]],
+  ['enum beside exclusive bounds and a pattern', { enum: [1, 2, 3, 'ab', 'b'], exclusiveMaximum: 3, pattern: '^a' }, [1, 2, 'ab'], [3, 'b']],
+  ['a property whose const fails its maxLength', { type: 'object', properties: { a: { const: 'long', maxLength: 2 } } }, [{}], [{ a: 'long' }, { a: 'lo' }]],
   // Formats no validator knows are annotations: any string, with the string's other keywords.
   ['unknown format', { type: 'string', format: 'topic' }, ['', 'a/b', 'x y "z"'], [1, null]],
   // `.` is every character but line terminators: parentheses included (its class once excluded U+2028 as xgrammar reads it, `(`).

@@ -69,12 +69,8 @@ export function stringSchema(t: Translation, node: SchemaObject, path: string): 
   }
   if (minLength > 0 || maxLength !== null) {
     const bounded = withLength(language, minLength, maxLength);
-    if (bounded === null)
-      throw new SchemaUnsupported(
-        maxLength !== null ? 'maxLength' : 'minLength',
-        path,
-        `is not translated together with ${'pattern' in format ? 'this format' : 'this pattern'} (state the length in the pattern)`,
-      );
+    // Lengths the pattern's own items cannot carry (`[a-zA-Z]{3}` unanchored, exactly 3 long; a format's pattern and a minLength): the automaton of both.
+    if (bounded === null) return formatAndPattern(t, [language], minLength, maxLength, path, 'pattern' in format);
     language = bounded;
   }
   let rest: string | null;

@@ -31,6 +31,10 @@ const CASES: [string, object, Json[], Json[]][] = [
   ['enum beside lengths', { enum: ['a', 'bb', 'ccc', 'é🙂', 7], minLength: 2, maxLength: 2 }, ['bb', 'é🙂', 7], ['a', 'ccc']],
   ['enum beside number bounds', { enum: [0, 1, 5, 10, 11, 'x'], minimum: 1, maximum: 10 }, [1, 5, 10, 'x'], [0, 11]],
   ['enum beside exclusive bounds and a pattern', { enum: [1, 2, 3, 'ab', 'b'], exclusiveMaximum: 3, pattern: '^a' }, [1, 2, 'ab'], [3, 'b']],
+  // Lengths a pattern's items cannot carry: the automaton of the pattern and the lengths (o13020's currency, o69966's uri).
+  ['an unanchored pattern of exactly its length', { type: 'string', pattern: '[a-zA-Z]{3}', minLength: 3, maxLength: 3 }, ['abc', 'XyZ'], ['ab', 'abcd', 'ab1', '1ab']],
+  ['an unanchored pattern inside a longer bound', { type: 'string', pattern: '[0-9]{2}', maxLength: 4 }, ['12', 'a12', 'x12y'], ['1', 'a1b2', '12345', 'ab']],
+  ['a format with a short minLength', { type: 'string', format: 'uri', minLength: 7 }, ['http://a', 'https://example.org/x'], ['http:', 'a:b', 'not a uri']],
   ['a property whose const fails its maxLength', { type: 'object', properties: { a: { const: 'long', maxLength: 2 } } }, [{}], [{ a: 'long' }, { a: 'lo' }]],
   // Formats no validator knows are annotations: any string, with the string's other keywords.
   ['unknown format', { type: 'string', format: 'topic' }, ['', 'a/b', 'x y "z"'], [1, null]],

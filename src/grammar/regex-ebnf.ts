@@ -23,36 +23,67 @@ function jsonCharLiteral(code: number): string {
 const rangeText = ([lo, hi]: readonly [number, number]): string => (lo === hi ? classChar(lo) : `${classChar(lo)}-${classChar(hi)}`);
 
 /**
- * Printable characters (no quote, backslash or control character) as an EBNF class. xgrammar
- * 0.1.27 misreads positive classes with ranges beyond ASCII ([\u0100-\u07FF] matched "a"),
- * while negated classes with ASCII exclusions in ascending order hold (a non-ASCII exclusion is
- * not: [^\u00E9] matched "é", and [^\u2028] refused "("); so a set holding every non-ASCII character is written as the
- * negation of its ASCII gaps, one without any as a positive ASCII class, a few non-ASCII
- * characters as literals, and anything else (every non-ASCII character but some) is refused.
+ * Printable characters (no quote, backslash or control character) as EBNF. xgrammar 0.1.27 reads
+ * a class element at or below U+00FF as a byte and truncates one above to its low byte
+ * ([\u0100-\u07FF] matched "a", [^\u2028] refused "("), while a negated class of ASCII
+ * exclusions matches whole characters. So: the ASCII part is a class; a set holding every
+ * non-ASCII character (or every one but U+2028 / U+2029: `.`) is the negation of its ASCII gaps;
+ * a few non-ASCII characters are literals; and any other non-ASCII part is written as the UTF-8
+ * byte sequences of its code points, each byte position a class of bytes (utf8ByteRanges).
  */
 function plainCharClass(plain: readonly (readonly [number, number])[]): string | null {
   if (plain.length === 0) return null;
   const ascii = plain.filter(([lo]) => lo < 0x80).map(([lo, hi]): [number, number] => [lo, Math.min(hi, 0x7f)]);
   const nonAscii = normalize(plain.filter(([, hi]) => hi >= 0x80).map(([lo, hi]): [number, number] => [Math.max(lo, 0x80), hi]));
   const missing = complement([...nonAscii, [0, 0x7f]]);
-  const missingCount = missing.reduce((n, [lo, hi]) => n + hi - lo + 1, 0);
   const separatorsOnly = missing.every(([lo, hi]) => lo >= 0x2028 && hi <= 0x2029);
-  if (missingCount <= 64 && !separatorsOnly) throw new PatternUnsupported('a negated character class excluding non-ASCII characters (the grammar engine does not hold such exclusions)');
-  if (missingCount <= 64) {
-    // Every non-ASCII character but U+2028 / U+2029 (`.`): written as the negation of the ASCII
-    // gaps alone, so those two get through (known and reported; refusing `.` would refuse most
-    // patterns). Not as `[^…\u2028\u2029]`: xgrammar 0.1.27 reads such an exclusion as its low
-    // byte, so that class refused `(` and `)` and still let U+2028 through.
+  if (missing.length === 0 || separatorsOnly) {
+    // Every non-ASCII character (but U+2028 / U+2029 for `.`): the negation of the ASCII gaps alone,
+    // so those two get through `.` (known and reported: the byte sequences below would make every
+    // `.` a choice of a dozen).
     const gaps = complement([...ascii, [0x80, MAX_CODE_POINT]]).filter(([lo]) => lo < 0x80);
     return `[^${gaps.map(rangeText).join('')}]`;
   }
   const parts: string[] = [];
   if (ascii.length > 0) parts.push(`[${ascii.map(rangeText).join('')}]`);
   const count = nonAscii.reduce((n, [lo, hi]) => n + hi - lo + 1, 0);
-  if (count > 64) throw new PatternUnsupported('a character class with a range of non-ASCII characters');
-  for (const [lo, hi] of nonAscii) for (let code = lo; code <= hi; code++) parts.push(`"${code <= 0xffff ? `\\u${hex(code, 4)}` : `\\U${hex(code, 8)}`}"`);
+  if (count <= 64) for (const [lo, hi] of nonAscii) for (let code = lo; code <= hi; code++) parts.push(`"${code <= 0xffff ? `\\u${hex(code, 4)}` : `\\U${hex(code, 8)}`}"`);
+  else for (const [lo, hi] of nonAscii) for (const sequence of utf8ByteRanges(lo, hi)) parts.push(sequence.map(byteClass).join(' '));
   return parts.length === 1 ? parts[0]! : `(${parts.join(' | ')})`;
 }
+
+/** The UTF-8 encoding of a code point, as bytes. */
+function utf8Bytes(code: number): number[] {
+  if (code < 0x80) return [code];
+  if (code < 0x800) return [0xc0 | (code >> 6), 0x80 | (code & 0x3f)];
+  if (code < 0x10000) return [0xe0 | (code >> 12), 0x80 | ((code >> 6) & 0x3f), 0x80 | (code & 0x3f)];
+  return [0xf0 | (code >> 18), 0x80 | ((code >> 12) & 0x3f), 0x80 | ((code >> 6) & 0x3f), 0x80 | (code & 0x3f)];
+}
+
+/**
+ * The code points lo..hi as UTF-8 byte sequences, each a range of bytes per position: the range
+ * is split where the encoded length changes and where a lower byte's range would not be full, so
+ * each sequence's bytes vary independently (the RE2 construction).
+ */
+export function utf8ByteRanges(lo: number, hi: number): (readonly [number, number])[][] {
+  for (const max of [0x7f, 0x7ff, 0xffff]) if (lo <= max && hi > max) return [...utf8ByteRanges(lo, max), ...utf8ByteRanges(max + 1, hi)];
+  for (let i = 1; i < 4; i++) {
+    const low = (1 << (6 * i)) - 1;
+    if ((lo & ~low) === (hi & ~low)) continue;
+    if ((lo & low) !== 0) return [...utf8ByteRanges(lo, lo | low), ...utf8ByteRanges((lo | low) + 1, hi)];
+    if ((hi & low) !== low) return [...utf8ByteRanges(lo, (hi & ~low) - 1), ...utf8ByteRanges(hi & ~low, hi)];
+  }
+  const from = utf8Bytes(lo);
+  const to = utf8Bytes(hi);
+  return [from.map((byte, i): readonly [number, number] => [byte, to[i]!])];
+}
+
+/**
+ * One byte position as an xgrammar class of bytes. A class of one element is read as the code
+ * point, not the byte ([\xC2] is "Â"), so a single byte gets 0xFF beside it, a byte no UTF-8 text
+ * holds (the matcher's UTF-8 guard masks it everywhere).
+ */
+const byteClass = ([lo, hi]: readonly [number, number]): string => (lo === hi ? `[\\x${hex(lo, 2)}\\xFF]` : `[\\x${hex(lo, 2)}-\\x${hex(hi, 2)}]`);
 
 /** One character of the set, as the EBNF for its JSON text inside a string. */
 export function jsonCharSet(set: CharSet): string | null {

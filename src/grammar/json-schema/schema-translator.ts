@@ -9,7 +9,7 @@ import { arraySchema } from './array-schema.js';
 import { enumSchema } from './enum-schema.js';
 import { GrammarRules } from './grammar-rules.js';
 import { type GuardPlan, guardPlan } from './guard-plan.js';
-import { withoutNegatedTypes } from './negated-types.js';
+import { withNegatedPattern, withoutNegatedTypes } from './negated-types.js';
 import { numberSchema } from './number-schema.js';
 import { objectSchema } from './object-schema.js';
 import { dependentSchemaCases, isPresenceCombinator, objectPresence } from './presence-constraints.js';
@@ -117,7 +117,7 @@ export class SchemaTranslator implements Translation {
     // anyOf / oneOf over subschemas that only require keys are what object-schema.ts writes, not a union.
     if (Array.isArray(node['anyOf']) && !isPresenceCombinator(this, node, 'anyOf', path)) return unionSchema(this, node, 'anyOf', path);
     if (Array.isArray(node['oneOf']) && !isPresenceCombinator(this, node, 'oneOf', path)) return unionSchema(this, node, 'oneOf', path);
-    const typed = withoutNegatedTypes(this, node, path);
+    const typed = withoutNegatedTypes(this, node, path) ?? withNegatedPattern(this, node, path);
     if (typed !== null) return this.schema(typed, path);
     const cases = dependentSchemaCases(this, node, path);
     if (cases !== null) return this.alternatives(cases.map((c) => this.schema(c, path)));

@@ -8,6 +8,7 @@ import { automatonBodies, JSON_ESCAPE, JSON_PLAIN_CHAR, jsonCharParts, jsonCharS
 import { hasLookahead, PatternUnsupported, patternLanguage, type RegexNode, sequence, starSet, withLength } from '../regex-grammar.js';
 import { STRING_FORMATS, stringFormat } from '../string-formats.js';
 import type { GrammarRules } from './grammar-rules.js';
+import { NOT_PATTERN } from './negated-types.js';
 import { isGuardedLength } from './string-bounds.js';
 import { liftedPattern, stringLengths } from './string-lengths.js';
 import { pointer, type SchemaObject, SchemaUnsupported } from './schema-model.js';
@@ -51,6 +52,17 @@ export function stringSchema(t: Translation, node: SchemaObject, path: string): 
       languages.push((guarded ? liftedPattern(node['pattern'])?.node : undefined) ?? patternLanguage(node['pattern']));
     } catch (error) {
       if (error instanceof PatternUnsupported) throw new SchemaUnsupported('pattern', pointer(path, 'pattern'), error.message);
+      throw error;
+    }
+  }
+  const negated = node[NOT_PATTERN];
+  if (typeof negated === 'string') {
+    // The guard's lengths would not know of the complement, so a string it counts could be stranded inside the excluded language.
+    if (guarded) throw new SchemaUnsupported('not', pointer(path, 'not'), 'a pattern excluded beside lengths the guard counts is not translated');
+    try {
+      languages.push({ t: 'not', node: patternLanguage(negated) });
+    } catch (error) {
+      if (error instanceof PatternUnsupported) throw new SchemaUnsupported('not', pointer(path, 'not', 'pattern'), error.message);
       throw error;
     }
   }

@@ -35,6 +35,9 @@ const CASES: [string, object, Json[], Json[]][] = [
   ['an unanchored pattern of exactly its length', { type: 'string', pattern: '[a-zA-Z]{3}', minLength: 3, maxLength: 3 }, ['abc', 'XyZ'], ['ab', 'abcd', 'ab1', '1ab']],
   ['an unanchored pattern inside a longer bound', { type: 'string', pattern: '[0-9]{2}', maxLength: 4 }, ['12', 'a12', 'x12y'], ['1', 'a1b2', '12345', 'ab']],
   ['a format with a short minLength', { type: 'string', format: 'uri', minLength: 7 }, ['http://a', 'https://example.org/x'], ['http:', 'a:b', 'not a uri']],
+  // `not: {pattern}`: a string the pattern does not match (JSONSchemaBench's officer names: not only punctuation and spaces).
+  ['a string not all punctuation and spaces', { type: 'string', minLength: 1, not: { pattern: '^[.,*\\s(){}-]+$' } }, ['a', 'Ann', ' a ', '-x-', 'é'], ['', ' ', '...', '-', '(\u00a0)', '\u3000', 1]],
+  ['not a pattern, beside type string in the negation', { type: 'string', not: { type: 'string', pattern: 'x' } }, ['', 'abc'], ['x', 'axb', null]],
   ['a property whose const fails its maxLength', { type: 'object', properties: { a: { const: 'long', maxLength: 2 } } }, [{}], [{ a: 'long' }, { a: 'lo' }]],
   // Formats no validator knows are annotations: any string, with the string's other keywords.
   ['unknown format', { type: 'string', format: 'topic' }, ['', 'a/b', 'x y "z"'], [1, null]],

@@ -97,8 +97,14 @@ function speaksOfKeysOnly(value: unknown): boolean {
 }
 
 function validator(schema: unknown): ((data: unknown) => boolean) | null {
+  // A pattern valid only without the u flag (`\,`, an identity escape) makes ajv refuse the whole schema; the grammar reads it, so the judge reads it too.
+  return validatorWith(schema, true) ?? validatorWith(schema, false);
+}
+
+function validatorWith(schema: unknown, unicodeRegExp: boolean): ((data: unknown) => boolean) | null {
   const draft2020 = typeof schema === 'object' && schema !== null && String((schema as Record<string, unknown>)['$schema'] ?? '').includes('2020-12');
-  const ajv = draft2020 ? new Ajv2020({ strict: false, allErrors: false, validateFormats: true }) : new Ajv({ strict: false, allErrors: false, validateFormats: true });
+  const options = { strict: false, allErrors: false, validateFormats: true, unicodeRegExp };
+  const ajv = draft2020 ? new Ajv2020(options) : new Ajv(options);
   addFormats.default(ajv);
   // Draft 4's schema id is `id`, which ajv 8 refuses to compile ("use $id"); the grammar reads it as an annotation, and so does the judge.
   if (!draft2020) ajv.removeKeyword('id');

@@ -5,6 +5,7 @@
 // for rollback) or null where the byte or string breaks a rule. Pure.
 
 import { canComplete, isComplete, type ObjectKeyRule } from './json-schema/any-order.js';
+import { NO_STATE, wholeCharacters } from './json-schema/key-language.js';
 import { type GuardPlan, ROOT, UNBOUNDED } from './json-schema/guard-plan.js';
 
 /** An open array or object: its place in the plan, and the item index or the key being read. */
@@ -60,7 +61,10 @@ export function framesAfterString(plan: GuardPlan, frames: readonly Frame[], isK
   if (isKey && frame.used !== null) {
     // An object in any order: no key twice, and only keys some object schema still alive allows.
     if (decoded === null || frame.used.includes(decoded)) return null;
-    const alive = aliveWhere(plan, frame, (rule) => (rule.names.includes(decoded) || !rule.closed) && canComplete(rule, frame.used!, rule.names.includes(decoded) ? decoded : null));
+    const alive = aliveWhere(plan, frame, (rule) => {
+      const named = rule.names.includes(decoded);
+      return (named || (!rule.closed && (rule.keyLanguage?.matches(decoded) ?? true))) && canComplete(rule, frame.used!, named ? decoded : null);
+    });
     if (alive === 0) return null;
     return [...frames.slice(0, -1), { ...frame, key: decoded, expectKey: false, used: [...frame.used, decoded], alive }];
   }
@@ -111,7 +115,24 @@ const someAlive = (plan: GuardPlan, frame: Frame, test: (rule: ObjectKeyRule) =>
 
 /** Whether another key can follow `,`: a named one not yet written, or an unnamed one, after which the object can still be completed. */
 const canAddKey = (rule: ObjectKeyRule, used: readonly string[]): boolean =>
-  (!rule.closed && canComplete(rule, used, null)) || rule.names.some((name) => !used.includes(name) && canComplete(rule, used, name));
+  (unnamedKeyLeft(rule, used, []) && canComplete(rule, used, null)) || rule.names.some((name) => !used.includes(name) && canComplete(rule, used, name));
+
+/**
+ * Whether a key whose raw text begins with `text` can still end as an unnamed key of the rule not
+ * yet written: any key where nothing limits them; beside patternProperties, one of the patterns'
+ * keys — always, where infinitely many begin so; else only while more begin so than the named and
+ * written keys among them (the grammar spells named keys as their own members).
+ */
+function unnamedKeyLeft(rule: ObjectKeyRule, used: readonly string[], text: readonly number[]): boolean {
+  if (rule.closed) return false;
+  const language = rule.keyLanguage;
+  if (language === null) return true;
+  const left = language.keysLeft(language.stateAfter(text));
+  if (left === Number.POSITIVE_INFINITY) return true;
+  const begun = wholeCharacters(text);
+  const taken = new Set([...rule.names, ...used].filter((key) => key.startsWith(begun) && language.matches(key)));
+  return left > taken.size;
+}
 
 /** Whether the value about to start tells object schemas apart: a discriminator's (GuardPlace.discriminator), or in an object in any order one whose string constants do. */
 export function discriminates(plan: GuardPlan, frame: Frame): boolean {
@@ -127,10 +148,12 @@ export function keyCanGoOn(plan: GuardPlan, frame: Frame, text: readonly number[
     plan,
     frame,
     (rule) =>
-      (!rule.closed && canComplete(rule, frame.used!, null)) ||
-      rule.rawNames.some((raw, i) => raw.length >= text.length && text.every((byte, j) => raw[j] === byte) && !frame.used!.includes(rule.names[i]!) && canComplete(rule, frame.used!, rule.names[i]!)),
+      (unnamedKeyLeft(rule, frame.used!, text) && canComplete(rule, frame.used!, null)) ||
+      rule.rawNames.some((raw, i) => begins(raw, text) && !frame.used!.includes(rule.names[i]!) && canComplete(rule, frame.used!, rule.names[i]!)),
   );
 }
+
+const begins = (raw: Uint8Array, text: readonly number[]): boolean => raw.length >= text.length && text.every((byte, j) => raw[j] === byte);
 
 /** The place of the value that starts next: the document, the current item, or the current key's value. */
 export function valuePlace(plan: GuardPlan, frames: readonly Frame[]): number {
@@ -148,8 +171,26 @@ export function valuePlace(plan: GuardPlan, frames: readonly Frame[]): number {
   return places[bits]!;
 }
 
-/** Whether a key begun in an object in any order must be one of the named keys (no schema still alive allows others). */
-export const closedKeysOnly = (plan: GuardPlan, frame: Frame): boolean => frame.used !== null && !someAlive(plan, frame, (rule) => !rule.closed);
+/**
+ * In a key begun in an object in any order (its raw text so far), which of the tokens the grammar
+ * allows could leave it unable to end, and so must be followed: none where a schema still alive
+ * takes any key; every one where the key must end as a named key, or could go on into pattern
+ * keys of which there are finitely many; else, where whatever follows the text still begins
+ * infinitely many pattern keys, only the tokens that spell on into a named key outside the
+ * patterns' language (the rest of each such name, listed).
+ */
+export function keyTokensToFollow(plan: GuardPlan, frame: Frame, text: readonly number[]): 'none' | 'all' | readonly Uint8Array[] {
+  if (frame.used === null) return 'none';
+  const rules = keyRules(plan, frame.place)!.filter((_, i) => frame.alive & (1 << i));
+  if (rules.some((rule) => !rule.closed && rule.keyLanguage === null)) return 'none';
+  const rests: Uint8Array[] = [];
+  for (const rule of rules) {
+    const language = rule.keyLanguage;
+    if (language === null || !language.endless(language.stateAfter(text))) return 'all';
+    for (const raw of rule.rawNames) if (begins(raw, text) && language.stateAfter(raw) === NO_STATE) rests.push(raw.subarray(text.length));
+  }
+  return rests;
+}
 
 const decoder = new TextDecoder();
 

@@ -96,8 +96,26 @@ export class GuardVocabulary {
     return keysOpen && this.structuralTail[index] === 1 ? -1 : this.closesAfter[index]!;
   }
 
+  /** The tokens that spell the first 1, 2, … bytes of `text` (built on first use: only keys beside patternProperties ask). */
+  tokensSpelling(text: Uint8Array): number[] {
+    if (this.byText === undefined) {
+      this.byText = new Map();
+      for (const [id, token] of this.bytes.entries()) if (token !== undefined) this.byText.set(latin1(token), id);
+    }
+    const out: number[] = [];
+    for (let end = 1; end <= text.length; end++) {
+      const id = this.byText.get(latin1(text.subarray(0, end)));
+      if (id !== undefined) out.push(id);
+    }
+    return out;
+  }
+  private byText: Map<string, number> | undefined;
+
   /** Whether a token holds a quote or backslash (followed byte by byte). */
   isSpecial(id: number): boolean {
     return this.specialIds.has(id);
   }
 }
+
+/** Bytes as a string of the same length, one character a byte (a map key). */
+const latin1 = (bytes: Uint8Array): string => String.fromCharCode(...bytes);

@@ -19,7 +19,7 @@
 
 import type { GuardPlan } from './json-schema/guard-plan.js';
 import type { LengthBounds } from './json-schema/string-bounds.js';
-import { closedKeysOnly, discriminates, type Frame, framesAfterString, framesAfterStructure, keyCanGoOn, valuePlace } from './guard-frames.js';
+import { discriminates, type Frame, framesAfterString, framesAfterStructure, keyCanGoOn, keyTokensToFollow, valuePlace } from './guard-frames.js';
 import { openerStep } from './guard-opener.js';
 import { BACKSLASH, type GuardVocabulary, QUOTE } from './guard-vocabulary.js';
 import type { PatternAutomaton } from './pattern-automaton.js';
@@ -158,8 +158,8 @@ export class GuardCursor {
 
   /**
    * Where an object in any order is open: outside strings, the tokens that close it or begin
-   * another member (`}` and `,`: every required key written, a key left to write); inside a key of
-   * a closed one, every token (its text must begin a key not yet written).
+   * another member (`}` and `,`: every required key written, a key left to write); inside a key,
+   * the tokens that could leave it unable to end unwritten (keyTokensToFollow).
    */
   private restrictKeys(plan: GuardPlan, vocabulary: GuardVocabulary, mask: Int32Array): void {
     if (plan.objectKeys.size === 0) return;
@@ -172,10 +172,14 @@ export class GuardCursor {
     };
     if (this.mode === Mode.OUTSIDE) {
       for (const id of open ? vocabulary.structural : vocabulary.emptyObjects) if ((mask[id >>> 5]! & (1 << (id & 31))) !== 0) follow(id);
-    } else if (this.mode === Mode.KEY && closedKeysOnly(plan, this.frames.at(-1)!)) {
-      forEachSet(mask, (id) => {
-        if (!vocabulary.isSpecial(id)) follow(id);
-      });
+    } else if (this.mode === Mode.KEY) {
+      const toFollow = keyTokensToFollow(plan, this.frames.at(-1)!, this.textBytes ?? []);
+      if (toFollow === 'all')
+        forEachSet(mask, (id) => {
+          if (!vocabulary.isSpecial(id)) follow(id);
+        });
+      else if (toFollow !== 'none')
+        for (const rest of toFollow) for (const id of vocabulary.tokensSpelling(rest)) if ((mask[id >>> 5]! & (1 << (id & 31))) !== 0 && !vocabulary.isSpecial(id)) follow(id);
     }
   }
 

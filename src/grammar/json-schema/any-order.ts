@@ -11,6 +11,7 @@
 // guard's plan follows the document (properties, items, $refs, combinators); everything else keeps
 // the schema's order. Pure.
 
+import { KeyLanguage } from './key-language.js';
 import { holds, keysOf, type Presence, presenceOf } from './presence-constraints.js';
 import { ANNOTATIONS, constrains, isObject, type Json, resolvePointer, type SchemaObject } from './schema-model.js';
 
@@ -22,6 +23,8 @@ export interface ObjectKeyRule {
   readonly required: readonly string[];
   /** No key but the named ones (no unnamed member in the grammar). */
   readonly closed: boolean;
+  /** Where the unnamed keys are only those patternProperties allow (a closed object beside them): their language; null where any key is. */
+  readonly keyLanguage: KeyLanguage | null;
   /** Named keys whose value is one of a few strings (const / enum): what tells this object from another at its place. */
   readonly constants: ReadonlyMap<string, readonly string[]>;
   /** What the object says of its keys beyond `required` (true: nothing), and how many it may have. */
@@ -40,9 +43,19 @@ const NO_COUNTS: KeyCounts = { presence: true, minProperties: 0, maxProperties: 
 
 const encoder = new TextEncoder();
 
-export function objectKeyRule(names: readonly string[], required: readonly string[], closed: boolean, constants: ReadonlyMap<string, readonly string[]>, counts: KeyCounts = NO_COUNTS): ObjectKeyRule {
-  return { names, rawNames: names.map((name) => encoder.encode(JSON.stringify(name).slice(1, -1))), required, closed, constants, ...counts };
+export function objectKeyRule(
+  names: readonly string[],
+  required: readonly string[],
+  unnamed: 'none' | 'any' | KeyLanguage,
+  constants: ReadonlyMap<string, readonly string[]>,
+  counts: KeyCounts = NO_COUNTS,
+): ObjectKeyRule {
+  const keyLanguage = typeof unnamed === 'string' ? null : unnamed;
+  return { names, rawNames: names.map(rawKey), required, closed: unnamed === 'none', keyLanguage, constants, ...counts };
 }
+
+/** A key's JSON text between its quotes, as bytes. */
+export const rawKey = (key: string): Uint8Array => encoder.encode(JSON.stringify(key).slice(1, -1));
 
 /** The most keys a presence statement may name for its object to be written in any order (the guard tries every subset of the unwritten ones). */
 export const MAX_PRESENCE_KEYS = 12;
@@ -158,8 +171,10 @@ function speaksOnlyOfKeys(root: Json, node: SchemaObject, closedByDefault: boole
     if (reading === null || keysOf(reading.objects).length > MAX_PRESENCE_KEYS) return false;
   }
   const closed = node['additionalProperties'] === false || (node['additionalProperties'] === undefined && closedByDefault);
-  // Keys patternProperties allows in a closed object are a language the guard would need to follow to never strand a key.
-  return !(closed && node['patternProperties'] !== undefined);
+  if (!closed || !isObject(node['patternProperties'])) return true;
+  // Keys patternProperties allows in a closed object: the guard follows them as their language (key-language.ts).
+  const patterns = Object.keys(node['patternProperties']);
+  return patterns.length === 0 || KeyLanguage.of(patterns) !== null;
 }
 
 /**

@@ -8,6 +8,7 @@
 import { ebnfLiteral } from '../grammar-spec.js';
 import { type KeyCounts, objectKeyRule, stringConstants } from './any-order.js';
 import type { GrammarRules } from './grammar-rules.js';
+import { KeyLanguage } from './key-language.js';
 import { MAX_MEMBER_RULES, objectPresence, PresenceWalk, type PresenceState, keysOf } from './presence-constraints.js';
 import { PropertyKeys } from './property-keys.js';
 import { isObject, type Json, pointer, type SchemaObject, SchemaUnsupported } from './schema-model.js';
@@ -75,12 +76,16 @@ function anyOrderObject(t: Translation, node: SchemaObject, named: readonly Name
     const listed = stringConstants(properties[name], (schema) => t.deref(schema, pointer(path, 'properties', name)));
     if (listed !== null) constants.set(name, listed);
   }
+  // Beside patternProperties (always closed: property-keys.ts), the unnamed keys are the patterns' language less the names.
+  const patterns = isObject(node['patternProperties']) ? Object.keys(node['patternProperties']) : [];
+  const language = extra === null || patterns.length === 0 ? null : KeyLanguage.of(patterns);
+  if (extra !== null && patterns.length > 0 && language === null) throw new Error(`${path}: an object in any order beside patterns its guard cannot follow`);
   t.followKeys(
     node,
     objectKeyRule(
       named.map((p) => p.name),
       named.filter((p) => p.required).map((p) => p.name),
-      extra === null,
+      extra === null ? 'none' : (language ?? 'any'),
       constants,
       counts,
     ),

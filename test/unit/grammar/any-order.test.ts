@@ -65,12 +65,17 @@ describe('which objects are written in any order', () => {
     expect(loosened({ ...closed({ p: true, q: true }), not: { required: ['p', 'q'] } })).toEqual(['p,q']);
   });
 
+  it('a closed object beside patternProperties: the guard follows the patterns’ keys as their language', () => {
+    expect(loosened({ ...closed({ p: true }), patternProperties: { '^x-': true } })).toEqual(['p']);
+    expect(loosened({ ...closed({ default: true }), patternProperties: { '^[1-5][0-9]{2}$': { type: 'string' } } })).toEqual(['default']);
+  });
+
   it('keeps the schema order where the guard could not tell which object holds, or what more it says of keys', () => {
     const a = closed({ kind: { const: 'a' }, x: { type: 'integer' } }, ['kind']);
     // Merged with another object schema (allOf): the translation writes the merge, in order.
     expect(loosened({ allOf: [a, { required: ['x'] }] })).toEqual([]);
-    // Keys a closed object's patterns allow; an anyOf that is more than a statement about keys.
-    expect(loosened({ ...closed({ p: true }), patternProperties: { '^x-': true } })).toEqual([]);
+    // Keys a closed object's patterns allow where the guard cannot read the patterns as a language (a backreference); an anyOf that is more than a statement about keys.
+    expect(loosened({ ...closed({ p: true }), patternProperties: { '^(a)\\1$': true } })).toEqual([]);
     expect(loosened({ ...closed({ p: true, q: true }), anyOf: [{ required: ['p'] }, { properties: { q: { type: 'null' } } }] })).toEqual([]);
     // Beneath keywords the plan does not follow (`contains`, `not`): the grammar there is not where the guard looks.
     expect(anyOrderCandidates({ type: 'array', contains: a }, true).has(a)).toBe(false);
@@ -184,6 +189,15 @@ describe('with the Qwen3 vocabulary', () => {
       ],
       [{ type: 'list', content: 'a' }, { type: 'text', items: [] }, { items: [{ type: 'text', x: 1 }], type: 'list' }, { list_type: 'x' }],
     ],
+    [
+      'a closed object beside patternProperties (infinitely many keys, and finitely many): pattern keys anywhere, none twice',
+      {
+        ...closed({ version: { type: 'string' }, errors: { ...closed({ default: { type: 'string' } }), patternProperties: { '^[1-5][0-9]{2}$': { type: 'string' } } } }, ['version']),
+        patternProperties: { '^x-': { type: 'integer' } },
+      },
+      [{ version: '1' }, { 'x-a': 1, version: '1', 'x-b': 2 }, { errors: { 404: 'a', default: 'd', 500: 'b' }, 'x-': 0, version: '2' }],
+      [{ 'x-a': 1 }, { version: '1', other: 1 }, { version: '1', 'x-a': 'one' }, { version: '1', errors: { 600: 'a' } }, { version: '1', errors: { 40: 'a' } }],
+    ],
   ])('%s', async (_, schema, valid, invalid) => {
     const validate = ajv.compile(schema);
     for (const value of valid) {
@@ -203,6 +217,10 @@ describe('with the Qwen3 vocabulary', () => {
     expect(await grammar.masksAcceptText(anyOrder(open), '{"a": 1, "a": 2}')).toBe(false);
     expect(await grammar.masksAcceptText(anyOrder(open), '{"q": 1, "q": 2}')).toBe(false);
     expect(await grammar.masksAcceptText(anyOrder(open), '{"q": 1, "a": 2, "qq": 3}')).toBe(true);
+    const patterned = { ...closed({ version: { type: 'null' } }), patternProperties: { '^x-': { type: 'null' }, '^[ab]$': { type: 'null' } } };
+    expect(await grammar.masksAcceptText(anyOrder(patterned), '{"x-a": null, "version": null, "x-a": null}')).toBe(false);
+    expect(await grammar.masksAcceptText(anyOrder(patterned), '{"a": null, "version": null, "a": null}')).toBe(false);
+    expect(await grammar.masksAcceptText(anyOrder(patterned), '{"a": null, "version": null, "b": null, "x-a": null}')).toBe(true);
     // Without the keyword (and with "schema"), only the schema's order.
     expect(await grammar.masksAccept(profile, { age: 3, name: 'Ann' })).toBe(false);
     expect(await grammar.masksAccept({ ...profile, 'x-property-order': 'schema' }, { age: 3, name: 'Ann' })).toBe(false);
@@ -279,6 +297,20 @@ describe('with the Qwen3 vocabulary', () => {
     const deciderLast = [...orders].some((o) => o.split(',').length > 1 && /(build|image)$/.test(o));
     const deciderFirst = [...orders].some((o) => o.split(',').length > 1 && /^(build|image)/.test(o));
     expect(deciderLast && deciderFirst, [...orders].join(' | ')).toBe(true);
+  }, 120_000);
+
+  it('random walks beside patternProperties: valid, never stranded by named keys the patterns leave or pattern keys all written', async () => {
+    // `xyz` leaves `^x-[ab]*$` after its x; `^[ab]?c$` has three keys, one of them named.
+    const schema = {
+      ...closed({ x: { type: 'null' }, xyz: { type: 'null' }, 'x-a': { type: 'null' }, ac: { type: 'null' } }),
+      patternProperties: { '^x-[ab]*$': { type: 'null' }, '^[ab]?c$': { type: 'null' } },
+    };
+    expect((await grammar.engine.compile({ kind: 'json_schema', schema: JSON.stringify(anyOrder(schema)) })).guard?.anyOrder.size).toBe(1);
+    const { finished, orders } = await walks(schema, 10_000);
+    expect(finished).toBeGreaterThan(10);
+    // Not vacuous: pattern keys beside named ones, before and after them.
+    const keys = [...orders].flatMap((o) => o.split(','));
+    expect(keys.some((k) => /^x-[ab]+$/.test(k) && k !== 'x-a') && keys.some((k) => k === 'bc' || k === 'c'), [...orders].join(' | ')).toBe(true);
   }, 120_000);
 
   it('random walks under a union told apart by its constants: valid, the deciding key first or last', async () => {

@@ -41,8 +41,10 @@ const CASES: [string, object, Json[], Json[]][] = [
   ['a property whose const fails its maxLength', { type: 'object', properties: { a: { const: 'long', maxLength: 2 } } }, [{}], [{ a: 'long' }, { a: 'lo' }]],
   // Formats no validator knows are annotations: any string, with the string's other keywords.
   ['unknown format', { type: 'string', format: 'topic' }, ['', 'a/b', 'x y "z"'], [1, null]],
-  // `.` is every character but line terminators: parentheses included (its class once excluded U+2028 as xgrammar reads it, `(`).
+  // `.` is every character but line terminators: parentheses included (a class excluding U+2028 once excluded `(`, as xgrammar reads it).
   ['a dot takes parentheses', { type: 'string', pattern: '^a.+$' }, ['a(b)', 'a)', 'a((', 'a\u00e9'], ['a', 'b(', 'a\n']],
+  // ... and every character beyond ASCII but the two line separators ECMAScript's `.` leaves out.
+  ['a dot refuses U+2028 / U+2029 only', { type: 'string', pattern: '^.+$' }, ['\u2027', '\u202a', '\u2000x', 'é\u{1F600}', '\u00a0\uffff'], ['\u2028', 'a\u2029', 'x\u2028y', '\r']],
   ['unknown format alone: any value', { format: 'expose' }, ['80:80', 3, null, { a: [true] }], []],
   ['unknown format with lengths', { type: 'string', format: 'path', minLength: 1, maxLength: 3 }, ['a', '/b/'], ['', 'abcd']],
   ['unknown format beside pattern', { type: 'string', format: 'semver', pattern: '^[0-9]+\\.[0-9]+$' }, ['1.2', '10.0'], ['1', 'a.b']],

@@ -9,7 +9,7 @@ import type { Translation } from './translation.js';
 const MAX_CHOICE_PAIRS = 16;
 
 /** allOf folded into one schema where its members speak of different things; refused where they overlap in a way a merge could loosen. */
-export function mergeAllOf(t: Translation, node: SchemaObject, path: string): SchemaObject {
+export function mergeAllOf(t: Pick<Translation, 'deref'>, node: SchemaObject, path: string): SchemaObject {
   const { allOf, ...base } = node;
   let merged: { [key: string]: Json } = { ...base };
   const members: { own: SchemaObject; flat: SchemaObject; isBase: boolean }[] = [{ own: base, flat: base, isBase: true }];

@@ -13,7 +13,8 @@
 
 import { KeyLanguage } from './key-language.js';
 import { holds, keysOf, type Presence, presenceOf } from './presence-constraints.js';
-import { ANNOTATIONS, constrains, isObject, type Json, resolvePointer, type SchemaObject } from './schema-model.js';
+import { mergeAllOf } from './all-of-merge.js';
+import { ANNOTATIONS, constrains, isObject, type Json, resolvePointer, type SchemaObject, SchemaUnsupported } from './schema-model.js';
 
 /** What the guard enforces about an object written in any order: the translator's own reading of its keys. */
 export interface ObjectKeyRule {
@@ -148,7 +149,7 @@ export function distinguishable(objects: readonly SchemaObject[], closedByDefaul
 }
 
 /** Keywords after which an object's keys are more than a set with required members: such objects keep the schema's order. */
-const KEEPS_ORDER = ['allOf', '$ref', 'if', 'then', 'else', 'dependentSchemas', 'propertyNames', 'unevaluatedProperties', 'enum', 'const'];
+const KEEPS_ORDER = ['$ref', 'if', 'then', 'else', 'dependentSchemas', 'propertyNames', 'unevaluatedProperties', 'enum', 'const'];
 /** Keywords the guard holds where they only speak of which keys are present (presence-constraints.ts); otherwise they keep the order. */
 const PRESENCE_WORDS = ['anyOf', 'oneOf', 'not', 'dependencies', 'dependentRequired'];
 const OBJECT_WORDS = ['properties', 'required', 'additionalProperties', 'patternProperties'];
@@ -164,6 +165,11 @@ const DEFINITIONS = new Set(['$defs', 'definitions']);
 
 /** Whether a schema object is an object schema that says only which keys it names, requires and allows beside, and which it has. */
 function speaksOnlyOfKeys(root: Json, node: SchemaObject, closedByDefault: boolean): boolean {
+  if (Array.isArray(node['allOf'])) {
+    // An allOf the translation merges into one object (all-of-merge.ts): the merge must be such an object, its keys one statement.
+    const merged = mergedView(root, node);
+    return merged !== null && !['allOf', 'anyOf', 'oneOf'].some((k) => merged[k] !== undefined) && speaksOnlyOfKeys(root, merged, closedByDefault);
+  }
   if (!OBJECT_WORDS.some((k) => constrains(k, node[k])) && !(node['type'] === 'object' || (Array.isArray(node['type']) && node['type'].includes('object')))) return false;
   if (KEEPS_ORDER.some((k) => node[k] !== undefined)) return false;
   if (PRESENCE_WORDS.some((k) => node[k] !== undefined)) {
@@ -219,6 +225,37 @@ export function presenceParts(root: Json, node: SchemaObject): Set<object> {
   }
   return parts;
 }
+
+/**
+ * The subschemas an allOf is merged from (its parts, references resolved, their own allOf too):
+ * where the translation writes the merge as one object in any order, they are that object's.
+ */
+export function allOfParts(root: Json, node: SchemaObject): Set<object> {
+  const parts = new Set<object>();
+  const pending: Json[] = Array.isArray(node['allOf']) ? [...node['allOf']] : [];
+  while (pending.length > 0) {
+    const part = pending.pop()!;
+    if (!isObject(part) || parts.has(part)) continue;
+    parts.add(part);
+    if (Array.isArray(part['allOf'])) pending.push(...part['allOf']);
+    if (typeof part['$ref'] === 'string') pending.push(resolvePointer(root, part['$ref']) ?? false);
+  }
+  return parts;
+}
+
+/** A schema beside allOf as the translation merges it, or null where the merge is refused. Memoized per node (asked for candidacy and again per place). */
+export function mergedView(root: Json, node: SchemaObject): SchemaObject | null {
+  if (merges.has(node)) return merges.get(node)!;
+  let merged: SchemaObject | null = null;
+  try {
+    merged = mergeAllOf({ deref: derefIn(root) }, node, '#');
+  } catch (error) {
+    if (!(error instanceof SchemaUnsupported)) throw error;
+  }
+  merges.set(node, merged);
+  return merged;
+}
+const merges = new WeakMap<object, SchemaObject | null>();
 
 /** The schema objects reachable from `starts` ($refs followed): through the followed edges only, or through every child. */
 function reach(root: Json, starts: readonly Json[], onlyFollowed: boolean): Set<object> {

@@ -23,7 +23,7 @@
 // them apart; an object schema found anywhere else beside others keeps the schema's order
 // everywhere. Pure.
 
-import { anyOrderCandidates, distinguishable, type ObjectKeyRule, onlyStructure, presenceParts } from './any-order.js';
+import { allOfParts, anyOrderCandidates, distinguishable, mergedView, type ObjectKeyRule, onlyStructure, presenceParts } from './any-order.js';
 import type { GuardOpener } from '../guard-opener.js';
 import { GuardMarks } from './guard-marks.js';
 import { type Alternative, allowsType, allStrings, isGuardedLength, type LengthBounds, stringsOf } from './string-bounds.js';
@@ -156,17 +156,22 @@ class PlanBuilder {
     if (candidates.length === 0) return [];
     const objects = alternatives.filter((a) => a.every((m) => allowsType(m, 'object')));
     const chosen = objects.map((a) => {
-      // An open object naming nothing (a union's `type: "object"` sibling) says nothing beside another.
+      // An allOf written merged, in any order: the subschemas it merges are that object's, not objects of their own here.
       const all = a.filter((m) => candidates.includes(m));
-      const own = all.length > 1 ? all.filter((m) => !onlyStructure(m)) : all;
+      const merged = new Set(all.flatMap((m) => [...allOfParts(this.root, m)]));
+      const whole = all.filter((m) => !merged.has(m));
+      // An open object naming nothing (a union's `type: "object"` sibling) says nothing beside another.
+      const own = whole.length > 1 ? whole.filter((m) => !onlyStructure(m) || Array.isArray(m['allOf'])) : whole;
       if (own.length !== 1) return null;
       // The object's own anyOf / oneOf over `required` split the place; its statement is in its key rule.
-      const parts = presenceParts(this.root, own[0]!);
+      const parts = new Set([...presenceParts(this.root, own[0]!), ...allOfParts(this.root, own[0]!)]);
       return a.every((m) => m === own[0] || onlyStructure(m) || parts.has(m)) ? own[0]! : null;
     });
     const resolve = (node: Json): Json => (isObject(node) && typeof node['$ref'] === 'string' ? (resolvePointer(this.root, node['$ref']) ?? node) : node);
     const distinct = [...new Set(chosen)];
-    if (distinct.every((c) => c !== null) && (distinct.length === 1 || distinguishable(distinct, this.closedByDefault, resolve))) return distinct;
+    // Told apart by what each says of its keys: a merged allOf by its merge.
+    const views = (objects: object[]): SchemaObject[] => objects.map((o) => (Array.isArray((o as SchemaObject)['allOf']) ? mergedView(this.root, o as SchemaObject)! : (o as SchemaObject)));
+    if (distinct.every((c) => c !== null) && (distinct.length === 1 || distinguishable(views(distinct), this.closedByDefault, resolve))) return distinct;
     for (const candidate of candidates) this.ordered.add(candidate);
     return [];
   }

@@ -63,12 +63,25 @@ export class SchemaTranslator implements Translation {
     this.guardPlan = options.guardStrings ? guardPlan(root, this.legacy, options.absentAdditionalProperties, options.propertyOrder === 'any') : null;
   }
 
+  /** Schemas this translation made from a schema's own node (an allOf merged, a $ref beside siblings, negated types folded in): the node each stands for, as the guard's plan knows it. */
+  private readonly madeFrom = new WeakMap<object, SchemaObject>();
+
+  private made(node: SchemaObject, from: SchemaObject): SchemaObject {
+    this.madeFrom.set(node, from);
+    return node;
+  }
+
+  private origin(node: SchemaObject): SchemaObject {
+    for (let from = this.madeFrom.get(node); from !== undefined; from = this.madeFrom.get(node)) node = from;
+    return node;
+  }
+
   inAnyOrder(node: SchemaObject): boolean {
-    return this.guardPlan?.anyOrder.has(node) === true;
+    return this.guardPlan?.anyOrder.has(this.origin(node)) === true;
   }
 
   followKeys(node: SchemaObject, rule: ObjectKeyRule): void {
-    this.guardPlan?.objectKeys.set(node, rule);
+    this.guardPlan?.objectKeys.set(this.origin(node), rule);
   }
 
   get stringsGuarded(): boolean {
@@ -108,17 +121,17 @@ export class SchemaTranslator implements Translation {
       const siblings = Object.keys(node).filter((k) => k !== '$ref' && isValidated(k));
       if (this.legacy || siblings.length === 0) return this.refRule(node['$ref'], pointer(path, '$ref'));
       const { $ref, ...rest } = node;
-      return this.schema({ ...rest, allOf: [...(Array.isArray(rest['allOf']) ? rest['allOf'] : []), { $ref }] }, path);
+      return this.schema(this.made({ ...rest, allOf: [...(Array.isArray(rest['allOf']) ? rest['allOf'] : []), { $ref }] }, node), path);
     }
     // Only annotations and unknown keywords: any value, as `true` (the strict reading of absent
     // additionalProperties is for object schemas, and this one says nothing of objects).
     if (!Object.keys(node).some((k) => CONSTRAINING.has(k) || k === 'type' || k === 'enum' || k === 'const')) return this.rules.anyValue();
-    if (Array.isArray(node['allOf'])) return this.schema(mergeAllOf(this, node, path), path);
+    if (Array.isArray(node['allOf'])) return this.schema(this.made(mergeAllOf(this, node, path), node), path);
     // anyOf / oneOf over subschemas that only require keys are what object-schema.ts writes, not a union.
     if (Array.isArray(node['anyOf']) && !isPresenceCombinator(this, node, 'anyOf', path)) return unionSchema(this, node, 'anyOf', path);
     if (Array.isArray(node['oneOf']) && !isPresenceCombinator(this, node, 'oneOf', path)) return unionSchema(this, node, 'oneOf', path);
     const typed = withoutNegatedTypes(this, node, path) ?? withNegatedPattern(this, node, path);
-    if (typed !== null) return this.schema(typed, path);
+    if (typed !== null) return this.schema(this.made(typed, node), path);
     const cases = dependentSchemaCases(this, node, path);
     if (cases !== null) return this.alternatives(cases.map((c) => this.schema(c, path)));
     if (node['enum'] !== undefined || node['const'] !== undefined) return enumSchema(this, node, path);

@@ -6,7 +6,7 @@
 
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { anyOrderCandidates } from '../../../src/grammar/json-schema/any-order.js';
+import { anyOrderCandidates, mergedView } from '../../../src/grammar/json-schema/any-order.js';
 import { guardPlan } from '../../../src/grammar/json-schema/guard-plan.js';
 import type { layoutJson } from '../../../src/grammar/schema-grammar.js';
 import { openQwen3Grammar, QWEN3_STOP, type Qwen3Grammar } from '../../support/qwen3-grammar.js';
@@ -21,7 +21,9 @@ const closed = (properties: Schema, required: string[] = []): Schema => ({ type:
 /** The object schemas a plan lets the translation write in any order, by their property names. */
 const loosened = (schema: Schema): string[] => {
   const plan = guardPlan(schema, false, 'forbid', true);
-  return [...(plan?.anyOrder ?? [])].map((node) => Object.keys((node as Schema)['properties'] as Schema).join(',')).sort();
+  // A merged allOf by its merge's properties.
+  const named = (node: Schema): string => (Array.isArray(node['allOf']) ? `allOf(${named(mergedView(schema, node)!)})` : Object.keys(node['properties'] as Schema).join(','));
+  return [...(plan?.anyOrder ?? [])].map((node) => named(node as Schema)).sort();
 };
 
 describe('which objects are written in any order', () => {
@@ -65,6 +67,16 @@ describe('which objects are written in any order', () => {
     expect(loosened({ ...closed({ p: true, q: true }), not: { required: ['p', 'q'] } })).toEqual(['p,q']);
   });
 
+  it('an allOf the translation merges into such an object, alone or beside another object', () => {
+    const a = closed({ kind: { const: 'a' }, x: { type: 'integer' } }, ['kind']);
+    expect(loosened({ allOf: [a, { required: ['x'] }] })).toEqual(['allOf(kind,x)']);
+    const section = closed({ type: { enum: ['section'] }, name: { type: 'string' } }, ['type', 'name']);
+    const reference = closed({ type: { enum: ['reference'] }, referent: closed({ id: { type: 'string' } }, ['id']) }, ['type']);
+    expect(loosened({ oneOf: [section, { allOf: [{ $ref: '#/$defs/reference' }, { properties: { referent: true } }] }], $defs: { reference } })).toEqual(['allOf(type,referent)', 'id', 'type,name']);
+    // A merge saying more than keys (a union inside): the order stays.
+    expect(loosened({ allOf: [a, { anyOf: [{ required: ['x'] }, { properties: { x: { type: 'null' } } }] }] })).toEqual([]);
+  });
+
   it('a closed object beside patternProperties: the guard follows the patterns’ keys as their language', () => {
     expect(loosened({ ...closed({ p: true }), patternProperties: { '^x-': true } })).toEqual(['p']);
     expect(loosened({ ...closed({ default: true }), patternProperties: { '^[1-5][0-9]{2}$': { type: 'string' } } })).toEqual(['default']);
@@ -72,8 +84,6 @@ describe('which objects are written in any order', () => {
 
   it('keeps the schema order where the guard could not tell which object holds, or what more it says of keys', () => {
     const a = closed({ kind: { const: 'a' }, x: { type: 'integer' } }, ['kind']);
-    // Merged with another object schema (allOf): the translation writes the merge, in order.
-    expect(loosened({ allOf: [a, { required: ['x'] }] })).toEqual([]);
     // Keys a closed object's patterns allow where the guard cannot read the patterns as a language (a backreference); an anyOf that is more than a statement about keys.
     expect(loosened({ ...closed({ p: true }), patternProperties: { '^(a)\\1$': true } })).toEqual([]);
     expect(loosened({ ...closed({ p: true, q: true }), anyOf: [{ required: ['p'] }, { properties: { q: { type: 'null' } } }] })).toEqual([]);
@@ -197,6 +207,30 @@ describe('with the Qwen3 vocabulary', () => {
       },
       [{ version: '1' }, { 'x-a': 1, version: '1', 'x-b': 2 }, { errors: { 404: 'a', default: 'd', 500: 'b' }, 'x-': 0, version: '2' }],
       [{ 'x-a': 1 }, { version: '1', other: 1 }, { version: '1', 'x-a': 'one' }, { version: '1', errors: { 600: 'a' } }, { version: '1', errors: { 40: 'a' } }],
+    ],
+    [
+      'a union of an object and a merged allOf (a reference narrowed), each in any order',
+      {
+        oneOf: [
+          closed({ type: { enum: ['section'] }, name: { type: 'string' }, note: { type: 'string' } }, ['type', 'name']),
+          { allOf: [{ $ref: '#/$defs/reference' }, { properties: { referent: { properties: { type: { enum: ['section'] } } } } }] },
+        ],
+        $defs: { reference: closed({ type: { enum: ['reference'] }, referent: closed({ id: { type: 'string' }, type: { type: 'string' } }, ['id']), note: { type: 'string' } }, ['type', 'referent']) },
+      },
+      [
+        { name: 'A', type: 'section' },
+        { type: 'section', note: 'n', name: 'A' },
+        // (A property both merged subschemas name is itself a merge the plan does not know: its keys keep the schema's order.)
+        { referent: { id: '1', type: 'section' }, type: 'reference' },
+        { note: 'x', type: 'reference', referent: { id: '2' } },
+      ],
+      [
+        { type: 'section' },
+        { type: 'reference', referent: { id: '1', type: 'video' } },
+        { type: 'reference', name: 'A', referent: { id: '1' } },
+        { referent: { id: '1' } },
+        { name: 'A', type: 'reference' },
+      ],
     ],
   ])('%s', async (_, schema, valid, invalid) => {
     const validate = ajv.compile(schema);

@@ -3,12 +3,13 @@
 // values two branches share, or where the branches that overlap are number ranges
 // (numeric-one-of.ts writes the numbers exactly one holds), string languages (string-one-of.ts:
 // the strings exactly one matches) or closed objects whose only shared
-// value is {} (written with at least one key). oneOf / anyOf over subschemas that only say
+// value is {} (written with at least one key), or arrays whose only shared value is [] (written with
+// at least one item). oneOf / anyOf over subschemas that only say
 // `required` never come here: presence-constraints.ts reads them. Pure.
 
 import { mergeAllOf } from './all-of-merge.js';
 import { exactlyOneNumberRange } from './numeric-one-of.js';
-import { exactlyOneString, stringLanguage } from './string-one-of.js';
+import { exactlyOneString, stringLanguage, untypedOnly } from './string-one-of.js';
 import { ANNOTATIONS, constants, constrains, isObject, type Json, kindOf, pointer, type SchemaObject, SchemaUnsupported } from './schema-model.js';
 import type { Translation } from './translation.js';
 
@@ -21,17 +22,18 @@ export function unionSchema(t: Translation, node: SchemaObject, keyword: 'anyOf'
   const resolved = list.map((branch, i) => (constraining.length > 0 ? mergeAllOf(t, { allOf: [siblings, branch] }, pointer(path, keyword, i)) : branch));
   const overlapping: [number, number][] = [];
   if (keyword === 'oneOf') for (let i = 0; i < resolved.length; i++) for (let j = i + 1; j < resolved.length; j++) if (!disjoint(t, resolved[i]!, resolved[j]!, path)) overlapping.push([i, j]);
-  // Closed objects whose only shared value is {}: {} matches two branches, so no branch may write it.
-  const emptyOnly = overlapping.filter(([i, j]) => shareOnlyEmptyObject(t, resolved[i]!, resolved[j]!, path));
-  const rest = overlapping.filter((pair) => !emptyOnly.includes(pair));
-  const choices = emptyOnly.length > 0 ? withoutEmptyObject(t, resolved, path) : resolved;
+  // Closed objects whose only shared value is {}, arrays whose only shared value is []: that value matches two branches, so no branch may write it.
+  const emptyOnly = overlapping.map(([i, j]) => [i, j, shareOnlyEmpty(t, resolved[i]!, resolved[j]!, path)] as const).filter(([, , empty]) => empty !== null);
+  const rest = overlapping.filter(([i, j]) => !emptyOnly.some(([a, b]) => a === i && b === j));
+  const choices = withoutEmpty(t, resolved, new Set(emptyOnly.map(([, , empty]) => empty!)), path);
   // Overlapping string languages (patterns, formats, lengths, string constants) are written as the
   // strings exactly one of them matches; overlapping number ranges as the numbers exactly one holds;
   // any other overlap is refused there.
-  const isString = (i: number): boolean => stringLanguage(t, choices[i]!, pointer(path, keyword, i)) !== null;
+  const untyped = keyword === 'oneOf' && untypedOnly(t, choices, path);
+  const isString = (i: number): boolean => stringLanguage(t, choices[i]!, pointer(path, keyword, i), untyped) !== null;
   const stringPairs = rest.filter(([i, j]) => isString(i) && isString(j));
   const otherPairs = rest.filter((pair) => !stringPairs.includes(pair));
-  const strings = stringPairs.length > 0 ? exactlyOneString(t, choices, path) : null;
+  const strings = stringPairs.length > 0 ? exactlyOneString(t, choices, path, untyped) : null;
   const numeric = otherPairs.length > 0 ? exactlyOneNumberRange(t, choices, otherPairs, path) : null;
   const handled = (i: number): boolean => numeric?.branches.has(i) === true || strings?.branches.has(i) === true;
   // Branches that only list constants are written as one enum: its texts a trie, where a plain choice
@@ -69,10 +71,19 @@ function onlyConstants(branch: Json): Json[] | null {
  * Whether no value can match both subschemas: different types, different constants, objects with
  * a required property of different constants, or objects where one requires a key the other cannot have.
  */
-function disjoint(t: Translation, a: Json, b: Json, path: string): boolean {
+function disjoint(t: Translation, a: Json, b: Json, path: string, depth = 0): boolean {
   const x = flat(t, a, path);
   const y = flat(t, b, path);
   if (!isObject(x) || !isObject(y)) return false;
+  // A union is apart from a subschema when each of its branches is (siblings beside the union only narrow it).
+  if (depth < MAX_UNION_DEPTH)
+    for (const [u, v] of [
+      [x, y],
+      [y, x],
+    ] as const)
+      for (const k of ['anyOf', 'oneOf']) if (Array.isArray(u[k]) && u[k].every((branch) => disjoint(t, branch, v, path, depth + 1))) return true;
+  // Objects with more keys than the other allows.
+  if ((onlyObjects(t, x, path) && fewestKeys(x) > mostKeys(y)) || (onlyObjects(t, y, path) && fewestKeys(y) > mostKeys(x))) return true;
   const tx = kinds(t, x, path);
   const ty = kinds(t, y, path);
   if (tx && ty && ![...tx].some((k) => ty.has(k))) return true;
@@ -89,8 +100,20 @@ function disjoint(t: Translation, a: Json, b: Json, path: string): boolean {
     const cy = constants(flat(t, py[key]!, path));
     if (cx && cy && ![...cx].some((v) => cy.has(v))) return true;
   }
+  // Arrays whose items are apart, one of them never empty.
+  if (onlyArrays(x) && onlyArrays(y) && shareOnlyEmpty(t, x, y, path) === 'array' && (minItems(x) > 0 || minItems(y) > 0)) return true;
   return onlyObjects(t, x, path) && onlyObjects(t, y, path) && apart(t, x, y, path) && apart(t, y, x, path);
 }
+
+const minItems = (node: SchemaObject): number => (typeof node['minItems'] === 'number' ? node['minItems'] : 0);
+
+/** Unions nested in unions that disjoint() opens, at the most. */
+const MAX_UNION_DEPTH = 4;
+
+const requiredKeys = (node: SchemaObject): string[] => (Array.isArray(node['required']) ? node['required'].filter((k): k is string => typeof k === 'string') : []);
+/** The fewest keys an object of the subschema has: its required ones, or minProperties. */
+const fewestKeys = (node: SchemaObject): number => Math.max(new Set(requiredKeys(node)).size, typeof node['minProperties'] === 'number' ? node['minProperties'] : 0);
+const mostKeys = (node: SchemaObject): number => (typeof node['maxProperties'] === 'number' ? node['maxProperties'] : Number.POSITIVE_INFINITY);
 
 /**
  * Whether no object the grammar writes for `p` is valid under `q`: p requires a key q cannot have,
@@ -98,8 +121,7 @@ function disjoint(t: Translation, a: Json, b: Json, path: string): boolean {
  * The grammar's objects are valid under p, so one such key either way keeps the two apart.
  */
 function apart(t: Translation, p: SchemaObject, q: SchemaObject, path: string): boolean {
-  const required = (node: SchemaObject): string[] => (Array.isArray(node['required']) ? node['required'].filter((k): k is string => typeof k === 'string') : []);
-  return required(p).some((key) => cannotHave(t, q, key, path, 'schema')) || required(q).some((key) => cannotHave(t, p, key, path, 'grammar'));
+  return requiredKeys(p).some((key) => cannotHave(t, q, key, path, 'schema')) || requiredKeys(q).some((key) => cannotHave(t, p, key, path, 'grammar'));
 }
 
 /**
@@ -107,26 +129,44 @@ function apart(t: Translation, p: SchemaObject, q: SchemaObject, path: string): 
  * additionalProperties: false limits to their properties, and every property both name is apart
  * (or false on one side), so a shared object has no key.
  */
-function shareOnlyEmptyObject(t: Translation, a: Json, b: Json, path: string): boolean {
+function shareOnlyEmpty(t: Translation, a: Json, b: Json, path: string): 'object' | 'array' | null {
   const x = flat(t, a, path);
   const y = flat(t, b, path);
+  if (!isObject(x) || !isObject(y)) return null;
+  if (onlyArrays(x) && onlyArrays(y)) {
+    // Arrays whose items are apart share only [] (both allow it, or they would be disjoint already).
+    const itemsOf = (node: SchemaObject): Json | undefined => (node['prefixItems'] === undefined && !Array.isArray(node['items']) ? (node['items'] ?? true) : undefined);
+    const [ix, iy] = [itemsOf(x), itemsOf(y)];
+    return ix !== undefined && iy !== undefined && disjoint(t, ix, iy, path) ? 'array' : null;
+  }
   const closed = (node: SchemaObject): boolean => node['additionalProperties'] === false && node['patternProperties'] === undefined && node['unevaluatedProperties'] === undefined;
-  if (!isObject(x) || !isObject(y) || !onlyObjects(t, x, path) || !onlyObjects(t, y, path) || !closed(x) || !closed(y)) return false;
+  if (!onlyObjects(t, x, path) || !onlyObjects(t, y, path) || !closed(x) || !closed(y)) return null;
   const px = isObject(x['properties']) ? x['properties'] : {};
   const py = isObject(y['properties']) ? y['properties'] : {};
-  return Object.keys(px)
+  const apartKeys = Object.keys(px)
     .filter((key) => Object.hasOwn(py, key))
     .every((key) => t.deref(px[key]!, path) === false || t.deref(py[key]!, path) === false || disjoint(t, px[key]!, py[key]!, path));
+  return apartKeys ? 'object' : null;
+}
+
+/** Whether the grammar writes only arrays for the subschema (`type: "array"` and array keywords only). */
+function onlyArrays(node: SchemaObject): boolean {
+  const typed = node['type'] === 'array' || (Array.isArray(node['type']) && node['type'].length === 1 && node['type'][0] === 'array');
+  return typed && !['enum', 'const', 'anyOf', 'oneOf', 'allOf', '$ref', 'not', 'contains'].some((k) => node[k] !== undefined);
 }
 
 /**
- * The branches without the empty object: each one that writes only objects has at least one key.
- * The others need nothing: each is apart from a branch that holds {}, so it never writes {}.
+ * The branches without the empty object or array two of them share: each one that writes only
+ * objects (arrays) has at least one key (item). The others need nothing: each is apart from a
+ * branch that holds {} ([]), so it never writes it.
  */
-function withoutEmptyObject(t: Translation, branches: readonly Json[], path: string): Json[] {
+function withoutEmpty(t: Translation, branches: readonly Json[], empties: ReadonlySet<'object' | 'array'>, path: string): readonly Json[] {
+  if (empties.size === 0) return branches;
   return branches.map((branch) => {
     const x = flat(t, branch, path);
-    return isObject(x) && onlyObjects(t, x, path) ? { allOf: [branch, { minProperties: 1 }] } : branch;
+    if (!isObject(x)) return branch;
+    if (empties.has('object') && onlyObjects(t, x, path)) return { allOf: [branch, { minProperties: 1 }] };
+    return empties.has('array') && onlyArrays(x) ? { allOf: [branch, { minItems: 1 }] } : branch;
   });
 }
 

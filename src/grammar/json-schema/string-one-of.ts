@@ -13,14 +13,18 @@ import type { Translation } from './translation.js';
 
 const STRING_LANGUAGE_KEYWORDS = new Set(['type', 'pattern', 'format', 'minLength', 'maxLength', 'enum', 'const']);
 
-/** A subschema read as a string language: the regex nodes all of whose strings it allows (a conjunction); null where it says more, or allows other values. */
-export function stringLanguage(t: Translation, branch: Json, path: string): RegexNode[] | null {
+/**
+ * A subschema read as a string language: the regex nodes all of whose strings it allows (a
+ * conjunction); null where it says more, or allows other values — unless `untyped`, where one
+ * without `type` is read as its strings (its other values are excluded elsewhere: untypedOnly).
+ */
+export function stringLanguage(t: Translation, branch: Json, path: string, untyped = false): RegexNode[] | null {
   const node = t.deref(branch, path);
   if (!isObject(node) || Object.keys(node).some((k) => !ANNOTATIONS.has(k) && !STRING_LANGUAGE_KEYWORDS.has(k))) return null;
   const listed = node['const'] !== undefined ? [node['const']] : Array.isArray(node['enum']) ? node['enum'] : null;
   if (listed !== null && !listed.every((value) => typeof value === 'string')) return null;
   // Without `type` (and without constants) it also matches every value that is not a string.
-  if (listed === null && node['type'] !== 'string') return null;
+  if (listed === null && node['type'] !== 'string' && !untyped) return null;
   if (node['type'] !== undefined && node['type'] !== 'string') return null;
   const nodes: RegexNode[] = [];
   try {
@@ -48,8 +52,8 @@ const literal = (text: string): RegexNode => ({ t: 'seq', items: [...text].map((
  * The oneOf's string-language subschemas (by index) and the grammar for the strings exactly one of
  * them matches; null where fewer than two of the overlapping subschemas are string languages.
  */
-export function exactlyOneString(t: Translation, branches: readonly Json[], path: string): { branches: Set<number>; body: string | null } {
-  const languages = branches.map((branch, i) => stringLanguage(t, branch, pointer(path, 'oneOf', i)));
+export function exactlyOneString(t: Translation, branches: readonly Json[], path: string, untyped = false): { branches: Set<number>; body: string | null } {
+  const languages = branches.map((branch, i) => stringLanguage(t, branch, pointer(path, 'oneOf', i), untyped));
   const indexes = [...languages.keys()].filter((i) => languages[i] !== null);
   const states = exactlyOne(
     indexes.map((i) => languages[i]!),
@@ -57,4 +61,19 @@ export function exactlyOneString(t: Translation, branches: readonly Json[], path
   );
   if (states === null) throw new SchemaUnsupported('oneOf', pointer(path, 'oneOf'), `the strings exactly one subschema matches need more than ${MAX_INTERSECTION_STATES} grammar rules`);
   return { branches: new Set(indexes), body: automatonString(t, states, pointer(path, 'oneOf')) };
+}
+
+/**
+ * Whether every branch of a oneOf is a string language and two or more say no `type` (nor list
+ * constants): those two match every value that is not a string, so only strings can match exactly
+ * one branch ("APPROVER" and "SIGNER" as bare patterns).
+ */
+export function untypedOnly(t: Translation, branches: readonly Json[], path: string): boolean {
+  let untyped = 0;
+  for (const [i, branch] of branches.entries()) {
+    if (stringLanguage(t, branch, pointer(path, 'oneOf', i), true) === null) return false;
+    const node = t.deref(branch, path) as { [key: string]: Json };
+    if (node['type'] === undefined && node['const'] === undefined && node['enum'] === undefined) untyped++;
+  }
+  return untyped >= 2;
 }

@@ -155,6 +155,50 @@ const CASES: [string, object, Json[], Json[]][] = [
     ['xyz', 'abcd', 'zzzz', 7, ''],
     ['ab', 'b', 'abc', 'bcde'],
   ],
+  // Without `type` each pattern holds every non-string too: two of them leave strings only.
+  ['oneOf over two bare patterns', { oneOf: [{ pattern: 'APPROVER' }, { pattern: 'SIGNER' }] }, ['APPROVER', 'xSIGNERy'], ['APPROVER SIGNER', 'none', 1, null, true, {}, []]],
+  ['oneOf over bare patterns beside a constant', { oneOf: [{ pattern: '^a' }, { pattern: 'b$' }, { const: 'c' }] }, ['a', 'ax', 'xb', 'c'], ['ab', 'x', 2, null]],
+  // Arrays whose items are apart share only []: each written with an item.
+  [
+    'oneOf over arrays of numbers and of strings',
+    {
+      oneOf: [
+        { type: 'array', items: { type: 'number' } },
+        { type: 'array', items: { type: 'string' } },
+      ],
+    },
+    [[1], [1.5, 2], ['a'], ['a', 'b']],
+    [[], [1, 'a'], 'x', null],
+  ],
+  [
+    'oneOf over arrays, one never empty',
+    {
+      oneOf: [
+        { type: 'array', items: { type: 'number' }, minItems: 1 },
+        { type: 'array', items: { type: 'string' } },
+      ],
+    },
+    [[1], [], ['a']],
+    [[1, 'a'], [true]],
+  ],
+  // A union apart from a branch: each of its branches is (composer's repositories: an entry, or {"name": false}).
+  [
+    'oneOf of a union of objects and a one-key object',
+    {
+      oneOf: [
+        {
+          type: 'object',
+          oneOf: [
+            { type: 'object', properties: { type: { const: 'vcs' }, url: { type: 'string' } }, required: ['type', 'url'], additionalProperties: false },
+            { type: 'object', properties: { type: { const: 'path' }, url: { type: 'string' } }, required: ['type', 'url'], additionalProperties: false },
+          ],
+        },
+        { type: 'object', additionalProperties: { enum: [false] }, minProperties: 1, maxProperties: 1 },
+      ],
+    },
+    [{ type: 'vcs', url: 'u' }, { type: 'path', url: '' }, { 'packagist.org': false }],
+    [{}, { a: true }, { type: 'vcs' }, { a: false, b: false }, { type: 'git', url: 'u' }],
+  ],
   // Every non-empty string matches both: only "" matches exactly one.
   ['oneOf over any string and a non-empty one', { oneOf: [{ type: 'string' }, { type: 'string', minLength: 1 }] }, [''], ['a', 'xyz']],
   [

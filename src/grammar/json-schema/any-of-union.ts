@@ -9,7 +9,7 @@
 
 import { mergeAllOf } from './all-of-merge.js';
 import { exactlyOneNumberRange } from './numeric-one-of.js';
-import { exactlyOneString, stringLanguage, untypedOnly } from './string-one-of.js';
+import { disjointStrings, exactlyOneString, stringLanguage, untypedOnly } from './string-one-of.js';
 import { ANNOTATIONS, constants, constrains, isObject, type Json, kindOf, pointer, type SchemaObject, SchemaUnsupported } from './schema-model.js';
 import type { Translation } from './translation.js';
 
@@ -94,12 +94,14 @@ function disjoint(t: Translation, a: Json, b: Json, path: string, depth = 0): bo
   const py = isObject(y['properties']) ? y['properties'] : {};
   const rx = Array.isArray(x['required']) ? x['required'] : [];
   const ry = Array.isArray(y['required']) ? y['required'] : [];
-  for (const key of Object.keys(px)) {
-    if (!rx.includes(key) || !ry.includes(key) || py[key] === undefined) continue;
-    const cx = constants(flat(t, px[key]!, path));
-    const cy = constants(flat(t, py[key]!, path));
-    if (cx && cy && ![...cx].some((v) => cy.has(v))) return true;
-  }
+  // A key both require, whose values are apart (constants, patterns such as `^Abs$` and `^Add$`, or deeper): where both write objects only.
+  const objectsOnly = (node: SchemaObject): boolean => t.typesOf(node, path).every((type) => type === 'object');
+  if (objectsOnly(x) && objectsOnly(y))
+    for (const key of Object.keys(px)) {
+      if (!rx.includes(key) || !ry.includes(key) || py[key] === undefined) continue;
+      if (depth < MAX_UNION_DEPTH && disjoint(t, px[key]!, py[key]!, path, depth + 1)) return true;
+    }
+  if (disjointStrings(t, x, y, path)) return true;
   // Arrays whose items are apart, one of them never empty.
   if (onlyArrays(x) && onlyArrays(y) && shareOnlyEmpty(t, x, y, path) === 'array' && (minItems(x) > 0 || minItems(y) > 0)) return true;
   return onlyObjects(t, x, path) && onlyObjects(t, y, path) && apart(t, x, y, path) && apart(t, y, x, path);
@@ -107,7 +109,7 @@ function disjoint(t: Translation, a: Json, b: Json, path: string, depth = 0): bo
 
 const minItems = (node: SchemaObject): number => (typeof node['minItems'] === 'number' ? node['minItems'] : 0);
 
-/** Unions nested in unions that disjoint() opens, at the most. */
+/** Unions (and values of required keys) nested one in another that disjoint() opens, at the most. */
 const MAX_UNION_DEPTH = 4;
 
 const requiredKeys = (node: SchemaObject): string[] => (Array.isArray(node['required']) ? node['required'].filter((k): k is string => typeof k === 'string') : []);

@@ -4,10 +4,10 @@
 // per state, refused by name past MAX_INTERSECTION_STATES. JSONSchemaBench's Github splits hold
 // such pairs (a fraction or an IEEE number as two patterns; "APPROVER" and "SIGNER" unanchored). Pure.
 
-import { exactlyOne } from '../regex-derivative.js';
+import { exactlyOne, intersection } from '../regex-derivative.js';
 import { PatternUnsupported, patternLanguage, type RegexNode } from '../regex-grammar.js';
 import { stringFormat } from '../string-formats.js';
-import { ANNOTATIONS, isObject, type Json, pointer, SchemaUnsupported } from './schema-model.js';
+import { ANNOTATIONS, isObject, isValidated, type Json, pointer, SchemaUnsupported } from './schema-model.js';
 import { automatonString, lengthLanguage, MAX_INTERSECTION_STATES } from './string-schema.js';
 import type { Translation } from './translation.js';
 
@@ -20,7 +20,8 @@ const STRING_LANGUAGE_KEYWORDS = new Set(['type', 'pattern', 'format', 'minLengt
  */
 export function stringLanguage(t: Translation, branch: Json, path: string, untyped = false): RegexNode[] | null {
   const node = t.deref(branch, path);
-  if (!isObject(node) || Object.keys(node).some((k) => !ANNOTATIONS.has(k) && !STRING_LANGUAGE_KEYWORDS.has(k))) return null;
+  // Keywords no validator reads (`name` beside a pattern) say nothing.
+  if (!isObject(node) || Object.keys(node).some((k) => !ANNOTATIONS.has(k) && isValidated(k) && !STRING_LANGUAGE_KEYWORDS.has(k))) return null;
   const listed = node['const'] !== undefined ? [node['const']] : Array.isArray(node['enum']) ? node['enum'] : null;
   if (listed !== null && !listed.every((value) => typeof value === 'string')) return null;
   // Without `type` (and without constants) it also matches every value that is not a string.
@@ -76,4 +77,12 @@ export function untypedOnly(t: Translation, branches: readonly Json[], path: str
     if (node['type'] === undefined && node['const'] === undefined && node['enum'] === undefined) untyped++;
   }
   return untyped >= 2;
+}
+
+/** Whether two subschemas are string languages no string is in both of (an automaton of their intersection has no state). */
+export function disjointStrings(t: Translation, a: Json, b: Json, path: string): boolean {
+  const x = stringLanguage(t, a, path);
+  const y = stringLanguage(t, b, path);
+  if (x === null || y === null) return false;
+  return intersection([...x, ...y], MAX_INTERSECTION_STATES)?.length === 0;
 }

@@ -158,6 +158,40 @@ const CASES: [string, object, Json[], Json[]][] = [
   // Without `type` each pattern holds every non-string too: two of them leave strings only.
   ['oneOf over two bare patterns', { oneOf: [{ pattern: 'APPROVER' }, { pattern: 'SIGNER' }] }, ['APPROVER', 'xSIGNERy'], ['APPROVER SIGNER', 'none', 1, null, true, {}, []]],
   ['oneOf over bare patterns beside a constant', { oneOf: [{ pattern: '^a' }, { pattern: 'b$' }, { const: 'c' }] }, ['a', 'ax', 'xb', 'c'], ['ab', 'x', 2, null]],
+  [
+    'oneOf over bare patterns beside keywords no validator reads',
+    {
+      oneOf: [
+        { name: 'New', pattern: '^NEW$' },
+        { name: 'Old', pattern: '^OLD$' },
+      ],
+    },
+    ['NEW', 'OLD'],
+    ['new', 1],
+  ],
+  // Objects apart by a key both require: patterns that share no string, or values apart deeper down.
+  [
+    'oneOf over closed objects told apart by a pattern on a required key',
+    {
+      oneOf: [
+        { type: 'object', properties: { type: { type: 'string', pattern: '^Abs$' }, a: { type: 'integer' } }, required: ['type'], additionalProperties: false },
+        { type: 'object', properties: { type: { type: 'string', pattern: '^Add$' }, b: { type: 'integer' } }, required: ['type'], additionalProperties: false },
+      ],
+    },
+    [{ type: 'Abs', a: 1 }, { type: 'Add' }, { type: 'Add', b: 2 }],
+    [{ type: 'Mul' }, { type: 'Abs', b: 1 }, {}, 'Abs'],
+  ],
+  [
+    'oneOf over objects told apart two keys down',
+    {
+      oneOf: [
+        { type: 'object', properties: { from: { type: 'object', properties: { path: { const: 'a' } }, required: ['path'] } }, required: ['from'] },
+        { type: 'object', properties: { from: { type: 'object', properties: { path: { const: 'b' } }, required: ['path'] } }, required: ['from'] },
+      ],
+    },
+    [{ from: { path: 'a' } }, { from: { path: 'b' } }],
+    [{ from: { path: 'c' } }, { from: {} }, {}],
+  ],
   // Arrays whose items are apart share only []: each written with an item.
   [
     'oneOf over arrays of numbers and of strings',

@@ -95,7 +95,7 @@ function mergeTwo(a: SchemaObject, b: SchemaObject, path: string): { [key: strin
     if (JSON.stringify(mine) === JSON.stringify(value)) continue;
     if (key === 'properties' && isObject(mine) && isObject(value)) {
       const props: { [key: string]: Json } = { ...mine };
-      for (const [name, schema] of Object.entries(value)) setOwnEntry(props, name, Object.hasOwn(props, name) ? { allOf: [props[name]!, schema] } : schema);
+      for (const [name, schema] of Object.entries(value)) setOwnEntry(props, name, Object.hasOwn(props, name) ? both(props[name], schema) : schema);
       out[key] = props;
     } else if (key === 'required' && Array.isArray(mine) && Array.isArray(value)) out[key] = [...new Set([...mine, ...value])];
     else if (key === 'type') {

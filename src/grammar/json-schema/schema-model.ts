@@ -85,7 +85,6 @@ export const ANNOTATIONS = new Set([
 ]);
 /** Keywords refused wherever they appear (no exact grammar for them). */
 export const REFUSED: Readonly<Record<string, string>> = {
-  if: 'conditional subschemas (if / then / else) are not translated',
   contains: 'arrays that must contain a matching item are not translated',
   unevaluatedItems: 'unevaluated items are not translated',
   $dynamicRef: 'dynamic references are not translated',

@@ -3,6 +3,7 @@
 // combinators, and hands each type to its part (object-, array-, string-, number-, enum-schema.ts).
 
 import { mergeAllOf } from './all-of-merge.js';
+import { conditionalCases } from './conditional-cases.js';
 import { unionSchema } from './any-of-union.js';
 import type { ObjectKeyRule } from './any-order.js';
 import { arraySchema } from './array-schema.js';
@@ -111,6 +112,9 @@ export class SchemaTranslator implements Translation {
     if (node === true) return this.rules.anyValue();
     if (node === false) return null;
     if (!isObject(node)) throw new SchemaUnsupported('schema', path, 'is neither an object nor a boolean');
+    // if / then / else as cases split by the key the conditions ask (refused by name where they ask more).
+    const conditional = conditionalCases(this, node, path);
+    if (conditional !== null) return this.schema(this.made(conditional, node), path);
     for (const keyword of Object.keys(REFUSED)) if (node[keyword] !== undefined) throw new SchemaUnsupported(keyword, pointer(path, keyword), REFUSED[keyword]!);
     // A format no validator knows is an annotation: it neither makes the schema a string schema nor constrains one.
     if (typeof node['format'] === 'string' && formatIsAnnotation(node['format'])) {

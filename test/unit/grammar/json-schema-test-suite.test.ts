@@ -80,6 +80,7 @@ const MORE_KEYWORDS = [
   'minProperties',
   'maxProperties',
   'not',
+  'if-then-else',
 ];
 const FORMATS = ['date-time', 'date', 'time', 'duration', 'email', 'hostname', 'ipv4', 'ipv6', 'uuid', 'uri', 'uri-reference', 'unknown'];
 

@@ -278,6 +278,16 @@ describe('refusals', () => {
     ['a lookahead inside a group', { kind: 'json_schema', schema: '{"pattern":"^(a(?=b))","type":"string"}' }, /pattern at #\/pattern cannot be enforced: .*lookaheads inside a group/],
     ['a lookbehind', { kind: 'json_schema', schema: '{"pattern":"(?<=a)b","type":"string"}' }, /pattern at #\/pattern cannot be enforced: lookbehind/],
     ['uniqueItems', { kind: 'json_schema', schema: '{"type":"array","uniqueItems":true}' }, /uniqueItems at #\/uniqueItems/],
+    [
+      'if on arrays',
+      { kind: 'json_schema', schema: '{"type":"array","if":{"items":{"type":"string"}},"then":{"maxItems":2}}' },
+      /if at #\/if cannot be enforced: is translated only where each condition asks one property/,
+    ],
+    [
+      'conditions on two keys',
+      { kind: 'json_schema', schema: '{"allOf":[{"if":{"properties":{"a":{"const":1}}},"then":{"required":["b"]}},{"if":{"properties":{"b":{"const":1}}},"then":{"required":["a"]}}]}' },
+      /if at #\/if cannot be enforced: conditions on different keys/,
+    ],
     ['no choices', { kind: 'choice', choices: [] }, /choice needs at least one string/],
     ['oversized schema', { kind: 'json_schema', schema: JSON.stringify({ enum: Array.from({ length: 30_000 }, (_, i) => `value-${i}`) }) }, /too large to compile/],
   ])('%s is INVALID_ARG naming the feature', async (_, spec, message) => {

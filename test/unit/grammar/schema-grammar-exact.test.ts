@@ -192,6 +192,55 @@ const CASES: [string, object, Json[], Json[]][] = [
     [{ from: { path: 'a' } }, { from: { path: 'b' } }],
     [{ from: { path: 'c' } }, { from: {} }, {}],
   ],
+  // if / then / else as cases split by the key the conditions ask: absent, each constant, any other value, non-objects.
+  [
+    'a switch: one if / then per constant under allOf',
+    {
+      type: 'object',
+      properties: { handler: { type: 'string', enum: ['Page', 'Fluid', 'PHP'] }, code: { type: 'integer' } },
+      required: ['handler'],
+      allOf: [
+        { if: { properties: { handler: { const: 'PHP' } } }, then: { properties: { cls: { type: 'string' } }, required: ['cls'] } },
+        { if: { properties: { handler: { const: 'Fluid' } } }, then: { properties: { tpl: { type: 'string' } }, required: ['tpl'] } },
+      ],
+    },
+    [{ handler: 'Page' }, { handler: 'PHP', cls: 'X' }, { handler: 'Fluid', code: 1, tpl: 't' }],
+    [{ handler: 'PHP' }, { handler: 'Fluid', cls: 'X' }, {}, { handler: 'Other' }, 'PHP'],
+  ],
+  [
+    'if / then / else on a required key of any string',
+    {
+      type: 'object',
+      properties: { kind: { type: 'string' } },
+      if: { properties: { kind: { const: 'u.ri' } }, required: ['kind'] },
+      then: { properties: { source: { type: 'string' } }, required: ['source'] },
+      else: { properties: { content: { type: 'string' } }, required: ['content'] },
+    },
+    [{ kind: 'u.ri', source: 's' }, { kind: 'text', content: 'c' }, { content: 'c' }, { kind: 'u.rix', content: 'c' }, { kind: 'uxri', content: 'c' }],
+    [{ kind: 'u.ri', content: 'c' }, { kind: 'text', source: 's' }, { kind: 'u.ri' }, {}],
+  ],
+  [
+    'if that holds only for objects, beside values that are not',
+    {
+      if: { type: 'object', properties: { t: { const: 'a' } }, required: ['t'] },
+      then: { properties: { t: true, x: { type: 'integer' } }, required: ['x'] },
+      else: { type: ['string', 'object'], properties: { t: true } },
+    },
+    [{ t: 'a', x: 1 }, { t: 'b' }, {}, 'str'],
+    [{ t: 'a' }, 5, null, { t: 'a', x: 'no' }],
+  ],
+  [
+    'if over either of two constants',
+    {
+      type: 'object',
+      properties: { db: { type: 'string', enum: ['mysql', 'pg', 'file'] }, host: { type: 'string' } },
+      required: ['db'],
+      if: { anyOf: [{ properties: { db: { const: 'mysql' } } }, { properties: { db: { const: 'pg' } } }] },
+      then: { required: ['host'] },
+    },
+    [{ db: 'mysql', host: 'h' }, { db: 'file' }, { db: 'file', host: 'h' }],
+    [{ db: 'pg' }, { db: 'x' }, { host: 'h' }],
+  ],
   // Arrays whose items are apart share only []: each written with an item.
   [
     'oneOf over arrays of numbers and of strings',

@@ -257,6 +257,12 @@ export function mergedView(root: Json, node: SchemaObject): SchemaObject | null 
 }
 const merges = new WeakMap<object, SchemaObject | null>();
 
+/** Whether any of `nodes` is reachable from `start` through the edges the guard's plan follows ($refs too). */
+export function reachesAny(root: Json, start: Json, nodes: ReadonlySet<object>): boolean {
+  for (const node of reach(root, [start], true)) if (nodes.has(node)) return true;
+  return false;
+}
+
 /** The schema objects reachable from `starts` ($refs followed): through the followed edges only, or through every child. */
 function reach(root: Json, starts: readonly Json[], onlyFollowed: boolean): Set<object> {
   const seen = new Set<object>();

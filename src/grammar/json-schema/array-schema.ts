@@ -26,13 +26,13 @@ export function arraySchema(t: Translation, node: SchemaObject, path: string): s
   if (node['uniqueItems'] === true && (maxItems === null || maxItems > 1) && !t.uniqueGuarded) return uniqueArray(t, { prefix, prefixPath, tail, tailPath, minItems, maxItems }, path);
   const prefixBodies: string[] = [];
   for (const [i, item] of prefix.entries()) {
-    const body = t.schema(item, pointer(prefixPath, i));
+    const body = t.schemaBeneath(item, pointer(prefixPath, i), { item: i });
     if (body === null) break;
     prefixBodies.push(body);
   }
   // A prefix item allowing no value caps the array before it.
   const cap = prefixBodies.length < prefix.length ? prefixBodies.length : null;
-  const tailBody = cap !== null ? null : t.schema(tail, tailPath);
+  const tailBody = cap !== null ? null : t.schemaBeneath(tail, tailPath, { item: null });
   const max = [maxItems, cap, tailBody === null ? prefixBodies.length : null].filter((m): m is number => m !== null).reduce((a, b) => Math.min(a, b), Number.POSITIVE_INFINITY);
   if (minItems > max) return null;
   const options: string[] = [];

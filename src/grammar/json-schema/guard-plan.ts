@@ -66,6 +66,8 @@ export interface GuardPlan {
   readonly guardsUnique: boolean;
   /** The object schemas the translation may write in any key order (each one a place's objectNode). */
   readonly anyOrder: ReadonlySet<object>;
+  /** Those among them also met where the guard cannot follow their keys (the schema's order there): the translation writes them per place. */
+  readonly mixed: ReadonlySet<object>;
   /** What the guard enforces of each such object's keys, as the translation wrote it (filled as it writes them). */
   readonly objectKeys: Map<object, ObjectKeyRule>;
   /** Where the document is free text with JSON values each after this opener (tool calls under auto); absent: the output is one JSON document. */
@@ -139,9 +141,9 @@ class PlanBuilder {
       const { index, alternatives } = this.pending.shift()!;
       this.places[index] = this.describe(alternatives);
     }
-    const places = this.places.map((p) => (p.objectNodes.some((node) => this.ordered.has(node)) ? { ...p, objectNodes: [] } : p));
-    const anyOrder = new Set(places.flatMap((p) => p.objectNodes));
-    return { places, guardsUnique: this.withUnique, anyOrder, objectKeys: new Map() };
+    const anyOrder = new Set(this.places.flatMap((p) => p.objectNodes));
+    const mixed = new Set([...anyOrder].filter((node) => this.ordered.has(node)));
+    return { places: this.places, guardsUnique: this.withUnique, anyOrder, mixed, objectKeys: new Map() };
   }
 
   /**

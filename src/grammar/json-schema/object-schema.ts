@@ -29,7 +29,7 @@ export function objectSchema(t: Translation, node: SchemaObject, path: string): 
     throw new SchemaUnsupported('unevaluatedProperties', pointer(path, 'unevaluatedProperties'), 'is translated only as false');
   const extraSchema: Json = additional === undefined ? t.options.absentAdditionalProperties === 'allow' : additional;
   const keys = PropertyKeys.of(t, node, path, extraSchema === false);
-  const extraBody = t.schema(extraSchema, pointer(path, 'additionalProperties'));
+  const extraBody = t.schemaBeneath(extraSchema, pointer(path, 'additionalProperties'), { otherKey: true });
   const presence = objectPresence(t, node, path);
   const mentioned = presence === null ? [] : keysOf(presence.objects);
   // Names propertyNames lists are slots too: as unnamed members, one could be written twice.
@@ -116,8 +116,9 @@ function namedMembers(
     const patterns = keys.patternSchemas(name);
     let body: string | null = null;
     if (keys.allows(name) && !patterns.includes(false)) {
-      if (Object.hasOwn(properties, name)) body = t.schema(patterns.length === 0 ? properties[name]! : { allOf: [properties[name]!, ...patterns] }, pointer(path, 'properties', name));
-      else if (patterns.length > 0) body = t.schema({ allOf: patterns }, pointer(path, 'patternProperties'));
+      if (Object.hasOwn(properties, name))
+        body = t.schemaBeneath(patterns.length === 0 ? properties[name]! : { allOf: [properties[name]!, ...patterns] }, pointer(path, 'properties', name), { key: name });
+      else if (patterns.length > 0) body = t.schemaBeneath({ allOf: patterns }, pointer(path, 'patternProperties'), { key: name });
       else body = bodies.asked.has(name) ? bodies.askedBody : bodies.extraBody;
     }
     if (body !== null) named.push({ name, body, required: required.has(name) });

@@ -102,7 +102,7 @@ export class PropertyKeys {
       const members: string[] = [];
       for (const name of this.names.list.filter((n) => !named.includes(n))) {
         const schemas = this.patternSchemas(name);
-        const body = schemas.includes(false) ? null : schemas.length === 0 ? extraBody : t.schema({ allOf: schemas }, pointer(this.path, 'patternProperties'));
+        const body = schemas.includes(false) ? null : schemas.length === 0 ? extraBody : t.schemaBeneath({ allOf: schemas }, pointer(this.path, 'patternProperties'), { otherKey: true });
         if (body !== null) members.push(`${ebnfLiteral(JSON.stringify(name))} ": " ${body}`);
       }
       return members.length === 0 ? null : t.rules.share('listed_member', members.join(' | '));
@@ -112,7 +112,7 @@ export class PropertyKeys {
     if (this.patterns.length > 0) {
       const language: RegexNode = this.patterns.length === 1 ? this.patterns[0]!.language : { t: 'alt', options: this.patterns.map((p) => p.language) };
       keys = this.keysExcept(t, language, named, 'patternProperties');
-      body = t.schema(this.patterns[0]!.schema, pointer(this.path, 'patternProperties'));
+      body = t.schemaBeneath(this.patterns[0]!.schema, pointer(this.path, 'patternProperties'), { otherKey: true });
     } else if (this.names !== null && extraBody !== null) {
       keys = this.keysExcept(t, this.names.pattern.language, named, 'propertyNames');
       body = extraBody;

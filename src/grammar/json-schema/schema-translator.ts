@@ -5,11 +5,11 @@
 import { mergeAllOf } from './all-of-merge.js';
 import { conditionalCases } from './conditional-cases.js';
 import { unionSchema } from './any-of-union.js';
-import type { ObjectKeyRule } from './any-order.js';
+import { type ObjectKeyRule, reachesAny } from './any-order.js';
 import { arraySchema } from './array-schema.js';
 import { enumSchema } from './enum-schema.js';
 import { GrammarRules } from './grammar-rules.js';
-import { type GuardPlan, guardPlan } from './guard-plan.js';
+import { type GuardPlan, guardPlan, ROOT } from './guard-plan.js';
 import { withNegatedPattern, withoutNegatedTypes } from './negated-types.js';
 import { numberSchema } from './number-schema.js';
 import { objectSchema } from './object-schema.js';
@@ -34,7 +34,7 @@ import {
 } from './schema-model.js';
 import { formatIsAnnotation } from '../string-formats.js';
 import { stringSchema } from './string-schema.js';
-import type { Translation } from './translation.js';
+import type { PlaceStep, Translation } from './translation.js';
 
 /**
  * Subschemas nested inside one another during a translation, at the most. Only a $ref reaches its
@@ -77,8 +77,34 @@ export class SchemaTranslator implements Translation {
     return node;
   }
 
+  /** The guard plan's place of the value being translated (null: not known, as beneath keys the plan tells apart by pattern). */
+  private place: number | null = ROOT;
+
   inAnyOrder(node: SchemaObject): boolean {
-    return this.guardPlan?.anyOrder.has(this.origin(node)) === true;
+    const origin = this.origin(node);
+    const plan = this.guardPlan;
+    if (plan === null || !plan.anyOrder.has(origin)) return false;
+    // Written in any order at some places and in the schema's at others: here as the plan says of this place (the schema's where unknown).
+    return !plan.mixed.has(origin) || (this.place !== null && plan.places[this.place]!.objectNodes.includes(origin));
+  }
+
+  schemaBeneath(node: Json, path: string, step: PlaceStep): string | null {
+    const saved = this.place;
+    this.place = this.placeBeneath(step);
+    try {
+      return this.schema(node, path);
+    } finally {
+      this.place = saved;
+    }
+  }
+
+  /** Where the guard will find a value under `step` (guard-frames.ts's valuePlace, before a key's patterns are tested). */
+  private placeBeneath(step: PlaceStep): number | null {
+    const place = this.place === null ? undefined : this.guardPlan?.places[this.place];
+    if (place === undefined || place.discriminator !== undefined) return null;
+    if ('item' in step) return step.item === null ? place.restItems : (place.items[step.item] ?? place.restItems);
+    const named = 'key' in step ? place.keys.get(step.key) : undefined;
+    return named ?? (place.patternKeys === undefined ? place.otherKeys : null);
   }
 
   followKeys(node: SchemaObject, rule: ObjectKeyRule): void {
@@ -195,6 +221,14 @@ export class SchemaTranslator implements Translation {
     return node;
   }
 
+  private readonly mixedBeneath = new Map<Json, boolean>();
+
+  private reachesMixed(target: Json): boolean {
+    let known = this.mixedBeneath.get(target);
+    if (known === undefined) this.mixedBeneath.set(target, (known = reachesAny(this.root, target, this.guardPlan!.mixed)));
+    return known;
+  }
+
   deref(node: Json, path: string): Json {
     for (let hops = 0; isObject(node) && typeof node['$ref'] === 'string' && hops < 32; hops++) {
       const constraining = Object.keys(node).filter((k) => k !== '$ref' && isValidated(k));
@@ -205,10 +239,12 @@ export class SchemaTranslator implements Translation {
   }
 
   private refRule(ref: string, path: string): string {
-    const known = this.refRules.get(ref);
+    // One rule per reference, or per reference and place where an object beneath it is written in any order at some places only.
+    const key = this.guardPlan !== null && this.guardPlan.mixed.size > 0 && this.reachesMixed(this.resolve(ref, path)) ? `${ref}@${this.place}` : ref;
+    const known = this.refRules.get(key);
     if (known) return known;
     const name = this.rules.reserve(`ref_${ref.split('/').at(-1) ?? 'root'}`);
-    this.refRules.set(ref, name);
+    this.refRules.set(key, name);
     const body = this.schema(this.resolve(ref, path), ref);
     if (body === null) throw new SchemaUnsupported('$ref', path, `${JSON.stringify(ref)} allows no value`);
     this.rules.define(name, body);

@@ -7,6 +7,9 @@ import type { ObjectKeyRule } from './any-order.js';
 import type { GrammarRules } from './grammar-rules.js';
 import type { Json, SchemaGrammarOptions, SchemaObject, TypeName } from './schema-model.js';
 
+/** Where a value sits beneath the one being translated: under a named key, under any other key, or at an item (null: past the tuple). */
+export type PlaceStep = { readonly key: string } | { readonly otherKey: true } | { readonly item: number | null };
+
 export interface Translation {
   readonly rules: GrammarRules;
   readonly options: SchemaGrammarOptions;
@@ -20,6 +23,8 @@ export interface Translation {
   followKeys(node: SchemaObject, rule: ObjectKeyRule): void;
   /** The EBNF expression for the values a subschema allows; null when it allows none. */
   schema(node: Json, path: string): string | null;
+  /** The same for the value under a key or at an item of the value being translated (where the guard's plan places it: some objects are written in any order at one place only). */
+  schemaBeneath(node: Json, path: string, step: PlaceStep): string | null;
   /** Follows $refs with nothing beside them, for the checks that look inside a subschema. */
   deref(node: Json, path: string): Json;
   /** The types a schema allows: its `type`, or (without one) those its keywords speak of, or all. */

@@ -49,6 +49,10 @@ describe('which objects are written in any order', () => {
     // A key both allow with different schemas: which one holds is decided by a value the guard does not read.
     const c = closed({ kind: { const: 'c' }, x: { type: 'string' } }, ['kind']);
     expect(loosened({ anyOf: [a, c] })).toEqual([]);
+    // ... there; where the same schema stands alone, in any order there (the translation writes it per place).
+    const both = { type: 'object', properties: { one: a, either: { anyOf: [a, c] } } };
+    expect(loosened(both)).toEqual(['kind,x,note', 'one,either']);
+    expect([...guardPlan(both, false, 'forbid', true)!.mixed]).toEqual([a]);
     // Open objects whose unnamed keys take different values.
     expect(
       loosened({
@@ -231,6 +235,16 @@ describe('with the Qwen3 vocabulary', () => {
         { referent: { id: '1' } },
         { name: 'A', type: 'reference' },
       ],
+    ],
+    [
+      'an object in any order where it stands alone, though in the schema’s order inside a union the guard cannot tell apart',
+      {
+        type: 'object',
+        properties: { item: { $ref: '#/$defs/a' }, either: { anyOf: [{ $ref: '#/$defs/a' }, { $ref: '#/$defs/c' }] } },
+        $defs: { a: closed({ kind: { type: 'string' }, x: { type: 'integer' } }, ['x']), c: closed({ kind: { type: 'integer' }, y: { type: 'integer' } }, ['y']) },
+      },
+      [{ item: { x: 1, kind: 'k' } }, { either: { kind: 'k', x: 1 }, item: { x: 2 } }, { either: { kind: 2, y: 1 } }],
+      [{ item: { kind: 'k' } }, { item: { x: 1, y: 2 } }, { either: { kind: 'k', y: 1 } }],
     ],
   ])('%s', async (_, schema, valid, invalid) => {
     const validate = ajv.compile(schema);

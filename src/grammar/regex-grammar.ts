@@ -172,6 +172,14 @@ class PatternReader {
   private alternatives(top: boolean): { node: RegexNode; anchoredStart: boolean; anchoredEnd: boolean }[] {
     const out: { node: RegexNode; anchoredStart: boolean; anchoredEnd: boolean }[] = [];
     for (;;) {
+      // A top-level alternative that is one group (`^$|(^\S+$)`): its own alternatives are top-level ones, anchors and all.
+      const grouped = top ? this.wholeGroup() : null;
+      if (grouped !== null) {
+        out.push(...grouped);
+        if (this.peek() !== '|') return out;
+        this.at++;
+        continue;
+      }
       let anchoredStart = false;
       if (top && this.peek() === '^') {
         this.at++;
@@ -184,7 +192,8 @@ class PatternReader {
         if (this.peek() === '$' && top) {
           this.at++;
           anchoredEnd = true;
-          if (this.at < this.source.length && this.peek() !== '|') throw new PatternUnsupported('"$" before the end of the pattern');
+          // (A `)` after it closes a group that is a whole alternative: wholeGroup; anywhere else parse() finds it unbalanced.)
+          if (this.at < this.source.length && this.peek() !== '|' && this.peek() !== ')') throw new PatternUnsupported('"$" before the end of the pattern');
           break;
         }
         if (top && /^\(\?[=!]/.test(this.source.slice(this.at))) {
@@ -204,6 +213,25 @@ class PatternReader {
       if (this.peek() !== '|') return out;
       this.at++;
     }
+  }
+
+  /** The alternatives of a group that makes up a whole top-level alternative, read as top-level ones; null (nothing read) where the alternative is more than the group. */
+  private wholeGroup(): { node: RegexNode; anchoredStart: boolean; anchoredEnd: boolean }[] | null {
+    const start = this.at;
+    const open = /^\((\?:|\?<[A-Za-z_$][\w$]*>)?/.exec(this.source.slice(this.at));
+    if (open === null || (this.source[this.at + 1] === '?' && open[1] === undefined)) return null;
+    this.at += open[0].length;
+    try {
+      const inner = this.alternatives(true);
+      if (this.peek() === ')' && (this.at + 1 === this.source.length || this.source[this.at + 1] === '|')) {
+        this.at++;
+        return inner;
+      }
+    } catch (error) {
+      if (!(error instanceof PatternUnsupported)) throw error;
+    }
+    this.at = start;
+    return null;
   }
 
   /**

@@ -28,6 +28,19 @@ describe('pattern languages', () => {
     );
   });
 
+  it('hold it too for alternatives each of which may be one group, anchors inside (`^$|(^\\S+$)`)', () => {
+    const wrapped = fc.tuple(pattern, fc.constantFrom('', '(', '(?:')).map(([source, open]) => (open === '' ? source : `${open}${source})`));
+    const alternation = fc.array(wrapped, { minLength: 1, maxLength: 3 }).map((parts) => parts.join('|'));
+    fc.assert(
+      fc.property(alternation, fc.array(text, { minLength: 1, maxLength: 12 }), (source, texts) => {
+        const language = patternLanguage(source);
+        const regex = new RegExp(source, 'u');
+        for (const t of texts) expect(inLanguage(language, t), `${JSON.stringify(source)} on ${JSON.stringify(t)}`).toBe(regex.test(t));
+      }),
+      { numRuns: 300, seed: 41 },
+    );
+  });
+
   it.each(['.*', '^[a-zA-Z0-9_]*', '[a-z]*$', 'x?'])('%s matches every string and is written as one loop over every character', (source) => {
     const language = patternLanguage(source);
     expect(starSet(language)).not.toBeNull();

@@ -122,6 +122,7 @@ export const MAX_OBJECT_ALTERNATIVES = 16;
  */
 export function distinguishable(objects: readonly SchemaObject[], closedByDefault: boolean, resolve: (node: Json) => Json): boolean {
   if (objects.length > MAX_OBJECT_ALTERNATIVES || objects.some((o) => o['patternProperties'] !== undefined)) return false;
+  if (sharedDiscriminator(objects, resolve)) return true;
   const other = (o: SchemaObject): Json | undefined =>
     o['additionalProperties'] === undefined ? (closedByDefault ? undefined : true) : o['additionalProperties'] === false ? undefined : o['additionalProperties'];
   const valueOf = (o: SchemaObject, name: string): Json | undefined => {
@@ -146,6 +147,28 @@ export function distinguishable(objects: readonly SchemaObject[], closedByDefaul
   };
   for (const name of names) if (!agree(objects.map((o) => valueOf(o, name)))) return false;
   return agree(objects.map(other));
+}
+
+/**
+ * Whether a key every object requires holds string constants that tell them all apart (CWL's
+ * `class`). No object closes before that key is written (it is required), and once it is, one
+ * object alone is alive: so keys that others share under other schemas need not agree — the
+ * grammar follows each object's values, and the guard closes the one the key names.
+ */
+function sharedDiscriminator(objects: readonly SchemaObject[], resolve: (node: Json) => Json): boolean {
+  const requiredBy = (o: SchemaObject): string[] => (Array.isArray(o['required']) ? o['required'].filter((k): k is string => typeof k === 'string') : []);
+  if (objects.length < 2) return false;
+  const candidates = requiredBy(objects[0]!).filter((key) => objects.every((o) => requiredBy(o).includes(key)));
+  return candidates.some((key) => {
+    const seen = new Set<string>();
+    for (const o of objects) {
+      const properties = isObject(o['properties']) ? o['properties'] : {};
+      const listed = Object.hasOwn(properties, key) ? stringConstants(properties[key], resolve) : null;
+      if (listed === null || listed.some((value) => seen.has(value))) return false;
+      for (const value of listed) seen.add(value);
+    }
+    return true;
+  });
 }
 
 /** Keywords after which an object's keys are more than a set with required members: such objects keep the schema's order. */

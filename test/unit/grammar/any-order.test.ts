@@ -46,14 +46,24 @@ describe('which objects are written in any order', () => {
     // Beside a sibling every value meets (WashingtonPost's root `additionalProperties: {}` next to its anyOf).
     expect(loosened({ additionalProperties: {}, anyOf: [{ $ref: '#/$defs/a' }, { $ref: '#/$defs/b' }], $defs: { a, b } })).toEqual(['kind,x,note', 'kind,y,note']);
     expect(loosened({ type: 'object', additionalProperties: {}, anyOf: [a, b] })).toEqual(['kind,x,note', 'kind,y,note']);
-    // A key both allow with different schemas: which one holds is decided by a value the guard does not read.
-    const c = closed({ kind: { const: 'c' }, x: { type: 'string' } }, ['kind']);
+    // A key both allow with different schemas: which one holds is decided by a value the guard does not read (unless a key both require tells them apart).
+    const c = closed({ kind: { const: 'c' }, x: { type: 'string' } });
     expect(loosened({ anyOf: [a, c] })).toEqual([]);
+    expect(loosened({ anyOf: [a, { ...c, required: ['kind'] }] })).toEqual(['kind,x', 'kind,x,note']);
     // ... there; where the same schema stands alone, in any order there (the translation writes it per place).
     const both = { type: 'object', properties: { one: a, either: { anyOf: [a, c] } } };
     expect(loosened(both)).toEqual(['kind,x,note', 'one,either']);
     expect([...guardPlan(both, false, 'forbid', true)!.mixed]).toEqual([a]);
-    // Open objects whose unnamed keys take different values.
+    // Open objects whose unnamed keys take different values: apart only by a key both require.
+    const { required: _a, ...aOptional } = a;
+    expect(
+      loosened({
+        anyOf: [
+          { ...aOptional, additionalProperties: { type: 'integer' } },
+          { ...b, additionalProperties: true },
+        ],
+      }),
+    ).toEqual([]);
     expect(
       loosened({
         anyOf: [
@@ -61,7 +71,7 @@ describe('which objects are written in any order', () => {
           { ...b, additionalProperties: true },
         ],
       }),
-    ).toEqual([]);
+    ).toEqual(['kind,x,note', 'kind,y,note']);
   });
 
   it('an object saying more of its keys than required (oneOf over required, dependencies, counts): its statement is the guard’s', () => {
@@ -246,6 +256,23 @@ describe('with the Qwen3 vocabulary', () => {
       [{ item: { x: 1, kind: 'k' } }, { either: { kind: 'k', x: 1 }, item: { x: 2 } }, { either: { kind: 2, y: 1 } }],
       [{ item: { kind: 'k' } }, { item: { x: 1, y: 2 } }, { either: { kind: 'k', y: 1 } }],
     ],
+    [
+      'a union whose objects share a key under different schemas, told apart by a key each requires',
+      {
+        anyOf: [
+          closed({ kind: { const: 'a' }, x: { type: 'integer' }, note: { type: 'string' } }, ['kind', 'x']),
+          closed({ kind: { enum: ['b', 'c'] }, x: { type: 'string' }, y: { type: 'boolean' } }, ['kind']),
+        ],
+      },
+      [
+        { x: 1, kind: 'a' },
+        { note: 'n', x: 2, kind: 'a' },
+        { x: 's', kind: 'b' },
+        { y: true, kind: 'c' },
+        { kind: 'b', x: 't' },
+      ],
+      [{ x: 's', kind: 'a' }, { x: 1, kind: 'b' }, { x: 1 }, { kind: 'a' }, { y: true, kind: 'a', x: 1 }, { note: 'n', kind: 'b' }],
+    ],
   ])('%s', async (_, schema, valid, invalid) => {
     const validate = ajv.compile(schema);
     for (const value of valid) {
@@ -359,6 +386,22 @@ describe('with the Qwen3 vocabulary', () => {
     // Not vacuous: pattern keys beside named ones, before and after them.
     const keys = [...orders].flatMap((o) => o.split(','));
     expect(keys.some((k) => /^x-[ab]+$/.test(k) && k !== 'x-a') && keys.some((k) => k === 'bc' || k === 'c'), [...orders].join(' | ')).toBe(true);
+  }, 120_000);
+
+  it('random walks under a union sharing a key under different schemas, told apart by a required key: valid, never stranded', async () => {
+    const schema = {
+      oneOf: [
+        closed({ kind: { const: 'a' }, x: { type: 'integer', minimum: 0, maximum: 9 }, n: { type: 'null' } }, ['kind', 'x']),
+        closed({ kind: { enum: ['b', 'c'] }, x: { type: 'boolean' }, n: { type: 'null' } }, ['kind']),
+      ],
+    };
+    expect((await grammar.engine.compile({ kind: 'json_schema', schema: JSON.stringify(anyOrder(schema)) })).guard?.anyOrder.size).toBe(2);
+    const { finished, orders } = await walks(schema, 11_000);
+    expect(finished).toBeGreaterThan(10);
+    expect(
+      [...orders].some((o) => o.split(',').length > 1 && o.endsWith('kind')),
+      [...orders].join(' | '),
+    ).toBe(true);
   }, 120_000);
 
   it('random walks under a union told apart by its constants: valid, the deciding key first or last', async () => {

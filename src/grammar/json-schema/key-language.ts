@@ -58,13 +58,20 @@ export class KeyLanguage {
 
   /** The state after a key's raw JSON text (between the quotes), up to its last whole character; NO_STATE where no key begins so. */
   stateAfter(raw: RawText): number {
+    // Asked for each byte of each token the guard follows inside a key: the texts seen are kept (a few keys' worth).
+    const key = String.fromCharCode(...raw);
+    const known = this.seenTexts.get(key);
+    if (known !== undefined) return known;
     let state = 0;
     for (const ch of wholeCharacters(raw)) {
       state = this.next(state, ch.codePointAt(0)!);
-      if (state === NO_STATE) return NO_STATE;
+      if (state === NO_STATE) break;
     }
+    if (this.seenTexts.size > 4096) this.seenTexts.clear();
+    this.seenTexts.set(key, state);
     return state;
   }
+  private readonly seenTexts = new Map<string, number>();
 
   /** Whether a key (decoded) is in the language. */
   matches(key: string): boolean {

@@ -220,6 +220,10 @@ class PatternReader {
     const start = this.at;
     const open = /^\((\?:|\?<[A-Za-z_$][\w$]*>)?/.exec(this.source.slice(this.at));
     if (open === null || (this.source[this.at + 1] === '?' && open[1] === undefined)) return null;
+    // Only a group that closes where its alternative ends is read twice over, so nested groups cost no more than once each.
+    // Only one holding an anchor: an unanchored group stays one item (its alternatives each with loops beside them would make far larger automata).
+    const close = this.closingParenthesis(this.at);
+    if (close === null || !close.anchored || (close.at + 1 < this.source.length && this.source[close.at + 1] !== '|')) return null;
     this.at += open[0].length;
     try {
       const inner = this.alternatives(true);
@@ -231,6 +235,22 @@ class PatternReader {
       if (!(error instanceof PatternUnsupported)) throw error;
     }
     this.at = start;
+    return null;
+  }
+
+  /** Where the `)` closing the group opened at `from` stands (escapes and classes skipped), and whether an anchor stands inside; null where none closes it. */
+  private closingParenthesis(from: number): { readonly at: number; readonly anchored: boolean } | null {
+    let depth = 0;
+    let anchored = false;
+    for (let i = from; i < this.source.length; i++) {
+      const c = this.source[i];
+      if (c === '\\') i++;
+      else if (c === '[') {
+        for (i++; i < this.source.length && this.source[i] !== ']'; i++) if (this.source[i] === '\\') i++;
+      } else if (c === '^' || c === '$') anchored = true;
+      else if (c === '(') depth++;
+      else if (c === ')' && --depth === 0) return { at: i, anchored };
+    }
     return null;
   }
 

@@ -19,8 +19,9 @@ interface Condition {
 
 interface Conditional {
   readonly condition: Condition;
-  readonly then: Json;
-  readonly else: Json;
+  /** The `then` and `else` subschemas (named apart: an object with `then` reads as a promise). */
+  readonly whenHolds: Json;
+  readonly whenFails: Json;
 }
 
 const CONDITIONAL_WORDS = new Set(['if', 'then', 'else']);
@@ -36,7 +37,7 @@ export function conditionalCases(t: Translation, node: SchemaObject, path: strin
   if (node['if'] === undefined && conditionalMembers.length === 0) return null;
   const where = pointer(path, 'if');
   const sources = [...(node['if'] === undefined ? [] : [node]), ...conditionalMembers.map((m) => t.deref(m, path) as SchemaObject)];
-  const conditionals: Conditional[] = sources.map((source) => ({ condition: readCondition(t, source['if']!, where), then: source['then'] ?? true, else: source['else'] ?? true }));
+  const conditionals: Conditional[] = sources.map((source) => ({ condition: readCondition(t, source['if']!, where), whenHolds: source['then'] ?? true, whenFails: source['else'] ?? true }));
   const key = conditionals[0]!.condition.key;
   if (conditionals.some((c) => c.condition.key !== key)) throw new SchemaUnsupported('if', where, 'conditions on different keys are not translated');
   const { if: _if, then: _then, else: _else, allOf: _allOf, ...base } = node;
@@ -45,7 +46,7 @@ export function conditionalCases(t: Translation, node: SchemaObject, path: strin
   const named = distinct(conditionals.flatMap((c) => c.condition.values));
   const cases: Json[] = [];
   const add = (restriction: Json, holds: (c: Conditional) => boolean): void => {
-    const branches = conditionals.map((c) => (holds(c) ? c.then : c.else));
+    const branches = conditionals.map((c) => (holds(c) ? c.whenHolds : c.whenFails));
     // A branch that allows nothing leaves the case empty.
     if (!branches.some((b) => t.deref(b, path) === false)) cases.push({ allOf: [rest, restriction, ...branches] });
   };

@@ -200,7 +200,9 @@ const CASES: [string, object, Json[], Json[]][] = [
       properties: { handler: { type: 'string', enum: ['Page', 'Fluid', 'PHP'] }, code: { type: 'integer' } },
       required: ['handler'],
       allOf: [
+        // biome-ignore lint/suspicious/noThenProperty: JSON Schema's keyword, not a thenable
         { if: { properties: { handler: { const: 'PHP' } } }, then: { properties: { cls: { type: 'string' } }, required: ['cls'] } },
+        // biome-ignore lint/suspicious/noThenProperty: JSON Schema's keyword, not a thenable
         { if: { properties: { handler: { const: 'Fluid' } } }, then: { properties: { tpl: { type: 'string' } }, required: ['tpl'] } },
       ],
     },
@@ -213,6 +215,7 @@ const CASES: [string, object, Json[], Json[]][] = [
       type: 'object',
       properties: { kind: { type: 'string' } },
       if: { properties: { kind: { const: 'u.ri' } }, required: ['kind'] },
+      // biome-ignore lint/suspicious/noThenProperty: JSON Schema's keyword, not a thenable
       then: { properties: { source: { type: 'string' } }, required: ['source'] },
       else: { properties: { content: { type: 'string' } }, required: ['content'] },
     },
@@ -223,6 +226,7 @@ const CASES: [string, object, Json[], Json[]][] = [
     'if that holds only for objects, beside values that are not',
     {
       if: { type: 'object', properties: { t: { const: 'a' } }, required: ['t'] },
+      // biome-ignore lint/suspicious/noThenProperty: JSON Schema's keyword, not a thenable
       then: { properties: { t: true, x: { type: 'integer' } }, required: ['x'] },
       else: { type: ['string', 'object'], properties: { t: true } },
     },
@@ -236,6 +240,7 @@ const CASES: [string, object, Json[], Json[]][] = [
       properties: { db: { type: 'string', enum: ['mysql', 'pg', 'file'] }, host: { type: 'string' } },
       required: ['db'],
       if: { anyOf: [{ properties: { db: { const: 'mysql' } } }, { properties: { db: { const: 'pg' } } }] },
+      // biome-ignore lint/suspicious/noThenProperty: JSON Schema's keyword, not a thenable
       then: { required: ['host'] },
     },
     [{ db: 'mysql', host: 'h' }, { db: 'file' }, { db: 'file', host: 'h' }],

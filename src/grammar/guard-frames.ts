@@ -6,7 +6,7 @@
 
 import { canComplete, isComplete, type ObjectKeyRule } from './json-schema/any-order.js';
 import { NO_STATE, wholeCharacters } from './json-schema/key-language.js';
-import { type GuardPlan, ROOT, UNBOUNDED } from './json-schema/guard-plan.js';
+import { type GuardPlace, type GuardPlan, ROOT, UNBOUNDED } from './json-schema/guard-plan.js';
 
 /** An open array or object: its place in the plan, and the item index or the key being read. */
 export interface Frame {
@@ -162,13 +162,27 @@ export function valuePlace(plan: GuardPlan, frames: readonly Frame[]): number {
   const place = plan.places[frame.place]!;
   if (frame.array) return place.items[frame.index] ?? place.restItems;
   if (frame.key === null) return place.otherKeys;
-  const named = place.keys.get(frame.key);
+  return keyPlace(plan.places[narrowedPlace(plan, frame) ?? frame.place]!, frame.key);
+}
+
+/** The place of a key's value: named, else by the patternProperties patterns it matches, else any other key's. */
+function keyPlace(place: GuardPlace, key: string): number {
+  const named = place.keys.get(key);
   if (named !== undefined) return named;
   if (place.patternKeys === undefined) return place.otherKeys;
   const { tests, places } = place.patternKeys;
   let bits = 0;
-  for (const [i, test] of tests.entries()) if (test.test(frame.key)) bits |= 1 << i;
+  for (const [i, test] of tests.entries()) if (test.test(key)) bits |= 1 << i;
   return places[bits]!;
+}
+
+/** After the value of the key that tells its objects apart (GuardPlace.narrowing), the place of the one object still alive; null before it, or where none narrows. */
+function narrowedPlace(plan: GuardPlan, frame: Frame): number | null {
+  const narrowing = plan.places[frame.place]!.narrowing;
+  if (narrowing === undefined || frame.used === null || frame.key === narrowing.key || !frame.used.includes(narrowing.key)) return null;
+  // The key's constants differ in each object, so its value left one alive.
+  const alone = 31 - Math.clz32(frame.alive);
+  return frame.alive === 1 << alone ? narrowing.places[alone]! : null;
 }
 
 /**

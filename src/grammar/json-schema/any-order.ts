@@ -122,7 +122,7 @@ export const MAX_OBJECT_ALTERNATIVES = 16;
  */
 export function distinguishable(objects: readonly SchemaObject[], closedByDefault: boolean, resolve: (node: Json) => Json): boolean {
   if (objects.length > MAX_OBJECT_ALTERNATIVES || objects.some((o) => o['patternProperties'] !== undefined)) return false;
-  if (sharedDiscriminator(objects, resolve)) return true;
+  if (discriminatorKey(objects, resolve) !== null) return true;
   const other = (o: SchemaObject): Json | undefined =>
     o['additionalProperties'] === undefined ? (closedByDefault ? undefined : true) : o['additionalProperties'] === false ? undefined : o['additionalProperties'];
   const valueOf = (o: SchemaObject, name: string): Json | undefined => {
@@ -150,16 +150,17 @@ export function distinguishable(objects: readonly SchemaObject[], closedByDefaul
 }
 
 /**
- * Whether a key every object requires holds string constants that tell them all apart (CWL's
- * `class`). No object closes before that key is written (it is required), and once it is, one
- * object alone is alive: so keys that others share under other schemas need not agree — the
- * grammar follows each object's values, and the guard closes the one the key names.
+ * A key every object requires whose string constants tell them all apart (CWL's `class`), or
+ * null. No object closes before that key is written (it is required), and once it is, one object
+ * alone is alive: so keys that others share under other schemas need not agree — the grammar
+ * follows each object's values, and the guard closes the one the key names. Values written after
+ * it are at that object's own place (GuardPlace.narrowing).
  */
-function sharedDiscriminator(objects: readonly SchemaObject[], resolve: (node: Json) => Json): boolean {
+export function discriminatorKey(objects: readonly SchemaObject[], resolve: (node: Json) => Json): string | null {
   const requiredBy = (o: SchemaObject): string[] => (Array.isArray(o['required']) ? o['required'].filter((k): k is string => typeof k === 'string') : []);
-  if (objects.length < 2) return false;
+  if (objects.length < 2) return null;
   const candidates = requiredBy(objects[0]!).filter((key) => objects.every((o) => requiredBy(o).includes(key)));
-  return candidates.some((key) => {
+  const tellsApart = (key: string): boolean => {
     const seen = new Set<string>();
     for (const o of objects) {
       const properties = isObject(o['properties']) ? o['properties'] : {};
@@ -168,7 +169,8 @@ function sharedDiscriminator(objects: readonly SchemaObject[], resolve: (node: J
       for (const value of listed) seen.add(value);
     }
     return true;
-  });
+  };
+  return candidates.find(tellsApart) ?? null;
 }
 
 /** Keywords after which an object's keys are more than a set with required members: such objects keep the schema's order. */

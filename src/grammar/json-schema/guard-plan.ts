@@ -23,7 +23,7 @@
 // them apart; an object schema found anywhere else beside others keeps the schema's order
 // everywhere. Pure.
 
-import { allOfParts, anyOrderCandidates, distinguishable, mergedView, type ObjectKeyRule, onlyStructure, presenceParts } from './any-order.js';
+import { allOfParts, anyOrderCandidates, discriminatorKey, distinguishable, mergedView, type ObjectKeyRule, onlyStructure, presenceParts } from './any-order.js';
 import type { GuardOpener } from '../guard-opener.js';
 import { GuardMarks } from './guard-marks.js';
 import { type Alternative, allowsType, allStrings, isGuardedLength, type LengthBounds, stringsOf } from './string-bounds.js';
@@ -57,6 +57,14 @@ export interface GuardPlace {
    * their `name`, a union by its leading `type`), so the others' bounds never meet it.
    */
   readonly discriminator?: { readonly key: string; readonly places: ReadonlyMap<string, number> };
+  /**
+   * Objects in any key order that a key every one requires tells apart (`key`, a string constant
+   * in each: any-order.ts's discriminatorKey), written anywhere among the others: values written
+   * after it are at the one object still alive's own place (places, by objectNodes index), so
+   * what differs between the objects beneath (a CWL tool's `inputs[]` by its `class`) is followed
+   * there; values before it stay at this place.
+   */
+  readonly narrowing?: { readonly key: string; readonly places: readonly number[] };
 }
 
 /** The places, by index: UNBOUNDED (0) has nothing guarded beneath it, ROOT (1) is the document. */
@@ -169,11 +177,8 @@ class PlanBuilder {
       const parts = new Set([...presenceParts(this.root, own[0]!), ...allOfParts(this.root, own[0]!)]);
       return a.every((m) => m === own[0] || onlyStructure(m) || parts.has(m)) ? own[0]! : null;
     });
-    const resolve = (node: Json): Json => (isObject(node) && typeof node['$ref'] === 'string' ? (resolvePointer(this.root, node['$ref']) ?? node) : node);
     const distinct = [...new Set(chosen)];
-    // Told apart by what each says of its keys: a merged allOf by its merge.
-    const views = (objects: object[]): SchemaObject[] => objects.map((o) => (Array.isArray((o as SchemaObject)['allOf']) ? mergedView(this.root, o as SchemaObject)! : (o as SchemaObject)));
-    if (distinct.every((c) => c !== null) && (distinct.length === 1 || distinguishable(views(distinct), this.closedByDefault, resolve))) return distinct;
+    if (distinct.every((c) => c !== null) && (distinct.length === 1 || distinguishable(this.views(distinct), this.closedByDefault, this.resolveRef))) return distinct;
     for (const candidate of candidates) this.ordered.add(candidate);
     return [];
   }
@@ -217,7 +222,9 @@ class PlanBuilder {
       }
     const keys = new Map<string, number>();
     for (const name of names) keys.set(name, this.place(this.expand(...alternatives.flatMap((a) => this.keyValue(a, name)))));
+    const objectNodes = this.objectNodes(alternatives);
     return {
+      ...this.narrowing(alternatives, objectNodes),
       string: this.stringBounds(alternatives),
       unique: this.withUnique && this.uniqueStrings(alternatives, tuple),
       keys,
@@ -225,8 +232,23 @@ class PlanBuilder {
       otherKeys: this.place(this.expand(...alternatives.flatMap((a) => this.otherKeyValue(a, new Set())))),
       items: Array.from({ length: tuple }, (_, i) => this.place(this.expand(...alternatives.flatMap((a) => this.item(a, i))))),
       restItems: this.place(this.expand(...alternatives.flatMap((a) => this.item(a, null)))),
-      objectNodes: this.objectNodes(alternatives),
+      objectNodes,
     };
+  }
+
+  /** Where several objects in any order have a discriminating key: each one's own place (the alternatives it is the object of), for the values after that key. */
+  private narrowing(alternatives: Alternative[], objectNodes: readonly object[]): Pick<GuardPlace, 'narrowing'> {
+    if (objectNodes.length < 2) return {};
+    const key = discriminatorKey(this.views(objectNodes), this.resolveRef);
+    if (key === null) return {};
+    return { narrowing: { key, places: objectNodes.map((node) => this.place(alternatives.filter((a) => a.includes(node as SchemaObject)))) } };
+  }
+
+  private readonly resolveRef = (node: Json): Json => (isObject(node) && typeof node['$ref'] === 'string' ? (resolvePointer(this.root, node['$ref']) ?? node) : node);
+
+  /** The object schemas as what each says of its keys: a merged allOf by its merge. */
+  private views(objects: readonly object[]): SchemaObject[] {
+    return objects.map((o) => (Array.isArray((o as SchemaObject)['allOf']) ? mergedView(this.root, o as SchemaObject)! : (o as SchemaObject)));
   }
 
   /**

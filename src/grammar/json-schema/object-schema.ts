@@ -20,6 +20,12 @@ interface NamedMember {
   readonly required: boolean;
 }
 
+/** An object's members as the grammar writes them: the named ones (in the schema's order), and the unnamed member (null: no other key). */
+interface Members {
+  readonly named: readonly NamedMember[];
+  readonly extra: string | null;
+}
+
 export function objectSchema(t: Translation, node: SchemaObject, path: string): string | null {
   const properties = isObject(node['properties']) ? node['properties'] : {};
   const required = new Set(Array.isArray(node['required']) ? node['required'].filter((r): r is string => typeof r === 'string') : []);
@@ -29,26 +35,35 @@ export function objectSchema(t: Translation, node: SchemaObject, path: string): 
     throw new SchemaUnsupported('unevaluatedProperties', pointer(path, 'unevaluatedProperties'), 'is translated only as false');
   const extraSchema: Json = additional === undefined ? t.options.absentAdditionalProperties === 'allow' : additional;
   const keys = PropertyKeys.of(t, node, path, extraSchema === false);
-  const extraBody = t.schemaBeneath(extraSchema, pointer(path, 'additionalProperties'), { otherKey: true });
   const presence = objectPresence(t, node, path);
   const mentioned = presence === null ? [] : keysOf(presence.objects);
   // Names propertyNames lists are slots too: as unnamed members, one could be written twice.
   const slotted = [...mentioned, ...(keys.listedNames() ?? [])];
-  // A key `required` or a presence constraint names and `properties` does not, where the schema
-  // says nothing of other keys: any value, as JSON Schema reads it, even when unnamed keys are not
-  // generated ('forbid') — the schema asks for the key, and leaving it out could allow no document.
-  const askedBody = additional === undefined ? t.rules.anyValue() : extraBody;
-  const asked = new Set([...required, ...mentioned]);
-  const named = namedMembers(t, keys, properties, required, slotted, { extraBody, askedBody, asked }, path);
-  if (named === null) return null;
-  // Unnamed keys are none of these: not a property the schema names (even one whose schema is
-  // false, which has no slot), nor a key a constraint names or propertyNames lists.
-  const excluded = [...new Set([...Object.keys(properties), ...named.map((p) => p.name), ...slotted])];
-  const other = keys.otherMember(t, excluded, extraBody);
-  const extra = other !== undefined ? other : extraBody === null ? null : t.rules.share('extra_member', `${extraKey(t.rules, excluded)} ": " ${extraBody}`);
+  const members = (): Members | null => {
+    const extraBody = t.schemaBeneath(extraSchema, pointer(path, 'additionalProperties'), { otherKey: true });
+    // A key `required` or a presence constraint names and `properties` does not, where the schema
+    // says nothing of other keys: any value, as JSON Schema reads it, even when unnamed keys are not
+    // generated ('forbid') — the schema asks for the key, and leaving it out could allow no document.
+    const askedBody = additional === undefined ? t.rules.anyValue() : extraBody;
+    const asked = new Set([...required, ...mentioned]);
+    const named = namedMembers(t, keys, properties, required, slotted, { extraBody, askedBody, asked }, path);
+    if (named === null) return null;
+    // Unnamed keys are none of these: not a property the schema names (even one whose schema is
+    // false, which has no slot), nor a key a constraint names or propertyNames lists.
+    const excluded = [...new Set([...Object.keys(properties), ...named.map((p) => p.name), ...slotted])];
+    const other = keys.otherMember(t, excluded, extraBody);
+    return { named, extra: other !== undefined ? other : extraBody === null ? null : t.rules.share('extra_member', `${extraKey(t.rules, excluded)} ": " ${extraBody}`) };
+  };
+  const written = members();
+  if (written === null) return null;
   const minProperties = typeof node['minProperties'] === 'number' ? Math.max(0, Math.ceil(node['minProperties'])) : 0;
   const maxProperties = typeof node['maxProperties'] === 'number' ? Math.floor(node['maxProperties']) : null;
-  if (t.inAnyOrder(node)) return anyOrderObject(t, node, named, extra, { presence: presence?.objects ?? true, minProperties, maxProperties }, path);
+  if (t.inAnyOrder(node)) {
+    const narrowing = t.narrowing(node);
+    const after = narrowing === null ? null : { key: narrowing.key, members: t.atPlace(narrowing.place, members) };
+    return anyOrderObject(t, node, written, after, { presence: presence?.objects ?? true, minProperties, maxProperties }, path);
+  }
+  const { named, extra } = written;
   const walk = new PresenceWalk(
     presence?.objects ?? true,
     named.map((p) => p.name),
@@ -67,9 +82,11 @@ export function objectSchema(t: Translation, node: SchemaObject, path: string): 
  * An object in any key order: a loop over its members (each named property, and the unnamed
  * member where other keys are allowed); that no key comes twice, every required one comes and
  * the keys meet what the object says of them (its presence statement and counts) is the guard's
- * (any-order.ts), told here what this grammar's members are.
+ * (any-order.ts), told here what this grammar's members are. Where a key tells it from the other
+ * objects at its place (`after`), the members after that key are written at its own place.
  */
-function anyOrderObject(t: Translation, node: SchemaObject, named: readonly NamedMember[], extra: string | null, counts: KeyCounts, path: string): string {
+function anyOrderObject(t: Translation, node: SchemaObject, before: Members, after: { readonly key: string; readonly members: Members | null } | null, counts: KeyCounts, path: string): string {
+  const { named, extra } = before;
   const properties = isObject(node['properties']) ? node['properties'] : {};
   const constants = new Map<string, readonly string[]>();
   for (const { name } of named) {
@@ -90,11 +107,23 @@ function anyOrderObject(t: Translation, node: SchemaObject, named: readonly Name
       counts,
     ),
   );
-  const members = [...named.map((p) => `${ebnfLiteral(JSON.stringify(p.name))} ": " ${p.body}`), ...(extra === null ? [] : [extra])];
-  if (members.length === 0) return t.rules.share('object', '"{" "}"');
-  const member = t.rules.share('any_order_member', members.join(' | '));
-  return t.rules.share('object', `"{" (${member} (", " ${member})*)? "}"`);
+  const member = (written: Members, without: string | null): string | null => {
+    const members = [...written.named.filter((p) => p.name !== without).map(namedMember), ...(written.extra === null ? [] : [written.extra])];
+    return members.length === 0 ? null : t.rules.share('any_order_member', members.join(' | '));
+  };
+  const key = after === null ? undefined : named.find((p) => p.name === after.key);
+  if (after !== null && key !== undefined) {
+    // The key is required (any-order.ts's discriminatorKey): once, between the members before it and those after.
+    const first = member(before, after.key);
+    const rest = after.members === null ? null : member(after.members, after.key);
+    return t.rules.share('object', `"{" ${first === null ? '' : `(${first} ", ")* `}${namedMember(key)}${rest === null ? '' : ` (", " ${rest})*`} "}"`);
+  }
+  const all = member(before, null);
+  if (all === null) return t.rules.share('object', '"{" "}"');
+  return t.rules.share('object', `"{" (${all} (", " ${all})*)? "}"`);
 }
+
+const namedMember = (p: NamedMember): string => `${ebnfLiteral(JSON.stringify(p.name))} ": " ${p.body}`;
 
 /**
  * The named properties in the schema's order, then the names only additionalProperties or

@@ -88,6 +88,22 @@ export class SchemaTranslator implements Translation {
     return !plan.mixed.has(origin) || (this.place !== null && plan.places[this.place]!.objectNodes.includes(origin));
   }
 
+  narrowing(node: SchemaObject): { readonly key: string; readonly place: number } | null {
+    const place = this.place === null ? undefined : this.guardPlan?.places[this.place];
+    const index = place?.narrowing === undefined ? -1 : place.objectNodes.indexOf(this.origin(node));
+    return index < 0 ? null : { key: place!.narrowing!.key, place: place!.narrowing!.places[index]! };
+  }
+
+  atPlace<T>(place: number, write: () => T): T {
+    const saved = this.place;
+    this.place = place;
+    try {
+      return write();
+    } finally {
+      this.place = saved;
+    }
+  }
+
   schemaBeneath(node: Json, path: string, step: PlaceStep): string | null {
     const saved = this.place;
     this.place = this.placeBeneath(step);

@@ -19,6 +19,10 @@ export interface Translation {
   readonly uniqueGuarded: boolean;
   /** Whether this object schema is written in any key order (the guard's plan follows its keys there). */
   inAnyOrder(node: SchemaObject): boolean;
+  /** Where an object written in any order here has a key telling it from the others at its place (GuardPlace.narrowing): that key, and the place of its values written after it; null elsewhere. */
+  narrowing(node: SchemaObject): { readonly key: string; readonly place: number } | null;
+  /** What `write` returns, translated with the values at `place` (an object's values after its narrowing key). */
+  atPlace<T>(place: number, write: () => T): T;
   /** What the guard must enforce of the keys of an object written in any order, as the translation wrote it. */
   followKeys(node: SchemaObject, rule: ObjectKeyRule): void;
   /** The EBNF expression for the values a subschema allows; null when it allows none. */

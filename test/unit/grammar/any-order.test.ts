@@ -26,6 +26,14 @@ const loosened = (schema: Schema): string[] => {
   return [...(plan?.anyOrder ?? [])].map((node) => named(node as Schema)).sort();
 };
 
+/** A union told apart by `kind`, whose `inputs[]` objects share `type` under different schemas (CWL's CommandLineTool / Workflow). */
+const narrowed: Schema = {
+  oneOf: [
+    closed({ kind: { const: 'tool' }, inputs: { type: 'array', maxItems: 2, items: closed({ id: { type: 'string' }, type: { enum: ['File', 'int'] } }, ['id', 'type']) } }, ['kind']),
+    closed({ kind: { const: 'flow' }, inputs: { type: 'array', maxItems: 2, items: closed({ id: { type: 'string' }, type: closed({ items: { type: 'string' } }) }, ['id']) } }, ['kind']),
+  ],
+};
+
 describe('which objects are written in any order', () => {
   it('an object that says only which keys it names, requires and allows, wherever the plan follows the document', () => {
     const item = closed({ id: { type: 'integer' }, tags: { type: 'array', items: { type: 'string' } } }, ['id']);
@@ -94,6 +102,17 @@ describe('which objects are written in any order', () => {
   it('a closed object beside patternProperties: the guard follows the patterns’ keys as their language', () => {
     expect(loosened({ ...closed({ p: true }), patternProperties: { '^x-': true } })).toEqual(['p']);
     expect(loosened({ ...closed({ default: true }), patternProperties: { '^[1-5][0-9]{2}$': { type: 'string' } } })).toEqual(['default']);
+  });
+
+  it('objects beneath a union a required key tells apart: in any order at each object’s own place, after that key', () => {
+    const plan = guardPlan(narrowed, false, 'forbid', true)!;
+    expect(loosened(narrowed)).toEqual(['id,type', 'id,type', 'items', 'kind,inputs', 'kind,inputs']);
+    // The items stay in the schema's order where the union's place holds them (before the key), so they are written per place.
+    const items = (narrowed['oneOf'] as Schema[]).map((o) => ((o['properties'] as Schema)['inputs'] as Schema)['items'] as object);
+    expect(items.every((item) => plan.mixed.has(item))).toBe(true);
+    const union = plan.places.find((place) => place.narrowing !== undefined)!;
+    expect(union.narrowing!.key).toBe('kind');
+    expect(union.narrowing!.places.map((index) => plan.places[index]!.objectNodes.length)).toEqual([1, 1]);
   });
 
   it('keeps the schema order where the guard could not tell which object holds, or what more it says of keys', () => {
@@ -273,6 +292,21 @@ describe('with the Qwen3 vocabulary', () => {
       ],
       [{ x: 's', kind: 'a' }, { x: 1, kind: 'b' }, { x: 1 }, { kind: 'a' }, { y: true, kind: 'a', x: 1 }, { note: 'n', kind: 'b' }],
     ],
+    [
+      'objects beneath such a union that the union leaves apart: in any order once the deciding key is written (CWL’s tools’ inputs by their class)',
+      narrowed,
+      [
+        { kind: 'tool', inputs: [{ type: 'File', id: 'i' }] },
+        { kind: 'flow', inputs: [{ type: { items: 'File' }, id: 'i' }, { id: 'j' }] },
+        { inputs: [{ id: 'i', type: 'File' }], kind: 'tool' },
+        { inputs: [], kind: 'flow' },
+      ],
+      [
+        { kind: 'tool', inputs: [{ type: { items: 'File' }, id: 'i' }] },
+        { kind: 'flow', inputs: [{ type: 'File', id: 'i' }] },
+        { kind: 'tool', inputs: [{ id: 'i' }] },
+      ],
+    ],
   ])('%s', async (_, schema, valid, invalid) => {
     const validate = ajv.compile(schema);
     for (const value of valid) {
@@ -307,10 +341,11 @@ describe('with the Qwen3 vocabulary', () => {
   });
 
   /** Seeded random walks under the masks: each must never meet a mask allowing nothing, and each finished one must be valid (ajv); the key orders written. */
-  async function walks(schema: Schema, seedBase: number): Promise<{ finished: number; orders: Set<string> }> {
+  async function walks(schema: Schema, seedBase: number): Promise<{ finished: number; orders: Set<string>; documents: Schema[] }> {
     const validate = ajv.compile(schema);
     const constraint = await grammar.engine.compile({ kind: 'json_schema', schema: JSON.stringify(anyOrder(schema)) });
     const orders = new Set<string>();
+    const documents: Schema[] = [];
     let finished = 0;
     for (let seed = 0; seed < 40; seed++) {
       const random = seededRandom(seedBase + seed);
@@ -330,12 +365,15 @@ describe('with the Qwen3 vocabulary', () => {
         finished++;
         const document = JSON.parse(grammar.decode(out)) as Json;
         expect(validate(document), JSON.stringify(document)).toBe(true);
-        if (typeof document === 'object' && document !== null && !Array.isArray(document)) orders.add(Object.keys(document).join(','));
+        if (typeof document === 'object' && document !== null && !Array.isArray(document)) {
+          orders.add(Object.keys(document).join(','));
+          documents.push(document);
+        }
       } finally {
         matcher.dispose();
       }
     }
-    return { finished, orders };
+    return { finished, orders, documents };
   }
 
   it('random walks under the masks end in documents ajv accepts, in orders other than the schema’s, never in a mask that allows nothing', async () => {
@@ -402,6 +440,22 @@ describe('with the Qwen3 vocabulary', () => {
       [...orders].some((o) => o.split(',').length > 1 && o.endsWith('kind')),
       [...orders].join(' | '),
     ).toBe(true);
+  }, 120_000);
+
+  it('random walks under a union whose objects beneath differ, told apart by a required key: valid, items in any order after it', async () => {
+    // Short values and an item in every document, so that walks of random tokens end and show the items' order.
+    const item = (type: Json, required: string[]): Schema => ({ type: 'array', minItems: 1, maxItems: 1, items: closed({ id: { type: 'null' }, type }, required) });
+    const schema = {
+      oneOf: [
+        closed({ kind: { const: 'tool' }, inputs: item({ enum: ['F', 'n'] }, ['id', 'type']) }, ['kind', 'inputs']),
+        closed({ kind: { const: 'flow' }, inputs: item(closed({ k: { type: 'null' } }), ['id']) }, ['kind', 'inputs']),
+      ],
+    };
+    const { finished, documents } = await walks(schema, 12_000);
+    expect(finished).toBeGreaterThan(10);
+    // Not vacuous: an item written in an order other than the schema's, after the deciding key.
+    const reordered = documents.filter((d) => Object.keys(d)[0] === 'kind' && (d['inputs'] as Schema[] | undefined)?.some((item) => Object.keys(item).join(',') === 'type,id'));
+    expect(reordered.length, documents.map((d) => JSON.stringify(d)).join(' | ')).toBeGreaterThan(0);
   }, 120_000);
 
   it('random walks under a union told apart by its constants: valid, the deciding key first or last', async () => {

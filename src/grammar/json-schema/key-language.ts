@@ -7,7 +7,7 @@
 
 import { MAX_AUTOMATON_STATES } from '../pattern-automaton.js';
 import { type AutomatonState, intersection } from '../regex-derivative.js';
-import { PatternUnsupported, patternLanguage, type RegexNode } from '../regex-grammar.js';
+import { hasLookahead, PatternUnsupported, parsePattern, patternLanguage, type RegexNode } from '../regex-grammar.js';
 
 /** A key's JSON text between its quotes, as bytes. */
 type RawText = readonly number[] | Uint8Array;
@@ -22,7 +22,11 @@ export class KeyLanguage {
   /** Per state, whether every state reachable from it (itself too) begins infinitely many keys: from there no key text can run out of keys. */
   private readonly endlessFrom: Uint8Array;
 
-  private constructor(private readonly states: readonly AutomatonState[]) {
+  private constructor(
+    private readonly states: readonly AutomatonState[],
+    /** Where a pattern matches anywhere in a key (matchesAnywhere): the patterns, tested as they are, and no automaton. */
+    private readonly anywhere: readonly RegExp[] | null = null,
+  ) {
     this.left = new Float64Array(states.length).fill(-1);
     for (let id = 0; id < states.length; id++) this.countFrom(id, new Set());
     // Unsettled: the states that can reach one with finitely many keys (backwards from those).
@@ -45,19 +49,28 @@ export class KeyLanguage {
     if (cache.has(key)) return cache.get(key)!;
     let language: KeyLanguage | null = null;
     try {
+      if (patterns.some(matchesAnywhere))
+        language = new KeyLanguage(
+          [],
+          patterns.map((pattern) => new RegExp(pattern, 'u')),
+        );
+    } catch (error) {
+      if (!(error instanceof PatternUnsupported || error instanceof SyntaxError)) throw error;
+    }
+    if (language !== null) return remember(key, language);
+    try {
       const nodes = patterns.map(patternLanguage);
       const states = intersection([nodes.length === 1 ? nodes[0]! : ({ t: 'alt', options: nodes } satisfies RegexNode)], MAX_AUTOMATON_STATES);
       if (states !== null && states.length > 0) language = new KeyLanguage(states);
     } catch (error) {
       if (!(error instanceof PatternUnsupported)) throw error;
     }
-    if (cache.size > 256) cache.clear();
-    cache.set(key, language);
-    return language;
+    return remember(key, language);
   }
 
   /** The state after a key's raw JSON text (between the quotes), up to its last whole character; NO_STATE where no key begins so. */
   stateAfter(raw: RawText): number {
+    if (this.anywhere !== null) return 0;
     // Asked for each byte of each token the guard follows inside a key: the texts seen are kept (a few keys' worth).
     const key = String.fromCharCode(...raw);
     const known = this.seenTexts.get(key);
@@ -75,6 +88,7 @@ export class KeyLanguage {
 
   /** Whether a key (decoded) is in the language. */
   matches(key: string): boolean {
+    if (this.anywhere !== null) return this.anywhere.some((pattern) => pattern.test(key));
     let state = 0;
     for (const ch of key) {
       state = this.next(state, ch.codePointAt(0)!);
@@ -85,12 +99,13 @@ export class KeyLanguage {
 
   /** How many keys of the language begin where `state` stands (0 at NO_STATE, Infinity where a loop lies ahead). */
   keysLeft(state: number): number {
+    if (this.anywhere !== null) return Number.POSITIVE_INFINITY;
     return state === NO_STATE ? 0 : this.left[state]!;
   }
 
   /** Whether from `state` on every key text begins infinitely many keys (so only its written and named ones can never strand it). */
   endless(state: number): boolean {
-    return state !== NO_STATE && this.endlessFrom[state] === 1;
+    return this.anywhere !== null || (state !== NO_STATE && this.endlessFrom[state] === 1);
   }
 
   private next(state: number, code: number): number {
@@ -116,6 +131,38 @@ export class KeyLanguage {
 }
 
 const cache = new Map<string, KeyLanguage | null>();
+
+function remember(key: string, language: KeyLanguage | null): KeyLanguage | null {
+  if (cache.size > 256) cache.clear();
+  cache.set(key, language);
+  return language;
+}
+
+/**
+ * Whether a pattern matches somewhere inside a key (a top-level alternative without `^` that
+ * some string meets): then every key text goes on into infinitely many keys (append a match), so
+ * the guard needs no automaton — which for a long unanchored alternation (`Red|Blue|…|Ultra
+ * Moon`, every state a set of partial matches) took seconds to find too large.
+ */
+function matchesAnywhere(pattern: string): boolean {
+  return parsePattern(pattern).some(({ node, anchoredStart }) => !anchoredStart && !hasLookahead(node) && inhabited(node));
+}
+
+/** Whether some string matches a node (no lookahead in it). */
+function inhabited(node: RegexNode): boolean {
+  switch (node.t) {
+    case 'chars':
+      return node.set.length > 0;
+    case 'seq':
+      return node.items.every(inhabited);
+    case 'alt':
+      return node.options.some(inhabited);
+    case 'repeat':
+      return node.min === 0 || inhabited(node.node);
+    default:
+      return false;
+  }
+}
 
 /** The whole characters of a key's raw JSON text (an unfinished escape or UTF-8 sequence at its end left out), decoded. */
 export function wholeCharacters(raw: RawText): string {

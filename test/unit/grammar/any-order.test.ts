@@ -8,6 +8,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { anyOrderCandidates, mergedView } from '../../../src/grammar/json-schema/any-order.js';
 import { guardPlan } from '../../../src/grammar/json-schema/guard-plan.js';
+import { KeyLanguage } from '../../../src/grammar/json-schema/key-language.js';
 import type { layoutJson } from '../../../src/grammar/schema-grammar.js';
 import { openQwen3Grammar, QWEN3_STOP, type Qwen3Grammar } from '../../support/qwen3-grammar.js';
 import { seededRandom } from '../../support/seeded-random.js';
@@ -25,6 +26,10 @@ const loosened = (schema: Schema): string[] => {
   const named = (node: Schema): string => (Array.isArray(node['allOf']) ? `allOf(${named(mergedView(schema, node)!)})` : Object.keys(node['properties'] as Schema).join(','));
   return [...(plan?.anyOrder ?? [])].map((node) => named(node as Schema)).sort();
 };
+
+/** Pokémon games, as JSONSchemaBench's o48423 names its pokedex entries' keys: matched anywhere in a key. */
+const GAMES =
+  "Red|Blue|Yellow|Gold|Silver|Crystal|Ruby|Sapphire|Emerald|FireRed|LeafGreen|Diamond|Pearl|Platinum|HeartGold|SoulSilver|Black|White|Black 2|White 2|X|Y|Omega Ruby|Alpha Sapphire|Sun|Moon|Ultra Sun|Ultra Moon|Let's Go Pikachu|Let's Go Eevee";
 
 /** A union told apart by `kind`, whose `inputs[]` objects share `type` under different schemas (CWL's CommandLineTool / Workflow). */
 const narrowed: Schema = {
@@ -102,6 +107,12 @@ describe('which objects are written in any order', () => {
   it('a closed object beside patternProperties: the guard follows the patterns’ keys as their language', () => {
     expect(loosened({ ...closed({ p: true }), patternProperties: { '^x-': true } })).toEqual(['p']);
     expect(loosened({ ...closed({ default: true }), patternProperties: { '^[1-5][0-9]{2}$': { type: 'string' } } })).toEqual(['default']);
+    // A pattern matching anywhere in a key: every key text goes on into infinitely many keys, no automaton needed (this one's is past MAX_AUTOMATON_STATES).
+    expect(loosened({ ...closed({ p: true }), patternProperties: { [GAMES]: true } })).toEqual(['p']);
+    const games = KeyLanguage.of([GAMES])!;
+    expect(games.matches('Let’s Go Red') && !games.matches('Green')).toBe(true);
+    expect(games.endless(games.stateAfter([0x47]))).toBe(true);
+    expect(KeyLanguage.of(['^(Red|Blue)$'])!.keysLeft(0)).toBe(2);
   });
 
   it('objects beneath a union a required key tells apart: in any order at each object’s own place, after that key', () => {
@@ -240,6 +251,12 @@ describe('with the Qwen3 vocabulary', () => {
       },
       [{ version: '1' }, { 'x-a': 1, version: '1', 'x-b': 2 }, { errors: { 404: 'a', default: 'd', 500: 'b' }, 'x-': 0, version: '2' }],
       [{ 'x-a': 1 }, { version: '1', other: 1 }, { version: '1', 'x-a': 'one' }, { version: '1', errors: { 600: 'a' } }, { version: '1', errors: { 40: 'a' } }],
+    ],
+    [
+      'a closed object beside a pattern that matches anywhere in a key (a long unanchored alternation): its keys anywhere, none twice',
+      { ...closed({ name: { type: 'string' } }, ['name']), patternProperties: { [GAMES]: { type: 'integer' } } },
+      [{ name: 'a' }, { 'in Red': 1, name: 'a', 'Ultra Moon!': 2 }, { Sun: 1, 'Moon Sun': 2, name: 'b' }],
+      [{ 'in Red': 1 }, { name: 'a', Green: 1 }, { name: 'a', Red: 'x' }, { name: 'a', red: 1 }],
     ],
     [
       'a union of an object and a merged allOf (a reference narrowed), each in any order',

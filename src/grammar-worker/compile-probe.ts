@@ -3,7 +3,8 @@
 // holds every constrained request's matcher, so it must never start a compile that might not end.
 // Each new grammar is first compiled on a probe thread with the same vocabulary; a probe that runs
 // past the bound is terminated (losing nothing but itself: the next probe starts a fresh thread)
-// and the request is refused with INVALID_ARG naming the bound. Only grammars the probe compiled
+// and the request is refused with INVALID_ARG naming the bound; a probe that refuses a grammar is
+// replaced too (xgrammar refuses by aborting its instance). Only grammars the probe compiled
 // within the bound are compiled again on the grammar worker.
 
 import type { Worker } from 'node:worker_threads';
@@ -73,7 +74,13 @@ export class CompileProbe {
       if (this.probe === probe) this.probe = undefined;
       throw reply;
     }
-    if (reply.type === 'refused') throw invalidArg(`the ${feature} cannot be compiled: ${reply.message}`);
+    if (reply.type === 'refused') {
+      // xgrammar refuses by aborting its WASM instance, which keeps what the compile had allocated:
+      // the next grammar gets a fresh probe (an instance left full once refused every compile after).
+      this.probe = undefined;
+      await probe.worker.terminate();
+      throw invalidArg(`the ${feature} cannot be compiled: ${reply.message}`);
+    }
   }
 
   private start(): Probe {

@@ -178,7 +178,10 @@ export class GrammarEngine {
     const main = loadXGrammar();
     const started = performance.now();
     const info = await main.api.TokenizerInfo.createTokenizerInfo([...tokens], vocabType, false, vocabSize, [...endTokenIds]);
-    const compiler = await main.api.GrammarCompiler.createGrammarCompiler(info);
+    // xgrammar's own compiler cache keeps every grammar it compiled, without bound (its WASM memory
+    // grew ~0.5 MiB a compile over Github_medium's schemas; a run of ~1,900 distinct schemas left the
+    // probe's instance aborting every compile after): the engine's own LRU cache (cacheSize) is the one.
+    const compiler = await main.api.GrammarCompiler.createGrammarCompiler(info, false);
     const bytes = tokens.map((text) => tokenBytes(text, vocabType));
     const utf8 = Utf8Guard.build(bytes, vocabSize);
     return new GrammarEngine(main, compiler, performance.now() - started, vocabSize, utf8, new GuardVocabulary(bytes, vocabSize), options.cacheSize ?? 256, options.trialCompile);
@@ -208,15 +211,20 @@ export class GrammarEngine {
     return new ConstraintMatcher(handle, this.utf8, this.vocabSize, constraint.guard === null ? null : { plan: constraint.guard, vocabulary: this.guardVocabulary });
   }
 
-  /** Compiles grammar text already checked and throws the result away: the compile time, ms. */
+  /** Compiles grammar text already checked and throws the result away: the compile time, ms. An error leaves the instance aborted (the probe thread that calls this is then replaced). */
   async trialCompile(text: string): Promise<number> {
     const started = performance.now();
-    const grammar = await toGrammar(this.main.api, text);
     try {
-      (await this.compiler.compileGrammar(grammar)).dispose();
-      return performance.now() - started;
-    } finally {
-      grammar.dispose();
+      const grammar = await toGrammar(this.main.api, text);
+      try {
+        (await this.compiler.compileGrammar(grammar)).dispose();
+        return performance.now() - started;
+      } finally {
+        grammar.dispose();
+      }
+    } catch (error) {
+      // xgrammar's reason is in its log ("[FATAL] …"); the exception says only that it aborted.
+      throw new Error(fatalReason(this.main.drainLog()) ?? (error instanceof Error ? error.message : String(error)));
     }
   }
 

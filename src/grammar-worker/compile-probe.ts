@@ -15,6 +15,9 @@ import { COMPILE_PROBE_ENTRY, type CompileProbeData, type FromCompileProbe, type
 /** The flag that sets the bound, as errors name it. */
 export const COMPILE_TIMEOUT_FLAG = '--structured-outputs-compile-timeout-secs';
 
+/** The 400 for a grammar past the bound (its translation, or its compile on the probe). */
+export const compileBoundRefusal = (feature: string, timeoutMs: number): Error => invalidArg(`the ${feature} took longer than ${COMPILE_TIMEOUT_FLAG} (${timeoutMs / 1000} s) to compile`);
+
 interface Probe {
   readonly worker: Worker;
   /** Settles once the probe thread has its vocabulary (the bound does not count that). */
@@ -68,7 +71,7 @@ export class CompileProbe {
     if (reply === 'timeout') {
       this.probe = undefined;
       await probe.worker.terminate();
-      throw invalidArg(`the ${feature} took longer than ${COMPILE_TIMEOUT_FLAG} (${this.timeoutMs / 1000} s) to compile`);
+      throw compileBoundRefusal(feature, this.timeoutMs);
     }
     if (reply instanceof Error) {
       if (this.probe === probe) this.probe = undefined;

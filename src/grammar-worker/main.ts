@@ -8,13 +8,19 @@ import { parentPort, workerData } from 'node:worker_threads';
 import { asConveyorError } from '../errors.js';
 import { GrammarEngine } from '../grammar/grammar-engine.js';
 import type { ConstraintMatcher } from '../grammar/matcher.js';
-import { CompileProbe } from './compile-probe.js';
+import { CompileProbe, compileBoundRefusal } from './compile-probe.js';
 import type { FromGrammarWorker, GrammarWorkerData, MaskJob, MaskResult, ToGrammarWorker, TryJob, TryResult } from './entry.js';
 
 const port = parentPort!;
 const { tokenizerPath, vocabSize, compileTimeoutSecs } = workerData as GrammarWorkerData;
 const probe = compileTimeoutSecs ? new CompileProbe({ tokenizerPath, vocabSize }, compileTimeoutSecs * 1000) : undefined;
-const engine = GrammarEngine.open({ tokenizerPath, logitsVocabSize: vocabSize, ...(probe ? { trialCompile: (text, feature) => probe.check(text, feature) } : {}) });
+const bound = probe
+  ? {
+      trialCompile: (text: string, feature: string) => probe.check(text, feature),
+      translationBound: { ms: compileTimeoutSecs! * 1000, refusal: (feature: string) => compileBoundRefusal(feature, compileTimeoutSecs! * 1000) },
+    }
+  : {};
+const engine = GrammarEngine.open({ tokenizerPath, logitsVocabSize: vocabSize, ...bound });
 const matchers = new Map<string, ConstraintMatcher>();
 const post = (message: FromGrammarWorker, transfer: ArrayBuffer[] = []): void => port.postMessage(message, transfer);
 

@@ -21,6 +21,7 @@ import { jsonObjectGrammar, SchemaUnsupported, schemaGrammarPlan } from './schem
 import { toolCallsGrammarPlan } from './tool-call-grammar.js';
 import { type TokenizerVocabulary, tokenBytes, tokenizerVocabulary } from './tokenizer-vocabulary.js';
 import { Utf8Guard } from './utf8-guard.js';
+import { TranslationTimeout, withinDeadline } from './translation-deadline.js';
 import { fatalReason, loadXGrammar, type XGrammarApi, type XGrammarInstance } from './xgrammar-module.js';
 
 type Grammar = XGrammar.Grammar;
@@ -39,6 +40,8 @@ export interface GrammarEngineOptions {
    * be compiled here, e.g. because a trial compile elsewhere ran past the compile bound.
    */
   readonly trialCompile?: (text: string, feature: string) => Promise<void>;
+  /** The longest a spec's translation into grammar text may take (it holds the thread that serves masks), and the refusal past it. */
+  readonly translationBound?: { readonly ms: number; readonly refusal: (feature: string) => Error };
 }
 
 export interface GrammarEngineStats {
@@ -162,6 +165,7 @@ export class GrammarEngine {
     private readonly guardVocabulary: GuardVocabulary,
     cacheSize: number,
     private readonly trial: GrammarEngineOptions['trialCompile'],
+    private readonly translationBound: GrammarEngineOptions['translationBound'],
   ) {
     this.cacheSize = cacheSize;
   }
@@ -184,7 +188,17 @@ export class GrammarEngine {
     const compiler = await main.api.GrammarCompiler.createGrammarCompiler(info, false);
     const bytes = tokens.map((text) => tokenBytes(text, vocabType));
     const utf8 = Utf8Guard.build(bytes, vocabSize);
-    return new GrammarEngine(main, compiler, performance.now() - started, vocabSize, utf8, new GuardVocabulary(bytes, vocabSize), options.cacheSize ?? 256, options.trialCompile);
+    return new GrammarEngine(
+      main,
+      compiler,
+      performance.now() - started,
+      vocabSize,
+      utf8,
+      new GuardVocabulary(bytes, vocabSize),
+      options.cacheSize ?? 256,
+      options.trialCompile,
+      options.translationBound,
+    );
   }
 
   /** Compiles (or finds cached) a spec; rejects with INVALID_ARG naming the feature when xgrammar refuses it. */
@@ -293,7 +307,13 @@ export class GrammarEngine {
 
   private async vetText(spec: GrammarSpec): Promise<SpecGrammar> {
     checkSpecLimits(spec);
-    const grammar = specGrammar(spec);
+    let grammar: SpecGrammar;
+    try {
+      grammar = withinDeadline(this.translationBound?.ms, () => specGrammar(spec));
+    } catch (error) {
+      if (error instanceof TranslationTimeout && this.translationBound) throw this.translationBound.refusal(specFeature(spec));
+      throw error;
+    }
     await this.check(spec, grammar.text);
     await this.trial?.(grammar.text, specFeature(spec));
     return grammar;

@@ -6,6 +6,7 @@
 // walked, each step taking the derivative. Where an automaton is needed (an intersection of
 // languages, exactly one of several, a lookahead), its states are tuples of derivatives. Pure.
 
+import { checkDeadline } from './translation-deadline.js';
 import { nullable, type RegexNode, sequence } from './regex-grammar.js';
 
 type Ranges = readonly (readonly [number, number])[];
@@ -294,6 +295,7 @@ function product(
   stateOf([...nodes]);
   for (let id = 0; id < tuples.length; id++) {
     if (tuples.length > maxStates) return null;
+    checkDeadline();
     const all = tuples[id]!.map(movesOf);
     const cuts = new Set<number>();
     for (const moves of all) for (const { lo } of moves) cuts.add(lo);

@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DEFAULT_LIMITS } from '../../../src/config/limits.js';
 import { GrammarEngine } from '../../../src/grammar/grammar-engine.js';
-import { CompileProbe } from '../../../src/grammar-worker/compile-probe.js';
+import { CompileProbe, compileBoundRefusal } from '../../../src/grammar-worker/compile-probe.js';
 import { createTokenizer } from '../../../src/tokenizer/model-files.js';
 import { DEFAULT_REPOSITORY } from '../../../models/default-repository.js';
 import { positiveInt } from '../../harness/args.js';
@@ -64,7 +64,13 @@ async function prepare(context: ScenarioContext): Promise<PreparedScenario> {
   const boundSecs = Number(context.flags['compile-timeout-secs'] ?? DEFAULT_LIMITS.structuredOutputsCompileTimeoutSecs);
   const tokenizerPath = join(TOKENIZER_DIR, 'tokenizer.json');
   const probe = new CompileProbe({ tokenizerPath, vocabSize: LOGITS_VOCAB }, boundSecs * 1000);
-  const engine = await GrammarEngine.open({ tokenizerPath, logitsVocabSize: LOGITS_VOCAB, cacheSize: 16, trialCompile: (text, feature) => probe.check(text, feature) });
+  const engine = await GrammarEngine.open({
+    tokenizerPath,
+    logitsVocabSize: LOGITS_VOCAB,
+    cacheSize: 16,
+    trialCompile: (text, feature) => probe.check(text, feature),
+    translationBound: { ms: boundSecs * 1000, refusal: (feature) => compileBoundRefusal(feature, boundSecs * 1000) },
+  });
   const tokenizer = createTokenizer({
     tokenizerJson: JSON.parse(readFileSync(tokenizerPath, 'utf8')),
     tokenizerConfig: JSON.parse(readFileSync(join(TOKENIZER_DIR, 'tokenizer_config.json'), 'utf8')),

@@ -28,6 +28,7 @@ import type { GuardOpener } from '../guard-opener.js';
 import { GuardMarks } from './guard-marks.js';
 import { type Alternative, allowsType, allStrings, isGuardedLength, type LengthBounds, stringsOf } from './string-bounds.js';
 import { isObject, type Json, resolvePointer, type SchemaObject } from './schema-model.js';
+import { checkDeadline } from '../translation-deadline.js';
 
 export { GUARDED_LENGTH_ABOVE } from './guard-marks.js';
 /** The most places a plan may have, and alternatives a place: past them the schema keeps the counted grammar. */
@@ -146,6 +147,7 @@ class PlanBuilder {
     this.places.push(emptyPlace());
     this.place(this.expand([this.root]));
     while (this.pending.length > 0) {
+      checkDeadline();
       const { index, alternatives } = this.pending.shift()!;
       this.places[index] = this.describe(alternatives);
     }

@@ -34,6 +34,7 @@ import {
 } from './schema-model.js';
 import { formatIsAnnotation } from '../string-formats.js';
 import { stringSchema } from './string-schema.js';
+import { checkDeadline } from '../translation-deadline.js';
 import type { PlaceStep, Translation } from './translation.js';
 
 /**
@@ -142,6 +143,7 @@ export class SchemaTranslator implements Translation {
         path.length > 200 ? `${path.slice(0, 100)}…${path.slice(-100)}` : path,
         `nests subschemas more than ${MAX_SCHEMA_DEPTH} deep: a reference that leads back to itself with other keywords merged in at each turn expands without end`,
       );
+    checkDeadline();
     this.depth++;
     try {
       return this.translate(node, path);

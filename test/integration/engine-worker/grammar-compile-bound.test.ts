@@ -59,3 +59,23 @@ it('a compile past the bound is a 400 naming it; other requests keep their masks
   expect(maskAllows(after.masks[1]!.mask!, 90)).toBe(true);
   expect(lost).toEqual([]);
 }, 120_000);
+
+it('a schema whose translation runs past the bound is refused naming it, and the worker goes on serving masks', async () => {
+  await client.open('steady', { kind: 'choice', choices: ['yes', 'no'] }, [IM_END]);
+  // 300 strings whose patterns' automata each run to the state limit (`[ab]*a[ab]{9}` needs 2^10
+  // states): unbounded, their translation holds the worker for tens of seconds on this machine.
+  const properties = Object.fromEntries(Array.from({ length: 300 }, (_, i) => [`p${i}`, { type: 'string', maxLength: 100 + i, pattern: `^[ab]*a[ab]{${9 + (i % 3)}}c${i}$` }]));
+  const started = performance.now();
+  const refused = client.open('hostile', { kind: 'json_schema', schema: JSON.stringify({ type: 'object', properties }) }, [IM_END]).then(
+    () => null,
+    (error: unknown) => error,
+  );
+  const masks = await client.masks([{ requestId: 'steady', rollBack: 0, accept: [] }]);
+  expect(masks.masks[0]!.mask).not.toBeNull();
+  const error = await refused;
+  expect(error).toMatchObject({ code: 'INVALID_ARG' });
+  expect((error as Error).message).toMatch(/JSON schema took longer than --structured-outputs-compile-timeout-secs \(0\.5 s\) to compile/);
+  // Struck by the translation's deadline (the probe's bound would come only after the whole translation).
+  expect(performance.now() - started).toBeLessThan(8_000);
+  expect(lost).toEqual([]);
+}, 120_000);

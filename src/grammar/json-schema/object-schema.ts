@@ -6,7 +6,7 @@
 // `required`, min/maxProperties) as a walk whose state each member rule carries. Pure.
 
 import { ebnfLiteral } from '../grammar-spec.js';
-import { type KeyCounts, objectKeyRule, stringConstants } from './any-order.js';
+import { canComplete, type KeyCounts, objectKeyRule, stringConstants } from './any-order.js';
 import type { GrammarRules } from './grammar-rules.js';
 import { KeyLanguage } from './key-language.js';
 import { MAX_MEMBER_RULES, objectPresence, PresenceWalk, type PresenceState, keysOf } from './presence-constraints.js';
@@ -85,7 +85,7 @@ export function objectSchema(t: Translation, node: SchemaObject, path: string): 
  * (any-order.ts), told here what this grammar's members are. Where a key tells it from the other
  * objects at its place (`after`), the members after that key are written at its own place.
  */
-function anyOrderObject(t: Translation, node: SchemaObject, before: Members, after: { readonly key: string; readonly members: Members | null } | null, counts: KeyCounts, path: string): string {
+function anyOrderObject(t: Translation, node: SchemaObject, before: Members, after: { readonly key: string; readonly members: Members | null } | null, counts: KeyCounts, path: string): string | null {
   const { named, extra } = before;
   const properties = isObject(node['properties']) ? node['properties'] : {};
   const constants = new Map<string, readonly string[]>();
@@ -97,16 +97,16 @@ function anyOrderObject(t: Translation, node: SchemaObject, before: Members, aft
   const patterns = isObject(node['patternProperties']) ? Object.keys(node['patternProperties']) : [];
   const language = extra === null || patterns.length === 0 ? null : KeyLanguage.of(patterns);
   if (extra !== null && patterns.length > 0 && language === null) throw new Error(`${path}: an object in any order beside patterns its guard cannot follow`);
-  t.followKeys(
-    node,
-    objectKeyRule(
-      named.map((p) => p.name),
-      named.filter((p) => p.required).map((p) => p.name),
-      extra === null ? 'none' : (language ?? 'any'),
-      constants,
-      counts,
-    ),
+  const rule = objectKeyRule(
+    named.map((p) => p.name),
+    named.filter((p) => p.required).map((p) => p.name),
+    extra === null ? 'none' : (language ?? 'any'),
+    constants,
+    counts,
   );
+  // No keys that meet what the object says of them (Glaive's "all four required, and exactly one of them"): no value, as in the schema's order.
+  if (!canComplete(rule, [], null)) return null;
+  t.followKeys(node, rule);
   const member = (written: Members, without: string | null): string | null => {
     const members = [...written.named.filter((p) => p.name !== without).map(namedMember), ...(written.extra === null ? [] : [written.extra])];
     return members.length === 0 ? null : t.rules.share('any_order_member', members.join(' | '));

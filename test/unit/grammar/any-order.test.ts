@@ -353,6 +353,15 @@ describe('with the Qwen3 vocabulary', () => {
     expect(await grammar.masksAccept(profile, { name: 'Ann', age: 3 })).toBe(true);
   });
 
+  it('an object whose keys can never meet what it says of them allows no value, in either order', async () => {
+    // Glaive's calculate_area: all four keys required, and exactly one of radius / side / base and height.
+    const schema = {
+      ...closed({ radius: { type: 'number' }, side: { type: 'number' }, base: { type: 'number' } }, ['radius', 'side', 'base']),
+      oneOf: [{ required: ['radius'] }, { required: ['side'] }, { required: ['base'] }],
+    };
+    for (const order of [schema, anyOrder(schema)]) await expect(grammar.engine.compile({ kind: 'json_schema', schema: JSON.stringify(order) })).rejects.toThrow(/allows no value/);
+  });
+
   it('refuses an unknown x-property-order by name', async () => {
     await expect(grammar.engine.compile({ kind: 'json_schema', schema: JSON.stringify({ ...profile, 'x-property-order': 'sorted' }) })).rejects.toThrow(/x-property-order.*"schema" or "any"/);
   });

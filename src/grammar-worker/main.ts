@@ -13,12 +13,11 @@ import type { FromGrammarWorker, GrammarWorkerData, MaskJob, MaskResult, ToGramm
 
 const port = parentPort!;
 const { tokenizerPath, vocabSize, compileTimeoutSecs } = workerData as GrammarWorkerData;
-const probe = compileTimeoutSecs ? new CompileProbe({ tokenizerPath, vocabSize }, compileTimeoutSecs * 1000) : undefined;
+const boundMs = (compileTimeoutSecs ?? 0) * 1000;
+const probe = boundMs > 0 ? new CompileProbe({ tokenizerPath, vocabSize }, boundMs) : undefined;
+// The bound holds over the translation on this thread and the compile on the probe (0: neither).
 const bound = probe
-  ? {
-      trialCompile: (text: string, feature: string) => probe.check(text, feature),
-      translationBound: { ms: compileTimeoutSecs! * 1000, refusal: (feature: string) => compileBoundRefusal(feature, compileTimeoutSecs! * 1000) },
-    }
+  ? { trialCompile: (text: string, feature: string) => probe.check(text, feature), translationBound: { ms: boundMs, refusal: (feature: string) => compileBoundRefusal(feature, boundMs) } }
   : {};
 const engine = GrammarEngine.open({ tokenizerPath, logitsVocabSize: vocabSize, ...bound });
 const matchers = new Map<string, ConstraintMatcher>();

@@ -396,25 +396,20 @@ static void *run_units(void *arg) {
   return NULL;
 }
 
-/* The calling thread's scratch, kept between calls (per thread: each engine worker calls from its
- * own): freed and allocated afresh, a long context's scores (rows x positions floats) came from
- * mmap on every call and their pages faulted in again on every layer — at 1,000 past positions a
- * quarter of a one-sequence step's attention (the copier's 8 layers: 1.48-1.61 -> 1.14-1.17 ms a
- * decode step, 3.64-4.19 -> 2.77-2.82 ms a 5-position verify step). Freed when the thread exits. */
-static pthread_key_t kept_key;
-static pthread_once_t kept_once = PTHREAD_ONCE_INIT;
-
-static void release_kept(void *kept) {
+/* The calling thread's scratch, kept between calls as the module's data for its JavaScript
+ * environment (one per engine worker thread, which alone calls it): freed and allocated afresh, a
+ * long context's scores (rows x positions floats) came from mmap on every call and their pages
+ * faulted in again on every layer — at 1,000 past positions a quarter of a one-sequence step's
+ * attention (the copier's 8 layers: 1.48-1.61 -> 1.14-1.17 ms a decode step, 3.64-4.19 ->
+ * 2.77-2.82 ms a 5-position verify step). Freed when the environment is torn down (a thread-exit
+ * destructor instead ran after Node had unloaded the module: exit code 139). */
+static void release_kept(napi_env env, void *kept, void *hint) {
+  (void)env, (void)hint;
   free_scratch(&((KeptScratch *)kept)->s);
   free(kept);
 }
 
-static void make_kept_key(void) { pthread_key_create(&kept_key, release_kept); }
-
-static void run_units_here(Job *job) {
-  pthread_once(&kept_once, make_kept_key);
-  KeptScratch *kept = pthread_getspecific(kept_key);
-  if (!kept && (kept = calloc(1, sizeof *kept)) && pthread_setspecific(kept_key, kept) != 0) free(kept), kept = NULL;
+static void run_units_here(Job *job, KeptScratch *kept) {
   if (!kept || !fit_scratch(job, kept)) __atomic_store_n(&job->failed, 1, __ATOMIC_RELAXED);
   else take_units(job, &kept->s);
 }
@@ -616,7 +611,9 @@ static napi_value attend_call(napi_env env, napi_callback_info info) {
     if (pthread_create(&ids[i], NULL, run_units, &job) != 0) break;
     started++;
   }
-  run_units_here(&job);
+  KeptScratch *kept = NULL;
+  napi_get_instance_data(env, (void **)&kept);
+  run_units_here(&job, kept);
   for (int i = 1; i < started; i++) pthread_join(ids[i], NULL);
   free(units);
   if (job.failed) napi_throw_error(env, NULL, "attend: out of memory for the threads' scratch");
@@ -647,6 +644,8 @@ static napi_value advise_huge_pages(napi_env env, napi_callback_info info) {
 
 NAPI_MODULE_INIT() {
   napi_value fn;
+  KeptScratch *kept = calloc(1, sizeof *kept);
+  if (kept && napi_set_instance_data(env, kept, release_kept, NULL) != napi_ok) free(kept);
   napi_create_function(env, "attend", NAPI_AUTO_LENGTH, attend_call, NULL, &fn);
   napi_set_named_property(env, exports, "attend", fn);
   napi_create_function(env, "write", NAPI_AUTO_LENGTH, write_kv, NULL, &fn);

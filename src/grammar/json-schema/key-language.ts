@@ -6,7 +6,7 @@
 // or a few (`^[1-5][0-9]{2}$`: 500, of which some may be written already). Pure.
 
 import { MAX_AUTOMATON_STATES } from '../pattern-automaton.js';
-import { type AutomatonState, intersection } from '../regex-derivative.js';
+import { type AutomatonState, intersection, matchesNothing } from '../regex-derivative.js';
 import { hasLookahead, PatternUnsupported, parsePattern, patternLanguage, type RegexNode } from '../regex-grammar.js';
 
 /** A key's JSON text between its quotes, as bytes. */
@@ -145,23 +145,7 @@ function remember(key: string, language: KeyLanguage | null): KeyLanguage | null
  * Moon`, every state a set of partial matches) took seconds to find too large.
  */
 function matchesAnywhere(pattern: string): boolean {
-  return parsePattern(pattern).some(({ node, anchoredStart }) => !anchoredStart && !hasLookahead(node) && inhabited(node));
-}
-
-/** Whether some string matches a node (no lookahead in it). */
-function inhabited(node: RegexNode): boolean {
-  switch (node.t) {
-    case 'chars':
-      return node.set.length > 0;
-    case 'seq':
-      return node.items.every(inhabited);
-    case 'alt':
-      return node.options.some(inhabited);
-    case 'repeat':
-      return node.min === 0 || inhabited(node.node);
-    default:
-      return false;
-  }
+  return parsePattern(pattern).some(({ node, anchoredStart }) => !anchoredStart && !hasLookahead(node) && !matchesNothing(node));
 }
 
 /** The whole characters of a key's raw JSON text (an unfinished escape or UTF-8 sequence at its end left out), decoded. */

@@ -1,8 +1,8 @@
-// The one seam to the native paged-attention kernel (src/runtime/native/paged-attention.c): loads the
-// addon built at install (src/runtime/native/build.mjs), building it on first use where the install
-// skipped that, and types its two calls. Where it cannot be had (no C compiler or Node headers,
-// another platform, CONVEYOR_NATIVE_ATTENTION=0) callers get the reason and keep the paged
-// graph's ONNX attention.
+// The one seam to the native paged-attention kernel (src/runtime/native/paged-attention.c, with the
+// decoder layer ops of decoder-ops.h): loads the addon built at install
+// (src/runtime/native/build.mjs), building it on first use where the install skipped that, and
+// types its calls. Where it cannot be had (no C compiler or Node headers, another platform,
+// CONVEYOR_NATIVE_ATTENTION=0) callers get the reason and keep the paged graph's ONNX attention.
 
 import { createRequire } from 'node:module';
 
@@ -53,12 +53,46 @@ export interface PagedAttentionKernel {
   attend(shape: KernelShape, layout: KernelLayout, query: KernelArray, keyPool: KernelPoolArray, valuePool: KernelPoolArray, out: KernelArray, threads: number): void;
   /** Asks for huge pages behind a pool not yet written (Linux; fewer TLB misses on blocks read anywhere in it). Whether the advice was taken. */
   adviseHugePages(pool: KernelPoolArray): boolean;
+  /** The dense decoder layer's operations at a few rows, float32 (src/runners/native-layers.ts). */
+  readonly layerOps: DecoderLayerOps;
+}
+
+/** A linear's weight packed once into the kernel's column panels (its memory is the kernel's, freed with the value). */
+export interface PackedLinear {
+  readonly inFeatures: number;
+  readonly outFeatures: number;
+  readonly handle: unknown;
+}
+
+/** The gated MLP's activations the kernel computes: SwiGLU's and GeGLU's (GELU, tanh approximation). */
+export const GATED_ACTIVATIONS = { silu: 0, gelu_tanh: 1 } as const;
+export type GatedActivation = keyof typeof GATED_ACTIVATIONS;
+
+export interface DecoderLayerOps {
+  /** Packs a [inFeatures, outFeatures] row-major weight (ONNX MatMul's B). */
+  packLinear(weight: Float32Array, inFeatures: number, outFeatures: number): PackedLinear;
+  /** y[rows, out] = x[rows, in] · weight on up to `threads` threads (kept between calls). */
+  linear(weight: PackedLinear, x: Float32Array, rows: number, y: Float32Array, threads: number): void;
+  /** out = x / √(mean(x²) + eps) · weight, per row of `width`. */
+  rmsNorm(x: Float32Array, rows: number, width: number, weight: Float32Array, eps: number, out: Float32Array): void;
+  /** sum = residual + update; normed = rmsNorm(sum). */
+  addRmsNorm(residual: Float32Array, update: Float32Array, rows: number, width: number, weight: Float32Array, eps: number, sum: Float32Array, normed: Float32Array): void;
+  /** RoPE in place on x [tokens, heads, dim] (rotate-half pairs over the first 2 · inverseFrequencies.length dimensions; cos and sin times factor). */
+  rope(x: Float32Array, tokens: number, heads: number, dim: number, positions: BigInt64Array, inverseFrequencies: Float32Array, factor: number): void;
+  /** gate = activation(gate) · up over the first `count` elements. */
+  gatedActivation(gate: Float32Array, up: Float32Array, count: number, activation: GatedActivation): void;
 }
 
 interface Addon {
   write(shape: Int32Array, ...rest: unknown[]): void;
   attend(shape: Int32Array, ...rest: unknown[]): void;
   adviseHugePages(pool: KernelPoolArray): boolean;
+  packLinear(weight: Float32Array, inFeatures: number, outFeatures: number): unknown;
+  linear(handle: unknown, x: Float32Array, rows: number, y: Float32Array, threads: number): void;
+  rmsNorm: DecoderLayerOps['rmsNorm'];
+  addRmsNorm: DecoderLayerOps['addRmsNorm'];
+  rope: DecoderLayerOps['rope'];
+  gatedActivation(gate: Float32Array, up: Float32Array, count: number, kind: number): void;
 }
 
 export type KernelAvailability = { readonly kernel: PagedAttentionKernel } | { readonly unavailable: string };
@@ -91,5 +125,13 @@ function wrap(addon: Addon): PagedAttentionKernel {
     write: (shape, layout, freshKey, freshValue, keyPool, valuePool) => addon.write(shapeArray(shape), ...layoutArgs(layout), freshKey, freshValue, keyPool, valuePool),
     attend: (shape, layout, query, keyPool, valuePool, out, threads) => addon.attend(shapeArray(shape), ...layoutArgs(layout), query, keyPool, valuePool, out, threads),
     adviseHugePages: (pool) => addon.adviseHugePages(pool),
+    layerOps: {
+      packLinear: (weight, inFeatures, outFeatures) => ({ inFeatures, outFeatures, handle: addon.packLinear(weight, inFeatures, outFeatures) }),
+      linear: (weight, x, rows, y, threads) => addon.linear(weight.handle, x, rows, y, threads),
+      rmsNorm: (...args) => addon.rmsNorm(...args),
+      addRmsNorm: (...args) => addon.addRmsNorm(...args),
+      rope: (...args) => addon.rope(...args),
+      gatedActivation: (gate, up, count, activation) => addon.gatedActivation(gate, up, count, GATED_ACTIVATIONS[activation]),
+    },
   };
 }

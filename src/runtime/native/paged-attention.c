@@ -314,6 +314,7 @@ static inline __attribute__((always_inline)) void attend_unit(const Job *job, co
 #ifdef __AVX512F__
 #include "paged-attention-avx512.h"
 #endif
+#include "decoder-ops.h"
 
 /* The head size and group count as constants where they are the common ones, so the compiler unrolls and vectorizes the row loops fully. */
 static void attend(const Job *job, const Unit *u, Scratch *s) {
@@ -403,10 +404,20 @@ static void *run_units(void *arg) {
  * attention (the copier's 8 layers: 1.48-1.61 -> 1.14-1.17 ms a decode step, 3.64-4.19 ->
  * 2.77-2.82 ms a 5-position verify step). Freed when the environment is torn down (a thread-exit
  * destructor instead ran after Node had unloaded the module: exit code 139). */
-static void release_kept(napi_env env, void *kept, void *hint) {
+/* What the module keeps per JavaScript environment: the attention's scratch and the linears' threads. */
+typedef struct {
+  KeptScratch kept;
+  LinearPool linears;
+} EnvData;
+
+static void release_env(napi_env env, void *data, void *hint) {
   (void)env, (void)hint;
-  free_scratch(&((KeptScratch *)kept)->s);
-  free(kept);
+  EnvData *d = data;
+  free_scratch(&d->kept.s);
+  stop_pool(&d->linears);
+  pthread_mutex_destroy(&d->linears.lock);
+  pthread_cond_destroy(&d->linears.wake);
+  free(d);
 }
 
 static void run_units_here(Job *job, KeptScratch *kept) {
@@ -611,9 +622,9 @@ static napi_value attend_call(napi_env env, napi_callback_info info) {
     if (pthread_create(&ids[i], NULL, run_units, &job) != 0) break;
     started++;
   }
-  KeptScratch *kept = NULL;
-  napi_get_instance_data(env, (void **)&kept);
-  run_units_here(&job, kept);
+  EnvData *data = NULL;
+  napi_get_instance_data(env, (void **)&data);
+  run_units_here(&job, data ? &data->kept : NULL);
   for (int i = 1; i < started; i++) pthread_join(ids[i], NULL);
   free(units);
   if (job.failed) napi_throw_error(env, NULL, "attend: out of memory for the threads' scratch");
@@ -642,15 +653,22 @@ static napi_value advise_huge_pages(napi_env env, napi_callback_info info) {
   return result;
 }
 
+#include "decoder-ops-napi.h"
+
 NAPI_MODULE_INIT() {
   napi_value fn;
-  KeptScratch *kept = calloc(1, sizeof *kept);
-  if (kept && napi_set_instance_data(env, kept, release_kept, NULL) != napi_ok) free(kept);
+  EnvData *data = calloc(1, sizeof *data);
+  if (data) {
+    pthread_mutex_init(&data->linears.lock, NULL);
+    pthread_cond_init(&data->linears.wake, NULL);
+    if (napi_set_instance_data(env, data, release_env, NULL) != napi_ok) free(data);
+  }
   napi_create_function(env, "attend", NAPI_AUTO_LENGTH, attend_call, NULL, &fn);
   napi_set_named_property(env, exports, "attend", fn);
   napi_create_function(env, "write", NAPI_AUTO_LENGTH, write_kv, NULL, &fn);
   napi_set_named_property(env, exports, "write", fn);
   napi_create_function(env, "adviseHugePages", NAPI_AUTO_LENGTH, advise_huge_pages, NULL, &fn);
   napi_set_named_property(env, exports, "adviseHugePages", fn);
+  register_decoder_ops(env, exports);
   return exports;
 }

@@ -15,7 +15,7 @@ import { checkSpecLimits, choiceGrammar, specFeature, specKey } from './grammar-
 import { ConstraintMatcher } from './matcher.js';
 import { regexSpecGrammar } from './regex-ebnf.js';
 import { PatternUnsupported } from './regex-grammar.js';
-import type { GuardPlan } from './json-schema/guard-plan.js';
+import type { GuardPlan } from './json-schema/guard-places.js';
 import { GuardVocabulary } from './guard-vocabulary.js';
 import { jsonObjectGrammar, SchemaUnsupported, schemaGrammarPlan } from './schema-grammar.js';
 import { toolCallsGrammarPlan } from './tool-call-grammar.js';

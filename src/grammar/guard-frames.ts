@@ -5,8 +5,8 @@
 // for rollback) or null where the byte or string breaks a rule. Pure.
 
 import { canComplete, isComplete, type ObjectKeyRule } from './json-schema/any-order.js';
-import { NO_STATE, wholeCharacters } from './json-schema/key-language.js';
-import { type GuardPlace, type GuardPlan, ROOT, UNBOUNDED } from './json-schema/guard-plan.js';
+import { decodedText, NO_STATE, wholeCharacters } from './json-schema/key-language.js';
+import { type GuardPlace, type GuardPlan, placeBeneath, ROOT, UNBOUNDED } from './json-schema/guard-places.js';
 
 /** An open array or object: its place in the plan, and the item index or the key being read. */
 export interface Frame {
@@ -57,7 +57,7 @@ export function framesAfterStructure(plan: GuardPlan, frames: readonly Frame[], 
 export function framesAfterString(plan: GuardPlan, frames: readonly Frame[], isKey: boolean, text: readonly number[] | null): readonly Frame[] | null {
   const frame = frames.at(-1);
   if (frame === undefined || (!isKey && text === null)) return frames;
-  const decoded = text === null ? null : decodeKey(text);
+  const decoded = text === null ? null : decodedText(text);
   if (isKey && frame.used !== null) {
     // An object in any order: no key twice, and only keys some object schema still alive allows.
     if (decoded === null || frame.used.includes(decoded)) return null;
@@ -160,17 +160,17 @@ export function valuePlace(plan: GuardPlan, frames: readonly Frame[]): number {
   const frame = frames.at(-1);
   if (frame === undefined) return ROOT;
   const place = plan.places[frame.place]!;
-  if (frame.array) return place.items[frame.index] ?? place.restItems;
+  if (frame.array) return placeBeneath(place, { item: frame.index });
   if (frame.key === null) return place.otherKeys;
   return keyPlace(plan.places[narrowedPlace(plan, frame) ?? frame.place]!, frame.key);
 }
 
 /** The place of a key's value: named, else by the patternProperties patterns it matches, else any other key's. */
 function keyPlace(place: GuardPlace, key: string): number {
-  const named = place.keys.get(key);
-  if (named !== undefined) return named;
-  if (place.patternKeys === undefined) return place.otherKeys;
-  const { tests, places } = place.patternKeys;
+  const beneath = placeBeneath(place, { key });
+  if (beneath !== null) return beneath;
+  // Left to the patterns (placeBeneath does so only where the place has them): the key's text tells which it matches.
+  const { tests, places } = place.patternKeys!;
   let bits = 0;
   for (const [i, test] of tests.entries()) if (test.test(key)) bits |= 1 << i;
   return places[bits]!;
@@ -204,15 +204,4 @@ export function keyTokensToFollow(plan: GuardPlan, frame: Frame, text: readonly 
     for (const raw of rule.rawNames) if (begins(raw, text) && language.stateAfter(raw) === NO_STATE) rests.push(raw.subarray(text.length));
   }
   return rests;
-}
-
-const decoder = new TextDecoder();
-
-/** A key's raw JSON text (between its quotes) as the string it spells. */
-function decodeKey(raw: readonly number[]): string | null {
-  try {
-    return JSON.parse(`"${decoder.decode(Uint8Array.from(raw))}"`) as string;
-  } catch {
-    return null;
-  }
 }

@@ -10,7 +10,7 @@
 // guard's cursor after each token, its mask ANDed in, a token that breaks it refused.
 
 import type * as XGrammar from '@mlc-ai/web-xgrammar';
-import type { GuardPlan } from './json-schema/guard-plan.js';
+import type { GuardPlan } from './json-schema/guard-places.js';
 import type { GuardVocabulary } from './guard-vocabulary.js';
 import { GuardCursor } from './string-guard.js';
 import { UTF8_INVALID, Utf8State, type Utf8Guard } from './utf8-guard.js';

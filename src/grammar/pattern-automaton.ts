@@ -10,7 +10,8 @@
 // `\S+(\s+\S+)*` and `[0-9]{9}` settle; `(ab)+` alternates forever and keeps the counted grammar). Pure.
 
 import { type AutomatonState, intersection } from './regex-derivative.js';
-import { PatternUnsupported, patternLanguage, type RegexNode } from './regex-grammar.js';
+import { PatternUnsupported, type RegexNode } from './regex-grammar.js';
+import { patternLanguage } from './regex-language.js';
 
 /** The most states an automaton may have (beside the most a pattern's intersection with a format may: string-schema.ts). */
 export const MAX_AUTOMATON_STATES = 1024;

@@ -7,7 +7,8 @@
 // languages, exactly one of several, a lookahead), its states are tuples of derivatives. Pure.
 
 import { checkDeadline } from './translation-deadline.js';
-import { nullable, type RegexNode, sequence } from './regex-grammar.js';
+import type { RegexNode } from './regex-grammar.js';
+import { nullable, sequence } from './regex-language.js';
 
 type Ranges = readonly (readonly [number, number])[];
 

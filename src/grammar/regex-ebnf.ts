@@ -5,7 +5,8 @@
 // xgrammar 0.1.27 reads as written (plainCharClass). Pure.
 
 import { type AutomatonState, intersection } from './regex-derivative.js';
-import { type CharSet, complement, hasLookahead, MAX_CODE_POINT, normalize, PatternUnsupported, parsePattern, type RegexNode } from './regex-grammar.js';
+import { type CharSet, complement, MAX_CODE_POINT, normalize, PatternUnsupported, parsePattern, type RegexNode } from './regex-grammar.js';
+import { hasLookahead } from './regex-language.js';
 
 const hex = (code: number, digits: number): string => code.toString(16).toUpperCase().padStart(digits, '0');
 const classChar = (code: number): string => (code <= 0xffff ? `\\u${hex(code, 4)}` : `\\U${hex(code, 8)}`);

@@ -11,7 +11,7 @@
 // keyword family); this file is its front door. Pure.
 
 import { type Json, type SchemaGrammarOptions, SchemaUnsupported } from './json-schema/schema-model.js';
-import type { GuardPlan } from './json-schema/guard-plan.js';
+import type { GuardPlan } from './json-schema/guard-places.js';
 import { SchemaTranslator } from './json-schema/schema-translator.js';
 
 export { layoutJson, type SchemaGrammarOptions, SchemaUnsupported } from './json-schema/schema-model.js';

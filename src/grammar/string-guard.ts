@@ -17,7 +17,7 @@
 // (guard-vocabulary.ts). The JSON nesting it follows, and the keys of objects in any order, are
 // guard-frames.ts. Pure.
 
-import type { GuardPlan } from './json-schema/guard-plan.js';
+import type { GuardPlan } from './json-schema/guard-places.js';
 import type { LengthBounds } from './json-schema/string-bounds.js';
 import { discriminates, type Frame, framesAfterString, framesAfterStructure, keyCanGoOn, keyTokensToFollow, valuePlace } from './guard-frames.js';
 import { openerStep } from './guard-opener.js';

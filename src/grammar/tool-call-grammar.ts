@@ -14,7 +14,7 @@
 import type { CustomInputGrammar, ToolCallGrammar, ToolCallsFraming, ToolCallsGrammar } from '../contracts/generate.js';
 import { ebnfLiteral } from './grammar-spec.js';
 import { guardOpener } from './guard-opener.js';
-import type { GuardPlan } from './json-schema/guard-plan.js';
+import type { GuardPlan } from './json-schema/guard-places.js';
 import { rebaseRefs } from './json-schema/rebase-refs.js';
 import { isObject, type Json, pointer, SchemaUnsupported } from './json-schema/schema-model.js';
 import { SchemaTranslator } from './json-schema/schema-translator.js';

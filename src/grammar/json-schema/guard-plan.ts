@@ -18,13 +18,11 @@
 // be something the guard does not enforce.
 //
 // With objects in any key order (any-order.ts), a place also names the object schemas whose keys
-// the guard follows there: one per alternative allowing objects, each the only member of its
-// alternative saying anything of objects, and several only where keys and string constants tell
-// them apart; an object schema found anywhere else beside others keeps the schema's order
-// everywhere. Pure.
+// the guard follows there (any-order-places.ts chooses them). Pure.
 
-import { allOfParts, anyOrderCandidates, discriminatorKey, distinguishable, mergedView, type ObjectKeyRule, onlyStructure, presenceParts } from './any-order.js';
-import type { GuardOpener } from '../guard-opener.js';
+import { anyOrderCandidates, onlyStructure } from './any-order.js';
+import { AnyOrderPlaces } from './any-order-places.js';
+import { type GuardPlace, type GuardPlan, UNBOUNDED } from './guard-places.js';
 import { GuardMarks } from './guard-marks.js';
 import { type Alternative, allowsType, allStrings, isGuardedLength, type LengthBounds, stringsOf } from './string-bounds.js';
 import { isObject, type Json, resolvePointer, type SchemaObject } from './schema-model.js';
@@ -36,54 +34,6 @@ export const MAX_PLACES = 4096;
 export const MAX_ALTERNATIVES = 256;
 /** The most patternProperties patterns a place may test a key against (one place per set of them matched). */
 export const MAX_KEY_PATTERNS = 4;
-
-/** One place: the bounds a string there meets (null: none the guard enforces), and where each key and item leads. */
-export interface GuardPlace {
-  readonly string: LengthBounds | null;
-  /** An array here holds strings that must differ (uniqueItems over string items: the guard compares them as they close). */
-  readonly unique: boolean;
-  /** A named key's value: its place. */
-  readonly keys: ReadonlyMap<string, number>;
-  /** Any other key's value: by the patternProperties patterns it matches (places[bits of the patterns matched]), else otherKeys. */
-  readonly patternKeys?: { readonly tests: readonly RegExp[]; readonly places: readonly number[] };
-  readonly otherKeys: number;
-  /** The item at each index before the rest. */
-  readonly items: readonly number[];
-  readonly restItems: number;
-  /** The object schemas written in any key order here, one per alternative allowing objects, whose keys the guard follows (their rules in GuardPlan.objectKeys); empty: none. */
-  readonly objectNodes: readonly object[];
-  /**
-   * Objects whose first key (`key`, required, a string constant in each) tells the alternatives
-   * apart: once its value is read, the object is at that alternative's own place (tool calls by
-   * their `name`, a union by its leading `type`), so the others' bounds never meet it.
-   */
-  readonly discriminator?: { readonly key: string; readonly places: ReadonlyMap<string, number> };
-  /**
-   * Objects in any key order that a key every one requires tells apart (`key`, a string constant
-   * in each: any-order.ts's discriminatorKey), written anywhere among the others: values written
-   * after it are at the one object still alive's own place (places, by objectNodes index), so
-   * what differs between the objects beneath (a CWL tool's `inputs[]` by its `class`) is followed
-   * there; values before it stay at this place.
-   */
-  readonly narrowing?: { readonly key: string; readonly places: readonly number[] };
-}
-
-/** The places, by index: UNBOUNDED (0) has nothing guarded beneath it, ROOT (1) is the document. */
-export interface GuardPlan {
-  readonly places: readonly GuardPlace[];
-  /** Whether every array that says uniqueItems is left to the guard (its items are strings at places the plan knows). */
-  readonly guardsUnique: boolean;
-  /** The object schemas the translation may write in any key order (each one a place's objectNode). */
-  readonly anyOrder: ReadonlySet<object>;
-  /** Those among them also met where the guard cannot follow their keys (the schema's order there): the translation writes them per place. */
-  readonly mixed: ReadonlySet<object>;
-  /** What the guard enforces of each such object's keys, as the translation wrote it (filled as it writes them). */
-  readonly objectKeys: Map<object, ObjectKeyRule>;
-  /** Where the document is free text with JSON values each after this opener (tool calls under auto); absent: the output is one JSON document. */
-  readonly opener?: GuardOpener;
-}
-export const UNBOUNDED = 0;
-export const ROOT = 1;
 
 /** Keywords whose subschemas narrow a value in ways the plan does not follow. */
 const UNFOLLOWED = ['not', 'dependentSchemas', 'dependencies', 'unevaluatedProperties', 'unevaluatedItems', 'propertyNames', 'contains', 'if', 'then', 'else'];
@@ -127,9 +77,9 @@ class PlanBuilder {
   private readonly byKey = new Map<string, number>();
   private readonly ids = new Map<object, number>();
   private readonly pending: { index: number; alternatives: Alternative[] }[] = [];
-  /** Object schemas found where the guard could not follow their keys: they keep the schema's order. */
-  private readonly ordered = new Set<object>();
   private readonly withUnique: boolean;
+  /** Where objects in any order are planned: which ones each place follows (null: none are). */
+  private readonly anyOrder: AnyOrderPlaces | null;
 
   constructor(
     private readonly root: Json,
@@ -141,6 +91,7 @@ class PlanBuilder {
     private readonly scope: { readonly marked: ReadonlySet<object>; readonly withUnique: boolean; readonly withObjects: boolean },
   ) {
     this.withUnique = scope.withUnique;
+    this.anyOrder = scope.withObjects ? new AnyOrderPlaces(root, closedByDefault, marks.objectCandidates) : null;
   }
 
   build(): GuardPlan {
@@ -152,37 +103,8 @@ class PlanBuilder {
       this.places[index] = this.describe(alternatives);
     }
     const anyOrder = new Set(this.places.flatMap((p) => p.objectNodes));
-    const mixed = new Set([...anyOrder].filter((node) => this.ordered.has(node)));
+    const mixed = this.anyOrder?.mixed(anyOrder) ?? new Set<object>();
     return { places: this.places, guardsUnique: this.withUnique, anyOrder, mixed, objectKeys: new Map() };
-  }
-
-  /**
-   * The object schemas whose keys the guard follows at a place: in each alternative allowing
-   * objects, its one candidate beside members that say nothing of objects; several only where the
-   * guard can tell them apart as the output goes (any-order.ts's distinguishable). Every candidate
-   * met otherwise keeps the schema's order (everywhere: its grammar rule is one).
-   */
-  private objectNodes(alternatives: Alternative[]): object[] {
-    if (!this.scope.withObjects) return [];
-    const candidates = alternatives.flatMap((a) => a.filter((m) => this.marks.objectCandidates.has(m)));
-    if (candidates.length === 0) return [];
-    const objects = alternatives.filter((a) => a.every((m) => allowsType(m, 'object')));
-    const chosen = objects.map((a) => {
-      // An allOf written merged, in any order: the subschemas it merges are that object's, not objects of their own here.
-      const all = a.filter((m) => candidates.includes(m));
-      const merged = new Set(all.flatMap((m) => [...allOfParts(this.root, m)]));
-      const whole = all.filter((m) => !merged.has(m));
-      // An open object naming nothing (a union's `type: "object"` sibling) says nothing beside another.
-      const own = whole.length > 1 ? whole.filter((m) => !onlyStructure(m) || Array.isArray(m['allOf'])) : whole;
-      if (own.length !== 1) return null;
-      // The object's own anyOf / oneOf over `required` split the place; its statement is in its key rule.
-      const parts = new Set([...presenceParts(this.root, own[0]!), ...allOfParts(this.root, own[0]!)]);
-      return a.every((m) => m === own[0] || onlyStructure(m) || parts.has(m)) ? own[0]! : null;
-    });
-    const distinct = [...new Set(chosen)];
-    if (distinct.every((c) => c !== null) && (distinct.length === 1 || distinguishable(this.views(distinct), this.closedByDefault, this.resolveRef))) return distinct;
-    for (const candidate of candidates) this.ordered.add(candidate);
-    return [];
   }
 
   /** The index of the place these alternatives make, queued for description when new. */
@@ -224,9 +146,9 @@ class PlanBuilder {
       }
     const keys = new Map<string, number>();
     for (const name of names) keys.set(name, this.place(this.expand(...alternatives.flatMap((a) => this.keyValue(a, name)))));
-    const objectNodes = this.objectNodes(alternatives);
+    const { objectNodes, ...narrowing } = this.anyOrder?.at(alternatives, (a) => this.place(a)) ?? { objectNodes: [] };
     return {
-      ...this.narrowing(alternatives, objectNodes),
+      ...narrowing,
       string: this.stringBounds(alternatives),
       unique: this.withUnique && this.uniqueStrings(alternatives, tuple),
       keys,
@@ -236,21 +158,6 @@ class PlanBuilder {
       restItems: this.place(this.expand(...alternatives.flatMap((a) => this.item(a, null)))),
       objectNodes,
     };
-  }
-
-  /** Where several objects in any order have a discriminating key: each one's own place (the alternatives it is the object of), for the values after that key. */
-  private narrowing(alternatives: Alternative[], objectNodes: readonly object[]): Pick<GuardPlace, 'narrowing'> {
-    if (objectNodes.length < 2) return {};
-    const key = discriminatorKey(this.views(objectNodes), this.resolveRef);
-    if (key === null) return {};
-    return { narrowing: { key, places: objectNodes.map((node) => this.place(alternatives.filter((a) => a.includes(node as SchemaObject)))) } };
-  }
-
-  private readonly resolveRef = (node: Json): Json => (isObject(node) && typeof node['$ref'] === 'string' ? (resolvePointer(this.root, node['$ref']) ?? node) : node);
-
-  /** The object schemas as what each says of its keys: a merged allOf by its merge. */
-  private views(objects: readonly object[]): SchemaObject[] {
-    return objects.map((o) => (Array.isArray((o as SchemaObject)['allOf']) ? mergedView(this.root, o as SchemaObject)! : (o as SchemaObject)));
   }
 
   /**

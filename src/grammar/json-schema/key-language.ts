@@ -7,7 +7,8 @@
 
 import { MAX_AUTOMATON_STATES } from '../pattern-automaton.js';
 import { type AutomatonState, intersection, matchesNothing } from '../regex-derivative.js';
-import { hasLookahead, PatternUnsupported, parsePattern, patternLanguage, type RegexNode } from '../regex-grammar.js';
+import { PatternUnsupported, parsePattern, type RegexNode } from '../regex-grammar.js';
+import { hasLookahead, patternLanguage } from '../regex-language.js';
 
 /** A key's JSON text between its quotes, as bytes. */
 type RawText = readonly number[] | Uint8Array;
@@ -148,7 +149,10 @@ function matchesAnywhere(pattern: string): boolean {
   return parsePattern(pattern).some(({ node, anchoredStart }) => !anchoredStart && !hasLookahead(node) && !matchesNothing(node));
 }
 
-/** The whole characters of a key's raw JSON text (an unfinished escape or UTF-8 sequence at its end left out), decoded. */
+/**
+ * The whole characters of a key's raw JSON text (an unfinished escape or UTF-8 sequence at its end
+ * left out), decoded; empty where even those are not JSON (a bad escape).
+ */
 export function wholeCharacters(raw: RawText): string {
   let end = 0;
   while (end < raw.length) {
@@ -157,10 +161,19 @@ export function wholeCharacters(raw: RawText): string {
     if (end + length > raw.length) break;
     end += length;
   }
+  return decodedText(raw.slice(0, end)) ?? '';
+}
+
+/**
+ * A string's raw JSON text (between its quotes: a key's, or a string item's) as the string it
+ * spells; null where JSON does not read it (an escape cut off or unknown, a raw control
+ * character). Bytes that are not UTF-8 read as U+FFFD, as TextDecoder reads them.
+ */
+export function decodedText(raw: RawText): string | null {
   try {
-    return JSON.parse(`"${decoder.decode(Uint8Array.from(raw.slice(0, end)))}"`) as string;
+    return JSON.parse(`"${decoder.decode(Uint8Array.from(raw))}"`) as string;
   } catch {
-    return '';
+    return null;
   }
 }
 const decoder = new TextDecoder();

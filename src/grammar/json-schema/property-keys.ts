@@ -9,7 +9,8 @@
 
 import { derivative, intersection, matchesNothing, startingOutside } from '../regex-derivative.js';
 import { jsonCharSet } from '../regex-ebnf.js';
-import { hasLookahead, nullable, PatternUnsupported, patternLanguage, type RegexNode } from '../regex-grammar.js';
+import { PatternUnsupported, type RegexNode } from '../regex-grammar.js';
+import { hasLookahead, nullable, patternLanguage } from '../regex-language.js';
 import { ebnfLiteral } from '../grammar-spec.js';
 import type { GrammarRules } from './grammar-rules.js';
 import { ANNOTATIONS, isObject, type Json, pointer, SchemaUnsupported, type SchemaObject } from './schema-model.js';

@@ -9,7 +9,8 @@ import { type ObjectKeyRule, reachesAny } from './any-order.js';
 import { arraySchema } from './array-schema.js';
 import { enumSchema } from './enum-schema.js';
 import { GrammarRules } from './grammar-rules.js';
-import { type GuardPlan, guardPlan, ROOT } from './guard-plan.js';
+import { guardPlan } from './guard-plan.js';
+import { type GuardPlan, type PlaceStep, placeBeneath, ROOT } from './guard-places.js';
 import { withNegatedPattern, withoutNegatedTypes } from './negated-types.js';
 import { numberSchema } from './number-schema.js';
 import { objectSchema } from './object-schema.js';
@@ -35,7 +36,7 @@ import {
 import { formatIsAnnotation } from '../string-formats.js';
 import { stringSchema } from './string-schema.js';
 import { checkDeadline } from '../translation-deadline.js';
-import type { PlaceStep, Translation } from './translation.js';
+import type { Translation } from './translation.js';
 
 /**
  * Subschemas nested inside one another during a translation, at the most. Only a $ref reaches its
@@ -107,7 +108,7 @@ export class SchemaTranslator implements Translation {
 
   schemaBeneath(node: Json, path: string, step: PlaceStep): string | null {
     const saved = this.place;
-    this.place = this.placeBeneath(step);
+    this.place = this.stepPlace(step);
     try {
       return this.schema(node, path);
     } finally {
@@ -115,13 +116,14 @@ export class SchemaTranslator implements Translation {
     }
   }
 
-  /** Where the guard will find a value under `step` (guard-frames.ts's valuePlace, before a key's patterns are tested). */
-  private placeBeneath(step: PlaceStep): number | null {
+  /**
+   * Where the guard will find a value under `step` (guard-frames.ts's valuePlace, before a key's
+   * patterns are tested); unknown beneath a discriminator, whose value picks the place only as
+   * the output is read.
+   */
+  private stepPlace(step: PlaceStep): number | null {
     const place = this.place === null ? undefined : this.guardPlan?.places[this.place];
-    if (place === undefined || place.discriminator !== undefined) return null;
-    if ('item' in step) return step.item === null ? place.restItems : (place.items[step.item] ?? place.restItems);
-    const named = 'key' in step ? place.keys.get(step.key) : undefined;
-    return named ?? (place.patternKeys === undefined ? place.otherKeys : null);
+    return place === undefined || place.discriminator !== undefined ? null : placeBeneath(place, step);
   }
 
   followKeys(node: SchemaObject, rule: ObjectKeyRule): void {

@@ -5,7 +5,8 @@
 // guard counts: xgrammar 0.1.27 expands a count into a rule per repetition (`{1,255}` alone took
 // 5.6 s to compile on Qwen3's vocabulary). Pure.
 
-import { countLifted, PatternUnsupported, patternLanguage, type RegexNode } from '../regex-grammar.js';
+import { PatternUnsupported, type RegexNode } from '../regex-grammar.js';
+import { countLifted, patternLanguage } from '../regex-language.js';
 import type { SchemaObject } from './schema-model.js';
 
 export interface StringLengths {

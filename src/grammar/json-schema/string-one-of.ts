@@ -5,7 +5,8 @@
 // such pairs (a fraction or an IEEE number as two patterns; "APPROVER" and "SIGNER" unanchored). Pure.
 
 import { exactlyOne, intersection } from '../regex-derivative.js';
-import { PatternUnsupported, patternLanguage, type RegexNode } from '../regex-grammar.js';
+import { PatternUnsupported, type RegexNode } from '../regex-grammar.js';
+import { patternLanguage } from '../regex-language.js';
 import { stringFormat } from '../string-formats.js';
 import { ANNOTATIONS, isObject, isValidated, type Json, pointer, SchemaUnsupported } from './schema-model.js';
 import { automatonString, lengthLanguage, MAX_INTERSECTION_STATES } from './string-schema.js';

@@ -5,7 +5,8 @@
 
 import { type AutomatonState, intersection } from '../regex-derivative.js';
 import { automatonBodies, JSON_ESCAPE, JSON_PLAIN_CHAR, jsonCharParts, jsonCharSet, regexEbnf } from '../regex-ebnf.js';
-import { hasLookahead, PatternUnsupported, patternLanguage, type RegexNode, sequence, starSet, withLength } from '../regex-grammar.js';
+import { PatternUnsupported, type RegexNode } from '../regex-grammar.js';
+import { hasLookahead, patternLanguage, sequence, starSet, withLength } from '../regex-language.js';
 import { STRING_FORMATS, stringFormat } from '../string-formats.js';
 import type { GrammarRules } from './grammar-rules.js';
 import { NOT_PATTERN } from './negated-types.js';

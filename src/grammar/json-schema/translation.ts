@@ -5,10 +5,8 @@
 
 import type { ObjectKeyRule } from './any-order.js';
 import type { GrammarRules } from './grammar-rules.js';
+import type { PlaceStep } from './guard-places.js';
 import type { Json, SchemaGrammarOptions, SchemaObject, TypeName } from './schema-model.js';
-
-/** Where a value sits beneath the one being translated: under a named key, under any other key, or at an item (null: past the tuple). */
-export type PlaceStep = { readonly key: string } | { readonly otherKey: true } | { readonly item: number | null };
 
 export interface Translation {
   readonly rules: GrammarRules;

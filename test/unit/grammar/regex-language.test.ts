@@ -1,12 +1,14 @@
-// The languages regex-grammar.ts reads patterns as, held to ECMAScript's own matcher: a string is
-// in a pattern's language (its derivatives taken character by character end nullable) exactly
-// when `new RegExp(pattern, 'u').test(string)` finds a match in it, for generated patterns and
-// strings. And the sequences it builds are no larger than they must be: an unanchored `.*`, or
-// any loop beside a loop over every character, is written once as every string.
+// The languages patterns are read as (regex-grammar.ts parses, regex-language.ts makes the
+// language), held to ECMAScript's own matcher: a string is in a pattern's language (its
+// derivatives taken character by character end nullable) exactly when `new RegExp(pattern,
+// 'u').test(string)` finds a match in it, for generated patterns and strings. And the sequences
+// it builds are no larger than they must be: an unanchored `.*`, or any loop beside a loop over
+// every character, is written once as every string.
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { derivative } from '../../../src/grammar/regex-derivative.js';
-import { countLifted, nullable, patternLanguage, type RegexNode, starSet } from '../../../src/grammar/regex-grammar.js';
+import type { RegexNode } from '../../../src/grammar/regex-grammar.js';
+import { countLifted, nullable, patternLanguage, starSet } from '../../../src/grammar/regex-language.js';
 
 const inLanguage = (node: RegexNode, text: string): boolean => nullable([...text].reduce((rest, ch) => derivative(rest, ch.codePointAt(0)!), node));
 

@@ -15,14 +15,15 @@
 //                                (kernels/greedy-tokens.ts)
 // Written as onnx/<paged file>.segments/segment_NN.onnx (model-files.ts, PAGED_SEGMENT_FILE).
 // Metadata: conveyor.paged_segment "i/count"; and where layer i (whose q/k/v segment i computes)
-// has a sliding window, conveyor.sliding_window = that window, which the runner gives the kernel.
+// has a sliding window, conveyor.sliding_window = that window, which the runner gives the kernel;
+// conveyor.decoder_layer = layer i's wiring (layerWiring), for a runner computing the layer itself.
 
 import type { WeightPrecision } from '../../kernels/linear.js';
 import { greedyTokens } from '../../kernels/greedy-tokens.js';
 import { GraphBuilder } from '../../kernels/onnx/graph-builder.js';
 import type { EncodedMessage } from '../../kernels/onnx/protobuf-writer.js';
 import type { DecoderConfig } from './config.js';
-import { attentionInputs, finalNorm, layerOutput, type ResidualStream } from './decoder-layer.js';
+import { attentionInputs, finalNorm, layerOutput, layerRope, type ResidualStream, variantOf } from './decoder-layer.js';
 import type { DecoderGraphOptions } from './graph.js';
 import { FLAT_HEADS, flatLayerRotaries } from './paged-graph.js';
 import { tiedEmbedding } from './tied-embedding.js';
@@ -70,5 +71,26 @@ export function buildPagedSegmentGraph(c: DecoderConfig, weights: DecoderWeights
     greedyTokens(g, normed, head.lmHeadRows);
   }
   const window = segment < numLayers ? c.layerSpecs?.[segment]?.slidingWindow : undefined;
-  return g.toModel({ docString, metadata: { 'conveyor.paged_segment': `${segment}/${numLayers + 1}`, ...(window === undefined ? {} : { 'conveyor.sliding_window': String(window) }) } });
+  const metadata: Record<string, string> = { 'conveyor.paged_segment': `${segment}/${numLayers + 1}` };
+  if (window !== undefined) metadata['conveyor.sliding_window'] = String(window);
+  if (segment < numLayers) metadata['conveyor.decoder_layer'] = JSON.stringify(layerWiring(c, segment));
+  return g.toModel({ docString, metadata });
+}
+
+/**
+ * Layer `layer`'s wiring as decoder-layer.ts applies it, for a runner that computes the layer
+ * itself (src/contracts/paged-segments.ts's SegmentLayerWiring; the same JSON shape). The
+ * frequencies are rounded to float32, as the graph holds them.
+ */
+export function layerWiring(c: DecoderConfig, layer: number): Record<string, unknown> {
+  const variant = variantOf(c);
+  const rope = layerRope(c, layer);
+  return {
+    norms: variant.norms,
+    qkNorm: variant.qkNorm,
+    activation: variant.activation,
+    rmsNormEps: c.rmsNormEps,
+    queryScale: variant.attentionScale === undefined ? 1 : variant.attentionScale * Math.sqrt(c.headDim),
+    rope: rope ? { inverseFrequencies: Array.from(Float32Array.from(rope.inverseFrequencies)), attentionFactor: rope.attentionFactor } : null,
+  };
 }

@@ -21,6 +21,26 @@ export function pagedFileOfSegments(path: string): string | null {
  */
 export const SLIDING_WINDOW_PROPERTY = 'conveyor.sliding_window';
 
+/**
+ * The metadata_props key of segment i (< numLayers): how layer i is wired, JSON of
+ * SegmentLayerWiring (models/qwen3/paged-segments.ts writes it; src/runners/native-layers.ts reads
+ * it to run segments 1 .. numLayers − 1 with the kernel's layer ops at a few rows). Segments
+ * written before it existed lack it and always run in ONNX Runtime.
+ */
+export const DECODER_LAYER_PROPERTY = 'conveyor.decoder_layer';
+
+/** A layer's wiring as the segment builder applies it (models/qwen3/config.ts's DecoderVariant, resolved for one layer). */
+export interface SegmentLayerWiring {
+  readonly norms: 'pre' | 'sandwich' | 'post';
+  readonly qkNorm: 'none' | 'head' | 'projection';
+  readonly activation: 'silu' | 'gelu_tanh';
+  readonly rmsNormEps: number;
+  /** q is multiplied by it after RoPE (the family's attention scale × √head_dim; 1 for the default). */
+  readonly queryScale: number;
+  /** null: the layer applies no RoPE. */
+  readonly rope: { readonly inverseFrequencies: readonly number[]; readonly attentionFactor: number } | null;
+}
+
 /** segment_00.onnx …: sorting the names sorts the segments. */
 export const SEGMENT_FILE = /^segment_\d{2,}\.onnx$/;
 

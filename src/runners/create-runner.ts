@@ -11,11 +11,13 @@ import { ModelSession } from '../runtime/model-session.js';
 import { loadPagedAttentionKernel, type PagedAttentionKernel } from '../runtime/paged-attention-kernel.js';
 import { pagedFileOfSegments, SEGMENT_FILE } from '../contracts/paged-segments.js';
 import { readdir, stat } from 'node:fs/promises';
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import type { ModelRunner, RunnerInfo, RunnerKind, RunnerOptions, RunnerStats, StepGreedyTokens, StepLogits } from './model-runner.js';
 import { PAGED_TOKEN_INPUTS } from './paged-layout.js';
 import { PagedRunner } from './paged-runner.js';
-import { NativePagedRunner } from './native-paged-runner.js';
+import { NATIVE_LAYER_MAX_ROWS, NativeLayers, type NativeLayersAvailability } from './native-layers.js';
+import { NativePagedRunner, segmentedLayoutFrom } from './native-paged-runner.js';
 import { PastKeyValuesRunner } from './past-key-values-runner.js';
 
 /** Names of a model's inputs and outputs, which is all the choice looks at. */
@@ -142,12 +144,39 @@ async function openSegmented(options: RunnerOptions, kernel: PagedAttentionKerne
   try {
     // One at a time: each session's load peaks at its own weights, not all of them at once.
     for (const file of files) segments.push(await ModelSession.open({ modelPath: join(modelPath, file), device, intraOpNumThreads, intraOpSpinning }));
-    const runner = NativePagedRunner.forSegments(segments, kernel, options);
-    return small ? withNote(runner, `ONNX Runtime on 1 intra-op thread: ${(bytes / 2 ** 20).toFixed(1)} MiB of weights make each op shorter than waking a second thread`) : runner;
+    const layers = openNativeLayers(
+      kernel,
+      segments,
+      files.map((file) => join(modelPath, file)),
+      options.intraOpNumThreads,
+    );
+    const runner = NativePagedRunner.forSegments(segments, kernel, { ...options, nativeLayers: 'layers' in layers ? layers.layers : undefined });
+    const notes = [
+      'layers' in layers
+        ? `layers 1..${files.length - 2} by the kernel's layer ops at up to ${NATIVE_LAYER_MAX_ROWS} rows (${(layers.layers.packedBytes / 2 ** 20).toFixed(0)} MiB packed)`
+        : `layer ops unavailable (${layers.unavailable})`,
+      ...(small ? [`ONNX Runtime on 1 intra-op thread: ${(bytes / 2 ** 20).toFixed(1)} MiB of weights make each op shorter than waking a second thread`] : []),
+    ];
+    return withNote(runner, notes.join('; '));
   } catch (error) {
     await Promise.all(segments.map((s) => s.release()));
     throw error;
   }
+}
+
+/** The inner segments by the kernel's layer ops (native-layers.ts), or why not; CONVEYOR_NATIVE_LAYERS=0 keeps them in ONNX Runtime (the A/B baseline). */
+function openNativeLayers(kernel: PagedAttentionKernel, segments: readonly ModelSession[], paths: readonly string[], intraOpNumThreads: number): NativeLayersAvailability {
+  if (process.env['CONVEYOR_NATIVE_LAYERS'] === '0') return { unavailable: 'CONVEYOR_NATIVE_LAYERS=0' };
+  const { numHeads, numKvHeads, headDim, kvType } = segmentedLayoutFrom(segments);
+  if (kvType !== 'float32') return { unavailable: `${kvType} activations` };
+  const threads = intraOpNumThreads > 0 ? intraOpNumThreads : availableParallelism();
+  return NativeLayers.open(
+    kernel.layerOps,
+    paths,
+    segments.map((segment) => segment.metadata.properties),
+    { numHeads, numKvHeads, headDim },
+    threads,
+  );
 }
 
 function withNote(runner: ModelRunner, note: string): ModelRunner {

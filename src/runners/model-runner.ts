@@ -93,13 +93,15 @@ export interface StepBreakdown {
   scatterMs: number;
   /** Attention computed outside the model call (the native kernel between segments); 0 where the graph computes it. */
   attentionMs: number;
+  /** Decoder layers computed outside the model calls (the native layer ops on a step of a few rows); 0 otherwise. */
+  layersMs: number;
   logitsMs: number;
   /** Past positions copied out of the block pool (padding included): the gather's volume. */
   gatheredPositions: number;
 }
 
 export function emptyBreakdown(): StepBreakdown {
-  return { gatherMs: 0, feedsMs: 0, ortMs: 0, scatterMs: 0, attentionMs: 0, logitsMs: 0, gatheredPositions: 0 };
+  return { gatherMs: 0, feedsMs: 0, ortMs: 0, scatterMs: 0, attentionMs: 0, layersMs: 0, logitsMs: 0, gatheredPositions: 0 };
 }
 
 /** Counters for profiling the step; a runner reports 0 for a cost it does not have. */

@@ -22,6 +22,7 @@ import { greedyExecution, type SampledOutput, SampledHeads } from './greedy-head
 import { blocksForBudget, type KvBudget, type ModelRunner, type ModelShape, type RunnerInfo, type RunnerStats, runnerInfo, type StepGreedyTokens } from './model-runner.js';
 import { PagedKvStorage } from './paged-kv-storage.js';
 import { StepTimer } from './step-timer.js';
+import { type InnerSegmentOutput, NATIVE_LAYER_MAX_ROWS, type NativeLayers } from './native-layers.js';
 
 type LogitsRows = Map<string, Float32Array>;
 
@@ -68,6 +69,8 @@ export class NativePagedRunner implements ModelRunner {
     private readonly pool: PagedKvStorage,
     private readonly kernel: PagedAttentionKernel,
     intraOpNumThreads: number,
+    /** Segments 1 .. numLayers − 1 by the kernel's layer ops on steps of few rows (native-layers.ts); absent: always ORT. */
+    private readonly layers?: NativeLayers,
   ) {
     this.info = runnerInfo('paged-native', shape, pool, segments[0]!);
     if (process.env['CONVEYOR_KV_HUGE_PAGES'] !== '0') for (const array of [...pool.keys, ...pool.values]) kernel.adviseHugePages(array);
@@ -78,12 +81,17 @@ export class NativePagedRunner implements ModelRunner {
   }
 
   /** kvCacheDtype fp16 / int8 keeps the pool in that type whatever the segments' float type: a half / about a quarter of a float32 pool's bytes to read and store per position. */
-  static forSegments(segments: readonly ModelSession[], kernel: PagedAttentionKernel, options: KvBudget & { intraOpNumThreads: number; kvCacheDtype?: KvCacheDtype | undefined }): NativePagedRunner {
+  static forSegments(
+    segments: readonly ModelSession[],
+    kernel: PagedAttentionKernel,
+    options: KvBudget & { intraOpNumThreads: number; kvCacheDtype?: KvCacheDtype | undefined; nativeLayers?: NativeLayers | undefined },
+  ): NativePagedRunner {
     const model = segmentedLayoutFrom(segments);
     const shape = { ...model, activationType: model.kvType as ActivationType, kvType: POOL_TYPE[options.kvCacheDtype ?? 'auto'] ?? model.kvType };
     // The kernel keeps an int8 K block's codes in quads of dimensions; refused here, at load, rather than at the first step.
     if (shape.kvType === 'int8' && shape.headDim % 4 !== 0) throw invalidArg(`kv_cache_dtype int8 needs a head size that is a multiple of 4, this model's is ${shape.headDim}`);
-    return new NativePagedRunner(segments, shape, new PagedKvStorage(shape, blocksForBudget(shape, options), options.blockSize), kernel, options.intraOpNumThreads);
+    const pool = new PagedKvStorage(shape, blocksForBudget(shape, options), options.blockSize);
+    return new NativePagedRunner(segments, shape, pool, kernel, options.intraOpNumThreads, options.nativeLayers);
   }
 
   async release(): Promise<void> {
@@ -109,6 +117,9 @@ export class NativePagedRunner implements ModelRunner {
     // One output buffer for every layer's attention: each segment's run has returned before the next layer's kernel writes it again.
     const attention = activationType === 'float16' ? new Uint16Array(numTokens * numHeads * headDim) : new Float32Array(numTokens * numHeads * headDim);
     let out = await this.timer.call(() => this.segments[0]!.run(tokens));
+    // A step of a few rows runs the inner segments with the kernel's layer ops (native-layers.ts).
+    const native = this.layers && numTokens <= NATIVE_LAYER_MAX_ROWS ? this.layers : undefined;
+    const positions = tokens.position_ids.data as BigInt64Array;
     for (let layer = 0; layer < numLayers; layer++) {
       const { hidden, query, key, value } = out as Record<'hidden' | 'query' | 'key' | 'value', RawTensor>;
       const [keys, values] = [this.pool.keys[layer]!, this.pool.values[layer]!];
@@ -123,7 +134,9 @@ export class NativePagedRunner implements ModelRunner {
         ...(last ? this.heads.feeds(tokens.logits_indices, sampled) : { position_ids: tokens.position_ids }),
       };
       const segment = this.segments[layer + 1]!;
-      out = await this.timer.call(() => (last ? segment.run(feeds, this.heads.fetched(sampled)) : segment.run(feeds)));
+      if (native && !last)
+        out = this.timer.timed('layersMs', () => innerSegmentTensors(native.run(layer + 1, hidden.data as Float32Array, attention as Float32Array, positions, numTokens), numTokens));
+      else out = await this.timer.call(() => (last ? segment.run(feeds, this.heads.fetched(sampled)) : segment.run(feeds)));
     }
     this.timer.timed('logitsMs', () => this.heads.read(out, logitsRows, sampled));
   }
@@ -152,4 +165,10 @@ export class NativePagedRunner implements ModelRunner {
     const kernelShape: KernelShape = { numSeqs: rows.length, numHeads, numKvHeads, headDim, numBlocks: this.pool.numBlocks, blockSize, maxBlocks, activationType, kvType };
     return { tokens: { input_ids: batch.inputIds, position_ids: batch.positionIds, logits_indices: batch.logitsIndices }, layout, kernelShape, logitsRows: batch.logitsRows };
   }
+}
+
+/** The native layers' outputs as the segment session's would be. */
+function innerSegmentTensors(output: InnerSegmentOutput, rows: number): Record<keyof InnerSegmentOutput, RawTensor> {
+  const tensor = (data: Float32Array): RawTensor => ({ type: 'float32', dims: [rows, data.length / rows], data });
+  return { hidden: tensor(output.hidden), query: tensor(output.query), key: tensor(output.key), value: tensor(output.value) };
 }

@@ -20,6 +20,8 @@ const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 const SCRIPT = join(ROOT, 'bench', 'scenarios', 'engine', 'make_copier.py');
 const CACHE = join(ROOT, 'models', 'build', 'copier');
 const STAMP_FILE = 'bench-stamp';
+/** The segment builder: a copier converted before a change to what the segments hold (e.g. their metadata) is converted again. */
+const SEGMENT_BUILDER = join(ROOT, 'models', 'qwen3', 'paged-segments.ts');
 
 export type CopierKind = 'target' | 'draft';
 
@@ -27,6 +29,7 @@ export type CopierKind = 'target' | 'draft';
 export async function ensureCopier(kind: CopierKind, log: (line: string) => void): Promise<string> {
   const stamp = createHash('sha256')
     .update(await readFile(SCRIPT))
+    .update(await readFile(SEGMENT_BUILDER))
     .digest('hex')
     .slice(0, 16);
   const dir = join(CACHE, kind);

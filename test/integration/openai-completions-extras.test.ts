@@ -58,7 +58,9 @@ describe('best_of', () => {
     expect(best.usage!.completion_tokens).toBe(sum(all.choices.map((c) => c.logprobs!.tokens!.length)));
     // Asked for, they come with the chosen candidates.
     const withLogprobs = await client.completions.create({ ...base, n: 1, best_of: 4, logprobs: 0 });
-    expect(sum(withLogprobs.choices[0]!.logprobs!.token_logprobs!)).toBeCloseTo(Math.max(...scores), 6);
+    // To float32 rounding: this call's steps group the rows differently (the prompt is cached now),
+    // and a step of a few rows runs the native layer ops where a larger one runs ONNX Runtime.
+    expect(sum(withLogprobs.choices[0]!.logprobs!.token_logprobs!)).toBeCloseTo(Math.max(...scores), 5);
   });
 
   it('refuses best_of below n, with stream, on chat, and non-integers, by name', async () => {

@@ -71,7 +71,7 @@ export const LAYERS: Readonly<Record<string, Layer>> = {
   },
   'src/runtime': {
     holds:
-      'the only importer of onnxruntime-node and the only loader of the native paged-attention kernel (built from native/): sessions, ORT tensors, the kernel seam; loaded by worker threads only, never by the main thread',
+      'the only importer of onnxruntime-node and the only loader of the native paged-attention kernel (built from native/): sessions, ORT tensors, the kernel seam (attention and the decoder layer ops), the float32 initializers of an ONNX file; loaded by worker threads only, never by the main thread',
     imports: ['src/contracts', 'src/errors.ts'],
   },
   'src/instance-worker': {

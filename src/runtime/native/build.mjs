@@ -12,8 +12,8 @@ import { fileURLToPath } from 'node:url';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const SOURCE = join(here, 'paged-attention.c');
-// Included by SOURCE (its AVX-512 path, the decoder layer ops and their bindings): part of what the build's hash covers.
-const INCLUDED = ['paged-attention-avx512.h', 'decoder-ops.h', 'decoder-ops-napi.h'].map((file) => join(here, file));
+// Included by SOURCE (its AVX-512 path, the kept threads, the decoder layer ops and their bindings): part of what the build's hash covers.
+const INCLUDED = ['paged-attention-avx512.h', 'work-pool.h', 'decoder-ops.h', 'decoder-ops-napi.h'].map((file) => join(here, file));
 // -march=native: built where it runs. -ffast-math lets the compiler reassociate (vectorized dot
 // products and sums) and call glibc's vector expf for the softmax (scalar expf cost a third of a
 // decode layer); the kernel never produces infinities or NaN from finite inputs. Compiled and

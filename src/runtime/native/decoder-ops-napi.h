@@ -63,7 +63,7 @@ static napi_value linear_call(napi_env env, napi_callback_info info) {
   if (!floats_of(env, argv[1], (size_t)rows * w->in, &x, "x") || !floats_of(env, argv[3], (size_t)rows * w->out, &y, "y")) return NULL;
   EnvData *data = NULL;
   napi_get_instance_data(env, (void **)&data);
-  if (rows > 0) run_linear(data ? &data->linears : NULL, w, x, (float *)y, rows, threads > MAX_THREADS ? MAX_THREADS : threads);
+  if (rows > 0) run_linear(data ? &data->pool : NULL, w, x, (float *)y, rows, threads);
   return NULL;
 }
 

@@ -1,7 +1,8 @@
 /* The dense decoder layer's operations at a few rows (src/runners/native-layers.ts): a linear over
  * weights packed once into column panels, RMSNorm (with the residual add), RoPE, the gated MLP's
  * activation. Included by paged-attention.c, which registers them; portable C with GCC's vector
- * extensions, which -march=native lowers to the machine's widest registers.
+ * extensions, which -march=native lowers to the machine's widest registers. Its linears run on
+ * the module's kept threads (work-pool.h).
  *
  * Why: at 1-8 rows a decode or verify step is bound by reading the weights once. ONNX Runtime's
  * fp32 MatMul (MLAS) reads a packed weight panel and computes it at a few rows without overlapping
@@ -10,12 +11,6 @@
  * accumulators while the next panels are prefetched: 1 -> 5 rows 9.7 -> 10.5 ms over the same
  * 116 M weights (test/tmp measurement, bench/results/2026-12-07-native-layers). */
 
-#include <stdatomic.h>
-#if defined(__x86_64__) || defined(__i386__)
-#define SPIN_PAUSE() _mm_pause()
-#else
-#define SPIN_PAUSE() ((void)0)
-#endif
 
 #define PANEL 64         /* columns a panel holds: four 16-float vectors */
 #define LINEAR_ROWS 8    /* rows whose accumulators stay in registers (8 x 4 vectors) */
@@ -68,14 +63,7 @@ static void linear_panels(const Packed *w, const float *restrict x, float *restr
   }
 }
 
-/* ---- a pool of threads kept for the layer's linears ------------------------------------------
- * A linear takes ~0.1-2 ms; starting a thread costs tens of microseconds, so the helpers are
- * started once per JavaScript environment and wait between calls: they spin briefly (the next
- * linear of the layer follows within microseconds), then sleep on a condition variable, so an idle
- * engine, or ONNX Runtime's segment running between the layers, does not lose a core to them. */
-
-#define SPIN_ROUNDS 20000
-
+/* Part `part` of `parts` of a linear: a contiguous run of panels, every row. */
 typedef struct {
   const Packed *w;
   const float *x;
@@ -83,18 +71,9 @@ typedef struct {
   int rows, parts;
 } LinearJob;
 
-typedef struct {
-  pthread_mutex_t lock;
-  pthread_cond_t wake;
-  atomic_int generation; /* bumped per job; negative: stop */
-  atomic_int pending;    /* helpers still on the job */
-  int helpers;
-  pthread_t ids[MAX_THREADS];
-  LinearJob job;
-} LinearPool;
-
-/* Part `part` of `parts`: a contiguous run of panels, every row. */
-static void linear_part(const LinearJob *job, int part) {
+static void linear_part(void *arg, int part, KeptScratch *scratch) {
+  (void)scratch;
+  const LinearJob *job = arg;
   const int panels = job->w->panels, p0 = (int)((long)panels * part / job->parts), p1 = (int)((long)panels * (part + 1) / job->parts);
   for (int first = 0; first < job->rows; first += LINEAR_ROWS) {
     const int count = job->rows - first < LINEAR_ROWS ? job->rows - first : LINEAR_ROWS;
@@ -102,74 +81,12 @@ static void linear_part(const LinearJob *job, int part) {
   }
 }
 
-typedef struct {
-  LinearPool *pool;
-  int index; /* 1 .. helpers: the part it computes */
-} Helper;
-
-static void *linear_helper(void *arg) {
-  Helper helper = *(Helper *)arg;
-  free(arg);
-  LinearPool *pool = helper.pool;
-  int seen = 0;
-  for (;;) {
-    int generation = atomic_load(&pool->generation);
-    for (int spin = 0; generation == seen && spin < SPIN_ROUNDS; spin++) {
-      SPIN_PAUSE();
-      generation = atomic_load(&pool->generation);
-    }
-    if (generation == seen) {
-      pthread_mutex_lock(&pool->lock);
-      while ((generation = atomic_load(&pool->generation)) == seen) pthread_cond_wait(&pool->wake, &pool->lock);
-      pthread_mutex_unlock(&pool->lock);
-    }
-    if (generation < 0) return NULL;
-    seen = generation;
-    if (helper.index < pool->job.parts) linear_part(&pool->job, helper.index);
-    atomic_fetch_sub(&pool->pending, 1);
-  }
-}
-
-/* Grows the pool to `helpers` threads (never shrinks); returns how many there are. */
-static int grow_pool(LinearPool *pool, int helpers) {
-  while (pool->helpers < helpers && pool->helpers < MAX_THREADS) {
-    Helper *helper = malloc(sizeof *helper);
-    if (!helper) break;
-    *helper = (Helper){pool, pool->helpers + 1};
-    if (pthread_create(&pool->ids[pool->helpers], NULL, linear_helper, helper) != 0) {
-      free(helper);
-      break;
-    }
-    pool->helpers++;
-  }
-  return pool->helpers;
-}
-
-static void run_linear(LinearPool *pool, const Packed *w, const float *x, float *y, int rows, int threads) {
-  const int helpers = pool && threads > 1 ? grow_pool(pool, threads - 1) : 0;
-  int parts = helpers + 1 < threads ? helpers + 1 : threads;
+static void run_linear(WorkPool *pool, const Packed *w, const float *x, float *y, int rows, int threads) {
+  int parts = pool ? pool_parts(pool, threads) : 1;
   if (parts > w->panels) parts = w->panels;
-  if (parts <= 1) {
-    linear_part(&(LinearJob){w, x, y, rows, 1}, 0);
-    return;
-  }
-  pool->job = (LinearJob){w, x, y, rows, parts};
-  atomic_store(&pool->pending, helpers);
-  pthread_mutex_lock(&pool->lock);
-  atomic_fetch_add(&pool->generation, 1);
-  pthread_cond_broadcast(&pool->wake);
-  pthread_mutex_unlock(&pool->lock);
-  linear_part(&pool->job, 0);
-  while (atomic_load(&pool->pending) > 0) SPIN_PAUSE();
-}
-
-static void stop_pool(LinearPool *pool) {
-  pthread_mutex_lock(&pool->lock);
-  atomic_store(&pool->generation, -1);
-  pthread_cond_broadcast(&pool->wake);
-  pthread_mutex_unlock(&pool->lock);
-  for (int i = 0; i < pool->helpers; i++) pthread_join(pool->ids[i], NULL);
-  pool->helpers = 0;
+  LinearJob job = {w, x, y, rows, parts};
+  if (parts <= 1) linear_part(&job, 0, NULL);
+  else pool_run(pool, linear_part, &job, parts, NULL);
 }
 
 /* ---- the elementwise operations (one thread: at a few rows they take microseconds) ---------- */

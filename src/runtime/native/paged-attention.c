@@ -49,8 +49,11 @@
 
 #define MAX_THREADS 64
 /* A call's work (positions read × (query rows + 1), scaled to a head of 64: a position's work is
- * proportional to the head size) below which one thread does it all. */
-#define PARALLEL_MIN_COST 32768.0
+ * proportional to the head size) below which one thread does it all: about 40 µs of work, what
+ * waking a sleeping kept helper can cost (work-pool.h). It was 32,768 while a thread was started
+ * per call, which kept a one-sequence step's attention (2 kv heads, 1,000 past positions) on one
+ * thread. */
+#define PARALLEL_MIN_COST 4096.0
 
 enum { F32 = 0, F16 = 1, I8 = 2 };
 
@@ -314,7 +317,6 @@ static inline __attribute__((always_inline)) void attend_unit(const Job *job, co
 #ifdef __AVX512F__
 #include "paged-attention-avx512.h"
 #endif
-#include "decoder-ops.h"
 
 /* The head size and group count as constants where they are the common ones, so the compiler unrolls and vectorizes the row loops fully. */
 static void attend(const Job *job, const Unit *u, Scratch *s) {
@@ -387,42 +389,39 @@ static void take_units(Job *job, Scratch *s) {
   }
 }
 
-/* A started thread's share: its own scratch for this call. */
-static void *run_units(void *arg) {
-  Job *job = arg;
-  KeptScratch own = {0};
-  if (!fit_scratch(job, &own)) __atomic_store_n(&job->failed, 1, __ATOMIC_RELAXED);
-  else take_units(job, &own.s);
-  free_scratch(&own.s);
-  return NULL;
-}
-
 /* The calling thread's scratch, kept between calls as the module's data for its JavaScript
- * environment (one per engine worker thread, which alone calls it): freed and allocated afresh, a
- * long context's scores (rows x positions floats) came from mmap on every call and their pages
- * faulted in again on every layer — at 1,000 past positions a quarter of a one-sequence step's
- * attention (the copier's 8 layers: 1.48-1.61 -> 1.14-1.17 ms a decode step, 3.64-4.19 ->
- * 2.77-2.82 ms a 5-position verify step). Freed when the environment is torn down (a thread-exit
- * destructor instead ran after Node had unloaded the module: exit code 139). */
-/* What the module keeps per JavaScript environment: the attention's scratch and the linears' threads. */
+ * environment (one per engine worker thread, which alone calls it), and each kept helper's own
+ * (work-pool.h): freed and allocated afresh, a long context's scores (rows x positions floats)
+ * came from mmap on every call and their pages faulted in again on every layer — at 1,000 past
+ * positions a quarter of a one-sequence step's attention (the copier's 8 layers: 1.48-1.61 ->
+ * 1.14-1.17 ms a decode step, 3.64-4.19 -> 2.77-2.82 ms a 5-position verify step). Freed when the
+ * environment is torn down (a thread-exit destructor instead ran after Node had unloaded the
+ * module: exit code 139). */
+#include "work-pool.h"
+#include "decoder-ops.h"
+
+/* What the module keeps per JavaScript environment: the calling thread's attention scratch and the kept threads. */
 typedef struct {
   KeptScratch kept;
-  LinearPool linears;
+  WorkPool pool;
 } EnvData;
 
 static void release_env(napi_env env, void *data, void *hint) {
   (void)env, (void)hint;
   EnvData *d = data;
   free_scratch(&d->kept.s);
-  stop_pool(&d->linears);
-  pthread_mutex_destroy(&d->linears.lock);
-  pthread_cond_destroy(&d->linears.wake);
+  stop_pool(&d->pool);
+  pthread_mutex_destroy(&d->pool.lock);
+  pthread_cond_destroy(&d->pool.wake);
   free(d);
 }
 
-static void run_units_here(Job *job, KeptScratch *kept) {
-  if (!kept || !fit_scratch(job, kept)) __atomic_store_n(&job->failed, 1, __ATOMIC_RELAXED);
-  else take_units(job, &kept->s);
+/* A thread's share of an attention call: units taken in turn until none are left, with its own scratch. */
+static void attention_part(void *arg, int part, KeptScratch *scratch) {
+  (void)part;
+  Job *job = arg;
+  if (!scratch || !fit_scratch(job, scratch)) __atomic_store_n(&job->failed, 1, __ATOMIC_RELAXED);
+  else take_units(job, &scratch->s);
 }
 
 static int by_cost_descending(const void *a, const void *b) {
@@ -611,21 +610,16 @@ static napi_value attend_call(napi_env env, napi_callback_info info) {
   job.num_units = (int)num_units;
   job.longest = longest;
   if (threads > num_units) threads = num_units > 0 ? (int)num_units : 1;
-  /* Starting a thread costs tens of microseconds, as much as a small call's whole work: short
+  /* Waking a helper can cost tens of microseconds, as much as a small call's whole work: short
    * contexts and small batches run on the calling thread. */
   double total = 0;
   for (long i = 0; i < num_units; i++) total += units[i].cost;
   if (total < PARALLEL_MIN_COST) threads = 1;
-  pthread_t ids[MAX_THREADS];
-  int started = 1;
-  for (int i = 1; i < threads; i++) {
-    if (pthread_create(&ids[i], NULL, run_units, &job) != 0) break;
-    started++;
-  }
   EnvData *data = NULL;
   napi_get_instance_data(env, (void **)&data);
-  run_units_here(&job, data ? &data->kept : NULL);
-  for (int i = 1; i < started; i++) pthread_join(ids[i], NULL);
+  const int parts = data ? pool_parts(&data->pool, threads) : 1;
+  if (parts > 1) pool_run(&data->pool, attention_part, &job, parts, &data->kept);
+  else attention_part(&job, 0, data ? &data->kept : NULL);
   free(units);
   if (job.failed) napi_throw_error(env, NULL, "attend: out of memory for the threads' scratch");
   return NULL;
@@ -659,8 +653,8 @@ NAPI_MODULE_INIT() {
   napi_value fn;
   EnvData *data = calloc(1, sizeof *data);
   if (data) {
-    pthread_mutex_init(&data->linears.lock, NULL);
-    pthread_cond_init(&data->linears.wake, NULL);
+    pthread_mutex_init(&data->pool.lock, NULL);
+    pthread_cond_init(&data->pool.wake, NULL);
     if (napi_set_instance_data(env, data, release_env, NULL) != napi_ok) free(data);
   }
   napi_create_function(env, "attend", NAPI_AUTO_LENGTH, attend_call, NULL, &fn);

@@ -8,13 +8,13 @@
  * fp32 MatMul (MLAS) reads a packed weight panel and computes it at a few rows without overlapping
  * the two: measured on the copier's shapes, 1 -> 5 rows took a segmented step from 12.0 to
  * 16.0-17.2 ms. Here each panel row of 64 columns is loaded once and multiplied into every row's
- * accumulators while the next panels are prefetched: 1 -> 5 rows 9.7 -> 10.5 ms over the same
- * 116 M weights (test/tmp measurement, bench/results/2026-12-07-native-layers). */
+ * accumulators, held in registers: the 8 layers' linears (116 M weights) took 9.1 ms at one row
+ * and 9.9 ms at five in a standalone interleaved measurement (docs/architecture.md, "Native
+ * layers", has the step-level figures). */
 
 
 #define PANEL 64         /* columns a panel holds: four 16-float vectors */
 #define LINEAR_ROWS 8    /* rows whose accumulators stay in registers (8 x 4 vectors) */
-#define PANEL_AHEAD 16   /* panel rows prefetched ahead of the one being multiplied */
 
 typedef float v16 __attribute__((vector_size(64), aligned(64)));
 
@@ -39,19 +39,17 @@ static void pack_weight(const float *restrict w, int in, int out, float *restric
   }
 }
 
-/* y[r, panel columns] for rows first .. first+count-1 (count <= LINEAR_ROWS) and panels p0 .. p1-1. */
-static void linear_panels(const Packed *w, const float *restrict x, float *restrict y, int first, int count, int p0, int p1) {
+/* y[r, panel columns] for rows first .. first+count-1 (count <= LINEAR_ROWS) and panels p0 .. p1-1.
+ * Inlined for each constant count (linear_panels), so the accumulators stay in registers: with a
+ * run-time count they lived on the stack, a load and a store per multiply-add. */
+static inline __attribute__((always_inline)) void linear_panels_of(const Packed *w, const float *restrict x, float *restrict y, int first, const int count, int p0, int p1) {
   const int in = w->in;
   for (int p = p0; p < p1; p++) {
     v16 acc[LINEAR_ROWS][4];
-    memset(acc, 0, sizeof acc);
+    for (int r = 0; r < count; r++) acc[r][0] = acc[r][1] = acc[r][2] = acc[r][3] = (v16){0};
     const float *panel = w->data + (size_t)p * in * PANEL;
     for (int k = 0; k < in; k++) {
       const float *row = panel + (size_t)k * PANEL;
-      __builtin_prefetch(row + PANEL * PANEL_AHEAD, 0, 3);
-      __builtin_prefetch(row + PANEL * PANEL_AHEAD + 16, 0, 3);
-      __builtin_prefetch(row + PANEL * PANEL_AHEAD + 32, 0, 3);
-      __builtin_prefetch(row + PANEL * PANEL_AHEAD + 48, 0, 3);
       const v16 b0 = *(const v16 *)row, b1 = *(const v16 *)(row + 16), b2 = *(const v16 *)(row + 32), b3 = *(const v16 *)(row + 48);
       for (int r = 0; r < count; r++) {
         const float a = x[(size_t)(first + r) * in + k];
@@ -61,6 +59,41 @@ static void linear_panels(const Packed *w, const float *restrict x, float *restr
     const int column = p * PANEL, width = w->out - column < PANEL ? w->out - column : PANEL;
     for (int r = 0; r < count; r++) memcpy(y + (size_t)(first + r) * w->out + column, acc[r], sizeof(float) * width);
   }
+}
+
+static void linear_panels(const Packed *w, const float *restrict x, float *restrict y, int first, int count, int p0, int p1) {
+  switch (count) {
+#define ROWS(n) \
+  case n: linear_panels_of(w, x, y, first, n, p0, p1); break;
+    ROWS(1) ROWS(2) ROWS(3) ROWS(4) ROWS(5) ROWS(6) ROWS(7) ROWS(8)
+#undef ROWS
+  }
+}
+
+/* The same for one row (a decode step of one sequence), two panels at a time: two sequential
+ * streams per thread read the weights faster at one row (the copier's 8 layers: 9.1 against 9.9
+ * ms, interleaved), where at five rows the 40 accumulators of two panels spill (11.4 ms). No
+ * software prefetch anywhere: the hardware prefetcher follows the panels, and prefetching 16 or
+ * 32 panel rows ahead made five rows slower (10.6 / 10.4 ms). Same sums in the same order as
+ * linear_panels. */
+static void linear_one_row(const Packed *w, const float *restrict x, float *restrict y, int row, int p0, int p1) {
+  const int in = w->in;
+  const float *xs = x + (size_t)row * in;
+  int p = p0;
+  for (; p + 1 < p1; p += 2) {
+    v16 acc[8];
+    memset(acc, 0, sizeof acc);
+    const float *first_panel = w->data + (size_t)p * in * PANEL, *second_panel = first_panel + (size_t)in * PANEL;
+    for (int k = 0; k < in; k++) {
+      const v16 *a_row = (const v16 *)(first_panel + (size_t)k * PANEL), *b_row = (const v16 *)(second_panel + (size_t)k * PANEL);
+      for (int c = 0; c < 4; c++) acc[c] += xs[k] * a_row[c], acc[4 + c] += xs[k] * b_row[c];
+    }
+    for (int half = 0; half < 2; half++) {
+      const int column = (p + half) * PANEL, width = w->out - column < PANEL ? w->out - column : PANEL;
+      memcpy(y + (size_t)row * w->out + column, &acc[4 * half], sizeof(float) * width);
+    }
+  }
+  if (p < p1) linear_panels(w, x, y, row, 1, p, p1);
 }
 
 /* Part `part` of `parts` of a linear: a contiguous run of panels, every row. */
@@ -77,7 +110,8 @@ static void linear_part(void *arg, int part, KeptScratch *scratch) {
   const int panels = job->w->panels, p0 = (int)((long)panels * part / job->parts), p1 = (int)((long)panels * (part + 1) / job->parts);
   for (int first = 0; first < job->rows; first += LINEAR_ROWS) {
     const int count = job->rows - first < LINEAR_ROWS ? job->rows - first : LINEAR_ROWS;
-    linear_panels(job->w, job->x, job->y, first, count, p0, p1);
+    if (count == 1) linear_one_row(job->w, job->x, job->y, first, p0, p1);
+    else linear_panels(job->w, job->x, job->y, first, count, p0, p1);
   }
 }
 

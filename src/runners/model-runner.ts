@@ -100,6 +100,11 @@ export interface StepBreakdown {
   gatheredPositions: number;
 }
 
+/** The breakdown's phases in ms summed (every field but gatheredPositions): the runner's share of the wall. */
+export function runnerPhasesMs(b: StepBreakdown): number {
+  return b.gatherMs + b.feedsMs + b.ortMs + b.scatterMs + b.attentionMs + b.layersMs + b.logitsMs;
+}
+
 export function emptyBreakdown(): StepBreakdown {
   return { gatherMs: 0, feedsMs: 0, ortMs: 0, scatterMs: 0, attentionMs: 0, layersMs: 0, logitsMs: 0, gatheredPositions: 0 };
 }

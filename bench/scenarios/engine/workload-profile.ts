@@ -6,7 +6,7 @@
 import { SeededRandom } from '../../../kernels/onnx/random.js';
 import { EngineCore } from '../../../src/engine-worker/engine-core.js';
 import { openModelRunner } from '../../../src/runners/create-runner.js';
-import { emptyBreakdown, type RunnerKind, type StepBreakdown } from '../../../src/runners/model-runner.js';
+import { emptyBreakdown, type RunnerKind, runnerPhasesMs, type StepBreakdown } from '../../../src/runners/model-runner.js';
 import type { EngineWorkerData } from '../../../src/contracts/engine-messages.js';
 import type { StepShape } from '../forward/feeds.js';
 import type { EngineBenchConfig } from './config.js';
@@ -89,7 +89,7 @@ export async function profileWorkload(data: EngineWorkerData, concurrency: numbe
     const wallMs = performance.now() - started;
     const breakdown = emptyBreakdown();
     for (const key of Object.keys(breakdown) as (keyof StepBreakdown)[]) breakdown[key] = core.runnerStats.total[key] - before[key];
-    const runnerMs = breakdown.gatherMs + breakdown.feedsMs + breakdown.ortMs + breakdown.scatterMs + breakdown.attentionMs + breakdown.logitsMs;
+    const runnerMs = runnerPhasesMs(breakdown);
     const decodeMs = decodeStart === null ? 0 : started + wallMs - decodeStart;
     return {
       runner: core.info.kind,

@@ -15,7 +15,12 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 function writeModelWithWeights(name: string, location: string | undefined): { big: Float32Array; small: Float32Array } {
   const chunks: Uint8Array[] = [];
   let offset = 0;
-  const sink = location === undefined ? undefined : { location, minBytes: 64, append: (bytes: Uint8Array) => (chunks.push(bytes.slice()), (offset += bytes.length) - bytes.length) };
+  const append = (bytes: Uint8Array): number => {
+    chunks.push(bytes.slice());
+    offset += bytes.length;
+    return offset - bytes.length;
+  };
+  const sink = location === undefined ? undefined : { location, minBytes: 64, append };
   const g = new GraphBuilder('weights', 'float32', sink);
   const big = Float32Array.from({ length: 6 * 5 }, (_, i) => i * 0.25 - 3);
   const small = Float32Array.of(1.5, -2);

@@ -128,15 +128,17 @@ export class NativePagedRunner implements ModelRunner {
       const layerShape = window > 0 ? { ...kernelShape, slidingWindow: window } : kernelShape;
       this.timer.timed('attentionMs', () => this.kernel.attend(layerShape, layout, query.data as KvArray, keys, values, attention, this.threads));
       const last = layer === numLayers - 1;
+      if (native && !last) {
+        out = this.timer.timed('layersMs', () => innerSegmentTensors(native.run(layer + 1, hidden.data as Float32Array, attention as Float32Array, positions, numTokens), numTokens));
+        continue;
+      }
       const feeds: Record<string, RawTensor> = {
         residual: hidden,
         attention: { type: activationType, dims: [numTokens, numHeads * headDim], data: attention },
         ...(last ? this.heads.feeds(tokens.logits_indices, sampled) : { position_ids: tokens.position_ids }),
       };
       const segment = this.segments[layer + 1]!;
-      if (native && !last)
-        out = this.timer.timed('layersMs', () => innerSegmentTensors(native.run(layer + 1, hidden.data as Float32Array, attention as Float32Array, positions, numTokens), numTokens));
-      else out = await this.timer.call(() => (last ? segment.run(feeds, this.heads.fetched(sampled)) : segment.run(feeds)));
+      out = await this.timer.call(() => (last ? segment.run(feeds, this.heads.fetched(sampled)) : segment.run(feeds)));
     }
     this.timer.timed('logitsMs', () => this.heads.read(out, logitsRows, sampled));
   }

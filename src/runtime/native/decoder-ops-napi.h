@@ -67,18 +67,26 @@ static napi_value linear_call(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
+/* The rows, width and eps of a norm call (arguments at `rows_at`, `rows_at` + 1 and `eps_at`). */
+static int norm_shape(napi_env env, const napi_value *argv, int rows_at, int eps_at, int *rows, int *width, float *eps) {
+  double value;
+  if (!int_arg(env, argv[rows_at], 0, rows, "rows must be a non-negative integer") || !int_arg(env, argv[rows_at + 1], 1, width, "width must be a positive integer")) return 0;
+  if (napi_get_value_double(env, argv[eps_at], &value) != napi_ok || !(value >= 0)) return fail(env, "eps must be a non-negative number");
+  *eps = (float)value;
+  return 1;
+}
+
 /* rmsNorm(x, rows, width, weight, eps, out) */
 static napi_value rms_norm_call(napi_env env, napi_callback_info info) {
   napi_value argv[6];
   if (!arguments(env, info, 6, argv, "rmsNorm(x, rows, width, weight, eps, out)")) return NULL;
   int rows, width;
-  double eps;
+  float eps;
   const float *x, *weight, *out;
-  if (!int_arg(env, argv[1], 0, &rows, "rows must be a non-negative integer") || !int_arg(env, argv[2], 1, &width, "width must be a positive integer")) return NULL;
-  if (napi_get_value_double(env, argv[4], &eps) != napi_ok || !(eps >= 0)) return fail(env, "eps must be a non-negative number"), NULL;
+  if (!norm_shape(env, argv, 1, 4, &rows, &width, &eps)) return NULL;
   const size_t n = (size_t)rows * width;
   if (!floats_of(env, argv[0], n, &x, "x") || !floats_of(env, argv[3], (size_t)width, &weight, "weight") || !floats_of(env, argv[5], n, &out, "out")) return NULL;
-  rms_norm_rows(x, rows, width, weight, (float)eps, (float *)out);
+  rms_norm_rows(x, rows, width, weight, eps, (float *)out);
   return NULL;
 }
 
@@ -87,16 +95,15 @@ static napi_value add_rms_norm_call(napi_env env, napi_callback_info info) {
   napi_value argv[8];
   if (!arguments(env, info, 8, argv, "addRmsNorm(residual, update, rows, width, weight, eps, sum, normed)")) return NULL;
   int rows, width;
-  double eps;
+  float eps;
   const float *residual, *update, *weight, *sum, *normed;
-  if (!int_arg(env, argv[2], 0, &rows, "rows must be a non-negative integer") || !int_arg(env, argv[3], 1, &width, "width must be a positive integer")) return NULL;
-  if (napi_get_value_double(env, argv[5], &eps) != napi_ok || !(eps >= 0)) return fail(env, "eps must be a non-negative number"), NULL;
+  if (!norm_shape(env, argv, 2, 5, &rows, &width, &eps)) return NULL;
   const size_t n = (size_t)rows * width;
   if (!floats_of(env, argv[0], n, &residual, "residual") || !floats_of(env, argv[1], n, &update, "update") || !floats_of(env, argv[4], (size_t)width, &weight, "weight") ||
       !floats_of(env, argv[6], n, &sum, "sum") || !floats_of(env, argv[7], n, &normed, "normed"))
     return NULL;
   for (size_t i = 0; i < n; i++) ((float *)sum)[i] = residual[i] + update[i];
-  rms_norm_rows(sum, rows, width, weight, (float)eps, (float *)normed);
+  rms_norm_rows(sum, rows, width, weight, eps, (float *)normed);
   return NULL;
 }
 

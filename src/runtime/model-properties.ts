@@ -3,6 +3,7 @@
 // seeking past the rest (the graph, its weights), so a large model costs a few small reads.
 
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import { stringEntry, varint as varintIn } from './protobuf-reader.js';
 
 const METADATA_PROPS = 14;
 
@@ -24,12 +25,8 @@ function propertiesOf(fd: number, size: number): Record<string, string> {
   const head = Buffer.alloc(20);
   const varint = (at: number): { value: number; next: number } => {
     const read = readSync(fd, head, 0, head.length, at);
-    let value = 0;
-    for (let i = 0, scale = 1; i < read; i++, scale *= 128) {
-      value += (head[i]! & 0x7f) * scale;
-      if (head[i]! < 0x80) return { value, next: at + i + 1 };
-    }
-    throw new Error('truncated varint');
+    const { value, next } = varintIn(head.subarray(0, read), 0);
+    return { value, next: at + next };
   };
   for (let at = 0; at < size; ) {
     const tag = varint(at);
@@ -51,23 +48,4 @@ function propertiesOf(fd: number, size: number): Record<string, string> {
     } else throw new Error(`wire type ${wire} at the top level`);
   }
   return properties;
-}
-
-/** StringStringEntryProto: key (1), value (2). */
-function stringEntry(bytes: Buffer): { key?: string; value?: string } {
-  const entry: { key?: string; value?: string } = {};
-  for (let at = 0; at < bytes.length; ) {
-    const tag = bytes[at++]!;
-    let length = 0;
-    for (let scale = 1; ; scale *= 128) {
-      const byte = bytes[at++]!;
-      length += (byte & 0x7f) * scale;
-      if (byte < 0x80) break;
-    }
-    const text = bytes.toString('utf8', at, at + length);
-    if (tag === 0x0a) entry.key = text;
-    else if (tag === 0x12) entry.value = text;
-    at += length;
-  }
-  return entry;
 }

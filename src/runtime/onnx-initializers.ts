@@ -7,59 +7,11 @@
 
 import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
 import { dirname, join, normalize } from 'node:path';
+import { fields, packedVarints, stringEntry, text } from './protobuf-reader.js';
 
 const GRAPH = 7;
 const INITIALIZER = 5;
 const FLOAT = 1;
-
-interface Field {
-  readonly field: number;
-  readonly wire: number;
-  /** Varint value (wire 0); for wire 2, the payload's bounds. */
-  readonly value: number;
-  readonly start: number;
-  readonly end: number;
-}
-
-function varint(bytes: Uint8Array, at: number): { value: number; next: number } {
-  let value = 0;
-  for (let i = at, scale = 1; i < bytes.length; i++, scale *= 128) {
-    value += (bytes[i]! & 0x7f) * scale;
-    if (bytes[i]! < 0x80) return { value, next: i + 1 };
-  }
-  throw new Error('truncated varint');
-}
-
-function* fields(bytes: Uint8Array, start: number, end: number): Generator<Field> {
-  for (let at = start; at < end; ) {
-    const tag = varint(bytes, at);
-    const [field, wire] = [Math.floor(tag.value / 8), tag.value % 8];
-    at = tag.next;
-    if (wire === 0) {
-      const { value, next } = varint(bytes, at);
-      yield { field, wire, value, start: at, end: next };
-      at = next;
-    } else if (wire === 2) {
-      const length = varint(bytes, at);
-      yield { field, wire, value: length.value, start: length.next, end: length.next + length.value };
-      at = length.next + length.value;
-    } else if (wire === 1 || wire === 5) {
-      at += wire === 1 ? 8 : 4;
-    } else throw new Error(`protobuf wire type ${wire}`);
-  }
-}
-
-function packedVarints(bytes: Uint8Array, f: Field): number[] {
-  const values: number[] = [];
-  for (let at = f.start; at < f.end; ) {
-    const { value, next } = varint(bytes, at);
-    values.push(value);
-    at = next;
-  }
-  return values;
-}
-
-const text = (bytes: Uint8Array, f: Field): string => Buffer.from(bytes.buffer, bytes.byteOffset + f.start, f.end - f.start).toString('utf8');
 
 interface TensorEntry {
   name: string;
@@ -80,9 +32,9 @@ function tensorEntry(bytes: Uint8Array, start: number, end: number): TensorEntry
     else if (f.field === 8) entry.name = text(bytes, f);
     else if ((f.field === 9 || f.field === 4) && f.wire === 2) entry.inline = { start: f.start, end: f.end };
     else if (f.field === 13) {
-      // One StringStringEntryProto (key 1, value 2) per occurrence: location, offset, length.
-      let key = '';
-      for (const kv of fields(bytes, f.start, f.end)) kv.field === 1 ? (key = text(bytes, kv)) : (external[key] = text(bytes, kv));
+      // One StringStringEntryProto per occurrence: location, offset, length.
+      const { key, value } = stringEntry(bytes, f.start, f.end);
+      if (key !== undefined) external[key] = value ?? '';
     }
   }
   if ('location' in external) entry.external = { location: external['location']!, offset: Number(external['offset'] ?? 0), length: Number(external['length'] ?? 0) };

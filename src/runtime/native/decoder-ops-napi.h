@@ -42,7 +42,15 @@ static napi_value pack_linear_call(napi_env env, napi_callback_info info) {
   if (!int_arg(env, argv[1], 1, &in, "inFeatures must be a positive integer") || !int_arg(env, argv[2], 1, &out, "outFeatures must be a positive integer")) return NULL;
   if (!floats_of(env, argv[0], (size_t)in * out, &w, "weight")) return NULL;
   Packed *packed = malloc(sizeof *packed);
-  float *data = packed ? aligned_alloc(64, packed_bytes(in, out)) : NULL;
+  /* Packed weights of 2 MiB or more start on a 2 MiB boundary and are advised onto huge pages:
+   * streaming them then misses the TLB once per 2 MiB rather than per 4 KiB (a step of the
+   * copier at one row 11.65 -> 10.78 ms, interleaved). */
+  const size_t huge = (size_t)2 << 20, bytes = packed_bytes(in, out);
+  const int use_huge = bytes >= huge;
+  float *data = packed ? aligned_alloc(use_huge ? huge : 64, bytes) : NULL;
+#if defined(__linux__) && defined(MADV_HUGEPAGE)
+  if (data && use_huge) madvise(data, bytes & ~(huge - 1), MADV_HUGEPAGE);
+#endif
   if (!data) return free(packed), napi_throw_error(env, NULL, "packLinear: out of memory"), NULL;
   *packed = (Packed){in, out, (out + PANEL - 1) / PANEL, data};
   pack_weight(w, in, out, data);

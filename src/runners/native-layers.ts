@@ -82,6 +82,9 @@ export class NativeLayers {
     readonly packedBytes: number,
   ) {}
 
+  /** Each row count's buffers, by rows (at most NATIVE_LAYER_MAX_ROWS entries). */
+  private readonly buffers = new Map<number, StepBuffers>();
+
   /**
    * Packs segments 1 .. n − 2 of `segmentPaths` (all n segments' files, in order; `properties` their
    * metadata_props). Unavailable, with the reason, where any of them cannot run natively.
@@ -111,49 +114,90 @@ export class NativeLayers {
     return { layers: new NativeLayers(ops, { ...shape, hiddenSize: first.o.packed.outFeatures, intermediateSize: first.gate.packed.outFeatures }, inner, threads, packedBytes) };
   }
 
-  /** Segment `segment`'s outputs for `rows` tokens (residual [rows, hidden], attention [rows, heads·D], positions [rows]). */
+  /**
+   * Segment `segment`'s outputs for `rows` tokens (residual [rows, hidden], attention [rows, heads·D],
+   * positions [rows]). The outputs are this object's buffers for `rows`, overwritten by the next
+   * segment but one: the runner uses them before then (the kernel copies K/V into the pool, and
+   * the next segment reads the residual).
+   */
   run(segment: number, residual: Float32Array, attention: Float32Array, positions: BigInt64Array, rows: number): InnerSegmentOutput {
     const s = this.inner[segment - 1];
     if (!s) throw new RangeError(`segment ${segment} is not an inner segment (1 .. ${this.inner.length})`);
     const { hiddenSize, intermediateSize, numHeads, numKvHeads, headDim } = this.shape;
     const eps = s.wiring.rmsNormEps;
-    const rowsOf = (width: number) => new Float32Array(rows * width);
+    const b = this.buffersFor(rows);
+    const out = b.outputs[segment % 2]!;
     // Layer i − 1's output half: o_proj, the residual add and norm, the gated MLP.
-    const attended = this.linear(s.o, attention, rows);
-    const [afterAttention, mlpInput] = [rowsOf(hiddenSize), rowsOf(hiddenSize)];
-    this.ops.addRmsNorm(residual, attended, rows, hiddenSize, s.postAttentionNorm, eps, afterAttention, mlpInput);
-    const gate = this.linear(s.gate, mlpInput, rows);
-    this.ops.gatedActivation(gate, this.linear(s.up, mlpInput, rows), rows * intermediateSize, s.wiring.activation);
-    const mlp = this.linear(s.down, gate, rows);
+    this.linear(s.o, attention, rows, b.attended);
+    this.ops.addRmsNorm(residual, b.attended, rows, hiddenSize, s.postAttentionNorm, eps, b.afterAttention, b.mlpInput);
+    this.linear(s.gate, b.mlpInput, rows, b.gate);
+    this.linear(s.up, b.mlpInput, rows, b.up);
+    this.ops.gatedActivation(b.gate, b.up, rows * intermediateSize, s.wiring.activation);
+    this.linear(s.down, b.gate, rows, b.attended);
     // Layer i's input half: the residual add and input norm, q/k/v, q/k norms per head, RoPE.
-    const [hidden, normed] = [rowsOf(hiddenSize), rowsOf(hiddenSize)];
-    this.ops.addRmsNorm(afterAttention, mlp, rows, hiddenSize, s.inputNorm, eps, hidden, normed);
-    const query = this.heads(s.q, normed, rows, numHeads, s.qNorm, eps);
-    const key = this.heads(s.k, normed, rows, numKvHeads, s.kNorm, eps);
-    const value = this.linear(s.v, normed, rows);
+    this.ops.addRmsNorm(b.afterAttention, b.attended, rows, hiddenSize, s.inputNorm, eps, out.hidden, b.mlpInput);
+    this.heads(s.q, b.mlpInput, rows, numHeads, s.qNorm, eps, b.query, out.query);
+    this.heads(s.k, b.mlpInput, rows, numKvHeads, s.kNorm, eps, b.key, out.key);
+    this.linear(s.v, b.mlpInput, rows, out.value);
     if (s.inverseFrequencies) {
       const factor = s.wiring.rope!.attentionFactor;
-      this.ops.rope(query, rows, numHeads, headDim, positions, s.inverseFrequencies, factor);
-      this.ops.rope(key, rows, numKvHeads, headDim, positions, s.inverseFrequencies, factor);
+      this.ops.rope(out.query, rows, numHeads, headDim, positions, s.inverseFrequencies, factor);
+      this.ops.rope(out.key, rows, numKvHeads, headDim, positions, s.inverseFrequencies, factor);
     }
-    if (s.wiring.queryScale !== 1) for (let i = 0; i < query.length; i++) query[i]! *= s.wiring.queryScale;
-    return { hidden, query, key, value };
+    if (s.wiring.queryScale !== 1) for (let i = 0; i < out.query.length; i++) out.query[i]! *= s.wiring.queryScale;
+    return out;
   }
 
-  private linear(w: Linear, x: Float32Array, rows: number): Float32Array {
-    const y = new Float32Array(rows * w.packed.outFeatures);
+  /**
+   * The buffers of a step of `rows`, made once per row count: fresh arrays on every call were
+   * about 2 MB a five-row step, and the garbage collections they set off (a full one every few
+   * verify steps) fell inside the steps. Two sets of outputs, alternating by segment, so a
+   * segment never writes the residual it reads.
+   */
+  private buffersFor(rows: number): StepBuffers {
+    const kept = this.buffers.get(rows);
+    if (kept) return kept;
+    const { hiddenSize, intermediateSize, numHeads, numKvHeads, headDim } = this.shape;
+    const rowsOf = (width: number) => new Float32Array(rows * width);
+    const output = (): InnerSegmentOutput => ({ hidden: rowsOf(hiddenSize), query: rowsOf(numHeads * headDim), key: rowsOf(numKvHeads * headDim), value: rowsOf(numKvHeads * headDim) });
+    const made: StepBuffers = {
+      attended: rowsOf(hiddenSize),
+      afterAttention: rowsOf(hiddenSize),
+      mlpInput: rowsOf(hiddenSize),
+      gate: rowsOf(intermediateSize),
+      up: rowsOf(intermediateSize),
+      query: rowsOf(numHeads * headDim),
+      key: rowsOf(numKvHeads * headDim),
+      outputs: [output(), output()],
+    };
+    this.buffers.set(rows, made);
+    return made;
+  }
+
+  private linear(w: Linear, x: Float32Array, rows: number, y: Float32Array): void {
     this.ops.linear(w.packed, x, rows, y, this.threads);
     if (w.bias) for (let i = 0; i < y.length; i++) y[i]! += w.bias[i % w.bias.length]!;
-    return y;
   }
 
-  private heads(w: Linear, x: Float32Array, rows: number, count: number, norm: Float32Array | undefined, eps: number): Float32Array {
-    const projected = this.linear(w, x, rows);
-    if (!norm) return projected;
-    const normed = new Float32Array(projected.length);
-    this.ops.rmsNorm(projected, rows * count, this.shape.headDim, norm, eps, normed);
-    return normed;
+  /** A q or k projection into `out`, normed per head where the layer has the norm (`projected` holds the projection then). */
+  private heads(w: Linear, x: Float32Array, rows: number, count: number, norm: Float32Array | undefined, eps: number, projected: Float32Array, out: Float32Array): void {
+    if (!norm) return this.linear(w, x, rows, out);
+    this.linear(w, x, rows, projected);
+    this.ops.rmsNorm(projected, rows * count, this.shape.headDim, norm, eps, out);
   }
+}
+
+/** One row count's buffers (NativeLayers.buffersFor). */
+interface StepBuffers {
+  readonly attended: Float32Array;
+  readonly afterAttention: Float32Array;
+  readonly mlpInput: Float32Array;
+  readonly gate: Float32Array;
+  readonly up: Float32Array;
+  /** q and k before their per-head norms. */
+  readonly query: Float32Array;
+  readonly key: Float32Array;
+  readonly outputs: readonly [InnerSegmentOutput, InnerSegmentOutput];
 }
 
 /** The initializer names segment `segment` holds for the layers it computes (decoder-layer.ts's scopes). */

@@ -16,13 +16,15 @@
 // Written as onnx/<paged file>.segments/segment_NN.onnx (model-files.ts, PAGED_SEGMENT_FILE).
 // Metadata: conveyor.paged_segment "i/count"; and where layer i (whose q/k/v segment i computes)
 // has a sliding window, conveyor.sliding_window = that window, which the runner gives the kernel;
-// conveyor.decoder_layer = layer i's wiring (layerWiring), for a runner computing the layer itself.
+// conveyor.decoder_layer = layer i's wiring (layerWiring), for a runner computing the layer itself;
+// on segment L, conveyor.decoder_head = the last layer's wiring, the logits' table and their
+// multiplier and soft cap (headWiring), for a runner computing that segment itself.
 
 import type { WeightPrecision } from '../../kernels/linear.js';
 import { greedyTokens } from '../../kernels/greedy-tokens.js';
 import { GraphBuilder } from '../../kernels/onnx/graph-builder.js';
 import type { EncodedMessage } from '../../kernels/onnx/protobuf-writer.js';
-import type { DecoderConfig } from './config.js';
+import { DEFAULT_DECODER_VARIANT, type DecoderConfig } from './config.js';
 import { attentionInputs, finalNorm, layerOutput, layerRope, type ResidualStream, variantOf } from './decoder-layer.js';
 import type { DecoderGraphOptions } from './graph.js';
 import { FLAT_HEADS, flatLayerRotaries } from './paged-graph.js';
@@ -46,6 +48,7 @@ export function buildPagedSegmentGraph(c: DecoderConfig, weights: DecoderWeights
   const computesAttentionInputs = segment < numLayers;
   const positionIds = computesAttentionInputs ? g.input('position_ids', 'int64', ['num_tokens']) : undefined;
   let hidden: ResidualStream;
+  let untiedLmHead = false;
   if (segment === 0) {
     hidden = tiedEmbedding(g, 'model.embed_tokens', weights.embedding, c, precision).lookup(g.input('input_ids', 'int64', ['num_tokens']));
   } else {
@@ -66,6 +69,7 @@ export function buildPagedSegmentGraph(c: DecoderConfig, weights: DecoderWeights
     const sampled = g.op1('Gather', [normed, logitsIndices], { axis: 0 });
     // The table that serves the logits: the checkpoint's own lm_head where untied, else the embedding.
     const lmHead = weights.lmHead; // read once: a converted checkpoint's getter reads the tensor each time
+    untiedLmHead = lmHead !== undefined;
     const head = tiedEmbedding(g, lmHead ? 'lm_head' : 'model.embed_tokens', lmHead ?? weights.embedding, c, precision);
     g.output(head.lmHeadRows(sampled), 'logits', floatType, ['num_logits', c.vocabSize]);
     greedyTokens(g, normed, head.lmHeadRows);
@@ -74,6 +78,7 @@ export function buildPagedSegmentGraph(c: DecoderConfig, weights: DecoderWeights
   const metadata: Record<string, string> = { 'conveyor.paged_segment': `${segment}/${numLayers + 1}` };
   if (window !== undefined) metadata['conveyor.sliding_window'] = String(window);
   if (segment < numLayers) metadata['conveyor.decoder_layer'] = JSON.stringify(layerWiring(c, segment));
+  else metadata['conveyor.decoder_head'] = JSON.stringify(headWiring(c, untiedLmHead));
   return g.toModel({ docString, metadata });
 }
 
@@ -93,4 +98,10 @@ export function layerWiring(c: DecoderConfig, layer: number): Record<string, unk
     queryScale: variant.attentionScale === undefined ? 1 : variant.attentionScale * Math.sqrt(c.headDim),
     rope: rope ? { inverseFrequencies: Array.from(Float32Array.from(rope.inverseFrequencies)), attentionFactor: rope.attentionFactor } : null,
   };
+}
+
+/** What the last segment computes after the last layer's attention (src/contracts/paged-segments.ts's SegmentHeadWiring; the same JSON shape). */
+export function headWiring(c: DecoderConfig, untiedLmHead: boolean): Record<string, unknown> {
+  const { logitsMultiplier, finalLogitSoftcap } = c.variant ?? DEFAULT_DECODER_VARIANT;
+  return { layer: layerWiring(c, c.numLayers - 1), table: untiedLmHead ? 'lm_head' : 'model.embed_tokens', logitsMultiplier, finalLogitSoftcap: finalLogitSoftcap ?? null };
 }

@@ -41,6 +41,26 @@ export interface SegmentLayerWiring {
   readonly rope: { readonly inverseFrequencies: readonly number[]; readonly attentionFactor: number } | null;
 }
 
+/**
+ * The metadata_props key of the last segment (numLayers): what it computes after the last
+ * layer's attention, JSON of SegmentHeadWiring (models/qwen3/paged-segments.ts writes it;
+ * src/runners/native-layers.ts reads it to run that segment with the kernel's layer ops at a
+ * few rows). Segments written before it existed lack it and run it in ONNX Runtime.
+ */
+export const DECODER_HEAD_PROPERTY = 'conveyor.decoder_head';
+
+/** The last segment: the last layer's output half, the final norm and the lm_head. */
+export interface SegmentHeadWiring {
+  /** The last layer's wiring (its output half reads norms, activation and rmsNormEps). */
+  readonly layer: SegmentLayerWiring;
+  /** The initializer scope of the logits' table [vocab, hidden]: 'lm_head' where untied, else 'model.embed_tokens'. */
+  readonly table: string;
+  /** Logits are multiplied by it (Granite's 1 / logits_scaling; 1 for most). */
+  readonly logitsMultiplier: number;
+  /** Logits become cap · tanh(logits / cap) (Gemma's final soft cap); null: none. */
+  readonly finalLogitSoftcap: number | null;
+}
+
 /** segment_00.onnx …: sorting the names sorts the segments. */
 export const SEGMENT_FILE = /^segment_\d{2,}\.onnx$/;
 

@@ -152,9 +152,7 @@ async function openSegmented(options: RunnerOptions, kernel: PagedAttentionKerne
     );
     const runner = NativePagedRunner.forSegments(segments, kernel, { ...options, nativeLayers: 'layers' in layers ? layers.layers : undefined });
     const notes = [
-      'layers' in layers
-        ? `layers 1..${files.length - 2} by the kernel's layer ops at up to ${NATIVE_LAYER_MAX_ROWS} rows (${(layers.layers.packedBytes / 2 ** 20).toFixed(0)} MiB packed)`
-        : `layer ops unavailable (${layers.unavailable})`,
+      'layers' in layers ? layersNote(layers.layers, files.length) : `layer ops unavailable (${layers.unavailable})`,
       ...(small ? [`ONNX Runtime on 1 intra-op thread: ${(bytes / 2 ** 20).toFixed(1)} MiB of weights make each op shorter than waking a second thread`] : []),
     ];
     return withNote(runner, notes.join('; '));
@@ -162,6 +160,11 @@ async function openSegmented(options: RunnerOptions, kernel: PagedAttentionKerne
     await Promise.all(segments.map((s) => s.release()));
     throw error;
   }
+}
+
+function layersNote(layers: NativeLayers, segments: number): string {
+  const head = layers.headUnavailable === undefined ? 'the last segment (final norm, lm_head) too' : `the last segment in ONNX Runtime (${layers.headUnavailable})`;
+  return `layers 1..${segments - 2} by the kernel's layer ops at up to ${NATIVE_LAYER_MAX_ROWS} rows, ${head} (${(layers.packedBytes / 2 ** 20).toFixed(0)} MiB packed)`;
 }
 
 /** The inner segments by the kernel's layer ops (native-layers.ts), or why not; CONVEYOR_NATIVE_LAYERS=0 keeps them in ONNX Runtime (the A/B baseline). */

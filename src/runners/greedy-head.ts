@@ -61,6 +61,33 @@ export class SampledHeads {
     return this.fetchedFor[head.kind];
   }
 
+  /**
+   * What the head `head` reads, as the model's outputs would hold it, from `logits` [rows, vocab]
+   * of the sampled positions computed outside the model (the native layer ops' last segment): the
+   * logits, or each row's greedy token, the first maximum over ids below the sampleable vocab
+   * (as the model's ArgMax picks it; NaN never wins).
+   */
+  outputsOf(logits: Float32Array, head: SampledHead): Record<string, RawTensor> {
+    const rows = logits.length / this.vocabSize;
+    if (head.kind === 'logits') return { logits: { type: 'float32', dims: [rows, this.vocabSize], data: logits } };
+    const sampleable = Math.min(head.sampleableVocab ?? this.vocabSize, this.vocabSize);
+    const ids = new BigInt64Array(rows);
+    for (let row = 0; row < rows; row++) {
+      const offset = row * this.vocabSize;
+      let best = 0;
+      let bestValue = Number.NEGATIVE_INFINITY;
+      for (let id = 0; id < sampleable; id++) {
+        const value = logits[offset + id]!;
+        if (value > bestValue) {
+          best = id;
+          bestValue = value;
+        }
+      }
+      ids[row] = BigInt(best);
+    }
+    return { [GREEDY_HEAD_NAMES.output]: { type: 'int64', dims: [rows], data: ids } };
+  }
+
   /** Hands each sampled request what its head computed: logits rows as float32 (logits-rows.ts), or the greedy token of each row. */
   read(outputs: Readonly<Record<string, RawTensor>>, rows: readonly LogitsRowRange[], into: SampledOutput): void {
     if (into.kind === 'greedy') {

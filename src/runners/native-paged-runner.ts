@@ -7,7 +7,9 @@
 // past K/V proportional to the context, in JS or in ORT. Same pool layout and block bookkeeping as
 // the PagedRunner's, so the engine, scheduler and block manager cannot tell the two apart.
 // A layer with a sliding window (its q/k/v segment's conveyor.sliding_window metadata) has the
-// kernel attend over that window only, skipping the blocks wholly before it.
+// kernel attend over that window only, skipping the blocks wholly before it. On steps of at most
+// NATIVE_LAYER_MAX_ROWS tokens the segments after the first run on the kernel's layer ops instead
+// (native-layers.ts), the last one where its wiring allows: then only segment 0 is an ORT call.
 
 import { availableParallelism } from 'node:os';
 import type { KvCacheDtype, KvElementType } from '../contracts/engine-messages.js';
@@ -128,6 +130,11 @@ export class NativePagedRunner implements ModelRunner {
       const layerShape = window > 0 ? { ...kernelShape, slidingWindow: window } : kernelShape;
       this.timer.timed('attentionMs', () => this.kernel.attend(layerShape, layout, query.data as KvArray, keys, values, attention, this.threads));
       const last = layer === numLayers - 1;
+      if (native && last && native.hasHead) {
+        const logits = this.timer.timed('layersMs', () => native.head(hidden.data as Float32Array, attention as Float32Array, numTokens, tokens.logits_indices.data as BigInt64Array));
+        out = this.heads.outputsOf(logits, sampled);
+        continue;
+      }
       if (native && !last) {
         out = this.timer.timed('layersMs', () => innerSegmentTensors(native.run(layer + 1, hidden.data as Float32Array, attention as Float32Array, positions, numTokens), numTokens));
         continue;

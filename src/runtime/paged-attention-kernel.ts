@@ -69,8 +69,8 @@ export const GATED_ACTIVATIONS = { silu: 0, gelu_tanh: 1 } as const;
 export type GatedActivation = keyof typeof GATED_ACTIVATIONS;
 
 export interface DecoderLayerOps {
-  /** Packs a [inFeatures, outFeatures] row-major weight (ONNX MatMul's B). */
-  packLinear(weight: Float32Array, inFeatures: number, outFeatures: number): PackedLinear;
+  /** Packs a [inFeatures, outFeatures] row-major weight (ONNX MatMul's B), or with `transposed` its [outFeatures, inFeatures] transpose (a Gemm's B with transB: an lm_head's table). */
+  packLinear(weight: Float32Array, inFeatures: number, outFeatures: number, transposed?: boolean): PackedLinear;
   /** y[rows, out] = x[rows, in] · weight on up to `threads` threads (kept between calls). */
   linear(weight: PackedLinear, x: Float32Array, rows: number, y: Float32Array, threads: number): void;
   /** out = x / √(mean(x²) + eps) · weight, per row of `width`. */
@@ -87,7 +87,7 @@ interface Addon {
   write(shape: Int32Array, ...rest: unknown[]): void;
   attend(shape: Int32Array, ...rest: unknown[]): void;
   adviseHugePages(pool: KernelPoolArray): boolean;
-  packLinear(weight: Float32Array, inFeatures: number, outFeatures: number): unknown;
+  packLinear(weight: Float32Array, inFeatures: number, outFeatures: number, transposed: boolean): unknown;
   linear(handle: unknown, x: Float32Array, rows: number, y: Float32Array, threads: number): void;
   rmsNorm: DecoderLayerOps['rmsNorm'];
   addRmsNorm: DecoderLayerOps['addRmsNorm'];
@@ -126,7 +126,7 @@ function wrap(addon: Addon): PagedAttentionKernel {
     attend: (shape, layout, query, keyPool, valuePool, out, threads) => addon.attend(shapeArray(shape), ...layoutArgs(layout), query, keyPool, valuePool, out, threads),
     adviseHugePages: (pool) => addon.adviseHugePages(pool),
     layerOps: {
-      packLinear: (weight, inFeatures, outFeatures) => ({ inFeatures, outFeatures, handle: addon.packLinear(weight, inFeatures, outFeatures) }),
+      packLinear: (weight, inFeatures, outFeatures, transposed = false) => ({ inFeatures, outFeatures, handle: addon.packLinear(weight, inFeatures, outFeatures, transposed) }),
       linear: (weight, x, rows, y, threads) => addon.linear(weight.handle, x, rows, y, threads),
       rmsNorm: (...args) => addon.rmsNorm(...args),
       addRmsNorm: (...args) => addon.addRmsNorm(...args),

@@ -33,13 +33,16 @@ static napi_value arguments(napi_env env, napi_callback_info info, size_t count,
   return argc < count ? NULL : argv[0];
 }
 
-/* packLinear(weight, in, out): the [in, out] weight packed into panels, an external value. */
+/* packLinear(weight, in, out, transposed): the [in, out] weight (transposed: given as its
+ * [out, in] transpose) packed into panels, an external value. */
 static napi_value pack_linear_call(napi_env env, napi_callback_info info) {
-  napi_value argv[3], result;
-  if (!arguments(env, info, 3, argv, "packLinear(weight, inFeatures, outFeatures)")) return NULL;
+  napi_value argv[4], result;
+  if (!arguments(env, info, 4, argv, "packLinear(weight, inFeatures, outFeatures, transposed)")) return NULL;
   int in, out;
+  bool transposed;
   const float *w;
   if (!int_arg(env, argv[1], 1, &in, "inFeatures must be a positive integer") || !int_arg(env, argv[2], 1, &out, "outFeatures must be a positive integer")) return NULL;
+  if (napi_get_value_bool(env, argv[3], &transposed) != napi_ok) return fail(env, "transposed must be a boolean"), NULL;
   if (!floats_of(env, argv[0], (size_t)in * out, &w, "weight")) return NULL;
   Packed *packed = malloc(sizeof *packed);
   /* Packed weights of 2 MiB or more start on a 2 MiB boundary and are advised onto huge pages:
@@ -53,7 +56,8 @@ static napi_value pack_linear_call(napi_env env, napi_callback_info info) {
 #endif
   if (!data) return free(packed), napi_throw_error(env, NULL, "packLinear: out of memory"), NULL;
   *packed = (Packed){in, out, (out + PANEL - 1) / PANEL, data};
-  pack_weight(w, in, out, data);
+  if (transposed) pack_weight_transposed(w, in, out, data);
+  else pack_weight(w, in, out, data);
   napi_create_external(env, packed, free_packed, NULL, &result);
   napi_adjust_external_memory(env, (int64_t)packed_bytes(in, out), &(int64_t){0});
   return result;

@@ -46,6 +46,21 @@ static void pack_weight(const float *restrict w, int in, int out, float *restric
   }
 }
 
+/* The same from the weight's transpose t [out, in] (an lm_head's table, [vocab, hidden]): column c
+ * of the weight is row c of t. One panel (in x 64 floats) is written at a time, so its strided
+ * writes stay in cache. */
+static void pack_weight_transposed(const float *restrict t, int in, int out, float *restrict to) {
+  const int panels = (out + PANEL - 1) / PANEL;
+  for (int p = 0; p < panels; p++) {
+    float *panel = to + (size_t)p * in * PANEL;
+    const int first = p * PANEL, count = out - first < PANEL ? out - first : PANEL;
+    for (int c = 0; c < PANEL; c++) {
+      const float *row = t + (size_t)(first + c) * in;
+      for (int k = 0; k < in; k++) panel[(size_t)k * PANEL + c] = c < count ? row[k] : 0.0f;
+    }
+  }
+}
+
 /* y[r, panel columns] for rows first .. first+count-1 (count <= LINEAR_ROWS) and panels p0 .. p1-1.
  * Inlined for each constant count (linear_panels), so the accumulators stay in registers: with a
  * run-time count they lived on the stack, a load and a store per multiply-add. */

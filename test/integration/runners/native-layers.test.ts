@@ -1,11 +1,14 @@
-// The segmented decoder's inner segments by the kernel's layer ops (src/runners/native-layers.ts)
-// against the same segments in ONNX Runtime (CONVEYOR_NATIVE_LAYERS=0), step by step on the same
-// plans: a prompt (more rows than the ops take, so ORT), then steps of 1, 3, 8 (the ops' bound)
-// and 9 rows (ORT again), two sequences in one step. The logits agree to float32 rounding and
-// the greedy tokens are equal, for the wirings the ops cover: Qwen3's per-head q/k norms; a
+// The segmented decoder's inner and last segments by the kernel's layer ops
+// (src/runners/native-layers.ts) against the same segments in ONNX Runtime
+// (CONVEYOR_NATIVE_LAYERS=0), step by step on the same plans: a prompt (more rows than the ops
+// take, so ORT), then steps of 1, 3, 8 (the ops' bound) and 9 rows (ORT again), two sequences in
+// one step. The logits agree to float32 rounding and the greedy tokens are equal, read from the
+// logits and from the greedy head, for the wirings the ops cover: Qwen3's per-head q/k norms; a
 // LLaMA / Qwen2 layer without them and with q/k/v biases; GeGLU with a family attention scale,
-// partial rotary with an attention factor and a layer without RoPE. A wiring they do not cover
-// (Gemma 3's sandwich norms) runs in ORT and the runner's note says why.
+// partial rotary with an attention factor and a layer without RoPE; an untied lm_head with a
+// logits multiplier and ids past the tokenizer. A final logit soft cap keeps the last segment in
+// ORT, and a wiring the ops do not cover (Gemma 3's sandwich norms) keeps every segment there;
+// the runner's note says why.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -58,27 +61,37 @@ const STEPS: readonly (readonly [string, number][])[] = [
   [['a', 1]],
 ];
 
-/** Every step's logits rows, per sequence, on `runner`. */
-async function logitsOf(runner: ModelRunner): Promise<Float32Array[][]> {
+/** STEPS as plans: each sequence's tokens follow its earlier ones, every position sampled (as a verify step's). */
+function stepPlans(): StepPlan[] {
   const computed = new Map<string, number>();
   const tables = { a: Array.from({ length: 16 }, (_, i) => i), b: Array.from({ length: 16 }, (_, i) => 16 + i) } as Record<string, number[]>;
-  const out: Float32Array[][] = [];
+  return STEPS.map((rows, stepId) => {
+    const scheduled = rows.map(([requestId, count]) => {
+      const past = computed.get(requestId) ?? 0;
+      computed.set(requestId, past + count);
+      const tokenIds = Array.from({ length: count }, (_, i) => 3 + (((past + i) * 37 + stepId) % 500));
+      return { requestId, tokenIds, numComputedTokens: past, blockTable: tables[requestId]!, sample: true, isNew: past === 0, numDraftTokens: past === 0 ? 0 : count - 1 };
+    });
+    return { stepId, scheduled, numScheduledTokens: scheduled.reduce((n, r) => n + r.tokenIds.length, 0), releasedRequestIds: [], blocksToCopy: [] };
+  });
+}
+
+/** Every step's logits rows and greedy-head tokens, per sequence, on `runner` (the same plans run twice: the pool's contents are rewritten the same). */
+async function outputsOf(runner: ModelRunner): Promise<{ logits: Float32Array[][]; greedy: (readonly number[])[][] }> {
+  const [logits, greedy]: [Float32Array[][], (readonly number[])[][]] = [[], []];
   try {
-    for (const [stepId, rows] of STEPS.entries()) {
-      const scheduled = rows.map(([requestId, count]) => {
-        const past = computed.get(requestId) ?? 0;
-        computed.set(requestId, past + count);
-        const tokenIds = Array.from({ length: count }, (_, i) => 3 + (((past + i) * 37 + stepId) % 500));
-        return { requestId, tokenIds, numComputedTokens: past, blockTable: tables[requestId]!, sample: true, isNew: past === 0, numDraftTokens: past === 0 ? 0 : count - 1 };
-      });
-      const plan: StepPlan = { stepId, scheduled, numScheduledTokens: scheduled.reduce((n, r) => n + r.tokenIds.length, 0), releasedRequestIds: [], blocksToCopy: [] };
-      const logits = await runner.execute(plan);
-      out.push(rows.map(([requestId]) => logits.get(requestId)!));
+    for (const plan of stepPlans()) {
+      const rows = await runner.execute(plan);
+      logits.push(plan.scheduled.map(({ requestId }) => rows.get(requestId)!));
+    }
+    for (const plan of stepPlans()) {
+      const tokens = await runner.executeGreedy!(plan, BASE.tokenizerVocabSize - 7);
+      greedy.push(plan.scheduled.map(({ requestId }) => tokens.get(requestId)!));
     }
   } finally {
     await runner.release();
   }
-  return out;
+  return { logits, greedy };
 }
 
 function expectSameLogits(actual: Float32Array[][], expected: Float32Array[][]): void {
@@ -96,11 +109,14 @@ function expectSameLogits(actual: Float32Array[][], expected: Float32Array[][]):
   );
 }
 
-async function compareBackends(c: DecoderConfig, weights: DecoderWeights): Promise<void> {
+async function compareBackends(c: DecoderConfig, weights: DecoderWeights, head = 'the last segment \\(final norm, lm_head\\) too'): Promise<void> {
   const path = await writeSegments(c, weights);
   const native = await open(path, true);
-  expect(native.info.note).toMatch(new RegExp(`layers 1\\.\\.${c.numLayers - 1} by the kernel's layer ops at up to ${NATIVE_LAYER_MAX_ROWS} rows`));
-  expectSameLogits(await logitsOf(native), await logitsOf(await open(path, false)));
+  expect(native.info.note).toMatch(new RegExp(`layers 1\\.\\.${c.numLayers - 1} by the kernel's layer ops at up to ${NATIVE_LAYER_MAX_ROWS} rows, ${head}`));
+  const [actual, expected] = [await outputsOf(native), await outputsOf(await open(path, false))];
+  expectSameLogits(actual.logits, expected.logits);
+  // The greedy head's picks over the sampleable ids: the model's ArgMax in ORT, outputsOf's outside it.
+  expect(actual.greedy).toEqual(expected.greedy);
 }
 
 describe('inner segments by the kernel layer ops', () => {
@@ -128,6 +144,18 @@ describe('inner segments by the kernel layer ops', () => {
       layerSpecs: [{ rope }, { rope }, {}, { rope, slidingWindow: 6 }],
     };
     await compareBackends(c, initDecoderWeights(c));
+  }, 60_000);
+
+  it('an untied lm_head, a logits multiplier and ids past the tokenizer (their bias) give ONNX Runtime’s logits from the native last segment', async () => {
+    const c: DecoderConfig = { ...BASE, tokenizerVocabSize: 500, variant: { norms: 'pre', qkNorm: 'head', activation: 'silu', embeddingMultiplier: 1, logitsMultiplier: 0.25 } };
+    const weights = initDecoderWeights(c);
+    const lmHead = Float32Array.from({ length: c.vocabSize * c.hiddenSize }, (_, i) => 0.08 * Math.sin(i * 0.37));
+    await compareBackends(c, { ...weights, lmHead });
+  }, 60_000);
+
+  it('a final logit soft cap keeps the last segment in ONNX Runtime, and says why', async () => {
+    const c: DecoderConfig = { ...BASE, variant: { norms: 'pre', qkNorm: 'head', activation: 'silu', embeddingMultiplier: 1, logitsMultiplier: 1, finalLogitSoftcap: 30 } };
+    await compareBackends(c, initDecoderWeights(c), 'the last segment in ONNX Runtime \\(a final logit soft cap\\)');
   }, 60_000);
 
   it("a wiring the ops do not cover (Gemma 3's sandwich norms) stays in ONNX Runtime and says why", async () => {

@@ -57,6 +57,22 @@ describe('packed linear', () => {
     );
   });
 
+  it('packs a transposed table ([out, in], an lm_head) to the same product as its transpose, bit for bit', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 8 }), fc.integer({ min: 1, max: 90 }), fc.integer({ min: 1, max: 200 }), fc.integer(), (rows, inFeatures, outFeatures, seed) => {
+        const random = new SeededRandom(seed);
+        const [w, x] = [randomArray(random, inFeatures * outFeatures), randomArray(random, rows * inFeatures)];
+        const table = new Float32Array(outFeatures * inFeatures);
+        for (let k = 0; k < inFeatures; k++) for (let n = 0; n < outFeatures; n++) table[n * inFeatures + k] = w[k * outFeatures + n]!;
+        const [direct, transposed] = [new Float32Array(rows * outFeatures), new Float32Array(rows * outFeatures)];
+        ops.linear(ops.packLinear(w, inFeatures, outFeatures), x, rows, direct, 2);
+        ops.linear(ops.packLinear(table, inFeatures, outFeatures, true), x, rows, transposed, 2);
+        expect(transposed).toEqual(direct);
+      }),
+      { numRuns: 60 },
+    );
+  });
+
   it('refuses arrays shorter than the shapes and writes nothing', () => {
     const packed = ops.packLinear(new Float32Array(6), 2, 3);
     const y = new Float32Array(6).fill(1);

@@ -17,7 +17,7 @@
 // Metadata: conveyor.paged_segment "i/count"; and where layer i (whose q/k/v segment i computes)
 // has a sliding window, conveyor.sliding_window = that window, which the runner gives the kernel;
 // conveyor.decoder_layer = layer i's wiring (layerWiring), for a runner computing the layer itself;
-// on segment L, conveyor.decoder_head = the last layer's wiring, the logits' table and their
+// on segment 0, conveyor.decoder_embedding = its lookup's multiplier; on segment L, conveyor.decoder_head = the last layer's wiring, the logits' table and their
 // multiplier and soft cap (headWiring), for a runner computing that segment itself.
 
 import type { WeightPrecision } from '../../kernels/linear.js';
@@ -77,6 +77,7 @@ export function buildPagedSegmentGraph(c: DecoderConfig, weights: DecoderWeights
   const window = segment < numLayers ? c.layerSpecs?.[segment]?.slidingWindow : undefined;
   const metadata: Record<string, string> = { 'conveyor.paged_segment': `${segment}/${numLayers + 1}` };
   if (window !== undefined) metadata['conveyor.sliding_window'] = String(window);
+  if (segment === 0) metadata['conveyor.decoder_embedding'] = JSON.stringify({ multiplier: (c.variant ?? DEFAULT_DECODER_VARIANT).embeddingMultiplier });
   if (segment < numLayers) metadata['conveyor.decoder_layer'] = JSON.stringify(layerWiring(c, segment));
   else metadata['conveyor.decoder_head'] = JSON.stringify(headWiring(c, untiedLmHead));
   return g.toModel({ docString, metadata });

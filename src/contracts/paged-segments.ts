@@ -49,6 +49,18 @@ export interface SegmentLayerWiring {
  */
 export const DECODER_HEAD_PROPERTY = 'conveyor.decoder_head';
 
+/**
+ * The metadata_props key of segment 0: its embedding lookup, JSON of SegmentEmbeddingWiring
+ * (models/qwen3/paged-segments.ts writes it; src/runners/native-layers.ts reads it, with segment
+ * 0's conveyor.decoder_layer, to run that segment with the kernel's layer ops at a few rows).
+ */
+export const DECODER_EMBEDDING_PROPERTY = 'conveyor.decoder_embedding';
+
+/** Segment 0's lookup: rows of model.embed_tokens, times the multiplier (Gemma's √hidden; 1 for most). */
+export interface SegmentEmbeddingWiring {
+  readonly multiplier: number;
+}
+
 /** The last segment: the last layer's output half, the final norm and the lm_head. */
 export interface SegmentHeadWiring {
   /** The last layer's wiring (its output half reads norms, activation and rmsNormEps). */

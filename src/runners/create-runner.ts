@@ -163,8 +163,8 @@ async function openSegmented(options: RunnerOptions, kernel: PagedAttentionKerne
 }
 
 function layersNote(layers: NativeLayers, segments: number): string {
-  const head = layers.headUnavailable === undefined ? 'the last segment (final norm, lm_head) too' : `the last segment in ONNX Runtime (${layers.headUnavailable})`;
-  return `layers 1..${segments - 2} by the kernel's layer ops at up to ${NATIVE_LAYER_MAX_ROWS} rows, ${head} (${(layers.packedBytes / 2 ** 20).toFixed(0)} MiB packed)`;
+  const ends = layers.endsUnavailable ?? 'segment 0 and the last segment (final norm, lm_head) too';
+  return `layers 1..${segments - 2} by the kernel's layer ops at up to ${NATIVE_LAYER_MAX_ROWS} rows, ${ends} (${(layers.packedBytes / 2 ** 20).toFixed(0)} MiB packed)`;
 }
 
 /** The inner segments by the kernel's layer ops (native-layers.ts), or why not; CONVEYOR_NATIVE_LAYERS=0 keeps them in ONNX Runtime (the A/B baseline). */

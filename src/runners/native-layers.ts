@@ -16,9 +16,16 @@
 // written before the metadata existed keep every step in ORT, with the reason in the runner's
 // note; a final logit soft cap keeps only the last segment there.
 
-import { DECODER_HEAD_PROPERTY, DECODER_LAYER_PROPERTY, type SegmentHeadWiring, type SegmentLayerWiring } from '../contracts/paged-segments.js';
-import { readFloatInitializers } from '../runtime/onnx-initializers.js';
-import type { DecoderLayerOps, PackedLinear } from '../runtime/paged-attention-kernel.js';
+import {
+  DECODER_EMBEDDING_PROPERTY,
+  DECODER_HEAD_PROPERTY,
+  DECODER_LAYER_PROPERTY,
+  type SegmentEmbeddingWiring,
+  type SegmentHeadWiring,
+  type SegmentLayerWiring,
+} from '../contracts/paged-segments.js';
+import type { DecoderLayerOps } from '../runtime/paged-attention-kernel.js';
+import { type FirstSegment, type HeadSegment, type InnerSegment, type InputHalf, type Linear, loadFirstSegment, loadHeadSegment, loadInnerSegment, type OutputHalf } from './native-layer-weights.js';
 
 /**
  * Rows up to which a step's inner segments run natively: the packed linear keeps 8 rows'
@@ -26,42 +33,6 @@ import type { DecoderLayerOps, PackedLinear } from '../runtime/paged-attention-k
  * again per 8 rows, where ORT's blocked GEMM reuses them from cache.
  */
 export const NATIVE_LAYER_MAX_ROWS = 8;
-
-interface Linear {
-  readonly packed: PackedLinear;
-  readonly bias: Float32Array | undefined;
-}
-
-/** A layer's output half: o_proj, the residual add and norm, the gated MLP. */
-interface OutputHalf {
-  readonly wiring: SegmentLayerWiring;
-  readonly o: Linear;
-  readonly postAttentionNorm: Float32Array;
-  readonly gate: Linear;
-  readonly up: Linear;
-  readonly down: Linear;
-}
-
-/** The last segment's weights: the last layer's output half, the final norm, the lm_head. */
-interface HeadSegment extends OutputHalf {
-  readonly finalNorm: Float32Array;
-  readonly lmHead: PackedLinear;
-  readonly logitsMultiplier: number;
-  /** The unused-id bias's nonzero entries (ids past the tokenizer): the rest of it is zero, so only these are added. */
-  readonly biasIds: Int32Array;
-  readonly biasValues: Float32Array;
-}
-
-/** Segment i's weights: layer i − 1's output half, layer i's input half. */
-interface InnerSegment extends OutputHalf {
-  readonly inputNorm: Float32Array;
-  readonly q: Linear;
-  readonly k: Linear;
-  readonly v: Linear;
-  readonly qNorm: Float32Array | undefined;
-  readonly kNorm: Float32Array | undefined;
-  readonly inverseFrequencies: Float32Array | undefined;
-}
 
 export interface LayerShape {
   readonly numHeads: number;
@@ -87,6 +58,12 @@ function unsupported(wiring: SegmentLayerWiring): string | null {
   return null;
 }
 
+/** The layer ops' sizes: the model's head layout, and the hidden and MLP widths of its projections. */
+function layerShapeOf(shape: LayerShape, inner: readonly InnerSegment[]): LayerShape & { hiddenSize: number; intermediateSize: number } {
+  const first = inner[0]!;
+  return { ...shape, hiddenSize: first.o.packed.outFeatures, intermediateSize: first.gate.packed.outFeatures };
+}
+
 /** Why the last segment cannot run natively, or null. */
 function unsupportedHead(wiring: SegmentHeadWiring): string | null {
   if (wiring.finalLogitSoftcap !== null) return 'a final logit soft cap';
@@ -101,11 +78,13 @@ export class NativeLayers {
     private readonly inner: readonly InnerSegment[],
     /** The last segment, where it can run natively. */
     private readonly last: HeadSegment | undefined,
+    /** Segment 0, where it can run natively (with the last one: a tied table is the lm_head's). */
+    private readonly firstSegment: FirstSegment | undefined,
     private readonly threads: number,
     /** Bytes of the packed weights. */
     readonly packedBytes: number,
-    /** Why the last segment stays in ONNX Runtime; undefined where it runs natively. */
-    readonly headUnavailable: string | undefined,
+    /** Why the first or last segment stays in ONNX Runtime; undefined where both run natively. */
+    readonly endsUnavailable: string | undefined,
   ) {}
 
   /** Each row count's buffers, by rows (at most NATIVE_LAYER_MAX_ROWS entries). */
@@ -138,10 +117,30 @@ export class NativeLayers {
     }
     if (inner.length === 0) return { unavailable: 'the decoder has no inner segments' };
     const head = NativeLayers.openHead(ops, segmentPaths, properties);
-    if ('segment' in head) packedBytes += head.bytes;
-    const first = inner[0]!;
-    const layerShape = { ...shape, hiddenSize: first.o.packed.outFeatures, intermediateSize: first.gate.packed.outFeatures };
-    return { layers: new NativeLayers(ops, layerShape, inner, 'segment' in head ? head.segment : undefined, threads, packedBytes, 'unavailable' in head ? head.unavailable : undefined) };
+    if ('unavailable' in head) {
+      return { layers: new NativeLayers(ops, layerShapeOf(shape, inner), inner, undefined, undefined, threads, packedBytes, `segment 0 and the last segment in ONNX Runtime (${head.unavailable})`) };
+    }
+    const first = NativeLayers.openFirst(ops, segmentPaths[0]!, properties[0], head.segment);
+    const bytes = packedBytes + head.bytes + ('segment' in first ? first.bytes : 0);
+    const why = 'unavailable' in first ? `the last segment (final norm, lm_head) too, segment 0 in ONNX Runtime (${first.unavailable})` : undefined;
+    return { layers: new NativeLayers(ops, layerShapeOf(shape, inner), inner, head.segment, 'segment' in first ? first.segment : undefined, threads, bytes, why) };
+  }
+
+  /** Segment 0, where the head runs natively too (a step then has no ORT call at all). */
+  private static openFirst(
+    ops: DecoderLayerOps,
+    path: string,
+    properties: Readonly<Record<string, string>> | undefined,
+    head: HeadSegment,
+  ): { segment: FirstSegment; bytes: number } | { unavailable: string } {
+    const [embedding, layer] = [properties?.[DECODER_EMBEDDING_PROPERTY], properties?.[DECODER_LAYER_PROPERTY]];
+    if (embedding === undefined || layer === undefined) return { unavailable: `no ${DECODER_EMBEDDING_PROPERTY} metadata (converted before it existed)` };
+    const wiring = JSON.parse(layer) as SegmentLayerWiring;
+    const reason = unsupported(wiring);
+    if (reason) return { unavailable: reason };
+    const { multiplier } = JSON.parse(embedding) as SegmentEmbeddingWiring;
+    const loaded = loadFirstSegment(ops, path, wiring, multiplier, head.tied ? head.lmHead : undefined);
+    return 'missing' in loaded ? { unavailable: `no float32 ${loaded.missing}` } : loaded;
   }
 
   private static openHead(
@@ -164,6 +163,11 @@ export class NativeLayers {
     return this.last !== undefined;
   }
 
+  /** True where segment 0 runs natively too (first()). */
+  get hasFirst(): boolean {
+    return this.firstSegment !== undefined;
+  }
+
   /**
    * Segment `segment`'s outputs for `rows` tokens (residual [rows, hidden], attention [rows, heads·D],
    * positions [rows]). The outputs are this object's buffers for `rows`, overwritten by the next
@@ -173,13 +177,31 @@ export class NativeLayers {
   run(segment: number, residual: Float32Array, attention: Float32Array, positions: BigInt64Array, rows: number): InnerSegmentOutput {
     const s = this.inner[segment - 1];
     if (!s) throw new RangeError(`segment ${segment} is not an inner segment (1 .. ${this.inner.length})`);
-    const { hiddenSize, numHeads, numKvHeads, headDim } = this.shape;
-    const eps = s.wiring.rmsNormEps;
     const b = this.buffersFor(rows);
     const out = b.outputs[segment % 2]!;
     this.outputHalf(s, residual, attention, rows, b);
-    // Layer i's input half: the residual add and input norm, q/k/v, q/k norms per head, RoPE.
-    this.ops.addRmsNorm(b.afterAttention, b.attended, rows, hiddenSize, s.inputNorm, eps, out.hidden, b.mlpInput);
+    // Layer i's input half, after the residual add and its input norm.
+    this.ops.addRmsNorm(b.afterAttention, b.attended, rows, this.shape.hiddenSize, s.inputNorm, s.wiring.rmsNormEps, out.hidden, b.mlpInput);
+    return this.inputHalf(s, rows, positions, b, out);
+  }
+
+  /** Segment 0's outputs for the tokens `ids` at `positions` (as run()'s; the embedding rows are the residual). */
+  first(ids: BigInt64Array, positions: BigInt64Array): InnerSegmentOutput {
+    const s = this.firstSegment;
+    if (!s) throw new Error(`segment 0 runs in ONNX Runtime here: ${this.endsUnavailable}`);
+    const rows = ids.length;
+    const b = this.buffersFor(rows);
+    const out = b.outputs[0];
+    this.ops.gatherColumns(s.table, ids, out.hidden);
+    if (s.multiplier !== 1) for (let i = 0; i < out.hidden.length; i++) out.hidden[i]! *= s.multiplier;
+    this.ops.rmsNorm(out.hidden, rows, this.shape.hiddenSize, s.inputNorm, s.wiring.rmsNormEps, b.mlpInput);
+    return this.inputHalf(s, rows, positions, b, out);
+  }
+
+  /** A layer's input half from its normed input (b.mlpInput) into `out`: q (per-head norm, RoPE, scale), k (norm, RoPE), v. */
+  private inputHalf(s: InputHalf, rows: number, positions: BigInt64Array, b: StepBuffers, out: InnerSegmentOutput): InnerSegmentOutput {
+    const { numHeads, numKvHeads, headDim } = this.shape;
+    const eps = s.wiring.rmsNormEps;
     this.heads(s.q, b.mlpInput, rows, numHeads, s.qNorm, eps, b.query, out.query);
     this.heads(s.k, b.mlpInput, rows, numKvHeads, s.kNorm, eps, b.key, out.key);
     this.linear(s.v, b.mlpInput, rows, out.value);
@@ -199,10 +221,11 @@ export class NativeLayers {
    */
   head(residual: Float32Array, attention: Float32Array, rows: number, sampled: BigInt64Array): Float32Array {
     const s = this.last;
-    if (!s) throw new Error(`the last segment runs in ONNX Runtime here: ${this.headUnavailable}`);
+    if (!s) throw new Error(`the last segment runs in ONNX Runtime here: ${this.endsUnavailable}`);
     const { hiddenSize } = this.shape;
     const b = this.buffersFor(rows);
     this.outputHalf(s, residual, attention, rows, b);
+    // The sum is not an output here: any hidden buffer takes it (the residual was read above).
     this.ops.addRmsNorm(b.afterAttention, b.attended, rows, hiddenSize, s.finalNorm, s.wiring.rmsNormEps, b.outputs[0].hidden, b.mlpInput);
     // Only the sampled rows go through the lm_head.
     sampled.forEach((position, i) => b.picked.set(b.mlpInput.subarray(Number(position) * hiddenSize, (Number(position) + 1) * hiddenSize), i * hiddenSize));
@@ -277,103 +300,4 @@ interface StepBuffers {
   /** The last segment's sampled rows, after the final norm. */
   readonly picked: Float32Array;
   readonly outputs: readonly [InnerSegmentOutput, InnerSegmentOutput];
-}
-
-/** The initializer names of layer `layer`'s output half (decoder-layer.ts's scopes). */
-function outputHalfNames(layer: number) {
-  const scope = `model.layers.${layer}`;
-  return {
-    o: linearNames(`${scope}.self_attn`, 'o_proj'),
-    postAttentionNorm: `${scope}.post_attention_layernorm.weight`,
-    gate: linearNames(`${scope}.mlp`, 'gate_proj'),
-    up: linearNames(`${scope}.mlp`, 'up_proj'),
-    down: linearNames(`${scope}.mlp`, 'down_proj'),
-  };
-}
-
-function linearNames(scope: string, name: string) {
-  return { weight: `${scope}.${name}.weight`, bias: `${scope}.${name}.bias` };
-}
-
-/** The initializer names segment `segment` holds for the layers it computes. */
-function innerNames(segment: number) {
-  const current = `model.layers.${segment}`;
-  return {
-    ...outputHalfNames(segment - 1),
-    inputNorm: `${current}.input_layernorm.weight`,
-    q: linearNames(`${current}.self_attn`, 'q_proj'),
-    k: linearNames(`${current}.self_attn`, 'k_proj'),
-    v: linearNames(`${current}.self_attn`, 'v_proj'),
-    qNorm: `${current}.self_attn.q_norm.weight`,
-    kNorm: `${current}.self_attn.k_norm.weight`,
-  };
-}
-
-type Names = Record<string, string | { weight: string; bias: string }>;
-
-/** A segment file's float32 initializers named in `names`, with packing of its linears (the bytes packed counted). */
-function segmentWeights(ops: DecoderLayerOps, path: string, names: Names, extra: readonly string[] = []) {
-  const wanted = new Set([...Object.values(names).flatMap((name) => (typeof name === 'string' ? [name] : [name.weight, name.bias])), ...extra]);
-  const found = readFloatInitializers(path, wanted);
-  const weights = {
-    bytes: 0,
-    found,
-    vector: (name: string) => found.get(name)?.data,
-    linear: ({ weight, bias }: { weight: string; bias: string }): Linear | undefined => {
-      const w = found.get(weight);
-      if (w?.dims.length !== 2) return undefined;
-      const [inFeatures, outFeatures] = w.dims as [number, number];
-      weights.bytes += packedSize(inFeatures, outFeatures);
-      return { packed: ops.packLinear(w.data, inFeatures, outFeatures), bias: found.get(bias)?.data };
-    },
-  };
-  return weights;
-}
-
-/** Bytes a packed [in, out] weight takes (decoder-ops.h's packed_bytes: out rounded up to whole 64-column panels). */
-const packedSize = (inFeatures: number, outFeatures: number): number => 4 * inFeatures * Math.ceil(outFeatures / 64) * 64;
-
-type Loaded<T> = { segment: T; bytes: number } | { missing: string };
-
-function loadOutputHalf(weights: ReturnType<typeof segmentWeights>, layer: number, wiring: SegmentLayerWiring): OutputHalf | { missing: string } {
-  const names = outputHalfNames(layer);
-  const parts = { o: weights.linear(names.o), gate: weights.linear(names.gate), up: weights.linear(names.up), down: weights.linear(names.down) };
-  for (const [part, value] of Object.entries(parts)) if (!value) return { missing: `${part}_proj weight` };
-  const postAttentionNorm = weights.vector(names.postAttentionNorm);
-  if (!postAttentionNorm) return { missing: 'post_attention_layernorm weight' };
-  return { wiring, ...(parts as Record<keyof typeof parts, Linear>), postAttentionNorm };
-}
-
-function loadInnerSegment(ops: DecoderLayerOps, path: string, segment: number, wiring: SegmentLayerWiring): Loaded<InnerSegment> {
-  const names = innerNames(segment);
-  const weights = segmentWeights(ops, path, names);
-  const half = loadOutputHalf(weights, segment - 1, wiring);
-  if ('missing' in half) return half;
-  const parts = { q: weights.linear(names.q), k: weights.linear(names.k), v: weights.linear(names.v) };
-  for (const [part, value] of Object.entries(parts)) if (!value) return { missing: `${part}_proj weight` };
-  const inputNorm = weights.vector(names.inputNorm);
-  if (!inputNorm) return { missing: 'input_layernorm weight' };
-  // decoder-layer.ts applies a per-head q/k norm only where the checkpoint has its weights.
-  const perHead = wiring.qkNorm === 'head';
-  const inverseFrequencies = wiring.rope ? Float32Array.from(wiring.rope.inverseFrequencies) : undefined;
-  const segmentWeightsOf = { ...half, ...(parts as Record<keyof typeof parts, Linear>), inputNorm, inverseFrequencies };
-  return { segment: { ...segmentWeightsOf, qNorm: perHead ? weights.vector(names.qNorm) : undefined, kNorm: perHead ? weights.vector(names.kNorm) : undefined }, bytes: weights.bytes };
-}
-
-/** The last segment (`layer` = the last layer), or what is missing. */
-function loadHeadSegment(ops: DecoderLayerOps, path: string, layer: number, wiring: SegmentHeadWiring): Loaded<HeadSegment> {
-  const [finalNormName, tableName, biasName] = ['model.norm.weight', `${wiring.table}.weight`, 'lm_head.unused_id_bias'];
-  const weights = segmentWeights(ops, path, outputHalfNames(layer), [finalNormName, tableName, biasName]);
-  const half = loadOutputHalf(weights, layer, wiring.layer);
-  if ('missing' in half) return half;
-  const [finalNorm, table, bias] = [weights.vector(finalNormName), weights.found.get(tableName), weights.vector(biasName)];
-  if (!finalNorm) return { missing: 'final norm weight' };
-  if (table?.dims.length !== 2) return { missing: `${tableName} table` };
-  const [vocab, hidden] = table.dims as [number, number];
-  if (bias && bias.length !== vocab) return { missing: `${biasName} of ${vocab} entries` };
-  // The Gemm's B with transB: the [vocab, hidden] table is the [hidden, vocab] weight's transpose.
-  const lmHead = ops.packLinear(table.data, hidden, vocab, true);
-  const biasIds = Int32Array.from((bias ?? []).keys()).filter((id) => bias![id] !== 0);
-  const segment = { ...half, finalNorm, lmHead, logitsMultiplier: wiring.logitsMultiplier, biasIds, biasValues: Float32Array.from(biasIds, (id) => bias![id]!) };
-  return { segment, bytes: weights.bytes + packedSize(hidden, vocab) };
 }

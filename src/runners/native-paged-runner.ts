@@ -118,10 +118,12 @@ export class NativePagedRunner implements ModelRunner {
     const numTokens = tokens.input_ids.data.length;
     // One output buffer for every layer's attention: each segment's run has returned before the next layer's kernel writes it again.
     const attention = activationType === 'float16' ? new Uint16Array(numTokens * numHeads * headDim) : new Float32Array(numTokens * numHeads * headDim);
-    let out = await this.timer.call(() => this.segments[0]!.run(tokens));
-    // A step of a few rows runs the inner segments with the kernel's layer ops (native-layers.ts).
+    // A step of a few rows runs the segments after the first with the kernel's layer ops (native-layers.ts), and the first too where it can.
     const native = this.layers && numTokens <= NATIVE_LAYER_MAX_ROWS ? this.layers : undefined;
     const positions = tokens.position_ids.data as BigInt64Array;
+    let out: Readonly<Record<string, RawTensor>> = native?.hasFirst
+      ? this.timer.timed('layersMs', () => innerSegmentTensors(native.first(tokens.input_ids.data as BigInt64Array, positions), numTokens))
+      : await this.timer.call(() => this.segments[0]!.run(tokens));
     for (let layer = 0; layer < numLayers; layer++) {
       const { hidden, query, key, value } = out as Record<'hidden' | 'query' | 'key' | 'value', RawTensor>;
       const [keys, values] = [this.pool.keys[layer]!, this.pool.values[layer]!];

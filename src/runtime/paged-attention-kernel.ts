@@ -71,6 +71,8 @@ export type GatedActivation = keyof typeof GATED_ACTIVATIONS;
 export interface DecoderLayerOps {
   /** Packs a [inFeatures, outFeatures] row-major weight (ONNX MatMul's B), or with `transposed` its [outFeatures, inFeatures] transpose (a Gemm's B with transB: an lm_head's table). */
   packLinear(weight: Float32Array, inFeatures: number, outFeatures: number, transposed?: boolean): PackedLinear;
+  /** out[t, :] = column ids[t] of the weight ([inFeatures] values each): a tied embedding's rows, from the lm_head packed from its table (transposed). */
+  gatherColumns(weight: PackedLinear, ids: BigInt64Array, out: Float32Array): void;
   /** y[rows, out] = x[rows, in] · weight on up to `threads` threads (kept between calls). */
   linear(weight: PackedLinear, x: Float32Array, rows: number, y: Float32Array, threads: number): void;
   /** out = x / √(mean(x²) + eps) · weight, per row of `width`. */
@@ -89,6 +91,7 @@ interface Addon {
   adviseHugePages(pool: KernelPoolArray): boolean;
   packLinear(weight: Float32Array, inFeatures: number, outFeatures: number, transposed: boolean): unknown;
   linear(handle: unknown, x: Float32Array, rows: number, y: Float32Array, threads: number): void;
+  gatherColumns(handle: unknown, ids: BigInt64Array, out: Float32Array): void;
   rmsNorm: DecoderLayerOps['rmsNorm'];
   addRmsNorm: DecoderLayerOps['addRmsNorm'];
   rope: DecoderLayerOps['rope'];
@@ -128,6 +131,7 @@ function wrap(addon: Addon): PagedAttentionKernel {
     layerOps: {
       packLinear: (weight, inFeatures, outFeatures, transposed = false) => ({ inFeatures, outFeatures, handle: addon.packLinear(weight, inFeatures, outFeatures, transposed) }),
       linear: (weight, x, rows, y, threads) => addon.linear(weight.handle, x, rows, y, threads),
+      gatherColumns: (weight, ids, out) => addon.gatherColumns(weight.handle, ids, out),
       rmsNorm: (...args) => addon.rmsNorm(...args),
       addRmsNorm: (...args) => addon.addRmsNorm(...args),
       rope: (...args) => addon.rope(...args),

@@ -79,6 +79,25 @@ static napi_value linear_call(napi_env env, napi_callback_info info) {
   return NULL;
 }
 
+/* gatherColumns(packed, ids, out): out[t] = column ids[t] of the packed weight (a tied
+ * embedding's rows from the lm_head packed from its table); every id is checked first. */
+static napi_value gather_columns_call(napi_env env, napi_callback_info info) {
+  napi_value argv[3];
+  if (!arguments(env, info, 3, argv, "gatherColumns(packed, ids, out)")) return NULL;
+  Packed *w = NULL;
+  if (napi_get_value_external(env, argv[0], (void **)&w) != napi_ok || !w) return fail(env, "packed must be packLinear's value"), NULL;
+  Array ids;
+  if (!array_of(env, argv[1], &ids, "ids")) return NULL;
+  if (ids.type != napi_bigint64_array) return fail(env, "ids must be a BigInt64Array"), NULL;
+  const int64_t *id = ids.data;
+  for (size_t t = 0; t < ids.length; t++)
+    if (id[t] < 0 || id[t] >= w->out) return fail(env, "ids must be columns of the packed weight (0 .. outFeatures - 1)"), NULL;
+  const float *out;
+  if (!floats_of(env, argv[2], ids.length * (size_t)w->in, &out, "out")) return NULL;
+  gather_columns(w, id, (int)ids.length, (float *)out);
+  return NULL;
+}
+
 /* The rows, width and eps of a norm call (arguments at `rows_at`, `rows_at` + 1 and `eps_at`). */
 static int norm_shape(napi_env env, const napi_value *argv, int rows_at, int eps_at, int *rows, int *width, float *eps) {
   double value;
@@ -155,7 +174,7 @@ static void register_decoder_ops(napi_env env, napi_value exports) {
   const struct {
     const char *name;
     napi_callback call;
-  } calls[] = {{"packLinear", pack_linear_call}, {"linear", linear_call}, {"rmsNorm", rms_norm_call}, {"addRmsNorm", add_rms_norm_call}, {"rope", rope_call}, {"gatedActivation", gated_call}};
+  } calls[] = {{"packLinear", pack_linear_call}, {"linear", linear_call}, {"gatherColumns", gather_columns_call}, {"rmsNorm", rms_norm_call}, {"addRmsNorm", add_rms_norm_call}, {"rope", rope_call}, {"gatedActivation", gated_call}};
   for (size_t i = 0; i < sizeof calls / sizeof calls[0]; i++) {
     napi_value fn;
     napi_create_function(env, calls[i].name, NAPI_AUTO_LENGTH, calls[i].call, NULL, &fn);

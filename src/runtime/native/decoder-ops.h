@@ -61,6 +61,17 @@ static void pack_weight_transposed(const float *restrict t, int in, int out, flo
   }
 }
 
+/* out[t, :] = column ids[t] of the packed weight ([in] values each): a token's embedding row where
+ * the weight was packed from an embedding table's transpose (pack_weight_transposed), so one
+ * packed copy serves both the lm_head and the lookup of a tied embedding. */
+static void gather_columns(const Packed *w, const int64_t *restrict ids, int count, float *restrict out) {
+  for (int t = 0; t < count; t++) {
+    const float *panel = w->data + (size_t)(ids[t] / PANEL) * w->in * PANEL;
+    const int c = (int)(ids[t] % PANEL);
+    for (int k = 0; k < w->in; k++) out[(size_t)t * w->in + k] = panel[(size_t)k * PANEL + c];
+  }
+}
+
 /* y[r, panel columns] for rows first .. first+count-1 (count <= LINEAR_ROWS) and panels p0 .. p1-1.
  * Inlined for each constant count (linear_panels), so the accumulators stay in registers: with a
  * run-time count they lived on the stack, a load and a store per multiply-add. */

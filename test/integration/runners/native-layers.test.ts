@@ -1,4 +1,4 @@
-// The segmented decoder's inner and last segments by the kernel's layer ops
+// The segmented decoder's segments by the kernel's layer ops
 // (src/runners/native-layers.ts) against the same segments in ONNX Runtime
 // (CONVEYOR_NATIVE_LAYERS=0), step by step on the same plans: a prompt (more rows than the ops
 // take, so ORT), then steps of 1, 3, 8 (the ops' bound) and 9 rows (ORT again), two sequences in
@@ -6,8 +6,9 @@
 // logits and from the greedy head, for the wirings the ops cover: Qwen3's per-head q/k norms; a
 // LLaMA / Qwen2 layer without them and with q/k/v biases; GeGLU with a family attention scale,
 // partial rotary with an attention factor and a layer without RoPE; an untied lm_head with a
-// logits multiplier and ids past the tokenizer. A final logit soft cap keeps the last segment in
-// ORT, and a wiring the ops do not cover (Gemma 3's sandwich norms) keeps every segment there;
+// logits multiplier and ids past the tokenizer; an embedding multiplier. Segment 0 runs natively
+// too (its lookup from the lm_head's packed table where tied, its own where not). A final logit
+// soft cap keeps the first and last segments in ORT, and a wiring the ops do not cover (Gemma 3's sandwich norms) keeps every segment there;
 // the runner's note says why.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -109,10 +110,10 @@ function expectSameLogits(actual: Float32Array[][], expected: Float32Array[][]):
   );
 }
 
-async function compareBackends(c: DecoderConfig, weights: DecoderWeights, head = 'the last segment \\(final norm, lm_head\\) too'): Promise<void> {
+async function compareBackends(c: DecoderConfig, weights: DecoderWeights, ends = 'segment 0 and the last segment \\(final norm, lm_head\\) too'): Promise<void> {
   const path = await writeSegments(c, weights);
   const native = await open(path, true);
-  expect(native.info.note).toMatch(new RegExp(`layers 1\\.\\.${c.numLayers - 1} by the kernel's layer ops at up to ${NATIVE_LAYER_MAX_ROWS} rows, ${head}`));
+  expect(native.info.note).toMatch(new RegExp(`layers 1\\.\\.${c.numLayers - 1} by the kernel's layer ops at up to ${NATIVE_LAYER_MAX_ROWS} rows, ${ends}`));
   const [actual, expected] = [await outputsOf(native), await outputsOf(await open(path, false))];
   expectSameLogits(actual.logits, expected.logits);
   // The greedy head's picks over the sampleable ids: the model's ArgMax in ORT, outputsOf's outside it.
@@ -146,16 +147,16 @@ describe('inner segments by the kernel layer ops', () => {
     await compareBackends(c, initDecoderWeights(c));
   }, 60_000);
 
-  it('an untied lm_head, a logits multiplier and ids past the tokenizer (their bias) give ONNX Runtime’s logits from the native last segment', async () => {
+  it('an untied lm_head (segment 0 packs its own table), a logits multiplier and ids past the tokenizer (their bias) give ONNX Runtime’s logits from the native first and last segments', async () => {
     const c: DecoderConfig = { ...BASE, tokenizerVocabSize: 500, variant: { norms: 'pre', qkNorm: 'head', activation: 'silu', embeddingMultiplier: 1, logitsMultiplier: 0.25 } };
     const weights = initDecoderWeights(c);
     const lmHead = Float32Array.from({ length: c.vocabSize * c.hiddenSize }, (_, i) => 0.08 * Math.sin(i * 0.37));
     await compareBackends(c, { ...weights, lmHead });
   }, 60_000);
 
-  it('a final logit soft cap keeps the last segment in ONNX Runtime, and says why', async () => {
+  it('a final logit soft cap keeps the first and last segments in ONNX Runtime, and says why', async () => {
     const c: DecoderConfig = { ...BASE, variant: { norms: 'pre', qkNorm: 'head', activation: 'silu', embeddingMultiplier: 1, logitsMultiplier: 1, finalLogitSoftcap: 30 } };
-    await compareBackends(c, initDecoderWeights(c), 'the last segment in ONNX Runtime \\(a final logit soft cap\\)');
+    await compareBackends(c, initDecoderWeights(c), 'segment 0 and the last segment in ONNX Runtime \\(a final logit soft cap\\)');
   }, 60_000);
 
   it("a wiring the ops do not cover (Gemma 3's sandwich norms) stays in ONNX Runtime and says why", async () => {

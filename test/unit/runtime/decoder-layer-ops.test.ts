@@ -73,6 +73,21 @@ describe('packed linear', () => {
     );
   });
 
+  it("gathers a transposed-packed table's rows (a tied embedding's lookup) and refuses ids outside it, writing nothing", () => {
+    const [vocab, hidden] = [130, 7];
+    const table = randomArray(new SeededRandom(5), vocab * hidden);
+    const packed = ops.packLinear(table, hidden, vocab, true);
+    const ids = BigInt64Array.of(0n, 63n, 64n, 129n, 5n);
+    const out = new Float32Array(ids.length * hidden);
+    ops.gatherColumns(packed, ids, out);
+    ids.forEach((id, t) => expect(out.subarray(t * hidden, (t + 1) * hidden)).toEqual(table.subarray(Number(id) * hidden, (Number(id) + 1) * hidden)));
+    const untouched = new Float32Array(2 * hidden).fill(3);
+    expect(() => ops.gatherColumns(packed, BigInt64Array.of(1n, 130n), untouched)).toThrow(/ids must be columns/);
+    expect(() => ops.gatherColumns(packed, BigInt64Array.of(1n, -1n), untouched)).toThrow(/ids must be columns/);
+    expect(() => ops.gatherColumns(packed, BigInt64Array.of(1n, 2n), new Float32Array(hidden))).toThrow(/out must be a Float32Array of at least 14/);
+    expect([...untouched]).toEqual(new Array(2 * hidden).fill(3));
+  });
+
   it('refuses arrays shorter than the shapes and writes nothing', () => {
     const packed = ops.packLinear(new Float32Array(6), 2, 3);
     const y = new Float32Array(6).fill(1);

@@ -8,8 +8,8 @@
 // the PagedRunner's, so the engine, scheduler and block manager cannot tell the two apart.
 // A layer with a sliding window (its q/k/v segment's conveyor.sliding_window metadata) has the
 // kernel attend over that window only, skipping the blocks wholly before it. On steps of at most
-// NATIVE_LAYER_MAX_ROWS tokens the segments after the first run on the kernel's layer ops instead
-// (native-layers.ts), the last one where its wiring allows: then only segment 0 is an ORT call.
+// NATIVE_LAYER_MAX_ROWS tokens the inner segments run on the kernel's layer ops instead
+// (native-layers.ts), and the first and last where their wiring allows: then no ORT call at all.
 
 import { availableParallelism } from 'node:os';
 import type { KvCacheDtype, KvElementType } from '../contracts/engine-messages.js';
@@ -118,7 +118,7 @@ export class NativePagedRunner implements ModelRunner {
     const numTokens = tokens.input_ids.data.length;
     // One output buffer for every layer's attention: each segment's run has returned before the next layer's kernel writes it again.
     const attention = activationType === 'float16' ? new Uint16Array(numTokens * numHeads * headDim) : new Float32Array(numTokens * numHeads * headDim);
-    // A step of a few rows runs the segments after the first with the kernel's layer ops (native-layers.ts), and the first too where it can.
+    // A step of a few rows runs the inner segments with the kernel's layer ops (native-layers.ts), the first and last too where they can.
     const native = this.layers && numTokens <= NATIVE_LAYER_MAX_ROWS ? this.layers : undefined;
     const positions = tokens.position_ids.data as BigInt64Array;
     let out: Readonly<Record<string, RawTensor>> = native?.hasFirst

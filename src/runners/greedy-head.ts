@@ -10,6 +10,7 @@ import type { StepPlan } from '../contracts/generate.js';
 import type { SessionMetadata } from '../contracts/worker-messages.js';
 import type { RawTensor } from '../runtime/model-session.js';
 import type { LogitsRowRange } from './flat-batch.js';
+import { argmax } from '../sampler/select.js';
 import { toFloat32 } from './logits-rows.js';
 import type { StepGreedyTokens } from './model-runner.js';
 import { GREEDY_HEAD_NAMES } from './paged-layout.js';
@@ -65,26 +66,13 @@ export class SampledHeads {
    * What the head `head` reads, as the model's outputs would hold it, from `logits` [rows, vocab]
    * of the sampled positions computed outside the model (the native layer ops' last segment): the
    * logits, or each row's greedy token, the first maximum over ids below the sampleable vocab
-   * (as the model's ArgMax picks it; NaN never wins).
+   * (the sampler's argmax, the model's ArgMax rule; NaN never wins).
    */
   outputsOf(logits: Float32Array, head: SampledHead): Record<string, RawTensor> {
     const rows = logits.length / this.vocabSize;
     if (head.kind === 'logits') return { logits: { type: 'float32', dims: [rows, this.vocabSize], data: logits } };
     const sampleable = Math.min(head.sampleableVocab ?? this.vocabSize, this.vocabSize);
-    const ids = new BigInt64Array(rows);
-    for (let row = 0; row < rows; row++) {
-      const offset = row * this.vocabSize;
-      let best = 0;
-      let bestValue = Number.NEGATIVE_INFINITY;
-      for (let id = 0; id < sampleable; id++) {
-        const value = logits[offset + id]!;
-        if (value > bestValue) {
-          best = id;
-          bestValue = value;
-        }
-      }
-      ids[row] = BigInt(best);
-    }
+    const ids = BigInt64Array.from({ length: rows }, (_, row) => BigInt(argmax(logits.subarray(row * this.vocabSize), sampleable)));
     return { [GREEDY_HEAD_NAMES.output]: { type: 'int64', dims: [rows], data: ids } };
   }
 

@@ -92,7 +92,7 @@ export const LAYERS: Readonly<Record<string, Layer>> = {
   },
   'src/runners': {
     holds: 'model runners: how a decoder consumes the KV cache (the ModelRunner seam and its factory)',
-    imports: ['src/contracts', 'src/errors.ts', 'src/kv-cache', 'src/runtime', 'src/threads'],
+    imports: ['src/contracts', 'src/errors.ts', 'src/kv-cache', 'src/runtime', 'src/sampler', 'src/threads'],
   },
   'src/grammar-worker': {
     holds:

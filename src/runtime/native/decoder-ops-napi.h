@@ -56,8 +56,7 @@ static napi_value pack_linear_call(napi_env env, napi_callback_info info) {
 #endif
   if (!data) return free(packed), napi_throw_error(env, NULL, "packLinear: out of memory"), NULL;
   *packed = (Packed){in, out, (out + PANEL - 1) / PANEL, data};
-  if (transposed) pack_weight_transposed(w, in, out, data);
-  else pack_weight(w, in, out, data);
+  pack_weight(w, in, out, transposed, data);
   napi_create_external(env, packed, free_packed, NULL, &result);
   napi_adjust_external_memory(env, (int64_t)packed_bytes(in, out), &(int64_t){0});
   return result;

@@ -34,35 +34,29 @@ typedef struct {
 
 static size_t packed_bytes(int in, int out) { return sizeof(float) * (size_t)in * PANEL * ((out + PANEL - 1) / PANEL); }
 
-static void pack_weight(const float *restrict w, int in, int out, float *restrict to) {
+/* Packs w [in, out] into to; with `transposed` w is given as its transpose [out, in] (an
+ * lm_head's table, [vocab, hidden]): element (k, c) at w[k * out + c], or w[c * in + k]. One panel
+ * (in x 64 floats) is written at a time, so a transposed table's strided reads touch 64 of its
+ * rows at once and the panel's writes stay in cache. */
+static void pack_weight(const float *restrict w, int in, int out, int transposed, float *restrict to) {
+  const size_t k_step = transposed ? 1 : (size_t)out, c_step = transposed ? (size_t)in : 1;
   const int panels = (out + PANEL - 1) / PANEL;
   for (int p = 0; p < panels; p++) {
     float *panel = to + (size_t)p * in * PANEL;
     const int first = p * PANEL, count = out - first < PANEL ? out - first : PANEL;
     for (int k = 0; k < in; k++) {
-      memcpy(panel + (size_t)k * PANEL, w + (size_t)k * out + first, sizeof(float) * count);
-      memset(panel + (size_t)k * PANEL + count, 0, sizeof(float) * (PANEL - count));
-    }
-  }
-}
-
-/* The same from the weight's transpose t [out, in] (an lm_head's table, [vocab, hidden]): column c
- * of the weight is row c of t. One panel (in x 64 floats) is written at a time, so its strided
- * writes stay in cache. */
-static void pack_weight_transposed(const float *restrict t, int in, int out, float *restrict to) {
-  const int panels = (out + PANEL - 1) / PANEL;
-  for (int p = 0; p < panels; p++) {
-    float *panel = to + (size_t)p * in * PANEL;
-    const int first = p * PANEL, count = out - first < PANEL ? out - first : PANEL;
-    for (int c = 0; c < PANEL; c++) {
-      const float *row = t + (size_t)(first + c) * in;
-      for (int k = 0; k < in; k++) panel[(size_t)k * PANEL + c] = c < count ? row[k] : 0.0f;
+      float *row = panel + (size_t)k * PANEL;
+      const float *from = w + k * k_step + (size_t)first * c_step;
+      if (c_step == 1) memcpy(row, from, sizeof(float) * count);
+      else
+        for (int c = 0; c < count; c++) row[c] = from[(size_t)c * c_step];
+      memset(row + count, 0, sizeof(float) * (PANEL - count));
     }
   }
 }
 
 /* out[t, :] = column ids[t] of the packed weight ([in] values each): a token's embedding row where
- * the weight was packed from an embedding table's transpose (pack_weight_transposed), so one
+ * the weight was packed from an embedding table's transpose (pack_weight, transposed), so one
  * packed copy serves both the lm_head and the lookup of a tied embedding. */
 static void gather_columns(const Packed *w, const int64_t *restrict ids, int count, float *restrict out) {
   for (int t = 0; t < count; t++) {

@@ -256,7 +256,7 @@ function run(c: Case): { error: number; layout: RandomLayout; writeError: number
 // relative). An int8 pool's rows are compared as stored (writeError checks the quantization).
 const tolerance = (c: Case) => (c.activationType === 'float16' || c.kvType === 'float16' ? 3e-3 : 1e-5);
 
-const headShapes = fc.constantFrom<readonly [number, number, number]>([4, 2, 8], [8, 2, 64], [4, 4, 8], [8, 1, 16], [16, 2, 128], [6, 2, 8]);
+const headShapes = fc.constantFrom<readonly [number, number, number]>([4, 2, 8], [8, 2, 64], [4, 4, 8], [8, 1, 16], [16, 2, 128], [6, 2, 8], [4, 2, 32], [2, 1, 256]);
 const caseArbitrary = fc
   .record({
     heads: headShapes,

@@ -36,6 +36,7 @@ import { Scheduler, type PreemptionEvent } from './scheduler.js';
 import { DraftModelProposer } from './draft-model.js';
 import { type DraftSource, LARGE_BATCH_MIN_ACCEPTANCE, NgramDrafts, ProposalGate } from './spec-decode.js';
 import { StepConstraints } from './step-constraints.js';
+import { StepCosts } from './step-costs.js';
 import { StepSampling } from './step-sampling.js';
 
 /** The engine's settings travel to its worker as plain data, so the contract type is the config. */
@@ -77,6 +78,8 @@ export class EngineCore {
     private readonly prompts: PromptLogprobs,
     /** The draft model proposing before each step is planned (speculative_config method draft_model); absent otherwise. */
     private readonly draftModel: DraftModelProposer | undefined,
+    /** What this engine's steps cost by rows, which speculation's gate reads (step-costs.ts). */
+    private readonly costs: StepCosts,
   ) {
     this.sampling = new StepSampling(sampler, rows, runner, (id) => scheduler.get(id));
   }
@@ -93,7 +96,8 @@ export class EngineCore {
     const { numBlocks, blockSize, shape } = runner.info;
     const kv = new KvCacheManager({ numBlocks, blockSize, enablePrefixCaching: config.enablePrefixCaching, recordEvents: config.kvEvents !== undefined });
     const sampler = new Sampler({ vocabSize: shape.vocabSize, sampleableVocabSize: config.sampleableVocabSize ?? shape.vocabSize });
-    const drafts = EngineCore.draftSource(config, runner, sampler, log, draftRunner);
+    const costs = new StepCosts();
+    const drafts = EngineCore.draftSource(config, runner, sampler, log, costs, draftRunner);
     const scheduler = new Scheduler(
       { maxNumSeqs: config.maxNumSeqs, maxNumBatchedTokens: config.maxNumBatchedTokens, maxModelLen: config.maxModelLen, policy: config.schedulingPolicy ?? 'fcfs' },
       kv,
@@ -101,7 +105,7 @@ export class EngineCore {
     );
     const rows = new ConstrainedRows({ tokenizerPath: config.tokenizerPath, vocabSize: shape.vocabSize, compileTimeoutSecs: config.grammarCompileTimeoutSecs ?? 0 });
     const prompts = new PromptLogprobs(shape.vocabSize, config.sampleableVocabSize ?? shape.vocabSize);
-    return new EngineCore(scheduler, kv, runner, sampler, rows, log, prompts, drafts instanceof DraftModelProposer ? drafts : undefined);
+    return new EngineCore(scheduler, kv, runner, sampler, rows, log, prompts, drafts instanceof DraftModelProposer ? drafts : undefined, costs);
   }
 
   /**
@@ -110,7 +114,14 @@ export class EngineCore {
    * each; the past_key_values runner does not (its rows share a padded shape), so there it is off,
    * and the log says why.
    */
-  private static draftSource(config: EngineSettings, runner: ModelRunner, sampler: Sampler, log: (line: string) => void, draftRunner: ModelRunner | undefined): DraftSource | undefined {
+  private static draftSource(
+    config: EngineSettings,
+    runner: ModelRunner,
+    sampler: Sampler,
+    log: (line: string) => void,
+    costs: StepCosts,
+    draftRunner: ModelRunner | undefined,
+  ): DraftSource | undefined {
     const spec = config.speculative;
     if (!spec) return undefined;
     if (runner.info.kind === 'past-key-values') {
@@ -118,10 +129,10 @@ export class EngineCore {
       return undefined;
     }
     const pastLimit = spec.method === 'ngram' ? `only while its drafts give ${LARGE_BATCH_MIN_ACCEPTANCE * spec.numSpeculativeTokens} accepted tokens on average` : 'none';
-    const limits = `sampled and greedy requests; past ${spec.disableByBatchSize} running sequences ${pastLimit}`;
+    const limits = `sampled and greedy requests, each while its drafts yield more than their rows cost here (measured); past ${spec.disableByBatchSize} running sequences ${pastLimit}`;
     if (spec.method === 'ngram') {
       log(`speculative decoding: ngram, up to ${spec.numSpeculativeTokens} tokens from a ${spec.promptLookupMin}–${spec.promptLookupMax}-token match, ${limits}`);
-      return new NgramDrafts(spec);
+      return new NgramDrafts(spec, costs);
     }
     if (!draftRunner) throw new Error('speculative_config method draft_model: the engine was given no draft runner (openDraftRunner)');
     const { shape, numBlocks, blockSize, kind } = draftRunner.info;
@@ -135,7 +146,7 @@ export class EngineCore {
     return new DraftModelProposer(
       draftRunner,
       { numSpeculativeTokens: spec.numSpeculativeTokens, maxModelLen: config.maxModelLen, maxCatchUpTokens: config.maxNumBatchedTokens, sampleableVocab: sampler.sampleableVocab },
-      new ProposalGate(spec.disableByBatchSize, spec.numSpeculativeTokens, false),
+      new ProposalGate(spec.disableByBatchSize, spec.numSpeculativeTokens, false, costs),
     );
   }
 
@@ -237,6 +248,8 @@ export class EngineCore {
     this.stepping = true;
     let output: StepOutput;
     let constraints: StepConstraints;
+    // The step's cost, the draft model's passes included, for speculation's gate.
+    const began = performance.now();
     try {
       if (this.draftModel) await this.draftModel.prepare(this.scheduler.runningRequests);
       const plan = this.scheduler.schedule();
@@ -262,6 +275,7 @@ export class EngineCore {
         this.prompts.collect(plan, logits, (id) => this.scheduler.get(id)?.request);
         sampled = await this.sampling.fromLogits(contexts, logits, constraints, plan);
       }
+      this.costs.observe(plan.numScheduledTokens, performance.now() - began);
       output = this.scheduler.apply({ stepId: plan.stepId, sampled });
       const work = constraints.grammarWork;
       if (work) output = { ...output, grammarMasks: work };

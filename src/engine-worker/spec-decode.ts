@@ -29,6 +29,7 @@
 import type { NgramSpeculativeConfig } from '../contracts/engine-messages.js';
 import { proposeNgram } from './ngram-proposer.js';
 import type { RequestState } from './request-state.js';
+import type { StepCosts } from './step-costs.js';
 
 /** Longest pause, in the sequence's tokens, after proposals that all failed. */
 export const MAX_DRAFT_BACKOFF_TOKENS = 32;
@@ -36,6 +37,8 @@ export const MAX_DRAFT_BACKOFF_TOKENS = 32;
 export const LARGE_BATCH_MIN_ACCEPTANCE = 0.75;
 /** The running mean's weight on the latest draft: the last two or three decide. */
 const LATEST_DRAFT_WEIGHT = 0.5;
+/** Drafts a sequence's yield is measured over before its cost is weighed (one draft's outcome says little). */
+const DRAFTS_BEFORE_WEIGHING = 4;
 /** Past the limit, the first and the longest pause, tokens: fewer probes where drafts give little (a probe costs every row there). */
 const LARGE_BATCH_PAUSES = { first: 8, longest: 128 } as const;
 
@@ -84,6 +87,8 @@ export class ProposalGate {
   private readonly largeBatchBackoff = new WeakMap<Readonly<RequestState>, Backoff>();
   /** Accepted tokens a draft, a running mean per sequence. */
   private readonly meanAccepted = new WeakMap<Readonly<RequestState>, number>();
+  /** Drafts checked per sequence. */
+  private readonly draftsChecked = new WeakMap<Readonly<RequestState>, number>();
 
   constructor(
     /** Past this many running sequences (disable_by_batch_size), only sequences whose drafts give most of a full draft propose (n-gram lookup only). */
@@ -97,13 +102,46 @@ export class ProposalGate {
      * streams, where n-gram lookup gave 1.25–1.61×).
      */
     private readonly proposingIsFree: boolean,
+    /** What steps cost on this engine (step-costs.ts); absent: proposals are taken to cost nothing past their yield. */
+    private readonly costs?: StepCosts,
   ) {}
+
+  /** The pause of a sequence whose drafts do not pay for their rows, and whether its next draft is the probe that re-measures its yield. */
+  private readonly costBackoff = new WeakMap<Readonly<RequestState>, Backoff & { probing?: boolean }>();
 
   /** True when `state` may propose this step, with `numRunning` sequences running. */
   allows(state: Readonly<RequestState>, numRunning: number): boolean {
     if (!this.proposesFor(state) || pausedAt(this.backoff.get(state), state)) return false;
-    if (numRunning <= this.disableByBatchSize) return true;
-    return this.proposingIsFree && !pausedAt(this.largeBatchBackoff.get(state), state);
+    if (numRunning > this.disableByBatchSize && !(this.proposingIsFree && !pausedAt(this.largeBatchBackoff.get(state), state))) return false;
+    return this.paysForItself(state, numRunning);
+  }
+
+  /**
+   * Whether the sequence's drafts yield more than their rows cost, as measured on this engine: a
+   * step where each of the `numRunning` sequences also checks a full draft (k more rows each)
+   * against a step without, and 1 + the sequence's mean accepted tokens a draft against that
+   * ratio. Unknown costs or yield (fewer than DRAFTS_BEFORE_WEIGHING drafts checked) count as
+   * paying: the first drafts measure them. A sequence that does not pay pauses 8, 16, … 128 of
+   * its tokens (as past the batch limit), then probes with one draft, whose outcome updates its
+   * mean before the next weighing. Where the step with the drafts costs more than 1 + k times one
+   * without, no draft can pay, and none is made (stories260K at 8 streams: a 40-row step leaves
+   * the native layers for ONNX Runtime, several times an 8-row step).
+   */
+  private paysForItself(state: Readonly<RequestState>, numRunning: number): boolean {
+    if (!this.costs) return true;
+    const ratio = this.costs.ratio(numRunning * (1 + this.numSpeculativeTokens), numRunning);
+    // Where even a full draft, every token accepted, would not pay, none can: no draft, no probe.
+    if (ratio !== undefined && 1 + this.numSpeculativeTokens < ratio) return false;
+    const pause = this.costBackoff.get(state);
+    if (pause && pausedAt(pause, state)) return false;
+    if (pause && !pause.probing) {
+      pause.probing = true;
+      return true;
+    }
+    const mean = (this.draftsChecked.get(state) ?? 0) >= DRAFTS_BEFORE_WEIGHING ? this.meanAccepted.get(state) : undefined;
+    const pays = mean === undefined || ratio === undefined || 1 + mean >= ratio;
+    lengthen(this.costBackoff, state, !pays, LARGE_BATCH_PAUSES);
+    return pays;
   }
 
   /** False for a row whose tokens are decided a token at a time outside the sampler (see the file comment). */
@@ -116,6 +154,7 @@ export class ProposalGate {
       const previous = this.meanAccepted.get(state);
       const mean = previous === undefined ? numAccepted : previous + LATEST_DRAFT_WEIGHT * (numAccepted - previous);
       this.meanAccepted.set(state, mean);
+      this.draftsChecked.set(state, (this.draftsChecked.get(state) ?? 0) + 1);
       lengthen(this.largeBatchBackoff, state, mean < LARGE_BATCH_MIN_ACCEPTANCE * this.numSpeculativeTokens, LARGE_BATCH_PAUSES);
     }
     lengthen(this.backoff, state, numAccepted === 0 && numDrafts > 0);
@@ -138,8 +177,11 @@ function lengthen(pauses: WeakMap<Readonly<RequestState>, Backoff>, state: Reado
 export class NgramDrafts implements DraftSource {
   private readonly gate: ProposalGate;
 
-  constructor(private readonly config: NgramSpeculativeConfig) {
-    this.gate = new ProposalGate(config.disableByBatchSize, config.numSpeculativeTokens, true);
+  constructor(
+    private readonly config: NgramSpeculativeConfig,
+    costs?: StepCosts,
+  ) {
+    this.gate = new ProposalGate(config.disableByBatchSize, config.numSpeculativeTokens, true, costs);
   }
 
   propose(state: Readonly<RequestState>, numRunning: number, maxTokens: number): Draft | null {

@@ -12,6 +12,7 @@ import { GREEDY_SAMPLING, type GenerateRequest, type SampledTokens, type Samplin
 import { proposeNgram } from '../../../src/engine-worker/ngram-proposer.js';
 import { acceptGreedy, type DraftSource, MAX_DRAFT_BACKOFF_TOKENS, NgramDrafts, ProposalGate } from '../../../src/engine-worker/spec-decode.js';
 import { RequestState } from '../../../src/engine-worker/request-state.js';
+import { StepCosts } from '../../../src/engine-worker/step-costs.js';
 import { KvCacheManager } from '../../../src/kv-cache/kv-cache-manager.js';
 import { Sampler } from '../../../src/sampler/sampler.js';
 import { checkTrackedIntegrity, copyingLogits, copyingNextToken, type Harness, harness, makeRequest, randomTokens, referenceOutput, rng, VOCAB } from '../../support/fake-model.js';
@@ -102,6 +103,67 @@ describe('proposals past disable_by_batch_size', () => {
     // A short draft, even fully held, gives too little: 3.25 → 2.1 a draft pauses it again.
     source.verified(poor, 1, 1);
     expect(source.propose(poor, 32, 8)).toBeNull();
+  });
+
+  it('pause where this engine measures their rows costing more than they yield, and probe now and then', () => {
+    const costs = new StepCosts();
+    const gate = new ProposalGate(4, 4, true, costs);
+    const state = copying('costly');
+    // Nothing measured yet: drafts go on, and measure.
+    expect(gate.allows(state, 1)).toBe(true);
+    costs.observe(1, 1);
+    costs.observe(5, 3);
+    // Its yield is weighed once four drafts were checked (one draft says little).
+    for (let i = 0; i < 3; i++) {
+      gate.verified(state, 4, 1);
+      expect(gate.allows(state, 1)).toBe(true);
+    }
+    gate.verified(state, 4, 1);
+    costs.observe(5, 1.5);
+    costs.observe(5, 1.5);
+    // A 5-row verify step costs 1.5 decode steps; 1 + 1 accepted pays.
+    expect(gate.allows(state, 1)).toBe(true);
+    costs.observe(5, 3);
+    costs.observe(5, 3);
+    // At 3×, 2 tokens a draft no longer pay: it pauses 8 of its tokens…
+    expect(gate.allows(state, 1)).toBe(false);
+    const grow = (n: number) => state.tokenIds.push(...Array.from({ length: n }, () => 1));
+    grow(7);
+    expect(gate.allows(state, 1)).toBe(false);
+    // …then probes once, and the probe's outcome is weighed: a full draft held (5 > 3) resumes it.
+    grow(1);
+    expect(gate.allows(state, 1)).toBe(true);
+    gate.verified(state, 4, 4);
+    expect(gate.allows(state, 1)).toBe(true);
+    // A failed weighing after a probe pauses twice as long.
+    gate.verified(state, 4, 0);
+    gate.verified(state, 4, 0);
+    gate.verified(state, 4, 0);
+    grow(64);
+    expect(gate.allows(state, 1)).toBe(false);
+    grow(8);
+    expect(gate.allows(state, 1)).toBe(true);
+    expect(gate.allows(state, 1)).toBe(false);
+    grow(15);
+    expect(gate.allows(state, 1)).toBe(false);
+    grow(1);
+    expect(gate.allows(state, 1)).toBe(true);
+    // The step it weighs is every running sequence's draft at once: 8 sequences' 40 rows against 8.
+    const batch = copying('batch');
+    for (let i = 0; i < 4; i++) gate.verified(batch, 4, 3);
+    costs.observe(8, 2);
+    costs.observe(40, 7);
+    expect(gate.allows(batch, 8)).toBe(true);
+    costs.observe(40, 10);
+    costs.observe(40, 10);
+    expect(gate.allows(batch, 8)).toBe(false);
+    // Where even a full draft would not pay (the 40-row step over 5 times the 8-row one), a sequence never weighed makes none, and probes none.
+    for (let i = 0; i < 3; i++) costs.observe(40, 11);
+    const fresh = copying('fresh');
+    expect(gate.allows(fresh, 8)).toBe(false);
+    fresh.tokenIds.push(...Array.from({ length: 200 }, () => 1));
+    expect(gate.allows(fresh, 8)).toBe(false);
+    expect(gate.allows(fresh, 1)).toBe(true);
   });
 
   it('never come from a draft model, whose own steps the rule does not weigh', () => {

@@ -130,15 +130,17 @@ export class ProposalGate {
    * ratio. Unknown costs or yield (fewer than DRAFTS_BEFORE_WEIGHING drafts checked) count as
    * paying: the first drafts measure them. A sequence that does not pay pauses 8, 16, … 128 of
    * its tokens (as past the batch limit), then probes with one draft, whose outcome updates its
-   * mean before the next weighing. Where the step with the drafts costs more than 1 + k times one
-   * without, no draft can pay, and none is made (stories260K at 8 streams: a 40-row step leaves
-   * the native layers for ONNX Runtime, several times an 8-row step).
+   * mean before the next weighing. Past the batch limit, where the step with the drafts costs more
+   * than 1 + k times one without, no draft can pay, and none is made (stories260K at 8 streams: a
+   * 40-row step leaves the native layers for ONNX Runtime, several times an 8-row step); within
+   * it a new sequence still makes its first drafts, a few verify steps at most.
    */
   private paysForItself(state: Readonly<RequestState>, numRunning: number): boolean {
     if (!this.costs) return true;
     const ratio = this.costs.ratio(numRunning * (1 + this.numSpeculativeTokens), numRunning);
-    // Where even a full draft, every token accepted, would not pay, none can: no draft, no probe.
-    if (ratio !== undefined && 1 + this.numSpeculativeTokens < ratio) return false;
+    // Past the batch limit, where even a full draft, every token accepted, would not pay, none can:
+    // no draft, no probe (every sequence probing at once makes the costliest steps there).
+    if (ratio !== undefined && numRunning > this.disableByBatchSize && 1 + this.numSpeculativeTokens < ratio) return false;
     const pause = this.costBackoff.get(state);
     if (pause && pausedAt(pause, state)) return false;
     if (pause && !pause.probing) {

@@ -50,12 +50,21 @@ describe('speculative_config method draft_model', () => {
     const value = (name: string) => Number(new RegExp(`^conveyor:${name}\\{model_name="draft"\\} (\\S+)$`, 'm').exec(metrics)?.[1] ?? Number.NaN);
     expect(value('spec_decode_num_drafts_total')).toBeGreaterThan(0);
     expect(value('spec_decode_num_draft_tokens_total')).toBeGreaterThanOrEqual(value('spec_decode_num_drafts_total'));
-    expect(value('spec_decode_num_accepted_tokens_total')).toBeGreaterThan(0);
+    // How many of a three-layer random draft's proposals hold depends on which positions the cost gate lets it draft at (timing); the full-depth draft below accepts.
+    expect(value('spec_decode_num_accepted_tokens_total')).toBeLessThanOrEqual(value('spec_decode_num_draft_tokens_total'));
   });
 
-  it('finds a relative draft beside the directory a version links to', async () => {
+  it('finds a relative draft beside the directory a version links to, and a draft that agrees with the target has its proposals accepted', async () => {
     expect(await loadModel(server, 'linked')).toEqual({ status: 200, error: '' });
     expect(server.logs.some((line) => /linked:1: speculative decoding: draft model .*qwen3-tiny\/1\/onnx\/model_paged\.segments/.test(line))).toBe(true);
+    // Its draft is the target itself: every proposal is the target's own greedy token.
+    const client = new OpenAI({ baseURL: `${server.http}/v1`, apiKey: 'unused', maxRetries: 0 });
+    const text = (await client.completions.create({ model: 'linked', prompt: 'one two three one two three', max_tokens: 24, temperature: 0 })).choices[0]!.text;
+    expect(text).toBe((await client.completions.create({ model: 'plain', prompt: 'one two three one two three', max_tokens: 24, temperature: 0 })).choices[0]!.text);
+    const metrics = await (await fetch(`http://127.0.0.1:${server.metricsPort}/metrics`)).text();
+    const value = (name: string) => Number(new RegExp(`^conveyor:${name}\\{model_name="linked"\\} (\\S+)$`, 'm').exec(metrics)?.[1] ?? Number.NaN);
+    expect(value('spec_decode_num_drafts_total')).toBeGreaterThan(0);
+    expect(value('spec_decode_num_accepted_tokens_total')).toBeGreaterThan(0);
   });
 
   it.each([

@@ -157,7 +157,7 @@ describe('proposals past disable_by_batch_size', () => {
     costs.observe(40, 10);
     costs.observe(40, 10);
     expect(gate.allows(batch, 8)).toBe(false);
-    // Where even a full draft would not pay (the 40-row step over 5 times the 8-row one), a sequence never weighed makes none, and probes none.
+    // Past the batch limit, where even a full draft would not pay (the 40-row step over 5 times the 8-row one), a sequence never weighed makes none, and probes none.
     for (let i = 0; i < 3; i++) costs.observe(40, 11);
     const fresh = copying('fresh');
     expect(gate.allows(fresh, 8)).toBe(false);

@@ -119,7 +119,7 @@ export class ProposalGate {
   /** True when `state` may propose this step, with `numRunning` sequences running. */
   allows(state: Readonly<RequestState>, numRunning: number): boolean {
     if (!this.proposesFor(state) || pausedAt(this.backoff.get(state), state)) return false;
-    if (numRunning > this.disableByBatchSize && !(this.proposingIsFree && !pausedAt(this.largeBatchBackoff.get(state), state))) return false;
+    if (numRunning > this.disableByBatchSize && (!this.proposingIsFree || pausedAt(this.largeBatchBackoff.get(state), state))) return false;
     return this.paysForItself(state, numRunning);
   }
 

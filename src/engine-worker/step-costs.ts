@@ -12,6 +12,8 @@ const SAMPLES_KEPT = 9;
 export class StepCosts {
   /** The latest SAMPLES_KEPT step times of each row count, ms (oldest first). */
   private readonly samples = new Map<number, number[]>();
+  /** Each row count's median, kept as its samples change: the gate reads costs per sequence per step. */
+  private readonly medians = new Map<number, number>();
   /** Measured row counts, ascending. */
   private rowCounts: number[] = [];
 
@@ -22,10 +24,11 @@ export class StepCosts {
     if (kept) {
       kept.push(ms);
       if (kept.length > SAMPLES_KEPT) kept.shift();
-      return;
+    } else {
+      this.samples.set(rows, [ms]);
+      this.rowCounts = [...this.samples.keys()].sort((a, b) => a - b);
     }
-    this.samples.set(rows, [ms]);
-    this.rowCounts = [...this.samples.keys()].sort((a, b) => a - b);
+    this.medians.set(rows, median(this.samples.get(rows)!));
   }
 
   /**
@@ -34,12 +37,12 @@ export class StepCosts {
    * count, or below the smallest (nothing there to go by).
    */
   cost(rows: number): number | undefined {
-    const exact = this.samples.get(rows);
-    if (exact) return median(exact);
+    const exact = this.medians.get(rows);
+    if (exact !== undefined) return exact;
     const above = this.rowCounts.findIndex((count) => count > rows);
     if (above <= 0) return undefined;
     const [low, high] = [this.rowCounts[above - 1]!, this.rowCounts[above]!];
-    const [lowMs, highMs] = [median(this.samples.get(low)!), median(this.samples.get(high)!)];
+    const [lowMs, highMs] = [this.medians.get(low)!, this.medians.get(high)!];
     return lowMs + ((highMs - lowMs) * (rows - low)) / (high - low);
   }
 
